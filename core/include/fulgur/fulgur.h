@@ -1,0 +1,60 @@
+/* The embedding API: build and drive a fulgur runtime from C. The `fulgur` command is a
+ * thin client of this header; everything it does, a host program can do. */
+#ifndef FULGUR_FULGUR_H
+#define FULGUR_FULGUR_H
+
+#include <stdio.h>
+
+#include "fulgur/plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(FULGUR_BUILDING_LIBRARY)
+#define FG_API __attribute__((visibility("default")))
+#else
+#define FG_API
+#endif
+
+typedef struct fg_runtime fg_runtime;
+
+typedef struct fg_runtime_options {
+    uint32_t struct_size;
+    const char *const *plugin_paths; /* searched first, in order (--plugin-path) */
+    int plugin_path_count;
+    FILE *out;                       /* progress and reports; stdout when NULL */
+    int verbosity;                   /* fg_log_level; FG_LOG_INFO by default */
+} fg_runtime_options;
+
+FG_API const char *fg_version(void);
+FG_API int fg_abi_minor(void);
+
+FG_API fg_status fg_runtime_create(const fg_runtime_options *opts, fg_runtime **out,
+                                   fg_error *err);
+FG_API void fg_runtime_destroy(fg_runtime *rt);
+
+/* Parses `path`, applies "section.key=value" overrides, loads every plugin the config
+ * names and validates every section and key against the core's and the plugins' schemas.
+ * Nothing runs before all of it passed. FG_INVALID_ARGUMENT for a config error. */
+FG_API fg_status fg_runtime_configure(fg_runtime *rt, const char *path,
+                                      const char *const *overrides, int override_count,
+                                      fg_error *err);
+
+/* `fulgur plugins`: every plugin file in the search path, loaded or refused, to out. */
+FG_API fg_status fg_runtime_list_plugins(fg_runtime *rt, FILE *out, fg_error *err);
+/* `fulgur explain KIND.NAME`: a plugin's description and options. */
+FG_API fg_status fg_runtime_explain(fg_runtime *rt, const char *kind_dot_name, FILE *out,
+                                    fg_error *err);
+/* `fulgur devices`: what each backend found in the search path sees. */
+FG_API fg_status fg_runtime_list_devices(fg_runtime *rt, FILE *out, fg_error *err);
+
+typedef enum fg_verb { FG_VERB_FIT = 1, FG_VERB_VALIDATE = 2, FG_VERB_TEST = 3, FG_VERB_PREDICT = 4 } fg_verb;
+
+/* Runs a verb on the configured runtime. */
+FG_API fg_status fg_runtime_run(fg_runtime *rt, fg_verb verb, fg_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,165 @@
+/* Backend plugins: devices, memory, queues, copies and the ops layers need.
+ *
+ * Conventions: every tensor is dense row-major (NCHW for images) in device memory of the
+ * queue's device. An op is enqueued on a queue (a CUDA stream, or a CPU worker group) and
+ * may run asynchronously; queue_sync waits. Ops never allocate device memory, except where
+ * a workspace is noted. Thread rule: one queue is used by one host thread at a time;
+ * different queues may be driven from different threads. device_count and device_info
+ * have no side effects (no CUDA context, no allocation). */
+#ifndef FULGUR_BACKEND_H
+#define FULGUR_BACKEND_H
+
+#include "fulgur/plugin.h"
+#include "fulgur/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fg_device_info {
+    uint32_t struct_size;
+    int32_t index;
+    char name[128];
+    uint64_t total_memory; /* bytes; 0 when unknown */
+    uint64_t free_memory;  /* bytes; 0 when unknown */
+} fg_device_info;
+
+typedef enum fg_activation {
+    FG_ACT_NONE = 0,
+    FG_ACT_RELU = 1,
+    FG_ACT_GELU = 2, /* tanh approximation, as PyTorch's gelu(approximate="tanh") */
+    FG_ACT_TANH = 3,
+    FG_ACT_SIGMOID = 4
+} fg_activation;
+
+typedef enum fg_pool_mode { FG_POOL_MAX = 1, FG_POOL_AVG = 2 } fg_pool_mode;
+
+/* A 2-D convolution or pooling window over NCHW tensors. */
+typedef struct fg_conv2d_desc {
+    uint32_t struct_size;
+    int32_t n, c, h, w;      /* input */
+    int32_t k;               /* output channels (conv only) */
+    int32_t r, s;            /* window height, width */
+    int32_t pad_h, pad_w;
+    int32_t stride_h, stride_w;
+    int32_t out_h, out_w;    /* filled by the caller */
+} fg_conv2d_desc;
+
+typedef struct fg_sgd_args {
+    uint32_t struct_size;
+    float lr, momentum, dampening, weight_decay;
+    int32_t nesterov;
+    int32_t first_step; /* momentum buffer starts as the gradient, as in PyTorch */
+} fg_sgd_args;
+
+typedef struct fg_adamw_args {
+    uint32_t struct_size;
+    float lr, beta1, beta2, eps, weight_decay;
+    int64_t step; /* 1-based, for bias correction */
+} fg_adamw_args;
+
+typedef struct fg_backend_vtable {
+    uint32_t struct_size;
+
+    /* devices -------------------------------------------------------------------- */
+    fg_status (*device_count)(void *state, int *count, fg_error *err);
+    fg_status (*device_info)(void *state, int device, fg_device_info *info, fg_error *err);
+
+    /* memory --------------------------------------------------------------------- */
+    fg_status (*alloc)(void *state, int device, size_t bytes, void **ptr, fg_error *err);
+    void (*free)(void *state, int device, void *ptr);
+    /* Page-locked host memory for staging (plain aligned memory where the device has none). */
+    fg_status (*host_alloc)(void *state, size_t bytes, void **ptr, fg_error *err);
+    void (*host_free)(void *state, void *ptr);
+
+    /* queues --------------------------------------------------------------------- */
+    fg_status (*queue_create)(void *state, int device, void **queue, fg_error *err);
+    void (*queue_destroy)(void *state, void *queue);
+    fg_status (*queue_sync)(void *state, void *queue, fg_error *err);
+
+    /* copies: host (-1) or a device index on each side; async on queue ------------ */
+    fg_status (*copy)(void *state, void *queue, void *dst, int dst_device, const void *src,
+                      int src_device, size_t bytes, fg_error *err);
+
+    /* ops (fp32 unless a dtype says otherwise) ------------------------------------ */
+    /* C(m,n) = alpha * op(A) op(B) + beta * C, row-major; op(A) is (m,k), op(B) is (k,n). */
+    fg_status (*gemm)(void *state, void *queue, int trans_a, int trans_b, int m, int n, int k,
+                      float alpha, const float *a, int lda, const float *b, int ldb, float beta,
+                      float *c, int ldc, fg_error *err);
+    /* y(rows, cols, spatial) += bias(cols) broadcast over rows and spatial positions */
+    fg_status (*bias_add)(void *state, void *queue, float *y, const float *bias, int rows,
+                          int cols, int spatial, fg_error *err);
+    /* dbias(cols) (+)= sum over rows (and spatial positions) of dy; accumulate != 0 adds */
+    fg_status (*bias_grad)(void *state, void *queue, float *dbias, const float *dy, int rows,
+                           int cols, int spatial, int accumulate, fg_error *err);
+    fg_status (*activation_forward)(void *state, void *queue, int act, const float *x,
+                                    float *y, size_t n, fg_error *err);
+    /* dx = dy * act'(x); x is the activation's input, y its output */
+    fg_status (*activation_backward)(void *state, void *queue, int act, const float *x,
+                                     const float *y, const float *dy, float *dx, size_t n,
+                                     fg_error *err);
+    /* workspace: scratch of at least conv2d_workspace() bytes on the queue's device */
+    size_t (*conv2d_workspace)(void *state, const fg_conv2d_desc *d);
+    fg_status (*conv2d_forward)(void *state, void *queue, const fg_conv2d_desc *d,
+                                const float *x, const float *w, const float *bias, float *y,
+                                void *workspace, fg_error *err);
+    /* dx may be NULL (first layer); dw and dbias are accumulated into when accumulate != 0 */
+    fg_status (*conv2d_backward)(void *state, void *queue, const fg_conv2d_desc *d,
+                                 const float *x, const float *w, const float *dy, float *dx,
+                                 float *dw, float *dbias, int accumulate, void *workspace,
+                                 fg_error *err);
+    /* argmax: (n,c,out_h,out_w) int32 scratch for max pooling, NULL for avg */
+    fg_status (*pool2d_forward)(void *state, void *queue, int mode, const fg_conv2d_desc *d,
+                                const float *x, float *y, int32_t *argmax, fg_error *err);
+    fg_status (*pool2d_backward)(void *state, void *queue, int mode, const fg_conv2d_desc *d,
+                                 const float *dy, const int32_t *argmax, float *dx,
+                                 fg_error *err);
+    /* Batch norm over (n, c, spatial). training != 0: batch statistics, saved_mean and
+     * saved_invstd written, running stats updated with momentum (PyTorch's unbiased var). */
+    fg_status (*batchnorm_forward)(void *state, void *queue, int training, int n, int c,
+                                   int spatial, const float *x, const float *gamma,
+                                   const float *beta, float *running_mean, float *running_var,
+                                   float momentum, float eps, float *saved_mean,
+                                   float *saved_invstd, float *y, fg_error *err);
+    fg_status (*batchnorm_backward)(void *state, void *queue, int n, int c, int spatial,
+                                    const float *x, const float *gamma, const float *saved_mean,
+                                    const float *saved_invstd, const float *dy, float *dx,
+                                    float *dgamma, float *dbeta, int accumulate, fg_error *err);
+    /* mask(n) bytes; keep with probability 1-p, scale 1/(1-p); reproducible from
+     * (seed, offset): element i's draw depends only on seed, offset + i. */
+    fg_status (*dropout_forward)(void *state, void *queue, float p, uint64_t seed,
+                                 uint64_t offset, const float *x, float *y, uint8_t *mask,
+                                 size_t n, fg_error *err);
+    fg_status (*dropout_backward)(void *state, void *queue, float p, const uint8_t *mask,
+                                  const float *dy, float *dx, size_t n, fg_error *err);
+    /* Mean softmax cross-entropy over rows with int32 labels. loss_sum and correct
+     * (device scalars) are accumulated into: += sum of row losses, += argmax hits.
+     * probs(rows, classes) keeps the softmax for backward. */
+    fg_status (*softmax_xent_forward)(void *state, void *queue, const float *logits,
+                                      const int32_t *labels, int rows, int classes,
+                                      float *probs, float *loss_sum, float *correct,
+                                      fg_error *err);
+    /* dlogits = (probs - onehot(labels)) * scale */
+    fg_status (*softmax_xent_backward)(void *state, void *queue, const float *probs,
+                                       const int32_t *labels, int rows, int classes,
+                                       float scale, float *dlogits, fg_error *err);
+    /* elementwise helpers over n floats */
+    fg_status (*fill)(void *state, void *queue, float *x, float value, size_t n, fg_error *err);
+    fg_status (*scale)(void *state, void *queue, float *x, float alpha, size_t n, fg_error *err);
+    /* y += alpha * x */
+    fg_status (*axpy)(void *state, void *queue, float alpha, const float *x, float *y, size_t n,
+                      fg_error *err);
+    /* *out = sum of x^2 (device scalar) */
+    fg_status (*sum_squares)(void *state, void *queue, const float *x, size_t n, float *out,
+                             fg_error *err);
+    /* fused optimizer updates over a flat range of parameters */
+    fg_status (*sgd_update)(void *state, void *queue, const fg_sgd_args *a, float *param,
+                            const float *grad, float *momentum_buf, size_t n, fg_error *err);
+    fg_status (*adamw_update)(void *state, void *queue, const fg_adamw_args *a, float *param,
+                              const float *grad, float *m, float *v, size_t n, fg_error *err);
+} fg_backend_vtable;
+
+#ifdef __cplusplus
+}
+#endif
+#endif
