@@ -1,0 +1,158 @@
+/* fulgur: the command. A thin client of the embedding API (fulgur/fulgur.h).
+ * Exit status: 0 success, 1 runtime failure, 2 usage or config error. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fulgur/fulgur.h"
+
+enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
+#define MAX_PATHS 32
+#define MAX_ARGS 256
+
+static const char usage_text[] =
+    "usage: fulgur [--plugin-path DIR]... [-q|-v] COMMAND [ARGS]\n"
+    "\n"
+    "commands:\n"
+    "  fit CONFIG [section.key=value]...       train (then test) as the config says\n"
+    "  validate CONFIG [section.key=value]...  evaluate on the validation split\n"
+    "  test CONFIG [section.key=value]...      evaluate on the test split\n"
+    "  predict CONFIG [section.key=value]...   write predictions for the predict split\n"
+    "  check CONFIG [section.key=value]...     load the plugins and validate the config only\n"
+    "  plugins                                 list every plugin found, and why any was refused\n"
+    "  explain KIND.NAME | SECTION             a plugin's (or a core section's) options\n"
+    "  devices                                 the devices each backend sees\n"
+    "\n"
+    "options:\n"
+    "  --plugin-path DIR   search DIR for plugins first (repeatable)\n"
+    "  -q, --quiet         warnings and errors only\n"
+    "  -v, --verbose       debug output\n"
+    "  --version           print the version and the plugin ABI\n"
+    "  -h, --help          this text\n"
+    "\n"
+    "Plugin search path: --plugin-path, [plugins] path, FULGUR_PLUGIN_PATH,\n"
+    "~/.local/lib/fulgur/plugins, the install folder. Exit status: 0 ok, 1 runtime\n"
+    "failure, 2 usage or configuration error.\n";
+
+typedef struct cli {
+    const char *paths[MAX_PATHS];
+    int path_count;
+    int verbosity;
+    const char *args[MAX_ARGS];
+    int arg_count;
+} cli;
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "fulgur: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nRun 'fulgur --help' for usage.\n");
+    return EXIT_USAGE;
+}
+
+/* Splits global options from the command and its arguments. Returns -1 to go on. */
+static int parse_args(int argc, char **argv, cli *c)
+{
+    c->verbosity = FG_LOG_INFO;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--plugin-path") == 0 || strncmp(a, "--plugin-path=", 14) == 0) {
+            const char *v = a[13] == '=' ? a + 14 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v || !*v) return usage_error("%s needs a folder", "--plugin-path");
+            if (c->path_count == MAX_PATHS) return usage_error("too many %s options", "--plugin-path");
+            c->paths[c->path_count++] = v;
+        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            c->verbosity = FG_LOG_WARN;
+        } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
+            c->verbosity = FG_LOG_DEBUG;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(usage_text, stdout);
+            return EXIT_OK;
+        } else if (strcmp(a, "--version") == 0) {
+            printf("fulgur %s (plugin ABI %d.%d)\n", fg_version(), FG_ABI_MAJOR, fg_abi_minor());
+            return EXIT_OK;
+        } else if (a[0] == '-' && a[1] == '-' && strchr(a, '=') == NULL) {
+            return usage_error("unknown option '%s'", a);
+        } else {
+            if (c->arg_count == MAX_ARGS) return usage_error("too many arguments (%s)", a);
+            c->args[c->arg_count++] = a;
+        }
+    }
+    if (c->arg_count == 0) {
+        fputs(usage_text, stderr);
+        return EXIT_USAGE;
+    }
+    return -1;
+}
+
+static int exit_code(fg_status st, int configuring)
+{
+    if (st == FG_OK) return EXIT_OK;
+    if (configuring || st == FG_UNAVAILABLE) return EXIT_USAGE;
+    return EXIT_RUNTIME;
+}
+
+static int fail(const fg_error *err, fg_status st, int configuring)
+{
+    fprintf(stderr, "fulgur: %s\n", err->message[0] ? err->message : "error");
+    return exit_code(st, configuring);
+}
+
+static int run_verb(fg_runtime *rt, const cli *c, const char *cmd)
+{
+    static const struct { const char *name; int verb; } verbs[] = {
+        {"fit", FG_VERB_FIT}, {"validate", FG_VERB_VALIDATE}, {"test", FG_VERB_TEST},
+        {"predict", FG_VERB_PREDICT}, {"check", 0}};
+    int verb = -1;
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+        if (strcmp(verbs[i].name, cmd) == 0) verb = verbs[i].verb;
+    if (verb < 0) return usage_error("unknown command '%s'", cmd);
+    if (c->arg_count < 2) return usage_error("'%s' needs a CONFIG file", cmd);
+    fg_error err = {0};
+    fg_status st = fg_runtime_configure(rt, c->args[1], c->args + 2, c->arg_count - 2, &err);
+    if (st != FG_OK) return fail(&err, st, 1);
+    if (verb == 0) {
+        printf("%s: ok\n", c->args[1]);
+        return EXIT_OK;
+    }
+    st = fg_runtime_run(rt, (fg_verb)verb, &err);
+    return st == FG_OK ? EXIT_OK : fail(&err, st, 0);
+}
+
+static int run_command(fg_runtime *rt, const cli *c)
+{
+    const char *cmd = c->args[0];
+    fg_error err = {0};
+    fg_status st;
+    if (strcmp(cmd, "plugins") == 0) {
+        if (c->arg_count > 1) return usage_error("'plugins' takes no argument (got '%s')", c->args[1]);
+        st = fg_runtime_list_plugins(rt, stdout, &err);
+    } else if (strcmp(cmd, "explain") == 0) {
+        if (c->arg_count != 2) return usage_error("%s", "'explain' needs one KIND.NAME, e.g. backend.cpu");
+        st = fg_runtime_explain(rt, c->args[1], stdout, &err);
+        if (st != FG_OK) return fail(&err, st, 1);
+    } else if (strcmp(cmd, "devices") == 0) {
+        if (c->arg_count > 1) return usage_error("'devices' takes no argument (got '%s')", c->args[1]);
+        st = fg_runtime_list_devices(rt, stdout, &err);
+    } else {
+        return run_verb(rt, c, cmd);
+    }
+    return st == FG_OK ? EXIT_OK : fail(&err, st, 0);
+}
+
+int main(int argc, char **argv)
+{
+    cli c;
+    memset(&c, 0, sizeof c);
+    int rc = parse_args(argc, argv, &c);
+    if (rc >= 0) return rc;
+    fg_runtime_options opts = {sizeof opts, c.paths, c.path_count, stdout, c.verbosity};
+    fg_runtime *rt = NULL;
+    fg_error err = {0};
+    fg_status st = fg_runtime_create(&opts, &rt, &err);
+    if (st != FG_OK) return fail(&err, st, 1);
+    rc = run_command(rt, &c);
+    fflush(stdout);
+    fg_runtime_destroy(rt);
+    return rc;
+}

@@ -1,0 +1,104 @@
+/* The core's own config keys. Only keys the core implements are declared here: anything
+ * else in a config is refused before a run starts. */
+#include "core_schema.h"
+
+#include <string.h>
+
+#include "fulgur/plugin.h"
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+#define NO_RANGE 1, 0
+
+static const fg_option trainer_options[] = {
+    {"max_epochs", FG_OPT_INT, "1", 0, 1e9, NULL, "epochs to train (stops earlier at max_steps)"},
+    {"max_steps", FG_OPT_INT, "-1", -1, 1e15, NULL, "optimizer steps to train; -1: no limit"},
+    {"limit_train_batches", FG_OPT_INT, "0", 0, 1e15, NULL, "batches per training epoch; 0: all"},
+    {"limit_eval_batches", FG_OPT_INT, "0", 0, 1e15, NULL, "batches per validation/test pass; 0: all"},
+    {"log_every_n_steps", FG_OPT_INT, "50", 1, 1e9, NULL, "read the loss from the device and log every N steps"},
+    {"seed", FG_OPT_INT, "0", 0, 9.2e18, NULL, "seeds initialisation, shuffling and dropout"},
+    {"validate_every_n_epochs", FG_OPT_INT, "1", 0, 1e9, NULL, "run validation after every N epochs; 0: never"},
+    {"test_after_fit", FG_OPT_BOOL, "true", NO_RANGE, NULL, "evaluate on the test split when fit ends"},
+};
+
+static const fg_option data_options[] = {
+    {"name", FG_OPT_STRING, FG_OPT_REQUIRED, NO_RANGE, NULL, "data plugin: idx, synthetic, ..."},
+    {"batch_size", FG_OPT_INT, "64", 1, 1 << 24, NULL, "samples per training batch (per process)"},
+    {"eval_batch_size", FG_OPT_INT, "0", 0, 1 << 24, NULL, "samples per evaluation batch; 0: batch_size"},
+    {"num_workers", FG_OPT_INT, "2", 0, 256, NULL, "loader threads reading batches; 0: read in the training thread"},
+    {"prefetch", FG_OPT_INT, "2", 1, 64, NULL, "batches read ahead of the one training"},
+    {"pin_memory", FG_OPT_BOOL, "true", NO_RANGE, NULL, "stage batches in page-locked memory from the backend"},
+    {"shuffle", FG_OPT_BOOL, "true", NO_RANGE, NULL, "reshuffle the training set every epoch"},
+    {"drop_last", FG_OPT_BOOL, "false", NO_RANGE, NULL, "drop the last incomplete training batch"},
+};
+
+static const fg_option backend_options[] = {
+    {"name", FG_OPT_STRING, "cpu", NO_RANGE, NULL, "backend plugin: cpu, cuda, ..."},
+    {"device", FG_OPT_INT, "0", 0, 1024, NULL, "device index the single strategy trains on"},
+};
+static const fg_option precision_options[] = {
+    {"name", FG_OPT_STRING, "fp32", NO_RANGE, NULL, "precision plugin: fp32, ..."},
+};
+static const fg_option strategy_options[] = {
+    {"name", FG_OPT_STRING, "single", NO_RANGE, NULL, "strategy plugin: single, ..."},
+};
+static const fg_option comm_options[] = {
+    {"name", FG_OPT_STRING, FG_OPT_REQUIRED, NO_RANGE, NULL, "collectives plugin: mpi, nccl"},
+};
+static const fg_option plugins_options[] = {
+    {"path", FG_OPT_LIST, "", NO_RANGE, NULL, "extra plugin folders, searched after --plugin-path; relative to the config file"},
+};
+
+typedef struct section_schema {
+    const char *section;
+    const fg_option *options;
+    size_t count;
+} section_schema;
+
+static const section_schema core_schemas[] = {
+    {"trainer", trainer_options, COUNT(trainer_options)},
+    {"data", data_options, COUNT(data_options)},
+    {"backend", backend_options, COUNT(backend_options)},
+    {"precision", precision_options, COUNT(precision_options)},
+    {"strategy", strategy_options, COUNT(strategy_options)},
+    {"comm", comm_options, COUNT(comm_options)},
+    {"plugins", plugins_options, COUNT(plugins_options)},
+};
+
+const char *const fg_core_sections[] = {"trainer", "backend", "precision", "strategy", "comm",
+                                        "data", "model", "optimizer", "plugins"};
+const size_t fg_core_section_count = COUNT(fg_core_sections);
+const char *const fg_core_section_prefixes[] = {"layer.", "callback."};
+const size_t fg_core_section_prefix_count = COUNT(fg_core_section_prefixes);
+
+const fg_option *fg_core_schema(const char *section, size_t *count)
+{
+    for (size_t i = 0; i < COUNT(core_schemas); i++) {
+        if (strcmp(core_schemas[i].section, section) == 0) {
+            *count = core_schemas[i].count;
+            return core_schemas[i].options;
+        }
+    }
+    *count = 0;
+    return NULL;
+}
+
+int fg_section_plugin_kind(const char *section)
+{
+    if (strcmp(section, "backend") == 0) return FG_KIND_BACKEND;
+    if (strcmp(section, "precision") == 0) return FG_KIND_PRECISION;
+    if (strcmp(section, "strategy") == 0) return FG_KIND_STRATEGY;
+    if (strcmp(section, "comm") == 0) return FG_KIND_COMM;
+    if (strcmp(section, "data") == 0) return FG_KIND_DATA;
+    if (strncmp(section, "callback.", 9) == 0) return FG_KIND_CALLBACK;
+    return 0;
+}
+
+const char *fg_section_default_plugin(const char *section)
+{
+    if (strncmp(section, "callback.", 9) == 0) return section + 9;
+    size_t count;
+    const fg_option *opts = fg_core_schema(section, &count);
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(opts[i].key, "name") == 0) return opts[i].default_value;
+    return NULL;
+}

@@ -1,0 +1,48 @@
+/* The runtime: a parsed config, the plugin loader and the configured plugin instances.
+ * Internal to the core; the embedding API (fulgur.h) drives it. */
+#ifndef FG_RUNTIME_H
+#define FG_RUNTIME_H
+
+#include "config.h"
+#include "fulgur/fulgur.h"
+#include "loader.h"
+
+#define FG_MAX_INSTANCES 32
+
+/* A configured plugin: its host table (first member, so a host pointer is an instance
+ * pointer), where it was configured, and its state once initialised. */
+typedef struct fg_instance {
+    fg_host host;
+    struct fg_runtime *rt;
+    int kind;
+    char section[128];
+    char name[64];
+    const fg_plugin *plugin;
+    const char *path;
+    void *state;
+    int initialized;
+} fg_instance;
+
+struct fg_runtime {
+    FILE *out;
+    int verbosity;
+    fg_loader *loader;
+    fg_config *cfg;
+    char config_dir[4096];
+    fg_instance *instances[FG_MAX_INSTANCES];
+    int instance_count;
+};
+
+/* The instance configured from `section`, or NULL. */
+fg_instance *fg_runtime_instance(fg_runtime *rt, const char *section);
+/* The first instance of a kind, or NULL. */
+fg_instance *fg_runtime_instance_of_kind(fg_runtime *rt, int kind);
+/* Calls init on every configured instance, in dependency order (backend first). A named
+ * plugin that answers FG_UNAVAILABLE is an error: nothing falls back silently. */
+fg_status fg_runtime_init_plugins(fg_runtime *rt, fg_error *err);
+void fg_runtime_deinit_plugins(fg_runtime *rt);
+
+/* Fills the host table of an instance (also used for throw-away instances). */
+void fg_host_fill(fg_instance *inst);
+
+#endif

@@ -1,0 +1,173 @@
+/* CPU compute kernels: plain C over raw pointers, parallelised on a small persistent
+ * thread pool. The backend plugin validates arguments at its border; these functions trust
+ * them. Tensors are dense row-major, images NCHW, weights (K, C, R, S).
+ *
+ * Determinism: every kernel except gemm gives bitwise identical results for any number of
+ * threads. Elementwise results do not depend on the partition; reductions are cut into
+ * chunks whose size depends only on the problem size (fg_cpu_reduce_plan), each chunk is
+ * summed in double in a fixed order, and the partials are combined in chunk order. */
+#ifndef FG_CPU_KERNELS_H
+#define FG_CPU_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- thread pool (threadpool.c) ------------------------------------------------------ */
+
+typedef struct fg_cpu_pool fg_cpu_pool;
+
+/* Work on items [begin, end) of a parallel_for. */
+typedef void (*fg_cpu_range_fn)(void *ctx, size_t begin, size_t end);
+
+/* Below this many elements per thread an elementwise op stays on the calling thread:
+ * waking a worker costs more than the work (measured on the MLP shapes). */
+#define FG_CPU_GRAIN 32768
+
+/* threads >= 1 counts the calling thread; threads - 1 workers are started.
+ * Returns 0 or an errno value from pthread_create / malloc. */
+int fg_cpu_pool_create(int threads, fg_cpu_pool **out);
+/* Joins the workers and frees the pool; NULL is a no-op. */
+void fg_cpu_pool_destroy(fg_cpu_pool *pool);
+int fg_cpu_pool_threads(const fg_cpu_pool *pool);
+
+/* Runs fn over [0, n): one contiguous piece per thread, the calling thread takes the
+ * first. Piece boundaries are multiples of `align` (>= 1). Runs inline when n < 2 * grain,
+ * when the pool has one thread, or when another host thread is using the pool (then the
+ * result is the same, only slower). Returns when every piece is done. */
+void fg_cpu_parallel_for(fg_cpu_pool *pool, size_t n, size_t grain, size_t align,
+                         fg_cpu_range_fn fn, void *ctx);
+
+/* ---- fixed reduction plans ------------------------------------------------------------ */
+
+#define FG_CPU_MAX_CHUNKS 1024
+
+/* Chunk size for reducing n items: at least min_chunk, and no more than FG_CPU_MAX_CHUNKS
+ * chunks. Depends on n and min_chunk only, never on the thread count. */
+static inline size_t fg_cpu_reduce_chunk(size_t n, size_t min_chunk)
+{
+    size_t chunk = (n + FG_CPU_MAX_CHUNKS - 1) / FG_CPU_MAX_CHUNKS;
+    if (chunk < min_chunk)
+        chunk = min_chunk;
+    return chunk ? chunk : 1;
+}
+
+/* ---- gemm (gemm.c): OpenBLAS on the calling thread, its own threads ------------------- */
+
+void fg_cpu_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                 int lda, const float *b, int ldb, float beta, float *c, int ldc);
+/* Sets the thread count OpenBLAS uses for every gemm of the process. */
+void fg_cpu_gemm_set_threads(int threads);
+
+/* ---- bias (bias.c) ------------------------------------------------------------------- */
+
+/* y(rows, cols, spatial) += bias(cols) */
+void fg_cpu_bias_add(fg_cpu_pool *pool, float *y, const float *bias, int rows, int cols,
+                     int spatial);
+/* dbias(cols) (+)= sum over rows and spatial of dy(rows, cols, spatial) */
+void fg_cpu_bias_grad(fg_cpu_pool *pool, float *dbias, const float *dy, int rows, int cols,
+                      int spatial, int accumulate);
+
+/* ---- activations (activation.c) -------------------------------------------------------- */
+
+/* act: fg_activation values (0 none, 1 relu, 2 gelu-tanh, 3 tanh, 4 sigmoid).
+ * y may alias x; dx may alias dy. */
+void fg_cpu_activation_forward(fg_cpu_pool *pool, int act, const float *x, float *y,
+                               size_t n);
+void fg_cpu_activation_backward(fg_cpu_pool *pool, int act, const float *x, const float *y,
+                                const float *dy, float *dx, size_t n);
+
+/* ---- conv2d (conv2d.c): im2col + one sgemm over the whole batch ------------------------ */
+
+typedef struct fg_cpu_conv_shape {
+    int n, c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w, out_h, out_w;
+} fg_cpu_conv_shape;
+
+/* Bytes of scratch conv2d forward and backward need: the column matrix
+ * (C*R*S, N*OH*OW) and the output in (K, N*OH*OW) order. */
+size_t fg_cpu_conv2d_workspace(const fg_cpu_conv_shape *d);
+/* x (N,C,H,W), w (K,C,R,S), bias (K) or NULL -> y (N,K,OH,OW) */
+void fg_cpu_conv2d_forward(fg_cpu_pool *pool, const fg_cpu_conv_shape *d, const float *x,
+                           const float *w, const float *bias, float *y, void *workspace);
+/* dx (N,C,H,W) overwritten, may be NULL; dw (K,C,R,S) and dbias (K, may be NULL)
+ * overwritten or, when accumulate != 0, added to. */
+void fg_cpu_conv2d_backward(fg_cpu_pool *pool, const fg_cpu_conv_shape *d, const float *x,
+                            const float *w, const float *dy, float *dx, float *dw,
+                            float *dbias, int accumulate, void *workspace);
+
+/* ---- pooling (pool2d.c) --------------------------------------------------------------- */
+
+/* Max: argmax (N,C,OH,OW) keeps the index h*W+w of the winner inside its input plane
+ * (-1 when the window lies entirely in padding). Avg: divides by R*S, padding counted
+ * (PyTorch's count_include_pad=True); argmax unused. The shape's k is ignored. */
+void fg_cpu_pool2d_forward(fg_cpu_pool *pool, int is_max, const fg_cpu_conv_shape *d,
+                           const float *x, float *y, int32_t *argmax);
+/* dx (N,C,H,W) is overwritten. */
+void fg_cpu_pool2d_backward(fg_cpu_pool *pool, int is_max, const fg_cpu_conv_shape *d,
+                            const float *dy, const int32_t *argmax, float *dx);
+
+/* ---- batch norm (batchnorm.c) ---------------------------------------------------------- */
+
+/* Over x (n, c, spatial). gamma/beta may be NULL (1 and 0). Training: batch statistics,
+ * biased variance for normalising, saved_mean/saved_invstd written, running_mean/var (may
+ * be NULL) updated as running = (1-momentum)*running + momentum*batch with the unbiased
+ * variance. Eval: running statistics. */
+void fg_cpu_batchnorm_forward(fg_cpu_pool *pool, int training, int n, int c, int spatial,
+                              const float *x, const float *gamma, const float *beta,
+                              float *running_mean, float *running_var, float momentum,
+                              float eps, float *saved_mean, float *saved_invstd, float *y);
+/* Training-mode backward. dx overwritten (may be NULL); dgamma, dbeta (may be NULL)
+ * overwritten or accumulated into. */
+void fg_cpu_batchnorm_backward(fg_cpu_pool *pool, int n, int c, int spatial, const float *x,
+                               const float *gamma, const float *saved_mean,
+                               const float *saved_invstd, const float *dy, float *dx,
+                               float *dgamma, float *dbeta, int accumulate);
+
+/* ---- dropout (dropout.c) -------------------------------------------------------------- */
+
+/* Element i is kept when the counter-based draw of (seed, offset + i) is >= p. */
+int fg_cpu_dropout_keep(uint64_t seed, uint64_t index, float p);
+void fg_cpu_dropout_forward(fg_cpu_pool *pool, float p, uint64_t seed, uint64_t offset,
+                            const float *x, float *y, uint8_t *mask, size_t n);
+void fg_cpu_dropout_backward(fg_cpu_pool *pool, float p, const uint8_t *mask,
+                             const float *dy, float *dx, size_t n);
+
+/* ---- softmax cross-entropy (softmax_xent.c) --------------------------------------------- */
+
+/* The first row whose label lies outside [0, classes), or -1. */
+int64_t fg_cpu_find_bad_label(const int32_t *labels, int rows, int classes);
+/* Labels must have been checked. probs may alias logits; loss_sum/correct may be NULL. */
+void fg_cpu_softmax_xent_forward(fg_cpu_pool *pool, const float *logits,
+                                 const int32_t *labels, int rows, int classes, float *probs,
+                                 float *loss_sum, float *correct);
+void fg_cpu_softmax_xent_backward(fg_cpu_pool *pool, const float *probs,
+                                  const int32_t *labels, int rows, int classes, float scale,
+                                  float *dlogits);
+
+/* ---- elementwise helpers (elementwise.c) -------------------------------------------------- */
+
+void fg_cpu_fill(fg_cpu_pool *pool, float *x, float value, size_t n);
+void fg_cpu_scale(fg_cpu_pool *pool, float *x, float alpha, size_t n);
+void fg_cpu_axpy(fg_cpu_pool *pool, float alpha, const float *x, float *y, size_t n);
+/* Sum of squares accumulated in double. */
+double fg_cpu_sum_squares(fg_cpu_pool *pool, const float *x, size_t n);
+
+/* ---- optimizers (optim.c) ------------------------------------------------------------- */
+
+typedef struct fg_cpu_sgd {
+    float lr, momentum, dampening, weight_decay;
+    int nesterov, first_step;
+} fg_cpu_sgd;
+
+typedef struct fg_cpu_adamw {
+    float lr, beta1, beta2, eps, weight_decay;
+    int64_t step;
+} fg_cpu_adamw;
+
+/* PyTorch SGD; momentum_buf unused (may be NULL) when momentum == 0. */
+void fg_cpu_sgd_update(fg_cpu_pool *pool, const fg_cpu_sgd *a, float *param,
+                       const float *grad, float *momentum_buf, size_t n);
+/* PyTorch AdamW (decoupled weight decay, bias correction with step >= 1). */
+void fg_cpu_adamw_update(fg_cpu_pool *pool, const fg_cpu_adamw *a, float *param,
+                         const float *grad, float *m, float *v, size_t n);
+
+#endif
