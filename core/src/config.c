@@ -15,6 +15,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,16 +65,6 @@ static char *dup_range(const char *s, size_t n)
     return d;
 }
 
-/* "FILE:LINE" in a fresh string. */
-static char *make_file_origin(const char *path, int line)
-{
-    int n = snprintf(NULL, 0, "%s:%d", path, line);
-    char *s = n < 0 ? NULL : malloc((size_t)n + 1);
-    if (s)
-        snprintf(s, (size_t)n + 1, "%s:%d", path, line);
-    return s;
-}
-
 static char *make_prefixed(const char *prefix, const char *text)
 {
     size_t a = strlen(prefix), b = strlen(text);
@@ -83,6 +74,14 @@ static char *make_prefixed(const char *prefix, const char *text)
         memcpy(s + a, text, b + 1);
     }
     return s;
+}
+
+/* "FILE:LINE" in a fresh string. */
+static char *make_file_origin(const char *path, int line)
+{
+    char suffix[16];
+    snprintf(suffix, sizeof suffix, ":%d", line);
+    return make_prefixed(path, suffix);
 }
 
 static int grow(void **items, size_t *cap, size_t count, size_t item_size)
@@ -208,6 +207,8 @@ typedef struct fg_ini_parse {
     fg_status status; /* FG_OK until the first error; parsing stops there */
     const char *pos, *end;
     int line;
+    const char *raw; /* the current line as written, for messages */
+    int raw_len;
     long current; /* index of the current section, -1 before the first header */
 } fg_ini_parse;
 
@@ -231,20 +232,24 @@ static void parse_fail_oom(fg_ini_parse *p)
 static void parse_section_header(fg_ini_parse *p, const char *line)
 {
     const char *path = p->cfg->path;
-    const char *close = strchr(line, ']');
-    if (!close) {
+    /* Like inih, an inline comment ends the header: "[a ; b]" has no ']'. */
+    const char *close = line + 1;
+    while (*close && *close != ']' && !(*close == ';' && is_blank(close[-1])))
+        close++;
+    if (*close != ']') {
         p->status = fg_error_set(p->err, FG_INVALID_ARGUMENT,
-                                 "%s:%d: section header '%s' has no closing ']'", path, p->line,
-                                 line);
+                                 "%s:%d: section header '%.*s' has no closing ']'", path,
+                                 p->line, p->raw_len, p->raw);
         return;
     }
     const char *after = close + 1;
     while (is_blank(*after))
         after++;
     if (*after && !is_comment_char(*after)) {
+        int at = (int)(after - line);
         p->status = fg_error_set(p->err, FG_INVALID_ARGUMENT,
-                                 "%s:%d: unexpected text '%s' after the section header", path,
-                                 p->line, after);
+                                 "%s:%d: unexpected text '%.*s' after the section header", path,
+                                 p->line, p->raw_len - at, p->raw + at);
         return;
     }
     const char *b = line + 1, *e = close;
@@ -286,8 +291,8 @@ static void check_assignment(fg_ini_parse *p, const char *line)
             break;
     }
     p->status = fg_error_set(p->err, FG_INVALID_ARGUMENT,
-                             "%s:%d: expected 'key = value', '[section]' or a comment, found '%s'",
-                             p->cfg->path, p->line, line);
+                             "%s:%d: expected 'key = value', '[section]' or a comment, found "
+                             "'%.*s'", p->cfg->path, p->line, p->raw_len, p->raw);
 }
 
 /* Normalises one line into buf (see the top of the file) and inspects it. */
@@ -306,7 +311,9 @@ static void prepare_line(fg_ini_parse *p, char *buf, const char *b, const char *
     while (visible > 0 && is_blank(buf[visible - 1]))
         visible--;
     char saved = buf[visible];
-    buf[visible] = '\0'; /* messages quote the line without its trailing blanks */
+    buf[visible] = '\0';
+    p->raw = b; /* messages quote the line as written, without its trailing blanks */
+    p->raw_len = (int)visible;
     if (visible == 0 || is_comment_char(buf[0]))
         ; /* blank or comment */
     else if (buf[0] == '[')
@@ -374,18 +381,22 @@ static int on_entry_impl(fg_ini_parse *p, const char *name, const char *value)
     return 1;
 }
 
+/* inih's section argument is ignored: inih truncates long names, the reader keeps them. */
 #if INI_HANDLER_LINENO
 static int on_entry(void *user, const char *section, const char *name, const char *value,
                     int lineno)
 {
+    (void)section;
     (void)lineno; /* the reader's count is the same, and also covers headers */
+    return on_entry_impl(user, name, value);
+}
 #else
 static int on_entry(void *user, const char *section, const char *name, const char *value)
 {
-#endif
-    (void)section; /* inih truncates section names; the reader tracks the full one */
+    (void)section;
     return on_entry_impl(user, name, value);
 }
+#endif
 
 static fg_status parse_text(const char *text, size_t len, const char *name, fg_config **out,
                             fg_error *err)
@@ -431,12 +442,14 @@ static fg_status read_file(const char *path, char **text, size_t *len, fg_error 
         return fg_error_set(err, FG_NOT_FOUND, "%s: cannot open: %s", path, strerror(errno));
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
-    fg_status st = FG_OK;
-    while (buf) {
+    int oom = buf == NULL;
+    while (!oom) {
         if (cap - n < 2) {
             char *p = realloc(buf, cap * 2);
-            if (!p)
+            if (!p) {
+                oom = 1;
                 break;
+            }
             buf = p;
             cap *= 2;
         }
@@ -445,7 +458,8 @@ static fg_status read_file(const char *path, char **text, size_t *len, fg_error 
         if (got == 0)
             break;
     }
-    if (!buf || cap - n < 1) {
+    fg_status st = FG_OK;
+    if (oom) {
         st = fg_error_set(err, FG_OUT_OF_MEMORY, "%s: out of memory while reading", path);
     } else if (ferror(f)) {
         st = fg_error_set(err, FG_INVALID_ARGUMENT, "%s: read error: %s", path, strerror(errno));
@@ -693,5 +707,398 @@ fg_status fg_option_parse_float(const char *value, double *out)
     if (end == value || *end != '\0' || !isfinite(v))
         return FG_INVALID_ARGUMENT;
     *out = v;
+    return FG_OK;
+}
+
+/* ---- checking one value against its option -------------------------------------- */
+
+/* Appends as much of `s` as fits; `buf` stays NUL-terminated. */
+static void append_text(char *buf, size_t cap, size_t *len, const char *s)
+{
+    while (*s && *len + 1 < cap)
+        buf[(*len)++] = *s++;
+    buf[*len] = '\0';
+}
+
+/* Bounds in their shortest form: "[0, 1000000]", "[0, 0.5]", "[1, 1e+15]". */
+static void format_number(char *buf, size_t cap, double x)
+{
+    snprintf(buf, cap, "%.15g", x);
+}
+
+static int has_range(const fg_option *opt)
+{
+    return opt->min <= opt->max;
+}
+
+static fg_status out_of_range(const fg_option *opt, const char *where, const char *value,
+                              fg_error *err)
+{
+    char lo[48], hi[48];
+    format_number(lo, sizeof lo, opt->min);
+    format_number(hi, sizeof hi, opt->max);
+    return fg_error_set(err, FG_INVALID_ARGUMENT, "%s = %s is out of range [%s, %s]", where,
+                        value, lo, hi);
+}
+
+static fg_status check_int(const fg_option *opt, const char *where, const char *value,
+                           fg_error *err)
+{
+    int64_t v = 0;
+    int overflow = 0;
+    if (parse_int(value, &v, &overflow) != FG_OK)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            overflow ? "%s = '%s' is too large for a 64-bit integer"
+                                     : "%s = '%s' is not an integer",
+                            where, value);
+    if (has_range(opt) && ((double)v < opt->min || (double)v > opt->max))
+        return out_of_range(opt, where, value, err);
+    return FG_OK;
+}
+
+static fg_status check_float(const fg_option *opt, const char *where, const char *value,
+                             fg_error *err)
+{
+    double v = 0;
+    if (fg_option_parse_float(value, &v) != FG_OK) {
+        char *end = NULL;
+        int parsed_whole = *value && (strtod(value, &end), end && *end == '\0');
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            parsed_whole ? "%s = '%s' is not a finite number"
+                                         : "%s = '%s' is not a number",
+                            where, value);
+    }
+    if (has_range(opt) && (v < opt->min || v > opt->max))
+        return out_of_range(opt, where, value, err);
+    return FG_OK;
+}
+
+/* The '|'-separated choices as separate strings; *storage and the array are freed by the
+ * caller. NULL when out of memory. */
+static const char **split_choices(const char *choices, char **storage, size_t *count)
+{
+    *storage = dup_string(choices);
+    size_t n = 1;
+    for (const char *s = choices; *s; s++)
+        n += *s == '|';
+    const char **items = *storage ? malloc(n * sizeof *items) : NULL;
+    if (!items) {
+        free(*storage);
+        *storage = NULL;
+        return NULL;
+    }
+    char *s = *storage;
+    items[0] = s;
+    size_t k = 1;
+    for (; *s; s++)
+        if (*s == '|') {
+            *s = '\0';
+            items[k++] = s + 1;
+        }
+    *count = n;
+    return items;
+}
+
+static int is_choice(const char *choices, const char *value)
+{
+    size_t len = strlen(value);
+    for (const char *s = choices;;) {
+        const char *bar = strchr(s, '|');
+        size_t n = bar ? (size_t)(bar - s) : strlen(s);
+        if (n == len && strncmp(s, value, n) == 0)
+            return 1;
+        if (!bar)
+            return 0;
+        s = bar + 1;
+    }
+}
+
+static fg_status check_enum(const fg_option *opt, const char *where, const char *value,
+                            fg_error *err)
+{
+    if (!opt->choices || is_choice(opt->choices, value))
+        return FG_OK; /* a schema without choices cannot be checked further */
+    char *storage = NULL;
+    size_t n = 0;
+    const char **items = split_choices(opt->choices, &storage, &n);
+    const char *near = items ? fg_nearest(value, items, n) : NULL;
+    fg_status st;
+    if (near)
+        st = fg_error_set(err, FG_INVALID_ARGUMENT,
+                          "%s = '%s' is not one of %s; did you mean '%s'?", where, value,
+                          opt->choices, near);
+    else
+        st = fg_error_set(err, FG_INVALID_ARGUMENT, "%s = '%s' is not one of %s", where, value,
+                          opt->choices);
+    free(items);
+    free(storage);
+    return st;
+}
+
+static fg_status check_list(const char *where, const char *value, fg_error *err)
+{
+    size_t n = 0;
+    trim_range(value, value + strlen(value), &n);
+    if (n == 0)
+        return FG_OK; /* the empty list */
+    size_t item = 1;
+    for (const char *s = value;; item++) {
+        const char *comma = strchr(s, ',');
+        const char *e = comma ? comma : s + strlen(s);
+        trim_range(s, e, &n);
+        if (n == 0)
+            return fg_error_set(err, FG_INVALID_ARGUMENT,
+                                "%s = '%s' has an empty item at position %zu; expected "
+                                "comma-separated values",
+                                where, value, item);
+        if (!comma)
+            break;
+        s = comma + 1;
+    }
+    return FG_OK;
+}
+
+fg_status fg_option_check(const fg_option *opt, const char *value, const char *origin,
+                          const char *section, fg_error *err)
+{
+    if (!opt || !opt->key)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: option without a key",
+                            origin ? origin : "?");
+    if (!value)
+        value = "";
+    char where[FG_ERROR_MESSAGE_MAX];
+    int w = section ? snprintf(where, sizeof where, "%s: [%s] %s", origin ? origin : "?",
+                               section, opt->key)
+                    : snprintf(where, sizeof where, "%s: %s", origin ? origin : "?", opt->key);
+    if (w < 0)
+        where[0] = '\0';
+    int b = 0;
+    switch (opt->type) {
+    case FG_OPT_BOOL:
+        if (fg_option_parse_bool(value, &b) != FG_OK)
+            return fg_error_set(err, FG_INVALID_ARGUMENT,
+                                "%s = '%s' is not a boolean (true|false|1|0|yes|no|on|off)",
+                                where, value);
+        return FG_OK;
+    case FG_OPT_INT: return check_int(opt, where, value, err);
+    case FG_OPT_FLOAT: return check_float(opt, where, value, err);
+    case FG_OPT_ENUM: return check_enum(opt, where, value, err);
+    case FG_OPT_LIST: return check_list(where, value, err);
+    case FG_OPT_STRING: return FG_OK;
+    }
+    return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: the schema gives unknown type %u", where,
+                        (unsigned)opt->type);
+}
+
+/* ---- validating a section against schemas --------------------------------------- */
+
+/* Option i of a schema, read with the schema's own stride. Fields beyond the layout the
+ * plugin was built with read as "absent": no range, no choices, not required. */
+static int read_option(const fg_schema *s, size_t i, fg_option *out)
+{
+    const char *p = (const char *)s->options + i * s->option_size;
+    size_t have = s->option_size < sizeof *out ? s->option_size : sizeof *out;
+    memset(out, 0, sizeof *out);
+    memcpy(out, p, have);
+#define FG_OPTION_HAS(field) (offsetof(fg_option, field) + sizeof out->field <= s->option_size)
+    if (!FG_OPTION_HAS(key))
+        out->key = NULL;
+    if (!FG_OPTION_HAS(type))
+        out->type = 0;
+    if (!FG_OPTION_HAS(default_value))
+        out->default_value = ""; /* too old a layout to say "required" */
+    if (!FG_OPTION_HAS(min) || !FG_OPTION_HAS(max)) {
+        out->min = 1;
+        out->max = 0;
+    }
+    if (!FG_OPTION_HAS(choices))
+        out->choices = NULL;
+    if (!FG_OPTION_HAS(help))
+        out->help = NULL;
+#undef FG_OPTION_HAS
+    return out->key != NULL;
+}
+
+static int find_option(const fg_schema *schemas, size_t n, const char *key, fg_option *out)
+{
+    for (size_t s = 0; s < n; s++)
+        for (size_t i = 0; i < schemas[s].count; i++)
+            if (read_option(&schemas[s], i, out) && strcmp(out->key, key) == 0)
+                return 1;
+    return 0;
+}
+
+static fg_status check_schemas(const char *section, const fg_schema *schemas, size_t n,
+                               fg_error *err)
+{
+    if (n && !schemas)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s]: schema list is NULL", section);
+    for (size_t s = 0; s < n; s++)
+        if (schemas[s].count &&
+            (!schemas[s].options || schemas[s].option_size < sizeof(const char *)))
+            return fg_error_set(err, FG_INVALID_ARGUMENT,
+                                "[%s]: the option schema of %s is malformed (option_size %zu)",
+                                section, schemas[s].owner ? schemas[s].owner : "?",
+                                schemas[s].option_size);
+    return FG_OK;
+}
+
+static fg_status unknown_key(const char *origin, const char *section, const char *key,
+                             const fg_schema *schemas, size_t n, fg_error *err)
+{
+    size_t total = 0;
+    for (size_t s = 0; s < n; s++)
+        total += schemas[s].count;
+    const char **keys = total ? malloc(total * sizeof *keys) : NULL;
+    size_t k = 0;
+    fg_option opt;
+    for (size_t s = 0; keys && s < n; s++)
+        for (size_t i = 0; i < schemas[s].count; i++)
+            if (read_option(&schemas[s], i, &opt))
+                keys[k++] = opt.key;
+    const char *near = keys ? fg_nearest(key, keys, k) : NULL;
+    fg_status st;
+    if (total && !keys) { /* out of memory: no suggestion, but still the right error */
+        st = fg_error_set(err, FG_INVALID_ARGUMENT, "%s: unknown key '%s' in [%s]", origin, key,
+                          section);
+    } else if (near) {
+        st = fg_error_set(err, FG_INVALID_ARGUMENT,
+                          "%s: unknown key '%s' in [%s]; did you mean '%s'?", origin, key,
+                          section, near);
+    } else if (k == 0) {
+        st = fg_error_set(err, FG_INVALID_ARGUMENT, "%s: unknown key '%s' in [%s]; [%s] takes no keys",
+                          origin, key, section, section);
+    } else {
+        char list[320];
+        size_t len = 0, shown = 0;
+        list[0] = '\0';
+        for (size_t i = 0; i < k && shown < 12; i++) {
+            int seen = 0;
+            for (size_t j = 0; j < i && !seen; j++)
+                seen = strcmp(keys[j], keys[i]) == 0;
+            if (seen)
+                continue;
+            if (shown++)
+                append_text(list, sizeof list, &len, ", ");
+            append_text(list, sizeof list, &len, keys[i]);
+        }
+        if (shown < k)
+            append_text(list, sizeof list, &len, ", ...");
+        st = fg_error_set(err, FG_INVALID_ARGUMENT, "%s: unknown key '%s' in [%s]; valid keys: %s",
+                          origin, key, section, list);
+    }
+    free(keys);
+    return st;
+}
+
+static fg_status missing_required(const fg_config *cfg, const char *section,
+                                  const fg_config_section *sec, const fg_schema *schemas,
+                                  size_t n, fg_error *err)
+{
+    fg_option opt;
+    for (size_t s = 0; s < n; s++)
+        for (size_t i = 0; i < schemas[s].count; i++) {
+            if (!read_option(&schemas[s], i, &opt) || opt.default_value ||
+                find_entry(sec, opt.key))
+                continue;
+            if (sec && sec->line > 0)
+                return fg_error_set(err, FG_INVALID_ARGUMENT,
+                                    "%s:%d: [%s] is missing required key '%s'", cfg->path,
+                                    sec->line, section, opt.key);
+            return fg_error_set(err, FG_INVALID_ARGUMENT,
+                                "%s: [%s] is missing required key '%s'", cfg->path, section,
+                                opt.key);
+        }
+    return FG_OK;
+}
+
+fg_status fg_config_validate_section(const fg_config *cfg, const char *section,
+                                     const fg_schema *schemas, size_t schema_count,
+                                     fg_error *err)
+{
+    if (!cfg || !section)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "fg_config_validate_section: config or section is NULL");
+    fg_status st = check_schemas(section, schemas, schema_count, err);
+    if (st != FG_OK)
+        return st;
+    const fg_config_section *sec = find_section(cfg, section);
+    for (size_t i = 0; sec && i < sec->count; i++) {
+        const fg_config_entry *e = &sec->entries[i];
+        fg_option opt;
+        if (!find_option(schemas, schema_count, e->key, &opt))
+            return unknown_key(e->origin, section, e->key, schemas, schema_count, err);
+        st = fg_option_check(&opt, e->value, e->origin, section, err);
+        if (st != FG_OK)
+            return st;
+    }
+    return missing_required(cfg, section, sec, schemas, schema_count, err);
+}
+
+/* ---- section names ---------------------------------------------------------------- */
+
+static fg_status unknown_section(const fg_config_section *sec, const char *const *known,
+                                 size_t known_count, const char *const *prefixes,
+                                 size_t prefix_count, fg_error *err)
+{
+    const char *near = fg_nearest(sec->name, known, known_count);
+    if (near)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "%s: unknown section [%s]; did you mean [%s]?", sec->origin,
+                            sec->name, near);
+    /* "layr.fc1": compare the part up to the first '.' with the prefixes. */
+    const char *dot = strchr(sec->name, '.');
+    char *head = dot ? dup_range(sec->name, (size_t)(dot - sec->name) + 1) : NULL;
+    const char *near_prefix = head ? fg_nearest(head, prefixes, prefix_count) : NULL;
+    free(head);
+    if (near_prefix)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "%s: unknown section [%s]; did you mean [%s%s]?", sec->origin,
+                            sec->name, near_prefix, dot + 1);
+    char list[320];
+    size_t len = 0;
+    list[0] = '\0';
+    for (size_t i = 0; i < known_count; i++) {
+        if (!known[i])
+            continue;
+        append_text(list, sizeof list, &len, len ? ", [" : "[");
+        append_text(list, sizeof list, &len, known[i]);
+        append_text(list, sizeof list, &len, "]");
+    }
+    for (size_t i = 0; i < prefix_count; i++) {
+        if (!prefixes[i])
+            continue;
+        append_text(list, sizeof list, &len, len ? ", [" : "[");
+        append_text(list, sizeof list, &len, prefixes[i]);
+        append_text(list, sizeof list, &len, "NAME]");
+    }
+    return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: unknown section [%s]; known sections: %s",
+                        sec->origin, sec->name, len ? list : "(none)");
+}
+
+fg_status fg_config_check_sections(const fg_config *cfg, const char *const *known,
+                                   size_t known_count, const char *const *prefixes,
+                                   size_t prefix_count, fg_error *err)
+{
+    if (!cfg || (known_count && !known) || (prefix_count && !prefixes))
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "fg_config_check_sections: NULL argument");
+    for (size_t s = 0; s < cfg->count; s++) {
+        const fg_config_section *sec = &cfg->sections[s];
+        int ok = 0;
+        for (size_t i = 0; i < known_count && !ok; i++)
+            ok = known[i] && strcmp(sec->name, known[i]) == 0;
+        for (size_t i = 0; i < prefix_count && !ok; i++) {
+            size_t n = prefixes[i] ? strlen(prefixes[i]) : 0;
+            if (n == 0 || strncmp(sec->name, prefixes[i], n) != 0)
+                continue;
+            if (sec->name[n] == '\0')
+                return fg_error_set(err, FG_INVALID_ARGUMENT,
+                                    "%s: section [%s] needs a name after '%s', as in [%sNAME]",
+                                    sec->origin, sec->name, prefixes[i], prefixes[i]);
+            ok = 1;
+        }
+        if (!ok)
+            return unknown_section(sec, known, known_count, prefixes, prefix_count, err);
+    }
     return FG_OK;
 }

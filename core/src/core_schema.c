@@ -33,7 +33,6 @@ static const fg_option data_options[] = {
 
 static const fg_option backend_options[] = {
     {"name", FG_OPT_STRING, "cpu", NO_RANGE, NULL, "backend plugin: cpu, cuda, ..."},
-    {"device", FG_OPT_INT, "0", 0, 1024, NULL, "device index the single strategy trains on"},
 };
 static const fg_option precision_options[] = {
     {"name", FG_OPT_STRING, "fp32", NO_RANGE, NULL, "precision plugin: fp32, ..."},

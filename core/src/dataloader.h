@@ -74,7 +74,9 @@ fg_status fg_dataloader_start_epoch(fg_dataloader *dl, int64_t epoch, int64_t fi
  * at once can leave no slot for the next batch: that fails instead of hanging. */
 fg_status fg_dataloader_next(fg_dataloader *dl, const fg_batch_view **batch, fg_error *err);
 
-/* Gives the batch's slot back to the workers. NULL is ignored. */
+/* Gives the batch's slot back to the workers, who may overwrite it at once: release only
+ * after any asynchronous copy out of the view (H2D on a copy stream) has completed.
+ * NULL is ignored. */
 void fg_dataloader_release(fg_dataloader *dl, const fg_batch_view *batch);
 
 /* Stops and joins the workers (a read in progress finishes first), frees every slot. */

@@ -25,7 +25,7 @@ static void print_options(FILE *out, const fg_option *opts, size_t count, size_t
         const fg_option *o = (const fg_option *)((const char *)opts + i * stride);
         char range[96] = "";
         if ((o->type == FG_OPT_INT || o->type == FG_OPT_FLOAT) && o->min <= o->max)
-            snprintf(range, sizeof range, "  range=[%g, %g]", o->min, o->max);
+            snprintf(range, sizeof range, "  range=[%.15g, %.15g]", o->min, o->max);
         else if (o->type == FG_OPT_ENUM && o->choices)
             snprintf(range, sizeof range, "  choices=%s", o->choices);
         fprintf(out, "  %-22s %-6s %s%s%s  %s\n", o->key, type_name(o->type),

@@ -1,19 +1,34 @@
 /* A small persistent thread pool with one operation: a parallel-for over contiguous
- * pieces. Workers spin for a few microseconds after a job (back-to-back ops then start
- * without a futex wake-up) and then sleep on a condition variable, so they do not steal
- * cores from OpenBLAS's own threads during a gemm. */
+ * chunks that the calling thread and the workers claim from one atomic ticket.
+ *
+ * Why a ticket and not one fixed piece per thread: on a busy machine a worker may not be
+ * scheduled for milliseconds; with claimed chunks the caller simply does the work itself
+ * and only ever waits for chunks a running worker has actually started.
+ *
+ * The ticket packs (generation:32 | next chunk:16 | chunk count:16). A worker claims a
+ * chunk with a compare-and-swap on the whole word, so it can never claim a chunk of a job
+ * other than the one whose generation it read; while it holds an unfinished chunk the job
+ * cannot complete, so the job's fields are stable for it to read.
+ *
+ * Workers spin for a few microseconds after a job (back-to-back ops start without a futex
+ * wake-up), then sleep on a condition variable so they do not take cores from OpenBLAS's
+ * threads during a gemm. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
 #include "cpu_kernels.h"
 
-/* About 20 us of polling on current x86 cores before a worker goes to sleep. */
-#define FG_CPU_SPIN_ITERATIONS 4000
+/* About 20 us of polling before a worker sleeps. */
+#define FG_CPU_SPIN_ITERATIONS 2000
+/* Chunks per thread: enough to balance, few enough to keep claims cheap. */
+#define FG_CPU_CHUNKS_PER_THREAD 4
+#define FG_CPU_MAX_JOB_CHUNKS 4096
 
 struct fg_cpu_pool {
-    int threads; /* including the calling thread */
+    int threads;        /* including the calling thread */
     pthread_t *workers; /* threads - 1 */
     int started;
 
@@ -21,22 +36,18 @@ struct fg_cpu_pool {
     pthread_cond_t wake;
     int sleeping;
 
-    atomic_flag busy; /* one parallel_for at a time; others run inline */
+    atomic_flag busy; /* one parallel_for at a time; other host threads run inline */
 
-    /* the current job, published by a release increment of generation */
+    /* the current job; written only while no chunk of the previous one is outstanding */
     fg_cpu_range_fn fn;
     void *ctx;
-    size_t n, align;
-    int parts;
-    atomic_uint_fast64_t generation;
-    atomic_int pending; /* workers yet to finish the current generation */
+    size_t n, chunk;
+    uint32_t generation;
+
+    _Atomic uint64_t ticket;
+    atomic_uint done; /* chunks finished in the current generation */
     atomic_int stop;
 };
-
-typedef struct fg_cpu_worker_arg {
-    fg_cpu_pool *pool;
-    int index; /* 1 .. threads-1; the caller is piece 0 */
-} fg_cpu_worker_arg;
 
 static inline void fg_cpu_relax(void)
 {
@@ -47,38 +58,41 @@ static inline void fg_cpu_relax(void)
 #endif
 }
 
-/* Piece `part` of `parts` over [0, n), boundaries rounded up to multiples of align. */
-static void fg_cpu_piece(size_t n, size_t align, int parts, int part, size_t *begin,
-                         size_t *end)
-{
-    size_t per = (n + (size_t)parts - 1) / (size_t)parts;
-    per = (per + align - 1) / align * align;
-    size_t b = per * (size_t)part, e = b + per;
-    *begin = b < n ? b : n;
-    *end = e < n ? e : n;
-}
+static inline uint32_t fg_ticket_gen(uint64_t t) { return (uint32_t)(t >> 32); }
+static inline uint32_t fg_ticket_next(uint64_t t) { return (uint32_t)(t >> 16) & 0xFFFFu; }
+static inline uint32_t fg_ticket_chunks(uint64_t t) { return (uint32_t)t & 0xFFFFu; }
 
-static void fg_cpu_run_piece(fg_cpu_pool *pool, int part)
+/* Claims and runs chunks of generation gen until none is left. */
+static void fg_cpu_drain(fg_cpu_pool *pool, uint32_t gen)
 {
-    if (part >= pool->parts)
-        return;
-    size_t b, e;
-    fg_cpu_piece(pool->n, pool->align, pool->parts, part, &b, &e);
-    if (b < e)
+    uint64_t t = atomic_load_explicit(&pool->ticket, memory_order_acquire);
+    for (;;) {
+        if (fg_ticket_gen(t) != gen || fg_ticket_next(t) >= fg_ticket_chunks(t))
+            return;
+        if (!atomic_compare_exchange_weak_explicit(&pool->ticket, &t, t + (1u << 16),
+                                                   memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue;
+        size_t b = (size_t)fg_ticket_next(t) * pool->chunk;
+        size_t e = b + pool->chunk < pool->n ? b + pool->chunk : pool->n;
         pool->fn(pool->ctx, b, e);
+        atomic_fetch_add_explicit(&pool->done, 1, memory_order_release);
+        t = atomic_load_explicit(&pool->ticket, memory_order_acquire);
+    }
 }
 
-static uint_fast64_t fg_cpu_wait_generation(fg_cpu_pool *pool, uint_fast64_t seen)
+static uint32_t fg_cpu_wait_generation(fg_cpu_pool *pool, uint32_t seen)
 {
     for (int i = 0; i < FG_CPU_SPIN_ITERATIONS; i++) {
-        uint_fast64_t g = atomic_load_explicit(&pool->generation, memory_order_acquire);
+        uint32_t g = fg_ticket_gen(atomic_load_explicit(&pool->ticket, memory_order_acquire));
         if (g != seen)
             return g;
         fg_cpu_relax();
     }
     pthread_mutex_lock(&pool->lock);
-    uint_fast64_t g;
-    while ((g = atomic_load_explicit(&pool->generation, memory_order_acquire)) == seen) {
+    uint32_t g;
+    while ((g = fg_ticket_gen(atomic_load_explicit(&pool->ticket, memory_order_acquire))) ==
+           seen) {
         pool->sleeping++;
         pthread_cond_wait(&pool->wake, &pool->lock);
         pool->sleeping--;
@@ -89,37 +103,24 @@ static uint_fast64_t fg_cpu_wait_generation(fg_cpu_pool *pool, uint_fast64_t see
 
 static void *fg_cpu_worker_main(void *p)
 {
-    fg_cpu_worker_arg *arg = p;
-    fg_cpu_pool *pool = arg->pool;
-    int index = arg->index;
-    free(arg);
-    uint_fast64_t seen = 0;
+    fg_cpu_pool *pool = p;
+    uint32_t seen = 0;
     for (;;) {
         seen = fg_cpu_wait_generation(pool, seen);
         if (atomic_load_explicit(&pool->stop, memory_order_acquire))
             return NULL;
-        fg_cpu_run_piece(pool, index);
-        atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_release);
+        fg_cpu_drain(pool, seen);
     }
 }
 
-static void fg_cpu_publish(fg_cpu_pool *pool)
+/* Starts generation gen with `chunks` chunks and wakes sleeping workers. */
+static void fg_cpu_publish(fg_cpu_pool *pool, uint32_t gen, uint32_t chunks)
 {
     pthread_mutex_lock(&pool->lock);
-    atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
+    atomic_store_explicit(&pool->ticket, ((uint64_t)gen << 32) | chunks, memory_order_release);
     if (pool->sleeping)
         pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->lock);
-}
-
-static void fg_cpu_pool_stop(fg_cpu_pool *pool)
-{
-    atomic_store_explicit(&pool->pending, pool->started, memory_order_relaxed);
-    atomic_store_explicit(&pool->stop, 1, memory_order_release);
-    fg_cpu_publish(pool);
-    for (int i = 0; i < pool->started; i++)
-        pthread_join(pool->workers[i], NULL);
-    pool->started = 0;
 }
 
 int fg_cpu_pool_create(int threads, fg_cpu_pool **out)
@@ -132,8 +133,8 @@ int fg_cpu_pool_create(int threads, fg_cpu_pool **out)
         return 12; /* ENOMEM */
     pool->threads = threads;
     atomic_flag_clear(&pool->busy);
-    atomic_init(&pool->generation, 0);
-    atomic_init(&pool->pending, 0);
+    atomic_init(&pool->ticket, 0);
+    atomic_init(&pool->done, 0);
     atomic_init(&pool->stop, 0);
     pthread_mutex_init(&pool->lock, NULL);
     pthread_cond_init(&pool->wake, NULL);
@@ -143,19 +144,9 @@ int fg_cpu_pool_create(int threads, fg_cpu_pool **out)
         if (!pool->workers)
             rc = 12;
         for (int i = 1; rc == 0 && i < threads; i++) {
-            fg_cpu_worker_arg *arg = malloc(sizeof *arg);
-            if (!arg) {
-                rc = 12;
-                break;
-            }
-            arg->pool = pool;
-            arg->index = i;
-            rc = pthread_create(&pool->workers[i - 1], NULL, fg_cpu_worker_main, arg);
-            if (rc != 0) {
-                free(arg);
-                break;
-            }
-            pool->started++;
+            rc = pthread_create(&pool->workers[i - 1], NULL, fg_cpu_worker_main, pool);
+            if (rc == 0)
+                pool->started++;
         }
     }
     if (rc != 0) {
@@ -170,8 +161,12 @@ void fg_cpu_pool_destroy(fg_cpu_pool *pool)
 {
     if (!pool)
         return;
-    if (pool->started)
-        fg_cpu_pool_stop(pool);
+    if (pool->started) {
+        atomic_store_explicit(&pool->stop, 1, memory_order_release);
+        fg_cpu_publish(pool, ++pool->generation, 0);
+        for (int i = 0; i < pool->started; i++)
+            pthread_join(pool->workers[i], NULL);
+    }
     pthread_cond_destroy(&pool->wake);
     pthread_mutex_destroy(&pool->lock);
     free(pool->workers);
@@ -188,12 +183,10 @@ void fg_cpu_parallel_for(fg_cpu_pool *pool, size_t n, size_t grain, size_t align
 {
     if (n == 0)
         return;
-    if (grain < 1)
-        grain = 1;
-    if (align < 1)
-        align = 1;
-    size_t parts = n / grain;
-    if (!pool || pool->threads < 2 || parts < 2) {
+    grain = grain ? grain : 1;
+    align = align ? align : 1;
+    size_t chunks = n / grain;
+    if (!pool || pool->started == 0 || chunks < 2) {
         fn(ctx, 0, n);
         return;
     }
@@ -201,15 +194,29 @@ void fg_cpu_parallel_for(fg_cpu_pool *pool, size_t n, size_t grain, size_t align
         fn(ctx, 0, n); /* another host thread drives the pool: same result, inline */
         return;
     }
+    size_t most = (size_t)pool->threads * FG_CPU_CHUNKS_PER_THREAD;
+    if (chunks > most)
+        chunks = most;
+    if (chunks > FG_CPU_MAX_JOB_CHUNKS)
+        chunks = FG_CPU_MAX_JOB_CHUNKS;
+    size_t chunk = (n + chunks - 1) / chunks;
+    chunk = (chunk + align - 1) / align * align;
     pool->fn = fn;
     pool->ctx = ctx;
     pool->n = n;
-    pool->align = align;
-    pool->parts = parts < (size_t)pool->threads ? (int)parts : pool->threads;
-    atomic_store_explicit(&pool->pending, pool->started, memory_order_relaxed);
-    fg_cpu_publish(pool);
-    fg_cpu_run_piece(pool, 0);
-    while (atomic_load_explicit(&pool->pending, memory_order_acquire) > 0)
-        fg_cpu_relax();
+    pool->chunk = chunk;
+    uint32_t count = (uint32_t)((n + chunk - 1) / chunk);
+    atomic_store_explicit(&pool->done, 0, memory_order_relaxed);
+    uint32_t gen = ++pool->generation;
+    fg_cpu_publish(pool, gen, count);
+    fg_cpu_drain(pool, gen);
+    /* only chunks a running worker claimed can be outstanding now */
+    for (unsigned spins = 0;
+         atomic_load_explicit(&pool->done, memory_order_acquire) < count; spins++) {
+        if (spins < 4096)
+            fg_cpu_relax();
+        else
+            sched_yield();
+    }
     atomic_flag_clear_explicit(&pool->busy, memory_order_release);
 }

@@ -107,12 +107,13 @@ static fg_status gz_failure(idx_source *src, int64_t at, fg_error *err)
     const char *text = zlib_text(src->gz, &errnum);
     if (src->expected > 0)
         return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "idx: %s: truncated or corrupt gzip stream after %lld of %lld "
-                            "expected bytes: zlib: %s",
-                            src->path, (long long)at, (long long)src->expected, text);
+                            "idx: %s: truncated or corrupt gzip stream: zlib: %s (after %lld "
+                            "of %lld expected bytes)",
+                            src->path, text, (long long)at, (long long)src->expected);
     return fg_error_set(err, FG_INVALID_ARGUMENT,
-                        "idx: %s: truncated or corrupt gzip stream after %lld bytes: zlib: %s",
-                        src->path, (long long)at, text);
+                        "idx: %s: truncated or corrupt gzip stream: zlib: %s (after %lld "
+                        "bytes)",
+                        src->path, text, (long long)at);
 }
 
 /* Reads up to n bytes; *got < n only at the end of the input. A read or decompression

@@ -22,9 +22,71 @@ typedef struct fg_strategy_info {
     int32_t devices;      /* devices this process drives */
 } fg_strategy_info;
 
+/* A batch as the loader delivered it, in host (staging) memory. */
+typedef struct fg_batch {
+    uint32_t struct_size;
+    const float *samples;   /* (count, sample_elems) */
+    const int32_t *labels;  /* (count) */
+    int32_t count;
+    int64_t sample_elems;
+} fg_batch;
+
+/* Running sums since the last reset: loss summed over samples, correct predictions, samples. */
+typedef struct fg_step_metrics {
+    uint32_t struct_size;
+    double loss_sum;
+    double correct;
+    double count;
+} fg_step_metrics;
+
+/* What the trainer gives a strategy: the model, instantiated on devices as replicas. A
+ * replica holds flat parameters, gradients, optimizer state and an activation arena on one
+ * device of the configured backend, all allocated at creation. Thread rule: calls on
+ * different replicas may run concurrently from different threads; calls on one replica
+ * come from one thread at a time. */
+typedef struct fg_train_services {
+    uint32_t struct_size;
+    void *ctx;
+    int64_t param_count;   /* floats in the flat parameter buffer */
+    int32_t max_batch;     /* largest batch a replica must hold */
+    fg_status (*replica_create)(void *ctx, int device, int max_batch, void **replica,
+                                fg_error *err);
+    void (*replica_destroy)(void *ctx, void *replica);
+    /* Device pointers into the replica's flat buffers, and the queue its work runs on. */
+    float *(*replica_params)(void *ctx, void *replica);
+    float *(*replica_grads)(void *ctx, void *replica);
+    void *(*replica_queue)(void *ctx, void *replica);
+    /* Copies the batch to the device, runs forward and backward; gradients of the mean
+     * loss times grad_scale are written (accumulate = 0) or added (accumulate = 1). Loss and
+     * accuracy are accumulated on the device. */
+    fg_status (*forward_backward)(void *ctx, void *replica, const fg_batch *batch,
+                                  float grad_scale, int accumulate, fg_error *err);
+    /* Forward only, in eval mode; loss and accuracy accumulated on the device. */
+    fg_status (*evaluate)(void *ctx, void *replica, const fg_batch *batch, fg_error *err);
+    /* Optimizer update of parameters [offset, offset + count) from the gradients. */
+    fg_status (*optimizer_step)(void *ctx, void *replica, int64_t offset, int64_t count,
+                                fg_error *err);
+    /* Reads (a host sync) and optionally resets the replica's metric sums. */
+    fg_status (*read_metrics)(void *ctx, void *replica, int reset, fg_step_metrics *out,
+                              fg_error *err);
+} fg_train_services;
+
 typedef struct fg_strategy_vtable {
     uint32_t struct_size;
     fg_status (*info)(void *state, fg_strategy_info *out, fg_error *err);
+    /* Creates the replicas this process drives. */
+    fg_status (*setup)(void *state, const fg_train_services *svc, fg_error *err);
+    void (*teardown)(void *state);
+    /* One micro-batch: forward and backward. final = 0 on the non-final micro-batches of
+     * gradient accumulation (no gradient sync needed), micro_index counts them from 0. */
+    fg_status (*train_step)(void *state, const fg_batch *batch, int micro_index, int final,
+                            float grad_scale, fg_error *err);
+    fg_status (*optimizer_step)(void *state, fg_error *err);
+    fg_status (*eval_step)(void *state, const fg_batch *batch, fg_error *err);
+    /* Metric sums over every replica (and rank), then optionally reset. */
+    fg_status (*read_metrics)(void *state, int reset, fg_step_metrics *out, fg_error *err);
+    /* The replica whose parameters are the model's (for checkpoints and evaluation). */
+    void *(*primary_replica)(void *state);
 } fg_strategy_vtable;
 
 #ifdef __cplusplus

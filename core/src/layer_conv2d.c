@@ -1,0 +1,104 @@
+/* Conv2d over NCHW: weight (out_channels, in_channels, k, k), bias (out_channels), square
+ * kernel, stride and padding, as torch.nn.Conv2d. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "model.h"
+
+static const fg_option conv2d_options[] = {
+    FG_LAYER_TYPE_OPTION("conv2d"),
+    {"out_channels", FG_OPT_INT, FG_OPT_REQUIRED, 1, 1 << 20, NULL, "output channels"},
+    {"kernel_size", FG_OPT_INT, FG_OPT_REQUIRED, 1, 1 << 12, NULL, "square kernel side"},
+    {"stride", FG_OPT_INT, "1", 1, 1 << 12, NULL, "step between windows"},
+    {"padding", FG_OPT_INT, "0", 0, 1 << 12, NULL, "zeros added on each side"},
+    {"bias", FG_OPT_BOOL, "true", 1, 0, NULL, "add a learned bias per output channel"},
+};
+
+static fg_status conv2d_configure(fg_layer *l, const fg_config *cfg, fg_error *err)
+{
+    int64_t k = 0, s = 0, p = 0;
+    fg_status st = fg_layer_read_int(l, cfg, "out_channels", &l->units, err);
+    if (st == FG_OK)
+        st = fg_layer_read_int(l, cfg, "kernel_size", &k, err);
+    if (st == FG_OK)
+        st = fg_layer_read_int(l, cfg, "stride", &s, err);
+    if (st == FG_OK)
+        st = fg_layer_read_int(l, cfg, "padding", &p, err);
+    if (st == FG_OK)
+        st = fg_layer_read_bool(l, cfg, "bias", &l->bias, err);
+    l->kernel = (int)k;
+    l->stride = (int)s;
+    l->padding = (int)p;
+    return st;
+}
+
+static fg_status conv2d_plan(fg_layer *l, fg_model *m, fg_error *err)
+{
+    if (l->in.rank != 3)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "%s: [%s] (conv2d) needs a (channels, height, width) input but %s; "
+                            "set [model] input = C,H,W or remove the flatten before it",
+                            l->origin, l->section, l->input_text);
+    int64_t c = l->in.dims[0], h = l->in.dims[1], w = l->in.dims[2];
+    int64_t oh = fg_window_out(h, l->kernel, l->stride, l->padding);
+    int64_t ow = fg_window_out(w, l->kernel, l->stride, l->padding);
+    if (!oh || !ow)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "%s: [%s] kernel_size %d is larger than its input: %s, padded by %d "
+                            "to %" PRId64 "x%" PRId64,
+                            l->origin, l->section, l->kernel, l->input_text, l->padding,
+                            h + 2 * l->padding, w + 2 * l->padding);
+    l->out.rank = 3;
+    l->out.dims[0] = l->units;
+    l->out.dims[1] = oh;
+    l->out.dims[2] = ow;
+    int64_t fan_in = c * l->kernel * l->kernel;
+    double bound = 1.0 / sqrt((double)fan_in); /* kaiming_uniform(a=sqrt(5)) */
+    int64_t wshape[4] = {l->units, c, l->kernel, l->kernel};
+    fg_status st = fg_model_add_tensor(m, l, "weight", 0, 4, wshape, FG_INIT_UNIFORM, bound, err);
+    if (st == FG_OK && l->bias)
+        st = fg_model_add_tensor(m, l, "bias", 0, 1, &l->units, FG_INIT_UNIFORM, bound, err);
+    return st;
+}
+
+static size_t conv2d_workspace(const fg_layer *l, const fg_backend_vtable *be, void *bs,
+                               int batch)
+{
+    if (!FG_BACKEND_HAS(be, conv2d_workspace))
+        return 0;
+    fg_conv2d_desc d;
+    fg_layer_window_desc(l, batch, &d);
+    return be->conv2d_workspace(bs, &d);
+}
+
+static fg_status conv2d_forward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
+{
+    FG_BACKEND_NEED(c->be, conv2d_forward, err);
+    fg_conv2d_desc d;
+    fg_layer_window_desc(l, c->batch, &d);
+    return c->be->conv2d_forward(c->bs, c->queue, &d, c->x, c->param[0],
+                                 l->bias ? c->param[1] : NULL, c->y, c->workspace, err);
+}
+
+static fg_status conv2d_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
+{
+    FG_BACKEND_NEED(c->be, conv2d_backward, err);
+    fg_conv2d_desc d;
+    fg_layer_window_desc(l, c->batch, &d);
+    return c->be->conv2d_backward(c->bs, c->queue, &d, c->x, c->param[0], c->dy, c->dx,
+                                  c->grad[0], l->bias ? c->grad[1] : NULL, c->accumulate,
+                                  c->workspace, err);
+}
+
+const fg_layer_ops fg_layer_conv2d = {
+    .type = "conv2d",
+    .options = conv2d_options,
+    .option_count = sizeof conv2d_options / sizeof conv2d_options[0],
+    .flags = FG_LAYER_DX_OPTIONAL,
+    .configure = conv2d_configure,
+    .plan = conv2d_plan,
+    .workspace_bytes = conv2d_workspace,
+    .forward = conv2d_forward,
+    .backward = conv2d_backward,
+};

@@ -1,0 +1,55 @@
+/* Dropout: zeroes each value with probability p and scales the rest by 1/(1-p) while
+ * training; the identity otherwise (the replica then passes the input through). The mask
+ * depends only on (seed, layer, step): a run is reproducible. */
+#include <stdio.h>
+
+#include "model.h"
+
+static const fg_option dropout_options[] = {
+    FG_LAYER_TYPE_OPTION("dropout"),
+    {"p", FG_OPT_FLOAT, "0.5", 0, 1, NULL, "probability of zeroing a value, in [0, 1)"},
+};
+
+static fg_status dropout_configure(fg_layer *l, const fg_config *cfg, fg_error *err)
+{
+    fg_status st = fg_layer_read_float(l, cfg, "p", &l->p, err);
+    if (st == FG_OK && !(l->p >= 0 && l->p < 1))
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s] p = %g is outside [0, 1)",
+                            fg_config_origin(cfg, l->section, "p"), l->section, l->p);
+    return st;
+}
+
+static fg_status dropout_plan(fg_layer *l, fg_model *m, fg_error *err)
+{
+    l->out = l->in;
+    l->aux_per_sample = fg_shape_numel(&l->in); /* the keep mask, one byte a value */
+    (void)m;
+    (void)err;
+    return FG_OK;
+}
+
+static fg_status dropout_forward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
+{
+    FG_BACKEND_NEED(c->be, dropout_forward, err);
+    size_t n = (size_t)c->batch * fg_shape_numel(&l->in);
+    return c->be->dropout_forward(c->bs, c->queue, (float)l->p, c->dropout_seed,
+                                  c->dropout_offset, c->x, c->y, c->aux, n, err);
+}
+
+static fg_status dropout_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
+{
+    FG_BACKEND_NEED(c->be, dropout_backward, err);
+    size_t n = (size_t)c->batch * fg_shape_numel(&l->in);
+    return c->be->dropout_backward(c->bs, c->queue, (float)l->p, c->aux, c->dy, c->dx, n, err);
+}
+
+const fg_layer_ops fg_layer_dropout = {
+    .type = "dropout",
+    .options = dropout_options,
+    .option_count = sizeof dropout_options / sizeof dropout_options[0],
+    .flags = FG_LAYER_EVAL_IDENTITY,
+    .configure = dropout_configure,
+    .plan = dropout_plan,
+    .forward = dropout_forward,
+    .backward = dropout_backward,
+};

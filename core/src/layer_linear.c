@@ -1,0 +1,92 @@
+/* Linear: y(batch, out) = x(batch, in) W(out, in)^T + b(out), as torch.nn.Linear. The input
+ * must be flat: a rank > 1 input needs an explicit flatten before it. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "model.h"
+
+static const fg_option linear_options[] = {
+    FG_LAYER_TYPE_OPTION("linear"),
+    {"out_features", FG_OPT_INT, FG_OPT_REQUIRED, 1, 1 << 30, NULL, "output features"},
+    {"in_features", FG_OPT_INT, "0", 0, 1 << 30, NULL,
+     "expected input features, checked at build; 0: whatever the previous layer gives"},
+    {"bias", FG_OPT_BOOL, "true", 1, 0, NULL, "add a learned bias"},
+};
+
+static fg_status linear_configure(fg_layer *l, const fg_config *cfg, fg_error *err)
+{
+    fg_status st = fg_layer_read_int(l, cfg, "out_features", &l->units, err);
+    if (st == FG_OK)
+        st = fg_layer_read_int(l, cfg, "in_features", &l->in_units, err);
+    if (st == FG_OK)
+        st = fg_layer_read_bool(l, cfg, "bias", &l->bias, err);
+    return st;
+}
+
+static fg_status linear_plan(fg_layer *l, fg_model *m, fg_error *err)
+{
+    int64_t in = (int64_t)fg_shape_numel(&l->in);
+    if (l->in_units && l->in_units != in)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "%s: [%s] expects %" PRId64 " input features but %s = %" PRId64
+                            "; did you forget a flatten or change a conv?",
+                            l->origin, l->section, l->in_units, l->input_text, in);
+    if (l->in.rank != 1)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "%s: [%s] (linear) needs a flat input but %s = %" PRId64
+                            " values; add a layer with type = flatten before it",
+                            l->origin, l->section, l->input_text, in);
+    l->out.rank = 1;
+    l->out.dims[0] = l->units;
+    double bound = 1.0 / sqrt((double)in); /* kaiming_uniform(a=sqrt(5)) = U(+-1/sqrt(fan_in)) */
+    int64_t wshape[2] = {l->units, in};
+    fg_status st = fg_model_add_tensor(m, l, "weight", 0, 2, wshape, FG_INIT_UNIFORM, bound, err);
+    if (st == FG_OK && l->bias)
+        st = fg_model_add_tensor(m, l, "bias", 0, 1, &l->units, FG_INIT_UNIFORM, bound, err);
+    return st;
+}
+
+static fg_status linear_forward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
+{
+    FG_BACKEND_NEED(c->be, gemm, err);
+    int in = (int)l->in.dims[0], out = (int)l->units;
+    /* y = x W^T */
+    fg_status st = c->be->gemm(c->bs, c->queue, 0, 1, c->batch, out, in, 1.0f, c->x, in,
+                               c->param[0], in, 0.0f, c->y, out, err);
+    if (st != FG_OK || !l->bias)
+        return st;
+    FG_BACKEND_NEED(c->be, bias_add, err);
+    return c->be->bias_add(c->bs, c->queue, c->y, c->param[1], c->batch, out, 1, err);
+}
+
+static fg_status linear_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
+{
+    FG_BACKEND_NEED(c->be, gemm, err);
+    int in = (int)l->in.dims[0], out = (int)l->units;
+    float beta = c->accumulate ? 1.0f : 0.0f;
+    /* dW(out, in) (+)= dy^T x */
+    fg_status st = c->be->gemm(c->bs, c->queue, 1, 0, out, in, c->batch, 1.0f, c->dy, out, c->x,
+                               in, beta, c->grad[0], in, err);
+    if (st == FG_OK && l->bias) {
+        FG_BACKEND_NEED(c->be, bias_grad, err);
+        st = c->be->bias_grad(c->bs, c->queue, c->grad[1], c->dy, c->batch, out, 1,
+                              c->accumulate, err);
+    }
+    /* dx(batch, in) = dy W */
+    if (st == FG_OK && c->dx)
+        st = c->be->gemm(c->bs, c->queue, 0, 0, c->batch, in, out, 1.0f, c->dy, out,
+                         c->param[0], in, 0.0f, c->dx, in, err);
+    return st;
+}
+
+const fg_layer_ops fg_layer_linear = {
+    .type = "linear",
+    .options = linear_options,
+    .option_count = sizeof linear_options / sizeof linear_options[0],
+    .flags = FG_LAYER_DX_OPTIONAL,
+    .configure = linear_configure,
+    .plan = linear_plan,
+    .forward = linear_forward,
+    .backward = linear_backward,
+};

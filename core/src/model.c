@@ -1,0 +1,847 @@
+/* The model: build from the config, shapes, the flat tensor layout, initialisation; and a
+ * replica: the model's memory on one device, forward and backward through the layers. */
+#include "model.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "init.h"
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+#define ARENA_ALIGN 64 /* bytes between arena regions */
+
+struct fg_model {
+    fg_shape input;
+    int num_classes;
+    size_t layer_count;
+    fg_layer *layers;
+    size_t tensor_count, tensor_cap;
+    fg_tensor_info *tensors;
+    size_t params_size, buffers_size; /* floats, padding included */
+    size_t param_count;               /* trainable values */
+    uint64_t seed;                    /* of the last fg_model_init_params */
+};
+
+/* ---- shapes ------------------------------------------------------------------------- */
+
+size_t fg_shape_numel(const fg_shape *s)
+{
+    size_t n = 1;
+    for (int i = 0; i < s->rank; i++)
+        n *= (size_t)s->dims[i];
+    return n;
+}
+
+const char *fg_shape_format(const fg_shape *s, char *buf, size_t size)
+{
+    size_t used = 0;
+    used += (size_t)snprintf(buf, size, "(");
+    for (int i = 0; i < s->rank && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%" PRId64, i ? ", " : "",
+                                 s->dims[i]);
+    if (used < size)
+        snprintf(buf + used, size - used, ")");
+    return buf;
+}
+
+/* ---- kinds and schemas -------------------------------------------------------------- */
+
+static const fg_layer_ops *const layer_kinds[] = {
+    &fg_layer_linear, &fg_layer_conv2d,  &fg_layer_maxpool2d, &fg_layer_avgpool2d,
+    &fg_layer_batchnorm, &fg_layer_dropout, &fg_layer_flatten, &fg_layer_relu,
+    &fg_layer_gelu,   &fg_layer_tanh,    &fg_layer_sigmoid,
+};
+
+const fg_layer_ops *fg_layer_kind(const char *type)
+{
+    for (size_t i = 0; type && i < COUNT(layer_kinds); i++)
+        if (strcmp(layer_kinds[i]->type, type) == 0)
+            return layer_kinds[i];
+    return NULL;
+}
+
+const char *fg_layer_type_list(void)
+{
+    return "linear, conv2d, maxpool2d, avgpool2d, batchnorm, dropout, flatten, relu, gelu, "
+           "tanh, sigmoid";
+}
+
+const fg_option *fg_layer_schema(const char *type, size_t *count)
+{
+    const fg_layer_ops *k = fg_layer_kind(type);
+    *count = k ? k->option_count : 0;
+    return k ? k->options : NULL;
+}
+
+static const fg_option model_options[] = {
+    {"input", FG_OPT_LIST, "", 1, 0, NULL,
+     "sample shape without the batch, e.g. 1,28,28; empty: the data set's sample shape"},
+    {"loss", FG_OPT_ENUM, "softmax_cross_entropy", 1, 0, "softmax_cross_entropy",
+     "training loss over the last layer's class scores"},
+};
+
+const fg_option *fg_model_schema(size_t *count)
+{
+    *count = COUNT(model_options);
+    return model_options;
+}
+
+fg_status fg_layer_check_type(const fg_config *cfg, const char *section, fg_error *err)
+{
+    const char *type = fg_config_get(cfg, section, "type");
+    if (!type)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "%s: [%s] has no 'type'; set type = one of %s",
+                            fg_config_origin(cfg, section, NULL), section, fg_layer_type_list());
+    if (fg_layer_kind(type))
+        return FG_OK;
+    const char *names[COUNT(layer_kinds)];
+    for (size_t i = 0; i < COUNT(layer_kinds); i++)
+        names[i] = layer_kinds[i]->type;
+    const char *near = fg_nearest(type, names, COUNT(names));
+    char hint[96] = "";
+    if (near)
+        snprintf(hint, sizeof hint, "; did you mean '%s'?", near);
+    return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s] unknown layer type '%s'%s (types: %s)",
+                        fg_config_origin(cfg, section, "type"), section, type, hint,
+                        fg_layer_type_list());
+}
+
+/* ---- reading keys ------------------------------------------------------------------- */
+
+static const fg_option *find_option(const fg_option *opts, size_t count, const char *key)
+{
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(opts[i].key, key) == 0)
+            return &opts[i];
+    return NULL;
+}
+
+const char *fg_section_value(const fg_config *cfg, const char *section, const fg_option *opts,
+                             size_t count, const char *key, const char **origin)
+{
+    const char *v = cfg ? fg_config_get(cfg, section, key) : NULL;
+    if (v) {
+        *origin = fg_config_origin(cfg, section, key);
+        return v;
+    }
+    const fg_option *opt = find_option(opts, count, key);
+    *origin = "default";
+    return opt ? opt->default_value : NULL;
+}
+
+/* The checked text of a key; the caller parses it. */
+static fg_status section_text(const fg_config *cfg, const char *section, const fg_option *opts,
+                              size_t count, const char *key, const char **out, fg_error *err)
+{
+    const fg_option *opt = find_option(opts, count, key);
+    if (!opt)
+        return fg_error_set(err, FG_INTERNAL, "[%s] reads undeclared key '%s'", section, key);
+    const char *origin;
+    const char *v = fg_section_value(cfg, section, opts, count, key, &origin);
+    if (!v) {
+        const char *where = cfg ? fg_config_origin(cfg, section, NULL) : NULL;
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s] needs key '%s' (%s)",
+                            where ? where : "config", section, key, opt->help);
+    }
+    if (strcmp(origin, "default") != 0) {
+        fg_status st = fg_option_check(opt, v, origin, section, err);
+        if (st != FG_OK)
+            return st;
+    }
+    *out = v;
+    return FG_OK;
+}
+
+fg_status fg_section_read_int(const fg_config *cfg, const char *section, const fg_option *opts,
+                              size_t count, const char *key, int64_t *out, fg_error *err)
+{
+    const char *v;
+    fg_status st = section_text(cfg, section, opts, count, key, &v, err);
+    if (st != FG_OK)
+        return st;
+    if (fg_option_parse_int(v, out) != FG_OK)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] %s = '%s' is not an integer",
+                            section, key, v);
+    return FG_OK;
+}
+
+fg_status fg_section_read_float(const fg_config *cfg, const char *section,
+                                const fg_option *opts, size_t count, const char *key,
+                                double *out, fg_error *err)
+{
+    const char *v;
+    fg_status st = section_text(cfg, section, opts, count, key, &v, err);
+    if (st != FG_OK)
+        return st;
+    if (fg_option_parse_float(v, out) != FG_OK)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] %s = '%s' is not a number",
+                            section, key, v);
+    return FG_OK;
+}
+
+fg_status fg_section_read_bool(const fg_config *cfg, const char *section,
+                               const fg_option *opts, size_t count, const char *key, int *out,
+                               fg_error *err)
+{
+    const char *v;
+    fg_status st = section_text(cfg, section, opts, count, key, &v, err);
+    if (st != FG_OK)
+        return st;
+    if (fg_option_parse_bool(v, out) != FG_OK)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] %s = '%s' is not a boolean",
+                            section, key, v);
+    return FG_OK;
+}
+
+fg_status fg_layer_read_int(const fg_layer *l, const fg_config *cfg, const char *key,
+                            int64_t *out, fg_error *err)
+{
+    return fg_section_read_int(cfg, l->section, l->ops->options, l->ops->option_count, key, out,
+                               err);
+}
+
+fg_status fg_layer_read_float(const fg_layer *l, const fg_config *cfg, const char *key,
+                              double *out, fg_error *err)
+{
+    return fg_section_read_float(cfg, l->section, l->ops->options, l->ops->option_count, key,
+                                 out, err);
+}
+
+fg_status fg_layer_read_bool(const fg_layer *l, const fg_config *cfg, const char *key,
+                             int *out, fg_error *err)
+{
+    return fg_section_read_bool(cfg, l->section, l->ops->options, l->ops->option_count, key,
+                                out, err);
+}
+
+void fg_layer_window_desc(const fg_layer *l, int batch, fg_conv2d_desc *d)
+{
+    memset(d, 0, sizeof *d);
+    d->struct_size = sizeof *d;
+    d->n = batch;
+    d->c = (int32_t)l->in.dims[0];
+    d->h = (int32_t)l->in.dims[1];
+    d->w = (int32_t)l->in.dims[2];
+    d->k = (int32_t)l->units;
+    d->r = d->s = l->kernel;
+    d->pad_h = d->pad_w = l->padding;
+    d->stride_h = d->stride_w = l->stride;
+    d->out_h = (int32_t)l->out.dims[1];
+    d->out_w = (int32_t)l->out.dims[2];
+}
+
+/* ---- tensors ------------------------------------------------------------------------ */
+
+static size_t align_up(size_t n, size_t a)
+{
+    return (n + a - 1) / a * a;
+}
+
+fg_status fg_model_add_tensor(fg_model *m, fg_layer *l, const char *suffix, int is_buffer,
+                              int rank, const int64_t *shape, fg_init_rule init, double bound,
+                              fg_error *err)
+{
+    int *n = is_buffer ? &l->buffer_count : &l->param_count;
+    if (*n >= FG_LAYER_MAX_TENSORS || rank > 4)
+        return fg_error_set(err, FG_INTERNAL, "[%s] declares too many tensors", l->section);
+    if (m->tensor_count == m->tensor_cap) {
+        size_t cap = m->tensor_cap ? 2 * m->tensor_cap : 16;
+        fg_tensor_info *t = realloc(m->tensors, cap * sizeof *t);
+        if (!t)
+            return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory building the model");
+        m->tensors = t;
+        m->tensor_cap = cap;
+    }
+    fg_tensor_info *t = &m->tensors[m->tensor_count];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s.%s", l->name, suffix);
+    t->is_buffer = is_buffer;
+    t->rank = rank;
+    t->numel = 1;
+    for (int i = 0; i < rank; i++) {
+        t->shape[i] = shape[i];
+        t->numel *= (size_t)shape[i];
+    }
+    t->init = init;
+    t->bound = bound;
+    t->layer = l->index;
+    size_t *region = is_buffer ? &m->buffers_size : &m->params_size;
+    t->offset = align_up(*region, FG_TENSOR_ALIGN);
+    *region = t->offset + t->numel;
+    if (!is_buffer)
+        m->param_count += t->numel;
+    (is_buffer ? l->buffer_tensor : l->param_tensor)[(*n)++] = m->tensor_count++;
+    return FG_OK;
+}
+
+/* ---- build -------------------------------------------------------------------------- */
+
+/* Parses "1,28,28" into a shape; every dimension a positive integer. */
+static fg_status parse_input(const fg_config *cfg, const char *text, fg_shape *s, fg_error *err)
+{
+    const char *origin = fg_config_origin(cfg, "model", "input");
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", text);
+    s->rank = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        while (*tok == ' ' || *tok == '\t')
+            tok++;
+        size_t len = strlen(tok);
+        while (len && (tok[len - 1] == ' ' || tok[len - 1] == '\t'))
+            tok[--len] = '\0';
+        int64_t v;
+        if (fg_option_parse_int(tok, &v) != FG_OK || v < 1 || v > INT32_MAX)
+            return fg_error_set(err, FG_INVALID_ARGUMENT,
+                                "%s: [model] input = %s: '%s' is not a positive integer", origin,
+                                text, tok);
+        if (s->rank == FG_MAX_DIMS)
+            return fg_error_set(err, FG_INVALID_ARGUMENT,
+                                "%s: [model] input = %s has more than %d dimensions", origin,
+                                text, FG_MAX_DIMS);
+        s->dims[s->rank++] = v;
+    }
+    if (s->rank == 0)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "%s: [model] input = '%s' names no dimension", origin, text);
+    return FG_OK;
+}
+
+/* The model input: [model] input, or the data set's sample shape. */
+static fg_status resolve_input(const fg_config *cfg, const int64_t *sample, int rank,
+                               fg_shape *in, fg_error *err)
+{
+    const char *text = fg_config_get(cfg, "model", "input");
+    fg_shape data = {0};
+    if (sample && rank > 0) {
+        if (rank > FG_MAX_DIMS)
+            return fg_error_set(err, FG_INVALID_ARGUMENT, "samples have %d dimensions, at most %d",
+                                rank, FG_MAX_DIMS);
+        data.rank = rank;
+        for (int i = 0; i < rank; i++) {
+            if (sample[i] < 1)
+                return fg_error_set(err, FG_INVALID_ARGUMENT,
+                                    "the data set's sample shape has a dimension %" PRId64,
+                                    sample[i]);
+            data.dims[i] = sample[i];
+        }
+    }
+    if (!text || !*text) {
+        if (!data.rank)
+            return fg_error_set(err, FG_INVALID_ARGUMENT,
+                                "%s: [model] input is not set and no sample shape was given; "
+                                "set input = C,H,W (or F)",
+                                fg_config_path(cfg) ? fg_config_path(cfg) : "config");
+        *in = data;
+        return FG_OK;
+    }
+    fg_status st = parse_input(cfg, text, in, err);
+    if (st != FG_OK)
+        return st;
+    if (data.rank && fg_shape_numel(&data) != fg_shape_numel(in)) {
+        char a[FG_SHAPE_TEXT_MAX], b[FG_SHAPE_TEXT_MAX];
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "%s: [model] input = %s %s holds %zu values but the data set's "
+                            "samples are %s = %zu",
+                            fg_config_origin(cfg, "model", "input"), text,
+                            fg_shape_format(in, a, sizeof a), fg_shape_numel(in),
+                            fg_shape_format(&data, b, sizeof b), fg_shape_numel(&data));
+    }
+    return FG_OK;
+}
+
+static int is_layer_section(const char *s)
+{
+    return strncmp(s, "layer.", 6) == 0 && s[6] != '\0';
+}
+
+static fg_status validate_layer_section(const fg_config *cfg, const char *section,
+                                        const fg_layer_ops *k, fg_error *err)
+{
+    fg_schema schema = {"core", k->options, k->option_count, sizeof(fg_option)};
+    return fg_config_validate_section(cfg, section, &schema, 1, err);
+}
+
+static fg_status build_layer(fg_model *m, const fg_config *cfg, const char *section,
+                             const fg_shape *in, const char *prev, fg_error *err)
+{
+    fg_status st = fg_layer_check_type(cfg, section, err);
+    if (st != FG_OK)
+        return st;
+    const fg_layer_ops *k = fg_layer_kind(fg_config_get(cfg, section, "type"));
+    if ((st = validate_layer_section(cfg, section, k, err)) != FG_OK)
+        return st;
+    fg_layer *l = &m->layers[m->layer_count];
+    memset(l, 0, sizeof *l);
+    l->ops = k;
+    l->index = (int)m->layer_count;
+    if (strlen(section + 6) >= sizeof l->name)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s]: the layer name is too long",
+                            fg_config_origin(cfg, section, NULL), section);
+    snprintf(l->name, sizeof l->name, "%s", section + 6);
+    snprintf(l->section, sizeof l->section, "%s", section);
+    const char *origin = fg_config_origin(cfg, section, NULL);
+    snprintf(l->origin, sizeof l->origin, "%s", origin ? origin : section);
+    l->in = *in;
+    char shape[FG_SHAPE_TEXT_MAX];
+    snprintf(l->input_text, sizeof l->input_text, "%s gives %s", prev,
+             fg_shape_format(in, shape, sizeof shape));
+    if ((st = k->configure(l, cfg, err)) != FG_OK)
+        return st;
+    if ((st = k->plan(l, m, err)) != FG_OK)
+        return st;
+    m->layer_count++;
+    return FG_OK;
+}
+
+/* The last layer must give num_classes scores per sample. */
+static fg_status check_logits(const fg_model *m, fg_error *err)
+{
+    const fg_layer *last = &m->layers[m->layer_count - 1];
+    char shape[FG_SHAPE_TEXT_MAX];
+    if (last->out.rank != 1)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "%s: [%s] is the last layer and gives %s, but the model must end in "
+                            "%d class scores per sample; end with a flatten and a linear with "
+                            "out_features = %d",
+                            last->origin, last->section,
+                            fg_shape_format(&last->out, shape, sizeof shape), m->num_classes,
+                            m->num_classes);
+    if (last->out.dims[0] != m->num_classes)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "%s: [%s] is the last layer and gives %" PRId64
+                            " outputs but the data set has %d classes; its output features "
+                            "must equal num_classes",
+                            last->origin, last->section, last->out.dims[0], m->num_classes);
+    return FG_OK;
+}
+
+static fg_status build_layers(fg_model *m, const fg_config *cfg, fg_error *err)
+{
+    size_t n = 0, sections = fg_config_section_count(cfg);
+    for (size_t i = 0; i < sections; i++)
+        n += is_layer_section(fg_config_section_name(cfg, i));
+    if (n == 0)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "%s: the model has no layers; add [layer.NAME] sections with type = "
+                            "one of %s",
+                            fg_config_path(cfg) ? fg_config_path(cfg) : "config",
+                            fg_layer_type_list());
+    m->layers = calloc(n, sizeof *m->layers);
+    if (!m->layers)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory building the model");
+    fg_shape cur = m->input;
+    char prev[FG_LAYER_SECTION_MAX + 2] = "[model] input";
+    for (size_t i = 0; i < sections; i++) {
+        const char *section = fg_config_section_name(cfg, i);
+        if (!is_layer_section(section))
+            continue;
+        fg_status st = build_layer(m, cfg, section, &cur, prev, err);
+        if (st != FG_OK)
+            return st;
+        cur = m->layers[m->layer_count - 1].out;
+        snprintf(prev, sizeof prev, "[%s]", section);
+    }
+    return check_logits(m, err);
+}
+
+fg_status fg_model_build(const fg_config *cfg, const int64_t *sample_shape, int sample_rank,
+                         int num_classes, fg_model **out, fg_error *err)
+{
+    *out = NULL;
+    if (num_classes < 1)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "the model needs at least one class, the data set gives %d",
+                            num_classes);
+    fg_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory building the model");
+    m->num_classes = num_classes;
+    fg_status st = FG_OK;
+    if (fg_config_has_section(cfg, "model")) {
+        fg_schema schema = {"core", model_options, COUNT(model_options), sizeof(fg_option)};
+        st = fg_config_validate_section(cfg, "model", &schema, 1, err);
+    }
+    if (st == FG_OK)
+        st = resolve_input(cfg, sample_shape, sample_rank, &m->input, err);
+    if (st == FG_OK)
+        st = build_layers(m, cfg, err);
+    if (st != FG_OK) {
+        fg_model_destroy(m);
+        return st;
+    }
+    *out = m;
+    return FG_OK;
+}
+
+void fg_model_destroy(fg_model *m)
+{
+    if (!m)
+        return;
+    free(m->layers);
+    free(m->tensors);
+    free(m);
+}
+
+size_t fg_model_layer_count(const fg_model *m) { return m->layer_count; }
+const fg_layer *fg_model_layer(const fg_model *m, size_t i) { return &m->layers[i]; }
+const fg_shape *fg_model_input_shape(const fg_model *m) { return &m->input; }
+int fg_model_num_classes(const fg_model *m) { return m->num_classes; }
+size_t fg_model_param_count(const fg_model *m) { return m->param_count; }
+size_t fg_model_params_size(const fg_model *m) { return m->params_size; }
+size_t fg_model_buffers_size(const fg_model *m) { return m->buffers_size; }
+size_t fg_model_tensor_count(const fg_model *m) { return m->tensor_count; }
+const fg_tensor_info *fg_model_tensor(const fg_model *m, size_t i) { return &m->tensors[i]; }
+
+/* ---- initialisation ----------------------------------------------------------------- */
+
+void fg_model_init_params(fg_model *m, uint64_t seed, float *params, float *buffers)
+{
+    if (m->params_size)
+        memset(params, 0, m->params_size * sizeof *params);
+    if (m->buffers_size)
+        memset(buffers, 0, m->buffers_size * sizeof *buffers);
+    for (size_t i = 0; i < m->tensor_count; i++) {
+        const fg_tensor_info *t = &m->tensors[i];
+        float *x = (t->is_buffer ? buffers : params) + t->offset;
+        switch (t->init) {
+        case FG_INIT_ZERO: fg_init_constant(x, t->numel, 0.0f); break;
+        case FG_INIT_ONE: fg_init_constant(x, t->numel, 1.0f); break;
+        case FG_INIT_UNIFORM: fg_init_uniform(x, t->numel, t->bound, seed, i); break;
+        }
+    }
+    m->seed = seed;
+}
+
+/* ---- replica ------------------------------------------------------------------------ */
+
+struct fg_replica {
+    const fg_model *m;
+    const fg_backend_vtable *be;
+    void *bs;
+    int device;
+    int max_batch;
+    float *params, *grads, *buffers; /* flat regions, fg_model_*_size floats */
+    char *arena;
+    size_t arena_bytes;
+    /* arena offsets (bytes), laid out for max_batch; a smaller batch uses a prefix */
+    size_t *y_off;   /* per layer; unused for ALIAS layers */
+    size_t *aux_off; /* per layer */
+    size_t grad_off[2]; /* ping-pong d(loss)/d(activation), the largest activation each */
+    size_t probs_off;   /* (batch, classes) softmax kept for backward */
+    size_t ws_off;      /* shared workspace */
+    const float **out;  /* per layer: where this forward left its output */
+    int first_param_layer;
+
+    /* the last forward, for backward */
+    const float *x;
+    const int32_t *labels;
+    int fwd_batch;
+    int fwd_ready; /* a training forward succeeded and no backward failed since */
+
+    uint64_t step, seed;
+    int seed_set;
+    fg_grad_ready_fn hook;
+    void *hook_user;
+    int need_input_grad;
+    const float *input_grad;
+};
+
+static size_t arena_take(size_t *top, size_t bytes)
+{
+    size_t at = align_up(*top, ARENA_ALIGN);
+    *top = at + bytes;
+    return at;
+}
+
+/* Lays the arena out for max_batch; returns its size in bytes. */
+static size_t plan_arena(fg_replica *r)
+{
+    const fg_model *m = r->m;
+    size_t b = (size_t)r->max_batch, top = 0, widest = fg_shape_numel(&m->input), ws = 0;
+    for (size_t i = 0; i < m->layer_count; i++) {
+        const fg_layer *l = &m->layers[i];
+        size_t out = fg_shape_numel(&l->out);
+        if (out > widest)
+            widest = out;
+        if (!(l->ops->flags & FG_LAYER_ALIAS))
+            r->y_off[i] = arena_take(&top, b * out * sizeof(float));
+        r->aux_off[i] = arena_take(&top, l->aux_fixed + b * l->aux_per_sample);
+        if (l->ops->workspace_bytes) {
+            size_t w = l->ops->workspace_bytes(l, r->be, r->bs, r->max_batch);
+            if (w > ws)
+                ws = w;
+        }
+    }
+    r->grad_off[0] = arena_take(&top, b * widest * sizeof(float));
+    r->grad_off[1] = arena_take(&top, b * widest * sizeof(float));
+    r->probs_off = arena_take(&top, b * (size_t)m->num_classes * sizeof(float));
+    r->ws_off = arena_take(&top, ws);
+    return align_up(top, ARENA_ALIGN);
+}
+
+static fg_status device_alloc(fg_replica *r, size_t bytes, void **p, const char *what,
+                              fg_error *err)
+{
+    *p = NULL;
+    if (!bytes)
+        return FG_OK;
+    fg_status st = r->be->alloc(r->bs, r->device, bytes, p, err);
+    if (st != FG_OK) {
+        char why[FG_ERROR_MESSAGE_MAX];
+        snprintf(why, sizeof why, "%s", err ? err->message : "");
+        return fg_error_set(err, st, "allocating the %s (%zu bytes) on device %d: %s", what,
+                            bytes, r->device, why);
+    }
+    return FG_OK;
+}
+
+/* The grads start at zero, padding included, so whole-region reductions are exact. */
+static fg_status zero_grads(fg_replica *r, fg_error *err)
+{
+    size_t n = fg_model_params_size(r->m);
+    if (!n)
+        return FG_OK;
+    FG_BACKEND_NEED(r->be, queue_create, err);
+    FG_BACKEND_NEED(r->be, fill, err);
+    void *q = NULL;
+    fg_status st = r->be->queue_create(r->bs, r->device, &q, err);
+    if (st != FG_OK)
+        return st;
+    st = r->be->fill(r->bs, q, r->grads, 0.0f, n, err);
+    if (st == FG_OK)
+        st = r->be->queue_sync(r->bs, q, err);
+    r->be->queue_destroy(r->bs, q);
+    return st;
+}
+
+static int first_param_layer(const fg_model *m)
+{
+    for (size_t i = 0; i < m->layer_count; i++)
+        if (m->layers[i].param_count)
+            return (int)i;
+    return (int)m->layer_count;
+}
+
+fg_status fg_replica_create(const fg_model *m, const fg_backend_vtable *be, void *bs,
+                            int device, int max_batch, fg_replica **out, fg_error *err)
+{
+    *out = NULL;
+    if (max_batch < 1)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "max_batch must be at least 1, not %d",
+                            max_batch);
+    FG_BACKEND_NEED(be, alloc, err);
+    FG_BACKEND_NEED(be, free, err);
+    FG_BACKEND_NEED(be, queue_sync, err);
+    FG_BACKEND_NEED(be, queue_destroy, err);
+    fg_replica *r = calloc(1, sizeof *r);
+    size_t n = m->layer_count;
+    if (!r || !(r->y_off = calloc(n, sizeof *r->y_off)) ||
+        !(r->aux_off = calloc(n, sizeof *r->aux_off)) || !(r->out = calloc(n, sizeof *r->out))) {
+        fg_replica_destroy(r);
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory creating a replica");
+    }
+    r->m = m;
+    r->be = be;
+    r->bs = bs;
+    r->device = device;
+    r->max_batch = max_batch;
+    r->first_param_layer = first_param_layer(m);
+    r->arena_bytes = plan_arena(r);
+    size_t pbytes = m->params_size * sizeof(float);
+    fg_status st = device_alloc(r, pbytes, (void **)&r->params, "parameters", err);
+    if (st == FG_OK)
+        st = device_alloc(r, pbytes, (void **)&r->grads, "gradients", err);
+    if (st == FG_OK)
+        st = device_alloc(r, m->buffers_size * sizeof(float), (void **)&r->buffers, "buffers",
+                          err);
+    if (st == FG_OK)
+        st = device_alloc(r, r->arena_bytes, (void **)&r->arena, "activation arena", err);
+    if (st == FG_OK)
+        st = zero_grads(r, err);
+    if (st != FG_OK) {
+        fg_replica_destroy(r);
+        return st;
+    }
+    *out = r;
+    return FG_OK;
+}
+
+void fg_replica_destroy(fg_replica *r)
+{
+    if (!r)
+        return;
+    void *blocks[] = {r->params, r->grads, r->buffers, r->arena};
+    for (size_t i = 0; i < COUNT(blocks); i++)
+        if (blocks[i])
+            r->be->free(r->bs, r->device, blocks[i]);
+    free(r->y_off);
+    free(r->aux_off);
+    free(r->out);
+    free(r);
+}
+
+float *fg_replica_params(const fg_replica *r) { return r->params; }
+float *fg_replica_grads(const fg_replica *r) { return r->grads; }
+float *fg_replica_buffers(const fg_replica *r) { return r->buffers; }
+size_t fg_replica_arena_bytes(const fg_replica *r) { return r->arena_bytes; }
+int fg_replica_max_batch(const fg_replica *r) { return r->max_batch; }
+int fg_replica_device(const fg_replica *r) { return r->device; }
+const fg_model *fg_replica_model(const fg_replica *r) { return r->m; }
+void fg_replica_set_step(fg_replica *r, uint64_t step) { r->step = step; }
+const float *fg_replica_input_grad(const fg_replica *r) { return r->input_grad; }
+void fg_replica_set_need_input_grad(fg_replica *r, int on) { r->need_input_grad = on != 0; }
+
+void fg_replica_set_seed(fg_replica *r, uint64_t seed)
+{
+    r->seed = seed;
+    r->seed_set = 1;
+}
+
+void fg_replica_set_grad_ready_hook(fg_replica *r, fg_grad_ready_fn fn, void *user)
+{
+    r->hook = fn;
+    r->hook_user = user;
+}
+
+fg_status fg_replica_upload(fg_replica *r, void *queue, const float *params,
+                            const float *buffers, fg_error *err)
+{
+    FG_BACKEND_NEED(r->be, copy, err);
+    fg_status st = FG_OK;
+    size_t pn = r->m->params_size, bn = r->m->buffers_size;
+    if (params && pn)
+        st = r->be->copy(r->bs, queue, r->params, r->device, params, -1, pn * sizeof(float), err);
+    if (st == FG_OK && buffers && bn)
+        st = r->be->copy(r->bs, queue, r->buffers, r->device, buffers, -1, bn * sizeof(float),
+                         err);
+    return st;
+}
+
+/* The per-layer part of a context: tensor pointers and arena regions. */
+static void layer_ctx(const fg_replica *r, const fg_layer *l, fg_layer_ctx *c)
+{
+    for (int j = 0; j < l->param_count; j++) {
+        size_t off = r->m->tensors[l->param_tensor[j]].offset;
+        c->param[j] = r->params + off;
+        c->grad[j] = r->grads + off;
+    }
+    for (int j = 0; j < l->buffer_count; j++)
+        c->buffer[j] = r->buffers + r->m->tensors[l->buffer_tensor[j]].offset;
+    c->aux = r->arena + r->aux_off[l->index];
+    c->workspace = r->arena + r->ws_off;
+    uint64_t seed = r->seed_set ? r->seed : r->m->seed;
+    /* One dropout stream per layer; steps are 2^32 draws apart along it. */
+    c->dropout_seed = fg_rng_key(seed, 0x64726f706f7574ull + (uint64_t)l->index);
+    c->dropout_offset = r->step << 32;
+}
+
+static fg_status layer_failed(const fg_layer *l, const char *pass, fg_status st, fg_error *err)
+{
+    char why[FG_ERROR_MESSAGE_MAX];
+    snprintf(why, sizeof why, "%s", err ? err->message : "");
+    return fg_error_set(err, st, "[%s] (%s) %s: %s", l->section, l->ops->type, pass, why);
+}
+
+fg_status fg_replica_forward(fg_replica *r, void *queue, const float *x_dev,
+                             const int32_t *labels_dev, int batch, int training,
+                             float *loss_sum_dev, float *correct_dev, fg_error *err)
+{
+    r->fwd_ready = 0;
+    if (batch < 1 || batch > r->max_batch)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "forward: batch %d is outside 1..%d (the replica's max batch)",
+                            batch, r->max_batch);
+    const fg_model *m = r->m;
+    const float *cur = x_dev;
+    for (size_t i = 0; i < m->layer_count; i++) {
+        const fg_layer *l = &m->layers[i];
+        unsigned flags = l->ops->flags;
+        if ((flags & FG_LAYER_ALIAS) || (!training && (flags & FG_LAYER_EVAL_IDENTITY))) {
+            r->out[i] = cur;
+            continue;
+        }
+        fg_layer_ctx c = {.be = r->be, .bs = r->bs, .queue = queue, .batch = batch,
+                          .training = training, .x = cur};
+        layer_ctx(r, l, &c);
+        c.y = (float *)(r->arena + r->y_off[i]);
+        fg_status st = l->ops->forward(l, &c, err);
+        if (st != FG_OK)
+            return layer_failed(l, "forward", st, err);
+        r->out[i] = cur = c.y;
+    }
+    float *probs = (float *)(r->arena + r->probs_off);
+    fg_status st = fg_xent_forward(r->be, r->bs, queue, cur, labels_dev, batch, m->num_classes,
+                                   probs, loss_sum_dev, correct_dev, err);
+    if (st != FG_OK)
+        return st;
+    r->x = x_dev;
+    r->labels = labels_dev;
+    r->fwd_batch = batch;
+    r->fwd_ready = training != 0;
+    return FG_OK;
+}
+
+/* Backward through layer i: dy in, dx out (NULL when not wanted and allowed). */
+static fg_status layer_backward(fg_replica *r, void *queue, size_t i, const float *dy,
+                                float *dx, int accumulate, fg_error *err)
+{
+    const fg_layer *l = &r->m->layers[i];
+    fg_layer_ctx c = {.be = r->be, .bs = r->bs, .queue = queue, .batch = r->fwd_batch,
+                      .training = 1, .accumulate = accumulate, .dy = dy, .dx = dx};
+    layer_ctx(r, l, &c);
+    c.x = i ? r->out[i - 1] : r->x;
+    c.y = (float *)r->out[i];
+    fg_status st = l->ops->backward(l, &c, err);
+    if (st != FG_OK)
+        return layer_failed(l, "backward", st, err);
+    if (r->hook && l->param_count) {
+        const fg_tensor_info *first = &r->m->tensors[l->param_tensor[0]];
+        const fg_tensor_info *last = &r->m->tensors[l->param_tensor[l->param_count - 1]];
+        r->hook(r->hook_user, first->offset, last->offset + last->numel - first->offset);
+    }
+    return FG_OK;
+}
+
+fg_status fg_replica_backward(fg_replica *r, void *queue, int batch, float loss_scale,
+                              int accumulate, fg_error *err)
+{
+    if (!r->fwd_ready)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "backward: there is no training forward to go back through (the last "
+                            "forward had training = 0, failed, or was already used)");
+    if (batch != r->fwd_batch)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "backward: batch %d differs from the forward's batch %d", batch,
+                            r->fwd_batch);
+    r->input_grad = NULL;
+    r->fwd_ready = 0; /* a failure part-way leaves grads half written: forward again */
+    const fg_model *m = r->m;
+    float *g[2] = {(float *)(r->arena + r->grad_off[0]), (float *)(r->arena + r->grad_off[1])};
+    int cur = 0;
+    fg_status st = fg_xent_backward(r->be, r->bs, queue, (const float *)(r->arena + r->probs_off),
+                                    r->labels, batch, m->num_classes, loss_scale, g[cur], err);
+    if (st != FG_OK)
+        return st;
+    /* Layers before the first one with parameters need no backward, unless asked. */
+    int stop = r->need_input_grad ? 0 : r->first_param_layer;
+    for (int i = (int)m->layer_count - 1; i >= stop; i--) {
+        const fg_layer *l = &m->layers[i];
+        if (l->ops->flags & FG_LAYER_ALIAS)
+            continue; /* a reshape: the gradient is the same memory */
+        int want_dx = i > stop || r->need_input_grad;
+        float *dx = g[1 - cur];
+        if (!want_dx && (l->ops->flags & FG_LAYER_DX_OPTIONAL))
+            dx = NULL;
+        if ((st = layer_backward(r, queue, (size_t)i, g[cur], dx, accumulate, err)) != FG_OK)
+            return st;
+        cur = 1 - cur;
+    }
+    if (r->need_input_grad)
+        r->input_grad = g[cur];
+    r->fwd_ready = 1; /* backward may run again (another loss_scale or accumulate) */
+    return FG_OK;
+}

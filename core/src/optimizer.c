@@ -1,0 +1,250 @@
+/* sgd and adamw: config, device state, and the fused backend update per range. */
+#include "optimizer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+struct fg_optimizer {
+    fg_optimizer_config oc;
+    const fg_backend_vtable *be;
+    void *bs;
+    int device;
+    size_t count;
+    int64_t step; /* begun steps */
+    size_t state_count;
+    float *state[2]; /* (count) each: momentum, or m and v */
+};
+
+static const fg_option optimizer_options[] = {
+    {"name", FG_OPT_ENUM, "sgd", 1, 0, "sgd|adamw", "optimizer: sgd or adamw"},
+    {"lr", FG_OPT_FLOAT, "0.01", 0, 1e6, NULL, "learning rate (a scheduler may change it)"},
+    {"weight_decay", FG_OPT_FLOAT, "", 0, 1e6, NULL,
+     "L2 penalty (sgd, default 0) or decoupled decay (adamw, default 0.01)"},
+    {"momentum", FG_OPT_FLOAT, "0", 0, 1, NULL, "sgd: momentum factor"},
+    {"dampening", FG_OPT_FLOAT, "0", 0, 1, NULL, "sgd: dampening of the momentum"},
+    {"nesterov", FG_OPT_BOOL, "false", 1, 0, NULL, "sgd: Nesterov momentum"},
+    {"beta1", FG_OPT_FLOAT, "0.9", 0, 1, NULL, "adamw: decay of the first moment"},
+    {"beta2", FG_OPT_FLOAT, "0.999", 0, 1, NULL, "adamw: decay of the second moment"},
+    {"eps", FG_OPT_FLOAT, "1e-8", 0, 1, NULL, "adamw: added to the denominator"},
+};
+
+static const char *const sgd_only[] = {"momentum", "dampening", "nesterov"};
+static const char *const adamw_only[] = {"beta1", "beta2", "eps"};
+
+const fg_option *fg_optimizer_schema(size_t *count)
+{
+    *count = COUNT(optimizer_options);
+    return optimizer_options;
+}
+
+/* A key of the other kind is a mistake worth naming, not something to ignore. */
+static fg_status check_foreign_keys(const fg_config *cfg, const char *name,
+                                    const char *const *keys, size_t n, const char *owner,
+                                    const char *uses, fg_error *err)
+{
+    for (size_t i = 0; i < n; i++)
+        if (fg_config_get(cfg, "optimizer", keys[i]))
+            return fg_error_set(err, FG_INVALID_ARGUMENT,
+                                "%s: [optimizer] %s is an %s key but name = %s; %s uses %s",
+                                fg_config_origin(cfg, "optimizer", keys[i]), keys[i], owner,
+                                name, name, uses);
+    return FG_OK;
+}
+
+static fg_status read_float(const fg_config *cfg, const char *key, double *out, fg_error *err)
+{
+    return fg_section_read_float(cfg, "optimizer", optimizer_options, COUNT(optimizer_options),
+                                 key, out, err);
+}
+
+static fg_status read_sgd(const fg_config *cfg, fg_optimizer_config *oc, fg_error *err)
+{
+    fg_status st = read_float(cfg, "momentum", &oc->momentum, err);
+    if (st == FG_OK)
+        st = read_float(cfg, "dampening", &oc->dampening, err);
+    if (st == FG_OK)
+        st = fg_section_read_bool(cfg, "optimizer", optimizer_options, COUNT(optimizer_options),
+                                  "nesterov", &oc->nesterov, err);
+    if (st == FG_OK && oc->nesterov && (oc->momentum <= 0 || oc->dampening != 0))
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "%s: [optimizer] nesterov = true needs momentum > 0 and dampening = 0",
+                            fg_config_origin(cfg, "optimizer", "nesterov"));
+    return st;
+}
+
+static fg_status read_adamw(const fg_config *cfg, fg_optimizer_config *oc, fg_error *err)
+{
+    fg_status st = read_float(cfg, "beta1", &oc->beta1, err);
+    if (st == FG_OK)
+        st = read_float(cfg, "beta2", &oc->beta2, err);
+    if (st == FG_OK)
+        st = read_float(cfg, "eps", &oc->eps, err);
+    if (st == FG_OK && (oc->beta1 >= 1 || oc->beta2 >= 1))
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "%s: [optimizer] beta1 and beta2 must be below 1",
+                            fg_config_origin(cfg, "optimizer", NULL));
+    return st;
+}
+
+fg_status fg_optimizer_read_config(const fg_config *cfg, fg_optimizer_config *oc, fg_error *err)
+{
+    memset(oc, 0, sizeof *oc);
+    if (fg_config_has_section(cfg, "optimizer")) {
+        fg_schema schema = {"core", optimizer_options, COUNT(optimizer_options),
+                            sizeof(fg_option)};
+        fg_status st = fg_config_validate_section(cfg, "optimizer", &schema, 1, err);
+        if (st != FG_OK)
+            return st;
+    }
+    const char *name = fg_config_get(cfg, "optimizer", "name");
+    name = name ? name : "sgd";
+    int adamw = strcmp(name, "adamw") == 0;
+    if (!adamw && strcmp(name, "sgd") != 0)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "%s: [optimizer] name = %s is not an optimizer; use sgd or adamw",
+                            fg_config_origin(cfg, "optimizer", "name"), name);
+    oc->kind = adamw ? FG_OPTIMIZER_ADAMW : FG_OPTIMIZER_SGD;
+    fg_status st = adamw ? check_foreign_keys(cfg, name, sgd_only, COUNT(sgd_only), "sgd",
+                                              "beta1, beta2, eps, weight_decay", err)
+                         : check_foreign_keys(cfg, name, adamw_only, COUNT(adamw_only), "adamw",
+                                              "momentum, dampening, nesterov, weight_decay", err);
+    if (st == FG_OK)
+        st = read_float(cfg, "lr", &oc->lr, err);
+    if (st != FG_OK)
+        return st;
+    oc->weight_decay = adamw ? 0.01 : 0.0; /* PyTorch's defaults differ by kind */
+    const char *wd = fg_config_get(cfg, "optimizer", "weight_decay");
+    if (wd && *wd && (st = read_float(cfg, "weight_decay", &oc->weight_decay, err)) != FG_OK)
+        return st;
+    return adamw ? read_adamw(cfg, oc, err) : read_sgd(cfg, oc, err);
+}
+
+/* The state starts at zero, so a checkpoint taken before the first step is well defined. */
+static fg_status zero_state(fg_optimizer *opt, fg_error *err)
+{
+    if (!opt->state_count)
+        return FG_OK;
+    FG_BACKEND_NEED(opt->be, queue_create, err);
+    FG_BACKEND_NEED(opt->be, fill, err);
+    void *q = NULL;
+    fg_status st = opt->be->queue_create(opt->bs, opt->device, &q, err);
+    if (st != FG_OK)
+        return st;
+    for (size_t i = 0; i < opt->state_count && st == FG_OK; i++)
+        st = opt->be->fill(opt->bs, q, opt->state[i], 0.0f, opt->count, err);
+    if (st == FG_OK)
+        st = opt->be->queue_sync(opt->bs, q, err);
+    opt->be->queue_destroy(opt->bs, q);
+    return st;
+}
+
+fg_status fg_optimizer_create_with(const fg_optimizer_config *oc, const fg_backend_vtable *be,
+                                   void *bs, int device, size_t count, fg_optimizer **out,
+                                   fg_error *err)
+{
+    *out = NULL;
+    if (oc->kind == FG_OPTIMIZER_SGD)
+        FG_BACKEND_NEED(be, sgd_update, err);
+    else
+        FG_BACKEND_NEED(be, adamw_update, err);
+    fg_optimizer *opt = calloc(1, sizeof *opt);
+    if (!opt)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory creating the optimizer");
+    opt->oc = *oc;
+    opt->be = be;
+    opt->bs = bs;
+    opt->device = device;
+    opt->count = count;
+    opt->state_count = oc->kind == FG_OPTIMIZER_ADAMW ? 2 : (oc->momentum != 0 ? 1 : 0);
+    fg_status st = FG_OK;
+    for (size_t i = 0; i < opt->state_count && count && st == FG_OK; i++) {
+        st = be->alloc(bs, device, count * sizeof(float), (void **)&opt->state[i], err);
+        if (st != FG_OK)
+            st = fg_error_set(err, st, "allocating optimizer state (%zu floats) on device %d",
+                              count, device);
+    }
+    if (st == FG_OK && count)
+        st = zero_state(opt, err);
+    if (st != FG_OK) {
+        fg_optimizer_destroy(opt);
+        return st;
+    }
+    *out = opt;
+    return FG_OK;
+}
+
+fg_status fg_optimizer_create(const fg_config *cfg, const fg_backend_vtable *be, void *bs,
+                              int device, size_t count, fg_optimizer **out, fg_error *err)
+{
+    fg_optimizer_config oc;
+    fg_status st = fg_optimizer_read_config(cfg, &oc, err);
+    if (st != FG_OK) {
+        *out = NULL;
+        return st;
+    }
+    return fg_optimizer_create_with(&oc, be, bs, device, count, out, err);
+}
+
+void fg_optimizer_destroy(fg_optimizer *opt)
+{
+    if (!opt)
+        return;
+    for (size_t i = 0; i < 2; i++)
+        if (opt->state[i])
+            opt->be->free(opt->bs, opt->device, opt->state[i]);
+    free(opt);
+}
+
+const fg_optimizer_config *fg_optimizer_get_config(const fg_optimizer *opt) { return &opt->oc; }
+
+const char *fg_optimizer_name(const fg_optimizer *opt)
+{
+    return opt->oc.kind == FG_OPTIMIZER_ADAMW ? "adamw" : "sgd";
+}
+
+void fg_optimizer_begin_step(fg_optimizer *opt) { opt->step++; }
+int64_t fg_optimizer_get_step(const fg_optimizer *opt) { return opt->step; }
+void fg_optimizer_set_step(fg_optimizer *opt, int64_t step) { opt->step = step; }
+size_t fg_optimizer_state_count(const fg_optimizer *opt) { return opt->state_count; }
+
+float *fg_optimizer_state(const fg_optimizer *opt, size_t i, const char **name)
+{
+    static const char *const sgd_names[] = {"momentum_buffer"};
+    static const char *const adamw_names[] = {"exp_avg", "exp_avg_sq"};
+    if (i >= opt->state_count)
+        return NULL;
+    if (name)
+        *name = opt->oc.kind == FG_OPTIMIZER_ADAMW ? adamw_names[i] : sgd_names[i];
+    return opt->state[i];
+}
+
+fg_status fg_optimizer_step(fg_optimizer *opt, void *queue, float lr, float *params,
+                            const float *grads, size_t offset, size_t count, fg_error *err)
+{
+    if (offset > opt->count || count > opt->count - offset)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "optimizer step over [%zu, %zu) is outside its %zu values", offset,
+                            offset + count, opt->count);
+    if (opt->step < 1)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "optimizer step before fg_optimizer_begin_step");
+    if (!count)
+        return FG_OK;
+    const fg_optimizer_config *oc = &opt->oc;
+    if (oc->kind == FG_OPTIMIZER_SGD) {
+        fg_sgd_args a = {sizeof a, lr, (float)oc->momentum, (float)oc->dampening,
+                         (float)oc->weight_decay, oc->nesterov, opt->step == 1};
+        float *buf = opt->state_count ? opt->state[0] + offset : NULL;
+        return opt->be->sgd_update(opt->bs, queue, &a, params + offset, grads + offset, buf,
+                                   count, err);
+    }
+    fg_adamw_args a = {sizeof a, lr, (float)oc->beta1, (float)oc->beta2, (float)oc->eps,
+                       (float)oc->weight_decay, opt->step};
+    return opt->be->adamw_update(opt->bs, queue, &a, params + offset, grads + offset,
+                                 opt->state[0] + offset, opt->state[1] + offset, count, err);
+}

@@ -1,0 +1,64 @@
+/* Optimizers over flat ranges of parameters: sgd (momentum, dampening, nesterov, weight
+ * decay) and adamw (decoupled weight decay), each step one fused backend update. The state
+ * (momentum, or m and v) is allocated once on the device, in the layout of the range the
+ * optimizer was created for; a step over [offset, offset + count) of that range touches
+ * the same offsets of the parameters, gradients and state. The learning rate comes from
+ * the caller on every step (schedulers live outside). Thread rule: one host thread. */
+#ifndef FG_OPTIMIZER_H
+#define FG_OPTIMIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "fulgur/backend.h"
+
+typedef enum fg_optimizer_kind { FG_OPTIMIZER_SGD = 1, FG_OPTIMIZER_ADAMW = 2 } fg_optimizer_kind;
+
+typedef struct fg_optimizer_config {
+    fg_optimizer_kind kind;
+    double lr;
+    double weight_decay;
+    double momentum, dampening; /* sgd */
+    int nesterov;               /* sgd */
+    double beta1, beta2, eps;   /* adamw */
+} fg_optimizer_config;
+
+typedef struct fg_optimizer fg_optimizer;
+
+/* Keys of [optimizer], for both kinds. */
+const fg_option *fg_optimizer_schema(size_t *count);
+/* Reads [optimizer] (absent: sgd with its defaults). A key of the other kind is refused:
+ * "ORIGIN: [optimizer] momentum is an sgd key but name = adamw; ...". */
+fg_status fg_optimizer_read_config(const fg_config *cfg, fg_optimizer_config *out,
+                                   fg_error *err);
+
+/* State for `count` floats on `device`, zeroed. */
+fg_status fg_optimizer_create(const fg_config *cfg, const fg_backend_vtable *be, void *bs,
+                              int device, size_t count, fg_optimizer **out, fg_error *err);
+fg_status fg_optimizer_create_with(const fg_optimizer_config *oc, const fg_backend_vtable *be,
+                                   void *bs, int device, size_t count, fg_optimizer **out,
+                                   fg_error *err);
+void fg_optimizer_destroy(fg_optimizer *opt);
+
+const fg_optimizer_config *fg_optimizer_get_config(const fg_optimizer *opt);
+const char *fg_optimizer_name(const fg_optimizer *opt);
+
+/* Starts an optimizer step: the step counter (AdamW's bias correction, SGD's first
+ * momentum step) goes up by one. Call once per step, before the ranges are updated. */
+void fg_optimizer_begin_step(fg_optimizer *opt);
+/* Completed steps; the checkpoint reads and restores it. */
+int64_t fg_optimizer_get_step(const fg_optimizer *opt);
+void fg_optimizer_set_step(fg_optimizer *opt, int64_t step);
+
+/* Updates params[offset, offset + count) from grads; params and grads point at the start
+ * of the range the optimizer was created for. Enqueued on queue. */
+fg_status fg_optimizer_step(fg_optimizer *opt, void *queue, float lr, float *params,
+                            const float *grads, size_t offset, size_t count, fg_error *err);
+
+/* State tensors for checkpoints: 0 (plain sgd), 1 ("momentum_buffer") or 2 ("exp_avg",
+ * "exp_avg_sq"), each `count` floats on the device. */
+size_t fg_optimizer_state_count(const fg_optimizer *opt);
+float *fg_optimizer_state(const fg_optimizer *opt, size_t i, const char **name);
+
+#endif

@@ -1,0 +1,26 @@
+/* The fg_train_services a strategy drives: replicas of the model on backend devices, each
+ * with its own input buffers, metric scalars and optimizer state. */
+#ifndef FG_TRAIN_SERVICES_H
+#define FG_TRAIN_SERVICES_H
+
+#include "fulgur/strategy.h"
+#include "model.h"
+
+typedef struct fg_train_ctx {
+    fg_train_services svc;
+    const fg_model *model;
+    const fg_config *cfg;
+    const fg_backend_vtable *be;
+    void *bs;
+    const float *init_params;  /* host: the seeded initial parameters every replica starts from */
+    const float *init_buffers; /* host */
+    uint64_t seed;
+    float lr;                  /* the learning rate of the next optimizer step */
+    uint64_t micro_step;       /* counts forward passes: dropout draws depend on it */
+    int64_t step_number;       /* 1-based number of the optimizer step being taken */
+} fg_train_ctx;
+
+/* Fills ctx->svc; the other fields must be set by the caller. */
+void fg_train_services_init(fg_train_ctx *ctx, int max_batch);
+
+#endif

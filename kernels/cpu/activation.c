@@ -1,0 +1,104 @@
+/* Activations, forward and backward side by side: relu, gelu (tanh approximation, as
+ * PyTorch's approximate="tanh"), tanh, sigmoid. */
+#include <math.h>
+#include <string.h>
+
+#include "cpu_kernels.h"
+
+#define FG_GELU_K0 0.7978845608028654f /* sqrt(2/pi) */
+#define FG_GELU_K1 0.044715f
+
+enum { FG_CPU_ACT_NONE, FG_CPU_ACT_RELU, FG_CPU_ACT_GELU, FG_CPU_ACT_TANH, FG_CPU_ACT_SIGMOID };
+
+typedef struct fg_cpu_act_ctx {
+    int act;
+    const float *x, *y, *dy;
+    float *out;
+} fg_cpu_act_ctx;
+
+static void fg_cpu_act_forward_range(void *p, size_t b, size_t e)
+{
+    fg_cpu_act_ctx *c = p;
+    const float *x = c->x;
+    float *y = c->out;
+    switch (c->act) {
+    case FG_CPU_ACT_RELU:
+        for (size_t i = b; i < e; i++)
+            y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        break;
+    case FG_CPU_ACT_GELU:
+        for (size_t i = b; i < e; i++) {
+            float v = x[i];
+            float t = tanhf(FG_GELU_K0 * (v + FG_GELU_K1 * v * v * v));
+            y[i] = 0.5f * v * (1.0f + t);
+        }
+        break;
+    case FG_CPU_ACT_TANH:
+        for (size_t i = b; i < e; i++)
+            y[i] = tanhf(x[i]);
+        break;
+    case FG_CPU_ACT_SIGMOID:
+        for (size_t i = b; i < e; i++)
+            y[i] = 1.0f / (1.0f + expf(-x[i]));
+        break;
+    default:
+        if (y != x)
+            memmove(y + b, x + b, (e - b) * sizeof *y);
+        break;
+    }
+}
+
+static void fg_cpu_act_backward_range(void *p, size_t b, size_t e)
+{
+    fg_cpu_act_ctx *c = p;
+    const float *x = c->x, *y = c->y, *dy = c->dy;
+    float *dx = c->out;
+    switch (c->act) {
+    case FG_CPU_ACT_RELU:
+        for (size_t i = b; i < e; i++)
+            dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+        break;
+    case FG_CPU_ACT_GELU:
+        for (size_t i = b; i < e; i++) {
+            float v = x[i];
+            float t = tanhf(FG_GELU_K0 * (v + FG_GELU_K1 * v * v * v));
+            float du = FG_GELU_K0 * (1.0f + 3.0f * FG_GELU_K1 * v * v);
+            dx[i] = dy[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
+        }
+        break;
+    case FG_CPU_ACT_TANH:
+        for (size_t i = b; i < e; i++)
+            dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+        break;
+    case FG_CPU_ACT_SIGMOID:
+        for (size_t i = b; i < e; i++)
+            dx[i] = dy[i] * y[i] * (1.0f - y[i]);
+        break;
+    default:
+        if (dx != dy)
+            memmove(dx + b, dy + b, (e - b) * sizeof *dx);
+        break;
+    }
+}
+
+/* Transcendental activations cost ~20x a relu per element: parallelise them sooner. */
+static size_t fg_cpu_act_grain(int act)
+{
+    return act == FG_CPU_ACT_GELU || act == FG_CPU_ACT_TANH || act == FG_CPU_ACT_SIGMOID
+               ? FG_CPU_GRAIN / 16
+               : FG_CPU_GRAIN;
+}
+
+void fg_cpu_activation_forward(fg_cpu_pool *pool, int act, const float *x, float *y,
+                               size_t n)
+{
+    fg_cpu_act_ctx c = { act, x, NULL, NULL, y };
+    fg_cpu_parallel_for(pool, n, fg_cpu_act_grain(act), 16, fg_cpu_act_forward_range, &c);
+}
+
+void fg_cpu_activation_backward(fg_cpu_pool *pool, int act, const float *x, const float *y,
+                                const float *dy, float *dx, size_t n)
+{
+    fg_cpu_act_ctx c = { act, x, y, dy, dx };
+    fg_cpu_parallel_for(pool, n, fg_cpu_act_grain(act), 16, fg_cpu_act_backward_range, &c);
+}

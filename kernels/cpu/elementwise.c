@@ -1,0 +1,96 @@
+/* fill, scale, axpy and sum of squares over flat float ranges. */
+#include "cpu_kernels.h"
+
+typedef struct fg_cpu_ew_ctx {
+    float *x;
+    const float *src;
+    float value;
+} fg_cpu_ew_ctx;
+
+static void fg_cpu_fill_range(void *p, size_t b, size_t e)
+{
+    fg_cpu_ew_ctx *c = p;
+    float *x = c->x, v = c->value;
+    for (size_t i = b; i < e; i++)
+        x[i] = v;
+}
+
+static void fg_cpu_scale_range(void *p, size_t b, size_t e)
+{
+    fg_cpu_ew_ctx *c = p;
+    float *x = c->x, a = c->value;
+    for (size_t i = b; i < e; i++)
+        x[i] *= a;
+}
+
+static void fg_cpu_axpy_range(void *p, size_t b, size_t e)
+{
+    fg_cpu_ew_ctx *c = p;
+    float *restrict y = c->x;
+    const float *restrict x = c->src;
+    float a = c->value;
+    for (size_t i = b; i < e; i++)
+        y[i] += a * x[i];
+}
+
+void fg_cpu_fill(fg_cpu_pool *pool, float *x, float value, size_t n)
+{
+    fg_cpu_ew_ctx c = { x, NULL, value };
+    fg_cpu_parallel_for(pool, n, FG_CPU_GRAIN, 16, fg_cpu_fill_range, &c);
+}
+
+void fg_cpu_scale(fg_cpu_pool *pool, float *x, float alpha, size_t n)
+{
+    fg_cpu_ew_ctx c = { x, NULL, alpha };
+    fg_cpu_parallel_for(pool, n, FG_CPU_GRAIN, 16, fg_cpu_scale_range, &c);
+}
+
+void fg_cpu_axpy(fg_cpu_pool *pool, float alpha, const float *x, float *y, size_t n)
+{
+    fg_cpu_ew_ctx c = { y, x, alpha };
+    fg_cpu_parallel_for(pool, n, FG_CPU_GRAIN, 16, fg_cpu_axpy_range, &c);
+}
+
+/* ---- sum of squares: fixed chunks, double partials combined in chunk order ---------- */
+
+typedef struct fg_cpu_sumsq_ctx {
+    const float *x;
+    size_t n, chunk;
+    double *partial; /* one per chunk */
+} fg_cpu_sumsq_ctx;
+
+/* Eight interleaved accumulators: a fixed summation order that still pipelines. */
+static double fg_cpu_sumsq_span(const float *x, size_t n)
+{
+    double acc[8] = { 0 };
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++)
+            acc[j] += (double)x[i + j] * (double)x[i + j];
+    for (; i < n; i++)
+        acc[0] += (double)x[i] * (double)x[i];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+static void fg_cpu_sumsq_range(void *p, size_t b, size_t e)
+{
+    fg_cpu_sumsq_ctx *c = p;
+    for (size_t k = b; k < e; k++) {
+        size_t lo = k * c->chunk, hi = lo + c->chunk < c->n ? lo + c->chunk : c->n;
+        c->partial[k] = fg_cpu_sumsq_span(c->x + lo, hi - lo);
+    }
+}
+
+double fg_cpu_sum_squares(fg_cpu_pool *pool, const float *x, size_t n)
+{
+    double partial[FG_CPU_MAX_CHUNKS];
+    size_t chunk = fg_cpu_reduce_chunk(n, 8192);
+    size_t chunks = (n + chunk - 1) / chunk;
+    fg_cpu_sumsq_ctx c = { x, n, chunk, partial };
+    fg_cpu_parallel_for(pool, chunks, (FG_CPU_GRAIN + chunk - 1) / chunk, 1,
+                        fg_cpu_sumsq_range, &c);
+    double total = 0.0;
+    for (size_t k = 0; k < chunks; k++)
+        total += partial[k];
+    return total;
+}

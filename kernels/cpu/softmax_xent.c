@@ -1,0 +1,115 @@
+/* Softmax cross-entropy over rows: log-sum-exp around the row maximum, the row's
+ * softmax kept for backward, loss and argmax hits summed per fixed row chunk in double
+ * and combined in chunk order. */
+#include <math.h>
+
+#include "cpu_kernels.h"
+
+int64_t fg_cpu_find_bad_label(const int32_t *labels, int rows, int classes)
+{
+    for (int i = 0; i < rows; i++)
+        if (labels[i] < 0 || labels[i] >= classes)
+            return i;
+    return -1;
+}
+
+typedef struct fg_cpu_xent_ctx {
+    const float *logits;
+    const int32_t *labels;
+    int rows, classes;
+    float *probs;
+    size_t chunk; /* rows per reduction chunk */
+    double *loss, *hits; /* one per chunk */
+    float scale;
+} fg_cpu_xent_ctx;
+
+/* One row: writes its softmax, returns its loss, sets *hit when argmax == label. */
+static double fg_cpu_xent_row(const float *x, int label, int classes, float *prob, int *hit)
+{
+    float m = x[0];
+    int best = 0;
+    for (int j = 1; j < classes; j++)
+        if (x[j] > m) {
+            m = x[j];
+            best = j;
+        }
+    float at_label = x[label]; /* read before prob, which may alias x, is written */
+    double sum = 0.0;
+    for (int j = 0; j < classes; j++) {
+        float e = expf(x[j] - m);
+        prob[j] = e;
+        sum += (double)e;
+    }
+    float inv = (float)(1.0 / sum);
+    for (int j = 0; j < classes; j++)
+        prob[j] *= inv;
+    *hit = best == label;
+    return (double)m + log(sum) - (double)at_label;
+}
+
+static void fg_cpu_xent_forward_chunks(void *p, size_t b, size_t e)
+{
+    fg_cpu_xent_ctx *c = p;
+    size_t cl = (size_t)c->classes;
+    for (size_t k = b; k < e; k++) {
+        size_t lo = k * c->chunk, hi = lo + c->chunk;
+        if (hi > (size_t)c->rows)
+            hi = (size_t)c->rows;
+        double loss = 0.0, hits = 0.0;
+        for (size_t i = lo; i < hi; i++) {
+            int hit;
+            loss += fg_cpu_xent_row(c->logits + i * cl, c->labels[i], c->classes,
+                                    c->probs + i * cl, &hit);
+            hits += hit;
+        }
+        c->loss[k] = loss;
+        c->hits[k] = hits;
+    }
+}
+
+void fg_cpu_softmax_xent_forward(fg_cpu_pool *pool, const float *logits,
+                                 const int32_t *labels, int rows, int classes, float *probs,
+                                 float *loss_sum, float *correct)
+{
+    double loss[FG_CPU_MAX_CHUNKS], hits[FG_CPU_MAX_CHUNKS];
+    size_t min_rows = 2048 / (size_t)classes;
+    size_t chunk = fg_cpu_reduce_chunk((size_t)rows, min_rows ? min_rows : 1);
+    size_t chunks = ((size_t)rows + chunk - 1) / chunk;
+    fg_cpu_xent_ctx c = { logits, labels, rows, classes, probs, chunk, loss, hits, 0.0f };
+    /* expf dominates: about 8 rows of 10 classes cost as much as 1k relus */
+    size_t grain = (FG_CPU_GRAIN / 16 / ((size_t)classes * chunk)) + 1;
+    fg_cpu_parallel_for(pool, chunks, grain, 1, fg_cpu_xent_forward_chunks, &c);
+    double total_loss = 0.0, total_hits = 0.0;
+    for (size_t k = 0; k < chunks; k++) {
+        total_loss += loss[k];
+        total_hits += hits[k];
+    }
+    if (loss_sum)
+        *loss_sum = (float)((double)*loss_sum + total_loss);
+    if (correct)
+        *correct = (float)((double)*correct + total_hits);
+}
+
+static void fg_cpu_xent_backward_rows(void *p, size_t b, size_t e)
+{
+    fg_cpu_xent_ctx *c = p;
+    size_t cl = (size_t)c->classes;
+    for (size_t i = b; i < e; i++) {
+        const float *prob = c->logits + i * cl;
+        float *d = c->probs + i * cl;
+        int label = c->labels[i];
+        float at_label = prob[label]; /* d may alias prob */
+        for (size_t j = 0; j < cl; j++)
+            d[j] = prob[j] * c->scale;
+        d[label] = (at_label - 1.0f) * c->scale;
+    }
+}
+
+void fg_cpu_softmax_xent_backward(fg_cpu_pool *pool, const float *probs,
+                                  const int32_t *labels, int rows, int classes, float scale,
+                                  float *dlogits)
+{
+    fg_cpu_xent_ctx c = { probs, labels, rows, classes, dlogits, 0, NULL, NULL, scale };
+    size_t grain = FG_CPU_GRAIN / (size_t)classes + 1;
+    fg_cpu_parallel_for(pool, (size_t)rows, grain, 1, fg_cpu_xent_backward_rows, &c);
+}

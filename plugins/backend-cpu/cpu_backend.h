@@ -1,0 +1,111 @@
+/* The CPU backend plugin's instance state and the vtable functions, split by concern:
+ * cpu_plugin.c (descriptor, options, init/deinit), cpu_device.c (devices, memory, queues,
+ * copies), cpu_ops.c (argument checks, then the kernels of kernels/cpu). */
+#ifndef FG_CPU_BACKEND_H
+#define FG_CPU_BACKEND_H
+
+#include <stdatomic.h>
+
+#include "fulgur/backend.h"
+#include "cpu_kernels.h"
+
+#define FG_CPU_MAX_DEVICES 64
+
+typedef struct fg_cpu_backend {
+    const fg_host *host;
+    int devices;               /* virtual devices: separate allocations, memcpy between */
+    int threads;               /* pool size and OpenBLAS threads */
+    int64_t memory_limit_mb;   /* per device; 0: unlimited */
+    uint64_t limit_bytes;      /* memory_limit_mb in bytes; 0: unlimited */
+    uint64_t physical_memory;  /* bytes, read at init */
+    char cpu_model[64];        /* from /proc/cpuinfo, read at init */
+    fg_cpu_pool *pool;
+    _Atomic uint64_t in_use[FG_CPU_MAX_DEVICES]; /* bytes allocated per device */
+} fg_cpu_backend;
+
+/* A queue only names its device: ops run synchronously on the calling thread. */
+typedef struct fg_cpu_queue {
+    int device;
+} fg_cpu_queue;
+
+/* cpu_device.c */
+fg_status fg_cpu_device_count(void *state, int *count, fg_error *err);
+fg_status fg_cpu_device_info(void *state, int device, fg_device_info *info, fg_error *err);
+fg_status fg_cpu_alloc(void *state, int device, size_t bytes, void **ptr, fg_error *err);
+void fg_cpu_free(void *state, int device, void *ptr);
+fg_status fg_cpu_host_alloc(void *state, size_t bytes, void **ptr, fg_error *err);
+void fg_cpu_host_free(void *state, void *ptr);
+fg_status fg_cpu_queue_create(void *state, int device, void **queue, fg_error *err);
+void fg_cpu_queue_destroy(void *state, void *queue);
+fg_status fg_cpu_queue_sync(void *state, void *queue, fg_error *err);
+fg_status fg_cpu_copy(void *state, void *queue, void *dst, int dst_device, const void *src,
+                      int src_device, size_t bytes, fg_error *err);
+/* Reads the CPU model and the physical memory size into the state. */
+void fg_cpu_probe_machine(fg_cpu_backend *be);
+
+/* cpu_ops.c */
+fg_status fg_cpu_op_gemm(void *state, void *queue, int trans_a, int trans_b, int m, int n,
+                         int k, float alpha, const float *a, int lda, const float *b, int ldb,
+                         float beta, float *c, int ldc, fg_error *err);
+fg_status fg_cpu_op_bias_add(void *state, void *queue, float *y, const float *bias, int rows,
+                             int cols, int spatial, fg_error *err);
+fg_status fg_cpu_op_bias_grad(void *state, void *queue, float *dbias, const float *dy,
+                              int rows, int cols, int spatial, int accumulate, fg_error *err);
+fg_status fg_cpu_op_activation_forward(void *state, void *queue, int act, const float *x,
+                                       float *y, size_t n, fg_error *err);
+fg_status fg_cpu_op_activation_backward(void *state, void *queue, int act, const float *x,
+                                        const float *y, const float *dy, float *dx, size_t n,
+                                        fg_error *err);
+size_t fg_cpu_op_conv2d_workspace(void *state, const fg_conv2d_desc *d);
+fg_status fg_cpu_op_conv2d_forward(void *state, void *queue, const fg_conv2d_desc *d,
+                                   const float *x, const float *w, const float *bias,
+                                   float *y, void *workspace, fg_error *err);
+fg_status fg_cpu_op_conv2d_backward(void *state, void *queue, const fg_conv2d_desc *d,
+                                    const float *x, const float *w, const float *dy,
+                                    float *dx, float *dw, float *dbias, int accumulate,
+                                    void *workspace, fg_error *err);
+fg_status fg_cpu_op_pool2d_forward(void *state, void *queue, int mode,
+                                   const fg_conv2d_desc *d, const float *x, float *y,
+                                   int32_t *argmax, fg_error *err);
+fg_status fg_cpu_op_pool2d_backward(void *state, void *queue, int mode,
+                                    const fg_conv2d_desc *d, const float *dy,
+                                    const int32_t *argmax, float *dx, fg_error *err);
+fg_status fg_cpu_op_batchnorm_forward(void *state, void *queue, int training, int n, int c,
+                                      int spatial, const float *x, const float *gamma,
+                                      const float *beta, float *running_mean,
+                                      float *running_var, float momentum, float eps,
+                                      float *saved_mean, float *saved_invstd, float *y,
+                                      fg_error *err);
+fg_status fg_cpu_op_batchnorm_backward(void *state, void *queue, int n, int c, int spatial,
+                                       const float *x, const float *gamma,
+                                       const float *saved_mean, const float *saved_invstd,
+                                       const float *dy, float *dx, float *dgamma,
+                                       float *dbeta, int accumulate, fg_error *err);
+fg_status fg_cpu_op_dropout_forward(void *state, void *queue, float p, uint64_t seed,
+                                    uint64_t offset, const float *x, float *y, uint8_t *mask,
+                                    size_t n, fg_error *err);
+fg_status fg_cpu_op_dropout_backward(void *state, void *queue, float p, const uint8_t *mask,
+                                     const float *dy, float *dx, size_t n, fg_error *err);
+fg_status fg_cpu_op_softmax_xent_forward(void *state, void *queue, const float *logits,
+                                         const int32_t *labels, int rows, int classes,
+                                         float *probs, float *loss_sum, float *correct,
+                                         fg_error *err);
+fg_status fg_cpu_op_softmax_xent_backward(void *state, void *queue, const float *probs,
+                                          const int32_t *labels, int rows, int classes,
+                                          float scale, float *dlogits, fg_error *err);
+fg_status fg_cpu_op_fill(void *state, void *queue, float *x, float value, size_t n,
+                         fg_error *err);
+fg_status fg_cpu_op_scale(void *state, void *queue, float *x, float alpha, size_t n,
+                          fg_error *err);
+fg_status fg_cpu_op_axpy(void *state, void *queue, float alpha, const float *x, float *y,
+                         size_t n, fg_error *err);
+fg_status fg_cpu_op_sum_squares(void *state, void *queue, const float *x, size_t n,
+                                float *out, fg_error *err);
+fg_status fg_cpu_op_sgd_update(void *state, void *queue, const fg_sgd_args *a, float *param,
+                               const float *grad, float *momentum_buf, size_t n,
+                               fg_error *err);
+fg_status fg_cpu_op_adamw_update(void *state, void *queue, const fg_adamw_args *a,
+                                 float *param, const float *grad, float *m, float *v,
+                                 size_t n, fg_error *err);
+
+#endif

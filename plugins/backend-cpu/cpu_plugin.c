@@ -1,0 +1,148 @@
+/* fulgur-backend-cpu.so: the descriptor, the option schema, init and deinit. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu_backend.h"
+
+static const fg_option fg_cpu_options[] = {
+    { "devices", FG_OPT_INT, "1", 1, FG_CPU_MAX_DEVICES, NULL,
+      "number of virtual CPU devices (separate allocations, memcpy between them) for "
+      "testing multi-device strategies" },
+    { "threads", FG_OPT_INT, "0", 0, 1024, NULL,
+      "worker threads for ops and OpenBLAS; 0 = number of online CPUs" },
+    { "memory_limit_mb", FG_OPT_INT, "0", 0, 1 << 30, NULL,
+      "per virtual device allocation limit in MiB; 0 = unlimited" },
+};
+
+/* An option the host does not know falls back to the schema default; any other failure
+ * of the host, or a value outside the range, is an error naming the key. */
+static fg_status fg_cpu_read_int(const fg_host *host, const char *key, int64_t fallback,
+                                 int64_t min, int64_t max, int64_t *out, fg_error *err)
+{
+    *out = fallback;
+    if (host && host->get_int) {
+        fg_status st = host->get_int(host, key, out);
+        if (st == FG_NOT_FOUND)
+            *out = fallback;
+        else if (st != FG_OK)
+            return fg_error_set(err, st, "cpu backend: cannot read option %s.%s (%s)",
+                                host->section ? host->section : "backend", key,
+                                fg_status_name(st));
+    }
+    if (*out < min || *out > max)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "cpu backend: option %s = %lld is outside [%lld, %lld]", key,
+                            (long long)*out, (long long)min, (long long)max);
+    return FG_OK;
+}
+
+static fg_status fg_cpu_read_options(fg_cpu_backend *be, const fg_host *host, fg_error *err)
+{
+    int64_t devices, threads, limit;
+    fg_status st = fg_cpu_read_int(host, "devices", 1, 1, FG_CPU_MAX_DEVICES, &devices, err);
+    if (st == FG_OK)
+        st = fg_cpu_read_int(host, "threads", 0, 0, 1024, &threads, err);
+    if (st == FG_OK)
+        st = fg_cpu_read_int(host, "memory_limit_mb", 0, 0, 1 << 30, &limit, err);
+    if (st != FG_OK)
+        return st;
+    if (threads == 0) {
+        long online = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = online > 0 ? (online < 1024 ? online : 1024) : 1;
+    }
+    be->devices = (int)devices;
+    be->threads = (int)threads;
+    be->memory_limit_mb = limit;
+    be->limit_bytes = (uint64_t)limit << 20;
+    return FG_OK;
+}
+
+static void fg_cpu_deinit(void *state)
+{
+    fg_cpu_backend *be = state;
+    if (!be)
+        return;
+    fg_cpu_pool_destroy(be->pool);
+    free(be);
+}
+
+static fg_status fg_cpu_init(const fg_host *host, void **state, fg_error *err)
+{
+    *state = NULL;
+    fg_cpu_backend *be = calloc(1, sizeof *be);
+    if (!be)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "cpu backend: cannot allocate its state");
+    be->host = host;
+    fg_status st = fg_cpu_read_options(be, host, err);
+    if (st != FG_OK) {
+        free(be);
+        return st;
+    }
+    for (int i = 0; i < FG_CPU_MAX_DEVICES; i++)
+        atomic_init(&be->in_use[i], 0);
+    fg_cpu_probe_machine(be);
+    int rc = fg_cpu_pool_create(be->threads, &be->pool);
+    if (rc != 0) {
+        int threads = be->threads;
+        free(be);
+        return fg_error_set(err, FG_BACKEND_ERROR,
+                            "cpu backend: cannot start %d worker threads (threads = %d): %s",
+                            threads - 1, threads, strerror(rc));
+    }
+    /* gemm runs on the calling thread with OpenBLAS's threads, never inside the pool */
+    fg_cpu_gemm_set_threads(be->threads);
+    if (host && host->log)
+        host->log(host, FG_LOG_DEBUG, "cpu backend: %d virtual device(s), %d threads, %s",
+                  be->devices, be->threads, be->cpu_model);
+    *state = be;
+    return FG_OK;
+}
+
+static const fg_backend_vtable fg_cpu_vtable = {
+    .struct_size = sizeof(fg_backend_vtable),
+    .device_count = fg_cpu_device_count,
+    .device_info = fg_cpu_device_info,
+    .alloc = fg_cpu_alloc,
+    .free = fg_cpu_free,
+    .host_alloc = fg_cpu_host_alloc,
+    .host_free = fg_cpu_host_free,
+    .queue_create = fg_cpu_queue_create,
+    .queue_destroy = fg_cpu_queue_destroy,
+    .queue_sync = fg_cpu_queue_sync,
+    .copy = fg_cpu_copy,
+    .gemm = fg_cpu_op_gemm,
+    .bias_add = fg_cpu_op_bias_add,
+    .bias_grad = fg_cpu_op_bias_grad,
+    .activation_forward = fg_cpu_op_activation_forward,
+    .activation_backward = fg_cpu_op_activation_backward,
+    .conv2d_workspace = fg_cpu_op_conv2d_workspace,
+    .conv2d_forward = fg_cpu_op_conv2d_forward,
+    .conv2d_backward = fg_cpu_op_conv2d_backward,
+    .pool2d_forward = fg_cpu_op_pool2d_forward,
+    .pool2d_backward = fg_cpu_op_pool2d_backward,
+    .batchnorm_forward = fg_cpu_op_batchnorm_forward,
+    .batchnorm_backward = fg_cpu_op_batchnorm_backward,
+    .dropout_forward = fg_cpu_op_dropout_forward,
+    .dropout_backward = fg_cpu_op_dropout_backward,
+    .softmax_xent_forward = fg_cpu_op_softmax_xent_forward,
+    .softmax_xent_backward = fg_cpu_op_softmax_xent_backward,
+    .fill = fg_cpu_op_fill,
+    .scale = fg_cpu_op_scale,
+    .axpy = fg_cpu_op_axpy,
+    .sum_squares = fg_cpu_op_sum_squares,
+    .sgd_update = fg_cpu_op_sgd_update,
+    .adamw_update = fg_cpu_op_adamw_update,
+};
+
+FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
+    FG_PLUGIN_HEADER(FG_KIND_BACKEND, 0),
+    .name = "cpu",
+    .version = "1.0.0",
+    .description = "CPU backend: OpenBLAS gemm, pooled threads, N virtual devices",
+    FG_PLUGIN_OPTIONS(fg_cpu_options),
+    .init = fg_cpu_init,
+    .deinit = fg_cpu_deinit,
+    .vtable = &fg_cpu_vtable,
+};

@@ -1,0 +1,244 @@
+/* fulgur-data-idx.so: the descriptor, the option schema and the data vtable over
+ * idx_dataset. The instance holds only the validated options and resolved paths. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fulgur/data.h"
+#include "idx_dataset.h"
+#include "idx_file.h"
+
+#define NO_RANGE .min = 1, .max = 0
+
+static const fg_option idx_options[] = {
+    {.key = "dir", .type = FG_OPT_STRING, .default_value = IDX_FASHION_DIR, NO_RANGE,
+     .help = "folder that relative file names are resolved against"},
+    {.key = "train_images", .type = FG_OPT_STRING, .default_value = IDX_FASHION_TRAIN_IMAGES,
+     NO_RANGE, .help = "training images (IDX rank 3, plain or gzip); empty: no train split"},
+    {.key = "train_labels", .type = FG_OPT_STRING, .default_value = IDX_FASHION_TRAIN_LABELS,
+     NO_RANGE, .help = "training labels (IDX rank 1, plain or gzip)"},
+    {.key = "test_images", .type = FG_OPT_STRING, .default_value = IDX_FASHION_TEST_IMAGES,
+     NO_RANGE, .help = "test images (IDX rank 3, plain or gzip); empty: no test split"},
+    {.key = "test_labels", .type = FG_OPT_STRING, .default_value = IDX_FASHION_TEST_LABELS,
+     NO_RANGE, .help = "test labels (IDX rank 1, plain or gzip)"},
+    {.key = "val_fraction", .type = FG_OPT_FLOAT, .default_value = "0", .min = 0, .max = 0.5,
+     .help = "last fraction of the train files held out as the val split; 0: val reads the "
+             "test files"},
+    {.key = "normalize", .type = FG_OPT_BOOL, .default_value = "false", NO_RANGE,
+     .help = "map pixels to (x/255 - mean) / std instead of x/255"},
+    {.key = "mean", .type = FG_OPT_FLOAT, .default_value = "0.2860", .min = -1e6, .max = 1e6,
+     .help = "mean subtracted when normalize = true (Fashion-MNIST's by default)"},
+    {.key = "std", .type = FG_OPT_FLOAT, .default_value = "0.3530", .min = 1e-6, .max = 1e6,
+     .help = "standard deviation divided by when normalize = true (Fashion-MNIST's by default)"},
+    {.key = "num_classes", .type = FG_OPT_INT, .default_value = "10", .min = 1, .max = 65535,
+     .help = "labels must be < num_classes; a larger one is an error naming the item"},
+};
+
+typedef struct idx_state {
+    char *train_images; /* resolved paths; "" when the option is empty */
+    char *train_labels;
+    char *test_images;
+    char *test_labels;
+    double val_fraction;
+    idx_transform transform;
+} idx_state;
+
+/* ---- options ----------------------------------------------------------------------- */
+
+static fg_status option_failure(const char *key, fg_status st, fg_error *err)
+{
+    return fg_error_set(err, st == FG_OK ? FG_INVALID_ARGUMENT : st,
+                        "idx: cannot read option %s: %s", key, fg_status_name(st));
+}
+
+/* dir/name unless name is absolute or empty; the result is malloc'd. */
+static fg_status resolve_path(const char *dir, const char *name, char **out, fg_error *err)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    *out = malloc(n);
+    if (!*out)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "idx: out of memory for the path of %s", name);
+    if (name[0] == '\0' || name[0] == '/' || dir[0] == '\0')
+        snprintf(*out, n, "%s", name);
+    else
+        snprintf(*out, n, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name);
+    return FG_OK;
+}
+
+static fg_status read_path(const fg_host *host, const char *dir, const char *key, char **out,
+                           fg_error *err)
+{
+    const char *name = NULL;
+    fg_status st = host->get_string(host, key, &name);
+    if (st != FG_OK || !name)
+        return option_failure(key, st, err);
+    return resolve_path(dir, name, out, err);
+}
+
+static fg_status read_numbers(const fg_host *host, idx_state *s, fg_error *err)
+{
+    fg_status st;
+    if ((st = host->get_float(host, "val_fraction", &s->val_fraction)) != FG_OK)
+        return option_failure("val_fraction", st, err);
+    if ((st = host->get_bool(host, "normalize", &s->transform.normalize)) != FG_OK)
+        return option_failure("normalize", st, err);
+    if ((st = host->get_float(host, "mean", &s->transform.mean)) != FG_OK)
+        return option_failure("mean", st, err);
+    if ((st = host->get_float(host, "std", &s->transform.std)) != FG_OK)
+        return option_failure("std", st, err);
+    if ((st = host->get_int(host, "num_classes", &s->transform.num_classes)) != FG_OK)
+        return option_failure("num_classes", st, err);
+    /* The host validated the schema ranges; a host that did not must not get NaNs or
+     * divisions by zero out of us. */
+    if (!(s->val_fraction >= 0.0 && s->val_fraction <= 0.5))
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "idx: val_fraction = %g is outside [0, 0.5]", s->val_fraction);
+    if (!(s->transform.std >= 1e-6))
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "idx: std = %g must be >= 1e-6",
+                            s->transform.std);
+    if (s->transform.num_classes < 1 || s->transform.num_classes > 65535)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "idx: num_classes = %lld is outside [1, 65535]",
+                            (long long)s->transform.num_classes);
+    return FG_OK;
+}
+
+static void idx_deinit(void *state)
+{
+    idx_state *s = state;
+    if (!s)
+        return;
+    free(s->train_images);
+    free(s->train_labels);
+    free(s->test_images);
+    free(s->test_labels);
+    free(s);
+}
+
+static fg_status idx_init(const fg_host *host, void **state, fg_error *err)
+{
+    *state = NULL;
+    idx_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "idx: out of memory");
+    const char *dir = NULL;
+    fg_status st = host->get_string(host, "dir", &dir);
+    if (st != FG_OK || !dir)
+        st = option_failure("dir", st, err);
+    if (st == FG_OK)
+        st = read_path(host, dir, "train_images", &s->train_images, err);
+    if (st == FG_OK)
+        st = read_path(host, dir, "train_labels", &s->train_labels, err);
+    if (st == FG_OK)
+        st = read_path(host, dir, "test_images", &s->test_images, err);
+    if (st == FG_OK)
+        st = read_path(host, dir, "test_labels", &s->test_labels, err);
+    if (st == FG_OK)
+        st = read_numbers(host, s, err);
+    if (st != FG_OK) {
+        idx_deinit(s);
+        return st;
+    }
+    *state = s;
+    return FG_OK;
+}
+
+/* ---- the data vtable --------------------------------------------------------------- */
+
+/* TRAIN: the train files less the val tail; VAL: that tail, or the test files when
+ * val_fraction = 0; TEST and PREDICT: the test files. */
+static fg_status split_source(const idx_state *s, int split, idx_split_source *src,
+                              fg_error *err)
+{
+    int from_train = split == FG_SPLIT_TRAIN || (split == FG_SPLIT_VAL && s->val_fraction > 0);
+    src->images_path = from_train ? s->train_images : s->test_images;
+    src->labels_path = from_train ? s->train_labels : s->test_labels;
+    src->first = 0.0;
+    src->last = 1.0;
+    switch (split) {
+    case FG_SPLIT_TRAIN:
+        src->name = "train";
+        src->last = 1.0 - s->val_fraction;
+        break;
+    case FG_SPLIT_VAL:
+        src->name = "val";
+        if (s->val_fraction > 0)
+            src->first = 1.0 - s->val_fraction;
+        break;
+    case FG_SPLIT_TEST: src->name = "test"; break;
+    case FG_SPLIT_PREDICT: src->name = "predict"; break;
+    default:
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "idx: unknown split %d", split);
+    }
+    const char *empty_key = NULL;
+    if (src->images_path[0] == '\0')
+        empty_key = from_train ? "train_images" : "test_images";
+    else if (src->labels_path[0] == '\0')
+        empty_key = from_train ? "train_labels" : "test_labels";
+    if (empty_key)
+        return fg_error_set(err, FG_NOT_FOUND,
+                            "idx: the %s split is not configured (option %s is empty)",
+                            src->name, empty_key);
+    return FG_OK;
+}
+
+/* Copies what the caller's struct has room for (it may be an older, shorter one). */
+static void copy_info(fg_dataset_info *dst, const fg_dataset_info *src)
+{
+    uint32_t size = dst->struct_size;
+    if (size == 0 || size > sizeof *src)
+        size = sizeof *src;
+    memcpy(dst, src, size);
+    dst->struct_size = size;
+}
+
+static fg_status idx_open(void *state, int split, void **dataset, fg_dataset_info *info,
+                          fg_error *err)
+{
+    const idx_state *s = state;
+    *dataset = NULL;
+    idx_split_source src;
+    fg_status st = split_source(s, split, &src, err);
+    if (st != FG_OK)
+        return st;
+    idx_dataset *ds = NULL;
+    st = idx_dataset_open(&src, &s->transform, &ds, err);
+    if (st != FG_OK)
+        return st;
+    if (info) {
+        fg_dataset_info full;
+        idx_dataset_info(ds, s->transform.num_classes, &full);
+        copy_info(info, &full);
+    }
+    *dataset = ds;
+    return FG_OK;
+}
+
+static void idx_close(void *state, void *dataset)
+{
+    idx_dataset_close(dataset);
+}
+
+static fg_status idx_read(void *state, void *dataset, const int64_t *indices, int count,
+                          void *samples, int32_t *labels, fg_error *err)
+{
+    return idx_dataset_read(dataset, indices, count, samples, labels, err);
+}
+
+static const fg_data_vtable idx_vtable = {
+    .struct_size = sizeof(fg_data_vtable),
+    .open = idx_open,
+    .close = idx_close,
+    .read = idx_read,
+};
+
+FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
+    FG_PLUGIN_HEADER(FG_KIND_DATA, 0),
+    .name = "idx",
+    .version = "1.0.0",
+    .description = "MNIST-format IDX image/label files, plain or gzip (Fashion-MNIST by default)",
+    FG_PLUGIN_OPTIONS(idx_options),
+    .init = idx_init,
+    .deinit = idx_deinit,
+    .vtable = &idx_vtable,
+};

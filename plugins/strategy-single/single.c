@@ -1,0 +1,102 @@
+/* strategy.single: one replica on one device; the step is forward, backward, update. */
+#include <stdlib.h>
+
+#include "fulgur/strategy.h"
+
+typedef struct single {
+    const fg_host *host;
+    const fg_train_services *svc;
+    int device;
+    void *replica;
+} single;
+
+static const fg_option options[] = {
+    {"device", FG_OPT_INT, "0", 0, 4096, NULL, "index of the backend device to train on"},
+};
+
+static fg_status single_init(const fg_host *host, void **state, fg_error *err)
+{
+    single *s = calloc(1, sizeof *s);
+    if (!s) return fg_error_set(err, FG_OUT_OF_MEMORY, "strategy.single: out of memory");
+    s->host = host;
+    int64_t device = 0;
+    host->get_int(host, "device", &device);
+    s->device = (int)device;
+    *state = s;
+    return FG_OK;
+}
+
+static void single_deinit(void *state) { free(state); }
+
+static fg_status single_info(void *state, fg_strategy_info *out, fg_error *err)
+{
+    out->launch_mode = FG_LAUNCH_ONE_PROCESS;
+    out->needs_comm = 0;
+    out->devices = 1;
+    return FG_OK;
+}
+
+static fg_status single_setup(void *state, const fg_train_services *svc, fg_error *err)
+{
+    single *s = state;
+    s->svc = svc;
+    return svc->replica_create(svc->ctx, s->device, svc->max_batch, &s->replica, err);
+}
+
+static void single_teardown(void *state)
+{
+    single *s = state;
+    if (s->replica) s->svc->replica_destroy(s->svc->ctx, s->replica);
+    s->replica = NULL;
+}
+
+static fg_status single_train_step(void *state, const fg_batch *batch, int micro_index,
+                                   int final, float grad_scale, fg_error *err)
+{
+    single *s = state;
+    return s->svc->forward_backward(s->svc->ctx, s->replica, batch, grad_scale, micro_index > 0,
+                                    err);
+}
+
+static fg_status single_optimizer_step(void *state, fg_error *err)
+{
+    single *s = state;
+    return s->svc->optimizer_step(s->svc->ctx, s->replica, 0, s->svc->param_count, err);
+}
+
+static fg_status single_eval_step(void *state, const fg_batch *batch, fg_error *err)
+{
+    single *s = state;
+    return s->svc->evaluate(s->svc->ctx, s->replica, batch, err);
+}
+
+static fg_status single_read_metrics(void *state, int reset, fg_step_metrics *out, fg_error *err)
+{
+    single *s = state;
+    return s->svc->read_metrics(s->svc->ctx, s->replica, reset, out, err);
+}
+
+static void *single_primary(void *state) { return ((single *)state)->replica; }
+
+static const fg_strategy_vtable vtable = {
+    .struct_size = sizeof(fg_strategy_vtable),
+    .info = single_info,
+    .setup = single_setup,
+    .teardown = single_teardown,
+    .train_step = single_train_step,
+    .optimizer_step = single_optimizer_step,
+    .eval_step = single_eval_step,
+    .read_metrics = single_read_metrics,
+    .primary_replica = single_primary,
+};
+
+FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
+    FG_PLUGIN_HEADER(FG_KIND_STRATEGY, 0),
+    .name = "single",
+    .version = "1.0.0",
+    .description = "one device, one replica: forward, backward, optimizer step",
+    FG_PLUGIN_OPTIONS(options),
+    .init = single_init,
+    .deinit = single_deinit,
+    .vtable = &vtable,
+};

@@ -1,0 +1,403 @@
+/* The ABI layout as this compiler sees the SDK headers: sizeof every public struct, offset
+ * and size of each field, the values of the ABI's enums and constants. Checked against the
+ * record of ABI major 1 (layout-v1.txt): a recorded line that changes means a field was
+ * inserted, removed, reordered or retyped, and old plugins would read garbage.
+ *   abi_layout --print        the current layout, in the record's format
+ *   abi_layout --check FILE   compare with the record; exit 1 on a break
+ * Allowed without failing: structs growing by appended fields, new enum values. Lines not
+ * in the record are listed as "new, append to layout-v1.txt". */
+#include <stdalign.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fulgur/sdk.h"
+
+typedef struct layout_line {
+    const char *what; /* "sizeof", "field", "enum", "const" */
+    const char *key;  /* "fg_error", "fg_error.message", "fg_status.FG_OK", ... */
+    long long value;  /* size, offset, enum or constant value */
+    long long size;   /* field size; 0 otherwise */
+} layout_line;
+
+#define SIZE(T) {"sizeof", #T, (long long)sizeof(T), 0}
+#define FIELD(T, f) {"field", #T "." #f, (long long)offsetof(T, f), (long long)sizeof(((T *)0)->f)}
+#define ENUM(E, v) {"enum", #E "." #v, (long long)(v), 0}
+#define CONST(c) {"const", #c, (long long)(c), 0}
+
+static const layout_line current[] = {
+    /* plugin.h */
+    SIZE(fg_error), FIELD(fg_error, status), FIELD(fg_error, message),
+
+    SIZE(fg_option), FIELD(fg_option, key), FIELD(fg_option, type),
+    FIELD(fg_option, default_value), FIELD(fg_option, min), FIELD(fg_option, max),
+    FIELD(fg_option, choices), FIELD(fg_option, help),
+
+    SIZE(fg_host), FIELD(fg_host, struct_size), FIELD(fg_host, abi_major),
+    FIELD(fg_host, abi_minor), FIELD(fg_host, section), FIELD(fg_host, log),
+    FIELD(fg_host, get_bool), FIELD(fg_host, get_int), FIELD(fg_host, get_float),
+    FIELD(fg_host, get_string), FIELD(fg_host, aligned_alloc), FIELD(fg_host, aligned_free),
+    FIELD(fg_host, metric), FIELD(fg_host, find_plugin),
+
+    SIZE(fg_plugin), FIELD(fg_plugin, magic), FIELD(fg_plugin, struct_size),
+    FIELD(fg_plugin, abi_major), FIELD(fg_plugin, abi_minor),
+    FIELD(fg_plugin, min_host_minor), FIELD(fg_plugin, kind), FIELD(fg_plugin, name),
+    FIELD(fg_plugin, version), FIELD(fg_plugin, description), FIELD(fg_plugin, options),
+    FIELD(fg_plugin, option_count), FIELD(fg_plugin, option_size), FIELD(fg_plugin, init),
+    FIELD(fg_plugin, deinit), FIELD(fg_plugin, vtable),
+
+    /* backend.h */
+    SIZE(fg_device_info), FIELD(fg_device_info, struct_size), FIELD(fg_device_info, index),
+    FIELD(fg_device_info, name), FIELD(fg_device_info, total_memory),
+    FIELD(fg_device_info, free_memory),
+
+    SIZE(fg_conv2d_desc), FIELD(fg_conv2d_desc, struct_size), FIELD(fg_conv2d_desc, n),
+    FIELD(fg_conv2d_desc, c), FIELD(fg_conv2d_desc, h), FIELD(fg_conv2d_desc, w),
+    FIELD(fg_conv2d_desc, k), FIELD(fg_conv2d_desc, r), FIELD(fg_conv2d_desc, s),
+    FIELD(fg_conv2d_desc, pad_h), FIELD(fg_conv2d_desc, pad_w),
+    FIELD(fg_conv2d_desc, stride_h), FIELD(fg_conv2d_desc, stride_w),
+    FIELD(fg_conv2d_desc, out_h), FIELD(fg_conv2d_desc, out_w),
+
+    SIZE(fg_sgd_args), FIELD(fg_sgd_args, struct_size), FIELD(fg_sgd_args, lr),
+    FIELD(fg_sgd_args, momentum), FIELD(fg_sgd_args, dampening),
+    FIELD(fg_sgd_args, weight_decay), FIELD(fg_sgd_args, nesterov),
+    FIELD(fg_sgd_args, first_step),
+
+    SIZE(fg_adamw_args), FIELD(fg_adamw_args, struct_size), FIELD(fg_adamw_args, lr),
+    FIELD(fg_adamw_args, beta1), FIELD(fg_adamw_args, beta2), FIELD(fg_adamw_args, eps),
+    FIELD(fg_adamw_args, weight_decay), FIELD(fg_adamw_args, step),
+
+    SIZE(fg_backend_vtable), FIELD(fg_backend_vtable, struct_size),
+    FIELD(fg_backend_vtable, device_count), FIELD(fg_backend_vtable, device_info),
+    FIELD(fg_backend_vtable, alloc), FIELD(fg_backend_vtable, free),
+    FIELD(fg_backend_vtable, host_alloc), FIELD(fg_backend_vtable, host_free),
+    FIELD(fg_backend_vtable, queue_create), FIELD(fg_backend_vtable, queue_destroy),
+    FIELD(fg_backend_vtable, queue_sync), FIELD(fg_backend_vtable, copy),
+    FIELD(fg_backend_vtable, gemm), FIELD(fg_backend_vtable, bias_add),
+    FIELD(fg_backend_vtable, bias_grad), FIELD(fg_backend_vtable, activation_forward),
+    FIELD(fg_backend_vtable, activation_backward), FIELD(fg_backend_vtable, conv2d_workspace),
+    FIELD(fg_backend_vtable, conv2d_forward), FIELD(fg_backend_vtable, conv2d_backward),
+    FIELD(fg_backend_vtable, pool2d_forward), FIELD(fg_backend_vtable, pool2d_backward),
+    FIELD(fg_backend_vtable, batchnorm_forward), FIELD(fg_backend_vtable, batchnorm_backward),
+    FIELD(fg_backend_vtable, dropout_forward), FIELD(fg_backend_vtable, dropout_backward),
+    FIELD(fg_backend_vtable, softmax_xent_forward),
+    FIELD(fg_backend_vtable, softmax_xent_backward), FIELD(fg_backend_vtable, fill),
+    FIELD(fg_backend_vtable, scale), FIELD(fg_backend_vtable, axpy),
+    FIELD(fg_backend_vtable, sum_squares), FIELD(fg_backend_vtable, sgd_update),
+    FIELD(fg_backend_vtable, adamw_update),
+
+    /* precision.h */
+    SIZE(fg_precision_info), FIELD(fg_precision_info, struct_size),
+    FIELD(fg_precision_info, param_dtype), FIELD(fg_precision_info, compute_dtype),
+    FIELD(fg_precision_info, grad_dtype), FIELD(fg_precision_info, master_weights),
+    FIELD(fg_precision_info, loss_scaling),
+
+    SIZE(fg_precision_vtable), FIELD(fg_precision_vtable, struct_size),
+    FIELD(fg_precision_vtable, info), FIELD(fg_precision_vtable, loss_scale),
+    FIELD(fg_precision_vtable, update_scale),
+
+    /* comm.h */
+    SIZE(fg_comm_topology), FIELD(fg_comm_topology, struct_size), FIELD(fg_comm_topology, rank),
+    FIELD(fg_comm_topology, world_size), FIELD(fg_comm_topology, local_rank),
+    FIELD(fg_comm_topology, local_size), FIELD(fg_comm_topology, node),
+    FIELD(fg_comm_topology, node_count),
+
+    SIZE(fg_comm_vtable), FIELD(fg_comm_vtable, struct_size), FIELD(fg_comm_vtable, topology),
+    FIELD(fg_comm_vtable, all_reduce), FIELD(fg_comm_vtable, reduce_scatter),
+    FIELD(fg_comm_vtable, all_gather), FIELD(fg_comm_vtable, broadcast),
+    FIELD(fg_comm_vtable, send), FIELD(fg_comm_vtable, recv), FIELD(fg_comm_vtable, barrier),
+
+    /* data.h */
+    SIZE(fg_dataset_info), FIELD(fg_dataset_info, struct_size), FIELD(fg_dataset_info, length),
+    FIELD(fg_dataset_info, rank), FIELD(fg_dataset_info, shape),
+    FIELD(fg_dataset_info, sample_dtype), FIELD(fg_dataset_info, num_classes),
+
+    SIZE(fg_data_vtable), FIELD(fg_data_vtable, struct_size), FIELD(fg_data_vtable, open),
+    FIELD(fg_data_vtable, close), FIELD(fg_data_vtable, read),
+
+    /* callback.h */
+    SIZE(fg_metric), FIELD(fg_metric, name), FIELD(fg_metric, value),
+
+    SIZE(fg_event), FIELD(fg_event, struct_size), FIELD(fg_event, type), FIELD(fg_event, epoch),
+    FIELD(fg_event, global_step), FIELD(fg_event, step_in_epoch),
+    FIELD(fg_event, steps_per_epoch), FIELD(fg_event, learning_rate), FIELD(fg_event, metrics),
+    FIELD(fg_event, metric_count), FIELD(fg_event, is_rank_zero), FIELD(fg_event, run_dir),
+
+    SIZE(fg_callback_action), FIELD(fg_callback_action, struct_size),
+    FIELD(fg_callback_action, stop), FIELD(fg_callback_action, reason),
+    FIELD(fg_callback_action, save_checkpoint), FIELD(fg_callback_action, checkpoint_path),
+
+    SIZE(fg_callback_vtable), FIELD(fg_callback_vtable, struct_size),
+    FIELD(fg_callback_vtable, on_event),
+
+    /* strategy.h */
+    SIZE(fg_strategy_info), FIELD(fg_strategy_info, struct_size),
+    FIELD(fg_strategy_info, launch_mode), FIELD(fg_strategy_info, needs_comm),
+    FIELD(fg_strategy_info, devices),
+
+    SIZE(fg_strategy_vtable), FIELD(fg_strategy_vtable, struct_size),
+    FIELD(fg_strategy_vtable, info),
+
+    /* enums */
+    ENUM(fg_status, FG_OK), ENUM(fg_status, FG_UNAVAILABLE), ENUM(fg_status, FG_INCOMPATIBLE),
+    ENUM(fg_status, FG_INVALID_ARGUMENT), ENUM(fg_status, FG_NOT_FOUND),
+    ENUM(fg_status, FG_OUT_OF_MEMORY), ENUM(fg_status, FG_BACKEND_ERROR),
+    ENUM(fg_status, FG_INTERNAL), ENUM(fg_status, FG_FATAL),
+
+    ENUM(fg_plugin_kind, FG_KIND_BACKEND), ENUM(fg_plugin_kind, FG_KIND_PRECISION),
+    ENUM(fg_plugin_kind, FG_KIND_STRATEGY), ENUM(fg_plugin_kind, FG_KIND_COMM),
+    ENUM(fg_plugin_kind, FG_KIND_DATA), ENUM(fg_plugin_kind, FG_KIND_CALLBACK),
+
+    ENUM(fg_dtype, FG_F32), ENUM(fg_dtype, FG_F16), ENUM(fg_dtype, FG_BF16),
+    ENUM(fg_dtype, FG_F64), ENUM(fg_dtype, FG_I32), ENUM(fg_dtype, FG_I64),
+    ENUM(fg_dtype, FG_U8),
+
+    ENUM(fg_option_type, FG_OPT_BOOL), ENUM(fg_option_type, FG_OPT_INT),
+    ENUM(fg_option_type, FG_OPT_FLOAT), ENUM(fg_option_type, FG_OPT_STRING),
+    ENUM(fg_option_type, FG_OPT_ENUM), ENUM(fg_option_type, FG_OPT_LIST),
+
+    ENUM(fg_log_level, FG_LOG_ERROR), ENUM(fg_log_level, FG_LOG_WARN),
+    ENUM(fg_log_level, FG_LOG_INFO), ENUM(fg_log_level, FG_LOG_DEBUG),
+
+    ENUM(fg_activation, FG_ACT_NONE), ENUM(fg_activation, FG_ACT_RELU),
+    ENUM(fg_activation, FG_ACT_GELU), ENUM(fg_activation, FG_ACT_TANH),
+    ENUM(fg_activation, FG_ACT_SIGMOID),
+    ENUM(fg_pool_mode, FG_POOL_MAX), ENUM(fg_pool_mode, FG_POOL_AVG),
+    ENUM(fg_reduce_op, FG_REDUCE_SUM), ENUM(fg_reduce_op, FG_REDUCE_AVG),
+    ENUM(fg_reduce_op, FG_REDUCE_MAX),
+    ENUM(fg_split, FG_SPLIT_TRAIN), ENUM(fg_split, FG_SPLIT_VAL), ENUM(fg_split, FG_SPLIT_TEST),
+    ENUM(fg_split, FG_SPLIT_PREDICT),
+    ENUM(fg_event_type, FG_EVENT_FIT_START), ENUM(fg_event_type, FG_EVENT_EPOCH_START),
+    ENUM(fg_event_type, FG_EVENT_TRAIN_STEP_END), ENUM(fg_event_type, FG_EVENT_VALIDATION_END),
+    ENUM(fg_event_type, FG_EVENT_EPOCH_END), ENUM(fg_event_type, FG_EVENT_FIT_END),
+    ENUM(fg_event_type, FG_EVENT_TEST_END), ENUM(fg_event_type, FG_EVENT_EXCEPTION),
+    ENUM(fg_launch_mode, FG_LAUNCH_ONE_PROCESS), ENUM(fg_launch_mode, FG_LAUNCH_PROCESS_PER_DEVICE),
+
+    /* constants a plugin compiles in (FG_ABI_MINOR and FG_KIND_LAST may grow) */
+    CONST(FG_PLUGIN_MAGIC), CONST(FG_ABI_MAJOR), CONST(FG_ERROR_MESSAGE_MAX),
+    CONST(FG_MAX_DIMS), CONST(FG_KIND_FIRST),
+};
+
+#define CURRENT_COUNT (sizeof current / sizeof current[0])
+
+/* Alignment of each struct, to tell padding from unlisted fields. */
+typedef struct struct_align {
+    const char *name;
+    size_t align;
+} struct_align;
+
+#define STRUCT_ALIGN(T) {#T, alignof(T)}
+static const struct_align aligns[] = {
+    STRUCT_ALIGN(fg_error), STRUCT_ALIGN(fg_option), STRUCT_ALIGN(fg_host),
+    STRUCT_ALIGN(fg_plugin), STRUCT_ALIGN(fg_device_info), STRUCT_ALIGN(fg_conv2d_desc),
+    STRUCT_ALIGN(fg_sgd_args), STRUCT_ALIGN(fg_adamw_args), STRUCT_ALIGN(fg_backend_vtable),
+    STRUCT_ALIGN(fg_precision_info), STRUCT_ALIGN(fg_precision_vtable),
+    STRUCT_ALIGN(fg_comm_topology), STRUCT_ALIGN(fg_comm_vtable),
+    STRUCT_ALIGN(fg_dataset_info), STRUCT_ALIGN(fg_data_vtable), STRUCT_ALIGN(fg_metric),
+    STRUCT_ALIGN(fg_event), STRUCT_ALIGN(fg_callback_action),
+    STRUCT_ALIGN(fg_callback_vtable), STRUCT_ALIGN(fg_strategy_info),
+    STRUCT_ALIGN(fg_strategy_vtable),
+};
+
+static void format_line(const layout_line *l, char *out, size_t size)
+{
+    if (strcmp(l->what, "field") == 0)
+        snprintf(out, size, "field %s %lld %lld", l->key, l->value, l->size);
+    else
+        snprintf(out, size, "%s %s %lld", l->what, l->key, l->value);
+}
+
+static const layout_line *find_current(const char *what, const char *key)
+{
+    for (size_t i = 0; i < CURRENT_COUNT; i++)
+        if (strcmp(current[i].what, what) == 0 && strcmp(current[i].key, key) == 0)
+            return &current[i];
+    return NULL;
+}
+
+/* "fg_event.run_dir" -> length of "fg_event" */
+static size_t owner_length(const char *key)
+{
+    const char *dot = strchr(key, '.');
+    return dot ? (size_t)(dot - key) : strlen(key);
+}
+
+static int same_owner(const char *a, const char *b)
+{
+    size_t n = owner_length(a);
+    return n == owner_length(b) && strncmp(a, b, n) == 0;
+}
+
+#define MAX_RECORD 1024
+
+typedef struct record_line {
+    char what[16];
+    char key[128];
+    long long value, size;
+    int line;
+} record_line;
+
+static int read_record(const char *path, record_line *rec, size_t *count)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        fprintf(stderr, "%s: cannot open the recorded layout\n", path);
+        return 0;
+    }
+    char buf[512];
+    int line = 0, ok = 1;
+    *count = 0;
+    while (fgets(buf, sizeof buf, f)) {
+        line++;
+        if (buf[0] == '#' || buf[0] == '\n')
+            continue;
+        record_line *r = &rec[*count];
+        r->size = 0;
+        r->line = line;
+        int n = sscanf(buf, "%15s %127s %lld %lld", r->what, r->key, &r->value, &r->size);
+        int want = strcmp(r->what, "field") == 0 ? 4 : 3;
+        if (n != want || *count + 1 >= MAX_RECORD) {
+            fprintf(stderr, "%s:%d: malformed line: %s", path, line, buf);
+            ok = 0;
+            break;
+        }
+        (*count)++;
+    }
+    fclose(f);
+    return ok;
+}
+
+static const record_line *find_record(const record_line *rec, size_t count, const char *what,
+                                      const char *key)
+{
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(rec[i].what, what) == 0 && strcmp(rec[i].key, key) == 0)
+            return &rec[i];
+    return NULL;
+}
+
+/* One recorded line against the headers; returns 1 when it still holds. */
+static int check_recorded(const char *path, const record_line *r)
+{
+    const layout_line *c = find_current(r->what, r->key);
+    if (c == NULL) {
+        fprintf(stderr, "%s:%d: FAIL: %s %s is recorded but gone (removed or renamed)\n", path,
+                r->line, r->what, r->key);
+        return 0;
+    }
+    if (strcmp(r->what, "sizeof") == 0) {
+        if (c->value < r->value) {
+            fprintf(stderr, "%s:%d: FAIL: sizeof %s shrank from %lld to %lld\n", path, r->line,
+                    r->key, r->value, c->value);
+            return 0;
+        }
+        if (c->value > r->value)
+            printf("note: sizeof %s grew from %lld to %lld (fields appended)\n", r->key,
+                   r->value, c->value);
+        return 1;
+    }
+    if (strcmp(r->what, "field") == 0) {
+        if (c->value != r->value || c->size != r->size) {
+            fprintf(stderr,
+                    "%s:%d: FAIL: field %s was at offset %lld size %lld, now offset %lld size "
+                    "%lld: a field was inserted, removed, reordered or retyped\n",
+                    path, r->line, r->key, r->value, r->size, c->value, c->size);
+            return 0;
+        }
+        return 1;
+    }
+    if (c->value != r->value) {
+        fprintf(stderr, "%s:%d: FAIL: %s %s was %lld, now %lld\n", path, r->line, r->what,
+                r->key, r->value, c->value);
+        return 0;
+    }
+    return 1;
+}
+
+/* A line of the headers that is not recorded: fine when appended, a break otherwise. */
+static int check_new(const char *path, const layout_line *c, const record_line *rec,
+                     size_t count)
+{
+    char text[256];
+    format_line(c, text, sizeof text);
+    for (size_t i = 0; i < count; i++) {
+        const record_line *r = &rec[i];
+        if (strcmp(r->what, c->what) != 0 || !same_owner(r->key, c->key))
+            continue;
+        if (strcmp(c->what, "field") == 0 && c->value < r->value + r->size) {
+            fprintf(stderr, "%s: FAIL: new field %s at offset %lld sits before the end of "
+                    "recorded field %s: new fields go at the end\n", path, c->key, c->value,
+                    r->key);
+            return 0;
+        }
+        if (strcmp(c->what, "enum") == 0 && c->value == r->value) {
+            fprintf(stderr, "%s: FAIL: new enum value %s = %lld reuses the value of %s\n",
+                    path, c->key, c->value, r->key);
+            return 0;
+        }
+    }
+    printf("new, append to layout-v1.txt: %s\n", text);
+    return 1;
+}
+
+/* Bytes past the last listed field, beyond padding: fields this program does not list. */
+static void note_unlisted_fields(void)
+{
+    for (size_t a = 0; a < sizeof aligns / sizeof aligns[0]; a++) {
+        long long end = 0, size = 0;
+        for (size_t i = 0; i < CURRENT_COUNT; i++) {
+            if (!same_owner(current[i].key, aligns[a].name))
+                continue;
+            if (strcmp(current[i].what, "sizeof") == 0)
+                size = current[i].value;
+            else if (current[i].value + current[i].size > end)
+                end = current[i].value + current[i].size;
+        }
+        if (size - end >= (long long)aligns[a].align)
+            printf("note: %s has %lld bytes after its last listed field: list the new fields "
+                   "in tests/abi/abi_layout.c\n", aligns[a].name, size - end);
+    }
+}
+
+static int check(const char *path)
+{
+    static record_line rec[MAX_RECORD];
+    size_t count = 0;
+    if (!read_record(path, rec, &count))
+        return 1;
+    if (count == 0) {
+        fprintf(stderr, "%s: FAIL: the record is empty\n", path);
+        return 1;
+    }
+    int failures = 0;
+    for (size_t i = 0; i < count; i++)
+        failures += !check_recorded(path, &rec[i]);
+    for (size_t i = 0; i < CURRENT_COUNT; i++)
+        if (find_record(rec, count, current[i].what, current[i].key) == NULL)
+            failures += !check_new(path, &current[i], rec, count);
+    note_unlisted_fields();
+    if (failures) {
+        fprintf(stderr, "%d ABI layout break(s) against %s\n", failures, path);
+        return 1;
+    }
+    printf("abi layout: %zu recorded lines hold\n", count);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "--print") == 0) {
+        printf("# fulgur plugin ABI major 1: layout on LP64 (x86_64, aarch64).\n"
+               "# Written by `abi_layout --print`; checked by ctest abi.layout. Append only.\n");
+        char text[256];
+        for (size_t i = 0; i < CURRENT_COUNT; i++) {
+            format_line(&current[i], text, sizeof text);
+            printf("%s\n", text);
+        }
+        return 0;
+    }
+    if (argc == 3 && strcmp(argv[1], "--check") == 0)
+        return check(argv[2]);
+    fprintf(stderr, "usage: %s --print | --check LAYOUT_FILE\n", argv[0]);
+    return 2;
+}

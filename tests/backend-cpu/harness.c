@@ -1,0 +1,157 @@
+/* Plugin loading, the fake host, checks and random inputs for the CPU backend tests. */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+int test_failures;
+fg_error test_err;
+
+static uint64_t test_rng = 0x9E3779B97F4A7C15ull;
+
+static void test_log(const fg_host *host, int level, const char *fmt, ...)
+{
+    (void)host;
+    if (level > FG_LOG_WARN)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "[plugin log %d] ", level);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+}
+
+static fg_status test_get_int(const fg_host *host, const char *key, int64_t *out)
+{
+    const test_host *t = (const test_host *)host;
+    if (strcmp(key, "devices") == 0)
+        *out = t->devices;
+    else if (strcmp(key, "threads") == 0)
+        *out = t->threads;
+    else if (strcmp(key, "memory_limit_mb") == 0)
+        *out = t->memory_limit_mb;
+    else
+        return FG_NOT_FOUND;
+    return FG_OK;
+}
+
+static const fg_plugin *test_load_plugin(void)
+{
+    static const fg_plugin *plugin; /* a test program's own state, loaded once */
+    if (plugin)
+        return plugin;
+    void *lib = dlopen(FG_CPU_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        fprintf(stderr, "cannot dlopen %s: %s\n", FG_CPU_PLUGIN_PATH, dlerror());
+        exit(1);
+    }
+    const fg_plugin *p = dlsym(lib, FG_PLUGIN_ENTRY_NAME);
+    if (!p || p->magic != FG_PLUGIN_MAGIC || p->kind != FG_KIND_BACKEND ||
+        strcmp(p->name, "cpu") != 0 || p->abi_major != FG_ABI_MAJOR || !p->init ||
+        !p->vtable) {
+        fprintf(stderr, "%s: bad or missing descriptor %s\n", FG_CPU_PLUGIN_PATH,
+                FG_PLUGIN_ENTRY_NAME);
+        exit(1);
+    }
+    plugin = p;
+    return plugin;
+}
+
+fg_status test_backend_try_open(test_backend *tb, int64_t devices, int64_t threads,
+                                int64_t memory_limit_mb)
+{
+    memset(tb, 0, sizeof *tb);
+    tb->plugin = test_load_plugin();
+    tb->vt = tb->plugin->vtable;
+    tb->host.host = (fg_host){ .struct_size = sizeof(fg_host), .abi_major = FG_ABI_MAJOR,
+                               .abi_minor = FG_ABI_MINOR, .section = "backend",
+                               .log = test_log, .get_int = test_get_int };
+    tb->host.devices = devices;
+    tb->host.threads = threads;
+    tb->host.memory_limit_mb = memory_limit_mb;
+    memset(&test_err, 0, sizeof test_err);
+    return tb->plugin->init(&tb->host.host, &tb->state, &test_err);
+}
+
+void test_backend_open(test_backend *tb, int64_t devices, int64_t threads,
+                       int64_t memory_limit_mb)
+{
+    if (test_backend_try_open(tb, devices, threads, memory_limit_mb) != FG_OK) {
+        fprintf(stderr, "init failed: %s\n", test_err.message);
+        exit(1);
+    }
+    if (tb->vt->queue_create(tb->state, 0, &tb->queue, &test_err) != FG_OK) {
+        fprintf(stderr, "queue_create failed: %s\n", test_err.message);
+        exit(1);
+    }
+}
+
+void test_backend_close(test_backend *tb)
+{
+    if (tb->queue)
+        tb->vt->queue_destroy(tb->state, tb->queue);
+    if (tb->state)
+        tb->plugin->deinit(tb->state);
+    memset(tb, 0, sizeof *tb);
+}
+
+void test_seed(uint64_t seed)
+{
+    test_rng = seed ? seed : 1;
+}
+
+double test_uniform(double lo, double hi)
+{
+    test_rng ^= test_rng << 13;
+    test_rng ^= test_rng >> 7;
+    test_rng ^= test_rng << 17;
+    return lo + (hi - lo) * (double)(test_rng >> 11) * (1.0 / 9007199254740992.0);
+}
+
+void test_fill_uniform(float *x, size_t n, double lo, double hi)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)test_uniform(lo, hi);
+}
+
+void *test_alloc(size_t bytes)
+{
+    void *p = calloc(1, bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "test: out of memory (%zu bytes)\n", bytes);
+        exit(1);
+    }
+    return p;
+}
+
+int test_compare(const char *what, const float *got, const double *want, size_t n,
+                 double tol)
+{
+    int misses = 0;
+    for (size_t i = 0; i < n; i++) {
+        double scale = fabs(want[i]) > 1.0 ? fabs(want[i]) : 1.0;
+        double diff = fabs((double)got[i] - want[i]);
+        if (!(diff <= tol * scale)) {
+            if (misses < 5)
+                fprintf(stderr, "%s[%zu]: got %.9g, want %.9g (diff %.3g, tol %.3g)\n", what,
+                        i, (double)got[i], want[i], diff, tol * scale);
+            misses++;
+        }
+    }
+    if (misses) {
+        fprintf(stderr, "%s: %d of %zu elements differ\n", what, misses, n);
+        test_failures++;
+    }
+    return misses;
+}
+
+int test_compare_scalar(const char *what, double got, double want, double tol)
+{
+    float g = (float)got;
+    return test_compare(what, &g, &want, 1, tol);
+}

@@ -1,0 +1,83 @@
+/* Test harness for the CPU backend: loads fulgur-backend-cpu.so with dlopen exactly as the
+ * host does, hands it a small fake host whose option getters answer what a test asks for,
+ * and offers checks that count failures, random inputs and double-precision helpers. */
+#ifndef FG_TEST_CPU_HARNESS_H
+#define FG_TEST_CPU_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "fulgur/backend.h"
+
+typedef struct test_host {
+    fg_host host;
+    int64_t devices, threads, memory_limit_mb;
+} test_host;
+
+/* One plugin instance with one queue on device 0. */
+typedef struct test_backend {
+    const fg_plugin *plugin;
+    const fg_backend_vtable *vt;
+    void *state;
+    void *queue;
+    test_host host;
+} test_backend;
+
+extern int test_failures;
+
+#define CHECK(cond, ...)                                                                   \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);        \
+            fprintf(stderr, __VA_ARGS__);                                                  \
+            fprintf(stderr, "\n");                                                         \
+            test_failures++;                                                               \
+        }                                                                                  \
+    } while (0)
+
+/* A call that must succeed; on failure prints the plugin's message. */
+#define CHECK_OK(call)                                                                     \
+    do {                                                                                   \
+        fg_status s_ = (call);                                                             \
+        if (s_ != FG_OK) {                                                                 \
+            fprintf(stderr, "%s:%d: %s returned %s: %s\n", __FILE__, __LINE__, #call,      \
+                    fg_status_name(s_), test_err.message);                                 \
+            test_failures++;                                                               \
+        }                                                                                  \
+    } while (0)
+
+/* The error struct every call in a test passes; CHECK_OK prints it. */
+extern fg_error test_err;
+
+/* Loads the plugin (once) and creates an instance; exits the test on failure. */
+void test_backend_open(test_backend *tb, int64_t devices, int64_t threads,
+                       int64_t memory_limit_mb);
+void test_backend_close(test_backend *tb);
+/* Creates an instance and returns init's status (for option errors). */
+fg_status test_backend_try_open(test_backend *tb, int64_t devices, int64_t threads,
+                                int64_t memory_limit_mb);
+
+/* xorshift random numbers, seeded per test for reproducible inputs. */
+void test_seed(uint64_t seed);
+double test_uniform(double lo, double hi);
+void test_fill_uniform(float *x, size_t n, double lo, double hi);
+
+/* Aborts the test when malloc fails (a test, not library code). */
+void *test_alloc(size_t bytes);
+
+/* |got - want| <= tol * max(1, |want|) for every element; reports the first few misses.
+ * Returns the number of misses. */
+int test_compare(const char *what, const float *got, const double *want, size_t n,
+                 double tol);
+int test_compare_scalar(const char *what, double got, double want, double tol);
+
+/* The test groups, one per file. */
+void test_group_linear(void);     /* test_linear.c: gemm, bias, elementwise, optimizers */
+void test_group_conv_pool(void);  /* test_conv_pool.c */
+void test_group_norm_act(void);   /* test_norm_act.c: batchnorm, activations, dropout, xent */
+void test_group_gradients(void);  /* test_gradients.c: finite differences */
+void test_group_device(void);     /* test_device.c: devices, memory, copies, options */
+void test_group_determinism(void); /* test_determinism.c: threads=1 vs threads=2 */
+
+#endif

@@ -1,0 +1,808 @@
+/* Sampler and data loader tests, against a fake in-test data vtable.
+ * Usage: test_dataloader NAME (one ctest per NAME; see the table at the bottom). */
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dataloader.h"
+#include "sampler.h"
+
+static int g_failures;
+
+#define CHECK(cond)                                                                      \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);     \
+            g_failures++;                                                                \
+        }                                                                                \
+    } while (0)
+
+#define CHECK_EQ_I64(a, b)                                                               \
+    do {                                                                                 \
+        int64_t a_ = (int64_t)(a), b_ = (int64_t)(b);                                    \
+        if (a_ != b_) {                                                                  \
+            fprintf(stderr, "%s:%d: %s = %" PRId64 ", expected %s = %" PRId64 "\n",       \
+                    __FILE__, __LINE__, #a, a_, #b, b_);                                 \
+            g_failures++;                                                                \
+        }                                                                                \
+    } while (0)
+
+#define CHECK_HAS(text, fragment)                                                        \
+    do {                                                                                 \
+        if (!strstr((text), (fragment))) {                                               \
+            fprintf(stderr, "%s:%d: message \"%s\" lacks \"%s\"\n", __FILE__, __LINE__,  \
+                    (text), (fragment));                                                 \
+            g_failures++;                                                                \
+        }                                                                                \
+    } while (0)
+
+/* Stops the test at the first failed call whose result the rest depends on. */
+#define REQUIRE_OK(call)                                                                 \
+    do {                                                                                 \
+        fg_status st_ = (call);                                                          \
+        if (st_ != FG_OK) {                                                              \
+            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call,          \
+                    err.message);                                                        \
+            g_failures++;                                                                \
+            return;                                                                      \
+        }                                                                                \
+    } while (0)
+
+/* ---- sampler helpers ------------------------------------------------------------------ */
+
+static fg_sampler_options sampler_opts(int64_t length, int batch, int shuffle, int drop_last)
+{
+    fg_sampler_options o = {.length = length, .batch_size = batch, .shuffle = shuffle,
+                            .drop_last = drop_last, .seed = 1234, .rank = 0, .world_size = 1,
+                            .even_shards = 1};
+    return o;
+}
+
+/* Every index of `epoch` in delivery order; returns how many. out holds enough. */
+static int64_t epoch_indices(fg_sampler *s, int64_t epoch, int64_t *out)
+{
+    fg_error err = {0};
+    int64_t n = 0;
+    int64_t batches = fg_sampler_batches_per_epoch(s);
+    for (int64_t b = 0; b < batches; b++) {
+        int count = 0;
+        if (fg_sampler_batch(s, epoch, b, out + n, &count, &err) != FG_OK) {
+            fprintf(stderr, "fg_sampler_batch: %s\n", err.message);
+            g_failures++;
+            return n;
+        }
+        n += count;
+    }
+    return n;
+}
+
+/* ---- sampler tests ------------------------------------------------------------------- */
+
+static void test_sampler_permutation(void)
+{
+    fg_error err = {0};
+    fg_sampler *s = NULL;
+    fg_sampler_options o = sampler_opts(1000, 7, 1, 0);
+    REQUIRE_OK(fg_sampler_create(&o, &s, &err));
+    CHECK_EQ_I64(fg_sampler_batches_per_epoch(s), 143);
+    int64_t idx[1000];
+    int seen[1000] = {0};
+    CHECK_EQ_I64(epoch_indices(s, 0, idx), 1000);
+    int identity = 1;
+    for (int i = 0; i < 1000; i++) {
+        CHECK(idx[i] >= 0 && idx[i] < 1000);
+        if (idx[i] >= 0 && idx[i] < 1000)
+            seen[idx[i]]++;
+        identity &= idx[i] == i;
+    }
+    for (int i = 0; i < 1000; i++)
+        CHECK_EQ_I64(seen[i], 1);
+    CHECK(!identity);
+    fg_sampler_destroy(s);
+}
+
+static void test_sampler_determinism(void)
+{
+    fg_error err = {0};
+    fg_sampler *a = NULL, *b = NULL, *c = NULL;
+    fg_sampler_options o = sampler_opts(500, 16, 1, 0);
+    REQUIRE_OK(fg_sampler_create(&o, &a, &err));
+    REQUIRE_OK(fg_sampler_create(&o, &b, &err));
+    o.seed = 99;
+    REQUIRE_OK(fg_sampler_create(&o, &c, &err));
+    int64_t a3[500], b3[500], a4[500], c3[500], again[500];
+    epoch_indices(a, 3, a3);
+    epoch_indices(b, 3, b3);
+    epoch_indices(a, 4, a4);
+    epoch_indices(c, 3, c3);
+    epoch_indices(a, 3, again); /* rebuilt after epoch 4: a pure function of (seed, epoch) */
+    CHECK(memcmp(a3, b3, sizeof a3) == 0);
+    CHECK(memcmp(a3, again, sizeof a3) == 0);
+    CHECK(memcmp(a3, a4, sizeof a3) != 0);
+    CHECK(memcmp(a3, c3, sizeof a3) != 0);
+    fg_sampler_destroy(a);
+    fg_sampler_destroy(b);
+    fg_sampler_destroy(c);
+}
+
+static void test_sampler_identity(void)
+{
+    fg_error err = {0};
+    fg_sampler *s = NULL;
+    fg_sampler_options o = sampler_opts(23, 5, 0, 0);
+    REQUIRE_OK(fg_sampler_create(&o, &s, &err));
+    for (int64_t epoch = 0; epoch < 3; epoch++) {
+        int64_t idx[23];
+        CHECK_EQ_I64(epoch_indices(s, epoch, idx), 23);
+        for (int i = 0; i < 23; i++)
+            CHECK_EQ_I64(idx[i], i);
+    }
+    fg_sampler_destroy(s);
+}
+
+static void test_sampler_drop_last(void)
+{
+    fg_error err = {0};
+    fg_sampler *s = NULL;
+    int64_t idx[4];
+    int count = 0;
+
+    fg_sampler_options o = sampler_opts(10, 3, 1, 0);
+    REQUIRE_OK(fg_sampler_create(&o, &s, &err));
+    CHECK_EQ_I64(fg_sampler_batches_per_epoch(s), 4);
+    REQUIRE_OK(fg_sampler_batch(s, 0, 3, idx, &count, &err));
+    CHECK_EQ_I64(count, 1);
+    REQUIRE_OK(fg_sampler_batch(s, 0, 2, idx, &count, &err));
+    CHECK_EQ_I64(count, 3);
+    fg_sampler_destroy(s);
+
+    o.drop_last = 1;
+    REQUIRE_OK(fg_sampler_create(&o, &s, &err));
+    CHECK_EQ_I64(fg_sampler_batches_per_epoch(s), 3);
+    CHECK(fg_sampler_batch(s, 0, 3, idx, &count, &err) == FG_INVALID_ARGUMENT);
+    CHECK_HAS(err.message, "batch 3 out of range [0, 3)");
+    fg_sampler_destroy(s);
+
+    /* Exact multiple: drop_last changes nothing. */
+    o = sampler_opts(12, 4, 0, 1);
+    REQUIRE_OK(fg_sampler_create(&o, &s, &err));
+    CHECK_EQ_I64(fg_sampler_batches_per_epoch(s), 3);
+    fg_sampler_destroy(s);
+
+    /* Fewer samples than one batch: drop_last leaves no batch at all. */
+    o = sampler_opts(3, 4, 0, 1);
+    REQUIRE_OK(fg_sampler_create(&o, &s, &err));
+    CHECK_EQ_I64(fg_sampler_batches_per_epoch(s), 0);
+    fg_sampler_destroy(s);
+
+    /* Per rank: 10 samples over 3 ranks padded to 4 each; batch 3 -> 2 or 1 batches. */
+    o = sampler_opts(10, 3, 1, 0);
+    o.world_size = 3;
+    o.rank = 2;
+    REQUIRE_OK(fg_sampler_create(&o, &s, &err));
+    CHECK_EQ_I64(fg_sampler_samples_per_rank(s), 4);
+    CHECK_EQ_I64(fg_sampler_batches_per_epoch(s), 2);
+    fg_sampler_destroy(s);
+    o.drop_last = 1;
+    REQUIRE_OK(fg_sampler_create(&o, &s, &err));
+    CHECK_EQ_I64(fg_sampler_batches_per_epoch(s), 1);
+    fg_sampler_destroy(s);
+}
+
+/* Collects every rank's indices for one epoch: counts[i] = times index i was seen. */
+static void shard_counts(int64_t length, int world, int even, int batch, int64_t epoch,
+                         int *counts, int64_t *per_rank)
+{
+    fg_error err = {0};
+    int64_t *idx = malloc((size_t)(length + world) * sizeof *idx);
+    memset(counts, 0, (size_t)length * sizeof *counts);
+    for (int r = 0; r < world; r++) {
+        fg_sampler *s = NULL;
+        fg_sampler_options o = sampler_opts(length, batch, 1, 0);
+        o.world_size = world;
+        o.rank = r;
+        o.even_shards = even;
+        if (fg_sampler_create(&o, &s, &err) != FG_OK) {
+            fprintf(stderr, "fg_sampler_create: %s\n", err.message);
+            g_failures++;
+            break;
+        }
+        int64_t n = epoch_indices(s, epoch, idx);
+        CHECK_EQ_I64(n, fg_sampler_samples_per_rank(s));
+        per_rank[r] = n;
+        for (int64_t k = 0; k < n; k++)
+            counts[idx[k]]++;
+        fg_sampler_destroy(s);
+    }
+    free(idx);
+}
+
+static void test_sampler_distributed_train(void)
+{
+    static const int64_t lengths[] = {10, 12, 13, 97, 3};
+    static const int worlds[] = {4, 3, 4, 8, 5};
+    for (size_t t = 0; t < sizeof lengths / sizeof lengths[0]; t++) {
+        int64_t length = lengths[t];
+        int world = worlds[t];
+        int counts[100];
+        int64_t per_rank[8];
+        shard_counts(length, world, 1, 2, 5, counts, per_rank);
+        int64_t expect = (length + world - 1) / world;
+        for (int r = 0; r < world; r++)
+            CHECK_EQ_I64(per_rank[r], expect);
+        /* Disjoint except for the padding: every index at least once, and exactly
+         * expect * world - length extra appearances in all. */
+        int64_t extra = 0;
+        for (int64_t i = 0; i < length; i++) {
+            CHECK(counts[i] >= 1);
+            extra += counts[i] - 1;
+        }
+        CHECK_EQ_I64(extra, expect * world - length);
+    }
+
+    /* The padding wraps around: with 10 samples over 4 ranks, ranks 2 and 3 end with the
+     * first two samples of the permutation (positions 10 and 11 = 0 and 1). */
+    fg_error err = {0};
+    fg_sampler *s0 = NULL, *s2 = NULL;
+    fg_sampler_options o = sampler_opts(10, 3, 1, 0);
+    o.world_size = 4;
+    REQUIRE_OK(fg_sampler_create(&o, &s0, &err));
+    o.rank = 2;
+    REQUIRE_OK(fg_sampler_create(&o, &s2, &err));
+    int64_t r0[3], r2[3];
+    int count = 0;
+    REQUIRE_OK(fg_sampler_batch(s0, 1, 0, r0, &count, &err));
+    REQUIRE_OK(fg_sampler_batch(s2, 1, 0, r2, &count, &err));
+    CHECK_EQ_I64(count, 3);
+    CHECK_EQ_I64(r2[2], r0[0]); /* position 10 wraps to position 0 */
+    fg_sampler_destroy(s0);
+    fg_sampler_destroy(s2);
+}
+
+static void test_sampler_distributed_eval(void)
+{
+    int counts[100];
+    int64_t per_rank[8];
+    shard_counts(10, 4, 0, 3, 2, counts, per_rank);
+    CHECK_EQ_I64(per_rank[0], 3);
+    CHECK_EQ_I64(per_rank[1], 3);
+    CHECK_EQ_I64(per_rank[2], 2);
+    CHECK_EQ_I64(per_rank[3], 2);
+    for (int i = 0; i < 10; i++)
+        CHECK_EQ_I64(counts[i], 1);
+
+    shard_counts(97, 8, 0, 5, 0, counts, per_rank);
+    int64_t total = 0;
+    for (int r = 0; r < 8; r++)
+        total += per_rank[r];
+    CHECK_EQ_I64(total, 97);
+    for (int i = 0; i < 97; i++)
+        CHECK_EQ_I64(counts[i], 1);
+
+    /* More ranks than samples: the last rank gets nothing, and no batch. */
+    shard_counts(3, 4, 0, 2, 0, counts, per_rank);
+    CHECK_EQ_I64(per_rank[3], 0);
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ_I64(counts[i], 1);
+    fg_error err = {0};
+    fg_sampler *s = NULL;
+    fg_sampler_options o = sampler_opts(3, 2, 1, 0);
+    o.world_size = 4;
+    o.rank = 3;
+    o.even_shards = 0;
+    REQUIRE_OK(fg_sampler_create(&o, &s, &err));
+    CHECK_EQ_I64(fg_sampler_batches_per_epoch(s), 0);
+    fg_sampler_destroy(s);
+}
+
+static void test_sampler_options(void)
+{
+    fg_error err = {0};
+    fg_sampler *s = NULL;
+    fg_sampler_options o = sampler_opts(10, 0, 1, 0);
+    CHECK(fg_sampler_create(&o, &s, &err) == FG_INVALID_ARGUMENT);
+    CHECK_HAS(err.message, "batch_size = 0, must be >= 1");
+    CHECK(s == NULL);
+    o = sampler_opts(0, 4, 1, 0);
+    CHECK(fg_sampler_create(&o, &s, &err) == FG_INVALID_ARGUMENT);
+    CHECK_HAS(err.message, "length = 0");
+    o = sampler_opts(10, 4, 1, 0);
+    o.world_size = 4;
+    o.rank = 4;
+    CHECK(fg_sampler_create(&o, &s, &err) == FG_INVALID_ARGUMENT);
+    CHECK_HAS(err.message, "rank = 4, must be in [0, 4)");
+    o.world_size = 0;
+    o.rank = 0;
+    CHECK(fg_sampler_create(&o, &s, &err) == FG_INVALID_ARGUMENT);
+    CHECK_HAS(err.message, "world_size = 0");
+}
+
+/* ---- the fake data plugin ------------------------------------------------------------ */
+
+#define FAKE_ELEMS 6 /* sample shape (2, 3) */
+
+typedef struct fake_data {
+    int64_t length;
+    _Atomic int64_t fail_index; /* read() fails for a batch that holds it; -1: never */
+    atomic_long reads;       /* read() calls, from every thread */
+} fake_data;
+
+/* Sample i is (i * FAKE_ELEMS + j) / 8 for j in [0, FAKE_ELEMS), exactly representable;
+ * its label is i % 10. */
+static float fake_value(int64_t i, int j)
+{
+    return (float)(i * FAKE_ELEMS + j) * 0.125f;
+}
+
+static fg_status fake_read(void *state, void *dataset, const int64_t *indices, int count,
+                           void *samples, int32_t *labels, fg_error *err)
+{
+    fake_data *d = dataset;
+    (void)state;
+    atomic_fetch_add(&d->reads, 1);
+    float *out = samples;
+    for (int k = 0; k < count; k++) {
+        if (indices[k] < 0 || indices[k] >= d->length)
+            return fg_error_set(err, FG_INTERNAL, "fake: index %" PRId64 " out of range",
+                                indices[k]);
+        if (indices[k] == atomic_load(&d->fail_index))
+            return fg_error_set(err, FG_INVALID_ARGUMENT,
+                                "fake.bin: sample %" PRId64 " is corrupt", indices[k]);
+        for (int j = 0; j < FAKE_ELEMS; j++)
+            out[k * FAKE_ELEMS + j] = fake_value(indices[k], j);
+        if (labels)
+            labels[k] = (int32_t)(indices[k] % 10);
+    }
+    return FG_OK;
+}
+
+static const fg_data_vtable fake_vtable = {
+    .struct_size = sizeof(fg_data_vtable),
+    .open = NULL,
+    .close = NULL,
+    .read = fake_read,
+};
+
+/* A counting staging allocator: proves nothing is allocated per batch and all is freed. */
+typedef struct counting_alloc {
+    atomic_int allocs;
+    atomic_int frees;
+    int fail; /* 1: every allocation fails */
+} counting_alloc;
+
+static fg_status counting_alloc_fn(void *ctx, size_t bytes, void **ptr, fg_error *err)
+{
+    counting_alloc *c = ctx;
+    if (c->fail)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "pinned: cannot allocate %zu bytes", bytes);
+    *ptr = malloc(bytes);
+    if (!*ptr)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "malloc failed");
+    atomic_fetch_add(&c->allocs, 1);
+    return FG_OK;
+}
+
+static void counting_free_fn(void *ctx, void *ptr)
+{
+    counting_alloc *c = ctx;
+    atomic_fetch_add(&c->frees, 1);
+    free(ptr);
+}
+
+static fg_dataloader_options loader_opts(fake_data *d, counting_alloc *ca, int batch,
+                                         int workers, int prefetch)
+{
+    fg_dataloader_options o;
+    memset(&o, 0, sizeof o);
+    o.data = &fake_vtable;
+    o.dataset = d;
+    o.info.struct_size = sizeof o.info;
+    o.info.length = d->length;
+    o.info.rank = 2;
+    o.info.shape[0] = 2;
+    o.info.shape[1] = 3;
+    o.info.sample_dtype = FG_F32;
+    o.info.num_classes = 10;
+    o.name = "train";
+    o.sampler = sampler_opts(0, batch, 1, 0);
+    o.num_workers = workers;
+    o.prefetch = prefetch;
+    if (ca) {
+        o.alloc = counting_alloc_fn;
+        o.free = counting_free_fn;
+        o.alloc_ctx = ca;
+    }
+    return o;
+}
+
+static void fake_init(fake_data *d, int64_t length)
+{
+    d->length = length;
+    atomic_init(&d->fail_index, -1);
+    atomic_init(&d->reads, 0);
+}
+
+/* Checks one delivered batch against what the sampler says it must hold. */
+static void check_batch(fg_sampler *ref, int64_t epoch, int64_t b, const fg_batch_view *v)
+{
+    fg_error err = {0};
+    int64_t idx[64];
+    int count = 0;
+    if (fg_sampler_batch(ref, epoch, b, idx, &count, &err) != FG_OK) {
+        fprintf(stderr, "reference: %s\n", err.message);
+        g_failures++;
+        return;
+    }
+    CHECK_EQ_I64(v->index, b);
+    CHECK_EQ_I64(v->epoch, epoch);
+    CHECK_EQ_I64(v->count, count);
+    CHECK(v->wait_seconds >= 0.0);
+    int bad = 0;
+    for (int k = 0; k < count && k < v->count; k++) {
+        for (int j = 0; j < FAKE_ELEMS; j++)
+            bad += v->samples[k * FAKE_ELEMS + j] != fake_value(idx[k], j);
+        bad += v->labels[k] != (int32_t)(idx[k] % 10);
+    }
+    if (bad) {
+        fprintf(stderr, "batch %" PRId64 " of epoch %" PRId64 ": %d wrong values\n", b, epoch,
+                bad);
+        g_failures++;
+    }
+}
+
+/* Runs one whole epoch through the loader and compares every batch; returns batches seen. */
+static int64_t run_epoch(fg_dataloader *dl, fg_sampler *ref, int64_t epoch, int64_t first)
+{
+    fg_error err = {0};
+    if (fg_dataloader_start_epoch(dl, epoch, first, &err) != FG_OK) {
+        fprintf(stderr, "start_epoch: %s\n", err.message);
+        g_failures++;
+        return 0;
+    }
+    int64_t seen = 0;
+    for (;;) {
+        const fg_batch_view *v = NULL;
+        if (fg_dataloader_next(dl, &v, &err) != FG_OK) {
+            fprintf(stderr, "next: %s\n", err.message);
+            g_failures++;
+            return seen;
+        }
+        if (!v)
+            break;
+        check_batch(ref, epoch, first + seen, v);
+        fg_dataloader_release(dl, v);
+        seen++;
+    }
+    return seen;
+}
+
+/* ---- data loader tests --------------------------------------------------------------- */
+
+static void test_loader_same_batches(void)
+{
+    static const int workers[] = {0, 1, 3};
+    static const int prefetch[] = {1, 4};
+    fg_error err = {0};
+    fake_data d;
+    fake_init(&d, 103);
+    fg_sampler *ref = NULL;
+    fg_sampler_options so = sampler_opts(103, 8, 1, 0);
+    REQUIRE_OK(fg_sampler_create(&so, &ref, &err));
+    for (size_t w = 0; w < 3; w++) {
+        for (size_t p = 0; p < 2; p++) {
+            counting_alloc ca = {0};
+            fg_dataloader *dl = NULL;
+            fg_dataloader_options o = loader_opts(&d, &ca, 8, workers[w], prefetch[p]);
+            REQUIRE_OK(fg_dataloader_create(&o, &dl, &err));
+            int slots = workers[w] + prefetch[p];
+            CHECK_EQ_I64(fg_dataloader_slot_count(dl), slots);
+            CHECK_EQ_I64(fg_dataloader_batches_per_epoch(dl), 13);
+            CHECK_EQ_I64(fg_dataloader_sample_elems(dl), FAKE_ELEMS);
+            CHECK_EQ_I64(atomic_load(&ca.allocs), slots);
+            for (int64_t epoch = 0; epoch < 2; epoch++)
+                CHECK_EQ_I64(run_epoch(dl, ref, epoch, 0), 13);
+            CHECK_EQ_I64(atomic_load(&d.reads), 26);
+            atomic_store(&d.reads, 0);
+            CHECK_EQ_I64(atomic_load(&ca.allocs), slots); /* nothing per batch */
+            fg_dataloader_destroy(dl);
+            CHECK_EQ_I64(atomic_load(&ca.frees), slots);
+        }
+    }
+    fg_sampler_destroy(ref);
+}
+
+static void test_loader_resume(void)
+{
+    static const int workers[] = {0, 2};
+    fg_error err = {0};
+    fake_data d;
+    fake_init(&d, 50);
+    fg_sampler *ref = NULL;
+    fg_sampler_options so = sampler_opts(50, 4, 1, 0);
+    REQUIRE_OK(fg_sampler_create(&so, &ref, &err));
+    for (size_t w = 0; w < 2; w++) {
+        fg_dataloader *dl = NULL;
+        fg_dataloader_options o = loader_opts(&d, NULL, 4, workers[w], 2);
+        REQUIRE_OK(fg_dataloader_create(&o, &dl, &err));
+        CHECK_EQ_I64(run_epoch(dl, ref, 3, 5), 13 - 5); /* batches 5..12 of epoch 3 */
+        CHECK_EQ_I64(run_epoch(dl, ref, 4, 12), 1);
+        CHECK_EQ_I64(run_epoch(dl, ref, 4, 13), 0);      /* resumed at the very end */
+        CHECK(fg_dataloader_start_epoch(dl, 4, 14, &err) == FG_INVALID_ARGUMENT);
+        CHECK_HAS(err.message, "first batch 14 of epoch 4 is outside [0, 13]");
+        fg_dataloader_destroy(dl);
+    }
+    fg_sampler_destroy(ref);
+}
+
+/* An epoch abandoned half way (a view still held) and the next started cleanly. */
+static void test_loader_abandon_epoch(void)
+{
+    fg_error err = {0};
+    fake_data d;
+    fake_init(&d, 64);
+    fg_sampler *ref = NULL;
+    fg_sampler_options so = sampler_opts(64, 4, 1, 0);
+    REQUIRE_OK(fg_sampler_create(&so, &ref, &err));
+    counting_alloc ca = {0};
+    fg_dataloader *dl = NULL;
+    fg_dataloader_options o = loader_opts(&d, &ca, 4, 2, 3);
+    REQUIRE_OK(fg_dataloader_create(&o, &dl, &err));
+    REQUIRE_OK(fg_dataloader_start_epoch(dl, 0, 0, &err));
+    const fg_batch_view *v = NULL;
+    for (int b = 0; b < 3; b++) {
+        REQUIRE_OK(fg_dataloader_next(dl, &v, &err));
+        CHECK(v != NULL);
+        if (b < 2)
+            fg_dataloader_release(dl, v);
+    }
+    CHECK_EQ_I64(run_epoch(dl, ref, 1, 0), 16);
+    CHECK_EQ_I64(atomic_load(&ca.allocs), 5);
+    fg_dataloader_destroy(dl);
+    CHECK_EQ_I64(atomic_load(&ca.frees), 5);
+    fg_sampler_destroy(ref);
+}
+
+static void test_loader_read_error(void)
+{
+    static const int workers[] = {0, 1, 3};
+    fg_error err = {0};
+    fg_sampler *ref = NULL;
+    fg_sampler_options so = sampler_opts(100, 4, 1, 0);
+    REQUIRE_OK(fg_sampler_create(&so, &ref, &err));
+    int64_t idx[4];
+    int count = 0;
+    REQUIRE_OK(fg_sampler_batch(ref, 0, 5, idx, &count, &err));
+    char expect[64];
+    snprintf(expect, sizeof expect, "fake.bin: sample %" PRId64 " is corrupt", idx[2]);
+
+    for (size_t w = 0; w < 3; w++) {
+        fake_data d;
+        fake_init(&d, 100);
+        atomic_store(&d.fail_index, idx[2]);
+        fg_dataloader *dl = NULL;
+        fg_dataloader_options o = loader_opts(&d, NULL, 4, workers[w], 2);
+        REQUIRE_OK(fg_dataloader_create(&o, &dl, &err));
+        REQUIRE_OK(fg_dataloader_start_epoch(dl, 0, 0, &err));
+        const fg_batch_view *v = NULL;
+        for (int64_t b = 0; b < 5; b++) {
+            REQUIRE_OK(fg_dataloader_next(dl, &v, &err));
+            check_batch(ref, 0, b, v);
+            fg_dataloader_release(dl, v);
+        }
+        memset(&err, 0, sizeof err);
+        CHECK(fg_dataloader_next(dl, &v, &err) == FG_INVALID_ARGUMENT);
+        CHECK(v == NULL);
+        CHECK(err.status == FG_INVALID_ARGUMENT);
+        CHECK_HAS(err.message, "data loader 'train': reading batch 5 of epoch 0 (rank 0)");
+        CHECK_HAS(err.message, expect);
+        /* Sticky until the next epoch starts. */
+        memset(&err, 0, sizeof err);
+        CHECK(fg_dataloader_next(dl, &v, &err) == FG_INVALID_ARGUMENT);
+        CHECK_HAS(err.message, "batch 5 of epoch 0");
+        /* Recovers once the data is fine. */
+        atomic_store(&d.fail_index, -1);
+        CHECK_EQ_I64(run_epoch(dl, ref, 0, 0), 25);
+        fg_dataloader_destroy(dl);
+    }
+    fg_sampler_destroy(ref);
+}
+
+static void test_loader_destroy_midway(void)
+{
+    fg_error err = {0};
+    fake_data d;
+    fake_init(&d, 400);
+    counting_alloc ca = {0};
+    fg_dataloader *dl = NULL;
+    fg_dataloader_options o = loader_opts(&d, &ca, 4, 2, 4);
+    REQUIRE_OK(fg_dataloader_create(&o, &dl, &err));
+    CHECK_EQ_I64(fg_dataloader_batches_per_epoch(dl), 100);
+    REQUIRE_OK(fg_dataloader_start_epoch(dl, 0, 0, &err));
+    const fg_batch_view *v = NULL;
+    REQUIRE_OK(fg_dataloader_next(dl, &v, &err));
+    fg_dataloader_release(dl, v);
+    REQUIRE_OK(fg_dataloader_next(dl, &v, &err)); /* held across destroy */
+    CHECK(v != NULL && v->index == 1);
+    fg_dataloader_destroy(dl); /* must join without waiting for the other 98 batches */
+    /* Look-ahead is bounded by the slots: at most 2 delivered + 6 slots were read. */
+    CHECK(atomic_load(&d.reads) <= 2 + 6);
+    CHECK_EQ_I64(atomic_load(&ca.frees), atomic_load(&ca.allocs));
+
+    /* Destroy before any epoch, and right after starting one. */
+    REQUIRE_OK(fg_dataloader_create(&o, &dl, &err));
+    fg_dataloader_destroy(dl);
+    REQUIRE_OK(fg_dataloader_create(&o, &dl, &err));
+    REQUIRE_OK(fg_dataloader_start_epoch(dl, 0, 0, &err));
+    fg_dataloader_destroy(dl);
+    CHECK_EQ_I64(atomic_load(&ca.frees), atomic_load(&ca.allocs));
+}
+
+/* Holding every slot and asking for more fails instead of hanging. */
+static void test_loader_held_limit(void)
+{
+    static const int workers[] = {0, 2};
+    fg_error err = {0};
+    fake_data d;
+    fake_init(&d, 40);
+    for (size_t w = 0; w < 2; w++) {
+        fg_dataloader *dl = NULL;
+        fg_dataloader_options o = loader_opts(&d, NULL, 2, workers[w], 2);
+        REQUIRE_OK(fg_dataloader_create(&o, &dl, &err));
+        REQUIRE_OK(fg_dataloader_start_epoch(dl, 0, 0, &err));
+        int slots = fg_dataloader_slot_count(dl);
+        const fg_batch_view *held[8];
+        for (int i = 0; i < slots; i++)
+            REQUIRE_OK(fg_dataloader_next(dl, &held[i], &err));
+        const fg_batch_view *v = NULL;
+        CHECK(fg_dataloader_next(dl, &v, &err) == FG_INVALID_ARGUMENT);
+        CHECK(v == NULL);
+        CHECK_HAS(err.message, "still holds; release batches");
+        fg_dataloader_release(dl, held[0]);
+        REQUIRE_OK(fg_dataloader_next(dl, &v, &err));
+        CHECK(v != NULL && v->index == slots);
+        fg_dataloader_destroy(dl);
+    }
+}
+
+static void test_loader_options(void)
+{
+    fg_error err = {0};
+    fake_data d;
+    fake_init(&d, 40);
+    fg_dataloader *dl = NULL;
+
+    fg_dataloader_options o = loader_opts(&d, NULL, 4, 1, 0);
+    CHECK(fg_dataloader_create(&o, &dl, &err) == FG_INVALID_ARGUMENT);
+    CHECK_HAS(err.message, "data loader 'train': prefetch = 0, must be >= 1");
+    CHECK(dl == NULL);
+
+    o = loader_opts(&d, NULL, 4, -1, 1);
+    CHECK(fg_dataloader_create(&o, &dl, &err) == FG_INVALID_ARGUMENT);
+    CHECK_HAS(err.message, "num_workers = -1");
+
+    o = loader_opts(&d, NULL, 4, 1, 1);
+    o.info.sample_dtype = FG_F16;
+    CHECK(fg_dataloader_create(&o, &dl, &err) == FG_INVALID_ARGUMENT);
+    CHECK_HAS(err.message, "sample dtype f16 is not supported");
+
+    o = loader_opts(&d, NULL, 4, 1, 1);
+    o.info.shape[1] = 0;
+    CHECK(fg_dataloader_create(&o, &dl, &err) == FG_INVALID_ARGUMENT);
+    CHECK_HAS(err.message, "sample shape[1] = 0");
+
+    o = loader_opts(&d, NULL, 4, 1, 1);
+    o.sampler.length = 41;
+    CHECK(fg_dataloader_create(&o, &dl, &err) == FG_INVALID_ARGUMENT);
+    CHECK_HAS(err.message, "sampler length = 41 but the dataset has 40 samples");
+
+    o = loader_opts(&d, NULL, 0, 1, 1);
+    CHECK(fg_dataloader_create(&o, &dl, &err) == FG_INVALID_ARGUMENT);
+    CHECK_HAS(err.message, "batch_size = 0");
+
+    /* The allocator's message comes through, and what was taken is given back. */
+    counting_alloc ca = {0};
+    ca.fail = 1;
+    o = loader_opts(&d, &ca, 4, 2, 2);
+    CHECK(fg_dataloader_create(&o, &dl, &err) == FG_OUT_OF_MEMORY);
+    CHECK_HAS(err.message, "pinned: cannot allocate");
+    CHECK(dl == NULL);
+
+    o = loader_opts(&d, NULL, 4, 0, 1);
+    REQUIRE_OK(fg_dataloader_create(&o, &dl, &err));
+    const fg_batch_view *v = NULL;
+    CHECK(fg_dataloader_next(dl, &v, &err) == FG_INVALID_ARGUMENT);
+    CHECK_HAS(err.message, "next() before start_epoch()");
+    fg_dataloader_destroy(dl);
+}
+
+/* Unlabelled data, a subset length, and evaluation shards through the loader. */
+static void test_loader_shapes(void)
+{
+    fg_error err = {0};
+    fake_data d;
+    fake_init(&d, 30);
+    fg_dataloader *dl = NULL;
+    fg_dataloader_options o = loader_opts(&d, NULL, 4, 2, 2);
+    o.info.num_classes = 0;
+    o.sampler.length = 10; /* the first 10 samples only */
+    o.sampler.shuffle = 0;
+    REQUIRE_OK(fg_dataloader_create(&o, &dl, &err));
+    REQUIRE_OK(fg_dataloader_start_epoch(dl, 0, 0, &err));
+    int64_t total = 0;
+    for (;;) {
+        const fg_batch_view *v = NULL;
+        REQUIRE_OK(fg_dataloader_next(dl, &v, &err));
+        if (!v)
+            break;
+        CHECK(v->labels == NULL);
+        for (int k = 0; k < v->count; k++)
+            CHECK(v->samples[k * FAKE_ELEMS] == fake_value(total + k, 0));
+        total += v->count;
+        fg_dataloader_release(dl, v);
+    }
+    CHECK_EQ_I64(total, 10);
+    fg_dataloader_destroy(dl);
+
+    /* Evaluation over 3 ranks: counts add up to the dataset exactly. */
+    int64_t sum = 0;
+    for (int r = 0; r < 3; r++) {
+        o = loader_opts(&d, NULL, 4, 1, 2);
+        o.sampler.world_size = 3;
+        o.sampler.rank = r;
+        o.sampler.even_shards = 0;
+        REQUIRE_OK(fg_dataloader_create(&o, &dl, &err));
+        REQUIRE_OK(fg_dataloader_start_epoch(dl, 0, 0, &err));
+        const fg_batch_view *v = NULL;
+        while (fg_dataloader_next(dl, &v, &err) == FG_OK && v) {
+            sum += v->count;
+            fg_dataloader_release(dl, v);
+        }
+        fg_dataloader_destroy(dl);
+    }
+    CHECK_EQ_I64(sum, 30);
+}
+
+/* ---- driver -------------------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    void (*fn)(void);
+} tests[] = {
+    {"sampler_permutation", test_sampler_permutation},
+    {"sampler_determinism", test_sampler_determinism},
+    {"sampler_identity", test_sampler_identity},
+    {"sampler_drop_last", test_sampler_drop_last},
+    {"sampler_distributed_train", test_sampler_distributed_train},
+    {"sampler_distributed_eval", test_sampler_distributed_eval},
+    {"sampler_options", test_sampler_options},
+    {"loader_same_batches", test_loader_same_batches},
+    {"loader_resume", test_loader_resume},
+    {"loader_abandon_epoch", test_loader_abandon_epoch},
+    {"loader_read_error", test_loader_read_error},
+    {"loader_destroy_midway", test_loader_destroy_midway},
+    {"loader_held_limit", test_loader_held_limit},
+    {"loader_options", test_loader_options},
+    {"loader_shapes", test_loader_shapes},
+};
+
+int main(int argc, char **argv)
+{
+    int ran = 0;
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+        if (argc > 1 && strcmp(argv[1], "all") != 0 && strcmp(argv[1], tests[i].name) != 0)
+            continue;
+        tests[i].fn();
+        ran++;
+    }
+    if (ran == 0) {
+        fprintf(stderr, "no test named '%s'\n", argc > 1 ? argv[1] : "");
+        return 2;
+    }
+    if (g_failures) {
+        fprintf(stderr, "%d check(s) failed\n", g_failures);
+        return 1;
+    }
+    return 0;
+}

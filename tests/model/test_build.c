@@ -1,0 +1,241 @@
+/* fg_model_build: every shape error is found at build time with the section's file:line;
+ * the flat layout, names and parameter counts of a good model; the schemas. */
+#include <stdlib.h>
+
+#include "testkit.h"
+
+/* Builds text for `classes` (input from [model] or `shape`) and returns the error message
+ * ("" on success); the model is destroyed. */
+static const char *build_message(const char *text, const int64_t *shape, int rank, int classes)
+{
+    static fg_error err;
+    memset(&err, 0, sizeof err);
+    fg_config *cfg = tk_config(text);
+    if (!cfg)
+        return "(no config)";
+    fg_model *m = NULL;
+    fg_status st = fg_model_build(cfg, shape, rank, classes, &m, &err);
+    if (st == FG_OK) {
+        CHECK(m != NULL);
+        fg_model_destroy(m);
+        err.message[0] = '\0';
+    } else {
+        CHECK(m == NULL);
+        CHECK(st == FG_INVALID_ARGUMENT);
+    }
+    fg_config_destroy(cfg);
+    return err.message;
+}
+
+/* line 1..: a LeNet-like stack whose pool2 gives (64, 5, 5) */
+#define CONV_STACK                                                                            \
+    "[model]\n"                                           /* 1 */                            \
+    "input = 1,28,28\n"                                   /* 2 */                            \
+    "[layer.conv1]\ntype = conv2d\nout_channels = 32\nkernel_size = 5\n" /* 3-6 */           \
+    "[layer.pool1]\ntype = maxpool2d\nkernel_size = 2\n" /* 7-9 */                           \
+    "[layer.conv2]\ntype = conv2d\nout_channels = 64\nkernel_size = 3\n" /* 10-13 */         \
+    "[layer.pool2]\ntype = maxpool2d\nkernel_size = 2\n" /* 14-16 */
+
+static void test_linear_after_conv(void)
+{
+    CHECK_STR(build_message(CONV_STACK "[layer.fc1]\n"    /* 17 */
+                                       "type = linear\nin_features = 3136\nout_features = 10\n",
+                            NULL, 0, 10),
+              "cfg.ini:17: [layer.fc1] expects 3136 input features but [layer.pool2] gives "
+              "(64, 5, 5) = 1600; did you forget a flatten or change a conv?");
+    CHECK_STR(build_message(CONV_STACK "[layer.fc1]\ntype = linear\nout_features = 10\n", NULL, 0,
+                            10),
+              "cfg.ini:17: [layer.fc1] (linear) needs a flat input but [layer.pool2] gives "
+              "(64, 5, 5) = 1600 values; add a layer with type = flatten before it");
+    /* in_features right and a flatten: fine */
+    CHECK_STR(build_message(CONV_STACK "[layer.flat]\ntype = flatten\n"
+                                       "[layer.fc1]\ntype = linear\nin_features = 1600\n"
+                                       "out_features = 10\n",
+                            NULL, 0, 10),
+              "");
+    /* flat but the wrong count */
+    CHECK_STR(build_message("[layer.a]\ntype = linear\nout_features = 30\n"
+                            "[layer.b]\ntype = linear\nin_features = 20\nout_features = 3\n",
+                            (int64_t[]){8}, 1, 3),
+              "cfg.ini:4: [layer.b] expects 20 input features but [layer.a] gives (30) = 30; "
+              "did you forget a flatten or change a conv?");
+}
+
+static void test_window_errors(void)
+{
+    CHECK_STR(build_message("[model]\ninput = 784\n"
+                            "[layer.conv1]\ntype = conv2d\nout_channels = 4\nkernel_size = 3\n",
+                            NULL, 0, 10),
+              "cfg.ini:3: [layer.conv1] (conv2d) needs a (channels, height, width) input but "
+              "[model] input gives (784); set [model] input = C,H,W or remove the flatten "
+              "before it");
+    CHECK_STR(build_message("[layer.f]\ntype = flatten\n"
+                            "[layer.p]\ntype = avgpool2d\nkernel_size = 2\n",
+                            (int64_t[]){1, 4, 4}, 3, 10),
+              "cfg.ini:3: [layer.p] (avgpool2d) needs a (channels, height, width) input but "
+              "[layer.f] gives (16)");
+    CHECK_STR(build_message("[layer.pool]\ntype = maxpool2d\nkernel_size = 5\n",
+                            (int64_t[]){1, 4, 4}, 3, 10),
+              "cfg.ini:1: [layer.pool] kernel_size 5 is larger than its input: [model] input "
+              "gives (1, 4, 4), padded by 0 to 4x4");
+    CHECK_STR(build_message("[layer.c]\ntype = conv2d\nout_channels = 2\nkernel_size = 7\n"
+                            "padding = 1\n",
+                            (int64_t[]){3, 4, 9}, 3, 10),
+              "cfg.ini:1: [layer.c] kernel_size 7 is larger than its input: [model] input gives "
+              "(3, 4, 9), padded by 1 to 6x11");
+    CHECK_STR(build_message("[layer.pool]\ntype = maxpool2d\nkernel_size = 2\npadding = 2\n",
+                            (int64_t[]){1, 4, 4}, 3, 10),
+              "cfg.ini:4: [layer.pool] padding = 2 is more than half of kernel_size = 2");
+}
+
+static void test_classes(void)
+{
+    CHECK_STR(build_message("[layer.fc1]\ntype = linear\nout_features = 84\n", (int64_t[]){20},
+                            1, 10),
+              "cfg.ini:1: [layer.fc1] is the last layer and gives 84 outputs but the data set "
+              "has 10 classes; its output features must equal num_classes");
+    CHECK_STR(build_message("[layer.c]\ntype = conv2d\nout_channels = 2\nkernel_size = 3\n",
+                            (int64_t[]){1, 5, 5}, 3, 10),
+              "cfg.ini:1: [layer.c] is the last layer and gives (2, 3, 3), but the model must "
+              "end in 10 class scores per sample; end with a flatten and a linear with "
+              "out_features = 10");
+    CHECK_STR(build_message("[trainer]\nmax_epochs = 1\n", (int64_t[]){20}, 1, 10),
+              "cfg.ini: the model has no layers; add [layer.NAME] sections with type = one of "
+              "linear, conv2d, maxpool2d, avgpool2d, batchnorm, dropout, flatten, relu, gelu, "
+              "tanh, sigmoid");
+}
+
+static void test_input(void)
+{
+    /* [model] input may reshape the data set's samples, never change their size */
+    CHECK_STR(build_message("[model]\ninput = 784\n[layer.fc]\ntype = linear\nout_features = 10\n",
+                            (int64_t[]){1, 28, 28}, 3, 10),
+              "");
+    CHECK_STR(build_message("[model]\ninput = 1, 28,28\n[layer.fc]\ntype = linear\n"
+                            "out_features = 10\n",
+                            (int64_t[]){784}, 1, 10),
+              "cfg.ini:3: [layer.fc] (linear) needs a flat input but [model] input gives "
+              "(1, 28, 28) = 784 values; add a layer with type = flatten before it");
+    CHECK_STR(build_message("[model]\ninput = 1,28,27\n[layer.fc]\ntype = linear\n"
+                            "out_features = 10\n",
+                            (int64_t[]){784}, 1, 10),
+              "cfg.ini:2: [model] input = 1,28,27 (1, 28, 27) holds 756 values but the data "
+              "set's samples are (784) = 784");
+    CHECK_STR(build_message("[model]\ninput = 1,x\n[layer.fc]\ntype = linear\nout_features = 2\n",
+                            NULL, 0, 2),
+              "cfg.ini:2: [model] input = 1,x: 'x' is not a positive integer");
+    CHECK_STR(build_message("[layer.fc]\ntype = linear\nout_features = 2\n", NULL, 0, 2),
+              "cfg.ini: [model] input is not set and no sample shape was given; set input = "
+              "C,H,W (or F)");
+}
+
+static void test_keys(void)
+{
+    CHECK_STR(build_message("[layer.fc1]\ntype = linaer\nout_features = 10\n", (int64_t[]){4}, 1,
+                            10),
+              "cfg.ini:2: [layer.fc1] unknown layer type 'linaer'; did you mean 'linear'? "
+              "(types: linear, conv2d, maxpool2d, avgpool2d, batchnorm, dropout, flatten, relu, "
+              "gelu, tanh, sigmoid)");
+    CHECK_STR(build_message("[layer.fc1]\nout_features = 10\n", (int64_t[]){4}, 1, 10),
+              "cfg.ini:1: [layer.fc1] has no 'type'; set type = one of linear, conv2d, "
+              "maxpool2d, avgpool2d, batchnorm, dropout, flatten, relu, gelu, tanh, sigmoid");
+    /* the schemas reach the validator: unknown keys, missing and out-of-range values */
+    const char *msg = build_message("[layer.fc1]\ntype = linear\nout_feature = 10\n",
+                                    (int64_t[]){4}, 1, 10);
+    CHECK(strstr(msg, "cfg.ini:3") && strstr(msg, "out_feature") && strstr(msg, "out_features"));
+    msg = build_message("[layer.fc1]\ntype = linear\n", (int64_t[]){4}, 1, 10);
+    CHECK(strstr(msg, "out_features") != NULL);
+    msg = build_message("[layer.d]\ntype = dropout\np = 1\n[layer.fc]\ntype = linear\n"
+                        "out_features = 2\n",
+                        (int64_t[]){4}, 1, 2);
+    CHECK_STR(msg, "cfg.ini:3: [layer.d] p = 1 is outside [0, 1)");
+    msg = build_message("[layer.c]\ntype = conv2d\nout_channels = 0\nkernel_size = 3\n",
+                        (int64_t[]){1, 5, 5}, 3, 2);
+    CHECK(strstr(msg, "cfg.ini:3") && strstr(msg, "out_channels"));
+}
+
+static void test_layout(void)
+{
+    const char *text = CONV_STACK "[layer.bn2]\ntype = batchnorm\n"
+                                  "[layer.flat]\ntype = flatten\n"
+                                  "[layer.drop]\ntype = dropout\n"
+                                  "[layer.fc1]\ntype = linear\nout_features = 10\nbias = no\n";
+    fg_config *cfg = tk_config(text);
+    fg_model *m = NULL;
+    fg_error err = {0};
+    CHECK_OK(fg_model_build(cfg, (int64_t[]){1, 28, 28}, 3, 10, &m, &err), &err);
+    if (!m) {
+        fg_config_destroy(cfg);
+        return;
+    }
+    CHECK(fg_model_layer_count(m) == 8);
+    size_t expect = 32 * 25 + 32 + 64 * 32 * 9 + 64 + 64 + 64 + 1600 * 10;
+    CHECK(fg_model_param_count(m) == expect);
+    const char *names[] = {"conv1.weight", "conv1.bias",       "conv2.weight",
+                           "conv2.bias",   "bn2.weight",       "bn2.bias",
+                           "bn2.running_mean", "bn2.running_var", "fc1.weight"};
+    CHECK(fg_model_tensor_count(m) == 9);
+    size_t params_end = 0, buffers_end = 0, numel = 0;
+    for (size_t i = 0; i < fg_model_tensor_count(m) && i < 9; i++) {
+        const fg_tensor_info *t = fg_model_tensor(m, i);
+        CHECK_STR(t->name, names[i]);
+        CHECK(t->offset % FG_TENSOR_ALIGN == 0);
+        size_t *end = t->is_buffer ? &buffers_end : &params_end;
+        CHECK(t->offset >= *end); /* no overlap, in order */
+        *end = t->offset + t->numel;
+        numel += t->is_buffer ? 0 : t->numel;
+    }
+    CHECK(numel == expect);
+    CHECK(fg_model_params_size(m) == params_end);
+    CHECK(fg_model_buffers_size(m) == buffers_end);
+    const fg_tensor_info *w = fg_model_tensor(m, 2);
+    CHECK(w->rank == 4 && w->shape[0] == 64 && w->shape[1] == 32 && w->shape[2] == 3 &&
+          w->shape[3] == 3);
+    CHECK(fg_model_tensor(m, 6)->is_buffer && fg_model_tensor(m, 7)->is_buffer);
+    CHECK(fg_model_tensor(m, 1)->offset == 800); /* 32*25 = 800, already aligned */
+    CHECK(fg_model_tensor(m, 2)->offset == 832); /* 800 + 32 */
+    const fg_layer *pool2 = fg_model_layer(m, 3);
+    CHECK(pool2->out.rank == 3 && pool2->out.dims[0] == 64 && pool2->out.dims[1] == 5 &&
+          pool2->out.dims[2] == 5);
+    fg_model_destroy(m);
+    fg_config_destroy(cfg);
+}
+
+static void test_schemas(void)
+{
+    size_t n = 0;
+    const fg_option *o = fg_layer_schema("conv2d", &n);
+    CHECK(o && n == 6);
+    if (o) {
+        CHECK_STR(o[0].key, "type");
+        CHECK_STR(o[1].key, "out_channels");
+        CHECK(o[1].default_value == FG_OPT_REQUIRED);
+    }
+    o = fg_layer_schema("maxpool2d", &n);
+    CHECK(o && n == 4);
+    CHECK(fg_layer_schema("linaer", &n) == NULL && n == 0);
+    const char *types[] = {"linear", "conv2d", "maxpool2d", "avgpool2d", "batchnorm", "dropout",
+                           "flatten", "relu", "gelu", "tanh", "sigmoid"};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        o = fg_layer_schema(types[i], &n);
+        CHECK(o && n >= 1 && strcmp(o[0].key, "type") == 0);
+    }
+    o = fg_model_schema(&n);
+    CHECK(o && n == 2);
+    if (o) {
+        CHECK_STR(o[0].key, "input");
+        CHECK_STR(o[1].default_value, "softmax_cross_entropy");
+    }
+}
+
+int main(void)
+{
+    test_linear_after_conv();
+    test_window_errors();
+    test_classes();
+    test_input();
+    test_keys();
+    test_layout();
+    test_schemas();
+    return tk_finish("model.build");
+}
