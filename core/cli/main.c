@@ -85,11 +85,18 @@ static int parse_args(int argc, char **argv, cli *c)
     return -1;
 }
 
+/* Problems with what the user gave (config, files, plugins, devices) are exit 2; failures
+ * while running (out of memory, device errors, divergence, bugs) are exit 1. */
 static int exit_code(fg_status st, int configuring)
 {
-    if (st == FG_OK) return EXIT_OK;
-    if (configuring || st == FG_UNAVAILABLE) return EXIT_USAGE;
-    return EXIT_RUNTIME;
+    switch (st) {
+    case FG_OK: return EXIT_OK;
+    case FG_INVALID_ARGUMENT:
+    case FG_NOT_FOUND:
+    case FG_UNAVAILABLE:
+    case FG_INCOMPATIBLE: return EXIT_USAGE;
+    default: return configuring ? EXIT_USAGE : EXIT_RUNTIME;
+    }
 }
 
 static int fail(const fg_error *err, fg_status st, int configuring)

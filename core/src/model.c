@@ -393,6 +393,12 @@ static fg_status build_layer(fg_model *m, const fg_config *cfg, const char *sect
         return st;
     if ((st = k->plan(l, m, err)) != FG_OK)
         return st;
+    /* backend ops take int sizes per sample */
+    if (fg_shape_numel(&l->out) > INT32_MAX)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "%s: [%s] gives %s = %zu values per sample, more than 2^31 - 1",
+                            l->origin, l->section, fg_shape_format(&l->out, shape, sizeof shape),
+                            fg_shape_numel(&l->out));
     m->layer_count++;
     return FG_OK;
 }

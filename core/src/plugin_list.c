@@ -17,7 +17,10 @@ static void print_file(void *user, const fg_plugin_file *f)
                 (unsigned)f->desc->abi_major, (unsigned)f->desc->abi_minor, f->path);
         s->loaded++;
     } else {
-        fprintf(s->out, "refused %s: %s\n", f->path, f->reason ? f->reason : fg_status_name(f->status));
+        if (f->reason)
+            fprintf(s->out, "refused %s\n", f->reason); /* the reason starts with the path */
+        else
+            fprintf(s->out, "refused %s: %s\n", f->path, fg_status_name(f->status));
         s->refused++;
     }
 }

@@ -140,6 +140,8 @@ static fg_status read_metrics(void *ctx, void *replica, int reset, fg_step_metri
     return st;
 }
 
+int fg_train_replica_device(const void *replica) { return ((const train_replica *)replica)->device; }
+
 void fg_train_services_init(fg_train_ctx *c, int max_batch)
 {
     fg_train_services *s = &c->svc;

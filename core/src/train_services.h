@@ -20,6 +20,9 @@ typedef struct fg_train_ctx {
     int64_t step_number;       /* 1-based number of the optimizer step being taken */
 } fg_train_ctx;
 
+/* The backend device a replica created by these services lives on. */
+int fg_train_replica_device(const void *replica);
+
 /* Fills ctx->svc; the other fields must be set by the caller. */
 void fg_train_services_init(fg_train_ctx *ctx, int max_batch);
 

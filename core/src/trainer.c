@@ -52,6 +52,7 @@ typedef struct trainer {
     int64_t batch_size, eval_batch_size, num_workers, prefetch;
     int pin_memory, shuffle, drop_last;
     int64_t global_step;
+    int64_t step_in_epoch, steps_per_epoch;
     int stop;
 } trainer;
 
@@ -296,6 +297,8 @@ static fg_status emit(trainer *t, int type, int64_t epoch, const fg_metric *metr
         ev.type = (uint32_t)type;
         ev.epoch = epoch;
         ev.global_step = t->global_step;
+        ev.step_in_epoch = t->step_in_epoch;
+        ev.steps_per_epoch = t->steps_per_epoch;
         ev.learning_rate = t->tctx.lr;
         ev.metrics = metrics;
         ev.metric_count = n;
@@ -376,16 +379,20 @@ static fg_status log_step(trainer *t, int64_t epoch, int64_t b, int64_t batches,
     fg_status st = STRAT(t)->read_metrics(t->strategy.state, 1, &m, err);
     if (st != FG_OK) return st;
     if (!isfinite(m.loss_sum))
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "epoch %lld step %lld: the training loss "
+        return fg_error_set(err, FG_FATAL, "epoch %lld step %lld: the training loss "
                             "is %g; lower [optimizer] lr", (long long)epoch + 1,
                             (long long)t->global_step, m.loss_sum);
     *sum_loss += m.loss_sum;
     *sum_correct += m.correct;
     *sum_n += m.count;
-    if (t->rt->verbosity >= FG_LOG_INFO && m.count > 0)
+    if (m.count <= 0) return FG_OK;
+    double loss = m.loss_sum / m.count, acc = m.correct / m.count;
+    if (t->rt->verbosity >= FG_LOG_INFO)
         fprintf(t->out, "epoch %lld step %lld/%lld  loss %.4f  acc %.4f\n", (long long)epoch + 1,
-                (long long)b + 1, (long long)batches, m.loss_sum / m.count, m.correct / m.count);
-    return FG_OK;
+                (long long)b + 1, (long long)batches, loss, acc);
+    fg_metric metrics[] = {{"train/step_loss", loss}, {"train/step_acc", acc}};
+    t->step_in_epoch = b + 1;
+    return emit(t, FG_EVENT_TRAIN_STEP_END, epoch, metrics, 2, err);
 }
 
 static fg_status train_epoch(trainer *t, int64_t epoch, fg_error *err)
@@ -394,9 +401,10 @@ static fg_status train_epoch(trainer *t, int64_t epoch, fg_error *err)
     fg_status st = fg_dataloader_start_epoch(s->loader, epoch, 0, err);
     int64_t batches = fg_dataloader_batches_per_epoch(s->loader);
     if (t->limit_train > 0 && t->limit_train < batches) batches = t->limit_train;
+    t->steps_per_epoch = batches;
     double sum_loss = 0, sum_correct = 0, sum_n = 0, t0 = now_seconds(), wait = 0;
     int64_t b = 0;
-    for (; st == FG_OK && b < batches && !steps_exhausted(t); b++) {
+    for (; st == FG_OK && b < batches && !steps_exhausted(t) && !t->stop; b++) {
         const fg_batch_view *v;
         st = fg_dataloader_next(s->loader, &v, err);
         if (st != FG_OK || !v) break;
@@ -412,7 +420,8 @@ static fg_status train_epoch(trainer *t, int64_t epoch, fg_error *err)
         if (t->global_step % t->log_every == 0)
             st = log_step(t, epoch, b, batches, &sum_loss, &sum_correct, &sum_n, err);
     }
-    if (st == FG_OK) st = log_step(t, epoch, b - 1, batches, &sum_loss, &sum_correct, &sum_n, err);
+    if (st == FG_OK && t->global_step % t->log_every != 0)
+        st = log_step(t, epoch, b - 1, batches, &sum_loss, &sum_correct, &sum_n, err);
     if (st != FG_OK) return st;
     double secs = now_seconds() - t0;
     double loss = sum_n > 0 ? sum_loss / sum_n : NAN, acc = sum_n > 0 ? sum_correct / sum_n : NAN;
@@ -447,6 +456,32 @@ static fg_status test_pass(trainer *t, int64_t epoch, fg_error *err)
     return emit(t, FG_EVENT_TEST_END, epoch, metrics, 2, err);
 }
 
+/* FNV-1a over the trained parameters' bytes: two runs that print the same digest ended
+ * with bitwise-identical weights. */
+static fg_status report_weights_digest(trainer *t, fg_error *err)
+{
+    const fg_train_services *svc = &t->tctx.svc;
+    void *primary = STRAT(t)->primary_replica(t->strategy.state);
+    if (!primary) return FG_OK;
+    size_t n = fg_model_params_size(t->model);
+    float *host = malloc(n * sizeof(float) + 1);
+    if (!host) return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory reading the weights");
+    void *queue = svc->replica_queue(svc->ctx, primary);
+    int device = fg_train_replica_device(primary);
+    fg_status st = BE(t)->copy(t->backend.state, queue, host, -1, svc->replica_params(svc->ctx, primary),
+                               device, n * sizeof(float), err);
+    if (st == FG_OK) st = BE(t)->queue_sync(t->backend.state, queue, err);
+    if (st == FG_OK) {
+        uint64_t h = 1469598103934665603ull;
+        const unsigned char *p = (const unsigned char *)host;
+        for (size_t i = 0; i < n * sizeof(float); i++) h = (h ^ p[i]) * 1099511628211ull;
+        fprintf(t->out, "weights: %zu parameters, digest %016llx, after %lld steps\n",
+                fg_model_param_count(t->model), (unsigned long long)h, (long long)t->global_step);
+    }
+    free(host);
+    return st;
+}
+
 static fg_status fit(trainer *t, fg_error *err)
 {
     fg_status st = emit(t, FG_EVENT_FIT_START, 0, NULL, 0, err);
@@ -456,6 +491,7 @@ static fg_status fit(trainer *t, fg_error *err)
         if (st == FG_OK) st = validate_epoch(t, epoch, err);
     }
     if (st == FG_OK) st = emit(t, FG_EVENT_FIT_END, epoch, NULL, 0, err);
+    if (st == FG_OK) st = report_weights_digest(t, err);
     if (st == FG_OK && t->test_after_fit) st = test_pass(t, epoch, err);
     return st;
 }

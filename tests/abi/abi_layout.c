@@ -135,8 +135,26 @@ static const layout_line current[] = {
     FIELD(fg_strategy_info, launch_mode), FIELD(fg_strategy_info, needs_comm),
     FIELD(fg_strategy_info, devices),
 
+    SIZE(fg_batch), FIELD(fg_batch, struct_size), FIELD(fg_batch, samples),
+    FIELD(fg_batch, labels), FIELD(fg_batch, count), FIELD(fg_batch, sample_elems),
+
+    SIZE(fg_step_metrics), FIELD(fg_step_metrics, struct_size),
+    FIELD(fg_step_metrics, loss_sum), FIELD(fg_step_metrics, correct),
+    FIELD(fg_step_metrics, count),
+
+    SIZE(fg_train_services), FIELD(fg_train_services, struct_size),
+    FIELD(fg_train_services, ctx), FIELD(fg_train_services, param_count),
+    FIELD(fg_train_services, max_batch), FIELD(fg_train_services, replica_create),
+    FIELD(fg_train_services, replica_destroy), FIELD(fg_train_services, replica_params),
+    FIELD(fg_train_services, replica_grads), FIELD(fg_train_services, replica_queue),
+    FIELD(fg_train_services, forward_backward), FIELD(fg_train_services, evaluate),
+    FIELD(fg_train_services, optimizer_step), FIELD(fg_train_services, read_metrics),
+
     SIZE(fg_strategy_vtable), FIELD(fg_strategy_vtable, struct_size),
-    FIELD(fg_strategy_vtable, info),
+    FIELD(fg_strategy_vtable, info), FIELD(fg_strategy_vtable, setup),
+    FIELD(fg_strategy_vtable, teardown), FIELD(fg_strategy_vtable, train_step),
+    FIELD(fg_strategy_vtable, optimizer_step), FIELD(fg_strategy_vtable, eval_step),
+    FIELD(fg_strategy_vtable, read_metrics), FIELD(fg_strategy_vtable, primary_replica),
 
     /* enums */
     ENUM(fg_status, FG_OK), ENUM(fg_status, FG_UNAVAILABLE), ENUM(fg_status, FG_INCOMPATIBLE),
@@ -196,7 +214,8 @@ static const struct_align aligns[] = {
     STRUCT_ALIGN(fg_dataset_info), STRUCT_ALIGN(fg_data_vtable), STRUCT_ALIGN(fg_metric),
     STRUCT_ALIGN(fg_event), STRUCT_ALIGN(fg_callback_action),
     STRUCT_ALIGN(fg_callback_vtable), STRUCT_ALIGN(fg_strategy_info),
-    STRUCT_ALIGN(fg_strategy_vtable),
+    STRUCT_ALIGN(fg_strategy_vtable), STRUCT_ALIGN(fg_batch), STRUCT_ALIGN(fg_step_metrics),
+    STRUCT_ALIGN(fg_train_services),
 };
 
 static void format_line(const layout_line *l, char *out, size_t size)
