@@ -18,7 +18,8 @@ static const char usage_text[] =
     "  validate CONFIG [section.key=value]...  evaluate on the validation split\n"
     "  test CONFIG [section.key=value]...      evaluate on the test split\n"
     "  predict CONFIG [section.key=value]...   write predictions for the predict split\n"
-    "  check CONFIG [section.key=value]...     load the plugins and validate the config only\n"
+    "  check CONFIG [section.key=value]...     validate the config, start the plugins, open the\n"
+    "                                          data and build the model; train nothing\n"
     "  plugins                                 list every plugin found, and why any was refused\n"
     "  explain KIND.NAME | SECTION             a plugin's (or a core section's) options\n"
     "  devices                                 the devices each backend sees\n"
@@ -71,7 +72,7 @@ static int parse_args(int argc, char **argv, cli *c)
         } else if (strcmp(a, "--version") == 0) {
             printf("fulgur %s (plugin ABI %d.%d)\n", fg_version(), FG_ABI_MAJOR, fg_abi_minor());
             return EXIT_OK;
-        } else if (a[0] == '-' && a[1] == '-' && strchr(a, '=') == NULL) {
+        } else if (a[0] == '-' && a[1] != '\0') {
             return usage_error("unknown option '%s'", a);
         } else {
             if (c->arg_count == MAX_ARGS) return usage_error("too many arguments (%s)", a);
@@ -109,7 +110,7 @@ static int run_verb(fg_runtime *rt, const cli *c, const char *cmd)
 {
     static const struct { const char *name; int verb; } verbs[] = {
         {"fit", FG_VERB_FIT}, {"validate", FG_VERB_VALIDATE}, {"test", FG_VERB_TEST},
-        {"predict", FG_VERB_PREDICT}, {"check", 0}};
+        {"predict", FG_VERB_PREDICT}, {"check", FG_VERB_CHECK}};
     int verb = -1;
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
         if (strcmp(verbs[i].name, cmd) == 0) verb = verbs[i].verb;
@@ -118,12 +119,10 @@ static int run_verb(fg_runtime *rt, const cli *c, const char *cmd)
     fg_error err = {0};
     fg_status st = fg_runtime_configure(rt, c->args[1], c->args + 2, c->arg_count - 2, &err);
     if (st != FG_OK) return fail(&err, st, 1);
-    if (verb == 0) {
-        printf("%s: ok\n", c->args[1]);
-        return EXIT_OK;
-    }
     st = fg_runtime_run(rt, (fg_verb)verb, &err);
-    return st == FG_OK ? EXIT_OK : fail(&err, st, 0);
+    if (st != FG_OK) return fail(&err, st, 0);
+    if (verb == FG_VERB_CHECK) printf("%s: ok\n", c->args[1]);
+    return EXIT_OK;
 }
 
 static int run_command(fg_runtime *rt, const cli *c)
@@ -149,6 +148,8 @@ static int run_command(fg_runtime *rt, const cli *c)
 
 int main(int argc, char **argv)
 {
+    /* Progress lines appear as they happen, also when piped to a file or tee. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     cli c;
     memset(&c, 0, sizeof c);
     int rc = parse_args(argc, argv, &c);

@@ -19,5 +19,5 @@ fg_status fg_xent_backward(const fg_backend_vtable *be, void *bs, void *queue,
     FG_BACKEND_NEED(be, softmax_xent_backward, err);
     /* d(mean loss)/d(logits) = (probs - onehot) / rows */
     return be->softmax_xent_backward(bs, queue, probs, labels, rows, classes,
-                                     loss_scale, dlogits, err);
+                                     loss_scale / (float)rows, dlogits, err);
 }

@@ -546,7 +546,7 @@ static void teardown(trainer *t)
 
 fg_status fg_trainer_run(fg_runtime *rt, fg_verb verb, fg_error *err)
 {
-    if (verb != FG_VERB_FIT)
+    if (verb != FG_VERB_FIT && verb != FG_VERB_CHECK)
         return fg_error_set(err, FG_UNAVAILABLE, "fulgur %s evaluates a trained model from a "
                             "checkpoint, and this build does not read checkpoints yet; "
                             "use `fulgur fit` (it tests at the end)",
@@ -559,7 +559,7 @@ fg_status fg_trainer_run(fg_runtime *rt, fg_verb verb, fg_error *err)
     fg_status st = setup(&t, err);
     if (st == FG_OK) {
         report_model(&t);
-        st = fit(&t, err);
+        if (verb == FG_VERB_FIT) st = fit(&t, err);
     }
     teardown(&t);
     return st;

@@ -38,33 +38,54 @@ size_t fg_cpu_conv2d_workspace(const fg_cpu_conv_shape *d)
     return (fg_cpu_conv_col_floats(d) + (size_t)d->k * fg_cpu_conv_np(d)) * sizeof(float);
 }
 
+/* Output positions [lo, hi) whose tap `tap` lands inside an input of `in` pixels:
+ * 0 <= o*stride - pad + tap < in. Outside that range the tap reads padding. */
+static void fg_cpu_tap_range(int pad, int tap, int stride, int in, int out, int *lo, int *hi)
+{
+    int first = pad - tap, last = in - 1 + pad - tap; /* o*stride must lie in [first, last] */
+    int l = first > 0 ? (first + stride - 1) / stride : 0;
+    int h = last >= 0 ? last / stride + 1 : 0;
+    h = h < out ? h : out;
+    *lo = l < h ? l : h;
+    *hi = h;
+}
+
 /* Rows [b, e) of col (CRS, N*P): row (c, r, s) holds, for every image and output
- * position, the input pixel that window tap sees (0 in the padding). */
+ * position, the input pixel that window tap sees (0 in the padding). The in-range span
+ * of each output row is found once, so the copy loop has no bounds test. */
 static void fg_cpu_im2col_rows(void *p, size_t b, size_t e)
 {
     fg_cpu_conv_ctx *cx = p;
     const fg_cpu_conv_shape *d = cx->d;
     size_t P = (size_t)d->out_h * (size_t)d->out_w, np = fg_cpu_conv_np(d);
+    size_t ow_n = (size_t)d->out_w;
     for (size_t row = b; row < e; row++) {
         int s = (int)(row % (size_t)d->s), r = (int)(row / (size_t)d->s % (size_t)d->r);
         int c = (int)(row / ((size_t)d->s * (size_t)d->r));
+        int oh_lo, oh_hi, ow_lo, ow_hi;
+        fg_cpu_tap_range(d->pad_h, r, d->stride_h, d->h, d->out_h, &oh_lo, &oh_hi);
+        fg_cpu_tap_range(d->pad_w, s, d->stride_w, d->w, d->out_w, &ow_lo, &ow_hi);
         float *out = cx->dst + row * np;
         for (int n = 0; n < d->n; n++) {
             const float *plane = cx->src + ((size_t)n * (size_t)d->c + (size_t)c) *
                                                (size_t)d->h * (size_t)d->w;
             float *o = out + (size_t)n * P;
-            for (int oh = 0; oh < d->out_h; oh++, o += d->out_w) {
-                int ih = oh * d->stride_h - d->pad_h + r;
-                if (ih < 0 || ih >= d->h) {
-                    memset(o, 0, (size_t)d->out_w * sizeof *o);
-                    continue;
+            memset(o, 0, (size_t)oh_lo * ow_n * sizeof *o);
+            for (int oh = oh_lo; oh < oh_hi; oh++) {
+                float *orow = o + (size_t)oh * ow_n;
+                const float *in = plane +
+                                  (size_t)(oh * d->stride_h - d->pad_h + r) * (size_t)d->w +
+                                  (s - d->pad_w);
+                memset(orow, 0, (size_t)ow_lo * sizeof *orow);
+                if (d->stride_w == 1) {
+                    memcpy(orow + ow_lo, in + ow_lo, (size_t)(ow_hi - ow_lo) * sizeof *orow);
+                } else {
+                    for (int ow = ow_lo; ow < ow_hi; ow++)
+                        orow[ow] = in[(ptrdiff_t)ow * d->stride_w];
                 }
-                const float *in = plane + (size_t)ih * (size_t)d->w;
-                for (int ow = 0; ow < d->out_w; ow++) {
-                    int iw = ow * d->stride_w - d->pad_w + s;
-                    o[ow] = iw >= 0 && iw < d->w ? in[iw] : 0.0f;
-                }
+                memset(orow + ow_hi, 0, (size_t)(d->out_w - ow_hi) * sizeof *orow);
             }
+            memset(o + (size_t)oh_hi * ow_n, 0, (size_t)(d->out_h - oh_hi) * ow_n * sizeof *o);
         }
     }
 }
@@ -143,16 +164,20 @@ static void fg_cpu_col2im_planes(void *p, size_t b, size_t e)
         for (int r = 0; r < d->r; r++) {
             for (int s = 0; s < d->s; s++) {
                 size_t row = (c * (size_t)d->r + (size_t)r) * (size_t)d->s + (size_t)s;
+                int oh_lo, oh_hi, ow_lo, ow_hi;
+                fg_cpu_tap_range(d->pad_h, r, d->stride_h, d->h, d->out_h, &oh_lo, &oh_hi);
+                fg_cpu_tap_range(d->pad_w, s, d->stride_w, d->w, d->out_w, &ow_lo, &ow_hi);
                 const float *src = cx->src + row * np + n * P;
-                for (int oh = 0; oh < d->out_h; oh++, src += d->out_w) {
-                    int ih = oh * d->stride_h - d->pad_h + r;
-                    if (ih < 0 || ih >= d->h)
-                        continue;
-                    float *out = dx + (size_t)ih * (size_t)d->w;
-                    for (int ow = 0; ow < d->out_w; ow++) {
-                        int iw = ow * d->stride_w - d->pad_w + s;
-                        if (iw >= 0 && iw < d->w)
-                            out[iw] += src[ow];
+                for (int oh = oh_lo; oh < oh_hi; oh++) {
+                    const float *srow = src + (size_t)oh * (size_t)d->out_w;
+                    float *out = dx + (size_t)(oh * d->stride_h - d->pad_h + r) * (size_t)d->w +
+                                 (s - d->pad_w);
+                    if (d->stride_w == 1) {
+                        for (int ow = ow_lo; ow < ow_hi; ow++)
+                            out[ow] += srow[ow];
+                    } else {
+                        for (int ow = ow_lo; ow < ow_hi; ow++)
+                            out[(ptrdiff_t)ow * d->stride_w] += srow[ow];
                     }
                 }
             }

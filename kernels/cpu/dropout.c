@@ -51,16 +51,19 @@ static void fg_cpu_dropout_forward_range(void *p, size_t b, size_t e)
     fg_cpu_dropout_ctx *c = p;
     for (size_t i = b; i < e; i++) {
         int keep = fg_cpu_keep(c->key, c->offset + i, c->threshold);
+        float v = c->x[i] * c->scale; /* unconditional load: the select stays branch-free */
         c->mask[i] = (uint8_t)keep;
-        c->y[i] = keep ? c->x[i] * c->scale : 0.0f;
+        c->y[i] = keep ? v : 0.0f;
     }
 }
 
 static void fg_cpu_dropout_backward_range(void *p, size_t b, size_t e)
 {
     fg_cpu_dropout_ctx *c = p;
-    for (size_t i = b; i < e; i++)
-        c->y[i] = c->mask_in[i] ? c->x[i] * c->scale : 0.0f;
+    for (size_t i = b; i < e; i++) {
+        float v = c->x[i] * c->scale;
+        c->y[i] = c->mask_in[i] ? v : 0.0f;
+    }
 }
 
 static float fg_cpu_dropout_scale(float p)

@@ -49,7 +49,13 @@ FG_API fg_status fg_runtime_explain(fg_runtime *rt, const char *kind_dot_name, F
 /* `fulgur devices`: what each backend found in the search path sees. */
 FG_API fg_status fg_runtime_list_devices(fg_runtime *rt, FILE *out, fg_error *err);
 
-typedef enum fg_verb { FG_VERB_FIT = 1, FG_VERB_VALIDATE = 2, FG_VERB_TEST = 3, FG_VERB_PREDICT = 4 } fg_verb;
+typedef enum fg_verb {
+    FG_VERB_FIT = 1,
+    FG_VERB_VALIDATE = 2,
+    FG_VERB_TEST = 3,
+    FG_VERB_PREDICT = 4,
+    FG_VERB_CHECK = 5 /* set everything up (plugins, data, model, replicas), train nothing */
+} fg_verb;
 
 /* Runs a verb on the configured runtime. */
 FG_API fg_status fg_runtime_run(fg_runtime *rt, fg_verb verb, fg_error *err);
