@@ -9,15 +9,31 @@
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 #define NO_RANGE 1, 0
 
+/* "Fraction or count" keys are strings: a value with a '.' is a fraction of the epoch,
+ * a plain integer a number of batches (Lightning's float/int distinction). */
 static const fg_option trainer_options[] = {
-    {"max_epochs", FG_OPT_INT, "1", 0, 1e9, NULL, "epochs to train (stops earlier at max_steps)"},
+    {"max_epochs", FG_OPT_INT, "1", 0, 1e9, NULL, "epochs to train (stops earlier at max_steps or max_time)"},
     {"max_steps", FG_OPT_INT, "-1", -1, 1e15, NULL, "optimizer steps to train; -1: no limit"},
-    {"limit_train_batches", FG_OPT_INT, "0", 0, 1e15, NULL, "batches per training epoch; 0: all"},
-    {"limit_eval_batches", FG_OPT_INT, "0", 0, 1e15, NULL, "batches per validation/test pass; 0: all"},
-    {"log_every_n_steps", FG_OPT_INT, "50", 1, 1e9, NULL, "read the loss from the device and log every N steps"},
+    {"max_time", FG_OPT_STRING, "", NO_RANGE, NULL, "wall-clock limit: seconds, HH:MM:SS or DD:HH:MM:SS; empty: none"},
+    {"accumulate_grad_batches", FG_OPT_INT, "1", 1, 1e6, NULL, "micro-batches per optimizer step"},
+    {"gradient_clip_val", FG_OPT_FLOAT, "0", 0, 1e30, NULL, "clip gradients to this norm (or value); 0: off"},
+    {"gradient_clip_algorithm", FG_OPT_ENUM, "norm", NO_RANGE, "norm|value", "clip the global L2 norm or each value"},
+    {"val_check_interval", FG_OPT_STRING, "1.0", NO_RANGE, NULL, "validate every fraction of an epoch (0.25) or every N training batches (1000)"},
+    {"check_val_every_n_epoch", FG_OPT_INT, "1", 0, 1e9, NULL, "validate after every N epochs; 0: never"},
+    {"limit_train_batches", FG_OPT_STRING, "1.0", NO_RANGE, NULL, "training batches per epoch: a fraction (0.5) or a count (100)"},
+    {"limit_val_batches", FG_OPT_STRING, "1.0", NO_RANGE, NULL, "validation batches per check: a fraction or a count"},
+    {"limit_test_batches", FG_OPT_STRING, "1.0", NO_RANGE, NULL, "test batches: a fraction or a count"},
+    {"num_sanity_val_steps", FG_OPT_INT, "2", -1, 1e9, NULL, "validation batches run before training to catch bugs early; -1: all"},
+    {"fast_dev_run", FG_OPT_INT, "0", 0, 1e6, NULL, "run N batches of train, val and test once, save no checkpoint; 0: off"},
+    {"overfit_batches", FG_OPT_STRING, "0", NO_RANGE, NULL, "train and validate on the same first batches (fraction or count), unshuffled; 0: off"},
+    {"log_every_n_steps", FG_OPT_INT, "50", 1, 1e9, NULL, "read the loss from the device and log every N optimizer steps"},
     {"seed", FG_OPT_INT, "0", 0, 9.2e18, NULL, "seeds initialisation, shuffling and dropout"},
-    {"validate_every_n_epochs", FG_OPT_INT, "1", 0, 1e9, NULL, "run validation after every N epochs; 0: never"},
     {"test_after_fit", FG_OPT_BOOL, "true", NO_RANGE, NULL, "evaluate on the test split when fit ends"},
+    {"default_root_dir", FG_OPT_STRING, "runs", NO_RANGE, NULL, "runs go to DIR/NAME/version_N/ with the resolved config"},
+    {"name", FG_OPT_STRING, "default", NO_RANGE, NULL, "the run family under default_root_dir"},
+    {"ckpt_path", FG_OPT_STRING, "", NO_RANGE, NULL, "resume fit (or load for test/validate) from last, best or a FILE"},
+    {"final_checkpoint", FG_OPT_STRING, "", NO_RANGE, NULL, "also write the model when fit ends to this file (relative to the run folder)"},
+    {"save_on_exception", FG_OPT_BOOL, "false", NO_RANGE, NULL, "write checkpoints/on_exception.safetensors when training fails"},
 };
 
 static const fg_option data_options[] = {
@@ -64,7 +80,7 @@ static const section_schema core_schemas[] = {
 };
 
 const char *const fg_core_sections[] = {"trainer", "backend", "precision", "strategy", "comm",
-                                        "data", "model", "optimizer", "plugins"};
+                                        "data", "model", "optimizer", "scheduler", "plugins"};
 const size_t fg_core_section_count = COUNT(fg_core_sections);
 const char *const fg_core_section_prefixes[] = {"layer.", "callback."};
 const size_t fg_core_section_prefix_count = COUNT(fg_core_section_prefixes);

@@ -6,6 +6,7 @@
 #include "core_schema.h"
 #include "model.h"
 #include "optimizer.h"
+#include "scheduler.h"
 #include "runtime.h"
 
 static const char *type_name(uint32_t t)
@@ -51,12 +52,13 @@ fg_status fg_runtime_explain(fg_runtime *rt, const char *what, FILE *out, fg_err
         const fg_option *opts = fg_core_schema(what, &count);
         if (!opts && strcmp(what, "model") == 0) opts = fg_model_schema(&count);
         if (!opts && strcmp(what, "optimizer") == 0) opts = fg_optimizer_schema(&count);
+        if (!opts && strcmp(what, "scheduler") == 0) opts = fg_scheduler_schema(&count);
         if (!opts && strncmp(what, "layer.", 6) == 0) opts = fg_layer_schema(what + 6, &count);
         if (!opts)
             return fg_error_set(err, FG_INVALID_ARGUMENT,
                                 "explain: '%s' is neither KIND.NAME (kinds: backend, precision, "
                                 "strategy, comm, data, callback) nor a core section (trainer, data, model, "
-                                "optimizer, layer.TYPE, plugins)", what);
+                                "optimizer, scheduler, layer.TYPE, plugins)", what);
         fprintf(out, "[%s] (core)\n", what);
         print_options(out, opts, count, sizeof(fg_option));
         return FG_OK;

@@ -6,6 +6,7 @@
 #include "core_schema.h"
 #include "model.h"
 #include "optimizer.h"
+#include "scheduler.h"
 
 static void push(fg_schema *out, size_t *n, const char *owner, const fg_option *opts,
                  size_t count, size_t stride)
@@ -34,6 +35,9 @@ fg_status fg_section_schemas(fg_runtime *rt, const char *section, fg_schema *out
     } else if (strcmp(section, "optimizer") == 0) {
         core = fg_optimizer_schema(&c);
         push(out, &n, "optimizer", core, c, sizeof(fg_option));
+    } else if (strcmp(section, "scheduler") == 0) {
+        core = fg_scheduler_schema(&c);
+        push(out, &n, "scheduler", core, c, sizeof(fg_option));
     } else if (strncmp(section, "layer.", 6) == 0) {
         fg_status st = fg_layer_check_type(rt->cfg, section, err);
         if (st != FG_OK) return st;

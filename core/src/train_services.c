@@ -17,7 +17,10 @@ typedef struct train_replica {
     float *x_dev;       /* (max_batch, sample...) */
     int32_t *y_dev;     /* (max_batch) */
     float *metrics_dev; /* (2): loss sum, correct predictions */
+    float *scratch_dev; /* (1): a reduction result */
     double count;       /* samples since the last metrics reset: known on the host */
+    void (*grad_ready)(void *user, int64_t offset, int64_t count);
+    void *grad_ready_user;
 } train_replica;
 
 #define CTX(p) ((fg_train_ctx *)(p))
@@ -32,6 +35,7 @@ static void replica_destroy(void *ctx, void *replica)
     if (t->x_dev) c->be->free(c->bs, t->device, t->x_dev);
     if (t->y_dev) c->be->free(c->bs, t->device, t->y_dev);
     if (t->metrics_dev) c->be->free(c->bs, t->device, t->metrics_dev);
+    if (t->scratch_dev) c->be->free(c->bs, t->device, t->scratch_dev);
     fg_replica_destroy(t->replica);
     if (t->queue) c->be->queue_destroy(c->bs, t->queue);
     free(t);
@@ -51,6 +55,7 @@ static fg_status replica_create(void *ctx, int device, int max_batch, void **out
     if (st == FG_OK) st = c->be->alloc(c->bs, device, (size_t)max_batch * sample * sizeof(float), (void **)&t->x_dev, err);
     if (st == FG_OK) st = c->be->alloc(c->bs, device, (size_t)max_batch * sizeof(int32_t), (void **)&t->y_dev, err);
     if (st == FG_OK) st = c->be->alloc(c->bs, device, 2 * sizeof(float), (void **)&t->metrics_dev, err);
+    if (st == FG_OK) st = c->be->alloc(c->bs, device, sizeof(float), (void **)&t->scratch_dev, err);
     if (st == FG_OK) st = fg_optimizer_create(c->cfg, c->be, c->bs, device, params, &t->opt, err);
     if (st == FG_OK) st = fg_replica_upload(t->replica, t->queue, c->init_params, c->init_buffers, err);
     if (st == FG_OK) st = c->be->fill(c->bs, t->queue, t->metrics_dev, 0.0f, 2, err);
@@ -140,6 +145,56 @@ static fg_status read_metrics(void *ctx, void *replica, int reset, fg_step_metri
     return st;
 }
 
+static void grad_ready_trampoline(void *user, size_t offset, size_t count)
+{
+    train_replica *t = user;
+    t->grad_ready(t->grad_ready_user, (int64_t)offset, (int64_t)count);
+}
+
+static void set_grad_ready_hook(void *ctx, void *replica,
+                                void (*fn)(void *user, int64_t offset, int64_t count), void *user)
+{
+    train_replica *t = replica;
+    t->grad_ready = fn;
+    t->grad_ready_user = user;
+    fg_replica_set_grad_ready_hook(t->replica, fn ? grad_ready_trampoline : NULL, fn ? t : NULL);
+}
+
+static fg_status grad_norm_sq(void *ctx, void *replica, int64_t offset, int64_t count,
+                              double *out, fg_error *err)
+{
+    fg_train_ctx *c = CTX(ctx);
+    train_replica *t = replica;
+    float host = 0.0f;
+    fg_status st = c->be->sum_squares(c->bs, t->queue, fg_replica_grads(t->replica) + offset,
+                                      (size_t)count, t->scratch_dev, err);
+    if (st == FG_OK) st = c->be->copy(c->bs, t->queue, &host, -1, t->scratch_dev, t->device, sizeof host, err);
+    if (st == FG_OK) st = c->be->queue_sync(c->bs, t->queue, err);
+    *out = host;
+    return st;
+}
+
+static fg_status scale_grads(void *ctx, void *replica, int64_t offset, int64_t count, float s,
+                             float clamp, fg_error *err)
+{
+    fg_train_ctx *c = CTX(ctx);
+    train_replica *t = replica;
+    float *g = fg_replica_grads(t->replica) + offset;
+    fg_status st = FG_OK;
+    if (s != 1.0f) st = c->be->scale(c->bs, t->queue, g, s, (size_t)count, err);
+    if (st == FG_OK && clamp > 0) {
+        if (!FG_HAS_FIELD(c->be, fg_backend_vtable, clamp) || !c->be->clamp)
+            return fg_error_set(err, FG_UNAVAILABLE, "the backend cannot clamp gradients "
+                                "(gradient_clip_algorithm = value); use norm");
+        st = c->be->clamp(c->bs, t->queue, g, -clamp, clamp, (size_t)count, err);
+    }
+    return st;
+}
+
+fg_replica *fg_train_replica_model(const void *r) { return ((const train_replica *)r)->replica; }
+fg_optimizer *fg_train_replica_optimizer(const void *r) { return ((const train_replica *)r)->opt; }
+void *fg_train_replica_queue(const void *r) { return ((const train_replica *)r)->queue; }
+
 int fg_train_replica_device(const void *replica) { return ((const train_replica *)replica)->device; }
 
 void fg_train_services_init(fg_train_ctx *c, int max_batch)
@@ -159,4 +214,7 @@ void fg_train_services_init(fg_train_ctx *c, int max_batch)
     s->evaluate = evaluate;
     s->optimizer_step = optimizer_step;
     s->read_metrics = read_metrics;
+    s->set_grad_ready_hook = set_grad_ready_hook;
+    s->grad_norm_sq = grad_norm_sq;
+    s->scale_grads = scale_grads;
 }

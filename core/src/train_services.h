@@ -23,6 +23,11 @@ typedef struct fg_train_ctx {
 /* The backend device a replica created by these services lives on. */
 int fg_train_replica_device(const void *replica);
 
+/* The model replica and optimizer inside a replica of these services. */
+fg_replica *fg_train_replica_model(const void *replica);
+struct fg_optimizer *fg_train_replica_optimizer(const void *replica);
+void *fg_train_replica_queue(const void *replica);
+
 /* Fills ctx->svc; the other fields must be set by the caller. */
 void fg_train_services_init(fg_train_ctx *ctx, int max_batch);
 

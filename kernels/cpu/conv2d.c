@@ -1,11 +1,14 @@
-/* 2-D convolution as im2col + one sgemm over the whole batch.
+/* 2-D convolution as im2col + sgemm over groups of images.
  *
- * The column matrix is (C*R*S, N*P) with P = OH*OW, so the forward product
- * W (K, CRS) x col (CRS, N*P) is one large gemm (efficient even when a single image gives a
- * thin matrix), landing in (K, N*P) order; a cheap permutation then writes NCHW. Backward
- * reuses the same two buffers: dy gathered to (K, N*P), dW = dy2 col^T, dcol = W^T dy2,
- * col2im. im2col, the permutations and col2im run on the pool; the gemms on the calling
- * thread with OpenBLAS's threads. */
+ * For a group of G images the column matrix is (C*R*S, G*P) with P = OH*OW, so the
+ * forward product W (K, CRS) x col (CRS, G*P) is one wide gemm (efficient even when one
+ * image alone gives a thin matrix), landing in (K, G*P) order; a cheap permutation then
+ * writes NCHW and adds the bias. G is picked so the column matrix stays near 2 MiB: it is
+ * written and read back from cache rather than memory, and the workspace stays small.
+ * Backward reuses the same two buffers per group: dy gathered to (K, G*P),
+ * dW (+)= dy2 col^T, dcol = W^T dy2, col2im. im2col, the permutations and col2im run on
+ * the pool; the gemms on the calling thread with OpenBLAS's threads. The grouping depends
+ * only on the shape, so results do not depend on the thread count (beyond gemm's). */
 #include <string.h>
 
 #include "cpu_kernels.h"
@@ -17,6 +20,23 @@ typedef struct fg_cpu_conv_ctx {
     const float *bias;
 } fg_cpu_conv_ctx;
 
+/* Images per group: the column matrix of a group stays near this many bytes. */
+#define FG_CPU_CONV_GROUP_BYTES (2u << 20)
+
+static size_t fg_cpu_conv_group(const fg_cpu_conv_shape *d)
+{
+    size_t per_image = (size_t)d->c * (size_t)d->r * (size_t)d->s * (size_t)d->out_h *
+                       (size_t)d->out_w * sizeof(float);
+    size_t g = per_image ? FG_CPU_CONV_GROUP_BYTES / per_image : 1;
+    if (g < 1)
+        g = 1;
+    if (g > (size_t)d->n)
+        g = (size_t)d->n;
+    size_t groups = ((size_t)d->n + g - 1) / g;
+    return ((size_t)d->n + groups - 1) / groups; /* even groups: no tiny last one */
+}
+
+/* Columns of the column matrix of a (group) shape: N * P. */
 static size_t fg_cpu_conv_np(const fg_cpu_conv_shape *d)
 {
     return (size_t)d->n * (size_t)d->out_h * (size_t)d->out_w;
@@ -27,15 +47,26 @@ static size_t fg_cpu_conv_crs(const fg_cpu_conv_shape *d)
     return (size_t)d->c * (size_t)d->r * (size_t)d->s;
 }
 
-/* Floats before the (K, N*P) buffer, rounded to a 64-byte boundary. */
+/* Floats of a full group's column matrix, rounded to 64 bytes: the (K, G*P) buffer
+ * follows it in the workspace. */
 static size_t fg_cpu_conv_col_floats(const fg_cpu_conv_shape *d)
 {
-    return (fg_cpu_conv_crs(d) * fg_cpu_conv_np(d) + 15) / 16 * 16;
+    size_t gp = fg_cpu_conv_group(d) * (size_t)d->out_h * (size_t)d->out_w;
+    return (fg_cpu_conv_crs(d) * gp + 15) / 16 * 16;
 }
 
 size_t fg_cpu_conv2d_workspace(const fg_cpu_conv_shape *d)
 {
-    return (fg_cpu_conv_col_floats(d) + (size_t)d->k * fg_cpu_conv_np(d)) * sizeof(float);
+    size_t gp = fg_cpu_conv_group(d) * (size_t)d->out_h * (size_t)d->out_w;
+    return (fg_cpu_conv_col_floats(d) + (size_t)d->k * gp) * sizeof(float);
+}
+
+/* The shape of a group of `count` consecutive images of d. */
+static fg_cpu_conv_shape fg_cpu_conv_slice(const fg_cpu_conv_shape *d, size_t count)
+{
+    fg_cpu_conv_shape g = *d;
+    g.n = (int)count;
+    return g;
 }
 
 /* Output positions [lo, hi) whose tap `tap` lands inside an input of `in` pixels:
@@ -137,16 +168,22 @@ static size_t fg_cpu_plane_grain(size_t plane_size)
 void fg_cpu_conv2d_forward(fg_cpu_pool *pool, const fg_cpu_conv_shape *d, const float *x,
                            const float *w, const float *bias, float *y, void *workspace)
 {
-    size_t np = fg_cpu_conv_np(d), crs = fg_cpu_conv_crs(d);
+    size_t crs = fg_cpu_conv_crs(d), G = fg_cpu_conv_group(d);
     size_t P = (size_t)d->out_h * (size_t)d->out_w;
-    float *col = workspace;                              /* (CRS, N*P) */
-    float *ybuf = col + fg_cpu_conv_col_floats(d);        /* (K, N*P) */
-    fg_cpu_im2col(pool, d, x, col);
-    fg_cpu_gemm(0, 0, d->k, (int)np, (int)crs, 1.0f, w, (int)crs, col, (int)np, 0.0f, ybuf,
-                (int)np);
-    fg_cpu_conv_ctx cx = { d, ybuf, y, bias };
-    fg_cpu_parallel_for(pool, (size_t)d->n * (size_t)d->k, fg_cpu_plane_grain(P), 1,
-                        fg_cpu_conv_scatter_planes, &cx);
+    size_t x_image = (size_t)d->c * (size_t)d->h * (size_t)d->w, y_image = (size_t)d->k * P;
+    float *col = workspace;                        /* (CRS, G*P) */
+    float *ybuf = col + fg_cpu_conv_col_floats(d); /* (K, G*P) */
+    for (size_t first = 0; first < (size_t)d->n; first += G) {
+        size_t count = (size_t)d->n - first < G ? (size_t)d->n - first : G;
+        fg_cpu_conv_shape g = fg_cpu_conv_slice(d, count);
+        size_t np = fg_cpu_conv_np(&g);
+        fg_cpu_im2col(pool, &g, x + first * x_image, col);
+        fg_cpu_gemm(0, 0, d->k, (int)np, (int)crs, 1.0f, w, (int)crs, col, (int)np, 0.0f,
+                    ybuf, (int)np);
+        fg_cpu_conv_ctx cx = { &g, ybuf, y + first * y_image, bias };
+        fg_cpu_parallel_for(pool, count * (size_t)d->k, fg_cpu_plane_grain(P), 1,
+                            fg_cpu_conv_scatter_planes, &cx);
+    }
 }
 
 /* Planes [b, e) of (N, C): dx[n][c] = sum over taps (r, s) and output positions of
@@ -189,26 +226,32 @@ void fg_cpu_conv2d_backward(fg_cpu_pool *pool, const fg_cpu_conv_shape *d, const
                             const float *w, const float *dy, float *dx, float *dw,
                             float *dbias, int accumulate, void *workspace)
 {
-    size_t np = fg_cpu_conv_np(d), crs = fg_cpu_conv_crs(d);
-    size_t P = (size_t)d->out_h * (size_t)d->out_w;
-    float *col = workspace;                              /* (CRS, N*P) */
-    float *dybuf = col + fg_cpu_conv_col_floats(d);       /* (K, N*P) */
-    fg_cpu_conv_ctx gx = { d, dy, dybuf, NULL };
-    fg_cpu_parallel_for(pool, (size_t)d->n * (size_t)d->k, fg_cpu_plane_grain(P), 1,
-                        fg_cpu_conv_gather_planes, &gx);
-    if (dbias)
-        fg_cpu_bias_grad(pool, dbias, dybuf, 1, d->k, (int)np, accumulate);
-    if (dw) {
-        fg_cpu_im2col(pool, d, x, col);
-        fg_cpu_gemm(0, 1, d->k, (int)crs, (int)np, 1.0f, dybuf, (int)np, col, (int)np,
-                    accumulate ? 1.0f : 0.0f, dw, (int)crs);
-    }
-    if (dx) {
-        fg_cpu_gemm(1, 0, (int)crs, (int)np, d->k, 1.0f, w, (int)crs, dybuf, (int)np, 0.0f,
-                    col, (int)np);
-        fg_cpu_conv_ctx cx = { d, col, dx, NULL };
-        fg_cpu_parallel_for(pool, (size_t)d->n * (size_t)d->c,
-                            fg_cpu_plane_grain((size_t)d->h * (size_t)d->w), 1,
-                            fg_cpu_col2im_planes, &cx);
+    size_t crs = fg_cpu_conv_crs(d), G = fg_cpu_conv_group(d);
+    size_t P = (size_t)d->out_h * (size_t)d->out_w, hw = (size_t)d->h * (size_t)d->w;
+    size_t x_image = (size_t)d->c * hw, y_image = (size_t)d->k * P;
+    float *col = workspace;                         /* (CRS, G*P) */
+    float *dybuf = col + fg_cpu_conv_col_floats(d); /* (K, G*P) */
+    for (size_t first = 0; first < (size_t)d->n; first += G) {
+        size_t count = (size_t)d->n - first < G ? (size_t)d->n - first : G;
+        fg_cpu_conv_shape g = fg_cpu_conv_slice(d, count);
+        size_t np = fg_cpu_conv_np(&g);
+        int acc = accumulate || first > 0; /* later groups add to the earlier ones */
+        fg_cpu_conv_ctx gx = { &g, dy + first * y_image, dybuf, NULL };
+        fg_cpu_parallel_for(pool, count * (size_t)d->k, fg_cpu_plane_grain(P), 1,
+                            fg_cpu_conv_gather_planes, &gx);
+        if (dbias)
+            fg_cpu_bias_grad(pool, dbias, dybuf, 1, d->k, (int)np, acc);
+        if (dw) {
+            fg_cpu_im2col(pool, &g, x + first * x_image, col);
+            fg_cpu_gemm(0, 1, d->k, (int)crs, (int)np, 1.0f, dybuf, (int)np, col, (int)np,
+                        acc ? 1.0f : 0.0f, dw, (int)crs);
+        }
+        if (dx) {
+            fg_cpu_gemm(1, 0, (int)crs, (int)np, d->k, 1.0f, w, (int)crs, dybuf, (int)np,
+                        0.0f, col, (int)np);
+            fg_cpu_conv_ctx cx = { &g, col, dx + first * x_image, NULL };
+            fg_cpu_parallel_for(pool, count * (size_t)d->c, fg_cpu_plane_grain(hw), 1,
+                                fg_cpu_col2im_planes, &cx);
+        }
     }
 }

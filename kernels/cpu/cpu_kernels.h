@@ -76,14 +76,15 @@ void fg_cpu_activation_forward(fg_cpu_pool *pool, int act, const float *x, float
 void fg_cpu_activation_backward(fg_cpu_pool *pool, int act, const float *x, const float *y,
                                 const float *dy, float *dx, size_t n);
 
-/* ---- conv2d (conv2d.c): im2col + one sgemm over the whole batch ------------------------ */
+/* ---- conv2d (conv2d.c): im2col + sgemm over groups of images ----------------------------- */
 
 typedef struct fg_cpu_conv_shape {
     int n, c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w, out_h, out_w;
 } fg_cpu_conv_shape;
 
-/* Bytes of scratch conv2d forward and backward need: the column matrix
- * (C*R*S, N*OH*OW) and the output in (K, N*OH*OW) order. */
+/* Bytes of scratch conv2d forward and backward need: for a group of G images (G chosen
+ * from the shape so the column matrix is about 2 MiB), the column matrix (C*R*S, G*OH*OW)
+ * and the output in (K, G*OH*OW) order. */
 size_t fg_cpu_conv2d_workspace(const fg_cpu_conv_shape *d);
 /* x (N,C,H,W), w (K,C,R,S), bias (K) or NULL -> y (N,K,OH,OW) */
 void fg_cpu_conv2d_forward(fg_cpu_pool *pool, const fg_cpu_conv_shape *d, const float *x,
@@ -148,6 +149,8 @@ void fg_cpu_softmax_xent_backward(fg_cpu_pool *pool, const float *probs,
 void fg_cpu_fill(fg_cpu_pool *pool, float *x, float value, size_t n);
 void fg_cpu_scale(fg_cpu_pool *pool, float *x, float alpha, size_t n);
 void fg_cpu_axpy(fg_cpu_pool *pool, float alpha, const float *x, float *y, size_t n);
+/* x = min(max(x, lo), hi); NaN is kept. */
+void fg_cpu_clamp(fg_cpu_pool *pool, float *x, float lo, float hi, size_t n);
 /* Sum of squares accumulated in double. */
 double fg_cpu_sum_squares(fg_cpu_pool *pool, const float *x, size_t n);
 

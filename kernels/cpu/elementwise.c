@@ -1,4 +1,4 @@
-/* fill, scale, axpy and sum of squares over flat float ranges. */
+/* fill, scale, axpy, clamp and sum of squares over flat float ranges. */
 #include "cpu_kernels.h"
 
 typedef struct fg_cpu_ew_ctx {
@@ -31,6 +31,30 @@ static void fg_cpu_axpy_range(void *p, size_t b, size_t e)
     float a = c->value;
     for (size_t i = b; i < e; i++)
         y[i] += a * x[i];
+}
+
+typedef struct fg_cpu_clamp_ctx {
+    float *x;
+    float lo, hi;
+} fg_cpu_clamp_ctx;
+
+/* As torch.clamp: max with lo first, then min with hi (lo > hi gives hi); NaN stays NaN
+ * because both comparisons are false for it. */
+static void fg_cpu_clamp_range(void *p, size_t b, size_t e)
+{
+    fg_cpu_clamp_ctx *c = p;
+    float *x = c->x, lo = c->lo, hi = c->hi;
+    for (size_t i = b; i < e; i++) {
+        float v = x[i];
+        v = v < lo ? lo : v;
+        x[i] = v > hi ? hi : v;
+    }
+}
+
+void fg_cpu_clamp(fg_cpu_pool *pool, float *x, float lo, float hi, size_t n)
+{
+    fg_cpu_clamp_ctx c = { x, lo, hi };
+    fg_cpu_parallel_for(pool, n, FG_CPU_GRAIN, 16, fg_cpu_clamp_range, &c);
 }
 
 void fg_cpu_fill(fg_cpu_pool *pool, float *x, float value, size_t n)

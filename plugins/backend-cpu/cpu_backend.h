@@ -99,6 +99,8 @@ fg_status fg_cpu_op_scale(void *state, void *queue, float *x, float alpha, size_
                           fg_error *err);
 fg_status fg_cpu_op_axpy(void *state, void *queue, float alpha, const float *x, float *y,
                          size_t n, fg_error *err);
+fg_status fg_cpu_op_clamp(void *state, void *queue, float *x, float lo, float hi, size_t n,
+                          fg_error *err);
 fg_status fg_cpu_op_sum_squares(void *state, void *queue, const float *x, size_t n,
                                 float *out, fg_error *err);
 fg_status fg_cpu_op_sgd_update(void *state, void *queue, const fg_sgd_args *a, float *param,

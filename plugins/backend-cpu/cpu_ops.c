@@ -410,6 +410,17 @@ fg_status fg_cpu_op_axpy(void *state, void *queue, float alpha, const float *x, 
     return FG_OK;
 }
 
+fg_status fg_cpu_op_clamp(void *state, void *queue, float *x, float lo, float hi, size_t n,
+                          fg_error *err)
+{
+    FG_CPU_QUEUE("clamp");
+    if (n == 0)
+        return FG_OK;
+    FG_CPU_NOT_NULL("clamp", x);
+    fg_cpu_clamp(FG_CPU_POOL(state), x, lo, hi, n);
+    return FG_OK;
+}
+
 fg_status fg_cpu_op_sum_squares(void *state, void *queue, const float *x, size_t n,
                                 float *out, fg_error *err)
 {

@@ -134,6 +134,7 @@ static const fg_backend_vtable fg_cpu_vtable = {
     .sum_squares = fg_cpu_op_sum_squares,
     .sgd_update = fg_cpu_op_sgd_update,
     .adamw_update = fg_cpu_op_adamw_update,
+    .clamp = fg_cpu_op_clamp,
 };
 
 FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {

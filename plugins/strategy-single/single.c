@@ -33,6 +33,10 @@ static fg_status single_info(void *state, fg_strategy_info *out, fg_error *err)
     out->launch_mode = FG_LAUNCH_ONE_PROCESS;
     out->needs_comm = 0;
     out->devices = 1;
+    if (FG_HAS_FIELD(out, fg_strategy_info, world_size)) {
+        out->rank = 0;
+        out->world_size = 1;
+    }
     return FG_OK;
 }
 
@@ -78,6 +82,18 @@ static fg_status single_read_metrics(void *state, int reset, fg_step_metrics *ou
 
 static void *single_primary(void *state) { return ((single *)state)->replica; }
 
+static fg_status single_grad_norm_sq(void *state, double *out, fg_error *err)
+{
+    single *s = state;
+    return s->svc->grad_norm_sq(s->svc->ctx, s->replica, 0, s->svc->param_count, out, err);
+}
+
+static fg_status single_scale_grads(void *state, float factor, float clamp, fg_error *err)
+{
+    single *s = state;
+    return s->svc->scale_grads(s->svc->ctx, s->replica, 0, s->svc->param_count, factor, clamp, err);
+}
+
 static const fg_strategy_vtable vtable = {
     .struct_size = sizeof(fg_strategy_vtable),
     .info = single_info,
@@ -88,6 +104,9 @@ static const fg_strategy_vtable vtable = {
     .eval_step = single_eval_step,
     .read_metrics = single_read_metrics,
     .primary_replica = single_primary,
+    .sync_grads = NULL, /* one replica: nothing to reduce */
+    .grad_norm_sq = single_grad_norm_sq,
+    .scale_grads = single_scale_grads,
 };
 
 FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {

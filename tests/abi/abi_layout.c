@@ -106,6 +106,8 @@ static const layout_line current[] = {
     FIELD(fg_comm_vtable, all_reduce), FIELD(fg_comm_vtable, reduce_scatter),
     FIELD(fg_comm_vtable, all_gather), FIELD(fg_comm_vtable, broadcast),
     FIELD(fg_comm_vtable, send), FIELD(fg_comm_vtable, recv), FIELD(fg_comm_vtable, barrier),
+    FIELD(fg_comm_vtable, all_reduce_start), FIELD(fg_comm_vtable, test),
+    FIELD(fg_comm_vtable, wait),
 
     /* data.h */
     SIZE(fg_dataset_info), FIELD(fg_dataset_info, struct_size), FIELD(fg_dataset_info, length),

@@ -150,6 +150,27 @@ int test_compare(const char *what, const float *got, const double *want, size_t 
     return misses;
 }
 
+int test_compare_terms(const char *what, const float *got, const double *want,
+                       const double *scale, size_t n, double tol)
+{
+    int misses = 0;
+    for (size_t i = 0; i < n; i++) {
+        double sc = scale[i] > 1e-3 ? scale[i] : 1e-3;
+        double diff = fabs((double)got[i] - want[i]);
+        if (!(diff <= tol * sc)) {
+            if (misses < 5)
+                fprintf(stderr, "%s[%zu]: got %.9g, want %.9g (diff %.3g, terms %.3g)\n",
+                        what, i, (double)got[i], want[i], diff, sc);
+            misses++;
+        }
+    }
+    if (misses) {
+        fprintf(stderr, "%s: %d of %zu elements differ\n", what, misses, n);
+        test_failures++;
+    }
+    return misses;
+}
+
 int test_compare_scalar(const char *what, double got, double want, double tol)
 {
     float g = (float)got;

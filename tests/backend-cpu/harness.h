@@ -70,6 +70,11 @@ void *test_alloc(size_t bytes);
  * Returns the number of misses. */
 int test_compare(const char *what, const float *got, const double *want, size_t n,
                  double tol);
+/* |got - want| <= tol * scale[i], where scale[i] is the sum of the absolute values of the
+ * terms that made want[i] (at least 1e-3): the float error of a long sum grows with its
+ * terms, not with a result that cancelled to near zero. */
+int test_compare_terms(const char *what, const float *got, const double *want,
+                       const double *scale, size_t n, double tol);
 int test_compare_scalar(const char *what, double got, double want, double tol);
 
 /* The test groups, one per file. */

@@ -92,6 +92,14 @@ static void test_bias(void)
     }
 }
 
+static void test_clamp_nan(void)
+{
+    float v[4] = { NAN, -5.0f, 5.0f, 0.25f };
+    CHECK_OK(tb.vt->clamp(Q, v, -1.0f, 0.5f, 4, &test_err));
+    CHECK(isnan(v[0]) && v[1] == -1.0f && v[2] == 0.5f && v[3] == 0.25f,
+          "clamp gave %g %g %g %g", (double)v[0], (double)v[1], (double)v[2], (double)v[3]);
+}
+
 static void test_elementwise(void)
 {
     static const size_t sizes[] = { 1, 7, 33, 100003, 1000001 };
@@ -113,6 +121,13 @@ static void test_elementwise(void)
             want[i] = (double)y[i] + 1.7f * (double)x[i];
         CHECK_OK(tb.vt->axpy(Q, 1.7f, x, y, n, &test_err));
         test_compare("axpy", y, want, n, 1e-6);
+        for (size_t i = 0; i < n; i++)
+            want[i] = y[i] < -1.0f ? -1.0 : y[i] > 0.5f ? 0.5 : y[i];
+        float *z = test_alloc(n * 4);
+        memcpy(z, y, n * 4);
+        CHECK_OK(tb.vt->clamp(Q, z, -1.0f, 0.5f, n, &test_err));
+        test_compare("clamp", z, want, n, 0);
+        free(z);
         double ss = 0.0;
         for (size_t i = 0; i < n; i++)
             ss += (double)y[i] * y[i];
@@ -225,6 +240,7 @@ void test_group_linear(void)
     test_gemm();
     test_bias();
     test_elementwise();
+    test_clamp_nan();
     test_sgd();
     test_adamw();
     test_backend_close(&tb);

@@ -157,6 +157,9 @@ typedef struct fg_backend_vtable {
                             const float *grad, float *momentum_buf, size_t n, fg_error *err);
     fg_status (*adamw_update)(void *state, void *queue, const fg_adamw_args *a, float *param,
                               const float *grad, float *m, float *v, size_t n, fg_error *err);
+    /* x = min(max(x, lo), hi) over n floats */
+    fg_status (*clamp)(void *state, void *queue, float *x, float lo, float hi, size_t n,
+                       fg_error *err);
 } fg_backend_vtable;
 
 #ifdef __cplusplus

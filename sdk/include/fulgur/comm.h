@@ -40,6 +40,18 @@ typedef struct fg_comm_vtable {
     fg_status (*recv)(void *state, void *queue, void *buf, size_t count, uint32_t dtype,
                       int peer, fg_error *err);
     fg_status (*barrier)(void *state, fg_error *err);
+    /* Non-blocking all_reduce, for overlapping communication with compute: starts the
+     * reduction of buf and returns a request at once. buf must not be read or written until
+     * wait() returned for the request. Started collectives count in the one issue order of
+     * the thread rule; waits may come in any order. Every request is waited exactly once. */
+    fg_status (*all_reduce_start)(void *state, void *queue, void *buf, size_t count,
+                                  uint32_t dtype, uint32_t op, void **request, fg_error *err);
+    /* Advances started collectives without blocking; *done = 1 when this request has
+     * completed (it must still be waited). Lets a caller drive progress from its own loop. */
+    fg_status (*test)(void *state, void *request, int *done, fg_error *err);
+    /* Completes a started collective within the timeout and frees the request (also when
+     * it fails). */
+    fg_status (*wait)(void *state, void *request, fg_error *err);
 } fg_comm_vtable;
 
 #ifdef __cplusplus

@@ -20,6 +20,8 @@ typedef struct fg_strategy_info {
     uint32_t launch_mode; /* fg_launch_mode */
     int32_t needs_comm;   /* a [comm] plugin must be configured */
     int32_t devices;      /* devices this process drives */
+    int32_t rank;         /* this process's data-parallel rank (0 without a comm) */
+    int32_t world_size;   /* data-parallel processes (1 without a comm) */
 } fg_strategy_info;
 
 /* A batch as the loader delivered it, in host (staging) memory. */
@@ -69,6 +71,19 @@ typedef struct fg_train_services {
     /* Reads (a host sync) and optionally resets the replica's metric sums. */
     fg_status (*read_metrics)(void *ctx, void *replica, int reset, fg_step_metrics *out,
                               fg_error *err);
+    /* Called during backward each time a layer's parameter gradients are final, with its
+     * range of the flat gradient buffer (in floats), last layer first: a strategy starts
+     * reducing a bucket as soon as its last range is in. NULL fn removes the hook. */
+    void (*set_grad_ready_hook)(void *ctx, void *replica,
+                                void (*fn)(void *user, int64_t offset, int64_t count),
+                                void *user);
+    /* Sum of squares of gradients [offset, offset + count) (a host sync). */
+    fg_status (*grad_norm_sq)(void *ctx, void *replica, int64_t offset, int64_t count,
+                              double *out, fg_error *err);
+    /* Gradients [offset, offset + count) times s, then clamped to [-clamp, clamp] when
+     * clamp > 0. */
+    fg_status (*scale_grads)(void *ctx, void *replica, int64_t offset, int64_t count, float s,
+                             float clamp, fg_error *err);
 } fg_train_services;
 
 typedef struct fg_strategy_vtable {
@@ -87,6 +102,14 @@ typedef struct fg_strategy_vtable {
     fg_status (*read_metrics)(void *state, int reset, fg_step_metrics *out, fg_error *err);
     /* The replica whose parameters are the model's (for checkpoints and evaluation). */
     void *(*primary_replica)(void *state);
+    /* Gradient clipping and unscaling, between train_step(final = 1) and optimizer_step:
+     * sync_grads finishes the gradient reduction (NULL: nothing to wait for), grad_norm_sq
+     * is the squared global L2 norm over the whole model (across shards and ranks),
+     * scale_grads multiplies every gradient by s and clamps to [-clamp, clamp] when
+     * clamp > 0. A strategy without them cannot clip: the trainer says so. */
+    fg_status (*sync_grads)(void *state, fg_error *err);
+    fg_status (*grad_norm_sq)(void *state, double *out, fg_error *err);
+    fg_status (*scale_grads)(void *state, float s, float clamp, fg_error *err);
 } fg_strategy_vtable;
 
 #ifdef __cplusplus

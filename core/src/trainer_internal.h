@@ -1,0 +1,130 @@
+/* The trainer's state, shared by its files: trainer.c (setup, teardown, verbs),
+ * trainer_keys.c ([trainer] and [data] keys), trainer_loop.c (fit and evaluation loops),
+ * trainer_ckpt.c (checkpoints and resume), run_dir.c (versioned run folders). */
+#ifndef FG_TRAINER_INTERNAL_H
+#define FG_TRAINER_INTERNAL_H
+
+#include <stdio.h>
+
+#include "dataloader.h"
+#include "fulgur/backend.h"
+#include "fulgur/callback.h"
+#include "fulgur/data.h"
+#include "fulgur/precision.h"
+#include "fulgur/strategy.h"
+#include "model.h"
+#include "scheduler.h"
+#include "train_services.h"
+#include "trainer.h"
+
+#define FG_MAX_CALLBACKS 16
+#define FG_MAX_METRICS 32
+
+typedef struct fg_plugin_ref {
+    const void *vt;
+    void *state;
+    const fg_instance *inst;
+} fg_plugin_ref;
+
+typedef struct fg_data_split {
+    const char *name;
+    void *dataset;
+    fg_dataset_info info;
+    fg_dataloader *loader;
+} fg_data_split;
+
+/* "A fraction of the epoch or a count of batches", as Lightning's float/int keys. */
+typedef struct fg_batch_limit {
+    int is_fraction;
+    double fraction;
+    int64_t count;
+} fg_batch_limit;
+
+/* Metrics of the latest events, by name, for checkpoint metadata and `best`. */
+typedef struct fg_metric_table {
+    char names[FG_MAX_METRICS][64];
+    double values[FG_MAX_METRICS];
+    int count;
+} fg_metric_table;
+
+/* Where an interrupted fit resumes. */
+typedef struct fg_resume_point {
+    int active;
+    int64_t epoch;          /* the epoch to continue */
+    int64_t batches_done;   /* batches of that epoch already trained */
+    double sum_loss, sum_correct, sum_n; /* the epoch's training sums so far */
+} fg_resume_point;
+
+typedef struct fg_trainer {
+    fg_runtime *rt;
+    const fg_config *cfg;
+    FILE *out;
+    fg_verb verb;
+    fg_plugin_ref backend, data, strategy, precision;
+    fg_plugin_ref callbacks[FG_MAX_CALLBACKS];
+    int callback_count;
+    fg_data_split train, val, test;
+    fg_model *model;
+    float *init_params, *init_buffers;
+    fg_train_ctx tctx;
+    fg_scheduler *scheduler;
+    int strategy_ready;
+    int rank, world_size;
+    char run_dir[4096];
+
+    /* [trainer] */
+    int64_t max_epochs, max_steps, accumulate, num_sanity_val_steps, fast_dev_run;
+    int64_t check_val_every_n_epoch, log_every, seed;
+    double max_time_s, clip_val;
+    int clip_by_value, test_after_fit, save_on_exception;
+    fg_batch_limit val_check_interval, limit_train, limit_val, limit_test, overfit;
+    char ckpt_path[4096], final_checkpoint[4096];
+    /* [data] loader keys */
+    int64_t batch_size, eval_batch_size, num_workers, prefetch;
+    int pin_memory, shuffle, drop_last;
+
+    /* progress */
+    int64_t epoch, global_step, step_in_epoch, steps_per_epoch;
+    int64_t batches_done;      /* batches of this epoch trained */
+    int epoch_training_done;   /* every batch of this epoch trained: a checkpoint resumes at the next */
+    double epoch_sum_loss, epoch_sum_correct, epoch_sum_n;
+    double fit_start_time;
+    int stop;
+    fg_resume_point resume;
+    fg_metric_table metrics;
+    struct fg_ckpt *loaded; /* the checkpoint being resumed from, between the two loads */
+} fg_trainer;
+
+/* trainer_keys.c */
+fg_status fg_trainer_read_keys(fg_trainer *t, fg_error *err);
+/* Batches of an epoch of `available` batches under a limit. */
+int64_t fg_batch_limit_apply(const fg_batch_limit *l, int64_t available);
+
+/* trainer_loop.c */
+fg_status fg_trainer_fit(fg_trainer *t, fg_error *err);
+fg_status fg_trainer_evaluate_split(fg_trainer *t, fg_data_split *s, const fg_batch_limit *limit,
+                                    const char *prefix, int event, fg_error *err);
+fg_status fg_trainer_emit(fg_trainer *t, int type, const fg_metric *metrics, uint32_t n,
+                          fg_error *err);
+double fg_now_seconds(void);
+
+/* trainer_ckpt.c */
+fg_status fg_trainer_save_checkpoint(fg_trainer *t, const char *path, fg_error *err);
+/* Resolves ckpt_path (last, best or a file) and loads its weights into the initial host
+ * parameters (before the strategy creates replicas), keeping the file open for the state. */
+fg_status fg_trainer_load_weights(fg_trainer *t, fg_error *err);
+/* After setup: optimizer state, scheduler, progress and loader position from that file. */
+fg_status fg_trainer_load_training_state(fg_trainer *t, fg_error *err);
+void fg_trainer_close_checkpoint(fg_trainer *t);
+/* FNV-1a of the primary replica's parameters: equal digests, bitwise-equal weights. */
+fg_status fg_trainer_weights_digest(fg_trainer *t, uint64_t *digest, fg_error *err);
+
+/* run_dir.c: DIR/NAME/version_N (the next free N), with config.ini inside. */
+fg_status fg_run_dir_create(const fg_config *cfg, const char *root, const char *name,
+                            char *out, size_t size, fg_error *err);
+/* Writes the resolved config (every section and key as the run saw them). */
+fg_status fg_config_write_ini(const fg_config *cfg, const char *path, fg_error *err);
+/* mkdir -p */
+fg_status fg_mkdirs(const char *path, fg_error *err);
+
+#endif

@@ -1,0 +1,323 @@
+/* The fit loop: epochs of micro-batches, optimizer steps with accumulation, clipping and
+ * the schedule, validation inside or at the end of epochs, logging, callbacks. Metrics are
+ * read from the device only at log points and at the end of passes. */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "trainer_internal.h"
+
+#define STRAT(t) ((const fg_strategy_vtable *)(t)->strategy.vt)
+
+double fg_now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void remember_metrics(fg_trainer *t, const fg_metric *m, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        int slot = -1;
+        for (int j = 0; j < t->metrics.count && slot < 0; j++)
+            if (strcmp(t->metrics.names[j], m[i].name) == 0) slot = j;
+        if (slot < 0 && t->metrics.count < FG_MAX_METRICS) {
+            slot = t->metrics.count++;
+            snprintf(t->metrics.names[slot], sizeof t->metrics.names[slot], "%s", m[i].name);
+        }
+        if (slot >= 0) t->metrics.values[slot] = m[i].value;
+    }
+}
+
+static fg_status honour_action(fg_trainer *t, const fg_plugin_ref *cb, const fg_callback_action *act,
+                               fg_error *err)
+{
+    if (act->save_checkpoint && t->fast_dev_run == 0) {
+        char path[8192];
+        const char *p = act->checkpoint_path[0] ? act->checkpoint_path : "checkpoints/manual.safetensors";
+        if (p[0] == '/')
+            snprintf(path, sizeof path, "%s", p);
+        else
+            snprintf(path, sizeof path, "%s/%s", t->run_dir, p);
+        fg_status st = fg_trainer_save_checkpoint(t, path, err);
+        if (st != FG_OK) return st;
+    }
+    if (act->stop && !t->stop) {
+        fprintf(t->out, "stopping: [%s] %s\n", cb->inst->section,
+                act->reason[0] ? act->reason : "asked to stop");
+        t->stop = 1;
+    }
+    return FG_OK;
+}
+
+fg_status fg_trainer_emit(fg_trainer *t, int type, const fg_metric *metrics, uint32_t n, fg_error *err)
+{
+    remember_metrics(t, metrics, n);
+    for (int i = 0; i < t->callback_count; i++) {
+        const fg_callback_vtable *vt = t->callbacks[i].vt;
+        if (!vt->on_event) continue;
+        fg_event ev;
+        memset(&ev, 0, sizeof ev);
+        ev.struct_size = sizeof ev;
+        ev.type = (uint32_t)type;
+        ev.epoch = t->epoch;
+        ev.global_step = t->global_step;
+        ev.step_in_epoch = t->step_in_epoch;
+        ev.steps_per_epoch = t->steps_per_epoch;
+        ev.learning_rate = t->tctx.lr;
+        ev.metrics = metrics;
+        ev.metric_count = n;
+        ev.is_rank_zero = t->rank == 0;
+        ev.run_dir = t->run_dir;
+        fg_callback_action act;
+        memset(&act, 0, sizeof act);
+        act.struct_size = sizeof act;
+        fg_error e = {0};
+        fg_status st = vt->on_event(t->callbacks[i].state, &ev, &act, &e);
+        if (st != FG_OK)
+            return fg_error_set(err, st, "[%s] %s", t->callbacks[i].inst->section, e.message);
+        st = honour_action(t, &t->callbacks[i], &act, err);
+        if (st != FG_OK) return st;
+    }
+    return FG_OK;
+}
+
+static fg_batch as_batch(const fg_batch_view *v, const fg_dataloader *dl)
+{
+    fg_batch b = {sizeof b, v->samples, v->labels, v->count, (int64_t)fg_dataloader_sample_elems(dl)};
+    return b;
+}
+
+/* Mean loss and accuracy of a pass over an evaluation split (every rank's shard summed). */
+static fg_status run_eval(fg_trainer *t, fg_data_split *s, int64_t max_batches, double *loss,
+                          double *acc, double *n, fg_error *err)
+{
+    fg_step_metrics m = {sizeof m, 0, 0, 0};
+    /* Training sums not yet logged (validation inside an epoch) go to the epoch's sums. */
+    fg_status st = STRAT(t)->read_metrics(t->strategy.state, 1, &m, err);
+    t->epoch_sum_loss += m.loss_sum;
+    t->epoch_sum_correct += m.correct;
+    t->epoch_sum_n += m.count;
+    if (st == FG_OK) st = fg_dataloader_start_epoch(s->loader, 0, 0, err);
+    for (int64_t b = 0; st == FG_OK && (max_batches < 0 || b < max_batches); b++) {
+        const fg_batch_view *v;
+        st = fg_dataloader_next(s->loader, &v, err);
+        if (st != FG_OK || !v) break;
+        fg_batch batch = as_batch(v, s->loader);
+        st = STRAT(t)->eval_step(t->strategy.state, &batch, err);
+        fg_dataloader_release(s->loader, v);
+    }
+    if (st == FG_OK) st = STRAT(t)->read_metrics(t->strategy.state, 1, &m, err);
+    if (st != FG_OK) return st;
+    *n = m.count;
+    *loss = m.count > 0 ? m.loss_sum / m.count : NAN;
+    *acc = m.count > 0 ? m.correct / m.count : NAN;
+    return FG_OK;
+}
+
+fg_status fg_trainer_evaluate_split(fg_trainer *t, fg_data_split *s, const fg_batch_limit *limit,
+                                    const char *prefix, int event, fg_error *err)
+{
+    if (!s->dataset) return FG_OK;
+    int64_t batches = fg_batch_limit_apply(limit, fg_dataloader_batches_per_epoch(s->loader));
+    double loss, acc, n;
+    fg_status st = run_eval(t, s, batches, &loss, &acc, &n, err);
+    if (st != FG_OK) return st;
+    fprintf(t->out, "%-5s loss %.4f  acc %.4f  (%.0f samples, after step %lld)\n", prefix, loss,
+            acc, n, (long long)t->global_step);
+    char ln[64], an[64];
+    snprintf(ln, sizeof ln, "%s/loss", prefix);
+    snprintf(an, sizeof an, "%s/acc", prefix);
+    fg_metric metrics[] = {{ln, loss}, {an, acc}};
+    if (t->scheduler && event == FG_EVENT_VALIDATION_END) {
+        const char *mon = fg_scheduler_monitor(t->scheduler);
+        for (int i = 0; mon && i < 2; i++) fg_scheduler_observe(t->scheduler, metrics[i].name, metrics[i].value);
+    }
+    return fg_trainer_emit(t, event, metrics, 2, err);
+}
+
+static int time_is_up(const fg_trainer *t)
+{
+    return t->max_time_s > 0 && fg_now_seconds() - t->fit_start_time >= t->max_time_s;
+}
+
+static int must_stop(const fg_trainer *t)
+{
+    return t->stop || (t->max_steps >= 0 && t->global_step >= t->max_steps) || time_is_up(t);
+}
+
+/* Interval bookkeeping between two log points. */
+typedef struct log_window {
+    double start;
+    double data_wait;
+    int64_t steps;
+} log_window;
+
+static fg_status log_step(fg_trainer *t, log_window *w, fg_error *err)
+{
+    fg_step_metrics m = {sizeof m, 0, 0, 0};
+    fg_status st = STRAT(t)->read_metrics(t->strategy.state, 1, &m, err);
+    if (st != FG_OK || m.count <= 0) return st;
+    if (!isfinite(m.loss_sum))
+        return fg_error_set(err, FG_FATAL, "epoch %lld step %lld: the training loss is %g; lower "
+                            "[optimizer] lr, or clip gradients (trainer.gradient_clip_val)",
+                            (long long)t->epoch + 1, (long long)t->global_step, m.loss_sum);
+    t->epoch_sum_loss += m.loss_sum;
+    t->epoch_sum_correct += m.correct;
+    t->epoch_sum_n += m.count;
+    double elapsed = fg_now_seconds() - w->start, steps = w->steps > 0 ? (double)w->steps : 1;
+    double loss = m.loss_sum / m.count, acc = m.correct / m.count;
+    if (t->rt->verbosity >= FG_LOG_INFO)
+        fprintf(t->out, "epoch %lld step %lld/%lld  loss %.4f  acc %.4f  lr %.4g\n",
+                (long long)t->epoch + 1, (long long)t->step_in_epoch, (long long)t->steps_per_epoch,
+                loss, acc, t->tctx.lr);
+    fg_metric metrics[] = {{"train/step_loss", loss}, {"train/step_acc", acc}, {"lr", t->tctx.lr},
+                           {"time/step_s", elapsed / steps}, {"time/data_wait_s", w->data_wait / steps},
+                           {"throughput/samples_per_s", elapsed > 0 ? m.count / elapsed : 0}};
+    w->start = fg_now_seconds();
+    w->data_wait = 0;
+    w->steps = 0;
+    return fg_trainer_emit(t, FG_EVENT_TRAIN_STEP_END, metrics, 6, err);
+}
+
+static fg_status clip_gradients(fg_trainer *t, fg_error *err)
+{
+    const fg_strategy_vtable *sv = STRAT(t);
+    if (!FG_HAS_FIELD(sv, fg_strategy_vtable, scale_grads) || !sv->grad_norm_sq || !sv->scale_grads)
+        return fg_error_set(err, FG_UNAVAILABLE, "[strategy] %s cannot clip gradients "
+                            "(trainer.gradient_clip_val)", t->strategy.inst->name);
+    fg_status st = sv->sync_grads ? sv->sync_grads(t->strategy.state, err) : FG_OK;
+    if (st != FG_OK) return st;
+    if (t->clip_by_value) return sv->scale_grads(t->strategy.state, 1.0f, (float)t->clip_val, err);
+    double sq;
+    st = sv->grad_norm_sq(t->strategy.state, &sq, err);
+    if (st != FG_OK) return st;
+    double norm = sqrt(sq), coef = t->clip_val / (norm + 1e-6); /* torch.nn.utils.clip_grad_norm_ */
+    return coef < 1.0 ? sv->scale_grads(t->strategy.state, (float)coef, 0.0f, err) : FG_OK;
+}
+
+static fg_status optimizer_step(fg_trainer *t, fg_error *err)
+{
+    fg_status st = t->clip_val > 0 ? clip_gradients(t, err) : FG_OK;
+    if (st != FG_OK) return st;
+    t->tctx.lr = (float)fg_scheduler_lr(t->scheduler, t->global_step, t->epoch);
+    t->tctx.step_number = t->global_step + 1;
+    st = STRAT(t)->optimizer_step(t->strategy.state, err);
+    if (st == FG_OK) t->global_step++;
+    return st;
+}
+
+static int validation_due_this_epoch(const fg_trainer *t)
+{
+    return t->val.dataset && t->check_val_every_n_epoch > 0 &&
+           (t->epoch + 1) % t->check_val_every_n_epoch == 0;
+}
+
+static fg_status validate(fg_trainer *t, fg_error *err)
+{
+    return fg_trainer_evaluate_split(t, &t->val, &t->limit_val, "val", FG_EVENT_VALIDATION_END, err);
+}
+
+static int64_t training_batches(const fg_trainer *t)
+{
+    int64_t all = fg_dataloader_batches_per_epoch(t->train.loader);
+    if (t->overfit.is_fraction ? t->overfit.fraction > 0 : t->overfit.count > 0)
+        return fg_batch_limit_apply(&t->overfit, all);
+    return fg_batch_limit_apply(&t->limit_train, all);
+}
+
+static fg_status train_epoch(fg_trainer *t, fg_error *err)
+{
+    fg_data_split *s = &t->train;
+    int64_t batches = training_batches(t), first = 0;
+    t->steps_per_epoch = (batches + t->accumulate - 1) / t->accumulate;
+    t->epoch_sum_loss = t->epoch_sum_correct = t->epoch_sum_n = 0;
+    t->batches_done = 0;
+    t->epoch_training_done = 0;
+    if (t->resume.active && t->resume.epoch == t->epoch) {
+        first = t->resume.batches_done < batches ? t->resume.batches_done : batches;
+        t->epoch_sum_loss = t->resume.sum_loss;
+        t->epoch_sum_correct = t->resume.sum_correct;
+        t->epoch_sum_n = t->resume.sum_n;
+        t->resume.active = 0;
+    }
+    int64_t val_every = t->val_check_interval.is_fraction
+                            ? (int64_t)floor(t->val_check_interval.fraction * (double)batches)
+                            : t->val_check_interval.count;
+    if (val_every < 1) val_every = 1;
+    fg_status st = fg_dataloader_start_epoch(s->loader, t->epoch, first, err);
+    double t0 = fg_now_seconds(), wait = 0, samples = 0;
+    log_window w = {t0, 0, 0};
+    int pending_log = 0;
+    for (int64_t b = first; st == FG_OK && b < batches && !must_stop(t); b++) {
+        const fg_batch_view *v;
+        st = fg_dataloader_next(s->loader, &v, err);
+        if (st != FG_OK || !v) break;
+        wait += v->wait_seconds;
+        w.data_wait += v->wait_seconds;
+        samples += v->count;
+        int micro = (int)(b % t->accumulate), final = micro == t->accumulate - 1 || b == batches - 1;
+        fg_batch batch = as_batch(v, s->loader);
+        t->tctx.micro_step++;
+        st = STRAT(t)->train_step(t->strategy.state, &batch, micro, final, 1.0f / (float)t->accumulate, err);
+        fg_dataloader_release(s->loader, v);
+        t->batches_done = b + 1;
+        if (st != FG_OK || !final) continue;
+        st = optimizer_step(t, err);
+        t->step_in_epoch = (b + 1 + t->accumulate - 1) / t->accumulate;
+        w.steps++;
+        pending_log = 1;
+        if (st == FG_OK && t->global_step % t->log_every == 0) {
+            st = log_step(t, &w, err);
+            pending_log = 0;
+        }
+        if (st == FG_OK && (b + 1) % val_every == 0 && b + 1 < batches && validation_due_this_epoch(t))
+            st = validate(t, err);
+    }
+    if (st == FG_OK && pending_log) st = log_step(t, &w, err);
+    if (st != FG_OK) return st;
+    t->epoch_training_done = t->batches_done >= batches;
+    double secs = fg_now_seconds() - t0, n = t->epoch_sum_n;
+    double loss = n > 0 ? t->epoch_sum_loss / n : NAN, acc = n > 0 ? t->epoch_sum_correct / n : NAN;
+    fprintf(t->out, "epoch %lld/%lld  train loss %.4f  acc %.4f  (%.1f s, %.0f samples/s, data wait %.1f%%)\n",
+            (long long)t->epoch + 1, (long long)t->max_epochs, loss, acc, secs,
+            samples / (secs > 0 ? secs : 1), 100.0 * wait / (secs > 0 ? secs : 1));
+    if (validation_due_this_epoch(t) && !t->stop) st = validate(t, err);
+    fg_metric metrics[] = {{"train/loss", loss}, {"train/acc", acc}};
+    if (st == FG_OK) st = fg_trainer_emit(t, FG_EVENT_EPOCH_END, metrics, 2, err);
+    return st;
+}
+
+static fg_status sanity_check(fg_trainer *t, fg_error *err)
+{
+    if (!t->val.dataset || t->num_sanity_val_steps == 0 || t->global_step > 0) return FG_OK;
+    double loss, acc, n;
+    fg_status st = run_eval(t, &t->val, t->num_sanity_val_steps, &loss, &acc, &n, err);
+    if (st == FG_OK)
+        fprintf(t->out, "sanity check: %lld val batch(es) ran, loss %.4f\n",
+                (long long)t->num_sanity_val_steps, loss);
+    return st;
+}
+
+fg_status fg_trainer_fit(fg_trainer *t, fg_error *err)
+{
+    t->fit_start_time = fg_now_seconds();
+    fg_status st = sanity_check(t, err);
+    if (st == FG_OK) st = fg_trainer_emit(t, FG_EVENT_FIT_START, NULL, 0, err);
+    if (t->resume.active) t->epoch = t->resume.epoch;
+    while (st == FG_OK && t->epoch < t->max_epochs && !must_stop(t)) {
+        t->step_in_epoch = 0;
+        st = train_epoch(t, err);
+        if (st != FG_OK || !t->epoch_training_done) break; /* failed, or stopped inside */
+        /* The next epoch starts: a checkpoint from here on resumes at its first batch. */
+        t->epoch++;
+        t->epoch_training_done = 0;
+        t->batches_done = 0;
+        t->epoch_sum_loss = t->epoch_sum_correct = t->epoch_sum_n = 0;
+    }
+    if (st == FG_OK && time_is_up(t))
+        fprintf(t->out, "stopping: max_time %.0f s reached\n", t->max_time_s);
+    if (st == FG_OK) st = fg_trainer_emit(t, FG_EVENT_FIT_END, NULL, 0, err);
+    return st;
+}

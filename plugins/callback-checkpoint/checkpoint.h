@@ -1,0 +1,86 @@
+/* Internal pieces of the checkpoint callback: file-name templates, the table of the
+ * latest metric values, and the top-k bookkeeping. None of it touches the disk. */
+#ifndef CKPT_INTERNAL_H
+#define CKPT_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <fulgur/callback.h>
+
+/* Longest path the trainer accepts in fg_callback_action.checkpoint_path. */
+#define CKPT_PATH_MAX 512
+#define CKPT_EXTENSION ".safetensors"
+
+/* ---- the latest value of every metric seen so far (checkpoint_metrics.c) ----------- */
+
+typedef struct ckpt_metric {
+    char *name;
+    double value;
+} ckpt_metric;
+
+typedef struct ckpt_metrics {
+    ckpt_metric *items;
+    size_t count, cap;
+} ckpt_metrics;
+
+/* Records every metric of the event, replacing older values of the same name. */
+fg_status ckpt_metrics_update(ckpt_metrics *t, const fg_event *ev, fg_error *err);
+/* NULL when the name was never seen. */
+const double *ckpt_metrics_find(const ckpt_metrics *t, const char *name);
+/* "train/loss, train/acc, val/loss" into buf, "(none)" when empty. */
+void ckpt_metrics_list(const ckpt_metrics *t, char *buf, size_t cap);
+void ckpt_metrics_free(ckpt_metrics *t);
+
+/* ---- file-name templates (checkpoint_name.c) ----------------------------------------- */
+
+/* Checks a template: not empty, braces paired and not nested, no empty {}.
+ * The message names the template and the offending position. */
+fg_status ckpt_name_check(const char *tmpl, fg_error *err);
+
+/* Calls fn with the name (len bytes, not NUL-terminated) of each {metric} placeholder, in
+ * order ({epoch} and {step} are not metrics); returns fn's first non-OK status. */
+fg_status ckpt_name_each_metric(const char *tmpl, fg_status (*fn)(const char *name, size_t len,
+                                                                  void *ctx, fg_error *err),
+                                void *ctx, fg_error *err);
+
+/* Renders the template: {epoch} and {step} as integers, {metric} as %.4f of its latest
+ * value; every '/' of the result becomes '_' (one file, never a folder). Fails with
+ * FG_NOT_FOUND and the missing name in *missing (cap bytes) when a metric is unknown,
+ * FG_INVALID_ARGUMENT when the result does not fit. */
+fg_status ckpt_name_render(const char *tmpl, int64_t epoch, int64_t step,
+                           const ckpt_metrics *metrics, char *out, size_t cap, char *missing,
+                           size_t missing_cap, fg_error *err);
+
+/* ---- the k best checkpoints (checkpoint_topk.c) -------------------------------------- */
+
+typedef struct ckpt_entry {
+    char *path;   /* as given to the trainer: relative to the run folder unless absolute */
+    double score; /* NaN already replaced by the worst value */
+} ckpt_entry;
+
+typedef struct ckpt_topk {
+    ckpt_entry *items; /* in insertion order */
+    size_t count, cap;
+    int64_t k;         /* -1: keep all; 0: keep none */
+    int maximize;
+} ckpt_topk;
+
+/* The score a value ranks with: NaN ranks worst, as in Lightning. */
+double ckpt_topk_score(const ckpt_topk *t, double value);
+/* Would a checkpoint with this score enter the top k? Ties do not replace. */
+int ckpt_topk_accepts(const ckpt_topk *t, double score);
+/* The entry that leaves when one more enters (the worst, oldest first among equals);
+ * NULL when the list is not full or k is -1. */
+const ckpt_entry *ckpt_topk_leaving(const ckpt_topk *t);
+/* Is path one of the kept files? */
+int ckpt_topk_holds(const ckpt_topk *t, const char *path);
+/* Adds path; when that makes k + 1 entries the worst is dropped and its path handed to
+ * *evicted (caller frees), else *evicted is NULL. */
+fg_status ckpt_topk_insert(ckpt_topk *t, const char *path, double score, char **evicted,
+                           fg_error *err);
+/* The best entry; NULL when empty. */
+const ckpt_entry *ckpt_topk_best(const ckpt_topk *t);
+void ckpt_topk_free(ckpt_topk *t);
+
+#endif

@@ -1,0 +1,483 @@
+/* fulgur-callback-checkpoint.so: asks the trainer for checkpoints and keeps the best k,
+ * with PyTorch Lightning's ModelCheckpoint semantics.
+ *
+ *   [callback.checkpoint]
+ *   dirpath = checkpoints              ; relative to the run folder unless absolute
+ *   filename = epoch={epoch}-step={step} ; {epoch}, {step}, {any/metric} (%.4f); + .safetensors
+ *   monitor =                          ; metric to rank by; empty: no ranking
+ *   mode = min                         ; min: lower is better; max: higher is better
+ *   save_top_k = 1                     ; keep the k best (-1: all; 0: none)
+ *   save_last = false                  ; also keep last.safetensors, updated at every check
+ *   every_n_train_steps = 0            ; check every n optimizer steps (0: off)
+ *   every_n_epochs = 1                 ; check every n epochs (0: off)
+ *
+ * A check happens
+ *  - at a train_step_end whose global step reached a new multiple of every_n_train_steps
+ *    (steps are reported every log_every_n_steps: the first report at or after the
+ *    multiple counts);
+ *  - for every n-th epoch, at its epoch_end when that event carries every metric the
+ *    monitor and the file name need, else at the validation_end that follows (an epoch
+ *    without validation then has no check, as in Lightning).
+ * Never twice at the same global step. With a monitor, a new file enters the top k when
+ * there is room or it is strictly better than the worst kept one, which is deleted; a
+ * NaN ranks worst. Without one, save_top_k = 1 keeps only the latest file and -1 all.
+ * A step check before any validation skips a monitor it cannot read yet (Lightning
+ * warns and goes on); after one, a missing metric is an error naming the ones present.
+ *
+ * The trainer writes each asked-for file synchronously after on_event returns, through a
+ * temporary file and a rename. The plugin itself only deletes files that leave the top k
+ * and, for save_last at a check that also saved a top-k file, hard-links last.safetensors
+ * to that file at the next event (the action carries one path; the trainer's atomic
+ * rename keeps the two names independent afterwards). Only rank 0 touches files; every
+ * rank takes the same decisions from the same reduced metrics. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+
+#ifndef CHECKPOINT_VERSION
+#define CHECKPOINT_VERSION "1.0.0"
+#endif
+
+#define CKPT_MAX_NEEDED 16
+#define CKPT_FULL_PATH_MAX 4096
+
+typedef enum check_kind { CHECK_STEP, CHECK_EPOCH } check_kind;
+
+typedef struct checkpoint {
+    const fg_host *host;
+    /* options */
+    const char *dirpath;  /* owned by the host */
+    const char *filename; /* the template */
+    const char *monitor;  /* NULL: no ranking */
+    int save_last;
+    int64_t every_n_steps, every_n_epochs;
+    /* metrics a check needs: the monitor and the template's {metric}s */
+    char *needed[CKPT_MAX_NEEDED];
+    int needed_count;
+    char last_path[CKPT_PATH_MAX];
+    /* state */
+    ckpt_metrics known;
+    ckpt_topk topk;
+    int64_t checks;             /* the score of a file when there is no monitor */
+    int64_t last_saved_step;    /* -1: none */
+    int64_t prev_step_reported; /* global step of the previous train_step_end */
+    int64_t pending_epoch;      /* an epoch check waiting for validation_end; -1: none */
+    int validation_seen;
+    char link_target[CKPT_PATH_MAX]; /* last.safetensors becomes a link to this; "": none */
+    char run_dir[CKPT_FULL_PATH_MAX]; /* of the latest event */
+    int is_rank_zero;                 /* of the latest event */
+} checkpoint;
+
+static const fg_option checkpoint_options[] = {
+    {.key = "dirpath", .type = FG_OPT_STRING, .default_value = "checkpoints", .min = 1, .max = 0,
+     .help = "folder of the checkpoint files, relative to the run folder unless absolute"},
+    {.key = "filename", .type = FG_OPT_STRING, .default_value = "epoch={epoch}-step={step}",
+     .min = 1, .max = 0,
+     .help = "file name template: {epoch}, {step}, {metric/name} (%.4f); .safetensors is appended"},
+    {.key = "monitor", .type = FG_OPT_STRING, .default_value = "", .min = 1, .max = 0,
+     .help = "metric that ranks the checkpoints (empty: none; the latest are kept)"},
+    {.key = "mode", .type = FG_OPT_ENUM, .default_value = "min", .min = 1, .max = 0,
+     .choices = "min|max", .help = "min: lower monitor is better; max: higher is better"},
+    {.key = "save_top_k", .type = FG_OPT_INT, .default_value = "1", .min = -1, .max = 1e9,
+     .help = "keep the k best files (-1: all; 0: none)"},
+    {.key = "save_last", .type = FG_OPT_BOOL, .default_value = "false", .min = 1, .max = 0,
+     .help = "also keep last.safetensors, the state at the latest check"},
+    {.key = "every_n_train_steps", .type = FG_OPT_INT, .default_value = "0", .min = 0, .max = 1e12,
+     .help = "check every n optimizer steps (0: off)"},
+    {.key = "every_n_epochs", .type = FG_OPT_INT, .default_value = "1", .min = 0, .max = 1e9,
+     .help = "check every n epochs (0: off)"},
+};
+
+/* ---- options ------------------------------------------------------------------------- */
+
+static fg_status add_needed(const char *name, size_t len, void *ctx, fg_error *err)
+{
+    checkpoint *cp = ctx;
+    for (int i = 0; i < cp->needed_count; i++)
+        if (strlen(cp->needed[i]) == len && memcmp(cp->needed[i], name, len) == 0)
+            return FG_OK;
+    if (cp->needed_count == CKPT_MAX_NEEDED)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "monitor and filename name more than %d "
+                            "metrics", CKPT_MAX_NEEDED);
+    char *copy = malloc(len + 1);
+    if (copy == NULL)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory");
+    memcpy(copy, name, len);
+    copy[len] = '\0';
+    cp->needed[cp->needed_count++] = copy;
+    return FG_OK;
+}
+
+/* dirpath joined with a file name, without doubling a trailing '/'. */
+static int join_dir(char *out, size_t cap, const char *dir, const char *name)
+{
+    size_t d = strlen(dir);
+    while (d > 1 && dir[d - 1] == '/')
+        d--;
+    int n = d == 0 ? snprintf(out, cap, "%s", name)
+                   : snprintf(out, cap, "%.*s%s%s", (int)d, dir, dir[d - 1] == '/' ? "" : "/", name);
+    return n >= 0 && (size_t)n < cap;
+}
+
+static fg_status check_options(checkpoint *cp, const char *mode, int64_t top_k, fg_error *err)
+{
+    if (strcmp(mode, "min") != 0 && strcmp(mode, "max") != 0)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "mode = '%s': expected min or max", mode);
+    if (top_k < -1)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "save_top_k = %lld: must be -1 (all), 0 "
+                            "(none) or a count", (long long)top_k);
+    if (cp->monitor == NULL && top_k > 1)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "save_top_k = %lld needs a monitor to rank "
+                            "by; set monitor (e.g. val/loss), or save_top_k = 1 (the latest) or "
+                            "-1 (all)", (long long)top_k);
+    if (cp->every_n_steps < 0 || cp->every_n_epochs < 0)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "every_n_train_steps = %lld, every_n_epochs "
+                            "= %lld: must be >= 0", (long long)cp->every_n_steps,
+                            (long long)cp->every_n_epochs);
+    if (!join_dir(cp->last_path, sizeof cp->last_path, cp->dirpath, "last" CKPT_EXTENSION))
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "dirpath = %s: longer than %d bytes",
+                            cp->dirpath, CKPT_PATH_MAX - 32);
+    fg_status st = ckpt_name_check(cp->filename, err);
+    if (st == FG_OK && cp->monitor)
+        st = add_needed(cp->monitor, strlen(cp->monitor), cp, err);
+    if (st == FG_OK)
+        st = ckpt_name_each_metric(cp->filename, add_needed, cp, err);
+    return st;
+}
+
+static fg_status read_options(checkpoint *cp, const fg_host *host, fg_error *err)
+{
+    const char *mode = NULL, *monitor = NULL;
+    int64_t top_k = 0;
+    if (host->get_string(host, "dirpath", &cp->dirpath) != FG_OK ||
+        host->get_string(host, "filename", &cp->filename) != FG_OK ||
+        host->get_string(host, "monitor", &monitor) != FG_OK ||
+        host->get_string(host, "mode", &mode) != FG_OK ||
+        host->get_int(host, "save_top_k", &top_k) != FG_OK ||
+        host->get_bool(host, "save_last", &cp->save_last) != FG_OK ||
+        host->get_int(host, "every_n_train_steps", &cp->every_n_steps) != FG_OK ||
+        host->get_int(host, "every_n_epochs", &cp->every_n_epochs) != FG_OK)
+        return fg_error_set(err, FG_INTERNAL, "the host did not serve the declared options");
+    cp->monitor = monitor && monitor[0] ? monitor : NULL;
+    fg_status st = check_options(cp, mode, top_k, err);
+    if (st != FG_OK)
+        return st;
+    cp->topk.k = top_k;
+    /* Without a monitor the score is the check's number: the latest ranks best. */
+    cp->topk.maximize = cp->monitor == NULL || strcmp(mode, "max") == 0;
+    return FG_OK;
+}
+
+static void checkpoint_free(checkpoint *cp)
+{
+    for (int i = 0; i < cp->needed_count; i++)
+        free(cp->needed[i]);
+    ckpt_metrics_free(&cp->known);
+    ckpt_topk_free(&cp->topk);
+    free(cp);
+}
+
+static fg_status checkpoint_init(const fg_host *host, void **state, fg_error *err)
+{
+    checkpoint *cp = calloc(1, sizeof *cp);
+    if (cp == NULL)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory");
+    cp->host = host;
+    cp->last_saved_step = -1;
+    cp->pending_epoch = -1;
+    fg_status st = read_options(cp, host, err);
+    if (st != FG_OK) {
+        checkpoint_free(cp);
+        return st;
+    }
+    *state = cp;
+    return FG_OK;
+}
+
+/* ---- files (rank 0 only) ------------------------------------------------------------- */
+
+static int full_path(const checkpoint *cp, const char *path, char *out, size_t cap)
+{
+    int n = path[0] == '/' || cp->run_dir[0] == '\0'
+                ? snprintf(out, cap, "%s", path)
+                : snprintf(out, cap, "%s/%s", cp->run_dir, path);
+    return n >= 0 && (size_t)n < cap;
+}
+
+/* A file that left the top k. One the trainer never wrote is no error; any other
+ * failure leaves a stray file, which is worth a warning and not a failed run. */
+static void delete_file(const checkpoint *cp, const char *path)
+{
+    char full[CKPT_FULL_PATH_MAX];
+    if (!full_path(cp, path, full, sizeof full) || (unlink(full) != 0 && errno != ENOENT)) {
+        if (cp->host->log)
+            cp->host->log(cp->host, FG_LOG_WARN, "cannot delete %s, which left the top %lld: %s",
+                          full, (long long)cp->topk.k, strerror(errno));
+    }
+}
+
+/* last.safetensors as a second name of the file written at the previous check: linked to
+ * a temporary name, then renamed over the old last, so a reader never sees it missing. */
+static fg_status link_last(checkpoint *cp, fg_error *err)
+{
+    char target[CKPT_FULL_PATH_MAX], last[CKPT_FULL_PATH_MAX], tmp[CKPT_FULL_PATH_MAX + 16];
+    if (!full_path(cp, cp->link_target, target, sizeof target) ||
+        !full_path(cp, cp->last_path, last, sizeof last))
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "save_last: path in %s too long", cp->run_dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp.link", last);
+    unlink(tmp);
+    if (link(target, tmp) != 0)
+        return fg_error_set(err, FG_INTERNAL, "save_last: cannot link %s to %s: %s%s", last,
+                            target, strerror(errno),
+                            errno == ENOENT ? " (the trainer did not write the checkpoint)" : "");
+    if (rename(tmp, last) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return fg_error_set(err, FG_INTERNAL, "save_last: cannot rename %s to %s: %s", tmp, last,
+                            strerror(e));
+    }
+    return FG_OK;
+}
+
+static fg_status finish_pending_link(checkpoint *cp, int is_rank_zero, fg_error *err)
+{
+    if (cp->link_target[0] == '\0')
+        return FG_OK;
+    fg_status st = is_rank_zero ? link_last(cp, err) : FG_OK;
+    cp->link_target[0] = '\0';
+    return st;
+}
+
+/* ---- checks -------------------------------------------------------------------------- */
+
+static const char *missing_needed(const checkpoint *cp)
+{
+    for (int i = 0; i < cp->needed_count; i++)
+        if (ckpt_metrics_find(&cp->known, cp->needed[i]) == NULL)
+            return cp->needed[i];
+    return NULL;
+}
+
+static int event_has_needed(const checkpoint *cp, const fg_event *ev)
+{
+    for (int i = 0; i < cp->needed_count; i++) {
+        uint32_t j = 0;
+        while (j < ev->metric_count && !(ev->metrics[j].name &&
+                                         strcmp(ev->metrics[j].name, cp->needed[i]) == 0))
+            j++;
+        if (j == ev->metric_count)
+            return 0;
+    }
+    return 1;
+}
+
+static fg_status missing_error(const checkpoint *cp, const char *name, const fg_event *ev,
+                               fg_error *err)
+{
+    char present[FG_ERROR_MESSAGE_MAX / 2];
+    ckpt_metrics_list(&cp->known, present, sizeof present);
+    const char *key = cp->monitor && strcmp(name, cp->monitor) == 0 ? "monitor" : "filename";
+    if (ev->type == FG_EVENT_FIT_END)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s names metric %s, which no event "
+                            "reported during fit (%lld steps), so no check could run; "
+                            "reported: %s", key, name, (long long)ev->global_step, present);
+    return fg_error_set(err, FG_INVALID_ARGUMENT, "%s names metric %s, which no event has "
+                        "reported by step %lld (epoch %lld); reported: %s", key, name,
+                        (long long)ev->global_step, (long long)ev->epoch + 1, present);
+}
+
+/* The path of a new top-k file: the rendered name, with -v1, -v2 ... appended while it
+ * collides with a file still kept (other than the one leaving) or with last. */
+static fg_status new_path(const checkpoint *cp, const fg_event *ev, const char *leaving,
+                          char *out, size_t cap, fg_error *err)
+{
+    char base[CKPT_PATH_MAX], missing[256], name[CKPT_PATH_MAX + 32];
+    fg_status st = ckpt_name_render(cp->filename, ev->epoch, ev->global_step, &cp->known, base,
+                                    sizeof base, missing, sizeof missing, err);
+    if (st != FG_OK)
+        return st;
+    for (int version = 0;; version++) {
+        if (version == 0)
+            snprintf(name, sizeof name, "%s" CKPT_EXTENSION, base);
+        else
+            snprintf(name, sizeof name, "%s-v%d" CKPT_EXTENSION, base, version);
+        if (!join_dir(out, cap, cp->dirpath, name))
+            return fg_error_set(err, FG_INVALID_ARGUMENT, "dirpath/filename: %s/%s is longer than "
+                                "%zu bytes", cp->dirpath, name, cap - 1);
+        int taken = (ckpt_topk_holds(&cp->topk, out) && !(leaving && strcmp(leaving, out) == 0)) ||
+                    (cp->save_last && strcmp(out, cp->last_path) == 0);
+        if (!taken)
+            return FG_OK;
+    }
+}
+
+static void ask_for(fg_callback_action *action, const char *path)
+{
+    action->save_checkpoint = 1;
+    snprintf(action->checkpoint_path, sizeof action->checkpoint_path, "%s", path);
+}
+
+/* The top-k part of a check; *saved tells whether a file was asked for. */
+static fg_status save_top_k(checkpoint *cp, const fg_event *ev, fg_callback_action *action,
+                            int *saved, fg_error *err)
+{
+    *saved = 0;
+    double score = cp->monitor ? ckpt_topk_score(&cp->topk, *ckpt_metrics_find(&cp->known, cp->monitor))
+                               : (double)cp->checks;
+    if (!ckpt_topk_accepts(&cp->topk, score))
+        return FG_OK;
+    const ckpt_entry *leaving = ckpt_topk_leaving(&cp->topk);
+    char path[CKPT_PATH_MAX];
+    fg_status st = new_path(cp, ev, leaving ? leaving->path : NULL, path, sizeof path, err);
+    char *evicted = NULL;
+    if (st == FG_OK)
+        st = ckpt_topk_insert(&cp->topk, path, score, &evicted, err);
+    if (st != FG_OK)
+        return st;
+    /* A file that leaves under the very name the new one takes is overwritten, not lost. */
+    if (evicted && strcmp(evicted, path) != 0 && ev->is_rank_zero)
+        delete_file(cp, evicted);
+    free(evicted);
+    ask_for(action, path);
+    *saved = 1;
+    return FG_OK;
+}
+
+static fg_status run_check(checkpoint *cp, const fg_event *ev, check_kind kind,
+                           fg_callback_action *action, fg_error *err)
+{
+    if (ev->global_step == cp->last_saved_step)
+        return FG_OK;
+    const char *missing = missing_needed(cp);
+    if (missing) {
+        /* Before the first validation a step check cannot rank by val/... metrics yet. */
+        if (kind == CHECK_STEP && !cp->validation_seen)
+            return FG_OK;
+        return missing_error(cp, missing, ev, err);
+    }
+    cp->checks++;
+    int saved = 0;
+    fg_status st = save_top_k(cp, ev, action, &saved, err);
+    if (st != FG_OK)
+        return st;
+    if (cp->save_last) {
+        if (saved)
+            snprintf(cp->link_target, sizeof cp->link_target, "%s", action->checkpoint_path);
+        else
+            ask_for(action, cp->last_path);
+    }
+    if (action->save_checkpoint)
+        cp->last_saved_step = ev->global_step;
+    return FG_OK;
+}
+
+/* A new multiple of every_n_train_steps was reached since the previous step report. */
+static int step_due(checkpoint *cp, const fg_event *ev)
+{
+    int64_t n = cp->every_n_steps, prev = cp->prev_step_reported;
+    cp->prev_step_reported = ev->global_step;
+    return n > 0 && ev->global_step / n > prev / n;
+}
+
+static int epoch_due(const checkpoint *cp, const fg_event *ev)
+{
+    return cp->every_n_epochs > 0 && (ev->epoch + 1) % cp->every_n_epochs == 0;
+}
+
+/* Fit ended: a metric the checks need that never appeared means no check could run. */
+static fg_status finish_fit(checkpoint *cp, const fg_event *ev, fg_error *err)
+{
+    const char *missing = missing_needed(cp);
+    if (missing)
+        return missing_error(cp, missing, ev, err);
+    const ckpt_entry *best = ckpt_topk_best(&cp->topk);
+    if (cp->monitor && best && ev->is_rank_zero && cp->host->log)
+        cp->host->log(cp->host, FG_LOG_INFO, "best checkpoint %s (%s %.4f)", best->path,
+                      cp->monitor, best->score);
+    return FG_OK;
+}
+
+static fg_status dispatch(checkpoint *cp, const fg_event *ev, fg_callback_action *action,
+                          fg_error *err)
+{
+    /* An epoch check waits for the validation of its own epoch and nothing else. */
+    if (cp->pending_epoch >= 0 &&
+        !(ev->type == FG_EVENT_VALIDATION_END && ev->epoch == cp->pending_epoch))
+        cp->pending_epoch = -1;
+    switch (ev->type) {
+    case FG_EVENT_TRAIN_STEP_END:
+        return step_due(cp, ev) ? run_check(cp, ev, CHECK_STEP, action, err) : FG_OK;
+    case FG_EVENT_EPOCH_END:
+        if (!epoch_due(cp, ev))
+            return FG_OK;
+        if (event_has_needed(cp, ev))
+            return run_check(cp, ev, CHECK_EPOCH, action, err);
+        cp->pending_epoch = ev->epoch;
+        return FG_OK;
+    case FG_EVENT_VALIDATION_END:
+        cp->validation_seen = 1;
+        if (cp->pending_epoch != ev->epoch)
+            return FG_OK;
+        cp->pending_epoch = -1;
+        return run_check(cp, ev, CHECK_EPOCH, action, err);
+    case FG_EVENT_FIT_END:
+        return finish_fit(cp, ev, err);
+    default:
+        return FG_OK;
+    }
+}
+
+/* Thread rule (callback.h): the trainer's thread, every rank, in event order. */
+static fg_status checkpoint_on_event(void *state, const fg_event *ev, fg_callback_action *action,
+                                     fg_error *err)
+{
+    checkpoint *cp = state;
+    if (!FG_HAS_FIELD(ev, fg_event, run_dir) ||
+        !FG_HAS_FIELD(action, fg_callback_action, checkpoint_path))
+        return fg_error_set(err, FG_INCOMPATIBLE, "event or action struct from an older host "
+                            "is too small (%u, %u bytes)", ev ? (unsigned)ev->struct_size : 0u,
+                            action ? (unsigned)action->struct_size : 0u);
+    snprintf(cp->run_dir, sizeof cp->run_dir, "%s", ev->run_dir ? ev->run_dir : "");
+    cp->is_rank_zero = ev->is_rank_zero;
+    fg_status st = finish_pending_link(cp, ev->is_rank_zero, err);
+    if (st == FG_OK)
+        st = ckpt_metrics_update(&cp->known, ev, err);
+    if (st == FG_OK)
+        st = dispatch(cp, ev, action, err);
+    return st;
+}
+
+static void checkpoint_deinit(void *state)
+{
+    checkpoint *cp = state;
+    if (cp == NULL)
+        return;
+    /* A link still owed when no event followed the last check (fit_end normally does);
+     * deinit has no error channel, so a failure is a warning. */
+    fg_error e = {0};
+    if (finish_pending_link(cp, cp->is_rank_zero, &e) != FG_OK && cp->host->log)
+        cp->host->log(cp->host, FG_LOG_WARN, "%s", e.message);
+    checkpoint_free(cp);
+}
+
+static const fg_callback_vtable checkpoint_vtable = {
+    .struct_size = sizeof(fg_callback_vtable),
+    .on_event = checkpoint_on_event,
+};
+
+FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
+    FG_PLUGIN_HEADER(FG_KIND_CALLBACK, 0),
+    .name = "checkpoint",
+    .version = CHECKPOINT_VERSION,
+    .description = "asks for checkpoints every n epochs or steps and keeps the k best by a metric",
+    FG_PLUGIN_OPTIONS(checkpoint_options),
+    .init = checkpoint_init,
+    .deinit = checkpoint_deinit,
+    .vtable = &checkpoint_vtable,
+};

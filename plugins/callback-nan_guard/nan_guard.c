@@ -1,0 +1,178 @@
+/* fulgur-callback-nan_guard.so: ends the run at the first metric that is NaN or infinite.
+ *
+ *   [callback.nan_guard]
+ *   monitor =            ; comma-separated metric names to watch; empty: every metric
+ *   action = stop        ; stop: end training gracefully; error: fail the run (FG_FATAL)
+ *
+ * The reason names the metric, the global step and the epoch (counted from 1, as the
+ * trainer prints it): "train/step_loss is nan at step 1234 (epoch 3)". Only the first
+ * non-finite value is reported: what follows it is a consequence.
+ *
+ * Metrics arrive reduced across ranks, so every rank sees the same value and takes the
+ * same decision. Which layer produced the NaN is not known here: events carry no
+ * gradient or activation statistics yet. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <fulgur/callback.h>
+
+#ifndef NAN_GUARD_VERSION
+#define NAN_GUARD_VERSION "1.0.0"
+#endif
+
+#define NAN_GUARD_MAX_NAMES 64
+
+typedef struct nan_guard {
+    const fg_host *host;
+    int fail;                 /* action = error */
+    int name_count;           /* 0: watch every metric */
+    char *names[NAN_GUARD_MAX_NAMES];
+    unsigned char seen[NAN_GUARD_MAX_NAMES]; /* the metric appeared in some event */
+    int tripped;              /* a non-finite value was already reported */
+} nan_guard;
+
+static const fg_option nan_guard_options[] = {
+    {.key = "monitor", .type = FG_OPT_LIST, .default_value = "", .min = 1, .max = 0,
+     .help = "metrics to watch, comma-separated (empty: every metric of every event)"},
+    {.key = "action", .type = FG_OPT_ENUM, .default_value = "stop", .min = 1, .max = 0,
+     .choices = "stop|error", .help = "stop: end training gracefully; error: fail the run"},
+};
+
+static void nan_guard_deinit(void *state)
+{
+    nan_guard *g = state;
+    if (g == NULL)
+        return;
+    for (int i = 0; i < g->name_count; i++)
+        free(g->names[i]);
+    free(g);
+}
+
+/* Splits "a, b,c" into trimmed names; an empty item is an error the host's LIST check
+ * also gives, repeated here for hosts that do not validate. */
+static fg_status parse_monitor(nan_guard *g, const char *list, fg_error *err)
+{
+    const char *p = list;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (*p == '\0')
+        return FG_OK;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        const char *end = comma ? comma : p + strlen(p);
+        const char *b = p, *e = end;
+        while (b < e && (*b == ' ' || *b == '\t'))
+            b++;
+        while (e > b && (e[-1] == ' ' || e[-1] == '\t'))
+            e--;
+        if (b == e)
+            return fg_error_set(err, FG_INVALID_ARGUMENT, "monitor = '%s' has an empty item", list);
+        if (g->name_count == NAN_GUARD_MAX_NAMES)
+            return fg_error_set(err, FG_INVALID_ARGUMENT, "monitor = '%s' names more than %d "
+                                "metrics", list, NAN_GUARD_MAX_NAMES);
+        char *name = malloc((size_t)(e - b) + 1);
+        if (name == NULL)
+            return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory");
+        memcpy(name, b, (size_t)(e - b));
+        name[e - b] = '\0';
+        g->names[g->name_count++] = name;
+        if (!comma)
+            return FG_OK;
+        p = comma + 1;
+    }
+}
+
+static fg_status nan_guard_init(const fg_host *host, void **state, fg_error *err)
+{
+    const char *monitor = NULL, *action = NULL;
+    if (host->get_string(host, "monitor", &monitor) != FG_OK ||
+        host->get_string(host, "action", &action) != FG_OK)
+        return fg_error_set(err, FG_INTERNAL, "the host did not serve the declared options");
+    if (strcmp(action, "stop") != 0 && strcmp(action, "error") != 0)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "action = '%s': expected stop or error", action);
+    nan_guard *g = calloc(1, sizeof *g);
+    if (g == NULL)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory");
+    g->host = host;
+    g->fail = strcmp(action, "error") == 0;
+    fg_status st = parse_monitor(g, monitor, err);
+    if (st != FG_OK) {
+        nan_guard_deinit(g);
+        return st;
+    }
+    *state = g;
+    return FG_OK;
+}
+
+/* Index of name in the watch list; -1 when not watched. With no list every name is
+ * watched (index 0 stands for "all"). */
+static int watched(const nan_guard *g, const char *name)
+{
+    if (g->name_count == 0)
+        return 0;
+    for (int i = 0; i < g->name_count; i++)
+        if (strcmp(g->names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+/* A watched name no event carried during fit is most likely a typo; test/... metrics
+ * only arrive after fit ends, so they are not held against the list. */
+static void warn_unseen(const nan_guard *g, const fg_event *ev)
+{
+    if (!ev->is_rank_zero || g->host->log == NULL)
+        return;
+    for (int i = 0; i < g->name_count; i++)
+        if (!g->seen[i] && strncmp(g->names[i], "test/", 5) != 0)
+            g->host->log(g->host, FG_LOG_WARN, "monitor names %s, but no event carried it "
+                         "during fit, so it was never checked", g->names[i]);
+}
+
+/* Thread rule (callback.h): the trainer's thread, every rank, in event order. */
+static fg_status nan_guard_on_event(void *state, const fg_event *ev, fg_callback_action *action,
+                                    fg_error *err)
+{
+    nan_guard *g = state;
+    if (!FG_HAS_FIELD(ev, fg_event, run_dir) || !FG_HAS_FIELD(action, fg_callback_action, reason))
+        return fg_error_set(err, FG_INCOMPATIBLE, "event or action struct from an older host "
+                            "is too small (%u, %u bytes)", ev ? (unsigned)ev->struct_size : 0u,
+                            action ? (unsigned)action->struct_size : 0u);
+    for (uint32_t i = 0; i < ev->metric_count; i++) {
+        const fg_metric *m = &ev->metrics[i];
+        int w = m->name ? watched(g, m->name) : -1;
+        if (w < 0)
+            continue;
+        g->seen[w] = 1;
+        if (g->tripped || isfinite(m->value))
+            continue;
+        g->tripped = 1;
+        char reason[sizeof action->reason];
+        snprintf(reason, sizeof reason, "%s is %s at step %lld (epoch %lld)", m->name,
+                 isnan(m->value) ? "nan" : m->value > 0 ? "inf" : "-inf",
+                 (long long)ev->global_step, (long long)ev->epoch + 1);
+        if (g->fail)
+            return fg_error_set(err, FG_FATAL, "%s", reason);
+        memcpy(action->reason, reason, sizeof reason);
+        action->stop = 1;
+    }
+    if (ev->type == FG_EVENT_FIT_END)
+        warn_unseen(g, ev);
+    return FG_OK;
+}
+
+static const fg_callback_vtable nan_guard_vtable = {
+    .struct_size = sizeof(fg_callback_vtable),
+    .on_event = nan_guard_on_event,
+};
+
+FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
+    FG_PLUGIN_HEADER(FG_KIND_CALLBACK, 0),
+    .name = "nan_guard",
+    .version = NAN_GUARD_VERSION,
+    .description = "stops (or fails) the run at the first NaN or infinite metric, naming it",
+    FG_PLUGIN_OPTIONS(nan_guard_options),
+    .init = nan_guard_init,
+    .deinit = nan_guard_deinit,
+    .vtable = &nan_guard_vtable,
+};

@@ -1,0 +1,83 @@
+/* strategy.ddp internals: one process per device, the full model on each, gradients
+ * all-reduced in buckets while backward is still running.
+ *
+ * Buckets are contiguous ranges of the flat gradient buffer. They are cut during backward
+ * from the ranges the grad-ready hook reports (last layer first, so from the top of the
+ * buffer down): once the not-yet-bucketed top of the buffer that is final holds at least
+ * bucket_mb, it becomes a bucket and its all-reduce starts at once (comm all_reduce_start),
+ * overlapping the rest of backward. What is left when backward returns (the first layers,
+ * and anything no hook reported) is the last bucket. Each hook also tests the buckets in
+ * flight, which is what drives MPI's progress engine during backward. */
+#ifndef FULGUR_STRATEGY_DDP_H
+#define FULGUR_STRATEGY_DDP_H
+
+#include <stdint.h>
+
+#include "fulgur/backend.h"
+#include "fulgur/comm.h"
+#include "fulgur/strategy.h"
+
+typedef struct ddp_bucket {
+    int64_t offset, count; /* floats of the flat gradient buffer */
+    void *request;         /* the started all-reduce; NULL once waited */
+    int done;              /* a test saw it complete */
+    double started, finished; /* monotonic seconds; finished = when completion was seen */
+} ddp_bucket;
+
+/* Where one step's time went, for the throughput callback and the debug log. */
+typedef struct ddp_step_timing {
+    double compute_start;  /* forward_backward of the final micro-batch began */
+    double backward_end;   /* it returned */
+    double wait;           /* seconds optimizer_step blocked on buckets after backward */
+    double comm;           /* union of the buckets' [started, finished] intervals */
+    double hidden;         /* the part of `comm` before backward_end */
+    int started_early;     /* buckets started before backward_end */
+} ddp_step_timing;
+
+typedef struct ddp {
+    const fg_host *host;
+    const fg_comm_vtable *comm;
+    void *comm_state;
+    const fg_backend_vtable *be;
+    void *be_state;
+    fg_comm_topology topo;
+    double bucket_mb;
+    int device;
+    int overlap;           /* the comm has all_reduce_start/test/wait */
+
+    const fg_train_services *svc;
+    void *replica;
+    float *grads;          /* (param_count) host-visible on the CPU backend */
+    void *queue;
+
+    /* buckets of the step being reduced */
+    int64_t bucket_elems;
+    ddp_bucket *buckets;   /* (max_buckets) */
+    int bucket_count, max_buckets;
+    int64_t pending_hi;    /* grads [pending_hi, param_count) are in buckets already */
+    int reducing;          /* the final micro-batch's backward is running */
+    int out_of_order;      /* a hook range lay above pending_hi: the contract was broken */
+    fg_status hook_status; /* the first failure inside the hook (it cannot return one) */
+    fg_error hook_err;
+
+    int64_t steps;
+    ddp_step_timing timing;
+    double total_wait, total_comm, total_hidden;
+} ddp;
+
+/* Resets the bucket state for a final micro-batch (reduce = 1) or a no_sync one. */
+void ddp_buckets_begin(ddp *d, int reduce);
+/* The grad-ready hook: (offset, count) of the gradient buffer is final. */
+void ddp_on_grad_ready(void *user, int64_t offset, int64_t count);
+/* After backward: starts the last bucket (whatever is left below pending_hi). */
+fg_status ddp_buckets_flush(ddp *d, fg_error *err);
+/* Completes every bucket in flight, records the timing; sums are not yet averaged. */
+fg_status ddp_buckets_wait(ddp *d, fg_error *err);
+/* Waits what is in flight and ignores failures: teardown after an error. */
+void ddp_buckets_drain(ddp *d);
+/* Timing of the step just waited: logged at debug level and sent to the metrics sink. */
+void ddp_report_step(ddp *d);
+
+double ddp_now(void);
+
+#endif

@@ -1,0 +1,226 @@
+/* strategy.ddp: distributed data parallel, one process per device (started by mpirun).
+ *
+ * Every rank holds the whole model. setup broadcasts rank 0's parameters; each final
+ * micro-batch's gradients are summed across ranks in buckets that overlap backward
+ * (ddp_buckets.c), divided by the world size, and every rank applies the same update, so
+ * the replicas stay equal without ever sending parameters again. Non-final micro-batches
+ * of gradient accumulation reduce nothing (PyTorch's no_sync). Metrics are summed across
+ * ranks when read; evaluation is local (the sampler gives each rank an exact shard).
+ * Not synchronised: model buffers (batch-norm running statistics) stay per rank. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ddp.h"
+
+static const fg_option options[] = {
+    {"bucket_mb", FG_OPT_FLOAT, "25", 1e-6, 1e6, NULL,
+     "gradient bucket size in MiB: a bucket's all-reduce starts as soon as its gradients "
+     "are final, overlapping the rest of backward"},
+    {"device", FG_OPT_INT, "-1", -1, 4096, NULL,
+     "backend device of this rank; -1: local rank modulo the backend's device count"},
+};
+
+/* The comm and backend this strategy drives, and the rank's device. */
+static fg_status bind_peers(ddp *d, int64_t device, fg_error *err)
+{
+    const fg_host *h = d->host;
+    const void *vt = NULL;
+    fg_error e = {0};
+    if (h->find_plugin(h, FG_KIND_COMM, &vt, &d->comm_state, &e) != FG_OK)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "strategy.ddp needs a [comm] section "
+                            "(name = mpi) and runs one process per device: mpirun -n N fulgur "
+                            "fit CONFIG");
+    d->comm = vt;
+    if (!FG_HAS_FIELD(d->comm, fg_comm_vtable, barrier) || !d->comm->topology ||
+        !d->comm->all_reduce || !d->comm->broadcast)
+        return fg_error_set(err, FG_INCOMPATIBLE, "strategy.ddp: the [comm] plugin lacks "
+                            "topology/all_reduce/broadcast");
+    d->overlap = FG_HAS_FIELD(d->comm, fg_comm_vtable, wait) && d->comm->all_reduce_start &&
+                 d->comm->test && d->comm->wait;
+    d->topo.struct_size = sizeof d->topo;
+    fg_status st = d->comm->topology(d->comm_state, &d->topo, err);
+    if (st != FG_OK) return st;
+    if (h->find_plugin(h, FG_KIND_BACKEND, &vt, &d->be_state, &e) != FG_OK)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "strategy.ddp: %s", e.message);
+    d->be = vt;
+    int count = 0;
+    if (!d->be->device_count || (st = d->be->device_count(d->be_state, &count, err)) != FG_OK)
+        return st != FG_OK ? st : fg_error_set(err, FG_INCOMPATIBLE, "strategy.ddp: the "
+                                               "backend cannot count its devices");
+    if (count < 1) return fg_error_set(err, FG_UNAVAILABLE, "strategy.ddp: the backend has no devices");
+    if (device >= count)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] device = %lld, but the backend has "
+                            "%d device(s)", h->section, (long long)device, count);
+    d->device = device >= 0 ? (int)device : d->topo.local_rank % count;
+    return FG_OK;
+}
+
+static fg_status ddp_init(const fg_host *host, void **state, fg_error *err)
+{
+    ddp *d = calloc(1, sizeof *d);
+    if (!d) return fg_error_set(err, FG_OUT_OF_MEMORY, "strategy.ddp: out of memory");
+    d->host = host;
+    int64_t device = -1;
+    d->bucket_mb = 25;
+    host->get_float(host, "bucket_mb", &d->bucket_mb);
+    host->get_int(host, "device", &device);
+    fg_status st = d->bucket_mb > 0 ? bind_peers(d, device, err)
+                                    : fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] bucket_mb "
+                                                   "must be > 0", host->section);
+    if (st != FG_OK) {
+        free(d);
+        return st;
+    }
+    *state = d;
+    return FG_OK;
+}
+
+static void ddp_deinit(void *state) { free(state); }
+
+static fg_status ddp_info(void *state, fg_strategy_info *out, fg_error *err)
+{
+    const ddp *d = state;
+    out->launch_mode = FG_LAUNCH_PROCESS_PER_DEVICE;
+    out->needs_comm = 1;
+    out->devices = 1;
+    if (FG_HAS_FIELD(out, fg_strategy_info, world_size)) {
+        out->rank = d->topo.rank;
+        out->world_size = d->topo.world_size;
+    }
+    return FG_OK;
+}
+
+static fg_status ddp_setup(void *state, const fg_train_services *svc, fg_error *err)
+{
+    ddp *d = state;
+    d->svc = svc;
+    if (!FG_HAS_FIELD(svc, fg_train_services, set_grad_ready_hook) || !svc->set_grad_ready_hook)
+        return fg_error_set(err, FG_INCOMPATIBLE, "strategy.ddp needs the core's grad-ready "
+                            "hook (fulgur 0.1 with set_grad_ready_hook)");
+    fg_status st = svc->replica_create(svc->ctx, d->device, svc->max_batch, &d->replica, err);
+    if (st != FG_OK) return st;
+    d->grads = svc->replica_grads(svc->ctx, d->replica);
+    d->queue = svc->replica_queue(svc->ctx, d->replica);
+    /* Every rank starts from rank 0's parameters (equal by seed already; this is the
+     * contract, and it catches a rank whose config differs in the seed). */
+    float *params = svc->replica_params(svc->ctx, d->replica);
+    st = d->be->queue_sync(d->be_state, d->queue, err);
+    if (st == FG_OK)
+        st = d->comm->broadcast(d->comm_state, NULL, params, (size_t)svc->param_count, FG_F32, 0,
+                                err);
+    if (st != FG_OK) return st;
+    double elems = d->bucket_mb * 1024.0 * 1024.0 / sizeof(float);
+    d->bucket_elems = elems < 1 ? 1 : (int64_t)elems;
+    /* Every bucket but the last holds at least bucket_elems floats. */
+    d->max_buckets = (int)(svc->param_count / d->bucket_elems) + 2;
+    d->buckets = calloc((size_t)d->max_buckets, sizeof *d->buckets);
+    if (!d->buckets) return fg_error_set(err, FG_OUT_OF_MEMORY, "strategy.ddp: out of memory");
+    svc->set_grad_ready_hook(svc->ctx, d->replica, ddp_on_grad_ready, d);
+    if (d->topo.rank == 0)
+        d->host->log(d->host, FG_LOG_INFO, "%d ranks on %d node(s), buckets of %.3g MiB "
+                     "(%lld floats), %s", d->topo.world_size, d->topo.node_count, d->bucket_mb,
+                     (long long)d->bucket_elems,
+                     d->overlap ? "all-reduces overlap backward" : "all-reduces after backward "
+                     "(the comm has no all_reduce_start)");
+    return FG_OK;
+}
+
+static void ddp_teardown(void *state)
+{
+    ddp *d = state;
+    if (!d->svc) return;
+    ddp_buckets_drain(d);
+    if (d->replica) {
+        d->svc->set_grad_ready_hook(d->svc->ctx, d->replica, NULL, NULL);
+        d->svc->replica_destroy(d->svc->ctx, d->replica);
+    }
+    if (d->steps > 0 && d->topo.rank == 0) {
+        double hidden = d->total_comm > 0 ? d->total_hidden / d->total_comm : 0;
+        d->host->log(d->host, FG_LOG_INFO, "%lld steps: gradient all-reduce %.3f s, %.0f%% of it "
+                     "hidden behind backward; waited %.3f s after backward",
+                     (long long)d->steps, d->total_comm, 100 * hidden, d->total_wait);
+    }
+    free(d->buckets);
+    d->buckets = NULL;
+    d->replica = NULL;
+    d->svc = NULL;
+}
+
+static fg_status ddp_train_step(void *state, const fg_batch *batch, int micro_index, int final,
+                                float grad_scale, fg_error *err)
+{
+    ddp *d = state;
+    ddp_buckets_begin(d, final != 0);
+    double t0 = ddp_now();
+    fg_status st = d->svc->forward_backward(d->svc->ctx, d->replica, batch, grad_scale,
+                                            micro_index > 0, err);
+    d->timing.compute_start = t0;
+    d->timing.backward_end = ddp_now();
+    if (!final) return st;
+    if (st != FG_OK) {
+        ddp_buckets_drain(d);
+        return st;
+    }
+    return ddp_buckets_flush(d, err);
+}
+
+static fg_status ddp_optimizer_step(void *state, fg_error *err)
+{
+    ddp *d = state;
+    fg_status st = ddp_buckets_wait(d, err);
+    d->steps++;
+    if (st != FG_OK) return st;
+    ddp_report_step(d);
+    if (d->topo.world_size > 1)
+        st = d->be->scale(d->be_state, d->queue, d->grads, 1.0f / (float)d->topo.world_size,
+                          (size_t)d->svc->param_count, err);
+    if (st == FG_OK)
+        st = d->svc->optimizer_step(d->svc->ctx, d->replica, 0, d->svc->param_count, err);
+    return st;
+}
+
+static fg_status ddp_eval_step(void *state, const fg_batch *batch, fg_error *err)
+{
+    ddp *d = state;
+    return d->svc->evaluate(d->svc->ctx, d->replica, batch, err);
+}
+
+/* Local sums, then summed across ranks: every rank sees the global values. */
+static fg_status ddp_read_metrics(void *state, int reset, fg_step_metrics *out, fg_error *err)
+{
+    ddp *d = state;
+    fg_status st = d->svc->read_metrics(d->svc->ctx, d->replica, reset, out, err);
+    if (st != FG_OK || d->topo.world_size == 1) return st;
+    double sums[3] = {out->loss_sum, out->correct, out->count};
+    st = d->comm->all_reduce(d->comm_state, NULL, sums, 3, FG_F64, FG_REDUCE_SUM, err);
+    out->loss_sum = sums[0];
+    out->correct = sums[1];
+    out->count = sums[2];
+    return st;
+}
+
+static void *ddp_primary(void *state) { return ((ddp *)state)->replica; }
+
+static const fg_strategy_vtable vtable = {
+    .struct_size = sizeof(fg_strategy_vtable),
+    .info = ddp_info,
+    .setup = ddp_setup,
+    .teardown = ddp_teardown,
+    .train_step = ddp_train_step,
+    .optimizer_step = ddp_optimizer_step,
+    .eval_step = ddp_eval_step,
+    .read_metrics = ddp_read_metrics,
+    .primary_replica = ddp_primary,
+};
+
+FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
+    FG_PLUGIN_HEADER(FG_KIND_STRATEGY, 0),
+    .name = "ddp",
+    .version = "1.0.0",
+    .description = "distributed data parallel: one process per device, bucketed gradient "
+                   "all-reduce overlapping backward",
+    FG_PLUGIN_OPTIONS(options),
+    .init = ddp_init,
+    .deinit = ddp_deinit,
+    .vtable = &vtable,
+};

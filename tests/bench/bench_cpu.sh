@@ -1,0 +1,314 @@
+#!/usr/bin/env bash
+# CPU training benchmark: fulgur against PyTorch on Fashion-MNIST, same model, batch size,
+# threads, optimizer and data. Prints the median samples/s of each, the ratio fulgur/torch for
+# the MLP and the CNN, and what fraction of OpenBLAS's raw sgemm rate fulgur's MLP step reaches;
+# appends one row per model to tests/bench/results.csv. Installs nothing: PyTorch is used only
+# when /usr/bin/python3 can import torch (Debian: python3-torch), and the comparison is refused
+# when torch runs on the reference (netlib) BLAS, which would flatter fulgur.
+#
+#   tests/bench/bench_cpu.sh                      # build-bench/bin/fulgur, 5 MLP + 3 CNN runs each
+#   tests/bench/bench_cpu.sh --help
+#
+# Not a ctest test: timings depend on the machine and its load. Run it on a quiet machine;
+# --wait-load waits for one. Runs alternate fulgur, torch, fulgur, torch ... so slow drift in
+# the machine's load hits both sides alike.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+python=/usr/bin/python3   # Debian's: python3-torch lives there, not in a pyenv python3
+
+usage() {
+    cat <<EOF
+usage: $(basename "$0") [options]
+  --fulgur PATH        fulgur binary (default: \$root/build-bench/bin/fulgur)
+  --threads N          threads for both (default 2): torch.set_num_threads, backend.threads
+  --batch-size N       batch size (default 128)
+  --mlp-runs N         runs of each side for the MLP (default 5; 0 skips the MLP)
+  --cnn-runs N         runs of each side for the CNN (default 3; 0 skips the CNN)
+  --mlp-batches N      timed batches per MLP run (default 200)
+  --cnn-batches N      timed batches per CNN run (default 60)
+  --torch-env K=V      extra environment for the torch runs (repeatable), e.g.
+                       OMP_WAIT_POLICY=passive; printed and recorded in results.csv
+  --fulgur-arg K=V     extra override for the fulgur runs (repeatable), e.g. data.num_workers=1
+  --wait-load X        before measuring, wait until the 1-minute load average is below X
+  --wait-max SECS      give up waiting after SECS (default 1200) and measure anyway, saying so
+  --results FILE       CSV to append to (default: tests/bench/results.csv); --no-results: none
+  --selftest           check this script's argument parsing and exit (no benchmark)
+EOF
+}
+
+die() { echo "bench_cpu: $*" >&2; exit 2; }
+
+need_int() { # name value minimum
+    [[ $2 =~ ^[0-9]+$ ]] || die "$1 needs a whole number, got '$2'"
+    (( $2 >= $3 )) || die "$1 must be >= $3, got $2"
+}
+
+need_kv() { [[ $2 =~ ^[A-Za-z_][A-Za-z0-9_.]*=.*$ ]] || die "$1 needs KEY=VALUE, got '$2'"; }
+
+need_num() { [[ $2 =~ ^[0-9]+([.][0-9]+)?$ ]] || die "$1 needs a number, got '$2'"; }
+
+set_defaults() {
+    fulgur="$root/build-bench/bin/fulgur"
+    threads=2 batch_size=128
+    mlp_runs=5 cnn_runs=3 mlp_batches=200 cnn_batches=60
+    torch_env=() fulgur_args=()
+    wait_load="" wait_max=1200
+    results="$here/results.csv"
+    selftest=0
+}
+
+parse_args() {
+    while (( $# > 0 )); do
+        local opt=$1
+        case $opt in
+            --help|-h) usage; exit 0 ;;
+            --selftest) selftest=1; shift; continue ;;
+            --no-results) results=""; shift; continue ;;
+        esac
+        (( $# >= 2 )) || die "$opt needs a value (see --help)"
+        local v=$2
+        case $opt in
+            --fulgur) fulgur=$v ;;
+            --threads) need_int "$opt" "$v" 1; threads=$v ;;
+            --batch-size) need_int "$opt" "$v" 1; batch_size=$v ;;
+            --mlp-runs) need_int "$opt" "$v" 0; mlp_runs=$v ;;
+            --cnn-runs) need_int "$opt" "$v" 0; cnn_runs=$v ;;
+            --mlp-batches) need_int "$opt" "$v" 1; mlp_batches=$v ;;
+            --cnn-batches) need_int "$opt" "$v" 1; cnn_batches=$v ;;
+            --torch-env) need_kv "$opt" "$v"; torch_env+=("$v") ;;
+            --fulgur-arg) need_kv "$opt" "$v"; fulgur_args+=("$v") ;;
+            --wait-load) need_num "$opt" "$v"; wait_load=$v ;;
+            --wait-max) need_int "$opt" "$v" 0; wait_max=$v ;;
+            --results) results=$v ;;
+            *) die "unknown option '$opt' (see --help)" ;;
+        esac
+        shift 2
+    done
+}
+
+# ---- selftest: the parser accepts what --help promises and rejects the rest -----------------
+
+selftest_expect() { # "ok"|"fail" expected-fragment args...
+    local want=$1 frag=$2 out rc
+    shift 2
+    out=$( (set_defaults; parse_args "$@"; declare -p mlp_runs cnn_batches torch_env results wait_load) 2>&1 ) && rc=0 || rc=$?
+    if [[ $want == ok && $rc -ne 0 ]] || [[ $want == fail && $rc -eq 0 ]] || [[ $out != *"$frag"* ]]; then
+        echo "selftest FAILED: args [$*]: want $want with '$frag', got rc $rc: $out" >&2
+        return 1
+    fi
+}
+
+run_selftest() {
+    local bad=0
+    selftest_expect ok 'mlp_runs="7"' --mlp-runs 7 || bad=1
+    selftest_expect ok 'cnn_batches="9"' --cnn-batches 9 || bad=1
+    selftest_expect ok 'torch_env=([0]="OMP_WAIT_POLICY=passive")' --torch-env OMP_WAIT_POLICY=passive || bad=1
+    selftest_expect ok 'results=""' --no-results || bad=1
+    selftest_expect ok 'wait_load="0.5"' --wait-load 0.5 || bad=1
+    selftest_expect fail "--mlp-runs needs a whole number, got 'x'" --mlp-runs x || bad=1
+    selftest_expect fail '--threads must be >= 1, got 0' --threads 0 || bad=1
+    selftest_expect fail "unknown option '--bogus'" --bogus 1 || bad=1
+    selftest_expect fail '--cnn-runs needs a value' --cnn-runs || bad=1
+    selftest_expect fail "--torch-env needs KEY=VALUE, got 'nokey'" --torch-env nokey || bad=1
+    selftest_expect fail "--wait-load needs a number, got 'low'" --wait-load low || bad=1
+    (( bad == 0 )) && echo "bench_cpu selftest: ok"
+    return $bad
+}
+
+# ---- machine ------------------------------------------------------------------------------
+
+load1() { cut -d' ' -f1 /proc/loadavg; }
+loadavg3() { cut -d' ' -f1-3 /proc/loadavg; }
+cpu_model() { sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1; }
+
+wait_for_quiet() {
+    [[ -n $wait_load ]] || return 0
+    local waited=0
+    while awk -v l="$(load1)" -v x="$wait_load" 'BEGIN { exit !(l >= x) }'; do
+        if (( waited >= wait_max )); then
+            echo "load: still $(loadavg3) after ${waited} s (wanted < $wait_load); measuring anyway"
+            return 0
+        fi
+        sleep 15
+        waited=$((waited + 15))
+    done
+    echo "load: $(loadavg3) after waiting ${waited} s for < $wait_load"
+}
+
+# ---- torch and its BLAS ---------------------------------------------------------------------
+
+torch_available() { "$python" -c 'import torch' >/dev/null 2>&1; }
+
+torch_run() { env OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads" "${torch_env[@]}" \
+    "$python" "$here/torch_ref.py" --threads "$threads" --batch-size "$batch_size" "$@"; }
+
+# Sets torch_blas to what torch's process mapped after a matmul, and refuses (exit 3) when
+# that is the reference BLAS: comparing against it would measure netlib, not torch.
+check_torch_blas() {
+    local out libs alt
+    out=$(torch_run --blas) || die "torch_ref.py --blas failed: $out"
+    libs=$(sed -n 's/^MAPPED //p' <<<"$out")
+    echo "torch: $(sed -n 's/^TORCH //p' <<<"$out")"
+    echo "torch BLAS (from /proc/<pid>/maps after a matmul):"
+    sed 's/^/  /' <<<"${libs:-(no BLAS library mapped)}"
+    alt=$(update-alternatives --query libblas.so.3-x86_64-linux-gnu 2>/dev/null | sed -n 's/^Value: //p' || true)
+    echo "update-alternatives libblas.so.3-x86_64-linux-gnu: ${alt:-(not registered)}"
+    if grep -qiE 'openblas' <<<"$libs"; then
+        torch_blas="OpenBLAS $(grep -oE 'libopenblas[^ /]*\.so[.0-9]*' <<<"$libs" | tail -n1)"
+    elif grep -qiE 'blis|mkl|atlas' <<<"$libs"; then
+        torch_blas=$(grep -oiE '[^ /]*(blis|mkl|atlas)[^ /]*' <<<"$libs" | head -n1)
+    elif grep -qE '/blas/libblas\.so' <<<"$libs" || [[ $alt == */blas/libblas.so* ]]; then
+        echo "REFUSED: torch uses the reference BLAS (netlib, /usr/lib/x86_64-linux-gnu/blas)." >&2
+        echo "  Its sgemm is an unblocked triple loop, many times slower than OpenBLAS: the ratio" >&2
+        echo "  would measure netlib, not PyTorch. Install an optimized libblas.so.3 alternative:" >&2
+        echo "  apt-get install libopenblas0-pthread (or select it with update-alternatives)." >&2
+        exit 3
+    else
+        echo "REFUSED: cannot tell which BLAS torch uses (maps: ${libs:-none}; alternative: ${alt:-none})." >&2
+        exit 3
+    fi
+    echo "torch BLAS: $torch_blas"
+}
+
+# ---- one run of each side -------------------------------------------------------------------
+
+# Two epochs of N batches; epoch 1 is the warm-up, epoch 2's "samples/s" is the figure.
+fulgur_run() { # ini batches -> samples/s on stdout
+    local ini=$1 batches=$2 out line
+    out=$("$fulgur" fit "$ini" trainer.max_epochs=2 trainer.limit_train_batches="$batches" \
+        trainer.log_every_n_steps="$batches" trainer.test_after_fit=false \
+        trainer.validate_every_n_epochs=0 backend.threads="$threads" \
+        data.batch_size="$batch_size" optimizer.lr=0.01 optimizer.momentum=0.9 \
+        "${fulgur_args[@]}" 2>&1) || { echo "fulgur failed:" >&2; echo "$out" >&2; return 1; }
+    line=$(grep -E '^epoch 2/2 +train loss' <<<"$out") || { echo "no epoch 2 line in:" >&2; echo "$out" >&2; return 1; }
+    sed -nE 's/.* ([0-9.]+) samples\/s.*/\1/p' <<<"$line" | grep . || { echo "no samples/s in: $line" >&2; return 1; }
+}
+
+torch_one() { # model batches -> samples/s on stdout
+    local out
+    out=$(torch_run --model "$1" --batches "$2" --warmup 20) || { echo "torch_ref.py failed: $out" >&2; return 1; }
+    sed -nE 's/^RESULT samples_per_s=([0-9.]+).*/\1/p' <<<"$out" | grep . || { echo "no RESULT line in: $out" >&2; return 1; }
+}
+
+median() { tr ' ' '\n' | awk 'NF' | sort -g | awk '{ v[NR] = $1 } END {
+    if (NR == 0) { print "NA"; exit }
+    print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == "NA" || b == 0) print "NA"; else printf "%.3f", a / b }'; }
+
+# bench_model name ini runs batches: sets f_med, t_med and prints every run
+bench_model() {
+    local name=$1 ini=$2 runs=$3 batches=$4 f_all="" t_all="" f t i
+    echo
+    echo "== $name: $runs run(s) each, $batches timed batches of $batch_size, $threads threads (load $(loadavg3))"
+    for (( i = 1; i <= runs; i++ )); do
+        f=$(fulgur_run "$ini" "$batches")
+        f_all+=" $f"
+        if (( have_torch )); then
+            t=$(torch_one "$name" "$batches")
+            t_all+=" $t"
+            printf '  run %d: fulgur %10.0f samples/s   torch %10.0f samples/s\n' "$i" "$f" "$t"
+        else
+            printf '  run %d: fulgur %10.0f samples/s\n' "$i" "$f"
+        fi
+    done
+    f_med=$(median <<<"$f_all")
+    t_med=$(median <<<"$t_all")
+    printf '  median: fulgur %.0f samples/s, torch %s samples/s, fulgur/torch %s\n' "$f_med" \
+        "$(whole "$t_med")" "$(ratio "$f_med" "$t_med")"
+}
+
+# ---- sgemm ceiling for the MLP --------------------------------------------------------------
+
+# Forward FLOPs per sample of 784-256-256-10: 2*(784*256 + 256*256 + 256*10).
+mlp_fwd_flops=$((2 * (784 * 256 + 256 * 256 + 256 * 10)))
+# Training: forward + dW + dx; fulgur skips dx of the first layer (its input needs no gradient).
+mlp_train_flops=$((3 * mlp_fwd_flops - 2 * 784 * 256))
+
+sgemm_report() { # fulgur MLP samples/s
+    local exe out peak step
+    exe=$(mktemp /tmp/sgemm_peak.XXXXXX)
+    if ! cc -O2 -o "$exe" "$here/sgemm_peak.c" -lopenblas 2>/tmp/sgemm_peak.err; then
+        echo "sgemm ceiling: cannot build sgemm_peak.c against OpenBLAS: $(cat /tmp/sgemm_peak.err)"
+        rm -f "$exe"; return 0
+    fi
+    out=$("$exe" "$threads" "$batch_size")
+    rm -f "$exe"
+    echo
+    echo "== MLP step against raw sgemm ($threads threads)"
+    sed 's/^/  /' <<<"$out"
+    peak=$(sed -n 's/^peak GFLOP\/s //p' <<<"$out")
+    step=$(sed -n 's/^step GFLOP\/s //p' <<<"$out")
+    awk -v s="$1" -v fl="$mlp_train_flops" -v fw="$mlp_fwd_flops" -v peak="$peak" -v step="$step" 'BEGIN {
+        g = s * fl * 1e-9
+        printf "  MLP FLOPs per sample: forward %d, training %d (3x forward minus fc1 dx)\n", fw, fl
+        printf "  fulgur MLP step: %.0f samples/s = %.1f GFLOP/s = %.0f%% of the sgemm peak (%.1f),\n", s, g, 100 * g / peak, peak
+        printf "                   %.0f%% of the step-shape sgemm rate (%.1f: all its gemms, nothing else)\n", 100 * g / step, step
+        printf "  (nominal 3x forward count: %.1f GFLOP/s, %.0f%% of peak)\n", s * 3 * fw * 1e-9, 100 * s * 3 * fw * 1e-9 / peak
+    }'
+}
+
+# ---- results --------------------------------------------------------------------------------
+
+csv_row() { # model fulgur torch ratio batches runs
+    [[ -n $results ]] || return 0
+    if [[ ! -s $results ]]; then
+        echo "date,machine,model,fulgur_samples_per_s,torch_samples_per_s,ratio,torch_blas,load_1_5_15,threads,batch_size,timed_batches,runs,torch_env" >"$results"
+    fi
+    printf '%s,"%s",%s,%.0f,%s,%s,"%s","%s",%s,%s,%s,%s,"%s"\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+        "$(nproc) x $(cpu_model)" "$1" "$2" "$(whole "$3")" \
+        "$4" "$torch_blas" "$(loadavg3)" "$threads" "$batch_size" "$5" "$6" "${torch_env[*]}" >>"$results"
+}
+
+whole() { [[ $1 == NA ]] && echo NA || printf '%.0f' "$1"; }
+
+summary_line() { # model fulgur torch
+    printf '  %s  fulgur %8s  torch %8s  fulgur/torch %s\n' "$1" "$(whole "$2")" "$(whole "$3")" "$(ratio "$2" "$3")"
+}
+
+main() {
+    set_defaults
+    parse_args "$@"
+    if (( selftest )); then run_selftest; exit $?; fi
+    [[ -x $fulgur ]] || die "no fulgur binary at $fulgur (build: cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release && cmake --build build-bench -j2, or pass --fulgur)"
+    [[ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]] ||
+        die "no Fashion-MNIST at /usr/share/datasets/fashion-mnist (Debian package dataset-fashion-mnist)"
+    cd "$root"   # the example INI files name the data directory absolutely; paths print relative
+
+    echo "machine: $(nproc) CPUs, $(cpu_model); load $(loadavg3)"
+    echo "fulgur: $fulgur"
+    have_torch=0 torch_blas=NA
+    if torch_available; then
+        have_torch=1
+        check_torch_blas
+        (( ${#torch_env[@]} == 0 )) || echo "torch extra environment: ${torch_env[*]}"
+    else
+        echo "torch: $python cannot import torch (apt-get install python3-torch); fulgur figures only, no ratio"
+    fi
+    echo "timing: torch = its training loop over in-memory tensors (forward, loss, backward, step);"
+    echo "        fulgur = the samples/s its trainer prints for epoch 2 (epoch 1 is the warm-up),"
+    echo "        which includes its data loader (shuffle, batch assembly, worker hand-off)."
+    wait_for_quiet
+
+    if (( mlp_runs > 0 )); then
+        bench_model mlp examples/fashion_mnist_mlp.ini "$mlp_runs" "$mlp_batches"
+        local mlp_f=$f_med mlp_t=$t_med
+        csv_row mlp "$mlp_f" "$mlp_t" "$(ratio "$mlp_f" "$mlp_t")" "$mlp_batches" "$mlp_runs"
+    fi
+    if (( cnn_runs > 0 )); then
+        bench_model cnn examples/fashion_mnist_cnn.ini "$cnn_runs" "$cnn_batches"
+        local cnn_f=$f_med cnn_t=$t_med
+        csv_row cnn "$cnn_f" "$cnn_t" "$(ratio "$cnn_f" "$cnn_t")" "$cnn_batches" "$cnn_runs"
+    fi
+    (( mlp_runs == 0 )) || sgemm_report "$mlp_f"
+
+    echo
+    echo "== summary (median samples/s; load now $(loadavg3))"
+    (( mlp_runs == 0 )) || summary_line MLP "$mlp_f" "$mlp_t"
+    (( cnn_runs == 0 )) || summary_line CNN "$cnn_f" "$cnn_t"
+    [[ -z $results ]] || echo "  rows appended to ${results#"$root"/}"
+}
+
+main "$@"

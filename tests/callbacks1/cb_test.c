@@ -1,0 +1,347 @@
+/* The fake host, the dlopen loader, the event sender and file helpers of the callback
+ * plugin tests. */
+#define _POSIX_C_SOURCE 200809L
+#include "cb_test.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int test_failures = 0;
+
+/* ---- the fake host ------------------------------------------------------------------- */
+
+static const fake_host *as_fake(const fg_host *host) { return (const fake_host *)host; }
+
+/* The set value, else the schema default; NULL for a key the schema does not declare. */
+static const char *lookup(const fg_host *host, const char *key)
+{
+    const fake_host *fh = as_fake(host);
+    int declared = 0;
+    const char *def = NULL;
+    for (uint32_t i = 0; i < fh->plugin->option_count; i++) {
+        if (strcmp(fh->plugin->options[i].key, key) == 0) {
+            declared = 1;
+            def = fh->plugin->options[i].default_value;
+        }
+    }
+    if (!declared)
+        return NULL;
+    for (int i = 0; i < fh->count; i++)
+        if (strcmp(fh->keys[i], key) == 0)
+            return fh->values[i];
+    return def;
+}
+
+static void fake_log(const fg_host *host, int level, const char *fmt, ...)
+{
+    fake_host *fh = (fake_host *)host;
+    static const char *const names[] = {"error", "warning", "info", "debug"};
+    size_t used = strlen(fh->log);
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    snprintf(fh->log + used, sizeof fh->log - used, "%s: %s\n",
+             names[level < 0 ? 0 : level > 3 ? 3 : level], line);
+}
+
+static fg_status fake_get_string(const fg_host *host, const char *key, const char **out)
+{
+    const char *v = lookup(host, key);
+    if (!v)
+        return FG_NOT_FOUND;
+    *out = v;
+    return FG_OK;
+}
+
+static fg_status fake_get_int(const fg_host *host, const char *key, int64_t *out)
+{
+    const char *v = lookup(host, key);
+    if (!v)
+        return FG_NOT_FOUND;
+    char *end = NULL;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (end == v || *end != '\0' || errno != 0)
+        return FG_INVALID_ARGUMENT;
+    *out = x;
+    return FG_OK;
+}
+
+static fg_status fake_get_float(const fg_host *host, const char *key, double *out)
+{
+    const char *v = lookup(host, key);
+    if (!v)
+        return FG_NOT_FOUND;
+    char *end = NULL;
+    double x = strtod(v, &end);
+    if (end == v || *end != '\0')
+        return FG_INVALID_ARGUMENT;
+    *out = x;
+    return FG_OK;
+}
+
+static fg_status fake_get_bool(const fg_host *host, const char *key, int *out)
+{
+    const char *v = lookup(host, key);
+    if (!v)
+        return FG_NOT_FOUND;
+    if (!strcasecmp(v, "true") || !strcmp(v, "1") || !strcasecmp(v, "yes") || !strcasecmp(v, "on"))
+        *out = 1;
+    else if (!strcasecmp(v, "false") || !strcmp(v, "0") || !strcasecmp(v, "no") ||
+             !strcasecmp(v, "off"))
+        *out = 0;
+    else
+        return FG_INVALID_ARGUMENT;
+    return FG_OK;
+}
+
+static void fake_metric(const fg_host *host, const char *name, double value, int64_t step)
+{
+    fake_host *fh = (fake_host *)host;
+    fh->metric_calls++;
+    snprintf(fh->last_metric, sizeof fh->last_metric, "%s", name);
+    fh->last_metric_value = value;
+    fh->last_metric_step = step;
+}
+
+static void fake_host_init(fake_host *fh, const fg_plugin *plugin)
+{
+    memset(fh, 0, sizeof *fh);
+    fh->plugin = plugin;
+    fh->host.struct_size = sizeof fh->host;
+    fh->host.abi_major = FG_ABI_MAJOR;
+    fh->host.abi_minor = FG_ABI_MINOR;
+    fh->host.section = "callback.test";
+    fh->host.log = fake_log;
+    fh->host.get_bool = fake_get_bool;
+    fh->host.get_int = fake_get_int;
+    fh->host.get_float = fake_get_float;
+    fh->host.get_string = fake_get_string;
+    fh->host.metric = fake_metric;
+}
+
+/* ---- plugins and instances ----------------------------------------------------------- */
+
+const fg_plugin *load_callback_plugin(const char *path, const char *name)
+{
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
+        exit(1);
+    }
+    const fg_plugin *p = dlsym(lib, FG_PLUGIN_ENTRY_NAME);
+    if (!p || p->magic != FG_PLUGIN_MAGIC || p->abi_major != FG_ABI_MAJOR ||
+        p->kind != FG_KIND_CALLBACK || strcmp(p->name, name) != 0 ||
+        p->option_size != sizeof(fg_option) || !p->init || !p->vtable) {
+        fprintf(stderr, "%s: not a well-formed callback plugin called %s\n", path, name);
+        exit(1);
+    }
+    const fg_callback_vtable *vt = p->vtable;
+    if (vt->struct_size < sizeof *vt || !vt->on_event) {
+        fprintf(stderr, "%s: callback vtable without on_event\n", path);
+        exit(1);
+    }
+    return p;
+}
+
+void cb_prepare(cb_instance *in, const fg_plugin *plugin)
+{
+    memset(in, 0, sizeof *in);
+    fake_host_init(&in->fh, plugin);
+    in->plugin = plugin;
+    in->vt = plugin->vtable;
+    in->is_rank_zero = 1;
+    in->learning_rate = 0.1;
+    in->steps_per_epoch = 10;
+    snprintf(in->run_dir, sizeof in->run_dir, ".");
+}
+
+void cb_set(cb_instance *in, const char *key, const char *value)
+{
+    fake_host *fh = &in->fh;
+    int i = 0;
+    while (i < fh->count && strcmp(fh->keys[i], key) != 0)
+        i++;
+    if (i == FAKE_HOST_MAX_KEYS) {
+        fprintf(stderr, "fake host: too many keys\n");
+        exit(1);
+    }
+    if (i == fh->count)
+        fh->count++;
+    snprintf(fh->keys[i], sizeof fh->keys[i], "%s", key);
+    snprintf(fh->values[i], sizeof fh->values[i], "%s", value);
+}
+
+fg_status cb_init(cb_instance *in, fg_error *err)
+{
+    memset(err, 0, sizeof *err);
+    in->state = NULL;
+    return in->plugin->init(&in->fh.host, &in->state, err);
+}
+
+void cb_deinit(cb_instance *in)
+{
+    if (in->state && in->plugin->deinit)
+        in->plugin->deinit(in->state);
+    in->state = NULL;
+}
+
+fg_status cb_send(cb_instance *in, uint32_t type, int64_t epoch, int64_t global_step,
+                  const fg_metric *metrics, uint32_t metric_count, fg_callback_action *action,
+                  fg_error *err)
+{
+    fg_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.struct_size = sizeof ev;
+    ev.type = type;
+    ev.epoch = epoch;
+    ev.global_step = global_step;
+    ev.steps_per_epoch = in->steps_per_epoch;
+    ev.step_in_epoch = in->steps_per_epoch > 0 ? global_step - epoch * in->steps_per_epoch : 0;
+    ev.learning_rate = in->learning_rate;
+    ev.metrics = metrics;
+    ev.metric_count = metric_count;
+    ev.is_rank_zero = in->is_rank_zero;
+    ev.run_dir = in->run_dir;
+    memset(action, 0, sizeof *action);
+    action->struct_size = sizeof *action;
+    memset(err, 0, sizeof *err);
+    return in->vt->on_event(in->state, &ev, action, err);
+}
+
+/* ---- files --------------------------------------------------------------------------- */
+
+static void remove_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                continue;
+            char child[2048];
+            snprintf(child, sizeof child, "%s/%s", path, e->d_name);
+            remove_tree(child);
+        }
+        closedir(d);
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+/* mkdir -p */
+static void make_dirs(const char *path)
+{
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(buf, 0755);
+            *p = '/';
+        }
+    }
+    mkdir(buf, 0755);
+}
+
+void make_scratch_dir(const char *base, const char *name, char *out, size_t cap)
+{
+    make_dirs(base);
+    snprintf(out, cap, "%s/%s", base, name);
+    remove_tree(out);
+    if (mkdir(out, 0755) != 0) {
+        fprintf(stderr, "mkdir %s: %s\n", out, strerror(errno));
+        exit(1);
+    }
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void list_dir(const char *dir, char *out, size_t cap)
+{
+    out[0] = '\0';
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    char *names[256];
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && n < 256) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof names[0], compare_names);
+    size_t used = 0;
+    for (size_t i = 0; i < n; i++) {
+        int w = snprintf(out + used, used < cap ? cap - used : 0, "%s%s", i ? " " : "", names[i]);
+        if (w > 0)
+            used += (size_t)w;
+        free(names[i]);
+    }
+}
+
+void write_file(const char *dir, const char *rel, const char *text)
+{
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    char *slash = strrchr(path, '/');
+    if (slash && slash > path + strlen(dir)) {
+        *slash = '\0';
+        mkdir(path, 0755);
+        *slash = '/';
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "cannot write %s: %s\n", path, strerror(errno));
+        test_failures++;
+        return;
+    }
+    fputs(text, f);
+    fclose(f);
+}
+
+void read_file(const char *path, char *out, size_t cap)
+{
+    out[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    size_t n = fread(out, 1, cap - 1, f);
+    out[n] = '\0';
+    fclose(f);
+}
+
+int run_case(const test_case *cases, size_t count, int argc, char **argv, const char *plugin_path)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s CASE SCRATCH_DIR\n", argv[0]);
+        return 2;
+    }
+    for (size_t i = 0; i < count; i++) {
+        if (strcmp(cases[i].name, argv[1]) != 0)
+            continue;
+        cases[i].fn(plugin_path, argv[2]);
+        if (test_failures) {
+            fprintf(stderr, "%s: %d check(s) failed\n", argv[1], test_failures);
+            return 1;
+        }
+        printf("%s: ok\n", argv[1]);
+        return 0;
+    }
+    fprintf(stderr, "unknown case %s\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,137 @@
+/* Shared by the callback plugin tests: checks that count failures, a fake fg_host that
+ * serves options (set by the test, else the plugin's schema defaults) and records log
+ * lines, loading a callback plugin from its built .so with dlopen, and sending scripted
+ * events to an instance. No plugin source is linked in. */
+#ifndef FG_CB_TEST_H
+#define FG_CB_TEST_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fulgur/callback.h"
+
+extern int test_failures;
+
+#define CHECK(cond)                                                                        \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);       \
+            test_failures++;                                                               \
+        }                                                                                  \
+    } while (0)
+
+#define CHECK_EQ_INT(actual, expected)                                                     \
+    do {                                                                                   \
+        long long a_ = (long long)(actual), e_ = (long long)(expected);                    \
+        if (a_ != e_) {                                                                    \
+            fprintf(stderr, "%s:%d: %s = %lld, expected %lld\n", __FILE__, __LINE__,       \
+                    #actual, a_, e_);                                                      \
+            test_failures++;                                                               \
+        }                                                                                  \
+    } while (0)
+
+#define CHECK_EQ_STR(actual, expected)                                                     \
+    do {                                                                                   \
+        const char *a_ = (actual), *e_ = (expected);                                       \
+        if (!a_ || strcmp(a_, e_) != 0) {                                                  \
+            fprintf(stderr, "%s:%d: %s = \"%s\", expected \"%s\"\n", __FILE__, __LINE__,   \
+                    #actual, a_ ? a_ : "(null)", e_);                                      \
+            test_failures++;                                                               \
+        }                                                                                  \
+    } while (0)
+
+#define CHECK_STATUS(st, expected, err)                                                    \
+    do {                                                                                   \
+        fg_status s_ = (st), x_ = (expected);                                              \
+        if (s_ != x_) {                                                                    \
+            fprintf(stderr, "%s:%d: status %s (%s), expected %s\n", __FILE__, __LINE__,    \
+                    fg_status_name(s_), s_ == FG_OK ? "" : (err).message,                  \
+                    fg_status_name(x_));                                                   \
+            test_failures++;                                                               \
+        }                                                                                  \
+    } while (0)
+
+#define CHECK_CONTAINS(text, fragment)                                                     \
+    do {                                                                                   \
+        const char *t_ = (text), *f_ = (fragment);                                         \
+        if (!t_ || !strstr(t_, f_)) {                                                      \
+            fprintf(stderr, "%s:%d: \"%s\" does not contain \"%s\"\n", __FILE__, __LINE__, \
+                    t_ ? t_ : "(null)", f_);                                               \
+            test_failures++;                                                               \
+        }                                                                                  \
+    } while (0)
+
+/* ---- a fake host ------------------------------------------------------------------- */
+
+#define FAKE_HOST_MAX_KEYS 16
+
+typedef struct fake_host {
+    fg_host host; /* first: the plugin receives &fake->host */
+    const fg_plugin *plugin; /* its schema gives the defaults */
+    int count;
+    char keys[FAKE_HOST_MAX_KEYS][64];
+    char values[FAKE_HOST_MAX_KEYS][512];
+    char log[4096]; /* every log line, "level: text\n" */
+    int metric_calls;
+    char last_metric[64];
+    double last_metric_value;
+    int64_t last_metric_step;
+} fake_host;
+
+/* ---- an instance --------------------------------------------------------------------- */
+
+typedef struct cb_instance {
+    fake_host fh;
+    const fg_plugin *plugin;
+    const fg_callback_vtable *vt;
+    void *state;
+    /* what the next events carry */
+    int is_rank_zero;       /* 1 unless a test says otherwise */
+    double learning_rate;
+    int64_t steps_per_epoch;
+    char run_dir[1024];
+} cb_instance;
+
+/* dlopens path and checks it is a callback plugin called name; exits the test (status
+ * 1) with a message otherwise. The library stays loaded, as the host does it. */
+const fg_plugin *load_callback_plugin(const char *path, const char *name);
+
+/* Prepares an instance (options not set yet): rank 0, run_dir "." */
+void cb_prepare(cb_instance *in, const fg_plugin *plugin);
+/* Sets (or replaces) the value a getter answers for key, as an INI file would write it. */
+void cb_set(cb_instance *in, const char *key, const char *value);
+/* init() through the fake host. */
+fg_status cb_init(cb_instance *in, fg_error *err);
+void cb_deinit(cb_instance *in);
+
+/* One event; the action is cleared first and filled by the plugin. */
+fg_status cb_send(cb_instance *in, uint32_t type, int64_t epoch, int64_t global_step,
+                  const fg_metric *metrics, uint32_t metric_count, fg_callback_action *action,
+                  fg_error *err);
+
+/* cb_send(in, type, epoch, step, METRICS({"val/loss", 0.5}, {"val/acc", 0.9}), &act, &err) */
+#define METRICS(...)                                                                        \
+    ((const fg_metric[]){__VA_ARGS__}),                                                     \
+        (uint32_t)(sizeof((const fg_metric[]){__VA_ARGS__}) / sizeof(fg_metric))
+#define NO_METRICS NULL, 0u
+
+/* ---- files --------------------------------------------------------------------------- */
+
+/* A fresh empty folder under base (created when missing); the path into out. */
+void make_scratch_dir(const char *base, const char *name, char *out, size_t cap);
+/* The names in a folder, sorted, joined by ' '; "" when empty or missing. */
+void list_dir(const char *dir, char *out, size_t cap);
+/* Writes text to dir/rel (rel may contain one folder level, created when missing). */
+void write_file(const char *dir, const char *rel, const char *text);
+/* Reads a whole small file into out; "" when missing. */
+void read_file(const char *path, char *out, size_t cap);
+
+/* Runs the case called argv[1] from a table; prints the result, returns the exit code. */
+typedef struct test_case {
+    const char *name;
+    void (*fn)(const char *plugin_path, const char *scratch);
+} test_case;
+int run_case(const test_case *cases, size_t count, int argc, char **argv, const char *plugin_path);
+
+#endif

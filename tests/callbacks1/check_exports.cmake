@@ -1,0 +1,22 @@
+# cmake -DNM=nm -DPLUGIN=fulgur-callback-x.so -P check_exports.cmake
+# Fails unless the plugin's dynamic symbol table defines fulgur_plugin_v1 and nothing else.
+if(NOT NM OR NOT PLUGIN)
+  message(FATAL_ERROR "usage: cmake -DNM=<nm> -DPLUGIN=<file.so> -P check_exports.cmake")
+endif()
+execute_process(COMMAND "${NM}" -D --defined-only "${PLUGIN}"
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${NM} -D ${PLUGIN} failed (${rc}): ${err}")
+endif()
+string(REPLACE "\n" ";" lines "${out}")
+set(symbols "")
+foreach(line ${lines})
+  string(REGEX MATCH "[^ \t]+$" sym "${line}")
+  if(sym)
+    list(APPEND symbols "${sym}")
+  endif()
+endforeach()
+if(NOT symbols STREQUAL "fulgur_plugin_v1")
+  message(FATAL_ERROR "${PLUGIN} exports [${symbols}]; expected exactly fulgur_plugin_v1")
+endif()
+message(STATUS "${PLUGIN}: exports fulgur_plugin_v1 only")

@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# ddp.* tests: strategy.ddp and comm.mpi under mpirun, one step per run, named by $1.
+# Environment (from ctest): FULGUR, PLUGIN_DIR, COMM_DRIVER, DDP_TESTS (this folder),
+# DDP_WORK (scratch), PYTHON; for local_sgd also FULGUR_SRC, FULGUR_BUILD, CMAKE, CC.
+#
+# comm_collectives     every collective and dtype of comm.mpi, 2 and 3 ranks (comm_driver.c)
+# comm_timeout         a rank that skips a collective: the others name it and abort, exit 3
+# equivalence          ddp -n 2, batch 64 per rank == single, batch 128, after 50 steps
+# equivalence_accumulate   the same with accumulate_grad_batches = 2 (batch 32 per rank)
+# overlap              bucket all-reduces start before backward ends (debug timestamps)
+# stuck_rank           SIGSTOP rank 1: the job ends within timeout_s + 30 s naming it
+# killed_rank          SIGKILL rank 1: the job ends promptly, non-zero
+# test_accuracy        ddp's test loss/acc/sample count == single's on the same training
+# local_sgd            examples/local-sgd built against an installed fulgur trains on 2 ranks
+set -u
+
+step=${1:?usage: ddp_test.sh STEP}
+: "${FULGUR:?}" "${PLUGIN_DIR:?}" "${DDP_TESTS:?}" "${DDP_WORK:?}"
+fail() {
+    echo "FAIL [ddp.$step]: $*" >&2
+    exit 1
+}
+skip() {
+    echo "SKIP [ddp.$step]: $*"
+    exit 77
+}
+
+MPIRUN=$(command -v mpirun) || skip "mpirun not found (install openmpi-bin)"
+MPI_FLAGS=(--oversubscribe)
+[ "$(id -u)" = 0 ] && MPI_FLAGS+=(--allow-run-as-root)
+# One BLAS thread per rank: two ranks share the machine's cores.
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+WORK=$DDP_WORK/$step
+rm -rf "$WORK"
+mkdir -p "$WORK"
+CFG=$DDP_TESTS/ddp.ini
+
+mpi() { # mpi N ARGS...: runs N ranks
+    local n=$1
+    shift
+    "$MPIRUN" "${MPI_FLAGS[@]}" -n "$n" "$@"
+}
+fit_ddp() { # fit_ddp N OVERRIDES...
+    local n=$1
+    shift
+    mpi "$n" "$FULGUR" --plugin-path "$PLUGIN_DIR" fit "$CFG" "$@"
+}
+fit_single() { # fit_single OVERRIDES...: the same config under strategy.single, no [comm]
+    grep -v -e '^\[comm\]' -e '^name = mpi' -e '^timeout_s' "$CFG" >"$WORK/single.ini"
+    "$FULGUR" --plugin-path "$PLUGIN_DIR" fit "$WORK/single.ini" strategy.name=single "$@"
+}
+must() { # must LOG CMD...: runs the command, output to LOG; on failure shows LOG and fails
+    local log=$1 rc=0
+    shift
+    "$@" >"$log" 2>&1 || rc=$?
+    [ "$rc" -eq 0 ] || { cat "$log" >&2; fail "exit $rc from: $*"; }
+}
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+step_comm_collectives() {
+    : "${COMM_DRIVER:?}"
+    for n in 2 3; do
+        must "$WORK/driver$n.log" mpi "$n" "$COMM_DRIVER" "$PLUGIN_DIR/fulgur-comm-mpi.so"
+        [ "$(grep -c 'every collective checked' "$WORK/driver$n.log")" = "$n" ] ||
+            { cat "$WORK/driver$n.log"; fail "not every one of $n ranks checked its collectives"; }
+    done
+    echo "ok: all_reduce (sum/avg/max; f32/f64/i32/i64), started all_reduce + test/wait, reduce_scatter, all_gather, broadcast, send/recv, barrier on 2 and 3 ranks"
+}
+
+step_comm_timeout() {
+    : "${COMM_DRIVER:?}"
+    local log=$WORK/laggard.log t0 rc
+    t0=$(now)
+    COMM_DRIVER_TIMEOUT_S=2 mpi 3 -x COMM_DRIVER_TIMEOUT_S "$COMM_DRIVER" \
+        "$PLUGIN_DIR/fulgur-comm-mpi.so" laggard >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    [ "$rc" -ne 0 ] || fail "the job exited 0 although rank 2 never arrived"
+    grep -qE 'fulgur: comm\.mpi: rank [01]: all_reduce of 4 floats \(collective #1\) timed out after 2 s; ranks that did not arrive: 2 \(at collective #0\)' "$log" ||
+        fail "no timeout line naming rank 2 and collective #1"
+    grep -q 'MPI_ABORT was invoked on rank [01] in communicator MPI_COMM_WORLD' "$log" ||
+        fail "the job did not end through MPI_Abort"
+    echo "ok: exit $rc after $(elapsed "$t0") s, rank 2 named as at collective #0"
+}
+
+# equivalence CHECKPOINT_NAME RANK_BATCH OVERRIDES...: ddp -n 2 against single at batch 128.
+equivalence() {
+    local name=$1 rank_batch=$2 out
+    shift 2
+    : "${PYTHON:?}"
+    must "$WORK/single.log" fit_single data.batch_size=128 \
+        trainer.final_checkpoint="$WORK/single.safetensors"
+    must "$WORK/ddp.log" fit_ddp 2 data.batch_size="$rank_batch" "$@" \
+        trainer.final_checkpoint="$WORK/$name.safetensors"
+    grep -q 'after 50 steps' "$WORK/single.log" || { cat "$WORK/single.log"; fail "single did not run 50 steps"; }
+    grep -q 'after 50 steps' "$WORK/ddp.log" || { cat "$WORK/ddp.log"; fail "ddp did not run 50 steps"; }
+    # The per-step losses agree to the printed precision too.
+    diff <(grep '^epoch .* step ' "$WORK/single.log") <(grep '^epoch .* step ' "$WORK/ddp.log") ||
+        fail "the logged training losses differ (above: single <, ddp >)"
+    out=$("$PYTHON" "$DDP_TESTS/compare_safetensors.py" "$WORK/$name.safetensors" "$WORK/single.safetensors" 1e-5) ||
+        fail "ddp and single weights differ: $out"
+    echo "ok: ddp -n 2 ($*) vs single batch 128: $out"
+}
+
+step_equivalence() { equivalence ddp 64; }
+step_equivalence_accumulate() { equivalence ddp_acc2 32 trainer.accumulate_grad_batches=2; }
+
+# Several wide layers and buckets smaller than a layer: every layer's gradients are their
+# own bucket, and each bucket's all-reduce must start while later layers' backward runs.
+step_overlap() {
+    local log=$WORK/overlap.log
+    must "$log" mpi 2 "$FULGUR" --plugin-path "$PLUGIN_DIR" -v fit "$CFG" data.shape=256 layer.fc1.out_features=256 \
+        layer.fc2.out_features=256 strategy.bucket_mb=0.1 trainer.max_steps=10 \
+        trainer.log_every_n_steps=5
+    # rank 0's lines: "bucket K [lo, hi) started t=T" and "backward ended t=T; ..."
+    awk '
+        /\[strategy\.ddp\] debug: rank 0 step [0-9]+: bucket [0-9]+ / {
+            s = $6 + 0; sub(/:$/, "", s); split($NF, a, "="); start[s] = start[s] " " a[2]; n[s]++ }
+        /\[strategy\.ddp\] debug: rank 0 step [0-9]+: backward ended t=/ {
+            s = $6; sub(/:$/, "", s); split($9, a, "="); sub(/;$/, "", a[2]); end[s] = a[2] + 0 }
+        END {
+            steps = 0; bad = 0; lead = 0
+            for (s in end) {
+                steps++
+                k = split(start[s], t, " ")
+                if (k < 3) { printf "step %s: %d buckets, want at least 3\n", s, k; bad++; continue }
+                early = 0
+                for (i = 1; i <= k; i++) if (t[i] + 0 < end[s]) early++
+                if (early < k) { printf "step %s: %d of %d buckets started after backward ended\n", s, k - early, k; bad++ }
+                if (!(t[1] + 0 < t[k] + 0)) { printf "step %s: the first bucket did not start first\n", s; bad++ }
+                lead += end[s] - t[1]
+            }
+            if (steps < 10) { printf "%d steps logged, want 10\n", steps; bad++ }
+            if (!bad) printf "ok: %d steps, every bucket started before backward ended; the first one %.3f ms before it on average\n", steps, 1e3 * lead / steps
+            exit bad != 0
+        }' "$log" || { grep 'strategy.ddp' "$log" | head -40; fail "buckets did not overlap backward"; }
+    grep 'rank 0 step 10: backward ended' "$log"
+    grep 'gradient all-reduce' "$log" || fail "no summary line of the gradient all-reduce"
+}
+
+# Starts a long ddp run in the background, waits until rank 0 logs training steps, and
+# sets MPIRUN_PID and RANK1_PID.
+start_long_run() {
+    local log=$1
+    shift
+    mpi 2 "$FULGUR" --plugin-path "$PLUGIN_DIR" fit "$CFG" trainer.max_steps=-1 \
+        trainer.max_epochs=100000 "$@" >"$log" 2>&1 &
+    MPIRUN_PID=$!
+    trap 'kill -KILL "$MPIRUN_PID" ${RANK1_PID:+"$RANK1_PID"} 2>/dev/null' EXIT
+    local deadline=$(($(date +%s) + 60))
+    until grep -q '^epoch 1 step 20/' "$log"; do
+        kill -0 "$MPIRUN_PID" 2>/dev/null || { cat "$log"; fail "the run ended before training"; }
+        [ "$(date +%s)" -lt "$deadline" ] || { cat "$log"; fail "no training step logged within 60 s"; }
+        sleep 0.1 # polling the log of a run in progress
+    done
+    RANK1_PID=
+    local p
+    for p in $(pgrep -P "$MPIRUN_PID"); do
+        if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1'; then
+            RANK1_PID=$p
+        fi
+    done
+    [ -n "$RANK1_PID" ] || fail "cannot find rank 1 among mpirun's children"
+}
+
+# Waits for mpirun to exit within $1 seconds; sets RC.
+wait_mpirun() {
+    local limit=$1 deadline
+    deadline=$(awk -v a="$(now)" -v l="$limit" 'BEGIN { printf "%d", a + l + 1 }')
+    while kill -0 "$MPIRUN_PID" 2>/dev/null; do
+        [ "$(date +%s)" -lt "$deadline" ] || fail "mpirun still runs $limit s after the signal"
+        sleep 0.1 # polling the run's end
+    done
+    wait "$MPIRUN_PID"
+    RC=$?
+}
+
+step_stuck_rank() {
+    local log=$WORK/stuck.log t0 timeout=5
+    start_long_run "$log" comm.timeout_s=$timeout
+    t0=$(now)
+    kill -STOP "$RANK1_PID"
+    wait_mpirun $((timeout + 30))
+    echo "mpirun exited $RC $(elapsed "$t0") s after SIGSTOP of rank 1 (timeout_s = $timeout)"
+    grep 'fulgur: comm.mpi' "$log"
+    [ "$RC" -ne 0 ] || fail "mpirun exited 0"
+    grep -qE "^fulgur: comm\.mpi: rank 0: all_reduce of [0-9]+ (floats|doubles) \(collective #[0-9]+\) timed out after $timeout s; ranks that did not arrive: 1 \(no answer" "$log" ||
+        { cat "$log"; fail "no line naming rank 1 and the collective"; }
+    echo "ok: stuck rank 1 named, job ended with exit $RC"
+}
+
+step_killed_rank() {
+    local log=$WORK/killed.log t0
+    start_long_run "$log" comm.timeout_s=600
+    t0=$(now)
+    kill -KILL "$RANK1_PID"
+    wait_mpirun 30
+    echo "mpirun exited $RC $(elapsed "$t0") s after SIGKILL of rank 1"
+    [ "$RC" -ne 0 ] || { cat "$log"; fail "mpirun exited 0"; }
+    grep -q 'rank 1 .*exited on signal 9' "$log" || { cat "$log"; fail "mpirun did not report rank 1's death"; }
+    echo "ok: killed rank 1 ended the job with exit $RC (comm timeout 600 s not needed)"
+}
+
+# One short epoch under single (batch 128) and ddp -n 2 (batch 64), then the test set: the
+# same weights must give the same test line, over the whole set exactly once.
+step_test_accuracy() {
+    local common=(trainer.max_steps=-1 trainer.limit_train_batches=30 trainer.test_after_fit=true)
+    must "$WORK/single.log" fit_single data.batch_size=128 "${common[@]}"
+    must "$WORK/ddp.log" fit_ddp 2 data.batch_size=64 "${common[@]}"
+    local a b
+    a=$(grep '^test ' "$WORK/single.log")
+    b=$(grep '^test ' "$WORK/ddp.log")
+    [ -n "$a" ] || { cat "$WORK/single.log"; fail "no test line from single"; }
+    [ "$a" = "$b" ] || fail "test lines differ: single '$a', ddp '$b'"
+    case $b in *"(1001 samples)"*) ;; *) fail "ddp tested '$b', want the whole set of 1001 samples" ;; esac
+    echo "ok: single and ddp -n 2 both print '$b'"
+}
+
+step_local_sgd() {
+    : "${FULGUR_BUILD:?}" "${FULGUR_SRC:?}" "${CMAKE:?}"
+    local prefix=$WORK/prefix bdir=$WORK/build log=$WORK/fit.log
+    must "$WORK/install.log" "$CMAKE" --install "$FULGUR_BUILD" --prefix "$prefix"
+    must "$WORK/configure.log" "$CMAKE" -S "$FULGUR_SRC/examples/local-sgd" -B "$bdir" \
+        -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
+        -DCMAKE_C_COMPILER="${CC:-cc}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS=-Werror
+    must "$WORK/build.log" "$CMAKE" --build "$bdir"
+    local so=$bdir/fulgur-strategy-local_sgd.so
+    [ "$(nm -D --defined-only "$so" | awk '{print $NF}')" = fulgur_plugin_v1 ] ||
+        fail "$so exports more than fulgur_plugin_v1"
+    # The installed fulgur, its installed comm.mpi, and the example from its build folder.
+    must "$log" mpi 2 "$prefix/bin/fulgur" --plugin-path "$bdir" fit "$CFG" \
+        strategy.name=local_sgd strategy.k=4 trainer.max_steps=300 trainer.log_every_n_steps=50 \
+        trainer.max_epochs=10
+    cat "$log"
+    grep -q 'local SGD on 2 ranks: parameters averaged every 4 steps' "$log" || fail "local_sgd did not start"
+    grep -q '300 steps, 75 parameter averages' "$log" || fail "not 75 averages in 300 steps"
+    awk '/^epoch [0-9]+ step / { for (i = 1; i <= NF; i++) if ($i == "loss") l[n++] = $(i + 1) }
+         END { if (n < 2) exit 1; printf "loss %s -> %s\n", l[0], l[n - 1]; exit !(l[n - 1] < 0.8 * l[0]) }' "$log" ||
+        fail "the training loss did not fall by 20%"
+    echo "ok: examples/local-sgd built against $prefix and trained on 2 ranks"
+}
+
+"step_$step"
