@@ -15,9 +15,9 @@ static const char usage_text[] =
     "\n"
     "commands:\n"
     "  fit CONFIG [section.key=value]...       train (then test) as the config says\n"
-    "  validate CONFIG [section.key=value]...  evaluate on the validation split\n"
-    "  test CONFIG [section.key=value]...      evaluate on the test split\n"
-    "  predict CONFIG [section.key=value]...   write predictions for the predict split\n"
+    "  validate CONFIG --ckpt-path X ...       evaluate a checkpoint on the validation split\n"
+    "  test CONFIG --ckpt-path X ...           evaluate a checkpoint on the test split\n"
+    "  predict CONFIG ...                      write predictions (not built yet: says so)\n"
     "  check CONFIG [section.key=value]...     validate the config, start the plugins, open the\n"
     "                                          data and build the model; train nothing\n"
     "  plugins                                 list every plugin found, and why any was refused\n"
@@ -26,6 +26,8 @@ static const char usage_text[] =
     "\n"
     "options:\n"
     "  --plugin-path DIR   search DIR for plugins first (repeatable)\n"
+    "  --ckpt-path X       fit: resume from X; test/validate: evaluate X. X is last, best\n"
+    "                      (by [callback.checkpoint] monitor) or a .safetensors file\n"
     "  -q, --quiet         warnings and errors only\n"
     "  -v, --verbose       debug output\n"
     "  --version           print the version and the plugin ABI\n"
@@ -41,6 +43,7 @@ typedef struct cli {
     int verbosity;
     const char *args[MAX_ARGS];
     int arg_count;
+    char ckpt_override[4200]; /* --ckpt-path X becomes the override trainer.ckpt_path=X */
 } cli;
 
 static int usage_error(const char *fmt, const char *arg)
@@ -62,6 +65,10 @@ static int parse_args(int argc, char **argv, cli *c)
             if (!v || !*v) return usage_error("%s needs a folder", "--plugin-path");
             if (c->path_count == MAX_PATHS) return usage_error("too many %s options", "--plugin-path");
             c->paths[c->path_count++] = v;
+        } else if (strcmp(a, "--ckpt-path") == 0 || strncmp(a, "--ckpt-path=", 12) == 0) {
+            const char *v = a[11] == '=' ? a + 12 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v || !*v) return usage_error("%s needs last, best or a FILE", "--ckpt-path");
+            snprintf(c->ckpt_override, sizeof c->ckpt_override, "trainer.ckpt_path=%s", v);
         } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
             c->verbosity = FG_LOG_WARN;
         } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
@@ -116,8 +123,12 @@ static int run_verb(fg_runtime *rt, const cli *c, const char *cmd)
         if (strcmp(verbs[i].name, cmd) == 0) verb = verbs[i].verb;
     if (verb < 0) return usage_error("unknown command '%s'", cmd);
     if (c->arg_count < 2) return usage_error("'%s' needs a CONFIG file", cmd);
+    const char *overrides[MAX_ARGS + 1];
+    int n = 0;
+    for (int i = 2; i < c->arg_count; i++) overrides[n++] = c->args[i];
+    if (c->ckpt_override[0]) overrides[n++] = c->ckpt_override;
     fg_error err = {0};
-    fg_status st = fg_runtime_configure(rt, c->args[1], c->args + 2, c->arg_count - 2, &err);
+    fg_status st = fg_runtime_configure(rt, c->args[1], overrides, n, &err);
     if (st != FG_OK) return fail(&err, st, 1);
     st = fg_runtime_run(rt, (fg_verb)verb, &err);
     if (st != FG_OK) return fail(&err, st, 0);

@@ -94,17 +94,20 @@ static fg_status check_tensor(const char *path, const fg_ckpt_tensor *t, size_t 
         return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: tensor '%s': dtype %d is unknown",
                             path, t->name, (int)t->dtype);
     if (t->rank < 0 || t->rank > FG_MAX_DIMS)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: tensor '%s': rank %d is outside [0, %d]",
-                            path, t->name, t->rank, FG_MAX_DIMS);
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "%s: tensor '%s': rank %d is outside [0, %d]", path, t->name,
+                            t->rank, FG_MAX_DIMS);
     if (fg_ckpt_byte_size(t->dtype, t->rank, t->shape, bytes) != 0) {
         char shape[256];
+        fg_ckpt_format_shape(shape, sizeof shape, t->rank, t->shape);
         return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "%s: tensor '%s': shape %s is negative or overflows a 64-bit byte count",
-                            path, t->name, fg_ckpt_format_shape(shape, sizeof shape, t->rank, t->shape));
+                            "%s: tensor '%s': shape %s is negative or overflows a 64-bit byte "
+                            "count", path, t->name, shape);
     }
     if (*bytes > 0 && !t->data)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: tensor '%s': data is NULL for %lld bytes",
-                            path, t->name, (long long)*bytes);
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "%s: tensor '%s': data is NULL for %lld bytes", path, t->name,
+                            (long long)*bytes);
     return FG_OK;
 }
 
@@ -127,8 +130,8 @@ static fg_status check_meta(const char *path, const char *const *keys, const cha
 
 /* Validates everything and fills bytes[i] with each tensor's size. */
 static fg_status check_inputs(const char *path, const fg_ckpt_tensor *tensors, size_t count,
-                              const char *const *keys, const char *const *values, size_t meta_count,
-                              int64_t *bytes, fg_error *err)
+                              const char *const *keys, const char *const *values,
+                              size_t meta_count, int64_t *bytes, fg_error *err)
 {
     if ((count && !tensors) || (meta_count && (!keys || !values)))
         return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: NULL tensor or metadata array", path);

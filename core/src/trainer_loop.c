@@ -159,10 +159,6 @@ static fg_status log_step(fg_trainer *t, log_window *w, fg_error *err)
     fg_step_metrics m = {sizeof m, 0, 0, 0};
     fg_status st = STRAT(t)->read_metrics(t->strategy.state, 1, &m, err);
     if (st != FG_OK || m.count <= 0) return st;
-    if (!isfinite(m.loss_sum))
-        return fg_error_set(err, FG_FATAL, "epoch %lld step %lld: the training loss is %g; lower "
-                            "[optimizer] lr, or clip gradients (trainer.gradient_clip_val)",
-                            (long long)t->epoch + 1, (long long)t->global_step, m.loss_sum);
     t->epoch_sum_loss += m.loss_sum;
     t->epoch_sum_correct += m.correct;
     t->epoch_sum_n += m.count;
@@ -178,7 +174,14 @@ static fg_status log_step(fg_trainer *t, log_window *w, fg_error *err)
     w->start = fg_now_seconds();
     w->data_wait = 0;
     w->steps = 0;
-    return fg_trainer_emit(t, FG_EVENT_TRAIN_STEP_END, metrics, 6, err);
+    st = fg_trainer_emit(t, FG_EVENT_TRAIN_STEP_END, metrics, 6, err);
+    /* A callback (nan_guard) may have stopped the run with its own words; if none did, a
+     * diverged run still ends here. */
+    if (st == FG_OK && !isfinite(m.loss_sum) && !t->stop)
+        return fg_error_set(err, FG_FATAL, "epoch %lld step %lld: the training loss is %g; lower "
+                            "[optimizer] lr, or clip gradients (trainer.gradient_clip_val)",
+                            (long long)t->epoch + 1, (long long)t->global_step, m.loss_sum);
+    return st;
 }
 
 static fg_status clip_gradients(fg_trainer *t, fg_error *err)

@@ -17,6 +17,7 @@
 typedef struct ckpt_metric {
     char *name;
     double value;
+    int64_t epoch; /* of the event that reported the value */
 } ckpt_metric;
 
 typedef struct ckpt_metrics {
@@ -28,6 +29,8 @@ typedef struct ckpt_metrics {
 fg_status ckpt_metrics_update(ckpt_metrics *t, const fg_event *ev, fg_error *err);
 /* NULL when the name was never seen. */
 const double *ckpt_metrics_find(const ckpt_metrics *t, const char *name);
+/* Was the name reported by an event of this epoch? */
+int ckpt_metrics_fresh(const ckpt_metrics *t, const char *name, int64_t epoch);
 /* "train/loss, train/acc, val/loss" into buf, "(none)" when empty. */
 void ckpt_metrics_list(const ckpt_metrics *t, char *buf, size_t cap);
 void ckpt_metrics_free(ckpt_metrics *t);

@@ -7,7 +7,8 @@
 
 #include "checkpoint.h"
 
-static fg_status add(ckpt_metrics *t, const char *name, double value, fg_error *err)
+static fg_status add(ckpt_metrics *t, const char *name, double value, int64_t epoch,
+                     fg_error *err)
 {
     if (t->count == t->cap) {
         size_t cap = t->cap ? 2 * t->cap : 8;
@@ -24,6 +25,7 @@ static fg_status add(ckpt_metrics *t, const char *name, double value, fg_error *
     memcpy(copy, name, len + 1);
     t->items[t->count].name = copy;
     t->items[t->count].value = value;
+    t->items[t->count].epoch = epoch;
     t->count++;
     return FG_OK;
 }
@@ -39,9 +41,10 @@ fg_status ckpt_metrics_update(ckpt_metrics *t, const fg_event *ev, fg_error *err
             j++;
         if (j < t->count) {
             t->items[j].value = m->value;
+            t->items[j].epoch = ev->epoch;
             continue;
         }
-        fg_status st = add(t, m->name, m->value, err);
+        fg_status st = add(t, m->name, m->value, ev->epoch, err);
         if (st != FG_OK)
             return st;
     }
@@ -54,6 +57,14 @@ const double *ckpt_metrics_find(const ckpt_metrics *t, const char *name)
         if (strcmp(t->items[i].name, name) == 0)
             return &t->items[i].value;
     return NULL;
+}
+
+int ckpt_metrics_fresh(const ckpt_metrics *t, const char *name, int64_t epoch)
+{
+    for (size_t i = 0; i < t->count; i++)
+        if (strcmp(t->items[i].name, name) == 0)
+            return t->items[i].epoch == epoch;
+    return 0;
 }
 
 void ckpt_metrics_list(const ckpt_metrics *t, char *buf, size_t cap)

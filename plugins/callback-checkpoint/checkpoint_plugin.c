@@ -15,9 +15,12 @@
  *  - at a train_step_end whose global step reached a new multiple of every_n_train_steps
  *    (steps are reported every log_every_n_steps: the first report at or after the
  *    multiple counts);
- *  - for every n-th epoch, at its epoch_end when that event carries every metric the
- *    monitor and the file name need, else at the validation_end that follows (an epoch
- *    without validation then has no check, as in Lightning).
+ *  - for every n-th epoch, at its epoch_end when every metric the monitor and the file
+ *    name need was reported during that epoch (validation before epoch_end, Lightning's
+ *    order, or metrics of epoch_end itself), else at the validation_end of the same epoch
+ *    that follows; an epoch without validation then has no check, as in Lightning;
+ *  - for every n-th epoch, at a validation_end inside the epoch (val_check_interval:
+ *    step_in_epoch < steps_per_epoch), as Lightning saves after each validation.
  * Never twice at the same global step. With a monitor, a new file enters the top k when
  * there is room or it is strictly better than the worst kept one, which is deleted; a
  * NaN ranks worst. Without one, save_top_k = 1 keeps only the latest file and -1 all.
@@ -264,16 +267,12 @@ static const char *missing_needed(const checkpoint *cp)
     return NULL;
 }
 
-static int event_has_needed(const checkpoint *cp, const fg_event *ev)
+/* Every metric the check needs was reported in this epoch (not a stale value). */
+static int needed_fresh(const checkpoint *cp, int64_t epoch)
 {
-    for (int i = 0; i < cp->needed_count; i++) {
-        uint32_t j = 0;
-        while (j < ev->metric_count && !(ev->metrics[j].name &&
-                                         strcmp(ev->metrics[j].name, cp->needed[i]) == 0))
-            j++;
-        if (j == ev->metric_count)
+    for (int i = 0; i < cp->needed_count; i++)
+        if (!ckpt_metrics_fresh(&cp->known, cp->needed[i], epoch))
             return 0;
-    }
     return 1;
 }
 
@@ -403,6 +402,12 @@ static fg_status finish_fit(checkpoint *cp, const fg_event *ev, fg_error *err)
     return FG_OK;
 }
 
+/* A validation inside the epoch (val_check_interval): Lightning checks after each. */
+static int mid_epoch(const fg_event *ev)
+{
+    return ev->steps_per_epoch > 0 && ev->step_in_epoch < ev->steps_per_epoch;
+}
+
 static fg_status dispatch(checkpoint *cp, const fg_event *ev, fg_callback_action *action,
                           fg_error *err)
 {
@@ -416,16 +421,20 @@ static fg_status dispatch(checkpoint *cp, const fg_event *ev, fg_callback_action
     case FG_EVENT_EPOCH_END:
         if (!epoch_due(cp, ev))
             return FG_OK;
-        if (event_has_needed(cp, ev))
+        /* Validated before epoch_end (Lightning's order) or nothing to wait for: now. */
+        if (needed_fresh(cp, ev->epoch))
             return run_check(cp, ev, CHECK_EPOCH, action, err);
         cp->pending_epoch = ev->epoch;
         return FG_OK;
     case FG_EVENT_VALIDATION_END:
         cp->validation_seen = 1;
-        if (cp->pending_epoch != ev->epoch)
-            return FG_OK;
-        cp->pending_epoch = -1;
-        return run_check(cp, ev, CHECK_EPOCH, action, err);
+        if (cp->pending_epoch == ev->epoch) {
+            cp->pending_epoch = -1;
+            return run_check(cp, ev, CHECK_EPOCH, action, err);
+        }
+        if (mid_epoch(ev) && epoch_due(cp, ev))
+            return run_check(cp, ev, CHECK_EPOCH, action, err);
+        return FG_OK;
     case FG_EVENT_FIT_END:
         return finish_fit(cp, ev, err);
     default:

@@ -166,13 +166,22 @@ static int better(const early_stopping *es, double a, double b)
     return es->maximize ? a > b : a < b;
 }
 
+/* A metric value as the trainer prints it (%.4f), with significant digits kept for the
+ * tiny values %.4f would show as 0.0000. */
+static void format_value(char *buf, size_t cap, double v)
+{
+    snprintf(buf, cap, fabs(v) >= 1e-3 || v == 0 ? "%.4f" : "%.4g", v);
+}
+
 /* "; best 0.3123 at epoch 4", or a note that no check improved on the start value. */
 static void format_best(const early_stopping *es, char *buf, size_t cap)
 {
+    char value[32];
+    format_value(value, sizeof value, es->best);
     if (es->best_epoch < 0)
         snprintf(buf, cap, "; no earlier value to compare");
     else
-        snprintf(buf, cap, "; best %.4g at epoch %lld", es->best, (long long)es->best_epoch + 1);
+        snprintf(buf, cap, "; best %s at epoch %lld", value, (long long)es->best_epoch + 1);
 }
 
 /* The monitored metric is missing: fail with what the event did carry, so a typo in
@@ -199,8 +208,9 @@ static fg_status missing_metric(const early_stopping *es, const fg_event *ev, fg
 /* One check; sets action->stop with the reason when training should end. */
 static void check(early_stopping *es, double current, int64_t epoch, fg_callback_action *action)
 {
-    char best[96];
+    char best[96], value[32];
     const char *word = es->maximize ? "above" : "below";
+    format_value(value, sizeof value, current);
     es->checks++;
     if (es->check_finite && !isfinite(current)) {
         format_best(es, best, sizeof best);
@@ -210,11 +220,11 @@ static void check(early_stopping *es, double current, int64_t epoch, fg_callback
                  what, (long long)epoch + 1, best);
     } else if (es->has_stop_threshold && better(es, current, es->stop_threshold)) {
         snprintf(action->reason, sizeof action->reason,
-                 "%s = %.4g at epoch %lld is %s stopping_threshold %g", es->monitor, current,
+                 "%s = %s at epoch %lld is %s stopping_threshold %g", es->monitor, value,
                  (long long)epoch + 1, word, es->stop_threshold);
     } else if (es->has_divergence_threshold && better(es, es->divergence_threshold, current)) {
         snprintf(action->reason, sizeof action->reason,
-                 "%s = %.4g at epoch %lld is %s divergence_threshold %g", es->monitor, current,
+                 "%s = %s at epoch %lld is %s divergence_threshold %g", es->monitor, value,
                  (long long)epoch + 1, es->maximize ? "below" : "above", es->divergence_threshold);
     } else {
         double shifted = es->maximize ? current - es->min_delta : current + es->min_delta;
@@ -276,7 +286,7 @@ static fg_status early_stopping_on_event(void *state, const fg_event *ev,
         return missing_metric(es, ev, err);
     check(es, m->value, ev->epoch, action);
     if (!action->stop && es->best_epoch == ev->epoch && ev->is_rank_zero && es->host->log)
-        es->host->log(es->host, FG_LOG_DEBUG, "%s improved to %.4g at epoch %lld", es->monitor,
+        es->host->log(es->host, FG_LOG_DEBUG, "%s improved to %.4f at epoch %lld", es->monitor,
                       es->best, (long long)ev->epoch + 1);
     return FG_OK;
 }

@@ -29,8 +29,7 @@ typedef struct fg_mpi_comm {
     uint64_t issued;     /* collectives issued so far; the K of "collective #K" */
     uint64_t p2p_issued; /* send/recv issued so far (their order differs between ranks) */
     int in_flight;       /* started collectives not yet waited */
-    uint64_t answer;     /* the counter sent in answer to a probe (buffer of an Isend) */
-    MPI_Request answer_req;
+    uint64_t probe_seq;  /* the buffer of the probes a timed-out rank sends (MPI_Isend) */
 } fg_mpi_comm;
 
 /* What an operation is, for messages: "all_reduce of 1024 floats (collective #7)". */

@@ -65,12 +65,12 @@ static void find_laggards(fg_mpi_comm *c, uint64_t seq, char *out, size_t cap)
     MPI_Request *sent = calloc((size_t)n, sizeof *sent);
     snprintf(out, cap, "a peer rank did not arrive");
     if (!at || !answered || !sent) goto done;
-    uint64_t mine = seq;
+    c->probe_seq = seq;
     int waiting_for = 0;
     for (int p = 0; p < n; p++) {
         sent[p] = MPI_REQUEST_NULL;
         if (p == c->rank) continue;
-        if (MPI_Isend(&mine, 1, MPI_UINT64_T, p, TAG_PROBE, c->diag, &sent[p]) == MPI_SUCCESS)
+        if (MPI_Isend(&c->probe_seq, 1, MPI_UINT64_T, p, TAG_PROBE, c->diag, &sent[p]) == MPI_SUCCESS)
             waiting_for++;
     }
     double deadline = fg_mpi_now() + PROBE_GRACE_SECONDS;

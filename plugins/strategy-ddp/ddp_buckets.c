@@ -175,10 +175,10 @@ void ddp_report_step(ddp *d)
     double hidden_frac = t->comm > 0 ? t->hidden / t->comm : 0;
     if (d->host->log)
         d->host->log(d->host, FG_LOG_DEBUG, "rank %d step %lld: backward ended t=%.6f; %d "
-                     "buckets, %d started before it; comm %.3f ms (%.0f%% hidden behind "
-                     "backward), waited %.3f ms after backward", d->topo.rank, (long long)step,
-                     t->backward_end, d->bucket_count, t->started_early, 1e3 * t->comm,
-                     100 * hidden_frac, 1e3 * t->wait);
+                     "buckets, %d started before it; all-reduce in flight %.3f ms (%.0f%% of "
+                     "it before backward ended), waited %.3f ms after backward", d->topo.rank,
+                     (long long)step, t->backward_end, d->bucket_count, t->started_early,
+                     1e3 * t->comm, 100 * hidden_frac, 1e3 * t->wait);
     if (d->host->metric && d->topo.rank == 0) {
         d->host->metric(d->host, "ddp/comm_wait_s", t->wait, step);
         d->host->metric(d->host, "ddp/comm_s", t->comm, step);

@@ -136,8 +136,8 @@ static void ddp_teardown(void *state)
     }
     if (d->steps > 0 && d->topo.rank == 0) {
         double hidden = d->total_comm > 0 ? d->total_hidden / d->total_comm : 0;
-        d->host->log(d->host, FG_LOG_INFO, "%lld steps: gradient all-reduce %.3f s, %.0f%% of it "
-                     "hidden behind backward; waited %.3f s after backward",
+        d->host->log(d->host, FG_LOG_INFO, "%lld steps: gradient all-reduce in flight %.3f s, "
+                     "%.0f%% of it hidden behind backward; waited %.3f s after backward",
                      (long long)d->steps, d->total_comm, 100 * hidden, d->total_wait);
     }
     free(d->buckets);

@@ -115,6 +115,24 @@ static void epoch(sim *s, int64_t e, double train_loss, double val_loss, const c
     expect_ok(s);
 }
 
+/* The same in Lightning's order (fulgur's trainer too): validation before epoch_end. */
+static void epoch_val_first(sim *s, int64_t e, double train_loss, const double *val_loss,
+                            const char *at_validation, const char *at_epoch_end)
+{
+    int64_t step = (e + 1) * 10;
+    CHECK_EQ_STR(ev(s, FG_EVENT_TRAIN_STEP_END, e, step - 5, METRICS({"train/step_loss", 2.0},
+                    {"train/step_acc", 0.5})), "");
+    expect_ok(s);
+    if (val_loss) {
+        CHECK_EQ_STR(ev(s, FG_EVENT_VALIDATION_END, e, step, METRICS({"val/loss", *val_loss},
+                        {"val/acc", 1.0 - *val_loss})), at_validation);
+        expect_ok(s);
+    }
+    CHECK_EQ_STR(ev(s, FG_EVENT_EPOCH_END, e, step, METRICS({"train/loss", train_loss},
+                    {"train/acc", 0.5})), at_epoch_end);
+    expect_ok(s);
+}
+
 static void fit_end(sim *s, int64_t epochs)
 {
     CHECK_EQ_STR(ev(s, FG_EVENT_FIT_END, epochs, epochs * 10, NO_METRICS), "");
@@ -391,9 +409,56 @@ static void case_sparse_validation(const char *path, const char *scratch)
                  "checkpoints/epoch=1-step=20.safetensors");
     CHECK_EQ_STR(ev(&s, FG_EVENT_EPOCH_END, 2, 30, METRICS({"train/loss", 1.0})), "");
     /* A validation of another epoch than the pending one does not check. */
-    CHECK_EQ_STR(ev(&s, FG_EVENT_VALIDATION_END, 3, 30, METRICS({"val/loss", 0.25})), "");
+    CHECK_EQ_STR(ev(&s, FG_EVENT_VALIDATION_END, 3, 40, METRICS({"val/loss", 0.25})), "");
     fit_end(&s, 4);
     CHECK_DIR(&s, "epoch=1-step=20.safetensors");
+    cb_deinit(&s.in);
+}
+
+static void case_validation_first(const char *path, const char *scratch)
+{
+    sim s;
+    sim_start(&s, path, scratch, "validation_first");
+    cb_set(&s.in, "monitor", "val/loss");
+    cb_set(&s.in, "filename", "{epoch}-{val/loss}");
+    sim_init(&s);
+    const double v0 = 0.5, v1 = 0.25, v3 = 0.125, v4 = 0.75;
+    epoch_val_first(&s, 0, 1.0, &v0, "", "checkpoints/0-0.5000.safetensors");
+    CHECK_DIR(&s, "0-0.5000.safetensors");
+    epoch_val_first(&s, 1, 1.0, &v1, "", "checkpoints/1-0.2500.safetensors");
+    CHECK_DIR(&s, "1-0.2500.safetensors");
+    /* No validation this epoch: val/loss of epoch 1 is stale, so no check. */
+    epoch_val_first(&s, 2, 1.0, NULL, "", "");
+    epoch_val_first(&s, 3, 1.0, &v3, "", "checkpoints/3-0.1250.safetensors");
+    epoch_val_first(&s, 4, 1.0, &v4, "", "");
+    fit_end(&s, 5);
+    CHECK_DIR(&s, "3-0.1250.safetensors");
+    cb_deinit(&s.in);
+}
+
+/* val_check_interval: a validation inside a due epoch is a check of its own. */
+static void case_mid_epoch_validation(const char *path, const char *scratch)
+{
+    sim s;
+    sim_start(&s, path, scratch, "mid_epoch_validation");
+    cb_set(&s.in, "monitor", "val/loss");
+    cb_set(&s.in, "save_top_k", "-1");
+    cb_set(&s.in, "every_n_epochs", "2");
+    sim_init(&s);
+    for (int64_t e = 0; e < 2; e++) {
+        int64_t base = e * 10;
+        int due = e == 1;
+        ev(&s, FG_EVENT_TRAIN_STEP_END, e, base + 5, METRICS({"train/step_loss", 1.0}));
+        CHECK_EQ_STR(ev(&s, FG_EVENT_VALIDATION_END, e, base + 5, METRICS({"val/loss", 0.5})),
+                     due ? "checkpoints/epoch=1-step=15.safetensors" : "");
+        expect_ok(&s);
+        ev(&s, FG_EVENT_TRAIN_STEP_END, e, base + 10, METRICS({"train/step_loss", 1.0}));
+        CHECK_EQ_STR(ev(&s, FG_EVENT_VALIDATION_END, e, base + 10, METRICS({"val/loss", 0.25})), "");
+        CHECK_EQ_STR(ev(&s, FG_EVENT_EPOCH_END, e, base + 10, METRICS({"train/loss", 1.0})),
+                     due ? "checkpoints/epoch=1-step=20.safetensors" : "");
+        expect_ok(&s);
+    }
+    CHECK_DIR(&s, "epoch=1-step=15.safetensors epoch=1-step=20.safetensors");
     cb_deinit(&s.in);
 }
 
@@ -566,6 +631,8 @@ int main(int argc, char **argv)
         {"every_n_epochs", case_every_n_epochs},
         {"steps_rank_by_validation", case_steps_rank_by_validation},
         {"sparse_validation", case_sparse_validation},
+        {"validation_first", case_validation_first},
+        {"mid_epoch_validation", case_mid_epoch_validation},
         {"missing_metric", case_missing_metric},
         {"file_names", case_file_names},
         {"nan_ranks_worst", case_nan_ranks_worst},

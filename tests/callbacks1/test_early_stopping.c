@@ -105,7 +105,7 @@ static void case_defaults(const char *path, const char *scratch)
     outcome o = run_sequence(&in, v, 7);
     CHECK_STATUS(o.status, FG_OK, o);
     CHECK_EQ_INT(o.stop_epoch, 5);
-    CHECK_EQ_STR(o.reason, "val/loss did not improve for 3 checks; best 0.5 at epoch 3");
+    CHECK_EQ_STR(o.reason, "val/loss did not improve for 3 checks; best 0.5000 at epoch 3");
     cb_deinit(&in);
 }
 
@@ -116,13 +116,17 @@ static void case_patience(const char *path, const char *scratch)
     const double v[] = {1.0, 1.5, 1.25, 0.875, 0.9, 0.95, 0.875, 0.5};
     outcome o = RUN(path, v, "patience", "3");
     CHECK_EQ_INT(o.stop_epoch, 6);
-    CHECK_EQ_STR(o.reason, "val/loss did not improve for 3 checks; best 0.875 at epoch 4");
+    CHECK_EQ_STR(o.reason, "val/loss did not improve for 3 checks; best 0.8750 at epoch 4");
     /* patience 1 and 0 both stop at the first check that does not improve (Lightning). */
     o = RUN(path, v, "patience", "1");
     CHECK_EQ_INT(o.stop_epoch, 1);
-    CHECK_EQ_STR(o.reason, "val/loss did not improve for 1 check; best 1 at epoch 1");
+    CHECK_EQ_STR(o.reason, "val/loss did not improve for 1 check; best 1.0000 at epoch 1");
     o = RUN(path, v, "patience", "0");
     CHECK_EQ_INT(o.stop_epoch, 1);
+    /* Tiny values keep their significant digits in the reason. */
+    const double tiny[] = {1e-5, 2e-5};
+    o = RUN(path, tiny, "patience", "1");
+    CHECK_EQ_STR(o.reason, "val/loss did not improve for 1 check; best 1e-05 at epoch 1");
     /* A long patience never stops within the run. */
     o = RUN(path, v, "patience", "100");
     CHECK_EQ_INT(o.stop_epoch, -1);
@@ -137,7 +141,7 @@ static void case_min_delta(const char *path, const char *scratch)
     const double v[] = {4.0, 3.5, 3.375, 3.0, 2.875, 2.8125, 1.0};
     outcome o = RUN(path, v, "patience", "2", "min_delta", "0.25");
     CHECK_EQ_INT(o.stop_epoch, 5);
-    CHECK_EQ_STR(o.reason, "val/loss did not improve by 0.25 for 2 checks; best 3 at epoch 4");
+    CHECK_EQ_STR(o.reason, "val/loss did not improve by 0.25 for 2 checks; best 3.0000 at epoch 4");
     /* Without min_delta every decrease counts. */
     o = RUN(path, v, "patience", "2");
     CHECK_EQ_INT(o.stop_epoch, -1);
@@ -149,12 +153,12 @@ static void case_mode_max(const char *path, const char *scratch)
     const double v[] = {0.5, 0.75, 0.875, 0.75, 0.875, 0.9};
     outcome o = RUN(path, v, "monitor", "val/acc", "mode", "max", "patience", "2");
     CHECK_EQ_INT(o.stop_epoch, 4);
-    CHECK_EQ_STR(o.reason, "val/acc did not improve for 2 checks; best 0.875 at epoch 3");
+    CHECK_EQ_STR(o.reason, "val/acc did not improve for 2 checks; best 0.8750 at epoch 3");
     /* min_delta counts upwards in max mode: 0.875 is not 0.25 better than 0.75. */
     const double w[] = {0.25, 0.75, 0.875, 1.0};
     o = RUN(path, w, "monitor", "val/acc", "mode", "max", "patience", "1", "min_delta", "0.25");
     CHECK_EQ_INT(o.stop_epoch, 2);
-    CHECK_EQ_STR(o.reason, "val/acc did not improve by 0.25 for 1 check; best 0.75 at epoch 2");
+    CHECK_EQ_STR(o.reason, "val/acc did not improve by 0.25 for 1 check; best 0.7500 at epoch 2");
 }
 
 static void case_stopping_threshold(const char *path, const char *scratch)
@@ -164,11 +168,11 @@ static void case_stopping_threshold(const char *path, const char *scratch)
     /* 0.5 is not below 0.5; 0.4 is. */
     outcome o = RUN(path, v, "stopping_threshold", "0.5", "patience", "100");
     CHECK_EQ_INT(o.stop_epoch, 3);
-    CHECK_EQ_STR(o.reason, "val/loss = 0.4 at epoch 4 is below stopping_threshold 0.5");
+    CHECK_EQ_STR(o.reason, "val/loss = 0.4000 at epoch 4 is below stopping_threshold 0.5");
     const double acc[] = {0.5, 0.9, 0.95, 0.99};
     o = RUN(path, acc, "monitor", "val/acc", "mode", "max", "stopping_threshold", "0.9");
     CHECK_EQ_INT(o.stop_epoch, 2);
-    CHECK_EQ_STR(o.reason, "val/acc = 0.95 at epoch 3 is above stopping_threshold 0.9");
+    CHECK_EQ_STR(o.reason, "val/acc = 0.9500 at epoch 3 is above stopping_threshold 0.9");
     /* "off" and empty turn it off. */
     o = RUN(path, v, "stopping_threshold", "off");
     CHECK_EQ_INT(o.stop_epoch, -1);
@@ -180,7 +184,7 @@ static void case_divergence_threshold(const char *path, const char *scratch)
     const double v[] = {1.0, 2.0, 2.5, 0.5};
     outcome o = RUN(path, v, "divergence_threshold", "2", "patience", "100");
     CHECK_EQ_INT(o.stop_epoch, 2);
-    CHECK_EQ_STR(o.reason, "val/loss = 2.5 at epoch 3 is above divergence_threshold 2");
+    CHECK_EQ_STR(o.reason, "val/loss = 2.5000 at epoch 3 is above divergence_threshold 2");
     const double acc[] = {0.5, 0.25, 0.0625};
     o = RUN(path, acc, "monitor", "val/acc", "mode", "max", "divergence_threshold", "0.1",
             "patience", "100");
@@ -194,7 +198,7 @@ static void case_not_finite(const char *path, const char *scratch)
     const double v[] = {1.0, 0.5, NAN, 0.25};
     outcome o = RUN(path, v, "patience", "100");
     CHECK_EQ_INT(o.stop_epoch, 2);
-    CHECK_EQ_STR(o.reason, "val/loss is nan at epoch 3; best 0.5 at epoch 2");
+    CHECK_EQ_STR(o.reason, "val/loss is nan at epoch 3; best 0.5000 at epoch 2");
     const double inf[] = {INFINITY};
     o = RUN(path, inf, "patience", "100");
     CHECK_EQ_INT(o.stop_epoch, 0);
@@ -203,7 +207,7 @@ static void case_not_finite(const char *path, const char *scratch)
     const double nans[] = {1.0, NAN, NAN, 0.5};
     o = RUN(path, nans, "patience", "2", "check_finite", "false");
     CHECK_EQ_INT(o.stop_epoch, 2);
-    CHECK_EQ_STR(o.reason, "val/loss did not improve for 2 checks; best 1 at epoch 1");
+    CHECK_EQ_STR(o.reason, "val/loss did not improve for 2 checks; best 1.0000 at epoch 1");
 }
 
 static void case_check_on_epoch_end(const char *path, const char *scratch)
@@ -229,7 +233,7 @@ static void case_check_on_epoch_end(const char *path, const char *scratch)
     CHECK_STATUS(cb_send(&in, FG_EVENT_EPOCH_END, 1, 20, METRICS({"train/loss", 1.5}), &act, &err),
                  FG_OK, err);
     CHECK_EQ_INT(act.stop, 1);
-    CHECK_EQ_STR(act.reason, "train/loss did not improve for 1 check; best 1 at epoch 1");
+    CHECK_EQ_STR(act.reason, "train/loss did not improve for 1 check; best 1.0000 at epoch 1");
     cb_deinit(&in);
 }
 
