@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "optimizer.h"
 #include "trainer_internal.h"
@@ -247,6 +248,7 @@ static void bind_callbacks(fg_trainer *t)
         fg_instance *inst = t->rt->instances[i];
         if (inst->kind != FG_KIND_CALLBACK || !inst->initialized) continue;
         fg_plugin_ref *r = &t->callbacks[t->callback_count++];
+        if (strcmp(inst->name, "progress") == 0 && isatty(fileno(t->out))) t->progress_bar = 1;
         r->vt = inst->plugin->vtable;
         r->state = inst->state;
         r->inst = inst;

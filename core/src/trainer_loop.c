@@ -70,6 +70,7 @@ fg_status fg_trainer_emit(fg_trainer *t, int type, const fg_metric *metrics, uin
         ev.metric_count = n;
         ev.is_rank_zero = t->rank == 0;
         ev.run_dir = t->run_dir;
+        ev.max_epochs = t->max_epochs;
         fg_callback_action act;
         memset(&act, 0, sizeof act);
         act.struct_size = sizeof act;
@@ -164,7 +165,7 @@ static fg_status log_step(fg_trainer *t, log_window *w, fg_error *err)
     t->epoch_sum_n += m.count;
     double elapsed = fg_now_seconds() - w->start, steps = w->steps > 0 ? (double)w->steps : 1;
     double loss = m.loss_sum / m.count, acc = m.correct / m.count;
-    if (t->rt->verbosity >= FG_LOG_INFO)
+    if (t->rt->verbosity >= FG_LOG_INFO && !t->progress_bar)
         fprintf(t->out, "epoch %lld step %lld/%lld  loss %.4f  acc %.4f  lr %.4g\n",
                 (long long)t->epoch + 1, (long long)t->step_in_epoch, (long long)t->steps_per_epoch,
                 loss, acc, t->tctx.lr);

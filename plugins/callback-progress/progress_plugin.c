@@ -7,10 +7,13 @@
  * On a terminal (stdout is a tty) one line is redrawn in place with "\r" at every step
  * event the trainer sends (one per log_every_n_steps):
  *   epoch 2/? [#######.............] 180/469  34.1 it/s  ETA 0:08  loss 0.4123 acc 0.86
- * At the epoch's end it is drawn full, with the epoch's mean loss and accuracy and the time
- * the epoch took, and ended with a newline (leave = true) or erased (leave = false).
+ * The epoch's line is finished at its last step event (or at the epoch's end when the run
+ * stopped early): drawn full with the time the epoch took and ended with a newline
+ * (leave = true) or erased (leave = false). Finishing at the last step, before the epoch
+ * end event, matters: the trainer prints its epoch summary in between, and it must start
+ * on a line of its own.
  * Anywhere else (a log file, CI), plain lines without the bar, at most one per
- * refresh_every_n_steps steps, and the finished line at each epoch's end when leave is set.
+ * refresh_every_n_steps steps, and the finished line when leave is set.
  *
  * it/s comes from the trainer's time/step_s metric when it sends one, else from the wall
  * clock between events; the ETA is the epoch's remaining steps over it/s. Only rank 0
@@ -40,9 +43,11 @@ typedef struct progress {
     int bar_open;          /* a bar is on screen without its newline */
     double last_time;      /* monotonic seconds of the previous event */
     int64_t last_step;     /* global_step of the previous event */
+    int64_t epoch;         /* the epoch epoch_start belongs to */
     double epoch_start;    /* monotonic seconds when this epoch's steps began */
     int64_t last_printed;  /* global_step of the last plain line */
     double it_per_s;       /* the last known speed; 0: unknown */
+    int64_t finished_epoch; /* the epoch whose line was finished; -1: none yet */
 } progress;
 
 static const fg_option progress_options[] = {
@@ -78,6 +83,7 @@ static fg_status progress_init(const fg_host *host, void **state, fg_error *err)
     p->leave = leave != 0;
     p->tty = isatty(STDOUT_FILENO);
     p->last_time = p->epoch_start = monotonic_seconds();
+    p->finished_epoch = -1;
     *state = p;
     return FG_OK;
 }
@@ -140,30 +146,11 @@ static void end_open_bar(progress *p)
     p->bar_open = 0;
 }
 
-static void on_step(progress *p, const fg_event *e)
+/* The epoch's last line: full, with the time the epoch took; kept or erased (leave). */
+static void finish_epoch(progress *p, const fg_event *e, progress_view v, double now)
 {
-    progress_view v = {.epoch = e->epoch + 1, .done = e->step_in_epoch,
-                       .total = e->steps_per_epoch, .it_per_s = p->it_per_s};
-    v.has_loss = find_metric(e, "train/step_loss", &v.loss);
-    v.has_acc = find_metric(e, "train/step_acc", &v.acc);
-    char line[LINE_CHARS];
-    if (p->tty) {
-        progress_format_line(line, sizeof line, &v, 1);
-        draw_bar(p, line);
-    } else if (e->global_step - p->last_printed >= p->refresh_every) {
-        progress_format_line(line, sizeof line, &v, 0);
-        print_line(line);
-        p->last_printed = e->global_step;
-    }
-}
-
-static void on_epoch_end(progress *p, const fg_event *e, double now)
-{
-    progress_view v = {.epoch = e->epoch + 1, .done = e->step_in_epoch,
-                       .total = e->steps_per_epoch, .it_per_s = p->it_per_s, .finished = 1,
-                       .elapsed_s = now - p->epoch_start};
-    v.has_loss = find_metric(e, "train/loss", &v.loss);
-    v.has_acc = find_metric(e, "train/acc", &v.acc);
+    v.finished = 1;
+    v.elapsed_s = now - p->epoch_start;
     char line[LINE_CHARS];
     progress_format_line(line, sizeof line, &v, p->tty);
     if (p->tty && p->leave) {
@@ -177,6 +164,41 @@ static void on_epoch_end(progress *p, const fg_event *e, double now)
         print_line(line);
     }
     p->last_printed = e->global_step;
+    p->finished_epoch = e->epoch;
+}
+
+static void on_step(progress *p, const fg_event *e, double now)
+{
+    progress_view v = {.epoch = e->epoch + 1, .done = e->step_in_epoch,
+                       .total = e->steps_per_epoch, .it_per_s = p->it_per_s};
+    v.has_loss = find_metric(e, "train/step_loss", &v.loss);
+    v.has_acc = find_metric(e, "train/step_acc", &v.acc);
+    if (v.total > 0 && v.done >= v.total) {
+        finish_epoch(p, e, v, now);
+        return;
+    }
+    char line[LINE_CHARS];
+    if (p->tty) {
+        progress_format_line(line, sizeof line, &v, 1);
+        draw_bar(p, line);
+    } else if (e->global_step - p->last_printed >= p->refresh_every) {
+        progress_format_line(line, sizeof line, &v, 0);
+        print_line(line);
+        p->last_printed = e->global_step;
+    }
+}
+
+/* An epoch that ended before its last step (max_steps, a callback's stop) is finished
+ * here, with the epoch's mean loss and accuracy. */
+static void on_epoch_end(progress *p, const fg_event *e, double now)
+{
+    if (p->finished_epoch == e->epoch)
+        return;
+    progress_view v = {.epoch = e->epoch + 1, .done = e->step_in_epoch,
+                       .total = e->steps_per_epoch, .it_per_s = p->it_per_s};
+    v.has_loss = find_metric(e, "train/loss", &v.loss);
+    v.has_acc = find_metric(e, "train/acc", &v.acc);
+    finish_epoch(p, e, v, now);
 }
 
 /* Thread rule (callback.h): called from the trainer's thread, on every rank, in order. */
@@ -195,10 +217,17 @@ static fg_status progress_on_event(void *state, const fg_event *event,
     case FG_EVENT_FIT_START:
         p->last_printed = event->global_step;
         p->epoch_start = now;
+        p->epoch = event->epoch;
         break;
     case FG_EVENT_TRAIN_STEP_END:
+        /* A new epoch's clock starts when the trainer was done with the previous one's
+         * events (its validation included); a validation inside an epoch does not reset it. */
+        if (event->epoch != p->epoch) {
+            p->epoch = event->epoch;
+            p->epoch_start = p->last_time;
+        }
         update_speed(p, event, now);
-        on_step(p, event);
+        on_step(p, event, now);
         break;
     case FG_EVENT_EPOCH_END:
         on_epoch_end(p, event, now);
@@ -208,9 +237,6 @@ static fg_status progress_on_event(void *state, const fg_event *event,
         end_open_bar(p);
         break;
     }
-    /* The next epoch's clock starts when the trainer is done with this one's events. */
-    if (event->type != FG_EVENT_TRAIN_STEP_END)
-        p->epoch_start = now;
     p->last_time = now;
     p->last_step = event->global_step;
     return FG_OK;

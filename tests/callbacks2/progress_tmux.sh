@@ -25,8 +25,9 @@ tm capture-pane -p -t cb2 > "$work/screen.raw"
 sed -e :a -e '/^\n*$/{$d;N;ba' -e '}' "$work/screen.raw" |
     sed 's/time [0-9:]*/time T/' > "$work/screen.txt"
 cat > "$work/expected.txt" <<'TXT'
-epoch 1/? [####################] 8/8  50.0 it/s  time T  loss 0.4000 acc 0.60
-epoch 2/? [##########..........] 4/8  50.0 it/s  ETA 0:00  loss 0.2500 acc 0.70
+epoch 1/? [####################] 8/8  50.0 it/s  time T  loss 0.3000 acc 0.70
+trainer: epoch 1 summary
+epoch 2/? [##########..........] 4/8  50.0 it/s  time T  loss 0.2800 acc 0.69
 driver done
 tty_driver: ok
 TXT

@@ -76,6 +76,7 @@ static const scripted two_epochs[] = {
     {FG_EVENT_VALIDATION_END, 0, 200, 200, 0, 0, 0},
     {FG_EVENT_TRAIN_STEP_END, 1, 250, 50, 0.025, 0.35, 0.875},
     {FG_EVENT_TRAIN_STEP_END, 1, 300, 100, 0.025, 0.3, 0.9},
+    {FG_EVENT_EPOCH_END, 1, 300, 100, 0, 0.32, 0.89}, /* stopped early (max_steps) */
     {FG_EVENT_FIT_END, 1, 300, 100, 0, 0, 0},
 };
 
@@ -100,7 +101,8 @@ static char *run_plain(const char *base, const char *name, cb_host *h, int rank0
 }
 
 /* Not a terminal: plain lines, at most one per refresh_every_n_steps (100 here, so every
- * other step event), and the finished epoch's line. */
+ * other step event); an epoch's line is finished at its last step (epoch 1, step metrics)
+ * or at its end event when it stopped early (epoch 2, the epoch's means). */
 static void case_plain(const char *base)
 {
     cb_host h;
@@ -108,13 +110,13 @@ static void case_plain(const char *base)
     cb_host_set(&h, "refresh_every_n_steps", "100");
     char *out = run_plain(base, "plain", &h, 1);
     CHECK_TEXT(out, "epoch 1/? 100/200  50.0 it/s  ETA 0:02  loss 0.6000 acc 0.50\n"
-                    "epoch 1/? 200/200  50.0 it/s  ETA 0:00  loss 0.4123 acc 0.86\n"
-                    "epoch 1/? 200/200  50.0 it/s  time T  loss 0.4500 acc 0.80\n"
-                    "epoch 2/? 100/200  40.0 it/s  ETA 0:03  loss 0.3000 acc 0.90\n");
+                    "epoch 1/? 200/200  50.0 it/s  time T  loss 0.4123 acc 0.86\n"
+                    "epoch 2/? 100/200  40.0 it/s  ETA 0:03  loss 0.3000 acc 0.90\n"
+                    "epoch 2/? 100/200  40.0 it/s  time T  loss 0.3200 acc 0.89\n");
     free(out);
 }
 
-/* Defaults (refresh 50): a line per step event; leave = false: no finished line. */
+/* Defaults (refresh 50): a line per step event; leave = false: no finished lines. */
 static void case_no_leave(const char *base)
 {
     cb_host h;
@@ -124,7 +126,6 @@ static void case_no_leave(const char *base)
     CHECK_TEXT(out, "epoch 1/? 50/200  50.0 it/s  ETA 0:03  loss 0.9000 acc 0.25\n"
                     "epoch 1/? 100/200  50.0 it/s  ETA 0:02  loss 0.6000 acc 0.50\n"
                     "epoch 1/? 150/200  50.0 it/s  ETA 0:01  loss 0.5000 acc 0.62\n"
-                    "epoch 1/? 200/200  50.0 it/s  ETA 0:00  loss 0.4123 acc 0.86\n"
                     "epoch 2/? 50/200  40.0 it/s  ETA 0:04  loss 0.3500 acc 0.88\n"
                     "epoch 2/? 100/200  40.0 it/s  ETA 0:03  loss 0.3000 acc 0.90\n");
     free(out);
@@ -166,7 +167,8 @@ static void case_descriptor(const char *base)
 
 /* Run by progress_tmux.sh on a tmux terminal. The first bar is drawn long (a 2000 s step:
  * "s/it" and a three-field ETA) and the finished line is shorter, so a redraw that did
- * not erase to the end of the line would leave a visible stale tail. */
+ * not erase to the end of the line would leave a visible stale tail. A line printed after
+ * the epoch's last step, as the trainer prints its summary, must start on its own line. */
 static void case_tty_driver(const char *base)
 {
     (void)base;
@@ -180,9 +182,13 @@ static void case_tty_driver(const char *base)
         {FG_EVENT_TRAIN_STEP_END, 0, 2, 2, 2000, 0.9, 0.1},
         {FG_EVENT_TRAIN_STEP_END, 0, 4, 4, 0.02, 0.5, 0.5},
         {FG_EVENT_TRAIN_STEP_END, 0, 8, 8, 0.02, 0.3, 0.7},
-        {FG_EVENT_EPOCH_END, 0, 8, 8, 0, 0.4, 0.6},
+    };
+    static const scripted ev2[] = {
         {FG_EVENT_VALIDATION_END, 0, 8, 8, 0, 0, 0},
+        {FG_EVENT_EPOCH_END, 0, 8, 8, 0, 0.4, 0.6},
+        {FG_EVENT_TRAIN_STEP_END, 1, 10, 2, 0.02, 0.25, 0.7},
         {FG_EVENT_TRAIN_STEP_END, 1, 12, 4, 0.02, 0.25, 0.7},
+        {FG_EVENT_EPOCH_END, 1, 12, 4, 0, 0.28, 0.69}, /* stopped early */
         {FG_EVENT_FIT_END, 1, 12, 4, 0, 0, 0},
     };
     const fg_plugin *p = plugin();
@@ -196,6 +202,9 @@ static void case_tty_driver(const char *base)
         return;
     }
     play(p, s, ev, (int)(sizeof ev / sizeof ev[0]), 8, 1);
+    /* As the trainer does after an epoch's last step, before its epoch end event. */
+    printf("trainer: epoch 1 summary\n");
+    play(p, s, ev2, (int)(sizeof ev2 / sizeof ev2[0]), 8, 1);
     p->deinit(s);
     printf("driver done\n");
     fflush(stdout);

@@ -38,6 +38,7 @@ typedef struct fg_event {
     uint32_t metric_count;
     int32_t is_rank_zero;  /* only rank 0 writes files */
     const char *run_dir;   /* this run's folder */
+    int64_t max_epochs;    /* the fit's epoch limit */
 } fg_event;
 
 typedef struct fg_callback_action {

@@ -1,0 +1,117 @@
+/* Learning-rate schedules against PyTorch's formulas, and the key checks. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "scheduler.h"
+
+static int failures;
+
+#define CHECK_NEAR(got, want, what)                                                         \
+    do {                                                                                    \
+        double g_ = (got), w_ = (want);                                                     \
+        if (!(fabs(g_ - w_) <= 1e-12 + 1e-9 * fabs(w_))) {                                  \
+            printf("FAIL %s:%d: %s = %.17g, expected %.17g\n", __FILE__, __LINE__, what, g_, w_); \
+            failures++;                                                                     \
+        }                                                                                   \
+    } while (0)
+
+static fg_scheduler *make(const char *ini, double lr, int64_t steps, int64_t epochs)
+{
+    fg_config *cfg = NULL;
+    fg_error err = {0};
+    fg_scheduler *s = NULL;
+    if (fg_config_parse_string(ini, "sched.ini", &cfg, &err) != FG_OK ||
+        fg_scheduler_create(cfg, lr, steps, epochs, &s, &err) != FG_OK) {
+        printf("FAIL: %s\n", err.message);
+        failures++;
+    }
+    fg_config_destroy(cfg);
+    return s;
+}
+
+static void test_step(void)
+{
+    fg_scheduler *s = make("[scheduler]\nname = step\nstep_size = 3\ngamma = 0.5\n", 0.1, 100, 10);
+    for (int e = 0; s && e < 10; e++) CHECK_NEAR(fg_scheduler_lr(s, 1000, e), 0.1 * pow(0.5, e / 3), "step lr");
+    fg_scheduler_destroy(s);
+}
+
+static void test_multistep_per_step(void)
+{
+    fg_scheduler *s = make("[scheduler]\nname = multistep\ninterval = step\nmilestones = 2, 5\ngamma = 0.1\n",
+                           1.0, 100, 10);
+    const double want[] = {1, 1, 0.1, 0.1, 0.1, 0.01, 0.01};
+    for (int t = 0; s && t < 7; t++) CHECK_NEAR(fg_scheduler_lr(s, t, 0), want[t], "multistep lr");
+    fg_scheduler_destroy(s);
+}
+
+static void test_cosine_with_warmup(void)
+{
+    fg_scheduler *s = make("[scheduler]\nname = cosine\ninterval = step\nt_max = 10\neta_min = 0.01\n"
+                           "warmup_steps = 4\nwarmup_start_factor = 0.25\n", 0.1, 100, 10);
+    for (int t = 0; s && t <= 12; t++) {
+        int tc = t < 10 ? t : 10;
+        double lr = 0.01 + (0.1 - 0.01) * 0.5 * (1 + cos(M_PI * tc / 10.0));
+        if (t < 4) lr *= 0.25 + 0.75 * t / 4.0;
+        CHECK_NEAR(fg_scheduler_lr(s, t, 0), lr, "cosine lr");
+    }
+    fg_scheduler_destroy(s);
+    /* t_max = 0: the whole run, in the schedule's interval */
+    s = make("[scheduler]\nname = cosine\n", 0.1, 100, 4);
+    if (s) CHECK_NEAR(fg_scheduler_lr(s, 0, 2), 0.05, "cosine halfway over 4 epochs");
+    fg_scheduler_destroy(s);
+}
+
+static void test_plateau(void)
+{
+    fg_scheduler *s = make("[scheduler]\nname = reduce_on_plateau\npatience = 1\nfactor = 0.5\ncooldown = 1\n",
+                           0.1, 100, 10);
+    if (!s) return;
+    /* PyTorch ReduceLROnPlateau(mode=min, patience=1, factor=0.5, cooldown=1, threshold=1e-4) */
+    const double losses[] = {1.0, 0.9, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95};
+    const double want[] = {0.1, 0.1, 0.1, 0.05, 0.05, 0.05, 0.025, 0.025};
+    for (int i = 0; i < 8; i++) {
+        fg_scheduler_observe(s, "val/loss", losses[i]);
+        fg_scheduler_observe(s, "train/loss", 100.0); /* not the monitor: ignored */
+        CHECK_NEAR(fg_scheduler_lr(s, 0, i), want[i], "plateau lr");
+    }
+    fg_scheduler_state st;
+    fg_scheduler_get_state(s, &st);
+    CHECK_NEAR(st.scale, 0.25, "plateau scale");
+    fg_scheduler_destroy(s);
+}
+
+static void test_refusals(void)
+{
+    fg_config *cfg = NULL;
+    fg_error err = {0};
+    fg_scheduler *s = NULL;
+    fg_config_parse_string("[scheduler]\nname = cosine\nstep_size = 3\n", "sched.ini", &cfg, &err);
+    if (fg_scheduler_create(cfg, 0.1, 10, 1, &s, &err) != FG_INVALID_ARGUMENT ||
+        !strstr(err.message, "sched.ini:3: [scheduler] step_size does not apply to name = cosine")) {
+        printf("FAIL: a step key under cosine: '%s'\n", err.message);
+        failures++;
+    }
+    fg_config_destroy(cfg);
+    fg_config_parse_string("[scheduler]\nname = multistep\nmilestones = 5, 2\n", "sched.ini", &cfg, &err);
+    if (fg_scheduler_create(cfg, 0.1, 10, 1, &s, &err) != FG_INVALID_ARGUMENT ||
+        !strstr(err.message, "milestones = '5, 2' must be up to 64 increasing")) {
+        printf("FAIL: decreasing milestones: '%s'\n", err.message);
+        failures++;
+    }
+    fg_config_destroy(cfg);
+}
+
+int main(void)
+{
+    test_step();
+    test_multistep_per_step();
+    test_cosine_with_warmup();
+    test_plateau();
+    test_refusals();
+    if (failures) return 1;
+    printf("scheduler: all checks passed\n");
+    return 0;
+}
