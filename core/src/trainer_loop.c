@@ -286,7 +286,7 @@ static fg_status train_epoch(fg_trainer *t, fg_error *err)
     double loss = n > 0 ? t->epoch_sum_loss / n : NAN, acc = n > 0 ? t->epoch_sum_correct / n : NAN;
     fprintf(t->out, "epoch %lld/%lld  train loss %.4f  acc %.4f  (%.1f s, %.0f samples/s, data wait %.1f%%)\n",
             (long long)t->epoch + 1, (long long)t->max_epochs, loss, acc, secs,
-            samples / (secs > 0 ? secs : 1), 100.0 * wait / (secs > 0 ? secs : 1));
+            samples * t->world_size / (secs > 0 ? secs : 1), 100.0 * wait / (secs > 0 ? secs : 1));
     if (validation_due_this_epoch(t) && !t->stop) st = validate(t, err);
     fg_metric metrics[] = {{"train/loss", loss}, {"train/acc", acc}};
     if (st == FG_OK) st = fg_trainer_emit(t, FG_EVENT_EPOCH_END, metrics, 2, err);

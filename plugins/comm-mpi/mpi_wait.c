@@ -10,12 +10,14 @@
 
 enum { TAG_PROBE = 1, TAG_ANSWER = 2 };
 
-/* Pure MPI_Test spinning for the first microseconds keeps small collectives fast; after
- * that the poll sleeps, doubling up to MAX_NAP, so a waiting rank leaves the core to
+/* Pure MPI_Test spinning for the first millisecond: a non-blocking collective advances
+ * only inside MPI calls, round by round, so a nap between tests delays every round (a
+ * 1 ms cap made a 1 MiB all-reduce between two ranks 2-3 times slower). After that the
+ * poll naps, doubling up to MAX_NAP, so a rank waiting for a slow peer leaves the core to
  * the ranks (and loader threads) that still compute. */
-#define SPIN_SECONDS 200e-6
-#define FIRST_NAP_NS 10000L
-#define MAX_NAP_NS 1000000L
+#define SPIN_SECONDS 1e-3
+#define FIRST_NAP_NS 5000L
+#define MAX_NAP_NS 50000L
 /* How long a timed-out rank waits for peers to say where they are. */
 #define PROBE_GRACE_SECONDS 1.0
 

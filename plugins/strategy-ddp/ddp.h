@@ -61,6 +61,7 @@ typedef struct ddp {
     fg_error hook_err;
 
     int64_t steps;
+    int synced;            /* this step's gradients are reduced and averaged */
     ddp_step_timing timing;
     double total_wait, total_comm, total_hidden;
 } ddp;

@@ -164,19 +164,44 @@ static fg_status ddp_train_step(void *state, const fg_batch *batch, int micro_in
     return ddp_buckets_flush(d, err);
 }
 
-static fg_status ddp_optimizer_step(void *state, fg_error *err)
+/* Waits for every bucket and averages: after it, every rank holds the same gradients. Runs
+ * once per step, from sync_grads (clipping) or from optimizer_step. */
+static fg_status ddp_sync_grads(void *state, fg_error *err)
 {
     ddp *d = state;
+    if (d->synced) return FG_OK;
     fg_status st = ddp_buckets_wait(d, err);
-    d->steps++;
     if (st != FG_OK) return st;
     ddp_report_step(d);
     if (d->topo.world_size > 1)
         st = d->be->scale(d->be_state, d->queue, d->grads, 1.0f / (float)d->topo.world_size,
                           (size_t)d->svc->param_count, err);
+    d->synced = st == FG_OK;
+    return st;
+}
+
+static fg_status ddp_optimizer_step(void *state, fg_error *err)
+{
+    ddp *d = state;
+    fg_status st = ddp_sync_grads(d, err);
+    d->steps++;
+    d->synced = 0;
     if (st == FG_OK)
         st = d->svc->optimizer_step(d->svc->ctx, d->replica, 0, d->svc->param_count, err);
     return st;
+}
+
+/* The averaged gradients are the same on every rank: the local norm is the global one. */
+static fg_status ddp_grad_norm_sq(void *state, double *out, fg_error *err)
+{
+    ddp *d = state;
+    return d->svc->grad_norm_sq(d->svc->ctx, d->replica, 0, d->svc->param_count, out, err);
+}
+
+static fg_status ddp_scale_grads(void *state, float factor, float clamp, fg_error *err)
+{
+    ddp *d = state;
+    return d->svc->scale_grads(d->svc->ctx, d->replica, 0, d->svc->param_count, factor, clamp, err);
 }
 
 static fg_status ddp_eval_step(void *state, const fg_batch *batch, fg_error *err)
@@ -211,6 +236,9 @@ static const fg_strategy_vtable vtable = {
     .eval_step = ddp_eval_step,
     .read_metrics = ddp_read_metrics,
     .primary_replica = ddp_primary,
+    .sync_grads = ddp_sync_grads,
+    .grad_norm_sq = ddp_grad_norm_sq,
+    .scale_grads = ddp_scale_grads,
 };
 
 FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {

@@ -22,11 +22,10 @@ static void test_gemm_case(int ta, int tb_, int m, int n, int k, int pad)
     for (int i = 0; i < m; i++)
         for (int j = 0; j < ldc; j++) {
             double acc = 0.0;
-            for (int p = 0; p < k; p++) {
+            for (int p = 0; j < n && p < k; p++) {
                 double av = ta ? a[(size_t)p * lda + i] : a[(size_t)i * lda + p];
                 double bv = tb_ ? b[(size_t)j * ldb + p] : b[(size_t)p * ldb + j];
-                if (j < n)
-                    acc += av * bv;
+                acc += av * bv;
             }
             size_t o = (size_t)i * ldc + j;
             /* columns past n (padding) must stay untouched */

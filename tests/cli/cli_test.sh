@@ -29,6 +29,7 @@ HOME=$TMP/home
 export HOME
 unset FULGUR_PLUGIN_PATH
 mkdir -p "$HOME"
+cd "$TMP" || exit 1 # run folders (runs/) of the fits land here
 
 FAILED=0
 CASE=""
@@ -351,19 +352,25 @@ group_overrides() {
 group_run() {
     C=$TMP/ok.ini
 
-    runp fit_ok fit "$C"
+    runp fit_ok fit "$C" trainer.default_root_dir="$TMP/runs" trainer.final_checkpoint="$TMP/ok.safetensors"
     expect_rc 0
-    grep -qE '^test  loss [0-9.]+  acc [0-9.]+  \(256 samples\)$' "$OUT" ||
-        fail "no line 'test  loss L  acc A  (256 samples)'"
+    grep -qE '^test  loss [0-9.]+  acc [0-9.]+  \(256 samples, after step [0-9]+\)$' "$OUT" ||
+        fail "no line 'test  loss L  acc A  (256 samples, after step N)'"
 
-    # validate/test/predict need a checkpoint, which this build cannot read: a clear
-    # refusal with the usage/config exit code, not a crash or a silent success.
-    for verb in test validate predict; do
-        runp "${verb}_needs_checkpoint" "$verb" "$C"
+    # validate/test evaluate a checkpoint: without one, a usage error naming the option.
+    for verb in test validate; do
+        runp "${verb}_needs_checkpoint" "$verb" "$C" trainer.default_root_dir="$TMP/runs"
         expect_rc 2
-        expect_err "fulgur $verb evaluates a trained model from a checkpoint"
-        expect_err "does not read checkpoints yet"
+        expect_err "fulgur $verb evaluates a trained model: give --ckpt-path"
     done
+    runp test_with_checkpoint test "$C" trainer.default_root_dir="$TMP/runs" --ckpt-path "$TMP/ok.safetensors"
+    expect_rc 0
+    expect_out "(256 samples"
+    runp predict_not_built predict "$C"
+    expect_rc 2
+    expect_err "fulgur predict: writing predictions is not built yet"
+    runp ckpt_path_without_value fit "$C" --ckpt-path
+    expect_rc 2
 
     runp fit_missing_file fit "$TMP/nosuch.ini"
     expect_rc 2

@@ -91,7 +91,10 @@ equivalence() {
     local name=$1 rank_batch=$2 out
     shift 2
     : "${PYTHON:?}"
-    must "$WORK/single.log" fit_single data.batch_size=128 \
+    # SINGLE_ARGS: keys both runs share (clipping), as an array name.
+    local -a shared=()
+    [ -n "${SINGLE_ARGS:-}" ] && read -r -a shared <<<"$SINGLE_ARGS"
+    must "$WORK/single.log" fit_single data.batch_size=128 "${shared[@]}" \
         trainer.final_checkpoint="$WORK/single.safetensors"
     must "$WORK/ddp.log" fit_ddp 2 data.batch_size="$rank_batch" "$@" \
         trainer.final_checkpoint="$WORK/$name.safetensors"
@@ -102,11 +105,15 @@ equivalence() {
         fail "the logged training losses differ (above: single <, ddp >)"
     out=$("$PYTHON" "$DDP_TESTS/compare_safetensors.py" "$WORK/$name.safetensors" "$WORK/single.safetensors" 1e-5) ||
         fail "ddp and single weights differ: $out"
-    echo "ok: ddp -n 2 ($*) vs single batch 128: $out"
+    echo "ok: ddp -n 2 at batch $rank_batch per rank ${*:-} vs single at batch 128: $out"
 }
 
 step_equivalence() { equivalence ddp 64; }
 step_equivalence_accumulate() { equivalence ddp_acc2 32 trainer.accumulate_grad_batches=2; }
+# Clipping by the global norm after the average: ddp clips what single clips.
+step_equivalence_clip() {
+    SINGLE_ARGS="trainer.gradient_clip_val=0.05" equivalence ddp_clip 64 trainer.gradient_clip_val=0.05
+}
 
 # Five wide linear layers and buckets smaller than a layer (overlap.ini): every layer's
 # gradients are their own bucket, and each bucket's all-reduce must start while the layers
