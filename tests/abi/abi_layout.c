@@ -84,7 +84,7 @@ static const layout_line current[] = {
     FIELD(fg_backend_vtable, softmax_xent_backward), FIELD(fg_backend_vtable, fill),
     FIELD(fg_backend_vtable, scale), FIELD(fg_backend_vtable, axpy),
     FIELD(fg_backend_vtable, sum_squares), FIELD(fg_backend_vtable, sgd_update),
-    FIELD(fg_backend_vtable, adamw_update),
+    FIELD(fg_backend_vtable, adamw_update), FIELD(fg_backend_vtable, clamp),
 
     /* precision.h */
     SIZE(fg_precision_info), FIELD(fg_precision_info, struct_size),
@@ -124,6 +124,7 @@ static const layout_line current[] = {
     FIELD(fg_event, global_step), FIELD(fg_event, step_in_epoch),
     FIELD(fg_event, steps_per_epoch), FIELD(fg_event, learning_rate), FIELD(fg_event, metrics),
     FIELD(fg_event, metric_count), FIELD(fg_event, is_rank_zero), FIELD(fg_event, run_dir),
+    FIELD(fg_event, max_epochs),
 
     SIZE(fg_callback_action), FIELD(fg_callback_action, struct_size),
     FIELD(fg_callback_action, stop), FIELD(fg_callback_action, reason),
@@ -135,7 +136,8 @@ static const layout_line current[] = {
     /* strategy.h */
     SIZE(fg_strategy_info), FIELD(fg_strategy_info, struct_size),
     FIELD(fg_strategy_info, launch_mode), FIELD(fg_strategy_info, needs_comm),
-    FIELD(fg_strategy_info, devices),
+    FIELD(fg_strategy_info, devices), FIELD(fg_strategy_info, rank),
+    FIELD(fg_strategy_info, world_size),
 
     SIZE(fg_batch), FIELD(fg_batch, struct_size), FIELD(fg_batch, samples),
     FIELD(fg_batch, labels), FIELD(fg_batch, count), FIELD(fg_batch, sample_elems),
@@ -151,12 +153,16 @@ static const layout_line current[] = {
     FIELD(fg_train_services, replica_grads), FIELD(fg_train_services, replica_queue),
     FIELD(fg_train_services, forward_backward), FIELD(fg_train_services, evaluate),
     FIELD(fg_train_services, optimizer_step), FIELD(fg_train_services, read_metrics),
+    FIELD(fg_train_services, set_grad_ready_hook), FIELD(fg_train_services, grad_norm_sq),
+    FIELD(fg_train_services, scale_grads),
 
     SIZE(fg_strategy_vtable), FIELD(fg_strategy_vtable, struct_size),
     FIELD(fg_strategy_vtable, info), FIELD(fg_strategy_vtable, setup),
     FIELD(fg_strategy_vtable, teardown), FIELD(fg_strategy_vtable, train_step),
     FIELD(fg_strategy_vtable, optimizer_step), FIELD(fg_strategy_vtable, eval_step),
     FIELD(fg_strategy_vtable, read_metrics), FIELD(fg_strategy_vtable, primary_replica),
+    FIELD(fg_strategy_vtable, sync_grads), FIELD(fg_strategy_vtable, grad_norm_sq),
+    FIELD(fg_strategy_vtable, scale_grads),
 
     /* enums */
     ENUM(fg_status, FG_OK), ENUM(fg_status, FG_UNAVAILABLE), ENUM(fg_status, FG_INCOMPATIBLE),
