@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CPU training benchmark: fulgur against PyTorch on Fashion-MNIST, same model, batch size,
-# threads, optimizer and data. Prints the median samples/s of each, the ratio fulgur/torch for
+# threads, optimizer and data (the models: mlp.ini and cnn.ini here, pinned copies of the
+# examples; torch_ref.py builds the same networks). Prints the median samples/s of each, the ratio fulgur/torch for
 # the MLP and the CNN, and what fraction of OpenBLAS's raw sgemm rate fulgur's MLP step reaches;
 # appends one row per model to tests/bench/results.csv. Installs nothing: PyTorch is used only
 # when /usr/bin/python3 can import torch (Debian: python3-torch), and the comparison is refused
@@ -28,8 +29,9 @@ usage: $(basename "$0") [options]
   --cnn-runs N         runs of each side for the CNN (default 3; 0 skips the CNN)
   --mlp-batches N      timed batches per MLP run (default 200)
   --cnn-batches N      timed batches per CNN run (default 60)
-  --torch-env K=V      extra environment for the torch runs (repeatable), e.g.
-                       OMP_WAIT_POLICY=passive; printed and recorded in results.csv
+  --torch-env K=V      extra environment for the torch runs (repeatable), after the
+                       default OMP_WAIT_POLICY=passive; printed and recorded in results.csv
+  --torch-plain        drop the default OMP_WAIT_POLICY=passive (torch exactly as shipped)
   --fulgur-arg K=V     extra override for the fulgur runs (repeatable), e.g. data.num_workers=1
   --wait-load X        before measuring, wait until the 1-minute load average is below X
   --wait-max SECS      give up waiting after SECS (default 1200) and measure anyway, saying so
@@ -53,7 +55,9 @@ set_defaults() {
     fulgur="$root/build-bench/bin/fulgur"
     threads=2 batch_size=128
     mlp_runs=5 cnn_runs=3 mlp_batches=200 cnn_batches=60
-    torch_env=() fulgur_args=()
+    # torch's OpenMP threads spin while idle and fight OpenBLAS's own threads for the cores:
+    # on a 2-core machine that made torch's MLP 2.5x slower; passive waiting is torch at its best
+    torch_env=(OMP_WAIT_POLICY=passive) fulgur_args=()
     wait_load="" wait_max=1200
     results="$here/results.csv"
     selftest=0
@@ -66,6 +70,7 @@ parse_args() {
             --help|-h) usage; exit 0 ;;
             --selftest) selftest=1; shift; continue ;;
             --no-results) results=""; shift; continue ;;
+            --torch-plain) torch_env=(); shift; continue ;;
         esac
         (( $# >= 2 )) || die "$opt needs a value (see --help)"
         local v=$2
@@ -104,7 +109,8 @@ run_selftest() {
     local bad=0
     selftest_expect ok 'mlp_runs="7"' --mlp-runs 7 || bad=1
     selftest_expect ok 'cnn_batches="9"' --cnn-batches 9 || bad=1
-    selftest_expect ok 'torch_env=([0]="OMP_WAIT_POLICY=passive")' --torch-env OMP_WAIT_POLICY=passive || bad=1
+    selftest_expect ok 'torch_env=([0]="OMP_WAIT_POLICY=passive" [1]="OPENBLAS_NUM_THREADS=1")' --torch-env OPENBLAS_NUM_THREADS=1 || bad=1
+    selftest_expect ok 'torch_env=([0]="X=1")' --torch-plain --torch-env X=1 || bad=1
     selftest_expect ok 'results=""' --no-results || bad=1
     selftest_expect ok 'wait_load="0.5"' --wait-load 0.5 || bad=1
     selftest_expect fail "--mlp-runs needs a whole number, got 'x'" --mlp-runs x || bad=1
@@ -174,12 +180,27 @@ check_torch_blas() {
 
 # ---- one run of each side -------------------------------------------------------------------
 
+# Overrides that switch evaluation off and keep run folders out of the tree. The [trainer]
+# keys are picked from what this fulgur declares (`fulgur explain trainer`), so the script
+# follows renames (validate_every_n_epochs became check_val_every_n_epoch).
+fulgur_eval_off() {
+    local keys k
+    keys=$("$fulgur" explain trainer 2>/dev/null | awk 'NR > 1 { print $1 }') ||
+        die "'$fulgur explain trainer' failed"
+    eval_off=(trainer.test_after_fit=false)
+    for k in validate_every_n_epochs check_val_every_n_epoch; do
+        grep -qx "$k" <<<"$keys" && eval_off+=("trainer.$k=0")
+    done
+    grep -qx num_sanity_val_steps <<<"$keys" && eval_off+=(trainer.num_sanity_val_steps=0)
+    grep -qx default_root_dir <<<"$keys" && eval_off+=("trainer.default_root_dir=$scratch/runs")
+    return 0
+}
+
 # Two epochs of N batches; epoch 1 is the warm-up, epoch 2's "samples/s" is the figure.
 fulgur_run() { # ini batches -> samples/s on stdout
     local ini=$1 batches=$2 out line
     out=$("$fulgur" fit "$ini" trainer.max_epochs=2 trainer.limit_train_batches="$batches" \
-        trainer.log_every_n_steps="$batches" trainer.test_after_fit=false \
-        trainer.validate_every_n_epochs=0 backend.threads="$threads" \
+        trainer.log_every_n_steps="$batches" "${eval_off[@]}" backend.threads="$threads" \
         data.batch_size="$batch_size" optimizer.lr=0.01 optimizer.momentum=0.9 \
         "${fulgur_args[@]}" 2>&1) || { echo "fulgur failed:" >&2; echo "$out" >&2; return 1; }
     line=$(grep -E '^epoch 2/2 +train loss' <<<"$out") || { echo "no epoch 2 line in:" >&2; echo "$out" >&2; return 1; }
@@ -229,13 +250,12 @@ mlp_train_flops=$((3 * mlp_fwd_flops - 2 * 784 * 256))
 
 sgemm_report() { # fulgur MLP samples/s
     local exe out peak step
-    exe=$(mktemp /tmp/sgemm_peak.XXXXXX)
-    if ! cc -O2 -o "$exe" "$here/sgemm_peak.c" -lopenblas 2>/tmp/sgemm_peak.err; then
-        echo "sgemm ceiling: cannot build sgemm_peak.c against OpenBLAS: $(cat /tmp/sgemm_peak.err)"
-        rm -f "$exe"; return 0
+    exe=$scratch/sgemm_peak
+    if ! cc -O2 -o "$exe" "$here/sgemm_peak.c" -lopenblas 2>"$scratch/cc.err"; then
+        echo "sgemm ceiling: cannot build sgemm_peak.c against OpenBLAS: $(cat "$scratch/cc.err")"
+        return 0
     fi
     out=$("$exe" "$threads" "$batch_size")
-    rm -f "$exe"
     echo
     echo "== MLP step against raw sgemm ($threads threads)"
     sed 's/^/  /' <<<"$out"
@@ -276,6 +296,9 @@ main() {
     [[ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]] ||
         die "no Fashion-MNIST at /usr/share/datasets/fashion-mnist (Debian package dataset-fashion-mnist)"
     cd "$root"   # the example INI files name the data directory absolutely; paths print relative
+    scratch=$(mktemp -d /tmp/fulgur-bench.XXXXXX)
+    trap 'rm -rf "$scratch"' EXIT
+    fulgur_eval_off
 
     echo "machine: $(nproc) CPUs, $(cpu_model); load $(loadavg3)"
     echo "fulgur: $fulgur"
@@ -283,7 +306,7 @@ main() {
     if torch_available; then
         have_torch=1
         check_torch_blas
-        (( ${#torch_env[@]} == 0 )) || echo "torch extra environment: ${torch_env[*]}"
+        echo "torch environment: OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads ${torch_env[*]}"
     else
         echo "torch: $python cannot import torch (apt-get install python3-torch); fulgur figures only, no ratio"
     fi
@@ -293,12 +316,12 @@ main() {
     wait_for_quiet
 
     if (( mlp_runs > 0 )); then
-        bench_model mlp examples/fashion_mnist_mlp.ini "$mlp_runs" "$mlp_batches"
+        bench_model mlp "$here/mlp.ini" "$mlp_runs" "$mlp_batches"
         local mlp_f=$f_med mlp_t=$t_med
         csv_row mlp "$mlp_f" "$mlp_t" "$(ratio "$mlp_f" "$mlp_t")" "$mlp_batches" "$mlp_runs"
     fi
     if (( cnn_runs > 0 )); then
-        bench_model cnn examples/fashion_mnist_cnn.ini "$cnn_runs" "$cnn_batches"
+        bench_model cnn "$here/cnn.ini" "$cnn_runs" "$cnn_batches"
         local cnn_f=$f_med cnn_t=$t_med
         csv_row cnn "$cnn_f" "$cnn_t" "$(ratio "$cnn_f" "$cnn_t")" "$cnn_batches" "$cnn_runs"
     fi
