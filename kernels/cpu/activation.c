@@ -90,7 +90,7 @@ static size_t fg_cpu_act_grain(int act)
 {
     return act == FG_CPU_ACT_GELU || act == FG_CPU_ACT_TANH || act == FG_CPU_ACT_SIGMOID
                ? FG_CPU_GRAIN / 16
-               : FG_CPU_GRAIN;
+               : FG_CPU_STREAM_GRAIN;
 }
 
 void fg_cpu_activation_forward(fg_cpu_pool *pool, int act, const float *x, float *y,

@@ -19,9 +19,15 @@ typedef struct fg_cpu_pool fg_cpu_pool;
 /* Work on items [begin, end) of a parallel_for. */
 typedef void (*fg_cpu_range_fn)(void *ctx, size_t begin, size_t end);
 
-/* Below this many elements per thread an elementwise op stays on the calling thread:
- * waking a worker costs more than the work (measured on the MLP shapes). */
+/* Least work per chunk, in elements, of a kernel with real arithmetic per element
+ * (conv permutations, reductions, transcendental activations use fractions of it). */
 #define FG_CPU_GRAIN 32768
+/* Streaming ops (fill, scale, axpy, clamp, relu, bias add, SGD) stay on the calling thread
+ * below 2 x this many elements. Measured on the MLP step at 2 threads: OpenBLAS's workers
+ * keep spinning (sched_yield) for a while after every gemm, so a pool worker woken between
+ * gemms shares its core; sgd_update over 269k parameters averaged 113-130 us inline
+ * against 145-166 us on the pool. Beyond ~0.5M elements two threads win on bandwidth. */
+#define FG_CPU_STREAM_GRAIN 262144
 
 /* threads >= 1 counts the calling thread; threads - 1 workers are started.
  * Returns 0 or an errno value from pthread_create / malloc. */

@@ -27,7 +27,7 @@ usage: $(basename "$0") [options]
   --batch-size N       batch size (default 128)
   --mlp-runs N         runs of each side for the MLP (default 5; 0 skips the MLP)
   --cnn-runs N         runs of each side for the CNN (default 3; 0 skips the CNN)
-  --mlp-batches N      timed batches per MLP run (default 200)
+  --mlp-batches N      timed batches per MLP run (default 400; a fulgur epoch caps it at 468)
   --cnn-batches N      timed batches per CNN run (default 60)
   --torch-env K=V      extra environment for the torch runs (repeatable), after the
                        default OMP_WAIT_POLICY=passive; printed and recorded in results.csv
@@ -54,7 +54,7 @@ need_num() { [[ $2 =~ ^[0-9]+([.][0-9]+)?$ ]] || die "$1 needs a number, got '$2
 set_defaults() {
     fulgur="$root/build-bench/bin/fulgur"
     threads=2 batch_size=128
-    mlp_runs=5 cnn_runs=3 mlp_batches=200 cnn_batches=60
+    mlp_runs=5 cnn_runs=3 mlp_batches=400 cnn_batches=60
     # torch's OpenMP threads spin while idle and fight OpenBLAS's own threads for the cores:
     # on a 2-core machine that made torch's MLP 2.5x slower; passive waiting is torch at its best
     torch_env=(OMP_WAIT_POLICY=passive) fulgur_args=()
