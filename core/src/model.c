@@ -699,6 +699,7 @@ int fg_replica_device(const fg_replica *r) { return r->device; }
 const fg_model *fg_replica_model(const fg_replica *r) { return r->m; }
 void fg_replica_set_step(fg_replica *r, uint64_t step) { r->step = step; }
 const float *fg_replica_input_grad(const fg_replica *r) { return r->input_grad; }
+const float *fg_replica_probs(const fg_replica *r) { return (const float *)(r->arena + r->probs_off); }
 void fg_replica_set_need_input_grad(fg_replica *r, int on) { r->need_input_grad = on != 0; }
 
 void fg_replica_set_seed(fg_replica *r, uint64_t seed)

@@ -108,6 +108,8 @@ void fg_replica_set_seed(fg_replica *r, uint64_t seed);
 void fg_replica_set_grad_ready_hook(fg_replica *r, fg_grad_ready_fn fn, void *user);
 /* Asks backward for d(loss)/d(input) too (a pipeline stage needs it); off by default. */
 void fg_replica_set_need_input_grad(fg_replica *r, int on);
+/* (batch, classes) softmax of the last forward, on the device. */
+const float *fg_replica_probs(const fg_replica *r);
 /* (batch, sample...) on the device, written by the last backward when asked for. */
 const float *fg_replica_input_grad(const fg_replica *r);
 

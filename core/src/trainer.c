@@ -162,6 +162,8 @@ static fg_status open_data(fg_trainer *t, fg_error *err)
     fg_status st = open_split(t, &t->train, FG_SPLIT_TRAIN, "train", fit, err);
     if (st == FG_OK) st = open_split(t, &t->val, FG_SPLIT_VAL, "val", t->verb == FG_VERB_VALIDATE, err);
     if (st == FG_OK) st = open_split(t, &t->test, FG_SPLIT_TEST, "test", t->verb == FG_VERB_TEST, err);
+    if (st == FG_OK && t->verb == FG_VERB_PREDICT)
+        st = open_split(t, &t->predict, FG_SPLIT_PREDICT, "predict", 1, err);
     const fg_data_split *ref = t->train.dataset ? &t->train : t->val.dataset ? &t->val : &t->test;
     if (st == FG_OK) st = check_splits_agree(t, ref, &t->val, err);
     if (st == FG_OK) st = check_splits_agree(t, ref, &t->test, err);
@@ -175,7 +177,8 @@ static fg_status open_data(fg_trainer *t, fg_error *err)
 
 static const fg_data_split *shape_split(const fg_trainer *t)
 {
-    return t->train.dataset ? &t->train : t->val.dataset ? &t->val : &t->test;
+    return t->train.dataset ? &t->train : t->val.dataset ? &t->val
+         : t->test.dataset ? &t->test : &t->predict;
 }
 
 static fg_status build_model(fg_trainer *t, fg_error *err)
@@ -289,6 +292,7 @@ static fg_status setup(fg_trainer *t, fg_error *err)
     if (st == FG_OK && t->val.dataset != t->train.dataset) st = make_loader(t, &t->val, 0, err);
     if (st == FG_OK && t->val.dataset == t->train.dataset) t->val.loader = t->train.loader;
     if (st == FG_OK) st = make_loader(t, &t->test, 0, err);
+    if (st == FG_OK) st = make_loader(t, &t->predict, 0, err);
     if (st == FG_OK) bind_callbacks(t);
     return st;
 }
@@ -308,6 +312,7 @@ static void teardown(fg_trainer *t)
         close_split(t, &t->val, &t->train);
         close_split(t, &t->train, NULL);
         close_split(t, &t->test, NULL);
+        close_split(t, &t->predict, NULL);
     }
     fg_scheduler_destroy(t->scheduler);
     fg_model_destroy(t->model);
@@ -365,16 +370,13 @@ static fg_status run_verb(fg_trainer *t, fg_error *err)
         return fg_trainer_evaluate_split(t, &t->val, &t->limit_val, "val", FG_EVENT_VALIDATION_END, err);
     case FG_VERB_TEST:
         return fg_trainer_evaluate_split(t, &t->test, &t->limit_test, "test", FG_EVENT_TEST_END, err);
-    case FG_VERB_PREDICT: break;
+    case FG_VERB_PREDICT: return fg_trainer_predict(t, err);
     }
     return FG_INTERNAL;
 }
 
 fg_status fg_trainer_run(fg_runtime *rt, fg_verb verb, fg_error *err)
 {
-    if (verb == FG_VERB_PREDICT)
-        return fg_error_set(err, FG_UNAVAILABLE, "fulgur predict: writing predictions is not built "
-                            "yet; `fulgur test --ckpt-path FILE` evaluates a checkpoint");
     fg_trainer t;
     memset(&t, 0, sizeof t);
     t.rt = rt;
@@ -382,10 +384,10 @@ fg_status fg_trainer_run(fg_runtime *rt, fg_verb verb, fg_error *err)
     t.out = rt->out ? rt->out : stdout;
     t.verb = verb;
     const char *ckpt = fg_config_get(rt->cfg, "trainer", "ckpt_path");
-    if ((verb == FG_VERB_VALIDATE || verb == FG_VERB_TEST) && (!ckpt || !*ckpt))
+    if ((verb == FG_VERB_VALIDATE || verb == FG_VERB_TEST || verb == FG_VERB_PREDICT) && (!ckpt || !*ckpt))
         return fg_error_set(err, FG_INVALID_ARGUMENT, "fulgur %s evaluates a trained model: give "
                             "--ckpt-path FILE|last|best (or [trainer] ckpt_path)",
-                            verb == FG_VERB_VALIDATE ? "validate" : "test");
+                            verb == FG_VERB_VALIDATE ? "validate" : verb == FG_VERB_TEST ? "test" : "predict");
     fg_status st = setup(&t, err);
     if (st == FG_OK) {
         report_model(&t);

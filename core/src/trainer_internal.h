@@ -63,7 +63,7 @@ typedef struct fg_trainer {
     fg_plugin_ref backend, data, strategy, precision;
     fg_plugin_ref callbacks[FG_MAX_CALLBACKS];
     int callback_count;
-    fg_data_split train, val, test;
+    fg_data_split train, val, test, predict;
     fg_model *model;
     float *init_params, *init_buffers;
     fg_train_ctx tctx;
@@ -108,6 +108,9 @@ fg_status fg_trainer_evaluate_split(fg_trainer *t, fg_data_split *s, const fg_ba
 fg_status fg_trainer_emit(fg_trainer *t, int type, const fg_metric *metrics, uint32_t n,
                           fg_error *err);
 double fg_now_seconds(void);
+
+/* trainer_predict.c: class probabilities of the predict split to run_dir/predictions.csv */
+fg_status fg_trainer_predict(fg_trainer *t, fg_error *err);
 
 /* trainer_ckpt.c */
 fg_status fg_trainer_save_checkpoint(fg_trainer *t, const char *path, fg_error *err);

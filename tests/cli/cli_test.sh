@@ -358,7 +358,7 @@ group_run() {
         fail "no line 'test  loss L  acc A  (256 samples, after step N)'"
 
     # validate/test evaluate a checkpoint: without one, a usage error naming the option.
-    for verb in test validate; do
+    for verb in test validate predict; do
         runp "${verb}_needs_checkpoint" "$verb" "$C" trainer.default_root_dir="$TMP/runs"
         expect_rc 2
         expect_err "fulgur $verb evaluates a trained model: give --ckpt-path"
@@ -366,9 +366,9 @@ group_run() {
     runp test_with_checkpoint test "$C" trainer.default_root_dir="$TMP/runs" --ckpt-path "$TMP/ok.safetensors"
     expect_rc 0
     expect_out "(256 samples"
-    runp predict_not_built predict "$C"
-    expect_rc 2
-    expect_err "fulgur predict: writing predictions is not built yet"
+    runp predict_with_checkpoint predict "$C" trainer.default_root_dir="$TMP/runs" --ckpt-path "$TMP/ok.safetensors"
+    expect_rc 0
+    expect_out "predictions: 256 rows in"
     runp ckpt_path_without_value fit "$C" --ckpt-path
     expect_rc 2
 

@@ -1,0 +1,86 @@
+/* fulgur predict: the class probabilities of every sample of the predict split, in order,
+ * written to RUN_DIR/predictions.csv (index, prediction, label, one column per class). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trainer_internal.h"
+
+#define BE(t) ((const fg_backend_vtable *)(t)->backend.vt)
+#define STRAT(t) ((const fg_strategy_vtable *)(t)->strategy.vt)
+
+static void write_header(FILE *f, int classes)
+{
+    fprintf(f, "index,prediction,label");
+    for (int c = 0; c < classes; c++) fprintf(f, ",p%d", c);
+    fputc('\n', f);
+}
+
+/* Rows of one batch; returns the number predicted right. */
+static int write_rows(FILE *f, const float *probs, const int32_t *labels, int count, int classes,
+                      int64_t first_index)
+{
+    int right = 0;
+    for (int i = 0; i < count; i++) {
+        const float *p = probs + (size_t)i * classes;
+        int best = 0;
+        for (int c = 1; c < classes; c++) best = p[c] > p[best] ? c : best;
+        right += best == labels[i];
+        fprintf(f, "%lld,%d,%d", (long long)(first_index + i), best, labels[i]);
+        for (int c = 0; c < classes; c++) fprintf(f, ",%.6g", p[c]);
+        fputc('\n', f);
+    }
+    return right;
+}
+
+static fg_status predict_batches(fg_trainer *t, FILE *f, float *host, int64_t *rows, int64_t *right,
+                                 fg_error *err)
+{
+    const fg_train_services *svc = &t->tctx.svc;
+    void *primary = STRAT(t)->primary_replica(t->strategy.state);
+    fg_replica *r = fg_train_replica_model(primary);
+    void *queue = fg_train_replica_queue(primary);
+    int classes = t->predict.info.num_classes;
+    fg_dataloader *dl = t->predict.loader;
+    fg_status st = fg_dataloader_start_epoch(dl, 0, 0, err);
+    while (st == FG_OK) {
+        const fg_batch_view *v;
+        st = fg_dataloader_next(dl, &v, err);
+        if (st != FG_OK || !v) break;
+        fg_batch b = {sizeof b, v->samples, v->labels, v->count, (int64_t)fg_dataloader_sample_elems(dl)};
+        st = svc->evaluate(svc->ctx, primary, &b, err);
+        size_t bytes = (size_t)v->count * (size_t)classes * sizeof(float);
+        if (st == FG_OK)
+            st = BE(t)->copy(t->backend.state, queue, host, -1, fg_replica_probs(r),
+                             fg_train_replica_device(primary), bytes, err);
+        if (st == FG_OK) st = BE(t)->queue_sync(t->backend.state, queue, err);
+        if (st == FG_OK) *right += write_rows(f, host, v->labels, v->count, classes, *rows);
+        *rows += v->count;
+        fg_dataloader_release(dl, v);
+    }
+    return st;
+}
+
+fg_status fg_trainer_predict(fg_trainer *t, fg_error *err)
+{
+    if (t->world_size != 1)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "fulgur predict runs in one process; "
+                            "start it without mpirun");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/predictions.csv", t->run_dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: cannot write: %s", path, strerror(errno));
+    int classes = t->predict.info.num_classes;
+    float *host = malloc((size_t)t->eval_batch_size * (size_t)classes * sizeof(float) + 1);
+    int64_t rows = 0, right = 0;
+    fg_status st = host ? FG_OK : fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory for predictions");
+    write_header(f, classes);
+    if (st == FG_OK) st = predict_batches(t, f, host, &rows, &right, err);
+    free(host);
+    if (fclose(f) != 0 && st == FG_OK)
+        st = fg_error_set(err, FG_INVALID_ARGUMENT, "%s: write failed: %s", path, strerror(errno));
+    if (st == FG_OK)
+        fprintf(t->out, "predictions: %lld rows in %s (accuracy %.4f against the labels)\n",
+                (long long)rows, path, rows ? (double)right / (double)rows : 0.0);
+    return st;
+}
