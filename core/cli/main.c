@@ -24,6 +24,8 @@ static const char usage_text[] =
     "  plugins                                 list every plugin found, and why any was refused\n"
     "  explain KIND.NAME | SECTION             a plugin's (or a core section's) options\n"
     "  devices                                 the devices each backend sees\n"
+    "  tune batch-size CONFIG [overrides]...   the largest batch_size that fits in device\n"
+    "                                          memory, and the linearly scaled lr\n"
     "\n"
     "options:\n"
     "  --plugin-path DIR   search DIR for plugins first (repeatable)\n"
@@ -149,6 +151,13 @@ static int run_command(fg_runtime *rt, const cli *c)
         if (c->arg_count != 2) return usage_error("%s", "'explain' needs one KIND.NAME, e.g. backend.cpu");
         st = fg_runtime_explain(rt, c->args[1], stdout, &err);
         if (st != FG_OK) return fail(&err, st, 1);
+    } else if (strcmp(cmd, "tune") == 0) {
+        if (c->arg_count < 3 || strcmp(c->args[1], "batch-size") != 0)
+            return usage_error("%s", "usage: fulgur tune batch-size CONFIG [section.key=value]...");
+        fg_runtime_options opts = {sizeof opts, c->paths, c->path_count, stdout, c->verbosity};
+        int64_t best;
+        st = fg_tune_batch_size(&opts, c->args[2], c->args + 3, c->arg_count - 3, stdout, &best, &err);
+        if (st != FG_OK) return fail(&err, st, 0);
     } else if (strcmp(cmd, "devices") == 0) {
         if (c->arg_count > 1) return usage_error("'devices' takes no argument (got '%s')", c->args[1]);
         st = fg_runtime_list_devices(rt, stdout, &err);

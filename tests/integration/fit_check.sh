@@ -142,6 +142,21 @@ eval_checkpoints() {
   echo "ok: test --ckpt-path reproduces fit's test accuracy $fit_acc"
 }
 
+# The batch-size tuner finds the boundary under a CPU memory limit: N fits, N + 1 does not.
+tune() {
+  local cfg="$EXAMPLES/fashion_mnist_mlp.ini" lim=backend.memory_limit_mb=20 n
+  "$FULGUR" tune batch-size "$cfg" "$lim" >"$tmp/t" 2>&1 || fail "tune: $(cat "$tmp/t")"
+  n=$(awk '/^largest batch_size that fits:/{print $NF}' "$tmp/t")
+  [ -n "$n" ] && [ "$n" -gt 64 ] || fail "no plausible result: $(cat "$tmp/t")"
+  "$FULGUR" fit "$cfg" "$lim" trainer.fast_dev_run=1 data.batch_size="$n" data.eval_batch_size="$n" >"$tmp/a" 2>&1 \
+    || fail "batch $n was reported to fit but does not: $(cat "$tmp/a")"
+  "$FULGUR" fit "$cfg" "$lim" trainer.fast_dev_run=1 data.batch_size=$((n + 1)) data.eval_batch_size=$((n + 1)) >"$tmp/b" 2>&1
+  local rc=$?
+  [ $rc -eq 1 ] && grep -qF "memory_limit_mb = 20" "$tmp/b" || fail "batch $((n + 1)) should run out of memory (exit 1): rc $rc, $(cat "$tmp/b")"
+  grep -qF "linearly scaled learning rate" "$tmp/t" || fail "no scaled learning rate in: $(cat "$tmp/t")"
+  echo "ok: largest batch $n fits, $((n + 1)) does not"
+}
+
 case "${1:-}" in
   accuracy) accuracy "$2" "$3" ;;
   determinism) determinism ;;
@@ -150,5 +165,6 @@ case "${1:-}" in
   accumulate) accumulate ;;
   trainer_keys) trainer_keys ;;
   eval_checkpoints) eval_checkpoints ;;
+  tune) tune ;;
   *) echo "usage: $0 accuracy CONFIG FLOOR | determinism | bad_data"; exit 2 ;;
 esac

@@ -60,6 +60,15 @@ typedef enum fg_verb {
 /* Runs a verb on the configured runtime. */
 FG_API fg_status fg_runtime_run(fg_runtime *rt, fg_verb verb, fg_error *err);
 
+/* `fulgur tune batch-size`: the largest [data] batch_size whose one-batch fit (train, val
+ * and test steps) does not run out of device memory: doubling from the config's batch size
+ * (or halving when that one does not fit), then a binary search. Each try is a fresh
+ * runtime built from opts, path and overrides, writing its run folders under a temporary
+ * folder. Prints the tries and the result to out; *best is 0 when not even 1 fits. */
+FG_API fg_status fg_tune_batch_size(const fg_runtime_options *opts, const char *path,
+                                    const char *const *overrides, int override_count, FILE *out,
+                                    int64_t *best, fg_error *err);
+
 #ifdef __cplusplus
 }
 #endif
