@@ -163,10 +163,11 @@ fg_status fg_optimizer_create_with(const fg_optimizer_config *oc, const fg_backe
     opt->state_count = oc->kind == FG_OPTIMIZER_ADAMW ? 2 : (oc->momentum != 0 ? 1 : 0);
     fg_status st = FG_OK;
     for (size_t i = 0; i < opt->state_count && count && st == FG_OK; i++) {
-        st = be->alloc(bs, device, count * sizeof(float), (void **)&opt->state[i], err);
+        fg_error e = {0};
+        st = be->alloc(bs, device, count * sizeof(float), (void **)&opt->state[i], &e);
         if (st != FG_OK)
-            st = fg_error_set(err, st, "allocating optimizer state (%zu floats) on device %d",
-                              count, device);
+            st = fg_error_set(err, st, "allocating optimizer state (%zu floats) on device %d: %s",
+                              count, device, e.message);
     }
     if (st == FG_OK && count)
         st = zero_state(opt, err);
