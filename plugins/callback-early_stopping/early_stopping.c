@@ -257,7 +257,7 @@ static const fg_metric *find_metric(const fg_event *ev, const char *name)
     return NULL;
 }
 
-/* A run that never reached a check (no validation split, validate_every_n_epochs too
+/* A run that never reached a check (no validation split, check_val_every_n_epoch too
  * large) would otherwise never stop early without a word. */
 static void warn_if_never_checked(const early_stopping *es, const fg_event *ev)
 {

@@ -25,7 +25,7 @@ accuracy() {
 
 determinism() {
   local cfg="$EXAMPLES/fashion_mnist_mlp.ini" common=(trainer.max_epochs=1 trainer.test_after_fit=false
-        trainer.validate_every_n_epochs=0 trainer.limit_train_batches=300)
+        trainer.check_val_every_n_epoch=0 trainer.limit_train_batches=300)
   "$FULGUR" fit "$cfg" "${common[@]}" trainer.default_root_dir="$tmp/runs" data.num_workers=0 >"$tmp/w0" 2>&1 || fail "fit (0 workers) failed: $(cat "$tmp/w0")"
   "$FULGUR" fit "$cfg" "${common[@]}" data.num_workers=2 data.prefetch=3 >"$tmp/w2" 2>&1 || fail "fit (2 workers) failed"
   "$FULGUR" fit "$cfg" "${common[@]}" data.num_workers=2 trainer.seed=7 >"$tmp/s7" 2>&1 || fail "fit (seed 7) failed"
