@@ -203,10 +203,16 @@ static fg_status setup_schedule(fg_trainer *t, double *base_lr, fg_error *err)
     *base_lr = oc.lr;
     int64_t per_epoch = 1;
     if (t->train.dataset) {
-        int64_t bs = t->batch_size * t->world_size * t->accumulate;
-        per_epoch = (t->train.info.length + bs - 1) / bs;
+        /* optimizer steps per epoch, as train_epoch will take them */
+        int64_t per_rank = (t->train.info.length + t->world_size - 1) / t->world_size;
+        int64_t batches = t->drop_last ? per_rank / t->batch_size
+                                       : (per_rank + t->batch_size - 1) / t->batch_size;
+        const fg_batch_limit *limit = overfitting(t) ? &t->overfit : &t->limit_train;
+        batches = fg_batch_limit_apply(limit, batches);
+        per_epoch = (batches + t->accumulate - 1) / t->accumulate;
     }
-    int64_t total = t->max_steps >= 0 ? t->max_steps : per_epoch * t->max_epochs;
+    int64_t total = per_epoch * t->max_epochs;
+    if (t->max_steps >= 0 && t->max_steps < total) total = t->max_steps;
     return fg_scheduler_create(t->cfg, oc.lr, total, t->max_epochs, &t->scheduler, err);
 }
 

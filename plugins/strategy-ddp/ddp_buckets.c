@@ -171,7 +171,7 @@ void ddp_report_step(ddp *d)
     d->total_wait += t->wait;
     d->total_comm += t->comm;
     d->total_hidden += t->hidden;
-    int64_t step = d->steps;
+    int64_t step = d->steps + 1; /* the step being finished; steps counts completed ones */
     double hidden_frac = t->comm > 0 ? t->hidden / t->comm : 0;
     if (d->host->log)
         d->host->log(d->host, FG_LOG_DEBUG, "rank %d step %lld: backward ended t=%.6f; %d "

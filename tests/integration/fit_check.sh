@@ -65,7 +65,8 @@ bad_data() {
 # Resume is exact: 2 epochs straight == 1 epoch + resume, and == a resume from inside
 # epoch 2 (checkpoint at step 150 of 200): same weights bit for bit, same epoch metrics.
 resume() {
-  local cfg="$EXAMPLES/fashion_mnist_mlp.ini" common=(trainer.limit_train_batches=100
+  # The cosine period is fixed so the 1-epoch and 150-step runs share the 2-epoch schedule.
+  local cfg="$EXAMPLES/fashion_mnist_mlp.ini" common=(trainer.limit_train_batches=100 scheduler.t_max=200
         trainer.log_every_n_steps=25 trainer.default_root_dir="$tmp/runs" trainer.max_epochs=2)
   "$FULGUR" fit "$cfg" "${common[@]}" >"$tmp/straight" 2>&1 || fail "straight run: $(cat "$tmp/straight")"
   "$FULGUR" fit "$cfg" "${common[@]}" trainer.max_epochs=1 trainer.final_checkpoint="$tmp/e1.safetensors" >"$tmp/a" 2>&1 || fail "epoch 1: $(cat "$tmp/a")"
@@ -110,11 +111,11 @@ trainer_keys() {
   "$FULGUR" fit "$cfg" "${root[@]}" trainer.limit_train_batches=0.01 trainer.test_after_fit=false trainer.max_epochs=1 \
     trainer.check_val_every_n_epoch=0 >"$tmp/l" 2>&1 || fail "limit fraction"
   grep -qF "after 9 steps" "$tmp/l" || fail "1% of 938 batches is 9 steps: $(grep weights "$tmp/l")"
-  "$FULGUR" fit "$cfg" "${root[@]}" trainer.limit_train_batches=20 trainer.val_check_interval=5 \
+  "$FULGUR" fit "$cfg" "${root[@]}" trainer.max_epochs=1 trainer.limit_train_batches=20 trainer.val_check_interval=5 \
     trainer.limit_val_batches=2 trainer.test_after_fit=false >"$tmp/v" 2>&1 || fail "val_check_interval"
   [ "$(grep -c '^val ' "$tmp/v")" -eq 4 ] || fail "val_check_interval=5 over 20 batches should validate 4 times: $(cat "$tmp/v")"
-  "$FULGUR" fit "$cfg" "${root[@]}" trainer.limit_train_batches=30 trainer.log_every_n_steps=10 \
-    scheduler.name=step scheduler.interval=step scheduler.step_size=10 scheduler.gamma=0.5 \
+  "$FULGUR" fit "$cfg" "${root[@]}" trainer.max_epochs=1 trainer.limit_train_batches=30 trainer.log_every_n_steps=10 \
+    optimizer.lr=0.01 scheduler.name=step scheduler.interval=step scheduler.step_size=10 scheduler.gamma=0.5 \
     trainer.test_after_fit=false trainer.check_val_every_n_epoch=0 >"$tmp/s" 2>&1 || fail "scheduler: $(cat "$tmp/s")"
   grep -q "step 10/30 .*lr 0.01$" "$tmp/s" && grep -q "step 20/30 .*lr 0.005$" "$tmp/s" && grep -q "step 30/30 .*lr 0.0025$" "$tmp/s" \
     || fail "step schedule (x0.5 every 10 steps) not followed: $(grep step "$tmp/s")"
