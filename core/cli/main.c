@@ -26,6 +26,7 @@ static const char usage_text[] =
     "  devices                                 the devices each backend sees\n"
     "  tune batch-size CONFIG [overrides]...   the largest batch_size that fits in device\n"
     "                                          memory, and the linearly scaled lr\n"
+    "  tune lr CONFIG [overrides]...           a learning-rate range test and a suggested lr\n"
     "\n"
     "options:\n"
     "  --plugin-path DIR   search DIR for plugins first (repeatable)\n"
@@ -152,11 +153,14 @@ static int run_command(fg_runtime *rt, const cli *c)
         st = fg_runtime_explain(rt, c->args[1], stdout, &err);
         if (st != FG_OK) return fail(&err, st, 1);
     } else if (strcmp(cmd, "tune") == 0) {
-        if (c->arg_count < 3 || strcmp(c->args[1], "batch-size") != 0)
-            return usage_error("%s", "usage: fulgur tune batch-size CONFIG [section.key=value]...");
+        int lr = c->arg_count >= 3 && strcmp(c->args[1], "lr") == 0;
+        if (c->arg_count < 3 || (!lr && strcmp(c->args[1], "batch-size") != 0))
+            return usage_error("%s", "usage: fulgur tune batch-size|lr CONFIG [section.key=value]...");
         fg_runtime_options opts = {sizeof opts, c->paths, c->path_count, stdout, c->verbosity};
         int64_t best;
-        st = fg_tune_batch_size(&opts, c->args[2], c->args + 3, c->arg_count - 3, stdout, &best, &err);
+        double suggestion;
+        st = lr ? fg_tune_lr(&opts, c->args[2], c->args + 3, c->arg_count - 3, 100, stdout, &suggestion, &err)
+                : fg_tune_batch_size(&opts, c->args[2], c->args + 3, c->arg_count - 3, stdout, &best, &err);
         if (st != FG_OK) return fail(&err, st, 0);
     } else if (strcmp(cmd, "devices") == 0) {
         if (c->arg_count > 1) return usage_error("'devices' takes no argument (got '%s')", c->args[1]);

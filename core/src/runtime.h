@@ -31,6 +31,10 @@ struct fg_runtime {
     char config_dir[4096];
     fg_instance *instances[FG_MAX_INSTANCES];
     int instance_count;
+    /* Internal, for the tuner: called at every logged training step with the learning rate
+     * of that step and the mean loss since the last log; nonzero stops the fit. */
+    int (*step_observer)(void *user, int64_t step, double lr, double loss);
+    void *step_observer_user;
 };
 
 /* The instance configured from `section`, or NULL. */

@@ -12,8 +12,9 @@
 #define MAX_MILESTONES 64
 #define NO_RANGE 1, 0
 
-enum kind { CONSTANT, STEP, MULTISTEP, COSINE, PLATEAU };
-static const char *const kind_names[] = {"constant", "step", "multistep", "cosine", "reduce_on_plateau"};
+enum kind { CONSTANT, STEP, MULTISTEP, COSINE, PLATEAU, EXPONENTIAL };
+static const char *const kind_names[] = {"constant", "step", "multistep", "cosine", "reduce_on_plateau",
+                                         "exponential"};
 
 /* Which kinds a key belongs to (bit per kind); 0: every kind. */
 typedef struct key_owner {
@@ -22,12 +23,12 @@ typedef struct key_owner {
 } key_owner;
 
 static const fg_option options[] = {
-    {"name", FG_OPT_ENUM, "constant", NO_RANGE, "constant|step|multistep|cosine|reduce_on_plateau", "schedule kind"},
+    {"name", FG_OPT_ENUM, "constant", NO_RANGE, "constant|step|multistep|cosine|reduce_on_plateau|exponential", "schedule kind"},
     {"interval", FG_OPT_ENUM, "epoch", NO_RANGE, "step|epoch", "step and cosine count optimizer steps or epochs"},
     {"warmup_steps", FG_OPT_INT, "0", 0, 1e15, NULL, "linear warmup over this many optimizer steps, in front of any schedule"},
     {"warmup_start_factor", FG_OPT_FLOAT, "0.1", 0, 1, NULL, "warmup starts at lr times this"},
     {"step_size", FG_OPT_INT, "1", 1, 1e15, NULL, "step: multiply by gamma every step_size intervals"},
-    {"gamma", FG_OPT_FLOAT, "0.1", 0, 1, NULL, "step, multistep: decay factor"},
+    {"gamma", FG_OPT_FLOAT, "0.1", 0, 1e6, NULL, "step, multistep: decay factor; exponential: factor per interval"},
     {"milestones", FG_OPT_LIST, "", NO_RANGE, NULL, "multistep: intervals at which lr is multiplied by gamma"},
     {"t_max", FG_OPT_INT, "0", 0, 1e15, NULL, "cosine: period in intervals; 0: the whole run"},
     {"eta_min", FG_OPT_FLOAT, "0", 0, 1e9, NULL, "cosine: the floor"},
@@ -42,8 +43,8 @@ static const fg_option options[] = {
 
 #define K(k) (1u << (k))
 static const key_owner owners[] = {
-    {"interval", K(STEP) | K(COSINE) | K(MULTISTEP)},
-    {"step_size", K(STEP)}, {"gamma", K(STEP) | K(MULTISTEP)}, {"milestones", K(MULTISTEP)},
+    {"interval", K(STEP) | K(COSINE) | K(MULTISTEP) | K(EXPONENTIAL)},
+    {"step_size", K(STEP)}, {"gamma", K(STEP) | K(MULTISTEP) | K(EXPONENTIAL)}, {"milestones", K(MULTISTEP)},
     {"t_max", K(COSINE)}, {"eta_min", K(COSINE)},
     {"monitor", K(PLATEAU)}, {"mode", K(PLATEAU)}, {"factor", K(PLATEAU)}, {"patience", K(PLATEAU)},
     {"threshold", K(PLATEAU)}, {"cooldown", K(PLATEAU)}, {"min_lr", K(PLATEAU)},
@@ -113,7 +114,7 @@ static fg_status read_all(const fg_config *cfg, fg_scheduler *s, fg_error *err)
     double fv;
     const char *origin;
     const char *name = fg_section_value(cfg, "scheduler", options, n, "name", &origin);
-    for (int k = CONSTANT; k <= PLATEAU; k++)
+    for (int k = CONSTANT; k <= EXPONENTIAL; k++)
         if (strcmp(name, kind_names[k]) == 0) s->kind = (enum kind)k;
     fg_status st = check_key_owners(cfg, s->kind, err);
     const char *interval = fg_section_value(cfg, "scheduler", options, n, "interval", &origin);
@@ -178,6 +179,7 @@ static double schedule_factor(const fg_scheduler *s, int64_t t)
         return s->base_lr > 0 ? lr / s->base_lr : 0.0;
     }
     case PLATEAU: return s->st.scale;
+    case EXPONENTIAL: return pow(s->gamma, (double)t);
     case CONSTANT: break;
     }
     return 1.0;

@@ -1,5 +1,5 @@
-/* Learning-rate schedulers: constant, step, multistep, cosine (with a floor) and
- * reduce-on-plateau, optionally behind a linear warmup. Every schedule except the plateau
+/* Learning-rate schedulers: constant, step, multistep, exponential, cosine (with a floor)
+ * and reduce-on-plateau, optionally behind a linear warmup. Every schedule except the plateau
  * one is a pure function of (optimizer step, epoch), so resume needs no state; the plateau
  * scheduler's state is exported for checkpoints. */
 #ifndef FG_SCHEDULER_H

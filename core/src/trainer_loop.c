@@ -165,6 +165,9 @@ static fg_status log_step(fg_trainer *t, log_window *w, fg_error *err)
     t->epoch_sum_n += m.count;
     double elapsed = fg_now_seconds() - w->start, steps = w->steps > 0 ? (double)w->steps : 1;
     double loss = m.loss_sum / m.count, acc = m.correct / m.count;
+    if (t->rt->step_observer &&
+        t->rt->step_observer(t->rt->step_observer_user, t->global_step, t->tctx.lr, loss))
+        t->stop = 1;
     if (t->rt->verbosity >= FG_LOG_INFO && !t->progress_bar)
         fprintf(t->out, "epoch %lld step %lld/%lld  loss %.4f  acc %.4f  lr %.4g\n",
                 (long long)t->epoch + 1, (long long)t->step_in_epoch, (long long)t->steps_per_epoch,

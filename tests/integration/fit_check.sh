@@ -158,6 +158,17 @@ tune() {
   echo "ok: largest batch $n fits, $((n + 1)) does not"
 }
 
+# The learning-rate range test suggests a rate inside its range where the loss fell.
+tune_lr() {
+  "$FULGUR" tune lr "$EXAMPLES/fashion_mnist_mlp.ini" >"$tmp/t" 2>&1 || fail "tune lr: $(cat "$tmp/t")"
+  local lr
+  lr=$(awk '/^suggested lr:/{print $3}' "$tmp/t")
+  [ -n "$lr" ] || fail "no suggestion: $(cat "$tmp/t")"
+  awk -v x="$lr" 'BEGIN { exit !(x >= 1e-3 && x <= 0.5) }' || fail "suggested lr $lr is implausible for SGD on this MLP: $(cat "$tmp/t")"
+  [ "$(grep -c '^  lr ' "$tmp/t")" -ge 10 ] || fail "the curve is missing: $(cat "$tmp/t")"
+  echo "ok: suggested lr $lr"
+}
+
 case "${1:-}" in
   accuracy) accuracy "$2" "$3" ;;
   determinism) determinism ;;
@@ -167,5 +178,6 @@ case "${1:-}" in
   trainer_keys) trainer_keys ;;
   eval_checkpoints) eval_checkpoints ;;
   tune) tune ;;
+  tune_lr) tune_lr ;;
   *) echo "usage: $0 accuracy CONFIG FLOOR | determinism | bad_data"; exit 2 ;;
 esac

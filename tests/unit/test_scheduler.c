@@ -83,6 +83,13 @@ static void test_plateau(void)
     fg_scheduler_destroy(s);
 }
 
+static void test_exponential(void)
+{
+    fg_scheduler *s = make("[scheduler]\nname = exponential\ninterval = step\ngamma = 1.5\n", 1e-4, 100, 1);
+    for (int t = 0; s && t < 20; t++) CHECK_NEAR(fg_scheduler_lr(s, t, 0), 1e-4 * pow(1.5, t), "exponential lr");
+    fg_scheduler_destroy(s);
+}
+
 static void test_refusals(void)
 {
     fg_config *cfg = NULL;
@@ -110,6 +117,7 @@ int main(void)
     test_multistep_per_step();
     test_cosine_with_warmup();
     test_plateau();
+    test_exponential();
     test_refusals();
     if (failures) return 1;
     printf("scheduler: all checks passed\n");

@@ -69,6 +69,13 @@ FG_API fg_status fg_tune_batch_size(const fg_runtime_options *opts, const char *
                                     const char *const *overrides, int override_count, FILE *out,
                                     int64_t *best, fg_error *err);
 
+/* `fulgur tune lr`: a learning-rate range test. Trains from lr 1e-6, multiplying it every
+ * step up to 1 over `steps` steps (stopping early when the loss diverges), and suggests the
+ * lr where the smoothed loss falls fastest. Prints the curve and the suggestion to out. */
+FG_API fg_status fg_tune_lr(const fg_runtime_options *opts, const char *path,
+                            const char *const *overrides, int override_count, int steps,
+                            FILE *out, double *suggestion, fg_error *err);
+
 #ifdef __cplusplus
 }
 #endif
