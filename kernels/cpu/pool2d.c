@@ -14,13 +14,42 @@ typedef struct fg_cpu_pool2d_ctx {
     const int32_t *argmax_in;
 } fg_cpu_pool2d_ctx;
 
+/* v replaces best when larger, or when it is the first NaN (PyTorch propagates NaN); the
+ * first maximum wins ties. */
+static inline int fg_cpu_max_takes(float v, float best) { return v > best || (v != v && best == best); }
+
+/* The CNN's common case, 2x2 windows at stride 2 without padding: every window lies inside
+ * the plane, so no bounds checks and no sum; the compares become conditional moves. */
+static void fg_cpu_max2x2_plane(const float *x, int w, int out_h, int out_w, float *y, int32_t *am)
+{
+    for (int oh = 0; oh < out_h; oh++) {
+        const float *r0 = x + (size_t)(2 * oh) * (size_t)w, *r1 = r0 + w;
+        int32_t base = 2 * oh * w;
+        for (int ow = 0; ow < out_w; ow++) {
+            int i = 2 * ow;
+            float best = r0[i];
+            int32_t where = base + i;
+            if (fg_cpu_max_takes(r0[i + 1], best)) { best = r0[i + 1]; where = base + i + 1; }
+            if (fg_cpu_max_takes(r1[i], best)) { best = r1[i]; where = base + w + i; }
+            if (fg_cpu_max_takes(r1[i + 1], best)) { best = r1[i + 1]; where = base + w + i + 1; }
+            y[(size_t)oh * (size_t)out_w + (size_t)ow] = best;
+            am[(size_t)oh * (size_t)out_w + (size_t)ow] = where;
+        }
+    }
+}
+
 static void fg_cpu_pool_forward_planes(void *p, size_t b, size_t e)
 {
     fg_cpu_pool2d_ctx *cx = p;
     const fg_cpu_conv_shape *d = cx->d;
     size_t hw = (size_t)d->h * (size_t)d->w, P = (size_t)d->out_h * (size_t)d->out_w;
     float inv_window = 1.0f / (float)(d->r * d->s);
-    for (size_t plane = b; plane < e; plane++) {
+    int max2x2 = cx->is_max && d->r == 2 && d->s == 2 && d->stride_h == 2 && d->stride_w == 2 &&
+                 d->pad_h == 0 && d->pad_w == 0;
+    for (size_t plane = b; plane < e && max2x2; plane++)
+        fg_cpu_max2x2_plane(cx->src + plane * hw, d->w, d->out_h, d->out_w, cx->dst + plane * P,
+                            cx->argmax + plane * P);
+    for (size_t plane = b; plane < e && !max2x2; plane++) {
         const float *x = cx->src + plane * hw;
         float *y = cx->dst + plane * P;
         int32_t *am = cx->is_max ? cx->argmax + plane * P : NULL;

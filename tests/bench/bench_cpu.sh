@@ -150,29 +150,35 @@ torch_available() { "$python" -c 'import torch' >/dev/null 2>&1; }
 torch_run() { env OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads" "${torch_env[@]}" \
     "$python" "$here/torch_ref.py" --threads "$threads" --batch-size "$batch_size" "$@"; }
 
-# Sets torch_blas to what torch's process mapped after a matmul, and refuses (exit 3) when
-# that is the reference BLAS: comparing against it would measure netlib, not torch.
+# Sets torch_blas to the library torch's sgemm_ resolves to (after a matmul: dlsym through
+# libtorch_cpu's handle, located in /proc/<pid>/maps) and refuses (exit 3) when that is the
+# reference BLAS: comparing against it would measure netlib, not torch. The mapped libraries
+# and the alternatives system are printed too; they alone can mislead (OpenBLAS's liblapack
+# can be mapped while sgemm_ still comes from netlib's libblas).
 check_torch_blas() {
-    local out libs alt
+    local out libs sgemm alt
     out=$(torch_run --blas) || die "torch_ref.py --blas failed: $out"
     libs=$(sed -n 's/^MAPPED //p' <<<"$out")
+    sgemm=$(sed -n 's/^SGEMM //p' <<<"$out")
     echo "torch: $(sed -n 's/^TORCH //p' <<<"$out")"
-    echo "torch BLAS (from /proc/<pid>/maps after a matmul):"
+    echo "torch BLAS libraries (from /proc/<pid>/maps after a matmul):"
     sed 's/^/  /' <<<"${libs:-(no BLAS library mapped)}"
+    echo "torch sgemm_ is in: ${sgemm:-unknown}"
     alt=$(update-alternatives --query libblas.so.3-x86_64-linux-gnu 2>/dev/null | sed -n 's/^Value: //p' || true)
     echo "update-alternatives libblas.so.3-x86_64-linux-gnu: ${alt:-(not registered)}"
-    if grep -qiE 'openblas' <<<"$libs"; then
-        torch_blas="OpenBLAS $(grep -oE 'libopenblas[^ /]*\.so[.0-9]*' <<<"$libs" | tail -n1)"
-    elif grep -qiE 'blis|mkl|atlas' <<<"$libs"; then
-        torch_blas=$(grep -oiE '[^ /]*(blis|mkl|atlas)[^ /]*' <<<"$libs" | head -n1)
-    elif grep -qE '/blas/libblas\.so' <<<"$libs" || [[ $alt == */blas/libblas.so* ]]; then
-        echo "REFUSED: torch uses the reference BLAS (netlib, /usr/lib/x86_64-linux-gnu/blas)." >&2
-        echo "  Its sgemm is an unblocked triple loop, many times slower than OpenBLAS: the ratio" >&2
-        echo "  would measure netlib, not PyTorch. Install an optimized libblas.so.3 alternative:" >&2
+    if [[ $sgemm == */blas/libblas.so* ]] ||
+        { [[ $sgemm == unknown || -z $sgemm ]] && grep -qE '/blas/libblas\.so' <<<"$libs"; }; then
+        echo "REFUSED: torch's sgemm is the reference BLAS (netlib, /usr/lib/x86_64-linux-gnu/blas)." >&2
+        echo "  It is an unblocked triple loop, many times slower than OpenBLAS: the ratio would" >&2
+        echo "  measure netlib, not PyTorch. Install an optimized libblas.so.3 alternative:" >&2
         echo "  apt-get install libopenblas0-pthread (or select it with update-alternatives)." >&2
         exit 3
+    elif grep -qi openblas <<<"$sgemm"; then
+        torch_blas="OpenBLAS $(grep -oE 'libopenblas[^ /]*\.so[.0-9]*' <<<"$libs" | tail -n1)"
+    elif grep -qiE 'blis|mkl|atlas' <<<"$sgemm"; then
+        torch_blas=$(grep -oiE '[^ /]*(blis|mkl|atlas)[^ /]*' <<<"$sgemm" | tail -n1)
     else
-        echo "REFUSED: cannot tell which BLAS torch uses (maps: ${libs:-none}; alternative: ${alt:-none})." >&2
+        echo "REFUSED: cannot tell which BLAS torch's sgemm is (sgemm_: ${sgemm:-unknown}; maps: ${libs:-none}; alternative: ${alt:-none})." >&2
         exit 3
     fi
     echo "torch BLAS: $torch_blas"

@@ -43,7 +43,7 @@ static double best_seconds(const shape *s, const float *a, const float *b, float
     int lda = s->trans_a ? s->m : s->k, ldb = s->trans_b ? s->k : s->n;
     int calls = 1;
     double best = 1e30;
-    for (int block = 0; block < 12; block++) {
+    for (int block = 0; block < 25; block++) {
         double t0 = now_seconds();
         for (int i = 0; i < calls; i++)
             cblas_sgemm(CblasRowMajor, s->trans_a ? CblasTrans : CblasNoTrans,

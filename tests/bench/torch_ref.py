@@ -59,6 +59,38 @@ def mapped_blas_libraries():
     return seen
 
 
+def mapping_of(address):
+    """The file mapped at address in this process, or None."""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            parts = line.split()
+            lo, hi = (int(v, 16) for v in parts[0].split("-"))
+            if lo <= address < hi:
+                return parts[5] if len(parts) >= 6 else None
+    return None
+
+
+def sgemm_provider():
+    """The library whose sgemm_ libtorch_cpu calls: dlsym through libtorch_cpu's own handle
+    resolves the symbol as its calls do, and the maps say which file holds that address.
+    Several BLAS libraries can be mapped at once (OpenBLAS's liblapack next to netlib's
+    libblas), so the list of mapped libraries alone does not tell."""
+    import ctypes
+    with open("/proc/self/maps") as f:
+        torch_libs = [l.split()[5] for l in f if len(l.split()) >= 6 and "libtorch_cpu" in l]
+    if not torch_libs:
+        return None
+    try:
+        fn = ctypes.CDLL(torch_libs[0]).sgemm_
+    except (OSError, AttributeError):
+        return None
+    path = mapping_of(ctypes.cast(fn, ctypes.c_void_p).value)
+    if path is None:
+        return None
+    real = os.path.realpath(path)
+    return path if real == path else "%s -> %s" % (path, real)
+
+
 def read_idx(path, header):
     with gzip.open(path, "rb") as f:
         data = f.read()
@@ -95,6 +127,7 @@ def main(argv):
         (m @ m).sum().item()
         for lib in mapped_blas_libraries():
             print("MAPPED %s" % lib)
+        print("SGEMM %s" % (sgemm_provider() or "unknown"))
         print("TORCH %s threads=%d" % (torch.__version__, torch.get_num_threads()))
         return 0
 
