@@ -12,7 +12,6 @@
 
 #include <stdlib.h>
 
-#ifdef FULGUR_HAVE_JANSSON
 #include <jansson.h>
 
 static const char *json_kind(const json_t *v)
@@ -275,21 +274,6 @@ fg_status fg_ckpt_header_parse(const char *path, const char *text, size_t len,
     return st;
 }
 
-#else /* !FULGUR_HAVE_JANSSON */
-
-/* Built without jansson (the core's CMake does not link it yet): checkpoints can be
- * written but not read. */
-fg_status fg_ckpt_header_parse(const char *path, const char *text, size_t len,
-                               uint64_t data_size, fg_ckpt_header *out, fg_error *err)
-{
-    (void)text, (void)len, (void)data_size;
-    memset(out, 0, sizeof *out);
-    return fg_error_set(err, FG_UNAVAILABLE,
-                        "%s: this build of the core cannot read checkpoints (built without "
-                        "jansson)", path);
-}
-
-#endif
 
 void fg_ckpt_header_free(fg_ckpt_header *h)
 {
