@@ -5,6 +5,7 @@
 #   fit_check.sh bad_data                broken data inputs fail with a clear message, exit 2
 set -u
 : "${FULGUR:?FULGUR must name the fulgur binary}" "${EXAMPLES:?EXAMPLES must name the examples folder}"
+here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1 # run folders (runs/) land in the temporary folder
@@ -97,7 +98,7 @@ accumulate() {
   "$FULGUR" fit "$cfg" "${common[@]}" data.batch_size=32 trainer.accumulate_grad_batches=4 \
     trainer.limit_train_batches=80 trainer.final_checkpoint="$tmp/b32x4.safetensors" >"$tmp/b" 2>&1 || fail "32x4: $(cat "$tmp/b")"
   grep -qF "after 20 steps" "$tmp/b" || fail "accumulating 80 batches by 4 should make 20 optimizer steps: $(grep weights "$tmp/b")"
-  python3 "$(dirname "$0")/compare_safetensors.py" "$tmp/b128.safetensors" "$tmp/b32x4.safetensors" 1e-5 || fail "accumulated weights differ"
+  python3 "$here/../ddp/compare_safetensors.py" "$tmp/b128.safetensors" "$tmp/b32x4.safetensors" 1e-5 || fail "accumulated weights differ"
 }
 
 # Trainer keys that shape the run.
