@@ -191,6 +191,25 @@ static fg_status scale_grads(void *ctx, void *replica, int64_t offset, int64_t c
     return st;
 }
 
+static fg_status replica_memory(void *ctx, void *replica, fg_memory_report *out, fg_error *err)
+{
+    (void)err;
+    fg_train_ctx *c = CTX(ctx);
+    train_replica *t = replica;
+    size_t sample = fg_shape_numel(fg_model_input_shape(c->model));
+    size_t params = fg_model_params_size(c->model) * sizeof(float);
+    out->device = t->device;
+    out->param_bytes = params;
+    out->master_bytes = 0;
+    out->grad_bytes = params;
+    out->optimizer_bytes = fg_optimizer_state_count(t->opt) * params;
+    out->activation_bytes = fg_replica_arena_bytes(t->replica);
+    out->other_bytes = fg_model_buffers_size(c->model) * sizeof(float) +
+                       (size_t)t->max_batch * (sample * sizeof(float) + sizeof(int32_t)) +
+                       3 * sizeof(float);
+    return FG_OK;
+}
+
 fg_replica *fg_train_replica_model(const void *r) { return ((const train_replica *)r)->replica; }
 fg_optimizer *fg_train_replica_optimizer(const void *r) { return ((const train_replica *)r)->opt; }
 void *fg_train_replica_queue(const void *r) { return ((const train_replica *)r)->queue; }
@@ -217,4 +236,5 @@ void fg_train_services_init(fg_train_ctx *c, int max_batch)
     s->set_grad_ready_hook = set_grad_ready_hook;
     s->grad_norm_sq = grad_norm_sq;
     s->scale_grads = scale_grads;
+    s->replica_memory = replica_memory;
 }

@@ -63,6 +63,7 @@ static fg_status check_strategy(fg_trainer *t, fg_error *err)
     info.world_size = 1;
     if (sv->info && (st = sv->info(t->strategy.state, &info, err)) != FG_OK) return st;
     t->rank = info.rank;
+    t->devices = info.devices > 0 ? info.devices : 1;
     t->world_size = info.world_size > 0 ? info.world_size : 1;
     if (t->rank != 0 && !(t->out = fopen("/dev/null", "w"))) /* only rank 0 reports */
         return fg_error_set(err, FG_INTERNAL, "cannot open /dev/null");
@@ -397,7 +398,8 @@ fg_status fg_trainer_run(fg_runtime *rt, fg_verb verb, fg_error *err)
     fg_status st = setup(&t, err);
     if (st == FG_OK) {
         report_model(&t);
-        st = run_verb(&t, err);
+        if (verb == FG_VERB_FIT || verb == FG_VERB_CHECK) st = fg_trainer_report_memory(&t, err);
+        if (st == FG_OK) st = run_verb(&t, err);
     }
     teardown(&t);
     return st;

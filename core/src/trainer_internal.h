@@ -18,7 +18,8 @@
 #include "trainer.h"
 
 #define FG_MAX_CALLBACKS 16
-#define FG_MAX_METRICS 32
+#define FG_MAX_METRICS 64
+#define FG_MAX_REPORTED_DEVICES 8
 
 typedef struct fg_plugin_ref {
     const void *vt;
@@ -70,6 +71,8 @@ typedef struct fg_trainer {
     fg_scheduler *scheduler;
     int strategy_ready;
     int rank, world_size;
+    int devices; /* this process drives them (fg_strategy_info.devices) */
+    fg_memory_report memory[FG_MAX_REPORTED_DEVICES];
     char run_dir[4096];
 
     /* [trainer] */
@@ -108,6 +111,12 @@ fg_status fg_trainer_evaluate_split(fg_trainer *t, fg_data_split *s, const fg_ba
 fg_status fg_trainer_emit(fg_trainer *t, int type, const fg_metric *metrics, uint32_t n,
                           fg_error *err);
 double fg_now_seconds(void);
+
+/* trainer_memory.c: per-device bytes by role from the strategy, printed at setup; as
+ * memory/... metrics (names kept in `names`) for the fit-start event. */
+fg_status fg_trainer_report_memory(fg_trainer *t, fg_error *err);
+uint32_t fg_trainer_memory_metrics(const fg_trainer *t, fg_metric *out, char (*names)[64],
+                                   uint32_t capacity);
 
 /* trainer_predict.c: class probabilities of the predict split to run_dir/predictions.csv */
 fg_status fg_trainer_predict(fg_trainer *t, fg_error *err);

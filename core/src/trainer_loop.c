@@ -311,7 +311,10 @@ fg_status fg_trainer_fit(fg_trainer *t, fg_error *err)
 {
     t->fit_start_time = fg_now_seconds();
     fg_status st = sanity_check(t, err);
-    if (st == FG_OK) st = fg_trainer_emit(t, FG_EVENT_FIT_START, NULL, 0, err);
+    fg_metric memory[6 * FG_MAX_REPORTED_DEVICES];
+    char names[6 * FG_MAX_REPORTED_DEVICES][64];
+    uint32_t n = fg_trainer_memory_metrics(t, memory, names, 6 * FG_MAX_REPORTED_DEVICES);
+    if (st == FG_OK) st = fg_trainer_emit(t, FG_EVENT_FIT_START, n ? memory : NULL, n, err);
     if (t->resume.active) t->epoch = t->resume.epoch;
     while (st == FG_OK && t->epoch < t->max_epochs && !must_stop(t)) {
         t->step_in_epoch = 0;

@@ -226,6 +226,15 @@ static fg_status ddp_read_metrics(void *state, int reset, fg_step_metrics *out, 
 
 static void *ddp_primary(void *state) { return ((ddp *)state)->replica; }
 
+static fg_status ddp_memory_report(void *state, int i, fg_memory_report *out, fg_error *err)
+{
+    ddp *s = state;
+    if (i != 0) return fg_error_set(err, FG_INVALID_ARGUMENT, "strategy.ddp drives one device, not %d", i + 1);
+    if (!FG_HAS_FIELD(s->svc, fg_train_services, replica_memory) || !s->svc->replica_memory)
+        return fg_error_set(err, FG_UNAVAILABLE, "the host does not report replica memory");
+    return s->svc->replica_memory(s->svc->ctx, s->replica, out, err);
+}
+
 static const fg_strategy_vtable vtable = {
     .struct_size = sizeof(fg_strategy_vtable),
     .info = ddp_info,
@@ -239,6 +248,7 @@ static const fg_strategy_vtable vtable = {
     .sync_grads = ddp_sync_grads,
     .grad_norm_sq = ddp_grad_norm_sq,
     .scale_grads = ddp_scale_grads,
+    .memory_report = ddp_memory_report,
 };
 
 FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {

@@ -94,6 +94,15 @@ static fg_status single_scale_grads(void *state, float factor, float clamp, fg_e
     return s->svc->scale_grads(s->svc->ctx, s->replica, 0, s->svc->param_count, factor, clamp, err);
 }
 
+static fg_status single_memory_report(void *state, int i, fg_memory_report *out, fg_error *err)
+{
+    single *s = state;
+    if (i != 0) return fg_error_set(err, FG_INVALID_ARGUMENT, "strategy.single drives one device, not %d", i + 1);
+    if (!FG_HAS_FIELD(s->svc, fg_train_services, replica_memory) || !s->svc->replica_memory)
+        return fg_error_set(err, FG_UNAVAILABLE, "the host does not report replica memory");
+    return s->svc->replica_memory(s->svc->ctx, s->replica, out, err);
+}
+
 static const fg_strategy_vtable vtable = {
     .struct_size = sizeof(fg_strategy_vtable),
     .info = single_info,
@@ -107,6 +116,7 @@ static const fg_strategy_vtable vtable = {
     .sync_grads = NULL, /* one replica: nothing to reduce */
     .grad_norm_sq = single_grad_norm_sq,
     .scale_grads = single_scale_grads,
+    .memory_report = single_memory_report,
 };
 
 FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {

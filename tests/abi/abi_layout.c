@@ -154,7 +154,13 @@ static const layout_line current[] = {
     FIELD(fg_train_services, forward_backward), FIELD(fg_train_services, evaluate),
     FIELD(fg_train_services, optimizer_step), FIELD(fg_train_services, read_metrics),
     FIELD(fg_train_services, set_grad_ready_hook), FIELD(fg_train_services, grad_norm_sq),
-    FIELD(fg_train_services, scale_grads),
+    FIELD(fg_train_services, scale_grads), FIELD(fg_train_services, replica_memory),
+
+    SIZE(fg_memory_report), FIELD(fg_memory_report, struct_size),
+    FIELD(fg_memory_report, device), FIELD(fg_memory_report, param_bytes),
+    FIELD(fg_memory_report, master_bytes), FIELD(fg_memory_report, grad_bytes),
+    FIELD(fg_memory_report, optimizer_bytes), FIELD(fg_memory_report, activation_bytes),
+    FIELD(fg_memory_report, other_bytes),
 
     SIZE(fg_strategy_vtable), FIELD(fg_strategy_vtable, struct_size),
     FIELD(fg_strategy_vtable, info), FIELD(fg_strategy_vtable, setup),
@@ -162,7 +168,8 @@ static const layout_line current[] = {
     FIELD(fg_strategy_vtable, optimizer_step), FIELD(fg_strategy_vtable, eval_step),
     FIELD(fg_strategy_vtable, read_metrics), FIELD(fg_strategy_vtable, primary_replica),
     FIELD(fg_strategy_vtable, sync_grads), FIELD(fg_strategy_vtable, grad_norm_sq),
-    FIELD(fg_strategy_vtable, scale_grads),
+    FIELD(fg_strategy_vtable, scale_grads), FIELD(fg_strategy_vtable, memory_report),
+    FIELD(fg_strategy_vtable, gather_state), FIELD(fg_strategy_vtable, scatter_state),
 
     /* enums */
     ENUM(fg_status, FG_OK), ENUM(fg_status, FG_UNAVAILABLE), ENUM(fg_status, FG_INCOMPATIBLE),

@@ -41,6 +41,18 @@ typedef struct fg_step_metrics {
     double count;
 } fg_step_metrics;
 
+/* Bytes one device holds for training, by role (ABI 1.x append). */
+typedef struct fg_memory_report {
+    uint32_t struct_size;
+    int32_t device;            /* backend device index */
+    uint64_t param_bytes;      /* the working parameters the layers read */
+    uint64_t master_bytes;     /* fp32 master weights kept beside half ones (mixed precision) */
+    uint64_t grad_bytes;
+    uint64_t optimizer_bytes;  /* optimizer state (momentum, or m and v) */
+    uint64_t activation_bytes; /* the activation arena, sized once for the largest batch */
+    uint64_t other_bytes;      /* non-trained buffers, batch staging, scratch */
+} fg_memory_report;
+
 /* What the trainer gives a strategy: the model, instantiated on devices as replicas. A
  * replica holds flat parameters, gradients, optimizer state and an activation arena on one
  * device of the configured backend, all allocated at creation. Thread rule: calls on
@@ -84,6 +96,8 @@ typedef struct fg_train_services {
      * clamp > 0. */
     fg_status (*scale_grads)(void *ctx, void *replica, int64_t offset, int64_t count, float s,
                              float clamp, fg_error *err);
+    /* Bytes this replica allocated, by role. */
+    fg_status (*replica_memory)(void *ctx, void *replica, fg_memory_report *out, fg_error *err);
 } fg_train_services;
 
 typedef struct fg_strategy_vtable {
@@ -110,6 +124,19 @@ typedef struct fg_strategy_vtable {
     fg_status (*sync_grads)(void *state, fg_error *err);
     fg_status (*grad_norm_sq)(void *state, double *out, fg_error *err);
     fg_status (*scale_grads)(void *state, float s, float clamp, fg_error *err);
+    /* Bytes held on the i-th device this process drives (0 <= i < info.devices), by role:
+     * what `fulgur fit` prints at setup. NULL: the trainer reports nothing. */
+    fg_status (*memory_report)(void *state, int i, fg_memory_report *out, fg_error *err);
+    /* Checkpoints of strategies whose primary replica does not hold the whole model
+     * (pipeline stages, sharded state); NULL: the trainer copies the primary replica's.
+     * Layouts are those of one plain replica: params (svc.param_count floats), buffers,
+     * and opt_state = the optimizer's state slots one after another (momentum, or m then
+     * v), param_count floats each. Under a comm every rank calls; only rank 0's host
+     * buffers are written (gather) or read (scatter). Parameters and buffers reach new
+     * replicas through the initial values, so scatter restores the optimizer state only. */
+    fg_status (*gather_state)(void *state, float *params, float *buffers, float *opt_state,
+                              fg_error *err);
+    fg_status (*scatter_state)(void *state, const float *opt_state, fg_error *err);
 } fg_strategy_vtable;
 
 #ifdef __cplusplus
