@@ -27,6 +27,8 @@ static const char usage_text[] =
     "  tune batch-size CONFIG [overrides]...   the largest batch_size that fits in device\n"
     "                                          memory, and the linearly scaled lr\n"
     "  tune lr CONFIG [overrides]...           a learning-rate range test and a suggested lr\n"
+    "  ckpt merge INDEX|DIR -o OUT.safetensors one checkpoint from the per-rank files of\n"
+    "                                          [strategy] sharded_checkpoint = true\n"
     "\n"
     "options:\n"
     "  --plugin-path DIR   search DIR for plugins first (repeatable)\n"
@@ -83,7 +85,7 @@ static int parse_args(int argc, char **argv, cli *c)
         } else if (strcmp(a, "--version") == 0) {
             printf("fulgur %s (plugin ABI %d.%d)\n", fg_version(), FG_ABI_MAJOR, fg_abi_minor());
             return EXIT_OK;
-        } else if (a[0] == '-' && a[1] != '\0') {
+        } else if (a[0] == '-' && a[1] != '\0' && strcmp(a, "-o") != 0) { /* -o: ckpt merge's */
             return usage_error("unknown option '%s'", a);
         } else {
             if (c->arg_count == MAX_ARGS) return usage_error("too many arguments (%s)", a);
@@ -99,22 +101,10 @@ static int parse_args(int argc, char **argv, cli *c)
 
 /* Problems with what the user gave (config, files, plugins, devices) are exit 2; failures
  * while running (out of memory, device errors, divergence, bugs) are exit 1. */
-static int exit_code(fg_status st, int configuring)
-{
-    switch (st) {
-    case FG_OK: return EXIT_OK;
-    case FG_INVALID_ARGUMENT:
-    case FG_NOT_FOUND:
-    case FG_UNAVAILABLE:
-    case FG_INCOMPATIBLE: return EXIT_USAGE;
-    default: return configuring ? EXIT_USAGE : EXIT_RUNTIME;
-    }
-}
-
 static int fail(const fg_error *err, fg_status st, int configuring)
 {
     fprintf(stderr, "fulgur: %s\n", err->message[0] ? err->message : "error");
-    return exit_code(st, configuring);
+    return fg_status_exit_code(st, configuring);
 }
 
 static int run_verb(fg_runtime *rt, const cli *c, const char *cmd)
@@ -140,6 +130,23 @@ static int run_verb(fg_runtime *rt, const cli *c, const char *cmd)
     return EXIT_OK;
 }
 
+/* ckpt merge INDEX|DIR -o OUT: -o may come before or after the input. */
+static int run_ckpt(const cli *c)
+{
+    const char *usage = "usage: fulgur ckpt merge INDEX_OR_DIR -o OUT.safetensors";
+    if (c->arg_count < 2 || strcmp(c->args[1], "merge") != 0) return usage_error("%s", usage);
+    const char *in = NULL, *out = NULL;
+    for (int i = 2; i < c->arg_count; i++) {
+        if (strcmp(c->args[i], "-o") == 0 && i + 1 < c->arg_count && !out) out = c->args[++i];
+        else if (!in && strcmp(c->args[i], "-o") != 0) in = c->args[i];
+        else return usage_error("%s", usage);
+    }
+    if (!in || !out) return usage_error("%s", usage);
+    fg_error err = {0};
+    fg_status st = fg_ckpt_merge(in, out, stdout, &err);
+    return st == FG_OK ? EXIT_OK : fail(&err, st, 1);
+}
+
 static int run_command(fg_runtime *rt, const cli *c)
 {
     const char *cmd = c->args[0];
@@ -162,6 +169,8 @@ static int run_command(fg_runtime *rt, const cli *c)
         st = lr ? fg_tune_lr(&opts, c->args[2], c->args + 3, c->arg_count - 3, 100, stdout, &suggestion, &err)
                 : fg_tune_batch_size(&opts, c->args[2], c->args + 3, c->arg_count - 3, stdout, &best, &err);
         if (st != FG_OK) return fail(&err, st, 0);
+    } else if (strcmp(cmd, "ckpt") == 0) {
+        return run_ckpt(c);
     } else if (strcmp(cmd, "devices") == 0) {
         if (c->arg_count > 1) return usage_error("'devices' takes no argument (got '%s')", c->args[1]);
         st = fg_runtime_list_devices(rt, stdout, &err);

@@ -34,6 +34,7 @@ static const fg_option trainer_options[] = {
     {"ckpt_path", FG_OPT_STRING, "", NO_RANGE, NULL, "resume fit (or load for test/validate) from last, best or a FILE"},
     {"final_checkpoint", FG_OPT_STRING, "", NO_RANGE, NULL, "also write the model when fit ends to this file (relative to the run folder)"},
     {"save_on_exception", FG_OPT_BOOL, "false", NO_RANGE, NULL, "write checkpoints/on_exception.safetensors when training fails"},
+    {"requeue_signal", FG_OPT_ENUM, "auto", NO_RANGE, "auto|SIGUSR1|SIGUSR2|none", "on this signal, checkpoint at the next step and requeue the SLURM job; auto: SIGUSR1 when SLURM_JOB_ID is set"},
 };
 
 static const fg_option data_options[] = {

@@ -93,9 +93,13 @@ static void *host_aligned_alloc(const fg_host *host, size_t align, size_t size)
 
 static void host_aligned_free(const fg_host *host, void *ptr) { free(ptr); }
 
+/* A callback's reports are only logged: feeding them back into step events would let a
+ * callback see its own output (lr_monitor reports the lr every event). */
 static void host_metric(const fg_host *host, const char *name, double value, int64_t step)
 {
     const fg_instance *inst = (const fg_instance *)host;
+    if (inst->rt && inst->rt->metric_sink && inst->kind != FG_KIND_CALLBACK && name)
+        inst->rt->metric_sink(inst->rt->metric_sink_user, name, value);
     if (inst->rt && inst->rt->verbosity >= FG_LOG_DEBUG)
         fprintf(inst->rt->out ? inst->rt->out : stdout, "metric %s = %g at step %lld\n", name,
                 value, (long long)step);
@@ -112,6 +116,27 @@ static fg_status host_find_plugin(const fg_host *host, uint32_t kind, const void
     *vtable = other->plugin->vtable;
     *state = other->state;
     return FG_OK;
+}
+
+/* The resolved config, entry by entry across sections in file order. */
+static fg_status host_config_entry(const fg_host *host, size_t index, const char **section,
+                                   const char **key, const char **value)
+{
+    const fg_instance *inst = (const fg_instance *)host;
+    const fg_config *cfg = inst->rt ? inst->rt->cfg : NULL;
+    for (size_t i = 0; cfg && i < fg_config_section_count(cfg); i++) {
+        const char *sec = fg_config_section_name(cfg, i);
+        size_t n = fg_config_entry_count(cfg, sec);
+        if (index >= n) {
+            index -= n;
+            continue;
+        }
+        *section = sec;
+        *key = fg_config_entry_key(cfg, sec, index);
+        *value = fg_config_get(cfg, sec, *key);
+        return FG_OK;
+    }
+    return FG_NOT_FOUND;
 }
 
 void fg_host_fill(fg_instance *inst)
@@ -131,4 +156,5 @@ void fg_host_fill(fg_instance *inst)
     h->aligned_free = host_aligned_free;
     h->metric = host_metric;
     h->find_plugin = host_find_plugin;
+    h->config_entry = host_config_entry;
 }

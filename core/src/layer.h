@@ -64,6 +64,10 @@ typedef struct fg_layer_ctx {
     void *workspace; /* scratch shared by all layers, workspace_bytes(max batch) */
     uint64_t dropout_seed;
     uint64_t dropout_offset;
+    /* Element types of the tensors above (x, y, dy, dx in dt->act, param in dt->param,
+     * grad in dt->grad; buffer and aux stay f32). NULL: all f32, the float pointers mean
+     * what they say. Otherwise they name half storage: reach it only through fg_op_*. */
+    const fg_op_dtypes *dt;
 } fg_layer_ctx;
 
 typedef struct fg_layer_ops {
@@ -172,6 +176,41 @@ void fg_layer_window_desc(const fg_layer *l, int batch, fg_conv2d_desc *d);
                                 #fn);                                                       \
     } while (0)
 
+/* ---- backend ops in the context's dtypes (layer_ops.c) ------------------------------
+ * Layers call the backend through these: with c->dt NULL the fp32 op runs, bit for bit as
+ * a direct call; otherwise its _ex variant with c->dt (FG_UNAVAILABLE naming the op when
+ * the backend has none). A gemm operand's role says which of c->dt's types it has. */
+typedef enum fg_tensor_role { FG_ROLE_ACT = 0, FG_ROLE_PARAM = 1, FG_ROLE_GRAD = 2 } fg_tensor_role;
+
+fg_status fg_op_gemm(const fg_layer_ctx *c, int trans_a, int trans_b, int m, int n, int k,
+                     float alpha, const void *a, fg_tensor_role ra, int lda, const void *b,
+                     fg_tensor_role rb, int ldb, float beta, void *cm, fg_tensor_role rc,
+                     int ldc, fg_error *err);
+fg_status fg_op_bias_add(const fg_layer_ctx *c, void *y, const void *bias, int rows, int cols,
+                         int spatial, fg_error *err);
+fg_status fg_op_bias_grad(const fg_layer_ctx *c, void *dbias, const void *dy, int rows,
+                          int cols, int spatial, fg_error *err);
+fg_status fg_op_activation_forward(const fg_layer_ctx *c, int act, size_t n, fg_error *err);
+fg_status fg_op_activation_backward(const fg_layer_ctx *c, int act, size_t n, fg_error *err);
+fg_status fg_op_conv2d_forward(const fg_layer_ctx *c, const fg_conv2d_desc *d,
+                               const void *bias, fg_error *err);
+fg_status fg_op_conv2d_backward(const fg_layer_ctx *c, const fg_conv2d_desc *d, void *dbias,
+                                fg_error *err);
+fg_status fg_op_pool2d_forward(const fg_layer_ctx *c, int mode, const fg_conv2d_desc *d,
+                               int32_t *argmax, fg_error *err);
+fg_status fg_op_pool2d_backward(const fg_layer_ctx *c, int mode, const fg_conv2d_desc *d,
+                                const int32_t *argmax, fg_error *err);
+fg_status fg_op_batchnorm_forward(const fg_layer_ctx *c, int n, int ch, int spatial,
+                                  float momentum, float eps, float *saved_mean,
+                                  float *saved_invstd, fg_error *err);
+fg_status fg_op_batchnorm_backward(const fg_layer_ctx *c, int n, int ch, int spatial,
+                                   const float *saved_mean, const float *saved_invstd,
+                                   fg_error *err);
+fg_status fg_op_dropout_forward(const fg_layer_ctx *c, float p, uint8_t *mask, size_t n,
+                                fg_error *err);
+fg_status fg_op_dropout_backward(const fg_layer_ctx *c, float p, const uint8_t *mask, size_t n,
+                                 fg_error *err);
+
 /* ---- loss (loss_xent.c) ------------------------------------------------------------- */
 
 /* Softmax cross-entropy over (rows, classes) logits: loss_sum and correct accumulated. */
@@ -182,5 +221,14 @@ fg_status fg_xent_forward(const fg_backend_vtable *be, void *bs, void *queue,
 fg_status fg_xent_backward(const fg_backend_vtable *be, void *bs, void *queue,
                            const float *probs, const int32_t *labels, int rows, int classes,
                            float loss_scale, float *dlogits, fg_error *err);
+/* The same with logits and dlogits in dt->act (dt NULL: f32, the calls above). */
+fg_status fg_xent_forward_dt(const fg_backend_vtable *be, void *bs, void *queue,
+                             const fg_op_dtypes *dt, const void *logits, const int32_t *labels,
+                             int rows, int classes, float *probs, float *loss_sum,
+                             float *correct, fg_error *err);
+fg_status fg_xent_backward_dt(const fg_backend_vtable *be, void *bs, void *queue,
+                              const fg_op_dtypes *dt, const float *probs,
+                              const int32_t *labels, int rows, int classes, float loss_scale,
+                              void *dlogits, fg_error *err);
 
 #endif

@@ -35,17 +35,14 @@ static fg_status act_plan(fg_layer *l, fg_model *m, fg_error *err)
 
 static fg_status act_forward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
-    FG_BACKEND_NEED(c->be, activation_forward, err);
     size_t n = (size_t)c->batch * fg_shape_numel(&l->in);
-    return c->be->activation_forward(c->bs, c->queue, l->act, c->x, c->y, n, err);
+    return fg_op_activation_forward(c, l->act, n, err);
 }
 
 static fg_status act_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
-    FG_BACKEND_NEED(c->be, activation_backward, err);
     size_t n = (size_t)c->batch * fg_shape_numel(&l->in);
-    return c->be->activation_backward(c->bs, c->queue, l->act, c->x, c->y, c->dy, c->dx, n,
-                                      err);
+    return fg_op_activation_backward(c, l->act, n, err);
 }
 
 #define ACT_KIND(name_)                                                                       \

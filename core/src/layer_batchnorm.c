@@ -51,27 +51,21 @@ static fg_status batchnorm_plan(fg_layer *l, fg_model *m, fg_error *err)
 
 static fg_status batchnorm_forward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
-    FG_BACKEND_NEED(c->be, batchnorm_forward, err);
     int ch = bn_channels(l), sp = bn_spatial(l);
     if (c->training && c->batch * sp < 2)
         return fg_error_set(err, FG_INVALID_ARGUMENT,
                             "training needs more than one value per channel, got batch %d x %d",
                             c->batch, sp);
     float *saved = c->aux; /* (2, c): mean, invstd */
-    return c->be->batchnorm_forward(c->bs, c->queue, c->training, c->batch, ch, sp, c->x,
-                                    c->param[0], c->param[1], c->buffer[0], c->buffer[1],
-                                    (float)l->momentum, (float)l->eps, saved, saved + ch, c->y,
-                                    err);
+    return fg_op_batchnorm_forward(c, c->batch, ch, sp, (float)l->momentum, (float)l->eps,
+                                   saved, saved + ch, err);
 }
 
 static fg_status batchnorm_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
-    FG_BACKEND_NEED(c->be, batchnorm_backward, err);
     int ch = bn_channels(l), sp = bn_spatial(l);
     const float *saved = c->aux;
-    return c->be->batchnorm_backward(c->bs, c->queue, c->batch, ch, sp, c->x, c->param[0],
-                                     saved, saved + ch, c->dy, c->dx, c->grad[0], c->grad[1],
-                                     c->accumulate, err);
+    return fg_op_batchnorm_backward(c, c->batch, ch, sp, saved, saved + ch, err);
 }
 
 const fg_layer_ops fg_layer_batchnorm = {

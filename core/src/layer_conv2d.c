@@ -74,21 +74,16 @@ static size_t conv2d_workspace(const fg_layer *l, const fg_backend_vtable *be, v
 
 static fg_status conv2d_forward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
-    FG_BACKEND_NEED(c->be, conv2d_forward, err);
     fg_conv2d_desc d;
     fg_layer_window_desc(l, c->batch, &d);
-    return c->be->conv2d_forward(c->bs, c->queue, &d, c->x, c->param[0],
-                                 l->bias ? c->param[1] : NULL, c->y, c->workspace, err);
+    return fg_op_conv2d_forward(c, &d, l->bias ? c->param[1] : NULL, err);
 }
 
 static fg_status conv2d_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
-    FG_BACKEND_NEED(c->be, conv2d_backward, err);
     fg_conv2d_desc d;
     fg_layer_window_desc(l, c->batch, &d);
-    return c->be->conv2d_backward(c->bs, c->queue, &d, c->x, c->param[0], c->dy, c->dx,
-                                  c->grad[0], l->bias ? c->grad[1] : NULL, c->accumulate,
-                                  c->workspace, err);
+    return fg_op_conv2d_backward(c, &d, l->bias ? c->grad[1] : NULL, err);
 }
 
 const fg_layer_ops fg_layer_conv2d = {

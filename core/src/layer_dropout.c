@@ -30,17 +30,14 @@ static fg_status dropout_plan(fg_layer *l, fg_model *m, fg_error *err)
 
 static fg_status dropout_forward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
-    FG_BACKEND_NEED(c->be, dropout_forward, err);
     size_t n = (size_t)c->batch * fg_shape_numel(&l->in);
-    return c->be->dropout_forward(c->bs, c->queue, (float)l->p, c->dropout_seed,
-                                  c->dropout_offset, c->x, c->y, c->aux, n, err);
+    return fg_op_dropout_forward(c, (float)l->p, c->aux, n, err);
 }
 
 static fg_status dropout_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
-    FG_BACKEND_NEED(c->be, dropout_backward, err);
     size_t n = (size_t)c->batch * fg_shape_numel(&l->in);
-    return c->be->dropout_backward(c->bs, c->queue, (float)l->p, c->aux, c->dy, c->dx, n, err);
+    return fg_op_dropout_backward(c, (float)l->p, c->aux, n, err);
 }
 
 const fg_layer_ops fg_layer_dropout = {

@@ -49,34 +49,28 @@ static fg_status linear_plan(fg_layer *l, fg_model *m, fg_error *err)
 
 static fg_status linear_forward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
-    FG_BACKEND_NEED(c->be, gemm, err);
     int in = (int)l->in.dims[0], out = (int)l->units;
     /* y = x W^T */
-    fg_status st = c->be->gemm(c->bs, c->queue, 0, 1, c->batch, out, in, 1.0f, c->x, in,
-                               c->param[0], in, 0.0f, c->y, out, err);
+    fg_status st = fg_op_gemm(c, 0, 1, c->batch, out, in, 1.0f, c->x, FG_ROLE_ACT, in,
+                              c->param[0], FG_ROLE_PARAM, in, 0.0f, c->y, FG_ROLE_ACT, out, err);
     if (st != FG_OK || !l->bias)
         return st;
-    FG_BACKEND_NEED(c->be, bias_add, err);
-    return c->be->bias_add(c->bs, c->queue, c->y, c->param[1], c->batch, out, 1, err);
+    return fg_op_bias_add(c, c->y, c->param[1], c->batch, out, 1, err);
 }
 
 static fg_status linear_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
-    FG_BACKEND_NEED(c->be, gemm, err);
     int in = (int)l->in.dims[0], out = (int)l->units;
     float beta = c->accumulate ? 1.0f : 0.0f;
     /* dW(out, in) (+)= dy^T x */
-    fg_status st = c->be->gemm(c->bs, c->queue, 1, 0, out, in, c->batch, 1.0f, c->dy, out, c->x,
-                               in, beta, c->grad[0], in, err);
-    if (st == FG_OK && l->bias) {
-        FG_BACKEND_NEED(c->be, bias_grad, err);
-        st = c->be->bias_grad(c->bs, c->queue, c->grad[1], c->dy, c->batch, out, 1,
-                              c->accumulate, err);
-    }
+    fg_status st = fg_op_gemm(c, 1, 0, out, in, c->batch, 1.0f, c->dy, FG_ROLE_ACT, out, c->x,
+                              FG_ROLE_ACT, in, beta, c->grad[0], FG_ROLE_GRAD, in, err);
+    if (st == FG_OK && l->bias)
+        st = fg_op_bias_grad(c, c->grad[1], c->dy, c->batch, out, 1, err);
     /* dx(batch, in) = dy W */
     if (st == FG_OK && c->dx)
-        st = c->be->gemm(c->bs, c->queue, 0, 0, c->batch, in, out, 1.0f, c->dy, out,
-                         c->param[0], in, 0.0f, c->dx, in, err);
+        st = fg_op_gemm(c, 0, 0, c->batch, in, out, 1.0f, c->dy, FG_ROLE_ACT, out, c->param[0],
+                        FG_ROLE_PARAM, in, 0.0f, c->dx, FG_ROLE_ACT, in, err);
     return st;
 }
 

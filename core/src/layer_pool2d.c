@@ -70,23 +70,20 @@ static fg_status pool_plan(fg_layer *l, fg_model *m, fg_error *err)
 
 static fg_status pool_forward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
-    FG_BACKEND_NEED(c->be, pool2d_forward, err);
     fg_conv2d_desc d;
     fg_layer_window_desc(l, c->batch, &d);
     int mode = pool_mode(l);
-    return c->be->pool2d_forward(c->bs, c->queue, mode, &d, c->x, c->y,
-                                 mode == FG_POOL_MAX ? (int32_t *)c->aux : NULL, err);
+    return fg_op_pool2d_forward(c, mode, &d, mode == FG_POOL_MAX ? (int32_t *)c->aux : NULL,
+                                err);
 }
 
 static fg_status pool_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
-    FG_BACKEND_NEED(c->be, pool2d_backward, err);
     fg_conv2d_desc d;
     fg_layer_window_desc(l, c->batch, &d);
     int mode = pool_mode(l);
-    return c->be->pool2d_backward(c->bs, c->queue, mode, &d, c->dy,
-                                  mode == FG_POOL_MAX ? (const int32_t *)c->aux : NULL, c->dx,
-                                  err);
+    return fg_op_pool2d_backward(c, mode, &d,
+                                 mode == FG_POOL_MAX ? (const int32_t *)c->aux : NULL, err);
 }
 
 const fg_layer_ops fg_layer_maxpool2d = {

@@ -22,6 +22,9 @@ struct fg_model {
     size_t params_size, buffers_size; /* floats, padding included */
     size_t param_count;               /* trainable values */
     uint64_t seed;                    /* of the last fg_model_init_params */
+    fg_op_dtypes dt;                  /* of activations, working params, grads */
+    int typed;                        /* some dtype of dt is not f32 */
+    int no_master;                    /* half params are the only copy ("true" modes) */
 };
 
 /* ---- shapes ------------------------------------------------------------------------- */
@@ -554,6 +557,28 @@ struct fg_replica {
     void *hook_user;
     int need_input_grad;
     const float *input_grad;
+    /* sharded memory: where the running layer's params and grads are (model_hooks) */
+    fg_layer_memory_fn mem_hook;
+    void *mem_user;
+    int mapped;
+    size_t map_offset;
+    float *map_params, *map_grads;
+    /* A pipeline stage runs layers [first, end) only and holds just their slices of the
+     * flat regions: [param_lo, param_hi) and [buffer_lo, buffer_hi) floats. A replica
+     * that shares another's parameters (a micro-batch in flight) owns none of them. */
+    size_t first, end;
+    size_t param_lo, param_hi, buffer_lo, buffer_hi;
+    int shares;
+    uint64_t sample_offset; /* dropout: this batch starts at that sample of the full one */
+    /* precision: activations in dt->act (act_size bytes each); the layers read the working
+     * parameters `work` (dt->param), a copy of params made by fg_replica_cast_params */
+    const fg_op_dtypes *dt; /* NULL: every tensor f32 */
+    size_t act_size;
+    void *work;
+    size_t work_bytes;
+    /* bytes per element of `params` (f32, or the half param dtype of a "true" mode) and of
+     * `grads` (f32 or the half grad dtype) */
+    size_t param_size, grad_size;
 };
 
 static size_t arena_take(size_t *top, size_t bytes)
@@ -567,14 +592,15 @@ static size_t arena_take(size_t *top, size_t bytes)
 static size_t plan_arena(fg_replica *r)
 {
     const fg_model *m = r->m;
-    size_t b = (size_t)r->max_batch, top = 0, widest = fg_shape_numel(&m->input), ws = 0;
-    for (size_t i = 0; i < m->layer_count; i++) {
+    size_t b = (size_t)r->max_batch, top = 0, ws = 0;
+    size_t widest = fg_shape_numel(&m->layers[r->first].in);
+    for (size_t i = r->first; i < r->end; i++) {
         const fg_layer *l = &m->layers[i];
         size_t out = fg_shape_numel(&l->out);
         if (out > widest)
             widest = out;
         if (!(l->ops->flags & FG_LAYER_ALIAS))
-            r->y_off[i] = arena_take(&top, b * out * sizeof(float));
+            r->y_off[i] = arena_take(&top, b * out * r->act_size);
         r->aux_off[i] = arena_take(&top, l->aux_fixed + b * l->aux_per_sample);
         if (l->ops->workspace_bytes) {
             size_t w = l->ops->workspace_bytes(l, r->be, r->bs, r->max_batch);
@@ -582,9 +608,10 @@ static size_t plan_arena(fg_replica *r)
                 ws = w;
         }
     }
-    r->grad_off[0] = arena_take(&top, b * widest * sizeof(float));
-    r->grad_off[1] = arena_take(&top, b * widest * sizeof(float));
-    r->probs_off = arena_take(&top, b * (size_t)m->num_classes * sizeof(float));
+    r->grad_off[0] = arena_take(&top, b * widest * r->act_size);
+    r->grad_off[1] = arena_take(&top, b * widest * r->act_size);
+    if (r->end == m->layer_count)
+        r->probs_off = arena_take(&top, b * (size_t)m->num_classes * sizeof(float));
     r->ws_off = arena_take(&top, ws);
     return align_up(top, ARENA_ALIGN);
 }
@@ -608,8 +635,8 @@ static fg_status device_alloc(fg_replica *r, size_t bytes, void **p, const char 
 /* The grads start at zero, padding included, so whole-region reductions are exact. */
 static fg_status zero_grads(fg_replica *r, fg_error *err)
 {
-    size_t n = fg_model_params_size(r->m);
-    if (!n)
+    size_t n = r->param_hi - r->param_lo;
+    if (!n || !r->grads)
         return FG_OK;
     FG_BACKEND_NEED(r->be, queue_create, err);
     FG_BACKEND_NEED(r->be, fill, err);
@@ -617,23 +644,89 @@ static fg_status zero_grads(fg_replica *r, fg_error *err)
     fg_status st = r->be->queue_create(r->bs, r->device, &q, err);
     if (st != FG_OK)
         return st;
-    st = r->be->fill(r->bs, q, r->grads, 0.0f, n, err);
+    /* all-zero bits are 0 in every dtype; regions are FG_TENSOR_ALIGN-padded */
+    st = r->be->fill(r->bs, q, r->grads, 0.0f, n * r->grad_size / sizeof(float), err);
     if (st == FG_OK)
         st = r->be->queue_sync(r->bs, q, err);
     r->be->queue_destroy(r->bs, q);
     return st;
 }
 
-static int first_param_layer(const fg_model *m)
+static int first_param_layer(const fg_model *m, size_t first, size_t end)
 {
-    for (size_t i = 0; i < m->layer_count; i++)
+    for (size_t i = first; i < end; i++)
         if (m->layers[i].param_count)
             return (int)i;
-    return (int)m->layer_count;
+    return (int)end;
+}
+
+/* The slices of the flat regions that layers [first, end) use: tensors are laid out in
+ * layer order, so a range of layers is a range of each region. */
+static void tensor_slices(fg_replica *r)
+{
+    const fg_model *m = r->m;
+    int whole = r->first == 0 && r->end == m->layer_count;
+    r->param_lo = r->buffer_lo = SIZE_MAX;
+    r->param_hi = whole ? m->params_size : 0;
+    r->buffer_hi = whole ? m->buffers_size : 0;
+    for (size_t i = 0; i < m->tensor_count; i++) {
+        const fg_tensor_info *t = &m->tensors[i];
+        if ((size_t)t->layer < r->first || (size_t)t->layer >= r->end)
+            continue;
+        size_t *lo = t->is_buffer ? &r->buffer_lo : &r->param_lo;
+        size_t *hi = t->is_buffer ? &r->buffer_hi : &r->param_hi;
+        if (t->offset < *lo)
+            *lo = t->offset;
+        if (t->offset + t->numel > *hi)
+            *hi = t->offset + t->numel;
+    }
+    if (whole)
+        r->param_lo = r->buffer_lo = 0;
+    if (r->param_lo == SIZE_MAX)
+        r->param_lo = r->param_hi = 0;
+    if (r->buffer_lo == SIZE_MAX)
+        r->buffer_lo = r->buffer_hi = 0;
+}
+
+static fg_status create_replica(const fg_model *m, const fg_backend_vtable *be, void *bs,
+                                int device, int max_batch, unsigned flags, size_t first,
+                                size_t end, fg_replica *share, fg_replica **out,
+                                fg_error *err);
+static fg_status replica_dtypes(fg_replica *r, unsigned flags, fg_error *err);
+
+fg_status fg_replica_create_range(const fg_model *m, const fg_backend_vtable *be, void *bs,
+                                  int device, int max_batch, size_t first, size_t count,
+                                  fg_replica *share, fg_replica **out, fg_error *err)
+{
+    *out = NULL;
+    if (count < 1 || first >= m->layer_count || count > m->layer_count - first)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "layers [%zu, %zu) are not a range of "
+                            "the model's %zu layers", first, first + count, m->layer_count);
+    if (share && (share->m != m || share->first != first || share->end != first + count ||
+                  share->device != device || share->shares))
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "a replica shares the parameters of "
+                            "one that owns them, of the same model, layers and device");
+    return create_replica(m, be, bs, device, max_batch, 0, first, first + count, share, out,
+                          err);
 }
 
 fg_status fg_replica_create(const fg_model *m, const fg_backend_vtable *be, void *bs,
                             int device, int max_batch, fg_replica **out, fg_error *err)
+{
+    return fg_replica_create_ex(m, be, bs, device, max_batch, 0, out, err);
+}
+
+fg_status fg_replica_create_ex(const fg_model *m, const fg_backend_vtable *be, void *bs,
+                               int device, int max_batch, unsigned flags, fg_replica **out,
+                               fg_error *err)
+{
+    return create_replica(m, be, bs, device, max_batch, flags, 0, m->layer_count, NULL, out,
+                          err);
+}
+
+static fg_status create_replica(const fg_model *m, const fg_backend_vtable *be, void *bs,
+                                int device, int max_batch, unsigned flags, size_t first,
+                                size_t end, fg_replica *share, fg_replica **out, fg_error *err)
 {
     *out = NULL;
     if (max_batch < 1)
@@ -655,18 +748,35 @@ fg_status fg_replica_create(const fg_model *m, const fg_backend_vtable *be, void
     r->bs = bs;
     r->device = device;
     r->max_batch = max_batch;
-    r->first_param_layer = first_param_layer(m);
+    r->first = first;
+    r->end = end;
+    r->first_param_layer = first_param_layer(m, first, end);
+    tensor_slices(r);
+    fg_status dst = replica_dtypes(r, flags, err);
+    if (dst != FG_OK) {
+        fg_replica_destroy(r);
+        return dst;
+    }
     r->arena_bytes = plan_arena(r);
-    size_t pbytes = m->params_size * sizeof(float);
-    fg_status st = device_alloc(r, pbytes, (void **)&r->params, "parameters", err);
-    if (st == FG_OK)
-        st = device_alloc(r, pbytes, (void **)&r->grads, "gradients", err);
-    if (st == FG_OK)
-        st = device_alloc(r, m->buffers_size * sizeof(float), (void **)&r->buffers, "buffers",
-                          err);
+    if (share) { /* another arena over the same parameters: a micro-batch in flight */
+        r->params = share->params;
+        r->grads = share->grads;
+        r->buffers = share->buffers;
+        r->shares = 1;
+    }
+    size_t pn = r->param_hi - r->param_lo;
+    fg_status st = flags & FG_REPLICA_NO_PARAMS || share ? FG_OK
+                 : device_alloc(r, pn * r->param_size, (void **)&r->params, "parameters", err);
+    if (st == FG_OK && !(flags & FG_REPLICA_NO_GRADS) && !share)
+        st = device_alloc(r, pn * r->grad_size, (void **)&r->grads, "gradients", err);
+    if (st == FG_OK && !share)
+        st = device_alloc(r, (r->buffer_hi - r->buffer_lo) * sizeof(float),
+                          (void **)&r->buffers, "buffers", err);
+    if (st == FG_OK && r->work_bytes)
+        st = device_alloc(r, r->work_bytes, &r->work, "working parameters", err);
     if (st == FG_OK)
         st = device_alloc(r, r->arena_bytes, (void **)&r->arena, "activation arena", err);
-    if (st == FG_OK)
+    if (st == FG_OK && !share)
         st = zero_grads(r, err);
     if (st != FG_OK) {
         fg_replica_destroy(r);
@@ -680,10 +790,12 @@ void fg_replica_destroy(fg_replica *r)
 {
     if (!r)
         return;
-    void *blocks[] = {r->params, r->grads, r->buffers, r->arena};
-    for (size_t i = 0; i < COUNT(blocks); i++)
+    void *blocks[] = {r->arena, r->params, r->grads, r->buffers};
+    for (size_t i = 0; i < (r->shares ? 1 : COUNT(blocks)); i++)
         if (blocks[i])
             r->be->free(r->bs, r->device, blocks[i]);
+    if (r->work)
+        r->be->free(r->bs, r->device, r->work);
     free(r->y_off);
     free(r->aux_off);
     free(r->out);
@@ -708,10 +820,71 @@ void fg_replica_set_seed(fg_replica *r, uint64_t seed)
     r->seed_set = 1;
 }
 
+void fg_replica_set_layer_memory_hook(fg_replica *r, fg_layer_memory_fn fn, void *user)
+{
+    r->mem_hook = fn;
+    r->mem_user = user;
+    r->mapped = 0;
+}
+
+/* Asks the memory hook where layer l's params and grads are (sharded strategies). */
+fg_status fg_replica_map_layer(fg_replica *r, const fg_layer *l, int phase, fg_error *err)
+{
+    r->mapped = 0;
+    if (!r->mem_hook || !l->param_count)
+        return FG_OK;
+    const fg_tensor_info *first = &r->m->tensors[l->param_tensor[0]];
+    const fg_tensor_info *last = &r->m->tensors[l->param_tensor[l->param_count - 1]];
+    size_t count = last->offset + last->numel - first->offset;
+    r->map_params = r->map_grads = NULL;
+    fg_status st = r->mem_hook(r->mem_user, l->index, phase, first->offset, count,
+                               &r->map_params, &r->map_grads, err);
+    if (st != FG_OK)
+        return st;
+    if (!r->map_params)
+        return fg_error_set(err, FG_INTERNAL, "the layer memory hook gave no parameters");
+    r->map_offset = first->offset;
+    r->mapped = 1;
+    return FG_OK;
+}
+
 void fg_replica_set_grad_ready_hook(fg_replica *r, fg_grad_ready_fn fn, void *user)
 {
     r->hook = fn;
     r->hook_user = user;
+}
+
+/* Half parameters ("true" modes) to or from f32 host values, through a temporary f32
+ * device buffer (setup and checkpoints only, never in a step); waits for the queue. */
+static fg_status half_params_io(fg_replica *r, void *queue, float *host, int up, fg_error *err)
+{
+    size_t n = r->param_hi - r->param_lo;
+    float *tmp = NULL;
+    fg_status st = r->be->alloc(r->bs, r->device, n * sizeof(float), (void **)&tmp, err);
+    if (st != FG_OK) return st;
+    if (up) {
+        st = r->be->copy(r->bs, queue, tmp, r->device, host, -1, n * sizeof(float), err);
+        if (st == FG_OK)
+            st = r->be->cast(r->bs, queue, r->params, r->dt->param, tmp, FG_F32, n, err);
+    } else {
+        st = r->be->cast(r->bs, queue, tmp, FG_F32, r->params, r->dt->param, n, err);
+        if (st == FG_OK)
+            st = r->be->copy(r->bs, queue, host, -1, tmp, r->device, n * sizeof(float), err);
+    }
+    fg_status sst = r->be->queue_sync(r->bs, queue, st == FG_OK ? err : NULL);
+    r->be->free(r->bs, r->device, tmp);
+    return st == FG_OK ? sst : st;
+}
+
+fg_status fg_replica_download_params(fg_replica *r, void *queue, float *host, fg_error *err)
+{
+    size_t n = r->param_hi - r->param_lo;
+    if (!n || !r->params) return FG_OK;
+    if (r->param_size != sizeof(float)) return half_params_io(r, queue, host, 0, err);
+    FG_BACKEND_NEED(r->be, copy, err);
+    fg_status st = r->be->copy(r->bs, queue, host, -1, r->params, r->device, n * sizeof(float),
+                               err);
+    return st == FG_OK ? r->be->queue_sync(r->bs, queue, err) : st;
 }
 
 fg_status fg_replica_upload(fg_replica *r, void *queue, const float *params,
@@ -719,12 +892,15 @@ fg_status fg_replica_upload(fg_replica *r, void *queue, const float *params,
 {
     FG_BACKEND_NEED(r->be, copy, err);
     fg_status st = FG_OK;
-    size_t pn = r->m->params_size, bn = r->m->buffers_size;
-    if (params && pn)
-        st = r->be->copy(r->bs, queue, r->params, r->device, params, -1, pn * sizeof(float), err);
+    size_t pn = r->param_hi - r->param_lo, bn = r->buffer_hi - r->buffer_lo;
+    if (params && pn && r->params && r->param_size != sizeof(float))
+        st = half_params_io(r, queue, (float *)(uintptr_t)(params + r->param_lo), 1, err);
+    else if (params && pn && r->params)
+        st = r->be->copy(r->bs, queue, r->params, r->device, params + r->param_lo, -1,
+                         pn * sizeof(float), err);
     if (st == FG_OK && buffers && bn)
-        st = r->be->copy(r->bs, queue, r->buffers, r->device, buffers, -1, bn * sizeof(float),
-                         err);
+        st = r->be->copy(r->bs, queue, r->buffers, r->device, buffers + r->buffer_lo, -1,
+                         bn * sizeof(float), err);
     return st;
 }
 
@@ -733,17 +909,26 @@ static void layer_ctx(const fg_replica *r, const fg_layer *l, fg_layer_ctx *c)
 {
     for (int j = 0; j < l->param_count; j++) {
         size_t off = r->m->tensors[l->param_tensor[j]].offset;
-        c->param[j] = r->params + off;
-        c->grad[j] = r->grads + off;
+        if (r->mapped) {
+            c->param[j] = r->map_params + (off - r->map_offset);
+            c->grad[j] = r->map_grads ? r->map_grads + (off - r->map_offset) : NULL;
+            continue;
+        }
+        c->param[j] = (float *)((char *)r->params + (off - r->param_lo) * r->param_size);
+        c->grad[j] = (float *)((char *)r->grads + (off - r->param_lo) * r->grad_size);
+        if (r->work) /* the half working copy */
+            c->param[j] = (float *)((char *)r->work +
+                                    (off - r->param_lo) * fg_dtype_size((fg_dtype)r->dt->param));
     }
+    c->dt = r->dt;
     for (int j = 0; j < l->buffer_count; j++)
-        c->buffer[j] = r->buffers + r->m->tensors[l->buffer_tensor[j]].offset;
+        c->buffer[j] = r->buffers + (r->m->tensors[l->buffer_tensor[j]].offset - r->buffer_lo);
     c->aux = r->arena + r->aux_off[l->index];
     c->workspace = r->arena + r->ws_off;
     uint64_t seed = r->seed_set ? r->seed : r->m->seed;
     /* One dropout stream per layer; steps are 2^32 draws apart along it. */
     c->dropout_seed = fg_rng_key(seed, 0x64726f706f7574ull + (uint64_t)l->index);
-    c->dropout_offset = r->step << 32;
+    c->dropout_offset = (r->step << 32) + r->sample_offset * fg_shape_numel(&l->in);
 }
 
 static fg_status layer_failed(const fg_layer *l, const char *pass, fg_status st, fg_error *err)
@@ -751,6 +936,17 @@ static fg_status layer_failed(const fg_layer *l, const char *pass, fg_status st,
     char why[FG_ERROR_MESSAGE_MAX];
     snprintf(why, sizeof why, "%s", err ? err->message : "");
     return fg_error_set(err, st, "[%s] (%s) %s: %s", l->section, l->ops->type, pass, why);
+}
+
+/* What backward needs of a forward that succeeded. */
+static fg_status forward_done(fg_replica *r, const float *x_dev, const int32_t *labels_dev,
+                              int batch, int training)
+{
+    r->x = x_dev;
+    r->labels = labels_dev;
+    r->fwd_batch = batch;
+    r->fwd_ready = training != 0;
+    return FG_OK;
 }
 
 fg_status fg_replica_forward(fg_replica *r, void *queue, const float *x_dev,
@@ -762,9 +958,13 @@ fg_status fg_replica_forward(fg_replica *r, void *queue, const float *x_dev,
         return fg_error_set(err, FG_INVALID_ARGUMENT,
                             "forward: batch %d is outside 1..%d (the replica's max batch)",
                             batch, r->max_batch);
+    if (r->dt && r->mem_hook)
+        return fg_error_set(err, FG_UNAVAILABLE, "forward: parameters mapped by the strategy "
+                            "(sharded layers) are f32; %s working parameters are not supported "
+                            "with them", fg_dtype_name((fg_dtype)r->dt->param));
     const fg_model *m = r->m;
     const float *cur = x_dev;
-    for (size_t i = 0; i < m->layer_count; i++) {
+    for (size_t i = r->first; i < r->end; i++) {
         const fg_layer *l = &m->layers[i];
         unsigned flags = l->ops->flags;
         if ((flags & FG_LAYER_ALIAS) || (!training && (flags & FG_LAYER_EVAL_IDENTITY))) {
@@ -773,6 +973,9 @@ fg_status fg_replica_forward(fg_replica *r, void *queue, const float *x_dev,
         }
         fg_layer_ctx c = {.be = r->be, .bs = r->bs, .queue = queue, .batch = batch,
                           .training = training, .x = cur};
+        fg_status mst = fg_replica_map_layer(r, l, FG_LAYER_PHASE_FORWARD, err);
+        if (mst != FG_OK)
+            return layer_failed(l, "forward", mst, err);
         layer_ctx(r, l, &c);
         c.y = (float *)(r->arena + r->y_off[i]);
         fg_status st = l->ops->forward(l, &c, err);
@@ -780,16 +983,14 @@ fg_status fg_replica_forward(fg_replica *r, void *queue, const float *x_dev,
             return layer_failed(l, "forward", st, err);
         r->out[i] = cur = c.y;
     }
+    if (r->end < m->layer_count) /* a stage before the last: no loss here */
+        return forward_done(r, x_dev, labels_dev, batch, training);
     float *probs = (float *)(r->arena + r->probs_off);
-    fg_status st = fg_xent_forward(r->be, r->bs, queue, cur, labels_dev, batch, m->num_classes,
-                                   probs, loss_sum_dev, correct_dev, err);
+    fg_status st = fg_xent_forward_dt(r->be, r->bs, queue, r->dt, cur, labels_dev, batch,
+                                      m->num_classes, probs, loss_sum_dev, correct_dev, err);
     if (st != FG_OK)
         return st;
-    r->x = x_dev;
-    r->labels = labels_dev;
-    r->fwd_batch = batch;
-    r->fwd_ready = training != 0;
-    return FG_OK;
+    return forward_done(r, x_dev, labels_dev, batch, training);
 }
 
 /* Backward through layer i: dy in, dx out (NULL when not wanted and allowed). */
@@ -799,8 +1000,11 @@ static fg_status layer_backward(fg_replica *r, void *queue, size_t i, const floa
     const fg_layer *l = &r->m->layers[i];
     fg_layer_ctx c = {.be = r->be, .bs = r->bs, .queue = queue, .batch = r->fwd_batch,
                       .training = 1, .accumulate = accumulate, .dy = dy, .dx = dx};
+    fg_status mst = fg_replica_map_layer(r, l, FG_LAYER_PHASE_BACKWARD, err);
+    if (mst != FG_OK)
+        return layer_failed(l, "backward", mst, err);
     layer_ctx(r, l, &c);
-    c.x = i ? r->out[i - 1] : r->x;
+    c.x = i > r->first ? r->out[i - 1] : r->x;
     c.y = (float *)r->out[i];
     fg_status st = l->ops->backward(l, &c, err);
     if (st != FG_OK)
@@ -813,8 +1017,36 @@ static fg_status layer_backward(fg_replica *r, void *queue, size_t i, const floa
     return FG_OK;
 }
 
-fg_status fg_replica_backward(fg_replica *r, void *queue, int batch, float loss_scale,
-                              int accumulate, fg_error *err)
+/* Back through layers [first, end) from dy, the gradient at the range's output. */
+static fg_status backward_layers(fg_replica *r, void *queue, const float *dy, int accumulate,
+                                 fg_error *err)
+{
+    const fg_model *m = r->m;
+    float *g[2] = {(float *)(r->arena + r->grad_off[0]), (float *)(r->arena + r->grad_off[1])};
+    int next = dy == g[0]; /* dx goes to the ping-pong buffer dy is not in */
+    /* Layers before the first one with parameters need no backward, unless asked. */
+    int stop = r->need_input_grad ? (int)r->first : r->first_param_layer;
+    for (int i = (int)r->end - 1; i >= stop; i--) {
+        const fg_layer *l = &m->layers[i];
+        if (l->ops->flags & FG_LAYER_ALIAS)
+            continue; /* a reshape: the gradient is the same memory */
+        int want_dx = i > stop || r->need_input_grad;
+        float *dx = g[next];
+        if (!want_dx && (l->ops->flags & FG_LAYER_DX_OPTIONAL))
+            dx = NULL;
+        fg_status st = layer_backward(r, queue, (size_t)i, dy, dx, accumulate, err);
+        if (st != FG_OK)
+            return st;
+        dy = dx;
+        next = 1 - next;
+    }
+    if (r->need_input_grad)
+        r->input_grad = dy;
+    r->fwd_ready = 1; /* backward may run again (another loss_scale or accumulate) */
+    return FG_OK;
+}
+
+static fg_status backward_check(fg_replica *r, int batch, fg_error *err)
 {
     if (!r->fwd_ready)
         return fg_error_set(err, FG_INVALID_ARGUMENT,
@@ -826,29 +1058,128 @@ fg_status fg_replica_backward(fg_replica *r, void *queue, int batch, float loss_
                             r->fwd_batch);
     r->input_grad = NULL;
     r->fwd_ready = 0; /* a failure part-way leaves grads half written: forward again */
-    const fg_model *m = r->m;
-    float *g[2] = {(float *)(r->arena + r->grad_off[0]), (float *)(r->arena + r->grad_off[1])};
-    int cur = 0;
-    fg_status st = fg_xent_backward(r->be, r->bs, queue, (const float *)(r->arena + r->probs_off),
-                                    r->labels, batch, m->num_classes, loss_scale, g[cur], err);
+    return FG_OK;
+}
+
+fg_status fg_replica_backward(fg_replica *r, void *queue, int batch, float loss_scale,
+                              int accumulate, fg_error *err)
+{
+    fg_status st = backward_check(r, batch, err);
+    if (st == FG_OK && r->end < r->m->layer_count)
+        st = fg_error_set(err, FG_INVALID_ARGUMENT, "backward: this replica ends at layer %zu "
+                          "of %zu and has no loss; go back from its output gradient",
+                          r->end, r->m->layer_count);
     if (st != FG_OK)
         return st;
-    /* Layers before the first one with parameters need no backward, unless asked. */
-    int stop = r->need_input_grad ? 0 : r->first_param_layer;
-    for (int i = (int)m->layer_count - 1; i >= stop; i--) {
-        const fg_layer *l = &m->layers[i];
-        if (l->ops->flags & FG_LAYER_ALIAS)
-            continue; /* a reshape: the gradient is the same memory */
-        int want_dx = i > stop || r->need_input_grad;
-        float *dx = g[1 - cur];
-        if (!want_dx && (l->ops->flags & FG_LAYER_DX_OPTIONAL))
-            dx = NULL;
-        if ((st = layer_backward(r, queue, (size_t)i, g[cur], dx, accumulate, err)) != FG_OK)
-            return st;
-        cur = 1 - cur;
-    }
-    if (r->need_input_grad)
-        r->input_grad = g[cur];
-    r->fwd_ready = 1; /* backward may run again (another loss_scale or accumulate) */
+    float *dlogits = (float *)(r->arena + r->grad_off[0]);
+    st = fg_xent_backward_dt(r->be, r->bs, queue, r->dt,
+                             (const float *)(r->arena + r->probs_off), r->labels, batch,
+                             r->m->num_classes, loss_scale, dlogits, err);
+    return st == FG_OK ? backward_layers(r, queue, dlogits, accumulate, err) : st;
+}
+
+fg_status fg_replica_backward_from(fg_replica *r, void *queue, const float *dy, int batch,
+                                   int accumulate, fg_error *err)
+{
+    fg_status st = backward_check(r, batch, err);
+    return st == FG_OK ? backward_layers(r, queue, dy, accumulate, err) : st;
+}
+
+void fg_replica_param_range(const fg_replica *r, size_t *offset, size_t *size)
+{
+    *offset = r->param_lo;
+    *size = r->param_hi - r->param_lo;
+}
+
+void fg_replica_buffer_range(const fg_replica *r, size_t *offset, size_t *size)
+{
+    *offset = r->buffer_lo;
+    *size = r->buffer_hi - r->buffer_lo;
+}
+
+const float *fg_replica_output(const fg_replica *r) { return r->out[r->end - 1]; }
+void fg_replica_set_sample_offset(fg_replica *r, uint64_t first) { r->sample_offset = first; }
+
+/* ---- precision ---------------------------------------------------------------------- */
+
+static int storage_dtype(uint32_t t)
+{
+    return t == FG_F32 || t == FG_F16 || t == FG_BF16;
+}
+
+fg_status fg_model_set_dtypes(fg_model *m, uint32_t act, uint32_t param, uint32_t grad,
+                              fg_error *err)
+{
+    if (!storage_dtype(act) || !storage_dtype(param) || !storage_dtype(grad))
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "model dtypes %s/%s/%s: each must be "
+                            "f32, f16 or bf16", fg_dtype_name((fg_dtype)act),
+                            fg_dtype_name((fg_dtype)param), fg_dtype_name((fg_dtype)grad));
+    m->dt = (fg_op_dtypes){sizeof(fg_op_dtypes), act, param, grad};
+    m->typed = act != FG_F32 || param != FG_F32 || grad != FG_F32;
+    m->no_master = 0;
     return FG_OK;
+}
+
+fg_status fg_model_set_master_weights(fg_model *m, int on, fg_error *err)
+{
+    if (!on && m->dt.param == FG_F32)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "f32 parameters are their own master "
+                            "copy: no master weights only means something for half ones");
+    m->no_master = !on;
+    return FG_OK;
+}
+
+const fg_op_dtypes *fg_model_dtypes(const fg_model *m)
+{
+    return m->typed ? &m->dt : NULL;
+}
+
+/* The replica's dtypes, from its model; a half model needs the backend's _ex ops and a
+ * whole replica that holds its parameters. */
+static fg_status replica_dtypes(fg_replica *r, unsigned flags, fg_error *err)
+{
+    r->dt = fg_model_dtypes(r->m);
+    r->act_size = r->dt ? fg_dtype_size((fg_dtype)r->dt->act) : sizeof(float);
+    r->param_size = r->grad_size = sizeof(float);
+    if (!r->dt)
+        return FG_OK;
+    r->grad_size = fg_dtype_size((fg_dtype)r->dt->grad);
+    if (r->m->no_master)
+        r->param_size = fg_dtype_size((fg_dtype)r->dt->param);
+    FG_BACKEND_NEED(r->be, cast, err);
+    FG_BACKEND_NEED(r->be, softmax_xent_backward_ex, err);
+    if (r->first != 0 || r->end != r->m->layer_count || (flags & FG_REPLICA_NO_PARAMS))
+        return fg_error_set(err, FG_UNAVAILABLE, "%s activations are not supported for a "
+                            "replica of part of the model (pipeline stages, sharded "
+                            "parameters): only whole replicas run in half precision",
+                            fg_dtype_name((fg_dtype)r->dt->act));
+    if (r->dt->param != FG_F32 && !r->m->no_master)
+        r->work_bytes = (r->param_hi - r->param_lo) * fg_dtype_size((fg_dtype)r->dt->param);
+    return FG_OK;
+}
+
+fg_status fg_replica_cast_params(fg_replica *r, void *queue, fg_error *err)
+{
+    if (!r->work)
+        return FG_OK;
+    return r->be->cast(r->bs, queue, r->work, r->dt->param, r->params, FG_F32,
+                       r->param_hi - r->param_lo, err);
+}
+
+size_t fg_replica_work_bytes(const fg_replica *r) { return r->work_bytes; }
+uint32_t fg_replica_act_dtype(const fg_replica *r) { return r->dt ? r->dt->act : FG_F32; }
+uint32_t fg_replica_param_dtype(const fg_replica *r)
+{
+    return r->param_size != sizeof(float) ? r->dt->param : FG_F32;
+}
+
+uint32_t fg_replica_grad_dtype(const fg_replica *r)
+{
+    return r->grad_size != sizeof(float) ? r->dt->grad : FG_F32;
+}
+
+void fg_model_storage_dtypes(const fg_model *m, uint32_t *param, uint32_t *grad)
+{
+    *param = m->typed && m->no_master ? m->dt.param : FG_F32;
+    *grad = m->typed ? m->dt.grad : FG_F32;
 }

@@ -125,6 +125,81 @@ fg_status fg_replica_forward(fg_replica *r, void *queue, const float *x_dev,
 fg_status fg_replica_backward(fg_replica *r, void *queue, int batch, float loss_scale,
                               int accumulate, fg_error *err);
 
+/* ---- sharded memory (strategy.sharded) ------------------------------------------------ */
+
+enum { FG_REPLICA_NO_PARAMS = 1u << 0, FG_REPLICA_NO_GRADS = 1u << 1 };
+enum { FG_LAYER_PHASE_FORWARD = 0, FG_LAYER_PHASE_BACKWARD = 1 };
+
+/* fg_replica_create, without the flat params and/or grads (flags): a layer memory hook
+ * then says where each layer's are. */
+fg_status fg_replica_create_ex(const fg_model *m, const fg_backend_vtable *be, void *bs,
+                               int device, int max_batch, unsigned flags, fg_replica **out,
+                               fg_error *err);
+/* Called before each layer with parameters runs forward (eval too) or backward, with the
+ * layer's range [offset, offset + count) of the flat regions: sets *params and *grads to
+ * where element `offset` of each is for this pass (*grads may stay NULL in forward). */
+typedef fg_status (*fg_layer_memory_fn)(void *user, int layer, int phase, size_t offset,
+                                        size_t count, float **params, float **grads,
+                                        fg_error *err);
+void fg_replica_set_layer_memory_hook(fg_replica *r, fg_layer_memory_fn fn, void *user);
+fg_status fg_replica_map_layer(fg_replica *r, const fg_layer *l, int phase, fg_error *err);
+
+/* ---- pipeline stages (model-parallel, dp) -------------------------------------------- */
+
+/* A replica of layers [first, first + count) only: it holds just their slices of the
+ * parameter, gradient and buffer regions (fg_replica_params() points at the slice's
+ * start, fg_replica_param_range says where it lies in the model's region), and an arena
+ * for those layers. Forward takes the range's input (the model input for first = 0); a
+ * range that does not end with the model's last layer computes no loss and goes back
+ * from its output gradient (fg_replica_backward_from). share: a replica of the same range
+ * and device whose parameters, gradients and buffers this one uses, with an arena of its
+ * own (a micro-batch in flight); it must outlive this one. */
+fg_status fg_replica_create_range(const fg_model *m, const fg_backend_vtable *be, void *bs,
+                                  int device, int max_batch, size_t first, size_t count,
+                                  fg_replica *share, fg_replica **out, fg_error *err);
+/* [*offset, *offset + *size) floats of the model's flat regions this replica holds. */
+void fg_replica_param_range(const fg_replica *r, size_t *offset, size_t *size);
+void fg_replica_buffer_range(const fg_replica *r, size_t *offset, size_t *size);
+/* (batch, out...) on the device: the range's last layer's output of the last forward. */
+const float *fg_replica_output(const fg_replica *r);
+/* Backward from dy = d(loss)/d(output) (batch, out...) on the device, kept valid until it
+ * returns. Gradients as fg_replica_backward. */
+fg_status fg_replica_backward_from(fg_replica *r, void *queue, const float *dy, int batch,
+                                   int accumulate, fg_error *err);
+/* This replica's batch starts at sample `first` of a larger batch (a shard or a
+ * micro-batch): dropout then draws for each sample what the whole batch would. */
+void fg_replica_set_sample_offset(fg_replica *r, uint64_t first);
+
+/* ---- precision (model.c) ------------------------------------------------------------ */
+
+/* Activations and their gradients in `act`, the working parameters the layers read in
+ * `param`, parameter gradients in `grad` (f32, f16 or bf16). Replicas
+ * created afterwards use them; all f32 by default. With a half `param` a replica keeps its
+ * f32 parameters (fg_replica_params: the master copy the optimizer updates) and a working
+ * copy that fg_replica_cast_params refreshes. A half replica's x_dev (forward),
+ * fg_replica_input_grad and fg_replica_output are in `act`; probs stay f32. */
+fg_status fg_model_set_dtypes(fg_model *m, uint32_t act, uint32_t param, uint32_t grad,
+                              fg_error *err);
+/* NULL when every dtype is f32. */
+const fg_op_dtypes *fg_model_dtypes(const fg_model *m);
+/* Working parameters = the f32 parameters rounded to the param dtype (nothing when f32).
+ * Enqueued on queue; once after each change of the parameters. */
+fg_status fg_replica_cast_params(fg_replica *r, void *queue, fg_error *err);
+/* Bytes of the working parameters (0 when the layers read the f32 ones). */
+size_t fg_replica_work_bytes(const fg_replica *r);
+uint32_t fg_replica_act_dtype(const fg_replica *r);
+/* "True" half modes: on = 0 keeps the half parameters as the only copy (no f32 master:
+ * fg_replica_params then points at param-dtype values the optimizer updates in place).
+ * Call after fg_model_set_dtypes (which turns master weights back on). */
+fg_status fg_model_set_master_weights(fg_model *m, int on, fg_error *err);
+/* The dtypes of the memory fg_replica_params and fg_replica_grads point at. */
+uint32_t fg_replica_param_dtype(const fg_replica *r);
+uint32_t fg_replica_grad_dtype(const fg_replica *r);
+/* The dtypes whole replicas of the model store parameters and gradients in. */
+void fg_model_storage_dtypes(const fg_model *m, uint32_t *param, uint32_t *grad);
+/* Host copy of the replica's parameters as f32 (cast from half ones), waiting for queue. */
+fg_status fg_replica_download_params(fg_replica *r, void *queue, float *host, fg_error *err);
+
 /* ---- reading keys ------------------------------------------------------------------- */
 
 /* The value of `key` in `section`, or the schema default (NULL when the key is neither set

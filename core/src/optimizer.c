@@ -18,6 +18,7 @@ struct fg_optimizer {
     int64_t step; /* begun steps */
     size_t state_count;
     float *state[2]; /* (count) each: momentum, or m and v */
+    uint32_t param_dtype, grad_dtype; /* of the params and grads the steps update */
 };
 
 static const fg_option optimizer_options[] = {
@@ -160,6 +161,7 @@ fg_status fg_optimizer_create_with(const fg_optimizer_config *oc, const fg_backe
     opt->bs = bs;
     opt->device = device;
     opt->count = count;
+    opt->param_dtype = opt->grad_dtype = FG_F32;
     opt->state_count = oc->kind == FG_OPTIMIZER_ADAMW ? 2 : (oc->momentum != 0 ? 1 : 0);
     fg_status st = FG_OK;
     for (size_t i = 0; i < opt->state_count && count && st == FG_OK; i++) {
@@ -231,6 +233,45 @@ fg_status fg_optimizer_step(fg_optimizer *opt, void *queue, float lr, float *par
         return fg_error_set(err, FG_INVALID_ARGUMENT,
                             "optimizer step over [%zu, %zu) is outside its %zu values", offset,
                             offset + count, opt->count);
+    char *p = (char *)params + offset * fg_dtype_size((fg_dtype)opt->param_dtype);
+    const char *g = (const char *)grads + offset * fg_dtype_size((fg_dtype)opt->grad_dtype);
+    return fg_optimizer_step_at(opt, queue, lr, (float *)p, (const float *)g, offset, count,
+                                err);
+}
+
+fg_status fg_optimizer_set_dtypes(fg_optimizer *opt, uint32_t param, uint32_t grad,
+                                  fg_error *err)
+{
+    if (param != FG_F32 || grad != FG_F32) {
+        if (opt->oc.kind == FG_OPTIMIZER_SGD)
+            FG_BACKEND_NEED(opt->be, sgd_update_ex, err);
+        else
+            FG_BACKEND_NEED(opt->be, adamw_update_ex, err);
+    }
+    opt->param_dtype = param;
+    opt->grad_dtype = grad;
+    return FG_OK;
+}
+
+size_t fg_optimizer_config_state_count(const fg_optimizer_config *oc)
+{
+    return oc->kind == FG_OPTIMIZER_ADAMW ? 2 : (oc->momentum != 0 ? 1 : 0);
+}
+
+const char *fg_optimizer_config_state_name(const fg_optimizer_config *oc, size_t i)
+{
+    if (i >= fg_optimizer_config_state_count(oc))
+        return NULL;
+    return oc->kind == FG_OPTIMIZER_ADAMW ? (i ? "exp_avg_sq" : "exp_avg") : "momentum_buffer";
+}
+
+fg_status fg_optimizer_step_at(fg_optimizer *opt, void *queue, float lr, float *params,
+                               const float *grads, size_t offset, size_t count, fg_error *err)
+{
+    if (offset > opt->count || count > opt->count - offset)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "optimizer step over [%zu, %zu) is outside its %zu values", offset,
+                            offset + count, opt->count);
     if (opt->step < 1)
         return fg_error_set(err, FG_INVALID_ARGUMENT,
                             "optimizer step before fg_optimizer_begin_step");
@@ -241,11 +282,17 @@ fg_status fg_optimizer_step(fg_optimizer *opt, void *queue, float lr, float *par
         fg_sgd_args a = {sizeof a, lr, (float)oc->momentum, (float)oc->dampening,
                          (float)oc->weight_decay, oc->nesterov, opt->step == 1};
         float *buf = opt->state_count ? opt->state[0] + offset : NULL;
-        return opt->be->sgd_update(opt->bs, queue, &a, params + offset, grads + offset, buf,
-                                   count, err);
+        if (opt->param_dtype != FG_F32 || opt->grad_dtype != FG_F32)
+            return opt->be->sgd_update_ex(opt->bs, queue, &a, params, opt->param_dtype, grads,
+                                          opt->grad_dtype, buf, count, err);
+        return opt->be->sgd_update(opt->bs, queue, &a, params, grads, buf, count, err);
     }
     fg_adamw_args a = {sizeof a, lr, (float)oc->beta1, (float)oc->beta2, (float)oc->eps,
                        (float)oc->weight_decay, opt->step};
-    return opt->be->adamw_update(opt->bs, queue, &a, params + offset, grads + offset,
-                                 opt->state[0] + offset, opt->state[1] + offset, count, err);
+    if (opt->param_dtype != FG_F32 || opt->grad_dtype != FG_F32)
+        return opt->be->adamw_update_ex(opt->bs, queue, &a, params, opt->param_dtype, grads,
+                                        opt->grad_dtype, opt->state[0] + offset,
+                                        opt->state[1] + offset, count, err);
+    return opt->be->adamw_update(opt->bs, queue, &a, params, grads, opt->state[0] + offset,
+                                 opt->state[1] + offset, count, err);
 }

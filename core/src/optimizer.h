@@ -56,6 +56,20 @@ void fg_optimizer_set_step(fg_optimizer *opt, int64_t step);
 fg_status fg_optimizer_step(fg_optimizer *opt, void *queue, float lr, float *params,
                             const float *grads, size_t offset, size_t count, fg_error *err);
 
+/* fg_optimizer_step with params and grads pointing at element `offset` of the range (the
+ * state's offset): for parameters held outside one flat buffer (sharded strategies). */
+fg_status fg_optimizer_step_at(fg_optimizer *opt, void *queue, float lr, float *params,
+                               const float *grads, size_t offset, size_t count, fg_error *err);
+/* The dtypes of the params and grads the steps are given (FG_F32 by default): half ones
+ * ("true" half modes, half gradients) go through the backend's *_update_ex ops, the state
+ * staying f32. Pointers and offsets of fg_optimizer_step count elements of those dtypes. */
+fg_status fg_optimizer_set_dtypes(fg_optimizer *opt, uint32_t param, uint32_t grad,
+                                  fg_error *err);
+/* State slots a config needs, and their names, without an optimizer (checkpoints of
+ * sharded state). */
+size_t fg_optimizer_config_state_count(const fg_optimizer_config *oc);
+const char *fg_optimizer_config_state_name(const fg_optimizer_config *oc, size_t i);
+
 /* State tensors for checkpoints: 0 (plain sgd), 1 ("momentum_buffer") or 2 ("exp_avg",
  * "exp_avg_sq"), each `count` floats on the device. */
 size_t fg_optimizer_state_count(const fg_optimizer *opt);

@@ -1,6 +1,33 @@
 /* fg_runtime_run: start the configured plugins and run a verb. */
+#include "fulgur/comm.h"
 #include "runtime.h"
 #include "trainer.h"
+
+int fg_status_exit_code(fg_status st, int configuring)
+{
+    switch (st) {
+    case FG_OK: return 0;
+    case FG_INVALID_ARGUMENT:
+    case FG_NOT_FOUND:
+    case FG_UNAVAILABLE:
+    case FG_INCOMPATIBLE: return 2;
+    default: return configuring ? 2 : 1;
+    }
+}
+
+/* A rank that fails alone would leave the others blocked in their next collective until
+ * the timeout: end the job from here, with the reason. */
+static void abort_job(fg_runtime *rt, fg_status st, const fg_error *err)
+{
+    fg_instance *inst = fg_runtime_instance_of_kind(rt, FG_KIND_COMM);
+    if (!inst || !inst->initialized) return;
+    const fg_comm_vtable *vt = inst->plugin->vtable;
+    if (!FG_HAS_FIELD(vt, fg_comm_vtable, abort) || !vt->abort || !vt->topology) return;
+    fg_comm_topology topo = {sizeof topo, 0, 1, 0, 1, 0, 1};
+    fg_error e = {0};
+    if (vt->topology(inst->state, &topo, &e) != FG_OK || topo.world_size < 2) return;
+    vt->abort(inst->state, fg_status_exit_code(st, 0), err->message[0] ? err->message : "error");
+}
 
 fg_status fg_runtime_run(fg_runtime *rt, fg_verb verb, fg_error *err)
 {
@@ -8,6 +35,7 @@ fg_status fg_runtime_run(fg_runtime *rt, fg_verb verb, fg_error *err)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "fulgur: run before configure");
     fg_status st = fg_runtime_init_plugins(rt, err);
     if (st == FG_OK) st = fg_trainer_run(rt, verb, err);
+    if (st != FG_OK) abort_job(rt, st, err);
     fg_runtime_deinit_plugins(rt);
     return st;
 }

@@ -35,6 +35,10 @@ struct fg_runtime {
      * of that step and the mean loss since the last log; nonzero stops the fit. */
     int (*step_observer)(void *user, int64_t step, double lr, double loss);
     void *step_observer_user;
+    /* Internal, set by the trainer during a fit: where host->metric reports of backend,
+     * precision and strategy plugins go (the trainer's per-step sink); NULL: logged only. */
+    void (*metric_sink)(void *user, const char *name, double value);
+    void *metric_sink_user;
 };
 
 /* The instance configured from `section`, or NULL. */

@@ -18,6 +18,15 @@ typedef struct fg_train_ctx {
     float lr;                  /* the learning rate of the next optimizer step */
     uint64_t micro_step;       /* counts forward passes: dropout draws depend on it */
     int64_t step_number;       /* 1-based number of the optimizer step being taken */
+    /* Phase timing (a throughput callback asked): h2d, forward, backward and optimizer
+     * times go to the sink, with a queue sync after each phase so that an asynchronous
+     * backend's work is counted where it runs. timing = 0: no sync, nothing timed. */
+    int timing;
+    struct fg_step_sink *sink;
+    /* Precision: set by the trainer around the strategy's optimizer_step of a step the
+     * loss scaler skips. Every strategy's bookkeeping goes on (buckets, all-gathers) while
+     * the services' optimizer updates change nothing: no parameter, no state, no counter. */
+    int skip_update;
 } fg_train_ctx;
 
 /* The backend device a replica created by these services lives on. */
@@ -27,6 +36,12 @@ int fg_train_replica_device(const void *replica);
 fg_replica *fg_train_replica_model(const void *replica);
 struct fg_optimizer *fg_train_replica_optimizer(const void *replica);
 void *fg_train_replica_queue(const void *replica);
+
+/* The sharded-state services of ctx->svc (called by fg_train_services_init). */
+void fg_train_services_init_shard(fg_train_ctx *c);
+/* The pipeline-stage services of ctx->svc (train_stage.c; called by
+ * fg_train_services_init). */
+void fg_train_services_init_stage(fg_train_ctx *c);
 
 /* Fills ctx->svc; the other fields must be set by the caller. */
 void fg_train_services_init(fg_train_ctx *ctx, int max_batch);

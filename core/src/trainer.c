@@ -32,20 +32,11 @@ static fg_status require(const fg_plugin_ref *ref, int present, const char *what
                         fg_kind_name(ref->inst->kind), ref->inst->name, ref->inst->path, what);
 }
 
-/* This core computes in float32; a precision plugin asking for more fails clearly. */
+/* The precision plugin's dtypes; what this core cannot run fails clearly
+ * (trainer_precision.c). */
 static fg_status check_precision(fg_trainer *t, fg_error *err)
 {
-    const fg_precision_vtable *pv = t->precision.vt;
-    fg_precision_info info = {sizeof info, 0, 0, 0, 0, 0};
-    fg_status st = require(&t->precision, FG_HAS_FIELD(pv, fg_precision_vtable, info) && pv->info,
-                           "info()", err);
-    if (st == FG_OK) st = pv->info(t->precision.state, &info, err);
-    if (st != FG_OK) return st;
-    if (info.param_dtype != FG_F32 || info.compute_dtype != FG_F32 || info.grad_dtype != FG_F32)
-        return fg_error_set(err, FG_UNAVAILABLE, "%s: [precision] %s asks for %s compute; this "
-                            "build of the core trains in f32 only", fg_config_path(t->cfg),
-                            t->precision.inst->name, fg_dtype_name((fg_dtype)info.compute_dtype));
-    return FG_OK;
+    return fg_trainer_check_precision(t, err);
 }
 
 static fg_status check_strategy(fg_trainer *t, fg_error *err)
@@ -290,6 +281,7 @@ static fg_status setup(fg_trainer *t, fg_error *err)
     if (st == FG_OK) st = fg_trainer_read_keys(t, err);
     if (st == FG_OK) st = open_data(t, err);
     if (st == FG_OK) st = build_model(t, err);
+    if (st == FG_OK) st = fg_trainer_apply_precision(t, err);
     if (st == FG_OK) st = make_run_dir(t, err);
     if (st == FG_OK && t->ckpt_path[0]) st = fg_trainer_load_weights(t, err);
     if (st == FG_OK) st = setup_strategy(t, err);
@@ -314,6 +306,7 @@ static void close_split(fg_trainer *t, fg_data_split *s, const fg_data_split *al
 static void teardown(fg_trainer *t)
 {
     fg_trainer_close_checkpoint(t);
+    fg_requeue_disarm(&t->requeue);
     if (t->strategy_ready && STRAT(t)->teardown) STRAT(t)->teardown(t->strategy.state);
     if (t->data.vt) {
         close_split(t, &t->val, &t->train);
@@ -344,6 +337,7 @@ static fg_status finish_fit(fg_trainer *t, fg_error *err)
     if (st == FG_OK)
         fprintf(t->out, "weights: %zu parameters, digest %016llx, after %lld steps\n",
                 fg_model_param_count(t->model), (unsigned long long)digest, (long long)t->global_step);
+    if (st == FG_OK) fg_trainer_report_precision(t);
     if (st == FG_OK && t->test_after_fit)
         st = fg_trainer_evaluate_split(t, &t->test, &t->limit_test, "test", FG_EVENT_TEST_END, err);
     return st;
@@ -369,7 +363,7 @@ static fg_status run_verb(fg_trainer *t, fg_error *err)
     case FG_VERB_CHECK: return FG_OK;
     case FG_VERB_FIT: {
         fg_status st = fg_trainer_fit(t, err);
-        if (st == FG_OK) st = finish_fit(t, err);
+        if (st == FG_OK) st = t->requeue.stopped ? fg_requeue_submit(t, err) : finish_fit(t, err);
         else save_after_failure(t, err);
         return st;
     }

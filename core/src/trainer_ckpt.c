@@ -7,9 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "checkpoint.h"
+#include "ckpt_sharded.h"
+#include "fulgur/comm.h"
 #include "optimizer.h"
+#include "runtime.h"
 #include "trainer_internal.h"
 
 #define FORMAT_TAG "fulgur-checkpoint-1"
@@ -84,6 +88,13 @@ static void fill_trainer_meta(fg_trainer *t, meta_list *m, int64_t opt_step)
     meta_add_exact(m, "scheduler_best", ss.best);
     meta_add_int(m, "scheduler_bad_checks", ss.bad_checks);
     meta_add_int(m, "scheduler_cooldown_left", ss.cooldown_left);
+    fg_loss_scaler_state ls;
+    if (fg_trainer_scaler_state(t, &ls)) { /* restored exactly on resume (precision) */
+        meta_add_exact(m, "loss_scale", ls.scale);
+        meta_add_int(m, "loss_scale_growth_tracker", ls.growth_tracker);
+        meta_add_int(m, "loss_scale_hysteresis_left", ls.hysteresis_left);
+        meta_add_int(m, "loss_scale_skipped_steps", ls.skipped_steps);
+    }
     for (int i = 0; i < t->metrics.count; i++) {
         char key[96];
         snprintf(key, sizeof key, "metric.%s", t->metrics.names[i]);
@@ -92,33 +103,92 @@ static void fill_trainer_meta(fg_trainer *t, meta_list *m, int64_t opt_step)
 }
 
 /* Optimizer state is laid out like the parameters: one slice per parameter tensor. */
-static size_t optimizer_tensor_count(fg_trainer *t, fg_optimizer *opt)
+static size_t optimizer_tensor_count(fg_trainer *t, size_t slots)
 {
     size_t params = 0;
     for (size_t i = 0; i < fg_model_tensor_count(t->model); i++)
         params += !fg_model_tensor(t->model, i)->is_buffer;
-    return params * fg_optimizer_state_count(opt);
+    return params * slots;
 }
+
+/* Strategies whose primary replica does not hold the whole model (sharded state) hand it
+ * over through gather_state/scatter_state: every rank calls, rank 0's buffers are used. */
+static int has_gather(const fg_trainer *t)
+{
+    const fg_strategy_vtable *sv = STRAT(t);
+    return FG_HAS_FIELD(sv, fg_strategy_vtable, scatter_state) && sv->gather_state &&
+           sv->scatter_state;
+}
+
+/* Optimizer state slots and their names: the primary's optimizer, or the config's. */
+static size_t state_slots(fg_trainer *t, fg_optimizer *opt, fg_optimizer_config *oc)
+{
+    if (opt) return fg_optimizer_state_count(opt);
+    fg_error e = {0};
+    return fg_optimizer_read_config(t->cfg, oc, &e) == FG_OK ? fg_optimizer_config_state_count(oc) : 0;
+}
+
+static const char *state_name(fg_optimizer *opt, const fg_optimizer_config *oc, size_t j)
+{
+    const char *name = NULL;
+    if (opt) fg_optimizer_state(opt, j, &name);
+    return opt ? name : fg_optimizer_config_state_name(oc, j);
+}
+
+/* The whole model's params, buffers and optimizer state to rank 0's host buffers (NULL:
+ * skipped; other ranks pass a placeholder, never touched, so every rank asks alike). */
+static fg_status gather(fg_trainer *t, float *params, float *buffers, float *state, fg_error *err)
+{
+    float placeholder = 0;
+    float *other = &placeholder;
+    int root = t->rank == 0;
+    fg_error e = {0};
+    fg_status st = STRAT(t)->gather_state(t->strategy.state, params ? (root ? params : other) : NULL,
+                                          buffers ? (root ? buffers : other) : NULL,
+                                          state ? (root ? state : other) : NULL, &e);
+    if (st != FG_OK)
+        return fg_error_set(err, st, "[strategy] %s: gathering the model state: %s",
+                            t->strategy.inst->name, e.message);
+    return FG_OK;
+}
+
+static fg_status shard_wanted(fg_trainer *t, fg_shard_desc *d, int *yes, fg_error *err);
+static fg_status save_sharded(fg_trainer *t, const char *path, const fg_shard_desc *d,
+                              fg_error *err);
 
 fg_status fg_trainer_save_checkpoint(fg_trainer *t, const char *path, fg_error *err)
 {
+    fg_shard_desc desc;
+    int per_rank = 0;
+    fg_status sst = shard_wanted(t, &desc, &per_rank, err);
+    if (sst != FG_OK || per_rank) return sst == FG_OK ? save_sharded(t, path, &desc, err) : sst;
     void *primary = STRAT(t)->primary_replica(t->strategy.state);
-    if (!primary || t->rank != 0) return FG_OK; /* only rank 0 writes */
-    fg_replica *r = fg_train_replica_model(primary);
-    fg_optimizer *opt = fg_train_replica_optimizer(primary);
+    int gathered = has_gather(t);
+    if (!gathered && (!primary || t->rank != 0)) return FG_OK; /* only rank 0 writes */
+    fg_replica *r = gathered ? NULL : fg_train_replica_model(primary);
+    fg_optimizer *opt = gathered ? NULL : fg_train_replica_optimizer(primary);
+    fg_optimizer_config oc;
+    memset(&oc, 0, sizeof oc);
     size_t np = fg_model_params_size(t->model), nb = fg_model_buffers_size(t->model);
-    size_t ns = fg_optimizer_state_count(opt), nt = fg_model_tensor_count(t->model);
-    size_t total = nt + optimizer_tensor_count(t, opt);
-    float *host = malloc((np * (1 + ns) + nb + 1) * sizeof(float));
+    size_t ns = state_slots(t, opt, &oc), nt = fg_model_tensor_count(t->model);
+    size_t total = nt + optimizer_tensor_count(t, ns);
+    size_t host_floats = gathered && t->rank != 0 ? 0 : np * (1 + ns) + nb;
+    float *host = malloc((host_floats + 1) * sizeof(float));
     fg_ckpt_tensor *tensors = calloc(total + 1, sizeof *tensors);
     char (*names)[FG_TENSOR_NAME_MAX + 64] = calloc(total + 1, sizeof *names);
     meta_list *meta = calloc(1, sizeof *meta);
     fg_status st = host && tensors && names && meta ? FG_OK
                  : fg_error_set(err, FG_OUT_OF_MEMORY, "%s: out of memory writing the checkpoint", path);
-    float *params = host, *buffers = host + np, *state = host + np + nb;
-    if (st == FG_OK) st = fetch(t, primary, fg_replica_params(r), params, np, err);
-    if (st == FG_OK && nb) st = fetch(t, primary, fg_replica_buffers(r), buffers, nb, err);
-    for (size_t i = 0; st == FG_OK && i < ns; i++)
+    float *params = host, *buffers = host_floats ? host + np : host;
+    float *state = host_floats ? host + np + nb : host;
+    if (gathered) {
+        if (st == FG_OK) st = gather(t, params, nb ? buffers : NULL, ns ? state : NULL, err);
+        if (st != FG_OK || t->rank != 0) goto done; /* every rank gathered; rank 0 writes */
+    }
+    if (st == FG_OK && !gathered)
+        st = fg_replica_download_params(r, fg_train_replica_queue(primary), params, err);
+    if (st == FG_OK && nb && !gathered) st = fetch(t, primary, fg_replica_buffers(r), buffers, nb, err);
+    for (size_t i = 0; st == FG_OK && !gathered && i < ns; i++)
         st = fetch(t, primary, fg_optimizer_state(opt, i, NULL), state + i * np, np, err);
     size_t k = 0;
     for (size_t i = 0; st == FG_OK && i < nt; i++) {
@@ -130,8 +200,7 @@ fg_status fg_trainer_save_checkpoint(fg_trainer *t, const char *path, fg_error *
         memcpy(c->shape, ti->shape, sizeof ti->shape);
         c->data = (ti->is_buffer ? buffers : params) + ti->offset;
         for (size_t j = 0; j < ns && !ti->is_buffer; j++) {
-            const char *sname;
-            fg_optimizer_state(opt, j, &sname);
+            const char *sname = state_name(opt, &oc, j);
             snprintf(names[k], sizeof names[k], "optimizer.%s.%s", ti->name, sname);
             fg_ckpt_tensor *o = &tensors[k++];
             *o = *c;
@@ -140,7 +209,8 @@ fg_status fg_trainer_save_checkpoint(fg_trainer *t, const char *path, fg_error *
         }
     }
     if (st == FG_OK) {
-        fill_trainer_meta(t, meta, fg_optimizer_get_step(opt));
+        /* a sharded optimizer's step follows the trainer's (train services) */
+        fill_trainer_meta(t, meta, opt ? fg_optimizer_get_step(opt) : t->global_step);
         char dir[4096];
         snprintf(dir, sizeof dir, "%s", path);
         char *slash = strrchr(dir, '/');
@@ -154,6 +224,7 @@ fg_status fg_trainer_save_checkpoint(fg_trainer *t, const char *path, fg_error *
     if (st == FG_OK && t->rt->verbosity >= FG_LOG_INFO)
         fprintf(t->out, "checkpoint: %s (epoch %lld, step %lld)\n", path, (long long)t->epoch + 1,
                 (long long)t->global_step);
+done:
     free(host);
     free(tensors);
     free(names);
@@ -235,6 +306,11 @@ static fg_status resolve_path(fg_trainer *t, char *out, size_t size, fg_error *e
     memcpy(family, t->run_dir, sizeof family);
     char *slash = strrchr(family, '/');
     if (slash) *slash = 0;
+    if (!t->run_dir[0]) { /* ranks other than 0 make no run folder: the family from the keys */
+        const char *root = fg_config_get(t->cfg, "trainer", "default_root_dir");
+        const char *name = fg_config_get(t->cfg, "trainer", "name");
+        snprintf(family, sizeof family, "%s/%s", root ? root : "runs", name ? name : "default");
+    }
     candidate best;
     memset(&best, 0, sizeof best);
     DIR *d = opendir(family);
@@ -288,6 +364,11 @@ fg_status fg_trainer_load_weights(fg_trainer *t, fg_error *err)
     if (st == FG_OK) st = fg_ckpt_open(path, &t->loaded, err);
     if (st != FG_OK) return st;
     const char *format = fg_ckpt_meta(t->loaded, "format");
+    if (format && strcmp(format, FG_SHARDED_INDEX_FORMAT) == 0)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: a checkpoint written one file per "
+                            "rank (sharded_checkpoint = true); merge it into one file first, "
+                            "then resume from that under any strategy and world size: fulgur "
+                            "ckpt merge %s -o merged.safetensors", path, path);
     if (!format || strcmp(format, FORMAT_TAG) != 0)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: not a fulgur checkpoint (metadata format "
                             "is '%s', expected '%s')", path, format ? format : "missing", FORMAT_TAG);
@@ -300,8 +381,35 @@ fg_status fg_trainer_load_weights(fg_trainer *t, fg_error *err)
     return st;
 }
 
+/* Every rank reads the file's optimizer state; the strategy scatters rank 0's. */
+static fg_status scatter_optimizer_state(fg_trainer *t, fg_error *err)
+{
+    fg_optimizer_config oc;
+    size_t np = fg_model_params_size(t->model), ns = state_slots(t, NULL, &oc);
+    float *host = calloc(np * ns + 1, sizeof(float));
+    if (!host) return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory loading optimizer state");
+    fg_status st = FG_OK;
+    for (size_t j = 0; st == FG_OK && j < ns; j++) {
+        for (size_t i = 0; st == FG_OK && i < fg_model_tensor_count(t->model); i++) {
+            const fg_tensor_info *ti = fg_model_tensor(t->model, i);
+            if (ti->is_buffer) continue;
+            char name[FG_TENSOR_NAME_MAX + 64];
+            snprintf(name, sizeof name, "optimizer.%s.%s", ti->name, fg_optimizer_config_state_name(&oc, j));
+            st = fg_ckpt_read_tensor(t->loaded, name, FG_F32, ti->rank, ti->shape,
+                                     host + j * np + ti->offset, err);
+        }
+    }
+    fg_error e = {0};
+    if (st == FG_OK && (st = STRAT(t)->scatter_state(t->strategy.state, host, &e)) != FG_OK)
+        st = fg_error_set(err, st, "[strategy] %s: restoring the optimizer state: %s",
+                          t->strategy.inst->name, e.message);
+    free(host);
+    return st;
+}
+
 static fg_status load_optimizer_state(fg_trainer *t, fg_error *err)
 {
+    if (has_gather(t)) return scatter_optimizer_state(t, err);
     void *primary = STRAT(t)->primary_replica(t->strategy.state);
     fg_optimizer *opt = fg_train_replica_optimizer(primary);
     size_t np = fg_model_params_size(t->model), ns = fg_optimizer_state_count(opt);
@@ -354,6 +462,7 @@ fg_status fg_trainer_load_training_state(fg_trainer *t, fg_error *err)
                             "has %lld; resume with the same seed (shuffling and dropout follow it)",
                             fg_ckpt_path(c), (long long)seed, (long long)t->seed);
     st = load_optimizer_state(t, err);
+    if (st == FG_OK) st = fg_trainer_restore_scaler(t, c, err);
     if (st != FG_OK) return st;
     fg_scheduler_set_state(t->scheduler, &ss);
     t->resume.active = 1;
@@ -377,13 +486,201 @@ fg_status fg_trainer_weights_digest(fg_trainer *t, uint64_t *digest, fg_error *e
 {
     void *primary = STRAT(t)->primary_replica(t->strategy.state);
     size_t n = fg_model_params_size(t->model);
-    float *host = malloc(n * sizeof(float) + 1);
+    int gathered = has_gather(t);
+    float *host = malloc((gathered && t->rank != 0 ? 0 : n * sizeof(float)) + 1);
     if (!host) return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory reading the weights");
-    fg_status st = fetch(t, primary, fg_replica_params(fg_train_replica_model(primary)), host, n, err);
+    fg_status st = gathered ? gather(t, host, NULL, NULL, err)
+                            : fg_replica_download_params(fg_train_replica_model(primary),
+                                                         fg_train_replica_queue(primary), host, err);
+    if (gathered && t->rank != 0) n = 0; /* rank 0 reports the digest */
     uint64_t h = 1469598103934665603ull;
     const unsigned char *p = (const unsigned char *)host;
     for (size_t i = 0; st == FG_OK && i < n * sizeof(float); i++) h = (h ^ p[i]) * 1099511628211ull;
     *digest = h;
     free(host);
+    return st;
+}
+
+/* ---- one checkpoint file per rank ([strategy] sharded_checkpoint = true) ------------------
+ * Layout and order of writing in ckpt_sharded.h. Every rank writes its part; rank 0 writes
+ * the index once every rank reports its file written (a max all-reduce of the failures). */
+
+static fg_status shard_wanted(fg_trainer *t, fg_shard_desc *d, int *yes, fg_error *err)
+{
+    const fg_strategy_vtable *sv = STRAT(t);
+    *yes = 0;
+    if (!FG_HAS_FIELD(sv, fg_strategy_vtable, shard_read) || !sv->shard_describe || !sv->shard_read)
+        return FG_OK;
+    memset(d, 0, sizeof *d);
+    d->struct_size = sizeof *d;
+    fg_error e = {0};
+    if (sv->shard_describe(t->strategy.state, d, &e) != FG_OK)
+        return fg_error_set(err, FG_INTERNAL, "[strategy] %s: %s", t->strategy.inst->name, e.message);
+    *yes = d->per_rank_files;
+    return FG_OK;
+}
+
+static const fg_comm_vtable *shard_comm(fg_trainer *t, void **state)
+{
+    const fg_instance *c = t->world_size > 1 ? fg_runtime_instance_of_kind(t->rt, FG_KIND_COMM) : NULL;
+    *state = c ? c->state : NULL;
+    return c ? c->plugin->vtable : NULL;
+}
+
+/* Rank 0's path and a save id to every rank (other ranks have no run folder to resolve a
+ * callback's relative path against), and every rank's range to every rank. */
+static fg_status shard_agree(fg_trainer *t, char *path, size_t cap, char *id, size_t id_cap,
+                             const fg_shard_desc *d, fg_shard_index *ix, fg_error *err)
+{
+    void *cs;
+    const fg_comm_vtable *comm = shard_comm(t, &cs);
+    int n = t->world_size;
+    int32_t msg[(8192 + 64) / 4];
+    memset(msg, 0, sizeof msg);
+    if (t->rank == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        snprintf((char *)msg, 64, "s%lld-%llx", (long long)t->global_step,
+                 (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
+        snprintf((char *)msg + 64, sizeof msg - 64, "%s", path);
+    }
+    ix->offsets = calloc((size_t)n, sizeof *ix->offsets);
+    ix->counts = calloc((size_t)n, sizeof *ix->counts);
+    int64_t *ranges = calloc(2 * (size_t)n, sizeof *ranges);
+    fg_status st = ix->offsets && ix->counts && ranges ? FG_OK
+                 : fg_error_set(err, FG_OUT_OF_MEMORY, "%s: out of memory", path);
+    if (st == FG_OK) {
+        ranges[2 * t->rank] = d->offset;
+        ranges[2 * t->rank + 1] = d->count;
+    }
+    fg_error e = {0};
+    if (st == FG_OK && n > 1 && (!comm || !comm->broadcast || !comm->all_reduce))
+        st = fg_error_set(err, FG_INCOMPATIBLE, "sharded_checkpoint needs a [comm] with "
+                          "broadcast and all_reduce");
+    if (st == FG_OK && n > 1 &&
+        ((st = comm->broadcast(cs, NULL, msg, sizeof msg / 4, FG_I32, 0, &e)) != FG_OK ||
+         (st = comm->all_reduce(cs, NULL, ranges, 2 * (size_t)n, FG_I64, FG_REDUCE_SUM, &e)) != FG_OK))
+        st = fg_error_set(err, st, "%s: agreeing on the checkpoint: %s", path, e.message);
+    if (st == FG_OK) {
+        memcpy(id, msg, id_cap < 64 ? id_cap : 64);
+        id[(id_cap < 64 ? id_cap : 64) - 1] = 0;
+        snprintf(path, cap, "%s", (const char *)msg + 64);
+        for (int r = 0; r < n; r++) {
+            ix->offsets[r] = ranges[2 * r];
+            ix->counts[r] = ranges[2 * r + 1];
+        }
+    }
+    free(ranges);
+    return st;
+}
+
+/* The merged checkpoint's tensors in the gathered writer's order (rank 0). */
+static fg_status shard_layout(fg_trainer *t, fg_shard_index *ix, char (**names)[FG_TENSOR_NAME_MAX + 64],
+                              fg_error *err)
+{
+    size_t nt = fg_model_tensor_count(t->model), total = nt + optimizer_tensor_count(t, ix->slot_count);
+    ix->tensors = calloc(total + 1, sizeof *ix->tensors);
+    *names = calloc(total + 1, sizeof **names);
+    if (!ix->tensors || !*names) return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory");
+    size_t k = 0;
+    for (size_t i = 0; i < nt; i++) {
+        const fg_tensor_info *ti = fg_model_tensor(t->model, i);
+        fg_shard_tensor *c = &ix->tensors[k++];
+        c->name = ti->name;
+        c->rank = ti->rank;
+        memcpy(c->shape, ti->shape, sizeof ti->shape);
+        c->source = ti->is_buffer ? FG_SHARD_SRC_BUFFERS : FG_SHARD_SRC_PARAMS;
+        c->offset = (int64_t)ti->offset;
+        for (size_t j = 0; j < ix->slot_count && !ti->is_buffer; j++) {
+            snprintf((*names)[k], sizeof (*names)[k], "optimizer.%s.%s", ti->name, ix->slot_names[j]);
+            ix->tensors[k] = *c;
+            ix->tensors[k].name = (*names)[k];
+            ix->tensors[k].source = (int)j;
+            k++;
+        }
+    }
+    ix->tensor_count = k;
+    return FG_OK;
+}
+
+/* This rank's part to host memory and into its file. */
+static fg_status shard_write_mine(fg_trainer *t, const char *path, const fg_shard_index *ix,
+                                  fg_error *err)
+{
+    int64_t count = ix->counts[t->rank], nb = t->rank == 0 ? ix->buffer_count : 0;
+    float *host = malloc(((size_t)count * (1 + ix->slot_count) + (size_t)nb + 1) * sizeof(float));
+    if (!host) return fg_error_set(err, FG_OUT_OF_MEMORY, "%s: out of memory for the shard", path);
+    float *buffers = host + count, *opt = buffers + nb;
+    fg_error e = {0};
+    fg_status st = STRAT(t)->shard_read(t->strategy.state, host, nb ? buffers : NULL, opt, &e);
+    if (st != FG_OK)
+        st = fg_error_set(err, st, "[strategy] %s: reading rank %d's shard: %s",
+                          t->strategy.inst->name, t->rank, e.message);
+    if (st == FG_OK) st = fg_shard_write_file(path, ix, t->rank, host, nb ? buffers : NULL, opt, err);
+    free(host);
+    return st;
+}
+
+static fg_status save_sharded(fg_trainer *t, const char *asked, const fg_shard_desc *d,
+                              fg_error *err)
+{
+    char path[8192], id[64], dir[8192], shard_dir[1024];
+    fg_shard_index ix;
+    memset(&ix, 0, sizeof ix);
+    fg_optimizer_config oc;
+    memset(&oc, 0, sizeof oc);
+    ix.slot_count = state_slots(t, NULL, &oc);
+    if (ix.slot_count > FG_SHARD_MAX_SLOTS)
+        return fg_error_set(err, FG_INTERNAL, "%s: %zu optimizer state slots", asked, ix.slot_count);
+    for (size_t j = 0; j < ix.slot_count; j++) ix.slot_names[j] = fg_optimizer_config_state_name(&oc, j);
+    snprintf(path, sizeof path, "%s", asked);
+    snprintf(dir, sizeof dir, "%s", asked);
+    char *slash = strrchr(dir, '/');
+    fg_status st = FG_OK;
+    if (t->rank == 0 && slash && slash != dir) { /* the folder exists before any rank writes */
+        *slash = 0;
+        st = fg_mkdirs(dir, err);
+    }
+    /* also before: a save_last link replaced after the previous save freed a folder */
+    if (st == FG_OK && t->rank == 0) fg_shard_collect(path);
+    if (st == FG_OK) st = shard_agree(t, path, sizeof path, id, sizeof id, d, &ix, err);
+    ix.id = id;
+    ix.strategy = t->strategy.inst->name;
+    ix.layout = d->layout;
+    ix.world_size = t->world_size;
+    ix.param_count = (int64_t)fg_model_params_size(t->model);
+    ix.buffer_count = (int64_t)fg_model_buffers_size(t->model);
+    if (st == FG_OK) st = fg_shard_dir_name(path, id, shard_dir, sizeof shard_dir, err);
+    ix.shard_dir = shard_dir;
+    fg_status mine = st == FG_OK ? shard_write_mine(t, path, &ix, err) : st;
+    /* every rank's file is on disk before the index names them */
+    void *cs;
+    const fg_comm_vtable *comm = shard_comm(t, &cs);
+    int32_t failed = mine != FG_OK;
+    fg_error e = {0};
+    if (st == FG_OK && t->world_size > 1 &&
+        (st = comm->all_reduce(cs, NULL, &failed, 1, FG_I32, FG_REDUCE_MAX, &e)) != FG_OK)
+        st = fg_error_set(err, st, "%s: agreeing that every shard was written: %s", path, e.message);
+    if (st == FG_OK && mine != FG_OK) st = mine;
+    else if (st == FG_OK && failed)
+        st = fg_error_set(err, FG_INTERNAL, "%s: another rank could not write its shard (its "
+                          "error names it); the previous checkpoint stays", path);
+    char (*names)[FG_TENSOR_NAME_MAX + 64] = NULL;
+    meta_list *meta = t->rank == 0 ? calloc(1, sizeof *meta) : NULL;
+    if (st == FG_OK && t->rank == 0 && !meta) st = fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory");
+    if (st == FG_OK && t->rank == 0) st = shard_layout(t, &ix, &names, err);
+    if (st == FG_OK && t->rank == 0) {
+        fill_trainer_meta(t, meta, t->global_step);
+        st = fg_shard_write_index(path, &ix, meta->keys, meta->values, meta->count, err);
+        if (st == FG_OK) fg_shard_collect(path);
+        if (st == FG_OK && t->rt->verbosity >= FG_LOG_INFO)
+            fprintf(t->out, "checkpoint: %s (epoch %lld, step %lld; index of %d shard files in %s)\n",
+                    path, (long long)t->epoch + 1, (long long)t->global_step, t->world_size, shard_dir);
+    }
+    free(meta);
+    free(names);
+    free(ix.offsets);
+    free(ix.counts);
+    free(ix.tensors);
     return st;
 }

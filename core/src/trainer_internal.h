@@ -13,7 +13,9 @@
 #include "fulgur/precision.h"
 #include "fulgur/strategy.h"
 #include "model.h"
+#include "requeue.h"
 #include "scheduler.h"
+#include "step_sink.h"
 #include "train_services.h"
 #include "trainer.h"
 
@@ -97,6 +99,20 @@ typedef struct fg_trainer {
     fg_resume_point resume;
     fg_metric_table metrics;
     struct fg_ckpt *loaded; /* the checkpoint being resumed from, between the two loads */
+    fg_requeue requeue;     /* [trainer] requeue_signal (requeue.c) */
+
+    /* What callbacks asked the trainer to measure (trainer_checks.c). */
+    fg_step_sink sink;         /* per-step metrics of the logging window, during a fit */
+    int sink_ready;
+    int timing;                /* FG_REQUEST_STEP_TIMING: phases timed, queue synced */
+    int64_t finite_every;      /* FG_REQUEST_FINITE_CHECK: every n steps; 0: never */
+    int finite_grads;          /* gradients are checked (not under dynamic loss scaling) */
+    double nonfinite_inputs;   /* non-finite input values of the checked step's batches */
+    const char *event_layer;   /* nonfinite_layer of the next FG_EVENT_NONFINITE */
+
+    /* precision (trainer_precision.c) */
+    fg_precision_info prec;    /* the plugin's dtypes */
+    int loss_scaling;          /* dynamic loss scale: unscale, finite check, maybe skip */
 } fg_trainer;
 
 /* trainer_keys.c */
@@ -118,8 +134,38 @@ fg_status fg_trainer_report_memory(fg_trainer *t, fg_error *err);
 uint32_t fg_trainer_memory_metrics(const fg_trainer *t, fg_metric *out, char (*names)[64],
                                    uint32_t capacity);
 
+/* trainer_checks.c: the callbacks' requests, the per-step sink host->metric feeds
+ * during a fit, and the finite check of loss, gradients and input. */
+fg_status fg_trainer_collect_requests(fg_trainer *t, fg_error *err);
+void fg_trainer_sink_start(fg_trainer *t);
+void fg_trainer_sink_stop(fg_trainer *t);
+/* 1 when the step about to be taken (global_step + 1) is checked. */
+int fg_trainer_step_checked(const fg_trainer *t);
+/* Non-finite values among n host floats. */
+double fg_count_nonfinite(const float *x, size_t n);
+/* Before the optimizer update of a checked step: a non-finite loss, gradient or input
+ * sends FG_EVENT_NONFINITE (a callback may stop the run: t->stop). */
+fg_status fg_trainer_finite_check(fg_trainer *t, fg_error *err);
+/* dst (a checkpoint's second name) made a hard link of src, or a copy where the file
+ * system has none, through a temporary name and a rename. */
+fg_status fg_checkpoint_link(const char *src, const char *dst, fg_error *err);
+
 /* trainer_predict.c: class probabilities of the predict split to run_dir/predictions.csv */
 fg_status fg_trainer_predict(fg_trainer *t, fg_error *err);
+
+/* trainer_precision.c: the precision plugin's dtypes checked (check) and given to the
+ * model (apply, after it is built); the scale of each backward (the mean over the
+ * accumulated micro-batches times the loss scale); before an optimizer step under loss
+ * scaling: gradients synced, unscaled and checked (global norm finite), *skip set when the
+ * scaler skips the step; the scaler's state for checkpoints (0: none) and from one. */
+fg_status fg_trainer_check_precision(fg_trainer *t, fg_error *err);
+fg_status fg_trainer_apply_precision(fg_trainer *t, fg_error *err);
+float fg_trainer_grad_scale(const fg_trainer *t);
+fg_status fg_trainer_unscale_grads(fg_trainer *t, int *skip, fg_error *err);
+int fg_trainer_scaler_state(const fg_trainer *t, fg_loss_scaler_state *out);
+fg_status fg_trainer_restore_scaler(fg_trainer *t, const struct fg_ckpt *c, fg_error *err);
+/* "loss scale: S, N step(s) skipped" after a fit under loss scaling. */
+void fg_trainer_report_precision(fg_trainer *t);
 
 /* trainer_ckpt.c */
 fg_status fg_trainer_save_checkpoint(fg_trainer *t, const char *path, fg_error *err);

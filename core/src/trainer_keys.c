@@ -143,6 +143,9 @@ fg_status fg_trainer_read_keys(fg_trainer *t, fg_error *err)
     if (t->val_check_interval.is_fraction && t->val_check_interval.fraction == 0)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [trainer] val_check_interval must be "
                             "above 0", fg_config_origin(t->cfg, "trainer", "val_check_interval"));
+    st = fg_requeue_configure(&t->requeue, read_string(t, "trainer", "requeue_signal", &origin),
+                              origin, err);
+    if (st != FG_OK) return st;
     copy_string(t, "ckpt_path", t->ckpt_path, sizeof t->ckpt_path);
     copy_string(t, "final_checkpoint", t->final_checkpoint, sizeof t->final_checkpoint);
     if (t->eval_batch_size == 0) t->eval_batch_size = t->batch_size;

@@ -30,6 +30,21 @@ static void remember_metrics(fg_trainer *t, const fg_metric *m, uint32_t n)
     }
 }
 
+/* The same checkpoint under a second name (save_last), beside the first one. */
+static fg_status link_second_name(fg_trainer *t, const char *written, const char *also,
+                                  fg_error *err)
+{
+    char path[8192];
+    if (also[0] == '/')
+        snprintf(path, sizeof path, "%s", also);
+    else
+        snprintf(path, sizeof path, "%s/%s", t->run_dir, also);
+    fg_status st = fg_checkpoint_link(written, path, err);
+    if (st == FG_OK && t->rt->verbosity >= FG_LOG_INFO)
+        fprintf(t->out, "checkpoint: %s (the same as %s)\n", path, written);
+    return st;
+}
+
 static fg_status honour_action(fg_trainer *t, const fg_plugin_ref *cb, const fg_callback_action *act,
                                fg_error *err)
 {
@@ -41,6 +56,9 @@ static fg_status honour_action(fg_trainer *t, const fg_plugin_ref *cb, const fg_
         else
             snprintf(path, sizeof path, "%s/%s", t->run_dir, p);
         fg_status st = fg_trainer_save_checkpoint(t, path, err);
+        if (st == FG_OK && t->rank == 0 && FG_HAS_FIELD(act, fg_callback_action, checkpoint_also_path) &&
+            act->checkpoint_also_path[0])
+            st = link_second_name(t, path, act->checkpoint_also_path, err);
         if (st != FG_OK) return st;
     }
     if (act->stop && !t->stop) {
@@ -71,6 +89,7 @@ fg_status fg_trainer_emit(fg_trainer *t, int type, const fg_metric *metrics, uin
         ev.is_rank_zero = t->rank == 0;
         ev.run_dir = t->run_dir;
         ev.max_epochs = t->max_epochs;
+        ev.nonfinite_layer = type == FG_EVENT_NONFINITE ? t->event_layer : NULL;
         fg_callback_action act;
         memset(&act, 0, sizeof act);
         act.struct_size = sizeof act;
@@ -148,12 +167,16 @@ static int must_stop(const fg_trainer *t)
     return t->stop || (t->max_steps >= 0 && t->global_step >= t->max_steps) || time_is_up(t);
 }
 
-/* Interval bookkeeping between two log points. */
+/* Interval bookkeeping between two log points. Step time is summed step by step (from
+ * asking the loader for the step's first batch to the end of its optimizer update), so
+ * validation and callbacks between steps do not count. */
 typedef struct log_window {
-    double start;
+    double step_time;
     double data_wait;
     int64_t steps;
 } log_window;
+
+#define STEP_METRICS_MAX (6 + FG_PHASE_COUNT + FG_SINK_SLOTS)
 
 static fg_status log_step(fg_trainer *t, log_window *w, fg_error *err)
 {
@@ -163,7 +186,7 @@ static fg_status log_step(fg_trainer *t, log_window *w, fg_error *err)
     t->epoch_sum_loss += m.loss_sum;
     t->epoch_sum_correct += m.correct;
     t->epoch_sum_n += m.count;
-    double elapsed = fg_now_seconds() - w->start, steps = w->steps > 0 ? (double)w->steps : 1;
+    double elapsed = w->step_time, steps = w->steps > 0 ? (double)w->steps : 1;
     double loss = m.loss_sum / m.count, acc = m.correct / m.count;
     if (t->rt->step_observer &&
         t->rt->step_observer(t->rt->step_observer_user, t->global_step, t->tctx.lr, loss))
@@ -172,13 +195,17 @@ static fg_status log_step(fg_trainer *t, log_window *w, fg_error *err)
         fprintf(t->out, "epoch %lld step %lld/%lld  loss %.4f  acc %.4f  lr %.4g\n",
                 (long long)t->epoch + 1, (long long)t->step_in_epoch, (long long)t->steps_per_epoch,
                 loss, acc, t->tctx.lr);
-    fg_metric metrics[] = {{"train/step_loss", loss}, {"train/step_acc", acc}, {"lr", t->tctx.lr},
-                           {"time/step_s", elapsed / steps}, {"time/data_wait_s", w->data_wait / steps},
-                           {"throughput/samples_per_s", elapsed > 0 ? m.count / elapsed : 0}};
-    w->start = fg_now_seconds();
+    fg_metric metrics[STEP_METRICS_MAX] = {
+        {"train/step_loss", loss}, {"train/step_acc", acc}, {"lr", t->tctx.lr},
+        {"time/step_s", elapsed / steps}, {"time/data_wait_s", w->data_wait / steps},
+        {"throughput/samples_per_s", elapsed > 0 ? m.count / elapsed : 0}};
+    uint32_t n = 6;
+    if (t->sink_ready)
+        n += fg_step_sink_drain(&t->sink, w->steps, t->timing, metrics + n, STEP_METRICS_MAX - n);
+    w->step_time = 0;
     w->data_wait = 0;
     w->steps = 0;
-    st = fg_trainer_emit(t, FG_EVENT_TRAIN_STEP_END, metrics, 6, err);
+    st = fg_trainer_emit(t, FG_EVENT_TRAIN_STEP_END, metrics, n, err);
     /* A callback (nan_guard) may have stopped the run with its own words; if none did, a
      * diverged run still ends here. */
     if (st == FG_OK && !isfinite(m.loss_sum) && !t->stop)
@@ -204,14 +231,21 @@ static fg_status clip_gradients(fg_trainer *t, fg_error *err)
     return coef < 1.0 ? sv->scale_grads(t->strategy.state, (float)coef, 0.0f, err) : FG_OK;
 }
 
+/* A step the loss scaler skips (inf/NaN gradients) still runs the strategy's
+ * optimizer_step, with the services' updates switched off: no parameter, optimizer state,
+ * step counter or schedule moves, and the next step's gradients overwrite these. */
 static fg_status optimizer_step(fg_trainer *t, fg_error *err)
 {
-    fg_status st = t->clip_val > 0 ? clip_gradients(t, err) : FG_OK;
+    int skip = 0;
+    fg_status st = fg_trainer_unscale_grads(t, &skip, err); /* gradients unscaled before clipping */
+    if (st == FG_OK && !skip && t->clip_val > 0) st = clip_gradients(t, err);
     if (st != FG_OK) return st;
     t->tctx.lr = (float)fg_scheduler_lr(t->scheduler, t->global_step, t->epoch);
     t->tctx.step_number = t->global_step + 1;
+    t->tctx.skip_update = skip;
     st = STRAT(t)->optimizer_step(t->strategy.state, err);
-    if (st == FG_OK) t->global_step++;
+    t->tctx.skip_update = 0;
+    if (st == FG_OK && !skip) t->global_step++;
     return st;
 }
 
@@ -255,24 +289,35 @@ static fg_status train_epoch(fg_trainer *t, fg_error *err)
     if (val_every < 1) val_every = 1;
     fg_status st = fg_dataloader_start_epoch(s->loader, t->epoch, first, err);
     double t0 = fg_now_seconds(), wait = 0, samples = 0;
-    log_window w = {t0, 0, 0};
-    int pending_log = 0;
+    log_window w = {0, 0, 0};
+    int pending_log = 0, checked = fg_trainer_step_checked(t);
+    double step_start = t0;
     for (int64_t b = first; st == FG_OK && b < batches && !must_stop(t); b++) {
         const fg_batch_view *v;
+        int micro = (int)(b % t->accumulate), final = micro == t->accumulate - 1 || b == batches - 1;
+        if (micro == 0 || b == first) step_start = fg_now_seconds();
         st = fg_dataloader_next(s->loader, &v, err);
         if (st != FG_OK || !v) break;
         wait += v->wait_seconds;
         w.data_wait += v->wait_seconds;
         samples += v->count;
-        int micro = (int)(b % t->accumulate), final = micro == t->accumulate - 1 || b == batches - 1;
         fg_batch batch = as_batch(v, s->loader);
+        if (checked)
+            t->nonfinite_inputs += fg_count_nonfinite(batch.samples, (size_t)batch.count * (size_t)batch.sample_elems);
         t->tctx.micro_step++;
-        st = STRAT(t)->train_step(t->strategy.state, &batch, micro, final, 1.0f / (float)t->accumulate, err);
+        st = STRAT(t)->train_step(t->strategy.state, &batch, micro, final, fg_trainer_grad_scale(t), err);
         fg_dataloader_release(s->loader, v);
         t->batches_done = b + 1;
         if (st != FG_OK || !final) continue;
-        st = optimizer_step(t, err);
+        if (checked && ((st = fg_trainer_finite_check(t, err)) != FG_OK || t->stop)) {
+            t->batches_done = b - micro; /* the step was not taken: a resume redoes it */
+            break;
+        }
+        if (st == FG_OK) st = optimizer_step(t, err);
+        if (st == FG_OK) st = fg_requeue_poll(t, err);
+        checked = fg_trainer_step_checked(t);
         t->step_in_epoch = (b + 1 + t->accumulate - 1) / t->accumulate;
+        w.step_time += fg_now_seconds() - step_start;
         w.steps++;
         pending_log = 1;
         if (st == FG_OK && t->global_step % t->log_every == 0) {
@@ -307,7 +352,20 @@ static fg_status sanity_check(fg_trainer *t, fg_error *err)
     return st;
 }
 
+static fg_status fit_epochs(fg_trainer *t, fg_error *err);
+
 fg_status fg_trainer_fit(fg_trainer *t, fg_error *err)
+{
+    fg_status st = fg_trainer_collect_requests(t, err);
+    if (st == FG_OK) st = fg_requeue_arm(t, err);
+    if (st != FG_OK) return st;
+    fg_trainer_sink_start(t);
+    st = fit_epochs(t, err);
+    fg_trainer_sink_stop(t);
+    return st;
+}
+
+static fg_status fit_epochs(fg_trainer *t, fg_error *err)
 {
     t->fit_start_time = fg_now_seconds();
     fg_status st = sanity_check(t, err);
@@ -326,6 +384,7 @@ fg_status fg_trainer_fit(fg_trainer *t, fg_error *err)
         t->batches_done = 0;
         t->epoch_sum_loss = t->epoch_sum_correct = t->epoch_sum_n = 0;
     }
+    if (st == FG_OK) st = fg_requeue_checkpoint(t, err);
     if (st == FG_OK && time_is_up(t))
         fprintf(t->out, "stopping: max_time %.0f s reached\n", t->max_time_s);
     if (st == FG_OK) st = fg_trainer_emit(t, FG_EVENT_FIT_END, NULL, 0, err);

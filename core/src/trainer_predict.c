@@ -38,6 +38,10 @@ static fg_status predict_batches(fg_trainer *t, FILE *f, float *host, int64_t *r
 {
     const fg_train_services *svc = &t->tctx.svc;
     void *primary = STRAT(t)->primary_replica(t->strategy.state);
+    if (!primary)
+        return fg_error_set(err, FG_UNAVAILABLE, "fulgur predict: [strategy] %s keeps no whole "
+                            "model on one device; predict under strategy.single (or ddp) from "
+                            "the checkpoint, which any strategy can load", t->strategy.inst->name);
     fg_replica *r = fg_train_replica_model(primary);
     void *queue = fg_train_replica_queue(primary);
     int classes = t->predict.info.num_classes;

@@ -26,6 +26,11 @@ typedef struct fg_cpu_backend {
 /* A queue only names its device: ops run synchronously on the calling thread. */
 typedef struct fg_cpu_queue {
     int device;
+    /* f32 copies of half operands for the _ex ops (cpu_ops_ex.c): grown to the largest
+     * op's need on its first call, then reused; host memory of the emulation, outside the
+     * device's accounting. */
+    float *scratch;
+    size_t scratch_bytes;
 } fg_cpu_queue;
 
 /* cpu_device.c */
@@ -109,5 +114,80 @@ fg_status fg_cpu_op_sgd_update(void *state, void *queue, const fg_sgd_args *a, f
 fg_status fg_cpu_op_adamw_update(void *state, void *queue, const fg_adamw_args *a,
                                  float *param, const float *grad, float *m, float *v,
                                  size_t n, fg_error *err);
+
+/* cpu_ops_ex.c: the dtype-taking ops (half storage, f32 arithmetic) */
+fg_status fg_cpu_op_cast(void *state, void *queue, void *dst, uint32_t dst_dtype,
+                         const void *src, uint32_t src_dtype, size_t n, fg_error *err);
+fg_status fg_cpu_op_gemm_ex(void *state, void *queue, int trans_a, int trans_b, int m, int n,
+                            int k, float alpha, const void *a, uint32_t a_dtype, int lda,
+                            const void *b, uint32_t b_dtype, int ldb, float beta, void *c,
+                            uint32_t c_dtype, int ldc, fg_error *err);
+fg_status fg_cpu_op_bias_add_ex(void *state, void *queue, const fg_op_dtypes *dt, void *y,
+                                const void *bias, int rows, int cols, int spatial,
+                                fg_error *err);
+fg_status fg_cpu_op_bias_grad_ex(void *state, void *queue, const fg_op_dtypes *dt, void *dbias,
+                                 const void *dy, int rows, int cols, int spatial,
+                                 int accumulate, fg_error *err);
+fg_status fg_cpu_op_activation_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                          int act, const void *x, void *y, size_t n,
+                                          fg_error *err);
+fg_status fg_cpu_op_activation_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                           int act, const void *x, const void *y,
+                                           const void *dy, void *dx, size_t n, fg_error *err);
+fg_status fg_cpu_op_conv2d_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                      const fg_conv2d_desc *d, const void *x, const void *w,
+                                      const void *bias, void *y, void *workspace,
+                                      fg_error *err);
+fg_status fg_cpu_op_conv2d_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                       const fg_conv2d_desc *d, const void *x, const void *w,
+                                       const void *dy, void *dx, void *dw, void *dbias,
+                                       int accumulate, void *workspace, fg_error *err);
+fg_status fg_cpu_op_pool2d_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                      int mode, const fg_conv2d_desc *d, const void *x,
+                                      void *y, int32_t *argmax, fg_error *err);
+fg_status fg_cpu_op_pool2d_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                       int mode, const fg_conv2d_desc *d, const void *dy,
+                                       const int32_t *argmax, void *dx, fg_error *err);
+fg_status fg_cpu_op_batchnorm_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                         int training, int n, int c, int spatial,
+                                         const void *x, const void *gamma, const void *beta,
+                                         float *running_mean, float *running_var,
+                                         float momentum, float eps, float *saved_mean,
+                                         float *saved_invstd, void *y, fg_error *err);
+fg_status fg_cpu_op_batchnorm_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                          int n, int c, int spatial, const void *x,
+                                          const void *gamma, const float *saved_mean,
+                                          const float *saved_invstd, const void *dy, void *dx,
+                                          void *dgamma, void *dbeta, int accumulate,
+                                          fg_error *err);
+fg_status fg_cpu_op_dropout_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                       float p, uint64_t seed, uint64_t offset, const void *x,
+                                       void *y, uint8_t *mask, size_t n, fg_error *err);
+fg_status fg_cpu_op_dropout_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                        float p, const uint8_t *mask, const void *dy, void *dx,
+                                        size_t n, fg_error *err);
+fg_status fg_cpu_op_softmax_xent_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                            const void *logits, const int32_t *labels,
+                                            int rows, int classes, float *probs,
+                                            float *loss_sum, float *correct, fg_error *err);
+fg_status fg_cpu_op_softmax_xent_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                             const float *probs, const int32_t *labels,
+                                             int rows, int classes, float scale,
+                                             void *dlogits, fg_error *err);
+
+/* cpu_ops_ex.c: half gradients and "true" half parameters */
+fg_status fg_cpu_op_sum_squares_ex(void *state, void *queue, const void *x, uint32_t dtype,
+                                   size_t n, float *out, fg_error *err);
+fg_status fg_cpu_op_scale_ex(void *state, void *queue, void *x, uint32_t dtype, float alpha,
+                             size_t n, fg_error *err);
+fg_status fg_cpu_op_clamp_ex(void *state, void *queue, void *x, uint32_t dtype, float lo,
+                             float hi, size_t n, fg_error *err);
+fg_status fg_cpu_op_sgd_update_ex(void *state, void *queue, const fg_sgd_args *a, void *param,
+                                  uint32_t param_dtype, const void *grad, uint32_t grad_dtype,
+                                  float *momentum_buf, size_t n, fg_error *err);
+fg_status fg_cpu_op_adamw_update_ex(void *state, void *queue, const fg_adamw_args *a,
+                                    void *param, uint32_t param_dtype, const void *grad,
+                                    uint32_t grad_dtype, float *m, float *v, size_t n,
+                                    fg_error *err);
 
 #endif

@@ -187,7 +187,7 @@ fg_status fg_cpu_queue_create(void *state, int device, void **queue, fg_error *e
     fg_status st = fg_cpu_check_device(be, "queue_create", device, err);
     if (st != FG_OK)
         return st;
-    fg_cpu_queue *q = malloc(sizeof *q);
+    fg_cpu_queue *q = calloc(1, sizeof *q);
     if (!q)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "cpu backend: queue_create: out of memory");
     q->device = device;
@@ -198,6 +198,8 @@ fg_status fg_cpu_queue_create(void *state, int device, void **queue, fg_error *e
 void fg_cpu_queue_destroy(void *state, void *queue)
 {
     (void)state;
+    if (queue)
+        free(((fg_cpu_queue *)queue)->scratch);
     free(queue);
 }
 

@@ -28,11 +28,12 @@
  * warns and goes on); after one, a missing metric is an error naming the ones present.
  *
  * The trainer writes each asked-for file synchronously after on_event returns, through a
- * temporary file and a rename. The plugin itself only deletes files that leave the top k
- * and, for save_last at a check that also saved a top-k file, hard-links last.safetensors
- * to that file at the next event (the action carries one path; the trainer's atomic
- * rename keeps the two names independent afterwards). Only rank 0 touches files; every
- * rank takes the same decisions from the same reduced metrics. */
+ * temporary file and a rename. For save_last at a check that also saved a top-k file, the
+ * action names last.safetensors as the checkpoint's second name (checkpoint_also_path):
+ * the trainer hard-links it, or copies where the file system has no hard links, again
+ * through a temporary name and a rename. The plugin itself only deletes files that leave
+ * the top k. Only rank 0 touches files; every rank takes the same decisions from the same
+ * reduced metrics. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
@@ -72,9 +73,7 @@ typedef struct checkpoint {
     int64_t prev_step_reported; /* global step of the previous train_step_end */
     int64_t pending_epoch;      /* an epoch check waiting for validation_end; -1: none */
     int validation_seen;
-    char link_target[CKPT_PATH_MAX]; /* last.safetensors becomes a link to this; "": none */
     char run_dir[CKPT_FULL_PATH_MAX]; /* of the latest event */
-    int is_rank_zero;                 /* of the latest event */
 } checkpoint;
 
 static const fg_option checkpoint_options[] = {
@@ -225,38 +224,6 @@ static void delete_file(const checkpoint *cp, const char *path)
     }
 }
 
-/* last.safetensors as a second name of the file written at the previous check: linked to
- * a temporary name, then renamed over the old last, so a reader never sees it missing. */
-static fg_status link_last(checkpoint *cp, fg_error *err)
-{
-    char target[CKPT_FULL_PATH_MAX], last[CKPT_FULL_PATH_MAX], tmp[CKPT_FULL_PATH_MAX + 16];
-    if (!full_path(cp, cp->link_target, target, sizeof target) ||
-        !full_path(cp, cp->last_path, last, sizeof last))
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "save_last: path in %s too long", cp->run_dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp.link", last);
-    unlink(tmp);
-    if (link(target, tmp) != 0)
-        return fg_error_set(err, FG_INTERNAL, "save_last: cannot link %s to %s: %s%s", last,
-                            target, strerror(errno),
-                            errno == ENOENT ? " (the trainer did not write the checkpoint)" : "");
-    if (rename(tmp, last) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return fg_error_set(err, FG_INTERNAL, "save_last: cannot rename %s to %s: %s", tmp, last,
-                            strerror(e));
-    }
-    return FG_OK;
-}
-
-static fg_status finish_pending_link(checkpoint *cp, int is_rank_zero, fg_error *err)
-{
-    if (cp->link_target[0] == '\0')
-        return FG_OK;
-    fg_status st = is_rank_zero ? link_last(cp, err) : FG_OK;
-    cp->link_target[0] = '\0';
-    return st;
-}
-
 /* ---- checks -------------------------------------------------------------------------- */
 
 static const char *missing_needed(const checkpoint *cp)
@@ -365,11 +332,15 @@ static fg_status run_check(checkpoint *cp, const fg_event *ev, check_kind kind,
     fg_status st = save_top_k(cp, ev, action, &saved, err);
     if (st != FG_OK)
         return st;
-    if (cp->save_last) {
-        if (saved)
-            snprintf(cp->link_target, sizeof cp->link_target, "%s", action->checkpoint_path);
-        else
-            ask_for(action, cp->last_path);
+    if (cp->save_last && saved) {
+        if (!FG_HAS_FIELD(action, fg_callback_action, checkpoint_also_path))
+            return fg_error_set(err, FG_INCOMPATIBLE, "save_last needs a host whose checkpoint "
+                                "action has checkpoint_also_path (fulgur ABI 1.x); this one's "
+                                "action struct has %u bytes", (unsigned)action->struct_size);
+        snprintf(action->checkpoint_also_path, sizeof action->checkpoint_also_path, "%s",
+                 cp->last_path);
+    } else if (cp->save_last) {
+        ask_for(action, cp->last_path);
     }
     if (action->save_checkpoint)
         cp->last_saved_step = ev->global_step;
@@ -453,10 +424,7 @@ static fg_status checkpoint_on_event(void *state, const fg_event *ev, fg_callbac
                             "is too small (%u, %u bytes)", ev ? (unsigned)ev->struct_size : 0u,
                             action ? (unsigned)action->struct_size : 0u);
     snprintf(cp->run_dir, sizeof cp->run_dir, "%s", ev->run_dir ? ev->run_dir : "");
-    cp->is_rank_zero = ev->is_rank_zero;
-    fg_status st = finish_pending_link(cp, ev->is_rank_zero, err);
-    if (st == FG_OK)
-        st = ckpt_metrics_update(&cp->known, ev, err);
+    fg_status st = ckpt_metrics_update(&cp->known, ev, err);
     if (st == FG_OK)
         st = dispatch(cp, ev, action, err);
     return st;
@@ -467,11 +435,6 @@ static void checkpoint_deinit(void *state)
     checkpoint *cp = state;
     if (cp == NULL)
         return;
-    /* A link still owed when no event followed the last check (fit_end normally does);
-     * deinit has no error channel, so a failure is a warning. */
-    fg_error e = {0};
-    if (finish_pending_link(cp, cp->is_rank_zero, &e) != FG_OK && cp->host->log)
-        cp->host->log(cp->host, FG_LOG_WARN, "%s", e.message);
     checkpoint_free(cp);
 }
 

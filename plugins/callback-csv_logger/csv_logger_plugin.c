@@ -3,6 +3,7 @@
  *   [callback.csv_logger]
  *   filename = metrics.csv        ; under the run folder; an absolute path is used as is
  *   flush_every_n_events = 10     ; rows held in memory before they are written
+ *   hparams = true                ; also write hparams.yaml beside it
  *
  * Columns: epoch, step (the global step), then every metric name seen so far, in order of
  * first appearance; a row leaves empty the cells of metrics its event did not carry. When
@@ -14,8 +15,9 @@
  * validation, fit end, test, exception: a few per epoch), and at teardown. Only rank 0
  * writes; the file is created (truncated) at its first flush.
  *
- * Not written: hparams. A callback does not see the config; the trainer saves the resolved
- * config in the run folder. */
+ * hparams.yaml (next to the CSV file, as Lightning's CSVLogger) holds the run's resolved
+ * configuration, read through host->config_entry and written by rank 0 at its first event
+ * (hparams_yaml.h). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdlib.h>
@@ -26,6 +28,7 @@
 
 #include "csv_file.h"
 #include "csv_table.h"
+#include "hparams_yaml.h"
 
 #ifndef CSV_LOGGER_VERSION
 #define CSV_LOGGER_VERSION "1.0.0"
@@ -36,6 +39,8 @@ typedef struct csv_logger {
     const char *filename; /* owned by the host */
     int64_t flush_every;  /* >= 1 */
     int have_path;        /* file.path was resolved against the run folder */
+    int hparams;          /* write hparams.yaml */
+    const fg_host *host;
     csv_table table;
     csv_file file;
 } csv_logger;
@@ -45,6 +50,8 @@ static const fg_option csv_logger_options[] = {
      .max = 0, .help = "the CSV file, under the run folder (absolute: used as is)"},
     {.key = "flush_every_n_events", .type = FG_OPT_INT, .default_value = "10", .min = 1,
      .max = 1e6, .help = "rows held in memory before writing; non-step events always flush"},
+    {.key = "hparams", .type = FG_OPT_BOOL, .default_value = "true", .min = 1, .max = 0,
+     .help = "write the resolved configuration to hparams.yaml beside the CSV file"},
 };
 
 static fg_status csv_logger_init(const fg_host *host, void **state, fg_error *err)
@@ -59,12 +66,20 @@ static fg_status csv_logger_init(const fg_host *host, void **state, fg_error *er
         return fg_error_set(err, FG_INVALID_ARGUMENT,
                             "[%s] flush_every_n_events = %lld: must be an integer >= 1", section,
                             (long long)every);
+    int hparams = 1;
+    if (host->get_bool(host, "hparams", &hparams) != FG_OK)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] hparams: not a boolean", section);
+    if (hparams && (!FG_HAS_FIELD(host, fg_host, config_entry) || host->config_entry == NULL))
+        return fg_error_set(err, FG_INCOMPATIBLE, "[%s] hparams = true needs a host with "
+                            "config_entry (fulgur ABI 1.x); set hparams = false", section);
     csv_logger *cl = calloc(1, sizeof *cl);
     if (cl == NULL)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "[%s] out of memory", section);
     cl->section = section;
     cl->filename = filename;
     cl->flush_every = every;
+    cl->hparams = hparams != 0;
+    cl->host = host;
     *state = cl;
     return FG_OK;
 }
@@ -120,6 +135,19 @@ static fg_status resolve_path(csv_logger *cl, const char *run_dir, fg_error *err
                             "folder of %s: %s", cl->section, cl->filename, cl->file.path,
                             strerror(e));
     cl->have_path = 1;
+    if (!cl->hparams)
+        return FG_OK;
+    char yaml[CSV_PATH_MAX];
+    snprintf(yaml, sizeof yaml, "%s", cl->file.path);
+    char *slash = strrchr(yaml, '/');
+    size_t dir = slash ? (size_t)(slash - yaml) + 1 : 0;
+    if (dir + sizeof "hparams.yaml" > sizeof yaml)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] hparams.yaml: path too long", cl->section);
+    memcpy(yaml + dir, "hparams.yaml", sizeof "hparams.yaml");
+    csv_failure why;
+    if (hparams_yaml_write(cl->host, yaml, &why) != 0)
+        return fg_error_set(err, FG_INTERNAL, "[%s] %s %s: %s", cl->section, why.what, why.path,
+                            strerror(why.errnum));
     return FG_OK;
 }
 

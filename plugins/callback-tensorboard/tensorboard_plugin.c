@@ -2,6 +2,7 @@
  *
  *   [callback.tensorboard]
  *   subdir = tb     ; under the run folder; an absolute path is used as is
+ *   hparams = true  ; write the resolved config as the HParams dashboard's data
  *
  * Rank 0 creates run_dir/tb/events.out.tfevents.<unix_time>.<hostname> at the first event:
  * a file_version record ("brain.Event:2"), then one Event per trainer event that carries
@@ -9,8 +10,10 @@
  * name, so train/... and val/... group as TensorBoard sections). Each record is flushed,
  * so `tensorboard --logdir runs` follows a live run.
  *
- * Not written: hyperparameters (the HParams plugin's data). A callback does not see the
- * config; the trainer saves the resolved config in the run folder instead. */
+ * With hparams = true, fit start also writes the HParams plugin's experiment and
+ * session_start_info summaries (every resolved config entry, read through
+ * host->config_entry, as a hyperparameter "section.key"), and fit end (or an exception)
+ * its session_end_info with the status: see tb_hparams.h for the encoding. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +22,7 @@
 #include <fulgur/callback.h>
 
 #include "tb_event.h"
+#include "tb_hparams.h"
 #include "tb_paths.h"
 #include "tfrecord.h"
 
@@ -31,6 +35,9 @@
 typedef struct tensorboard {
     const char *section; /* for messages */
     const char *subdir;  /* owned by the host */
+    const fg_host *host;
+    int hparams;         /* write the HParams summaries */
+    int session_open;    /* session_start_info written, session_end_info not yet */
     tfrecord_crc crc;
     tb_bytes record; /* reused for every event */
     FILE *file;      /* NULL until rank 0's first event */
@@ -40,6 +47,8 @@ typedef struct tensorboard {
 static const fg_option tensorboard_options[] = {
     {.key = "subdir", .type = FG_OPT_STRING, .default_value = "tb", .min = 1, .max = 0,
      .help = "folder of the event files, under the run folder (absolute: used as is)"},
+    {.key = "hparams", .type = FG_OPT_BOOL, .default_value = "true", .min = 1, .max = 0,
+     .help = "write the resolved configuration for TensorBoard's HParams dashboard"},
 };
 
 static fg_status tensorboard_init(const fg_host *host, void **state, fg_error *err)
@@ -50,11 +59,19 @@ static fg_status tensorboard_init(const fg_host *host, void **state, fg_error *e
         return fg_error_set(err, FG_INVALID_ARGUMENT,
                             "[%s] subdir: missing or empty (the folder of the event files)",
                             section);
+    int hparams = 1;
+    if (host->get_bool(host, "hparams", &hparams) != FG_OK)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] hparams: not a boolean", section);
+    if (hparams && (!FG_HAS_FIELD(host, fg_host, config_entry) || host->config_entry == NULL))
+        return fg_error_set(err, FG_INCOMPATIBLE, "[%s] hparams = true needs a host with "
+                            "config_entry (fulgur ABI 1.x); set hparams = false", section);
     tensorboard *tb = calloc(1, sizeof *tb);
     if (tb == NULL)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "[%s] out of memory", section);
     tb->section = section;
     tb->subdir = subdir;
+    tb->host = host;
+    tb->hparams = hparams != 0;
     tfrecord_crc_init(&tb->crc);
     *state = tb;
     return FG_OK;
@@ -112,6 +129,34 @@ static fg_status open_event_file(tensorboard *tb, const char *run_dir, fg_error 
     return write_record(tb, err);
 }
 
+/* The HParams summaries: experiment and session start at fit start, the session's end
+ * (success or failure) at fit end or an exception. */
+static fg_status write_hparams(tensorboard *tb, uint32_t type, fg_error *err)
+{
+    int rc = 0;
+    double now = wall_seconds();
+    if (!tb->hparams)
+        return FG_OK;
+    if (type == FG_EVENT_FIT_START && !tb->session_open) {
+        rc = tb_encode_hparams_experiment(&tb->record, now, tb->host);
+        fg_status st = rc == 0 ? write_record(tb, err) : FG_OK;
+        if (rc == 0 && st != FG_OK)
+            return st;
+        if (rc == 0)
+            rc = tb_encode_hparams_session_start(&tb->record, now, tb->host);
+        tb->session_open = rc == 0;
+    } else if ((type == FG_EVENT_FIT_END || type == FG_EVENT_EXCEPTION) && tb->session_open) {
+        rc = tb_encode_hparams_session_end(&tb->record, now, type == FG_EVENT_FIT_END
+                                           ? TB_STATUS_SUCCESS : TB_STATUS_FAILURE);
+        tb->session_open = 0;
+    } else {
+        return FG_OK;
+    }
+    if (rc != 0)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "[%s] out of memory", tb->section);
+    return write_record(tb, err);
+}
+
 /* Thread rule (callback.h): called from the trainer's thread, on every rank, in order. */
 static fg_status tensorboard_on_event(void *state, const fg_event *event,
                                       fg_callback_action *action, fg_error *err)
@@ -128,8 +173,9 @@ static fg_status tensorboard_on_event(void *state, const fg_event *event,
         if (st != FG_OK)
             return st;
     }
-    if (event->metric_count == 0 || event->metrics == NULL)
-        return FG_OK;
+    fg_status st = write_hparams(tb, event->type, err);
+    if (st != FG_OK || event->metric_count == 0 || event->metrics == NULL)
+        return st;
     if (tb_encode_scalars(&tb->record, wall_seconds(), event->global_step, event->metrics,
                           event->metric_count) != 0)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "[%s] out of memory", tb->section);

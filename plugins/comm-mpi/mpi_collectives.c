@@ -206,7 +206,8 @@ fg_status fg_mpi_wait(void *state, void *request, fg_error *err)
     fg_mpi_request *r = request;
     if (!r) return fg_error_set(err, FG_INVALID_ARGUMENT, "comm.mpi: wait: request is NULL");
     fg_status st = r->done ? FG_OK : fg_mpi_complete(c, &r->req, &r->op, err);
-    if (st == FG_OK && r->average) fg_mpi_scale_average(r->buf, r->op.count, r->op.dtype, c->size);
+    if (st == FG_OK && r->average)
+        fg_mpi_scale_average(r->buf, r->avg_count ? r->avg_count : r->op.count, r->op.dtype, c->size);
     c->in_flight--;
     free(r);
     return st;

@@ -22,5 +22,12 @@ fg_status fg_mpi_all_reduce_start(void *state, void *queue, void *buf, size_t co
                                   uint32_t dtype, uint32_t op, void **request, fg_error *err);
 fg_status fg_mpi_test(void *state, void *request, int *done, fg_error *err);
 fg_status fg_mpi_wait(void *state, void *request, fg_error *err);
+/* mpi_collectives_v.c */
+fg_status fg_mpi_reduce_scatter_v_start(void *state, void *queue, const void *send, void *recv,
+                                        const size_t *counts, uint32_t dtype, uint32_t op,
+                                        void **request, fg_error *err);
+fg_status fg_mpi_all_gather_v_start(void *state, void *queue, const void *send, void *recv,
+                                    const size_t *counts, uint32_t dtype, void **request,
+                                    fg_error *err);
 
 #endif

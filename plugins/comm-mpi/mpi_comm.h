@@ -48,6 +48,9 @@ typedef struct fg_mpi_request {
     void *buf;           /* AVG: scaled by 1 / size once complete */
     int average;
     int done;
+    size_t avg_count;    /* elements AVG scales when not op.count (reduce_scatter_v) */
+    int *counts;         /* (2 * size) per-rank counts and displacements of the v-collectives,
+                          * alive until completion as MPI requires; NULL otherwise */
 } fg_mpi_request;
 
 double fg_mpi_now(void);

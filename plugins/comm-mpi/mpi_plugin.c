@@ -4,9 +4,11 @@
  * already did, in which case MPI stays the program's to finalize. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "mpi_collectives.h"
+#include "mpi_launcher.h"
 
 static const fg_option options[] = {
     {"timeout_s", FG_OPT_FLOAT, "600", 1e-3, 1e9, NULL,
@@ -77,6 +79,8 @@ static fg_status find_topology(fg_mpi_comm *c, fg_error *err)
     return FG_OK;
 }
 
+static fg_status mpi_topology(void *state, fg_comm_topology *out, fg_error *err);
+
 static void mpi_deinit(void *state)
 {
     fg_mpi_comm *c = state;
@@ -101,13 +105,18 @@ static fg_status mpi_init(const fg_host *host, void **state, fg_error *err)
     }
     fg_status st = start_mpi(c, err);
     if (st == FG_OK) st = find_topology(c, err);
+    fg_comm_topology topo = {sizeof topo, 0, 0, 0, 0, 0, 0};
+    char launcher[512];
+    if (st == FG_OK) st = mpi_topology(c, &topo, err);
+    if (st == FG_OK)
+        st = fg_mpi_check_launcher(c->world, &topo, "comm.mpi", launcher, sizeof launcher, err);
     if (st != FG_OK) {
         mpi_deinit(c);
         return st;
     }
     host->log(host, FG_LOG_DEBUG, "rank %d of %d, local rank %d of %d, node %d of %d, "
-              "timeout %g s", c->rank, c->size, c->local_rank, c->local_size, c->node,
-              c->node_count, c->timeout_s);
+              "timeout %g s; launcher: %s", c->rank, c->size, c->local_rank, c->local_size,
+              c->node, c->node_count, c->timeout_s, launcher);
     *state = c;
     return FG_OK;
 }
@@ -125,6 +134,15 @@ static fg_status mpi_topology(void *state, fg_comm_topology *out, fg_error *err)
     return FG_OK;
 }
 
+static void mpi_abort(void *state, int exit_code, const char *reason)
+{
+    fg_mpi_comm *c = state;
+    fprintf(stderr, "fulgur: rank %d of %d failed, ending the job: %s\n", c->rank, c->size,
+            reason);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, exit_code);
+}
+
 static const fg_comm_vtable vtable = {
     .struct_size = sizeof(fg_comm_vtable),
     .topology = mpi_topology,
@@ -138,6 +156,9 @@ static const fg_comm_vtable vtable = {
     .all_reduce_start = fg_mpi_all_reduce_start,
     .test = fg_mpi_test,
     .wait = fg_mpi_wait,
+    .reduce_scatter_v_start = fg_mpi_reduce_scatter_v_start,
+    .all_gather_v_start = fg_mpi_all_gather_v_start,
+    .abort = mpi_abort,
 };
 
 FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {

@@ -60,6 +60,11 @@ typedef struct ddp {
     fg_status hook_status; /* the first failure inside the hook (it cannot return one) */
     fg_error hook_err;
 
+    float *buffers;        /* (buffer_count) batch-norm running statistics; NULL: none */
+    int64_t buffer_count;
+    int buffers_stale;     /* training forwards ran since rank 0's buffers were broadcast */
+    int64_t buffer_syncs;
+
     int64_t steps;
     int synced;            /* this step's gradients are reduced and averaged */
     ddp_step_timing timing;
@@ -78,6 +83,12 @@ fg_status ddp_buckets_wait(ddp *d, fg_error *err);
 void ddp_buckets_drain(ddp *d);
 /* Timing of the step just waited: logged at debug level and sent to the metrics sink. */
 void ddp_report_step(ddp *d);
+
+/* ddp_buffers.c: rank 0's model buffers to every rank (see there for when). */
+void ddp_buffers_bind(ddp *d);
+fg_status ddp_buffers_sync(ddp *d, fg_error *err);
+/* The debug line at teardown: this rank's buffer digest, for tests comparing ranks. */
+void ddp_buffers_report(ddp *d);
 
 double ddp_now(void);
 

@@ -6,7 +6,8 @@
  * the replicas stay equal without ever sending parameters again. Non-final micro-batches
  * of gradient accumulation reduce nothing (PyTorch's no_sync). Metrics are summed across
  * ranks when read; evaluation is local (the sampler gives each rank an exact shard).
- * Not synchronised: model buffers (batch-norm running statistics) stay per rank. */
+ * Model buffers (batch-norm running statistics): rank 0's, broadcast when the metrics are
+ * read (ddp_buffers.c). Dropout: each rank draws from its own stream (rank r: stream r). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,9 @@ static const fg_option options[] = {
      "are final, overlapping the rest of backward"},
     {"device", FG_OPT_INT, "-1", -1, 4096, NULL,
      "backend device of this rank; -1: local rank modulo the backend's device count"},
+    {"sync_batchnorm", FG_OPT_BOOL, "false", 1, 0, NULL,
+     "batch statistics across ranks inside each forward (SyncBatchNorm): not supported; "
+     "rank 0's running statistics are broadcast instead"},
 };
 
 /* The comm and backend this strategy drives, and the rank's device. */
@@ -64,6 +68,15 @@ static fg_status ddp_init(const fg_host *host, void **state, fg_error *err)
     d->bucket_mb = 25;
     host->get_float(host, "bucket_mb", &d->bucket_mb);
     host->get_int(host, "device", &device);
+    int sync_bn = 0;
+    host->get_bool(host, "sync_batchnorm", &sync_bn);
+    if (sync_bn) {
+        free(d);
+        return fg_error_set(err, FG_UNAVAILABLE, "[%s] sync_batchnorm = true: strategy.ddp does "
+                            "not compute batch-norm statistics across ranks (SyncBatchNorm); each "
+                            "rank normalises with its own batch and rank 0's running statistics "
+                            "are broadcast to all. Remove the key", host->section);
+    }
     fg_status st = d->bucket_mb > 0 ? bind_peers(d, device, err)
                                     : fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] bucket_mb "
                                                    "must be > 0", host->section);
@@ -101,6 +114,13 @@ static fg_status ddp_setup(void *state, const fg_train_services *svc, fg_error *
     if (st != FG_OK) return st;
     d->grads = svc->replica_grads(svc->ctx, d->replica);
     d->queue = svc->replica_queue(svc->ctx, d->replica);
+    ddp_buffers_bind(d);
+    /* Equal masks on every rank would make dropout's noise the same N times over. */
+    if (FG_HAS_FIELD(svc, fg_train_services, replica_set_rng_stream) && svc->replica_set_rng_stream)
+        svc->replica_set_rng_stream(svc->ctx, d->replica, (uint64_t)d->topo.rank);
+    else if (d->topo.rank == 0 && d->topo.world_size > 1)
+        d->host->log(d->host, FG_LOG_WARN, "this fulgur has no replica_set_rng_stream: dropout "
+                     "masks are the same on every rank");
     /* Every rank starts from rank 0's parameters (equal by seed already; this is the
      * contract, and it catches a rank whose config differs in the seed). */
     float *params = svc->replica_params(svc->ctx, d->replica);
@@ -108,6 +128,7 @@ static fg_status ddp_setup(void *state, const fg_train_services *svc, fg_error *
     if (st == FG_OK)
         st = d->comm->broadcast(d->comm_state, NULL, params, (size_t)svc->param_count, FG_F32, 0,
                                 err);
+    if (st == FG_OK) st = ddp_buffers_sync(d, err);
     if (st != FG_OK) return st;
     double elems = d->bucket_mb * 1024.0 * 1024.0 / sizeof(float);
     d->bucket_elems = elems < 1 ? 1 : (int64_t)elems;
@@ -134,6 +155,7 @@ static void ddp_teardown(void *state)
         d->svc->set_grad_ready_hook(d->svc->ctx, d->replica, NULL, NULL);
         d->svc->replica_destroy(d->svc->ctx, d->replica);
     }
+    ddp_buffers_report(d);
     if (d->steps > 0 && d->topo.rank == 0) {
         double hidden = d->total_comm > 0 ? d->total_hidden / d->total_comm : 0;
         d->host->log(d->host, FG_LOG_INFO, "%lld steps: gradient all-reduce in flight %.3f s, "
@@ -150,6 +172,7 @@ static fg_status ddp_train_step(void *state, const fg_batch *batch, int micro_in
                                 float grad_scale, fg_error *err)
 {
     ddp *d = state;
+    d->buffers_stale = d->buffers != NULL;
     ddp_buckets_begin(d, final != 0);
     double t0 = ddp_now();
     fg_status st = d->svc->forward_backward(d->svc->ctx, d->replica, batch, grad_scale,
@@ -221,6 +244,7 @@ static fg_status ddp_read_metrics(void *state, int reset, fg_step_metrics *out, 
     out->loss_sum = sums[0];
     out->correct = sums[1];
     out->count = sums[2];
+    if (st == FG_OK && d->buffers_stale) st = ddp_buffers_sync(d, err);
     return st;
 }
 

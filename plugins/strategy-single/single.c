@@ -37,6 +37,9 @@ static fg_status single_info(void *state, fg_strategy_info *out, fg_error *err)
         out->rank = 0;
         out->world_size = 1;
     }
+    /* Gradients and parameters reach it only through the services (clipping, optimizer,
+     * checkpoints), which handle half storage. */
+    if (FG_HAS_FIELD(out, fg_strategy_info, half_storage)) out->half_storage = 1;
     return FG_OK;
 }
 

@@ -37,7 +37,7 @@ static const layout_line current[] = {
     FIELD(fg_host, abi_minor), FIELD(fg_host, section), FIELD(fg_host, log),
     FIELD(fg_host, get_bool), FIELD(fg_host, get_int), FIELD(fg_host, get_float),
     FIELD(fg_host, get_string), FIELD(fg_host, aligned_alloc), FIELD(fg_host, aligned_free),
-    FIELD(fg_host, metric), FIELD(fg_host, find_plugin),
+    FIELD(fg_host, metric), FIELD(fg_host, find_plugin), FIELD(fg_host, config_entry),
 
     SIZE(fg_plugin), FIELD(fg_plugin, magic), FIELD(fg_plugin, struct_size),
     FIELD(fg_plugin, abi_major), FIELD(fg_plugin, abi_minor),
@@ -85,6 +85,20 @@ static const layout_line current[] = {
     FIELD(fg_backend_vtable, scale), FIELD(fg_backend_vtable, axpy),
     FIELD(fg_backend_vtable, sum_squares), FIELD(fg_backend_vtable, sgd_update),
     FIELD(fg_backend_vtable, adamw_update), FIELD(fg_backend_vtable, clamp),
+    FIELD(fg_backend_vtable, cast), FIELD(fg_backend_vtable, gemm_ex),
+    FIELD(fg_backend_vtable, bias_add_ex), FIELD(fg_backend_vtable, bias_grad_ex),
+    FIELD(fg_backend_vtable, activation_forward_ex),
+    FIELD(fg_backend_vtable, activation_backward_ex),
+    FIELD(fg_backend_vtable, conv2d_forward_ex), FIELD(fg_backend_vtable, conv2d_backward_ex),
+    FIELD(fg_backend_vtable, pool2d_forward_ex), FIELD(fg_backend_vtable, pool2d_backward_ex),
+    FIELD(fg_backend_vtable, batchnorm_forward_ex),
+    FIELD(fg_backend_vtable, batchnorm_backward_ex),
+    FIELD(fg_backend_vtable, dropout_forward_ex), FIELD(fg_backend_vtable, dropout_backward_ex),
+    FIELD(fg_backend_vtable, softmax_xent_forward_ex),
+    FIELD(fg_backend_vtable, softmax_xent_backward_ex),
+
+    SIZE(fg_op_dtypes), FIELD(fg_op_dtypes, struct_size), FIELD(fg_op_dtypes, act),
+    FIELD(fg_op_dtypes, param), FIELD(fg_op_dtypes, grad),
 
     /* precision.h */
     SIZE(fg_precision_info), FIELD(fg_precision_info, struct_size),
@@ -94,7 +108,12 @@ static const layout_line current[] = {
 
     SIZE(fg_precision_vtable), FIELD(fg_precision_vtable, struct_size),
     FIELD(fg_precision_vtable, info), FIELD(fg_precision_vtable, loss_scale),
-    FIELD(fg_precision_vtable, update_scale),
+    FIELD(fg_precision_vtable, update_scale), FIELD(fg_precision_vtable, get_scaler_state),
+    FIELD(fg_precision_vtable, set_scaler_state),
+
+    SIZE(fg_loss_scaler_state), FIELD(fg_loss_scaler_state, struct_size),
+    FIELD(fg_loss_scaler_state, scale), FIELD(fg_loss_scaler_state, growth_tracker),
+    FIELD(fg_loss_scaler_state, hysteresis_left), FIELD(fg_loss_scaler_state, skipped_steps),
 
     /* comm.h */
     SIZE(fg_comm_topology), FIELD(fg_comm_topology, struct_size), FIELD(fg_comm_topology, rank),
@@ -107,7 +126,8 @@ static const layout_line current[] = {
     FIELD(fg_comm_vtable, all_gather), FIELD(fg_comm_vtable, broadcast),
     FIELD(fg_comm_vtable, send), FIELD(fg_comm_vtable, recv), FIELD(fg_comm_vtable, barrier),
     FIELD(fg_comm_vtable, all_reduce_start), FIELD(fg_comm_vtable, test),
-    FIELD(fg_comm_vtable, wait),
+    FIELD(fg_comm_vtable, wait), FIELD(fg_comm_vtable, reduce_scatter_v_start),
+    FIELD(fg_comm_vtable, all_gather_v_start), FIELD(fg_comm_vtable, abort),
 
     /* data.h */
     SIZE(fg_dataset_info), FIELD(fg_dataset_info, struct_size), FIELD(fg_dataset_info, length),
@@ -124,14 +144,18 @@ static const layout_line current[] = {
     FIELD(fg_event, global_step), FIELD(fg_event, step_in_epoch),
     FIELD(fg_event, steps_per_epoch), FIELD(fg_event, learning_rate), FIELD(fg_event, metrics),
     FIELD(fg_event, metric_count), FIELD(fg_event, is_rank_zero), FIELD(fg_event, run_dir),
-    FIELD(fg_event, max_epochs),
+    FIELD(fg_event, max_epochs), FIELD(fg_event, nonfinite_layer),
 
     SIZE(fg_callback_action), FIELD(fg_callback_action, struct_size),
     FIELD(fg_callback_action, stop), FIELD(fg_callback_action, reason),
     FIELD(fg_callback_action, save_checkpoint), FIELD(fg_callback_action, checkpoint_path),
+    FIELD(fg_callback_action, checkpoint_also_path),
+
+    SIZE(fg_callback_requests), FIELD(fg_callback_requests, struct_size),
+    FIELD(fg_callback_requests, flags), FIELD(fg_callback_requests, finite_check_every),
 
     SIZE(fg_callback_vtable), FIELD(fg_callback_vtable, struct_size),
-    FIELD(fg_callback_vtable, on_event),
+    FIELD(fg_callback_vtable, on_event), FIELD(fg_callback_vtable, requests),
 
     /* strategy.h */
     SIZE(fg_strategy_info), FIELD(fg_strategy_info, struct_size),
@@ -155,6 +179,25 @@ static const layout_line current[] = {
     FIELD(fg_train_services, optimizer_step), FIELD(fg_train_services, read_metrics),
     FIELD(fg_train_services, set_grad_ready_hook), FIELD(fg_train_services, grad_norm_sq),
     FIELD(fg_train_services, scale_grads), FIELD(fg_train_services, replica_memory),
+    FIELD(fg_train_services, buffer_count), FIELD(fg_train_services, replica_create_spec),
+    FIELD(fg_train_services, optimizer_step_at), FIELD(fg_train_services, param_ranges),
+    FIELD(fg_train_services, set_layer_memory_hook), FIELD(fg_train_services, read_init_params),
+    FIELD(fg_train_services, replica_buffers), FIELD(fg_train_services, replica_opt_state),
+    FIELD(fg_train_services, set_sample_offset), FIELD(fg_train_services, layer_count),
+    FIELD(fg_train_services, layer_info), FIELD(fg_train_services, stage_create),
+    FIELD(fg_train_services, stage_destroy), FIELD(fg_train_services, stage_queue),
+    FIELD(fg_train_services, stage_range), FIELD(fg_train_services, stage_forward),
+    FIELD(fg_train_services, stage_backward), FIELD(fg_train_services, stage_output),
+    FIELD(fg_train_services, stage_input_grad), FIELD(fg_train_services, stage_optimizer_step),
+    FIELD(fg_train_services, stage_read_metrics), FIELD(fg_train_services, stage_grad_norm_sq),
+    FIELD(fg_train_services, stage_scale_grads), FIELD(fg_train_services, stage_memory),
+    FIELD(fg_train_services, stage_params), FIELD(fg_train_services, stage_buffers),
+    FIELD(fg_train_services, stage_opt_state),
+    FIELD(fg_train_services, replica_set_rng_stream),
+
+    SIZE(fg_replica_spec), FIELD(fg_replica_spec, struct_size),
+    FIELD(fg_replica_spec, full_params), FIELD(fg_replica_spec, full_grads),
+    FIELD(fg_replica_spec, opt_offset), FIELD(fg_replica_spec, opt_count),
 
     SIZE(fg_memory_report), FIELD(fg_memory_report, struct_size),
     FIELD(fg_memory_report, device), FIELD(fg_memory_report, param_bytes),
@@ -170,6 +213,11 @@ static const layout_line current[] = {
     FIELD(fg_strategy_vtable, sync_grads), FIELD(fg_strategy_vtable, grad_norm_sq),
     FIELD(fg_strategy_vtable, scale_grads), FIELD(fg_strategy_vtable, memory_report),
     FIELD(fg_strategy_vtable, gather_state), FIELD(fg_strategy_vtable, scatter_state),
+    FIELD(fg_strategy_vtable, shard_describe), FIELD(fg_strategy_vtable, shard_read),
+
+    SIZE(fg_shard_desc), FIELD(fg_shard_desc, struct_size),
+    FIELD(fg_shard_desc, per_rank_files), FIELD(fg_shard_desc, layout),
+    FIELD(fg_shard_desc, offset), FIELD(fg_shard_desc, count),
 
     /* enums */
     ENUM(fg_status, FG_OK), ENUM(fg_status, FG_UNAVAILABLE), ENUM(fg_status, FG_INCOMPATIBLE),
@@ -204,6 +252,7 @@ static const layout_line current[] = {
     ENUM(fg_event_type, FG_EVENT_TRAIN_STEP_END), ENUM(fg_event_type, FG_EVENT_VALIDATION_END),
     ENUM(fg_event_type, FG_EVENT_EPOCH_END), ENUM(fg_event_type, FG_EVENT_FIT_END),
     ENUM(fg_event_type, FG_EVENT_TEST_END), ENUM(fg_event_type, FG_EVENT_EXCEPTION),
+    ENUM(fg_event_type, FG_EVENT_NONFINITE),
     ENUM(fg_launch_mode, FG_LAUNCH_ONE_PROCESS), ENUM(fg_launch_mode, FG_LAUNCH_PROCESS_PER_DEVICE),
 
     /* constants a plugin compiles in (FG_ABI_MINOR and FG_KIND_LAST may grow) */
@@ -225,11 +274,13 @@ static const struct_align aligns[] = {
     STRUCT_ALIGN(fg_plugin), STRUCT_ALIGN(fg_device_info), STRUCT_ALIGN(fg_conv2d_desc),
     STRUCT_ALIGN(fg_sgd_args), STRUCT_ALIGN(fg_adamw_args), STRUCT_ALIGN(fg_backend_vtable),
     STRUCT_ALIGN(fg_precision_info), STRUCT_ALIGN(fg_precision_vtable),
+    STRUCT_ALIGN(fg_op_dtypes), STRUCT_ALIGN(fg_loss_scaler_state),
     STRUCT_ALIGN(fg_comm_topology), STRUCT_ALIGN(fg_comm_vtable),
     STRUCT_ALIGN(fg_dataset_info), STRUCT_ALIGN(fg_data_vtable), STRUCT_ALIGN(fg_metric),
     STRUCT_ALIGN(fg_event), STRUCT_ALIGN(fg_callback_action),
+    STRUCT_ALIGN(fg_callback_requests),
     STRUCT_ALIGN(fg_callback_vtable), STRUCT_ALIGN(fg_strategy_info),
-    STRUCT_ALIGN(fg_strategy_vtable), STRUCT_ALIGN(fg_batch), STRUCT_ALIGN(fg_step_metrics),
+    STRUCT_ALIGN(fg_strategy_vtable), STRUCT_ALIGN(fg_replica_spec), STRUCT_ALIGN(fg_batch), STRUCT_ALIGN(fg_step_metrics),
     STRUCT_ALIGN(fg_train_services),
 };
 

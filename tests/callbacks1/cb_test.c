@@ -211,6 +211,7 @@ fg_status cb_send(cb_instance *in, uint32_t type, int64_t epoch, int64_t global_
     ev.metric_count = metric_count;
     ev.is_rank_zero = in->is_rank_zero;
     ev.run_dir = in->run_dir;
+    ev.nonfinite_layer = in->nonfinite_layer;
     memset(action, 0, sizeof *action);
     action->struct_size = sizeof *action;
     memset(err, 0, sizeof *err);

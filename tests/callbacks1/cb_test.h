@@ -91,6 +91,7 @@ typedef struct cb_instance {
     double learning_rate;
     int64_t steps_per_epoch;
     char run_dir[1024];
+    const char *nonfinite_layer; /* sent as fg_event.nonfinite_layer; NULL unless set */
 } cb_instance;
 
 /* dlopens path and checks it is a callback plugin called name; exits the test (status

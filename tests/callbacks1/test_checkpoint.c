@@ -21,6 +21,7 @@ typedef struct sim {
     cb_instance in;
     char ckpt_dir[1200]; /* run_dir/checkpoints */
     char asked[512];     /* the path asked for at the latest event; "" when none */
+    char also[512];      /* its second name (checkpoint_also_path); "" when none */
     fg_status status;
     fg_error err;
 } sim;
@@ -68,6 +69,20 @@ static void sim_init(sim *s)
         exit(1);
 }
 
+/* What the trainer does with checkpoint_also_path: a hard link under a temporary name,
+ * renamed over the old one. */
+static void trainer_link(const sim *s, const char *written, const char *also)
+{
+    char src[2048], dst[2048], tmp[2100];
+    resolve(s, written, src, sizeof src);
+    resolve(s, also, dst, sizeof dst);
+    snprintf(tmp, sizeof tmp, "%s.tmp.link", dst);
+    if (link(src, tmp) != 0 || rename(tmp, dst) != 0) {
+        fprintf(stderr, "trainer_link %s -> %s: %s\n", dst, src, strerror(errno));
+        test_failures++;
+    }
+}
+
 /* Sends one event; writes the asked-for file with content "epoch E step S". */
 static const char *ev(sim *s, uint32_t type, int64_t epoch, int64_t step, const fg_metric *m,
                       uint32_t n)
@@ -75,13 +90,17 @@ static const char *ev(sim *s, uint32_t type, int64_t epoch, int64_t step, const 
     fg_callback_action act;
     s->status = cb_send(&s->in, type, epoch, step, m, n, &act, &s->err);
     s->asked[0] = '\0';
+    snprintf(s->also, sizeof s->also, "%s", act.checkpoint_also_path);
     CHECK_EQ_INT(act.stop, 0);
+    CHECK(act.checkpoint_also_path[0] == '\0' || act.save_checkpoint);
     if (s->status == FG_OK && act.save_checkpoint) {
         snprintf(s->asked, sizeof s->asked, "%s", act.checkpoint_path);
         char content[64];
         snprintf(content, sizeof content, "epoch %lld step %lld", (long long)epoch, (long long)step);
         if (s->in.is_rank_zero)
             trainer_write(s, act.checkpoint_path, content);
+        if (s->in.is_rank_zero && s->also[0])
+            trainer_link(s, act.checkpoint_path, s->also);
     }
     return s->asked;
 }
@@ -251,25 +270,29 @@ static void case_save_last(const char *path, const char *scratch)
     cb_set(&s.in, "filename", "{epoch}-{val/loss}");
     cb_set(&s.in, "save_last", "true");
     sim_init(&s);
-    /* A top-k save: the action carries its path; last.safetensors becomes the same file
-     * at the next event. */
+    /* A top-k save: the action carries its path, and last.safetensors as its second
+     * name, which the trainer links at once. */
     epoch(&s, 0, 1.0, 0.5, "", "checkpoints/0-0.5000.safetensors");
-    CHECK_DIR(&s, "0-0.5000.safetensors");
-    CHECK_EQ_STR(ev(&s, FG_EVENT_EPOCH_START, 1, 10, NO_METRICS), "");
-    expect_ok(&s);
+    CHECK_EQ_STR(s.also, "checkpoints/last.safetensors");
     CHECK_DIR(&s, "0-0.5000.safetensors last.safetensors");
     CHECK(same_file(&s, "0-0.5000.safetensors", "last.safetensors"));
+    CHECK_EQ_STR(ev(&s, FG_EVENT_EPOCH_START, 1, 10, NO_METRICS), "");
+    CHECK_EQ_STR(s.also, "");
+    expect_ok(&s);
     /* No top-k save: last.safetensors itself is asked for, and the kept file keeps its
      * own content (the trainer's rename replaced last's name, not the shared file). */
     epoch(&s, 1, 1.0, 0.7, "", "checkpoints/last.safetensors");
+    CHECK_EQ_STR(s.also, "");
     CHECK_DIR(&s, "0-0.5000.safetensors last.safetensors");
     read_ckpt(&s, "last.safetensors", text, sizeof text);
     CHECK_EQ_STR(text, "epoch 1 step 20");
     read_ckpt(&s, "0-0.5000.safetensors", text, sizeof text);
     CHECK_EQ_STR(text, "epoch 0 step 10");
-    /* A new best: the old one is deleted, last follows the new one at the next event. */
+    /* A new best: the old one is deleted, last is the new one's second name. */
     epoch(&s, 2, 1.0, 0.25, "", "checkpoints/2-0.2500.safetensors");
+    CHECK_EQ_STR(s.also, "checkpoints/last.safetensors");
     CHECK_DIR(&s, "2-0.2500.safetensors last.safetensors");
+    CHECK(same_file(&s, "2-0.2500.safetensors", "last.safetensors"));
     fit_end(&s, 3);
     CHECK_DIR(&s, "2-0.2500.safetensors last.safetensors");
     read_ckpt(&s, "last.safetensors", text, sizeof text);

@@ -144,6 +144,76 @@ static void case_bad_options(const char *path, const char *scratch)
     CHECK_EQ_STR(err.message, "action = 'panic': expected stop or error");
 }
 
+/* The trainer's finite check: the reason names the step, the epoch and the layer; later
+ * non-finite metrics are its consequence and say nothing more. */
+static void case_layer(const char *path, const char *scratch)
+{
+    (void)scratch;
+    cb_instance in;
+    start(&in, path);
+    init_ok(&in);
+    fg_callback_action act;
+    fg_error err;
+    in.nonfinite_layer = "fc3";
+    CHECK_STATUS(cb_send(&in, FG_EVENT_NONFINITE, 0, 4, METRICS({"train/step_loss", NAN},
+                 {"grad/nonfinite_layers", 3}, {"input/nonfinite_values", 0}), &act, &err), FG_OK, err);
+    CHECK_EQ_INT(act.stop, 1);
+    CHECK_EQ_STR(act.reason, "step 4 (epoch 1): the loss is nan; non-finite gradients in layer fc3 "
+                             "(the first in backward order, 3 layers affected)");
+    in.nonfinite_layer = NULL;
+    CHECK_STATUS(cb_send(&in, FG_EVENT_TRAIN_STEP_END, 0, 4, METRICS({"train/step_loss", NAN}),
+                 &act, &err), FG_OK, err);
+    CHECK_EQ_INT(act.stop, 0);
+    cb_deinit(&in);
+
+    /* A finite loss, one layer, the input named; action = error fails the run with it. */
+    start(&in, path);
+    cb_set(&in, "action", "error");
+    init_ok(&in);
+    in.nonfinite_layer = "conv1";
+    CHECK_STATUS(cb_send(&in, FG_EVENT_NONFINITE, 2, 120, METRICS({"train/step_loss", 0.5},
+                 {"grad/nonfinite_layers", 1}, {"input/nonfinite_values", 1}), &act, &err),
+                 FG_FATAL, err);
+    CHECK_EQ_STR(err.message, "step 120 (epoch 3): non-finite gradients in layer conv1 (the "
+                              "first in backward order, 1 layer affected); the input batch holds "
+                              "1 non-finite value");
+    cb_deinit(&in);
+
+    /* A strategy that cannot tell the layer. */
+    start(&in, path);
+    init_ok(&in);
+    CHECK_STATUS(cb_send(&in, FG_EVENT_NONFINITE, 0, 7, METRICS({"train/step_loss", INFINITY},
+                 {"grad/nonfinite_layers", -1}, {"input/nonfinite_values", 0}), &act, &err), FG_OK, err);
+    CHECK_EQ_STR(act.reason, "step 7 (epoch 1): the loss is inf; non-finite gradients (the "
+                             "strategy cannot tell in which layer)");
+    cb_deinit(&in);
+}
+
+/* check_every_n_steps asks the trainer for the finite check; 0 asks nothing. */
+static void case_requests(const char *path, const char *scratch)
+{
+    (void)scratch;
+    const char *values[] = {NULL, "5", "0"};
+    const uint32_t flags[] = {FG_REQUEST_FINITE_CHECK, FG_REQUEST_FINITE_CHECK, 0};
+    const int64_t every[] = {1, 5, 0};
+    for (int i = 0; i < 3; i++) {
+        cb_instance in;
+        start(&in, path);
+        if (values[i])
+            cb_set(&in, "check_every_n_steps", values[i]);
+        init_ok(&in);
+        CHECK(FG_HAS_FIELD(in.vt, fg_callback_vtable, requests) && in.vt->requests);
+        fg_callback_requests r;
+        memset(&r, 0, sizeof r);
+        r.struct_size = sizeof r;
+        fg_error err;
+        CHECK_STATUS(in.vt->requests(in.state, &r, &err), FG_OK, err);
+        CHECK_EQ_INT(r.flags, flags[i]);
+        CHECK_EQ_INT(r.finite_check_every, every[i]);
+        cb_deinit(&in);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const test_case cases[] = {
@@ -153,6 +223,8 @@ int main(int argc, char **argv)
         {"action_error", case_action_error},
         {"unseen_monitor", case_unseen_monitor},
         {"bad_options", case_bad_options},
+        {"layer", case_layer},
+        {"requests", case_requests},
     };
     return run_case(cases, sizeof cases / sizeof cases[0], argc, argv, FG_TEST_NAN_GUARD_PLUGIN);
 }

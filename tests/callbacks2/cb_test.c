@@ -96,6 +96,34 @@ static fg_status get_string(const fg_host *host, const char *key, const char **o
     return FG_OK;
 }
 
+/* The resolved config: the triples set by cb_host_config, or a small default one. */
+static const char *const default_config[] = {
+    "trainer", "max_epochs", "3",
+    "trainer", "seed", "1",
+    "data", "name", "idx",
+    "optimizer", "lr", "0.02",
+    NULL};
+
+static fg_status config_entry(const fg_host *host, size_t index, const char **section,
+                              const char **key, const char **value)
+{
+    const cb_host *h = (const cb_host *)host;
+    const char *const *c = h->config ? h->config : default_config;
+    for (size_t i = 0; c[3 * i] != NULL; i++) {
+        if (i != index) continue;
+        *section = c[3 * i];
+        *key = c[3 * i + 1];
+        *value = c[3 * i + 2];
+        return FG_OK;
+    }
+    return FG_NOT_FOUND;
+}
+
+void cb_host_config(cb_host *h, const char *const *triples)
+{
+    h->config = triples;
+}
+
 void cb_host_init(cb_host *h, const fg_plugin *plugin)
 {
     memset(h, 0, sizeof *h);
@@ -110,6 +138,7 @@ void cb_host_init(cb_host *h, const fg_plugin *plugin)
     h->host.get_int = get_int;
     h->host.get_float = get_float;
     h->host.get_string = get_string;
+    h->host.config_entry = config_entry;
 }
 
 void cb_host_set(cb_host *h, const char *key, const char *value)

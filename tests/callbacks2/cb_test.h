@@ -41,6 +41,7 @@ typedef struct cb_host {
     int option_count;
     char last_log[1024];
     int log_count;
+    const char *const *config; /* section, key, value triples, NULL-ended; NULL: a default */
 } cb_host;
 
 /* dlopens path and returns its descriptor, checked to be a callback named `name`. */
@@ -49,6 +50,8 @@ const fg_plugin *cb_load(const char *path, const char *name);
 /* A host for plugin with the section "callback.<name>" and no options set. */
 void cb_host_init(cb_host *h, const fg_plugin *plugin);
 void cb_host_set(cb_host *h, const char *key, const char *value);
+/* The resolved config host->config_entry serves (triples, NULL-ended; kept by pointer). */
+void cb_host_config(cb_host *h, const char *const *triples);
 
 /* An event as the trainer builds it: rank 0, no metrics, 10 steps per epoch. */
 fg_event cb_event(uint32_t type, int64_t epoch, int64_t global_step, const char *run_dir);

@@ -4,13 +4,21 @@
 Standard library only, written apart from the C writer: its own CRC-32C (bit by bit, not
 table driven), its own varint and protobuf parsing. Every record's two CRCs are checked;
 the first record must be Event{file_version: "brain.Event:2"}; every other record must be
-an Event with wall_time, step and a summary of simple_value scalars. Prints one line per
-scalar, "<step> <tag> <value>" with the float32 value as %.9g (exact for a float32), so a
-test compares it with what it fed. Exits 1 with a message naming the file, the record and
-the byte offset on any error.
+an Event with wall_time, step and a summary of simple_value scalars, or of one HParams
+plugin value (tensorboard/plugins/hparams: plugin_data.proto and api.proto; the null
+tensor, plugin name "hparams", version 0, the oneof member its tag names). Prints one
+line per scalar, "<step> <tag> <value>" with the float32 value as %.9g (exact for a
+float32), and for the HParams summaries
+    <step> _hparams_/experiment hparam <name> <STRING|BOOL|FLOAT64>
+    <step> _hparams_/experiment metric <tag>
+    <step> _hparams_/session_start_info <name> = <number repr | "json string" | true|false>
+    <step> _hparams_/session_end_info status <SUCCESS|FAILURE|...>
+so a test compares them with what it fed. Exits 1 with a message naming the file, the
+record and the byte offset on any error.
 
 usage: decode_tfevents.py FILE [--self-test]
 """
+import json
 import struct
 import sys
 
@@ -69,18 +77,101 @@ def fields(buf):
         yield field, wire, value
 
 
-def parse_value(buf):
-    tag, simple = None, None
+HPARAMS_TAGS = {"_hparams_/experiment": 2, "_hparams_/session_start_info": 3,
+                "_hparams_/session_end_info": 4}
+DATA_TYPES = {1: "STRING", 2: "BOOL", 3: "FLOAT64"}
+STATUSES = {0: "UNKNOWN", 1: "SUCCESS", 2: "FAILURE", 3: "RUNNING"}
+
+
+def only(buf, what, allowed):
+    """The message's fields as {field: [values]}, refusing any (field, wire) not allowed."""
+    out = {}
     for field, wire, value in fields(buf):
-        if field == 1 and wire == 2:
-            tag = value.decode("utf-8")
-        elif field == 2 and wire == 5:
-            simple = struct.unpack("<f", value)[0]
-        else:
-            raise DecodeError("unexpected Summary.Value field %d (wire %d)" % (field, wire))
-    if tag is None or simple is None:
-        raise DecodeError("Summary.Value without tag or simple_value")
-    return tag, simple
+        if (field, wire) not in allowed:
+            raise DecodeError("unexpected %s field %d (wire %d)" % (what, field, wire))
+        out.setdefault(field, []).append(value)
+    return out
+
+
+def check_null_tensor(buf):
+    """TensorProto{dtype: DT_FLOAT (1), tensor_shape: {dim: [{size: 0}]}}."""
+    t = only(buf, "TensorProto", {(1, 0), (2, 2)})
+    if t.get(1) != [1]:
+        raise DecodeError("hparams tensor dtype %r, want DT_FLOAT" % t.get(1))
+    dims = only(t.get(2, [b""])[0], "TensorShapeProto", {(2, 2)}).get(2, [])
+    sizes = [only(d, "Dim", {(1, 0)}).get(1, [0])[0] for d in dims]
+    if sizes != [0]:
+        raise DecodeError("hparams tensor shape %r, want [0]" % sizes)
+
+
+def double(raw):
+    return struct.unpack("<d", raw)[0]
+
+
+def proto_value(buf):
+    v = only(buf, "google.protobuf.Value", {(2, 1), (3, 2), (4, 0)})
+    if len(v) != 1 or len(list(v.values())[0]) != 1:
+        raise DecodeError("google.protobuf.Value must hold exactly one kind")
+    if 2 in v:
+        return repr(double(v[2][0]))
+    if 3 in v:
+        return json.dumps(v[3][0].decode("utf-8"))
+    if v[4][0] not in (0, 1):
+        raise DecodeError("bool_value %d" % v[4][0])
+    return "true" if v[4][0] else "false"
+
+
+def hparams_lines(tag, content):
+    data = only(content, "HParamsPluginData", {(1, 0), (2, 2), (3, 2), (4, 2)})
+    if data.get(1, [0]) != [0]:
+        raise DecodeError("HParamsPluginData version %r, want 0" % data[1])
+    members = [f for f in (2, 3, 4) if f in data]
+    if members != [HPARAMS_TAGS[tag]] or len(data[members[0]]) != 1:
+        raise DecodeError("%s holds HParamsPluginData member(s) %r" % (tag, members))
+    body, lines = data[members[0]][0], []
+    if members[0] == 2:
+        exp = only(body, "Experiment", {(3, 1), (4, 2), (5, 2)})
+        if not 1e9 < double(exp[3][0]) < 1e10:
+            raise DecodeError("implausible time_created_secs")
+        for info in exp.get(4, []):
+            h = only(info, "HParamInfo", {(1, 2), (4, 0)})
+            lines.append("hparam %s %s" % (h[1][0].decode("utf-8"), DATA_TYPES[h[4][0]]))
+        for info in exp.get(5, []):
+            name = only(info, "MetricInfo", {(1, 2)})[1][0]
+            lines.append("metric %s" % only(name, "MetricName", {(2, 2)})[2][0].decode("utf-8"))
+    elif members[0] == 3:
+        ssi = only(body, "SessionStartInfo", {(1, 2), (5, 1)})
+        if not 1e9 < double(ssi[5][0]) < 1e10:
+            raise DecodeError("implausible start_time_secs")
+        for pair in ssi.get(1, []):
+            kv = only(pair, "map entry", {(1, 2), (2, 2)})
+            lines.append("%s = %s" % (kv[1][0].decode("utf-8"), proto_value(kv[2][0])))
+    else:
+        sei = only(body, "SessionEndInfo", {(1, 0), (2, 1)})
+        if not 1e9 < double(sei[2][0]) < 1e10:
+            raise DecodeError("implausible end_time_secs")
+        lines.append("status %s" % STATUSES[sei.get(1, [0])[0]])
+    return lines
+
+
+def parse_value(buf):
+    """(tag, [text, ...]): one %.9g scalar, or the lines of an HParams summary."""
+    v = only(buf, "Summary.Value", {(1, 2), (2, 5), (8, 2), (9, 2)})
+    if 1 not in v:
+        raise DecodeError("Summary.Value without tag")
+    tag = v[1][0].decode("utf-8")
+    if 2 in v:
+        if 8 in v or 9 in v:
+            raise DecodeError("%s: simple_value with a tensor or metadata" % tag)
+        return tag, ["%.9g" % struct.unpack("<f", v[2][0])[0]]
+    if tag not in HPARAMS_TAGS or 8 not in v or 9 not in v:
+        raise DecodeError("Summary.Value %s without simple_value is not an HParams one" % tag)
+    check_null_tensor(v[8][0])
+    plugin = only(only(v[9][0], "SummaryMetadata", {(1, 2)})[1][0], "PluginData",
+                  {(1, 2), (2, 2)})
+    if plugin[1][0] != b"hparams":
+        raise DecodeError("%s: plugin_name %r" % (tag, plugin[1][0]))
+    return tag, hparams_lines(tag, plugin.get(2, [b""])[0])
 
 
 def parse_event(buf):
@@ -143,8 +234,8 @@ def decode(path):
                 raise DecodeError("record 0 is not Event{file_version: brain.Event:2}")
         elif "file_version" in event or not event["values"]:
             raise DecodeError("record %d at byte %d: not a summary event" % (index, pos))
-        for tag, value in event["values"]:
-            lines.append("%d %s %.9g" % (event["step"], tag, value))
+        for tag, texts in event["values"]:
+            lines.extend("%d %s %s" % (event["step"], tag, text) for text in texts)
         count += 1
     if count == 0:
         raise DecodeError("no records")
@@ -175,7 +266,7 @@ def main(argv):
     try:
         for line in decode(argv[1]):
             print(line)
-    except (DecodeError, UnicodeDecodeError, struct.error) as e:
+    except (DecodeError, UnicodeDecodeError, struct.error, KeyError, IndexError) as e:
         sys.stderr.write("%s: %s\n" % (argv[1], e))
         return 1
     return 0

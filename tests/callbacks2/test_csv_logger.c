@@ -50,11 +50,65 @@ static void case_descriptor(const char *base)
 {
     (void)base;
     const fg_plugin *p = plugin();
-    CHECK(p->option_count == 2, "%u options", p->option_count);
+    CHECK(p->option_count == 3, "%u options", p->option_count);
     CHECK(strcmp(p->options[0].key, "filename") == 0 &&
               strcmp(p->options[0].default_value, "metrics.csv") == 0, "filename option");
     CHECK(strcmp(p->options[1].key, "flush_every_n_events") == 0 &&
               strcmp(p->options[1].default_value, "10") == 0, "flush_every_n_events option");
+    CHECK(strcmp(p->options[2].key, "hparams") == 0 &&
+              strcmp(p->options[2].default_value, "true") == 0, "hparams option");
+}
+
+/* hparams.yaml beside the CSV file: the resolved config by section, numbers and booleans
+ * plain, other values quoted with escapes; rank != 0 and hparams = false write none; a
+ * host without config_entry is refused when hparams is on. */
+static void case_hparams(const char *base)
+{
+    static const char *const config[] = {
+        "trainer", "max_epochs", "3",
+        "trainer", "deterministic", "true",
+        "trainer", "max_time", "01:30:00",
+        "optimizer", "lr", "2e-3",
+        "layer.fc1", "type", "linear",
+        "data", "dir", "/data/a \"quoted\" dir\\x",
+        NULL};
+    char dir[4096], run[4200], yaml[4300];
+    cb_scratch(dir, sizeof dir, base, "hparams");
+    snprintf(run, sizeof run, "%s/run", dir);
+    snprintf(yaml, sizeof yaml, "%s/hparams.yaml", run);
+    const fg_plugin *p = plugin();
+    cb_host h;
+    cb_host_init(&h, p);
+    cb_host_config(&h, config);
+    void *s = start(p, &h);
+    fg_event e = cb_event(FG_EVENT_FIT_START, 0, 0, run);
+    e.is_rank_zero = 0;
+    fg_error err = {0};
+    CHECK(cb_send(p, s, &e, &err) == FG_OK, "%s", err.message);
+    CHECK(!cb_exists(yaml), "rank 1 must not write hparams.yaml");
+    send(p, s, FG_EVENT_FIT_START, 0, 0, run, NULL, 0);
+    check_file(yaml, "# the run's resolved configuration (its config.ini), one mapping per section\n"
+                     "trainer:\n  max_epochs: 3\n  deterministic: true\n  max_time: \"01:30:00\"\n"
+                     "optimizer:\n  lr: 2e-3\n"
+                     "layer.fc1:\n  type: \"linear\"\n"
+                     "data:\n  dir: \"/data/a \\\"quoted\\\" dir\\\\x\"\n");
+    p->deinit(s);
+
+    cb_scratch(dir, sizeof dir, base, "hparams_off");
+    snprintf(run, sizeof run, "%s/run", dir);
+    snprintf(yaml, sizeof yaml, "%s/hparams.yaml", run);
+    cb_host_init(&h, p);
+    cb_host_set(&h, "hparams", "false");
+    s = start(p, &h);
+    send(p, s, FG_EVENT_FIT_START, 0, 0, run, NULL, 0);
+    CHECK(!cb_exists(yaml), "hparams = false must not write hparams.yaml");
+    p->deinit(s);
+
+    cb_host_init(&h, p);
+    h.host.config_entry = NULL;
+    s = NULL;
+    CHECK(p->init(&h.host, &s, &err) == FG_INCOMPATIBLE && strstr(err.message, "hparams = false"),
+          "a host without config_entry: %s", err.message);
 }
 
 /* Default options: step rows wait in memory; the epoch end flushes them; validation and
@@ -282,6 +336,7 @@ int main(int argc, char **argv)
         {"rank_nonzero", case_rank_nonzero}, {"truncate", case_truncate},
         {"bad_folder", case_bad_folder},   {"write_error", case_write_error},
         {"bad_option", case_bad_option},   {"old_event", case_old_event},
+        {"hparams", case_hparams},
     };
     return cb_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -89,12 +89,45 @@ static void case_write(const char *base)
         {FG_EVENT_FIT_END, 1, 3000000000LL, {{0}}, 0},
         {FG_EVENT_TEST_END, 1, 3000000000LL, {{"test/loss", 0.125}, {"test/acc", 0.875}}, 2},
     };
+    /* The config the HParams summaries carry, and how the decoder must print them. */
+    static const char *const config[] = {
+        "trainer", "max_epochs", "3",
+        "trainer", "deterministic", "true",
+        "trainer", "fast", "false",
+        "optimizer", "lr", "0.02",
+        "optimizer", "name", "sgd",
+        "data", "dir", "/x \"q\"",
+        NULL};
+    static const char *const hparams_at_start =
+        "0 _hparams_/experiment hparam trainer.max_epochs FLOAT64\n"
+        "0 _hparams_/experiment hparam trainer.deterministic BOOL\n"
+        "0 _hparams_/experiment hparam trainer.fast BOOL\n"
+        "0 _hparams_/experiment hparam optimizer.lr FLOAT64\n"
+        "0 _hparams_/experiment hparam optimizer.name STRING\n"
+        "0 _hparams_/experiment hparam data.dir STRING\n"
+        "0 _hparams_/experiment metric train/loss\n"
+        "0 _hparams_/experiment metric train/acc\n"
+        "0 _hparams_/experiment metric val/loss\n"
+        "0 _hparams_/experiment metric val/acc\n"
+        "0 _hparams_/experiment metric test/loss\n"
+        "0 _hparams_/experiment metric test/acc\n"
+        "0 _hparams_/session_start_info trainer.max_epochs = 3.0\n"
+        "0 _hparams_/session_start_info trainer.deterministic = true\n"
+        "0 _hparams_/session_start_info trainer.fast = false\n"
+        "0 _hparams_/session_start_info optimizer.lr = 0.02\n"
+        "0 _hparams_/session_start_info optimizer.name = \"sgd\"\n"
+        "0 _hparams_/session_start_info data.dir = \"/x \\\"q\\\"\"\n";
     const fg_plugin *p = plugin();
     cb_host h;
     cb_host_init(&h, p);
+    cb_host_config(&h, config);
     void *s = start(p, &h);
     FILE *want = fopen(expected, "w");
     for (size_t i = 0; i < sizeof events / sizeof events[0]; i++) {
+        if (events[i].type == FG_EVENT_FIT_START)
+            fputs(hparams_at_start, want);
+        if (events[i].type == FG_EVENT_FIT_END)
+            fputs("0 _hparams_/session_end_info status SUCCESS\n", want); /* at step 0, as torch */
         fg_event e = cb_event(events[i].type, events[i].epoch, events[i].step, run);
         cb_event_metrics(&e, events[i].metrics, events[i].count);
         fg_error err = {0};
@@ -233,8 +266,10 @@ static void case_descriptor(const char *base)
 {
     (void)base;
     const fg_plugin *p = plugin();
-    CHECK(p->option_count == 1 && strcmp(p->options[0].key, "subdir") == 0 &&
+    CHECK(p->option_count == 2 && strcmp(p->options[0].key, "subdir") == 0 &&
               strcmp(p->options[0].default_value, "tb") == 0, "subdir option");
+    CHECK(strcmp(p->options[1].key, "hparams") == 0 &&
+              strcmp(p->options[1].default_value, "true") == 0, "hparams option");
 }
 
 int main(int argc, char **argv)

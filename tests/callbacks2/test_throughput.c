@@ -207,11 +207,232 @@ static void case_descriptor(const char *base)
 {
     (void)base;
     const fg_plugin *p = plugin();
-    CHECK(p->option_count == 2, "%u options", p->option_count);
+    CHECK(p->option_count == 3, "%u options", p->option_count);
     CHECK(strcmp(p->options[0].key, "log_every_n_events") == 0 &&
               strcmp(p->options[0].default_value, "1") == 0, "log_every_n_events option");
     CHECK(strcmp(p->options[1].key, "advise") == 0 && p->options[1].type == FG_OPT_BOOL &&
               strcmp(p->options[1].default_value, "true") == 0, "advise option");
+    CHECK(strcmp(p->options[2].key, "split") == 0 && p->options[2].type == FG_OPT_BOOL &&
+              strcmp(p->options[2].default_value, "true") == 0, "split option");
+}
+
+/* Sends fit start (with `start` metrics), the step events (one metric list each, ended by
+ * a NULL name) and fit end, with stdout captured; returns what was printed. */
+static char *run_lists(const char *dir, cb_host *h, const fg_metric *start, uint32_t nstart,
+                       const int64_t *steps, const fg_metric (*lists)[12], int n)
+{
+    char out[4200];
+    snprintf(out, sizeof out, "%s/stdout.txt", dir);
+    const fg_plugin *p = h->plugin;
+    cb_capture_begin(out);
+    void *s = NULL;
+    fg_error err = {0};
+    CHECK(p->init(&h->host, &s, &err) == FG_OK, "init: %s", err.message);
+    fg_event e = cb_event(FG_EVENT_FIT_START, 0, 0, dir);
+    cb_event_metrics(&e, start, nstart);
+    CHECK(cb_send(p, s, &e, &err) == FG_OK, "%s", err.message);
+    for (int i = 0; i < n; i++) {
+        uint32_t count = 0;
+        while (count < 12 && lists[i][count].name != NULL)
+            count++;
+        e = cb_event(FG_EVENT_TRAIN_STEP_END, 0, steps[i], dir);
+        cb_event_metrics(&e, lists[i], count);
+        CHECK(cb_send(p, s, &e, &err) == FG_OK, "%s", err.message);
+    }
+    e = cb_event(FG_EVENT_FIT_END, 1, n > 0 ? steps[n - 1] : 0, dir);
+    CHECK(cb_send(p, s, &e, &err) == FG_OK, "%s", err.message);
+    p->deinit(s);
+    return cb_capture_end();
+}
+
+#define PHASES(rate, step, wait, h2d, fwd, bwd, opt)                                        \
+    {"train/step_loss", 0.5}, {"throughput/samples_per_s", rate}, {"time/step_s", step},   \
+    {"time/data_wait_s", wait}, {"time/h2d_s", h2d}, {"time/forward_s", fwd},               \
+    {"time/backward_s", bwd}, {"time/optimizer_s", opt}
+
+/* The step split into its phases: every part with its share, "other" for the rest; advice
+ * for a dominating part other than compute (the optimizer, then the copy), none for a
+ * compute-bound interval; the run mean at the end. The metric list of the third event is
+ * reordered: the remembered positions must not be trusted blindly. */
+static void case_split(const char *base)
+{
+    static const int64_t steps[] = {100, 200, 300};
+    static const fg_metric lists[][12] = {
+        {PHASES(64000, 0.001, 0.00001, 0.00001, 0.0004, 0.0003, 0.00026), {NULL, 0}},
+        {PHASES(32000, 0.002, 0.00001, 0.00001, 0.0004, 0.0003, 0.0012), {NULL, 0}},
+        {{"time/optimizer_s", 0.00005}, {"time/backward_s", 0.0002}, {"time/forward_s", 0.0002},
+         {"time/h2d_s", 0.0005}, {"time/data_wait_s", 0}, {"time/step_s", 0.001},
+         {"throughput/samples_per_s", 64000}, {NULL, 0}},
+    };
+    char dir[4096];
+    cb_scratch(dir, sizeof dir, base, "split");
+    cb_host h;
+    cb_host_init(&h, plugin());
+    char *out = run_lists(dir, &h, NULL, 0, steps, lists, 3);
+    CHECK_TEXT(out,
+        "throughput: 64k samples/s; step 1.0 ms = data wait 10 us (1%) + h2d 10 us (1%) + "
+        "forward 0.4 ms (40%) + backward 0.3 ms (30%) + optimizer 0.3 ms (26%) + other 20 us (2%)\n"
+        "throughput: 32k samples/s; step 2.0 ms = data wait 10 us (0%) + h2d 10 us (0%) + "
+        "forward 0.4 ms (20%) + backward 0.3 ms (15%) + optimizer 1.2 ms (60%) + other 80 us (4%)\n"
+        "throughput: advice: the optimizer step is the bottleneck: raise [data] batch_size (or "
+        "trainer.accumulate_grad_batches) to update less often\n"
+        "throughput: 64k samples/s; step 1.0 ms = data wait 0 us (0%) + h2d 0.5 ms (50%) + "
+        "forward 0.2 ms (20%) + backward 0.2 ms (20%) + optimizer 50 us (5%) + other 50 us (5%)\n"
+        "throughput: advice: host-to-device copying is the bottleneck: set [data] pin_memory = "
+        "true (page-locked staging) and raise batch_size\n"
+        "throughput: run mean over 300 steps: 48k samples/s; step 1.3 ms = data wait 7 us (0%) + "
+        "h2d 0.2 ms (13%) + forward 0.3 ms (25%) + backward 0.3 ms (20%) + optimizer 0.5 ms (38%) "
+        "+ other 50 us (4%)\n");
+    free(out);
+}
+
+/* A compute-bound run: no advice on the lines, the compute advice once at the end. */
+static void case_compute_bound(const char *base)
+{
+    static const int64_t steps[] = {50, 100};
+    static const fg_metric lists[][12] = {
+        {PHASES(64000, 0.001, 0.00001, 0.00001, 0.0005, 0.0004, 0.00005), {NULL, 0}},
+        {PHASES(64000, 0.001, 0.00001, 0.00001, 0.0005, 0.0004, 0.00005), {NULL, 0}},
+    };
+    char dir[4096];
+    cb_scratch(dir, sizeof dir, base, "compute_bound");
+    cb_host h;
+    cb_host_init(&h, plugin());
+    char *out = run_lists(dir, &h, NULL, 0, steps, lists, 2);
+    const char *line = "throughput: 64k samples/s; step 1.0 ms = data wait 10 us (1%) + h2d 10 us "
+                       "(1%) + forward 0.5 ms (50%) + backward 0.4 ms (40%) + optimizer 50 us (5%) "
+                       "+ other 30 us (3%)\n";
+    char want[2048];
+    snprintf(want, sizeof want, "%s%s"
+             "throughput: run mean over 100 steps: 64k samples/s; step 1.0 ms = data wait 10 us "
+             "(1%%) + h2d 10 us (1%%) + forward 0.5 ms (50%%) + backward 0.4 ms (40%%) + "
+             "optimizer 50 us (5%%) + other 30 us (3%%)\n"
+             "throughput: advice: the step is compute-bound (forward + backward 90%%): use mixed "
+             "precision ([precision] name = bf16-mixed on a GPU) or more devices ([strategy] "
+             "name = ddp)\n", line, line);
+    CHECK_TEXT(out, want);
+    free(out);
+}
+
+/* Under ddp: grad sync joins the split and a second line tells communication time, its
+ * part hidden behind backward and its exposed part; a long wait is advised on. */
+static void case_comm(const char *base)
+{
+    static const int64_t steps[] = {10, 20};
+    static const fg_metric lists[][12] = {
+        {PHASES(50000, 0.002, 0, 0.00001, 0.0005, 0.0006, 0.0002), {"time/grad_sync_s", 0.0002},
+         {"time/comm_s", 0.0008}, {"time/comm_hidden_s", 0.0006}, {NULL, 0}},
+        {PHASES(25000, 0.004, 0, 0.00001, 0.0005, 0.0006, 0.0002), {"time/grad_sync_s", 0.0024},
+         {"time/comm_s", 0.0030}, {"time/comm_hidden_s", 0.0006}, {NULL, 0}},
+    };
+    char dir[4096];
+    cb_scratch(dir, sizeof dir, base, "comm");
+    cb_host h;
+    cb_host_init(&h, plugin());
+    char *out = run_lists(dir, &h, NULL, 0, steps, lists, 2);
+    CHECK_TEXT(out,
+        "throughput: 50k samples/s; step 2.0 ms = data wait 0 us (0%) + h2d 10 us (0%) + "
+        "forward 0.5 ms (25%) + backward 0.6 ms (30%) + grad sync 0.2 ms (10%) + optimizer "
+        "0.2 ms (10%) + other 0.5 ms (25%)\n"
+        "throughput: communication 0.8 ms per step: 0.6 ms (75%) hidden behind backward, 0.2 ms "
+        "exposed\n"
+        "throughput: 25k samples/s; step 4.0 ms = data wait 0 us (0%) + h2d 10 us (0%) + "
+        "forward 0.5 ms (12%) + backward 0.6 ms (15%) + grad sync 2.4 ms (60%) + optimizer "
+        "0.2 ms (5%) + other 0.3 ms (7%)\n"
+        "throughput: communication 3.0 ms per step: 0.6 ms (20%) hidden behind backward, 2.4 ms "
+        "exposed\n"
+        "throughput: advice: gradient sync is the bottleneck: raise [data] batch_size (fewer, "
+        "larger all-reduces) or lower [strategy] bucket_mb so that they start during backward\n"
+        "throughput: run mean over 20 steps: 33k samples/s; step 3.0 ms = data wait 0 us (0%) + "
+        "h2d 10 us (0%) + forward 0.5 ms (17%) + backward 0.6 ms (20%) + grad sync 1.3 ms (43%) "
+        "+ optimizer 0.2 ms (7%) + other 0.4 ms (13%)\n"
+        "throughput: communication 1.9 ms per step: 0.6 ms (32%) hidden behind backward, 1.3 ms "
+        "exposed\n");
+    free(out);
+}
+
+/* The advice follows the configured strategy: under dp a sync-bound step is told to use
+ * ddp, and a compute-bound ddp run is not told to use ddp. */
+static void case_strategy_advice(const char *base)
+{
+    static const int64_t steps[] = {10};
+    static const fg_metric sync_bound[][12] = {
+        {PHASES(25000, 0.004, 0, 0.00001, 0.0005, 0.0006, 0.0002), {"time/grad_sync_s", 0.0024},
+         {NULL, 0}},
+    };
+    static const fg_metric compute_bound[][12] = {
+        {PHASES(64000, 0.001, 0.00001, 0.00001, 0.0005, 0.0004, 0.00005), {NULL, 0}},
+    };
+    static const char *const dp[] = {"strategy", "name", "dp", NULL};
+    static const char *const ddp[] = {"strategy", "name", "ddp", NULL};
+    char dir[4096];
+    cb_scratch(dir, sizeof dir, base, "strategy_advice");
+    cb_host h;
+    cb_host_init(&h, plugin());
+    cb_host_config(&h, dp);
+    char *out = run_lists(dir, &h, NULL, 0, steps, sync_bound, 1);
+    CHECK(strstr(out, "throughput: advice: gradient sync is the bottleneck: use [strategy] "
+                      "name = ddp (one process per device") != NULL,
+          "dp, sync-bound: no ddp advice in:\n%s", out);
+    free(out);
+    cb_host_init(&h, plugin());
+    cb_host_config(&h, ddp);
+    out = run_lists(dir, &h, NULL, 0, steps, compute_bound, 1);
+    CHECK(strstr(out, "compute-bound") != NULL && strstr(out, "name = ddp") == NULL &&
+              strstr(out, "(more ranks)") != NULL,
+          "ddp, compute-bound: want the more-ranks advice without ddp in:\n%s", out);
+    free(out);
+}
+
+/* Fit start's memory/... metrics: one line per device, roles in the order sent. */
+static void case_memory(const char *base)
+{
+    static const fg_metric one[] = {
+        {"memory/param_bytes", 1048576}, {"memory/grad_bytes", 1048576},
+        {"memory/optimizer_bytes", 2097152}, {"memory/total_bytes", 4718592}, {"lr", 0.1}};
+    static const fg_metric two[] = {
+        {"memory/dev0/param_bytes", 524288}, {"memory/dev0/total_bytes", 1048576},
+        {"memory/dev1/param_bytes", 262144}, {"memory/dev1/total_bytes", 786432}};
+    char dir[4096];
+    cb_scratch(dir, sizeof dir, base, "memory");
+    cb_host h;
+    cb_host_init(&h, plugin());
+    char *out = run_lists(dir, &h, one, 5, NULL, NULL, 0);
+    CHECK_TEXT(out, "throughput: memory: param 1.00 MiB, grad 1.00 MiB, optimizer 2.00 MiB, "
+                    "total 4.50 MiB\n");
+    free(out);
+    cb_scratch(dir, sizeof dir, base, "memory2");
+    out = run_lists(dir, &h, two, 4, NULL, NULL, 0);
+    CHECK_TEXT(out, "throughput: memory (dev0): param 0.50 MiB, total 1.00 MiB\n"
+                    "throughput: memory (dev1): param 0.25 MiB, total 0.75 MiB\n");
+    free(out);
+}
+
+/* split = true (default) asks the trainer for the phase timing; split = false does not. */
+static void case_requests(const char *base)
+{
+    (void)base;
+    const fg_plugin *p = plugin();
+    const fg_callback_vtable *vt = p->vtable;
+    CHECK(FG_HAS_FIELD(vt, fg_callback_vtable, requests) && vt->requests != NULL, "no requests()");
+    if (vt->requests == NULL)
+        return;
+    for (int split = 1; split >= 0; split--) {
+        cb_host h;
+        cb_host_init(&h, p);
+        if (!split)
+            cb_host_set(&h, "split", "false");
+        void *s = NULL;
+        fg_error err = {0};
+        CHECK(p->init(&h.host, &s, &err) == FG_OK, "init: %s", err.message);
+        fg_callback_requests r;
+        memset(&r, 0, sizeof r);
+        r.struct_size = sizeof r;
+        CHECK(vt->requests(s, &r, &err) == FG_OK, "requests: %s", err.message);
+        CHECK(r.flags == (split ? FG_REQUEST_STEP_TIMING : 0u), "split = %d: flags %u", split,
+              r.flags);
+        p->deinit(s);
+    }
 }
 
 int main(int argc, char **argv)
@@ -221,6 +442,9 @@ int main(int argc, char **argv)
         {"every_n", case_every_n},       {"advice_summary", case_advice_summary},
         {"units", case_units},           {"no_metrics", case_no_metrics},
         {"rank_nonzero", case_rank_nonzero}, {"bad_option", case_bad_option},
+        {"split", case_split},           {"compute_bound", case_compute_bound},
+        {"comm", case_comm},             {"memory", case_memory},
+        {"requests", case_requests},     {"strategy_advice", case_strategy_advice},
     };
     return cb_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

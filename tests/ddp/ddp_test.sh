@@ -10,8 +10,15 @@
 # overlap              bucket all-reduces start before backward ends (debug timestamps)
 # stuck_rank           SIGSTOP rank 1: the job ends within timeout_s + 30 s naming it
 # killed_rank          SIGKILL rank 1: the job ends promptly, non-zero
+# failed_rank          rank 1 alone fails in setup (a missing checkpoint): the job ends at
+#                      once (not after timeout_s) with rank 1's message and exit 2
 # test_accuracy        ddp's test loss/acc/sample count == single's on the same training
 # local_sgd            examples/local-sgd built against an installed fulgur trains on 2 ranks
+# batchnorm_buffers    batch norm under ddp -n 2: both ranks end with the same running statistics
+#                      (debug digests), evaluate like single from the checkpoint (rank 0's);
+#                      sync_batchnorm = true is refused
+# dropout_streams      dropout on a one-sample set (every rank trains on the same sample): without
+#                      dropout ddp == single bitwise, with it they differ (each rank its own masks)
 set -u
 
 step=${1:?usage: ddp_test.sh STEP}
@@ -211,6 +218,23 @@ step_killed_rank() {
     echo "ok: killed rank 1 ended the job with exit $RC (comm timeout 600 s not needed)"
 }
 
+step_failed_rank() {
+    local log=$WORK/failed.log t0 rc=0
+    t0=$(now)
+    # Rank 0 goes on to the parameter broadcast; rank 1 cannot open its checkpoint.
+    timeout 60 "$MPIRUN" "${MPI_FLAGS[@]}" -n 2 bash -c \
+        'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then set -- "$@" trainer.ckpt_path=/nonexistent/x.safetensors; fi; exec "$@"' \
+        fulgur "$FULGUR" --plugin-path "$PLUGIN_DIR" fit "$CFG" comm.timeout_s=600 >"$log" 2>&1 || rc=$?
+    local secs
+    secs=$(elapsed "$t0")
+    echo "mpirun exited $rc $secs s after start"
+    [ "$rc" = 2 ] || { cat "$log"; fail "exit $rc, want 2 (rank 1's bad input)"; }
+    grep -q '^fulgur: rank 1 of 2 failed, ending the job: .*/nonexistent/x.safetensors' "$log" ||
+        { cat "$log"; fail "no line naming rank 1 and its error"; }
+    awk -v s="$secs" 'BEGIN { exit !(s < 30) }' || fail "the job took $secs s to end"
+    echo "ok: rank 1's setup failure ended the job in $secs s with its message"
+}
+
 # One short epoch under single (batch 128) and ddp -n 2 (batch 64), then the test set: the
 # same weights must give the same test line, over the whole set exactly once.
 step_test_accuracy() {
@@ -248,6 +272,46 @@ step_local_sgd() {
          END { if (n < 2) exit 1; printf "loss %s -> %s\n", l[0], l[n - 1]; exit !(l[n - 1] < 0.8 * l[0]) }' "$log" ||
         fail "the training loss did not fall by 20%"
     echo "ok: examples/local-sgd built against $prefix and trained on 2 ranks"
+}
+
+# Rank 0's running statistics reach every rank: the test line of ddp (each rank evaluates
+# its shard with its own copy) equals single's from the checkpoint ddp wrote.
+step_batchnorm_buffers() {
+    CFG=$DDP_TESTS/batchnorm.ini
+    must "$WORK/ddp.log" fit_ddp 2 -v trainer.test_after_fit=true \
+        trainer.final_checkpoint="$WORK/bn.safetensors"
+    local d0 d1 a b rc=0
+    d0=$(grep -aoE 'rank 0: model buffers \(256 floats\) digest [0-9a-f]+' "$WORK/ddp.log" | awk '{print $NF}')
+    d1=$(grep -aoE 'rank 1: model buffers \(256 floats\) digest [0-9a-f]+' "$WORK/ddp.log" | awk '{print $NF}')
+    [ -n "$d0" ] && [ "$d0" = "$d1" ] || { grep -a 'model buffers' "$WORK/ddp.log"; fail "running statistics differ between ranks: '$d0' '$d1'"; }
+    grep -v -e '^\[comm\]' -e '^name = mpi' -e '^timeout_s' "$CFG" >"$WORK/single.ini"
+    must "$WORK/single.log" "$FULGUR" --plugin-path "$PLUGIN_DIR" test "$WORK/single.ini" \
+        strategy.name=single --ckpt-path "$WORK/bn.safetensors"
+    a=$(grep -a '^test ' "$WORK/ddp.log" | sed 's/, after step [0-9]*)/)/')
+    b=$(grep -a '^test ' "$WORK/single.log" | sed 's/, after step [0-9]*)/)/')
+    [ -n "$a" ] && [ "$a" = "$b" ] || fail "ddp tested '$a', single from the checkpoint '$b'"
+    mpi 1 "$FULGUR" --plugin-path "$PLUGIN_DIR" fit "$CFG" strategy.sync_batchnorm=true >"$WORK/sync.log" 2>&1 && fail "sync_batchnorm = true was accepted"
+    grep -q 'sync_batchnorm = true: strategy.ddp does not compute batch-norm statistics across ranks' "$WORK/sync.log" ||
+        { cat "$WORK/sync.log"; fail "no message refusing sync_batchnorm"; }
+    echo "ok: both ranks hold running statistics $d0; ddp '$a' == single from the checkpoint; sync_batchnorm refused"
+}
+
+step_dropout_streams() {
+    CFG=$DDP_TESTS/dropout.ini
+    local p a b
+    for p in 0 0.5; do
+        local o=(trainer.max_epochs=50 layer.drop1.p=$p layer.drop2.p=$p)
+        must "$WORK/single$p.log" fit_single "${o[@]}"
+        must "$WORK/ddp$p.log" fit_ddp 2 "${o[@]}"
+        a=$(grep '^weights:' "$WORK/single$p.log") b=$(grep '^weights:' "$WORK/ddp$p.log")
+        case $b in *"after 50 steps") ;; *) cat "$WORK/ddp$p.log"; fail "ddp did not run 50 steps" ;; esac
+        if [ "$p" = 0 ]; then
+            [ "$a" = "$b" ] || fail "without dropout ddp and single should agree: '$a' vs '$b'"
+        else
+            [ "$a" != "$b" ] || fail "with dropout p = 0.5 ddp equals single ('$a'): every rank drew the same masks"
+        fi
+    done
+    echo "ok: same sample on both ranks: p = 0 ddp == single; p = 0.5 they differ ($b)"
 }
 
 "step_$step"

@@ -57,8 +57,14 @@ typedef enum fg_verb {
     FG_VERB_CHECK = 5 /* set everything up (plugins, data, model, replicas), train nothing */
 } fg_verb;
 
-/* Runs a verb on the configured runtime. */
+/* Runs a verb on the configured runtime. Under a comm with more than one rank, a failure
+ * after the comm started ends the whole job through the comm's abort (exit code as
+ * fg_status_exit_code(st, 0)), so the other ranks do not wait out the timeout. */
 FG_API fg_status fg_runtime_run(fg_runtime *rt, fg_verb verb, fg_error *err);
+
+/* The `fulgur` command's exit code for a status: 0 ok, 2 for a bad input (configuring != 0,
+ * or a status that names an input or environment fault), 1 for a failure while running. */
+FG_API int fg_status_exit_code(fg_status st, int configuring);
 
 /* `fulgur tune batch-size`: the largest [data] batch_size whose one-batch fit (train, val
  * and test steps) does not run out of device memory: doubling from the config's batch size
@@ -75,6 +81,13 @@ FG_API fg_status fg_tune_batch_size(const fg_runtime_options *opts, const char *
 FG_API fg_status fg_tune_lr(const fg_runtime_options *opts, const char *path,
                             const char *const *overrides, int override_count, int steps,
                             FILE *out, double *suggestion, fg_error *err);
+
+/* `fulgur ckpt merge`: a checkpoint written one file per rank ([strategy] sharded_checkpoint
+ * = true; its index file, or a folder holding exactly one index) into one ordinary
+ * checkpoint at out_path, the file the gathered path writes. Every shard file is checked
+ * against the index; a line saying what was merged goes to report (may be NULL). */
+FG_API fg_status fg_ckpt_merge(const char *index_or_dir, const char *out_path, FILE *report,
+                               fg_error *err);
 
 #ifdef __cplusplus
 }

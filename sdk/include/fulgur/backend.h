@@ -58,6 +58,16 @@ typedef struct fg_adamw_args {
     int64_t step; /* 1-based, for bias correction */
 } fg_adamw_args;
 
+/* Element types of an _ex op's tensors (ABI 1.x append): activations (x, y, dy, dx,
+ * logits, dlogits) are in `act`, parameters (weights, biases, gamma, beta) in `param`, and
+ * parameter gradients (dw, dbias, dgamma, dbeta) in `grad`; each FG_F32, FG_F16 or FG_BF16. */
+typedef struct fg_op_dtypes {
+    uint32_t struct_size;
+    uint32_t act;
+    uint32_t param;
+    uint32_t grad;
+} fg_op_dtypes;
+
 typedef struct fg_backend_vtable {
     uint32_t struct_size;
 
@@ -160,6 +170,94 @@ typedef struct fg_backend_vtable {
     /* x = min(max(x, lo), hi) over n floats */
     fg_status (*clamp)(void *state, void *queue, float *x, float lo, float hi, size_t n,
                        fg_error *err);
+
+    /* ---- dtypes (ABI 1.x append): half-precision storage -----------------------------
+     * An _ex op is the fp32 op above it names, over untyped pointers whose element types
+     * `dt` gives (fg_op_dtypes); what stays f32 whatever dt says is said. Arithmetic
+     * accumulates in f32 and results are rounded to nearest even into their storage type.
+     * With every dtype FG_F32 an _ex op gives bitwise its fp32 op's result. A dtype the
+     * backend cannot store fails with FG_UNAVAILABLE. Workspaces: conv2d_workspace() bytes
+     * (the f32 size) suffice for every dtype. */
+    /* dst(n) = src(n) converted (f32, f16, bf16 either way; NaN stays NaN, overflow gives
+     * inf) */
+    fg_status (*cast)(void *state, void *queue, void *dst, uint32_t dst_dtype, const void *src,
+                      uint32_t src_dtype, size_t n, fg_error *err);
+    fg_status (*gemm_ex)(void *state, void *queue, int trans_a, int trans_b, int m, int n,
+                         int k, float alpha, const void *a, uint32_t a_dtype, int lda,
+                         const void *b, uint32_t b_dtype, int ldb, float beta, void *c,
+                         uint32_t c_dtype, int ldc, fg_error *err);
+    fg_status (*bias_add_ex)(void *state, void *queue, const fg_op_dtypes *dt, void *y,
+                             const void *bias, int rows, int cols, int spatial, fg_error *err);
+    fg_status (*bias_grad_ex)(void *state, void *queue, const fg_op_dtypes *dt, void *dbias,
+                              const void *dy, int rows, int cols, int spatial, int accumulate,
+                              fg_error *err);
+    fg_status (*activation_forward_ex)(void *state, void *queue, const fg_op_dtypes *dt,
+                                       int act, const void *x, void *y, size_t n,
+                                       fg_error *err);
+    fg_status (*activation_backward_ex)(void *state, void *queue, const fg_op_dtypes *dt,
+                                        int act, const void *x, const void *y, const void *dy,
+                                        void *dx, size_t n, fg_error *err);
+    fg_status (*conv2d_forward_ex)(void *state, void *queue, const fg_op_dtypes *dt,
+                                   const fg_conv2d_desc *d, const void *x, const void *w,
+                                   const void *bias, void *y, void *workspace, fg_error *err);
+    fg_status (*conv2d_backward_ex)(void *state, void *queue, const fg_op_dtypes *dt,
+                                    const fg_conv2d_desc *d, const void *x, const void *w,
+                                    const void *dy, void *dx, void *dw, void *dbias,
+                                    int accumulate, void *workspace, fg_error *err);
+    fg_status (*pool2d_forward_ex)(void *state, void *queue, const fg_op_dtypes *dt, int mode,
+                                   const fg_conv2d_desc *d, const void *x, void *y,
+                                   int32_t *argmax, fg_error *err);
+    fg_status (*pool2d_backward_ex)(void *state, void *queue, const fg_op_dtypes *dt, int mode,
+                                    const fg_conv2d_desc *d, const void *dy,
+                                    const int32_t *argmax, void *dx, fg_error *err);
+    /* running_mean, running_var, saved_mean and saved_invstd stay f32 */
+    fg_status (*batchnorm_forward_ex)(void *state, void *queue, const fg_op_dtypes *dt,
+                                      int training, int n, int c, int spatial, const void *x,
+                                      const void *gamma, const void *beta, float *running_mean,
+                                      float *running_var, float momentum, float eps,
+                                      float *saved_mean, float *saved_invstd, void *y,
+                                      fg_error *err);
+    fg_status (*batchnorm_backward_ex)(void *state, void *queue, const fg_op_dtypes *dt, int n,
+                                       int c, int spatial, const void *x, const void *gamma,
+                                       const float *saved_mean, const float *saved_invstd,
+                                       const void *dy, void *dx, void *dgamma, void *dbeta,
+                                       int accumulate, fg_error *err);
+    fg_status (*dropout_forward_ex)(void *state, void *queue, const fg_op_dtypes *dt, float p,
+                                    uint64_t seed, uint64_t offset, const void *x, void *y,
+                                    uint8_t *mask, size_t n, fg_error *err);
+    fg_status (*dropout_backward_ex)(void *state, void *queue, const fg_op_dtypes *dt, float p,
+                                     const uint8_t *mask, const void *dy, void *dx, size_t n,
+                                     fg_error *err);
+    /* logits in dt->act; probs, loss_sum and correct stay f32 (softmax in f32) */
+    fg_status (*softmax_xent_forward_ex)(void *state, void *queue, const fg_op_dtypes *dt,
+                                         const void *logits, const int32_t *labels, int rows,
+                                         int classes, float *probs, float *loss_sum,
+                                         float *correct, fg_error *err);
+    /* probs f32; dlogits in dt->act */
+    fg_status (*softmax_xent_backward_ex)(void *state, void *queue, const fg_op_dtypes *dt,
+                                          const float *probs, const int32_t *labels, int rows,
+                                          int classes, float scale, void *dlogits,
+                                          fg_error *err);
+
+    /* ---- half gradients and "true" half parameters (ABI 1.x append) ------------------
+     * The fp32 helpers above over x of `dtype` (f32, f16, bf16): arithmetic in f32, results
+     * rounded to nearest even into x. sum_squares_ex accumulates in f32 or wider and writes
+     * an f32 device scalar. */
+    fg_status (*sum_squares_ex)(void *state, void *queue, const void *x, uint32_t dtype,
+                                size_t n, float *out, fg_error *err);
+    fg_status (*scale_ex)(void *state, void *queue, void *x, uint32_t dtype, float alpha,
+                          size_t n, fg_error *err);
+    fg_status (*clamp_ex)(void *state, void *queue, void *x, uint32_t dtype, float lo, float hi,
+                          size_t n, fg_error *err);
+    /* The fused updates with param in param_dtype and grad in grad_dtype; the optimizer
+     * state (momentum_buf, m, v) stays f32. Each element's update is computed in f32 from
+     * the widened parameter and rounded to nearest even back into param. */
+    fg_status (*sgd_update_ex)(void *state, void *queue, const fg_sgd_args *a, void *param,
+                               uint32_t param_dtype, const void *grad, uint32_t grad_dtype,
+                               float *momentum_buf, size_t n, fg_error *err);
+    fg_status (*adamw_update_ex)(void *state, void *queue, const fg_adamw_args *a, void *param,
+                                 uint32_t param_dtype, const void *grad, uint32_t grad_dtype,
+                                 float *m, float *v, size_t n, fg_error *err);
 } fg_backend_vtable;
 
 #ifdef __cplusplus

@@ -52,6 +52,24 @@ typedef struct fg_comm_vtable {
     /* Completes a started collective within the timeout and frees the request (also when
      * it fails). */
     fg_status (*wait)(void *state, void *request, fg_error *err);
+    /* Non-blocking collectives with a count per rank (ABI 1.x append; for sharded state,
+     * where a range of a flat buffer meets the ranks' contiguous shards unevenly). counts
+     * has world_size entries and is copied before return; requests as all_reduce_start's.
+     * reduce_scatter_v: send holds sum(counts) elements, rank r's block (counts[r]
+     * elements, in rank order) reduced across ranks lands in recv on rank r; send == recv
+     * reduces in place (the result at the start of the buffer).
+     * all_gather_v: rank r sends counts[r] elements from send; recv gets every block in
+     * rank order (sum(counts) elements); send must not overlap recv. */
+    fg_status (*reduce_scatter_v_start)(void *state, void *queue, const void *send, void *recv,
+                                        const size_t *counts, uint32_t dtype, uint32_t op,
+                                        void **request, fg_error *err);
+    fg_status (*all_gather_v_start)(void *state, void *queue, const void *send, void *recv,
+                                    const size_t *counts, uint32_t dtype, void **request,
+                                    fg_error *err);
+    /* Ends the whole job after an unrecoverable error on this rank, so that ranks blocked
+     * in a collective with it do not wait out the timeout: prints reason naming this rank
+     * and stops every rank with exit_code. Does not return where the library can abort. */
+    void (*abort)(void *state, int exit_code, const char *reason);
 } fg_comm_vtable;
 
 #ifdef __cplusplus

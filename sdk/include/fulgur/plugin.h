@@ -158,13 +158,25 @@ struct fg_host {
     void *(*aligned_alloc)(const fg_host *host, size_t align, size_t size);
     void (*aligned_free)(const fg_host *host, void *ptr);
 
-    /* Metrics sink: a named scalar at a global step. */
+    /* Metrics sink: a named scalar at a global step. During a fit, what a backend,
+     * precision or strategy plugin reports is averaged by the trainer over the logging
+     * window and carried on the next TRAIN_STEP_END event: names starting "time/" as
+     * seconds per optimizer step (the window's sum over its steps), others as the mean of
+     * the reports. A callback's reports are only logged (at debug level). Pass the same
+     * (literal) name every time: the trainer keys its slots on it. */
     void (*metric)(const fg_host *host, const char *name, double value, int64_t step);
 
     /* The instance of another configured plugin of `kind` (a strategy asks for its backend
      * and comm): its kind vtable and instance state. FG_NOT_FOUND when none is configured. */
     fg_status (*find_plugin)(const fg_host *host, uint32_t kind, const void **vtable,
                              void **state, fg_error *err);
+
+    /* ABI 1.x append. The run's whole configuration as resolved (every section and key,
+     * command-line overrides applied, as saved in the run folder's config.ini): entry
+     * `index` in file order, FG_NOT_FOUND past the last. The strings are the host's and
+     * live as long as the instance. For loggers of hyperparameters. */
+    fg_status (*config_entry)(const fg_host *host, size_t index, const char **section,
+                              const char **key, const char **value);
 };
 
 /* ---- the descriptor ---------------------------------------------------------------- */

@@ -19,6 +19,16 @@ typedef struct fg_precision_info {
     int32_t loss_scaling;    /* dynamic loss scaling in use */
 } fg_precision_info;
 
+/* A dynamic loss scaler's state, saved in checkpoints and restored on resume (ABI 1.x
+ * append). */
+typedef struct fg_loss_scaler_state {
+    uint32_t struct_size;
+    double scale;            /* the factor the loss is multiplied by */
+    int64_t growth_tracker;  /* clean steps since the scale last changed or overflowed */
+    int64_t hysteresis_left; /* overflows still absorbed before the scale backs off */
+    int64_t skipped_steps;   /* optimizer steps skipped so far for inf/NaN gradients */
+} fg_loss_scaler_state;
+
 typedef struct fg_precision_vtable {
     uint32_t struct_size;
     fg_status (*info)(void *state, fg_precision_info *out, fg_error *err);
@@ -27,6 +37,10 @@ typedef struct fg_precision_vtable {
     /* After unscaling: found_nonfinite says whether any gradient was inf/NaN. Sets
      * *skip_step when the optimizer step must be skipped, and updates the scale. */
     fg_status (*update_scale)(void *state, int found_nonfinite, int *skip_step, fg_error *err);
+    /* ABI 1.x append: the scaler's state, for checkpoints (NULL without loss scaling).
+     * set_scaler_state checks the values (a scale that is not finite and positive fails). */
+    fg_status (*get_scaler_state)(void *state, fg_loss_scaler_state *out, fg_error *err);
+    fg_status (*set_scaler_state)(void *state, const fg_loss_scaler_state *in, fg_error *err);
 } fg_precision_vtable;
 
 #ifdef __cplusplus

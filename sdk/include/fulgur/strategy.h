@@ -22,6 +22,11 @@ typedef struct fg_strategy_info {
     int32_t devices;      /* devices this process drives */
     int32_t rank;         /* this process's data-parallel rank (0 without a comm) */
     int32_t world_size;   /* data-parallel processes (1 without a comm) */
+    /* ABI 1.x append: 1 when the strategy handles parameters and gradients stored in a half
+     * dtype (fg_train_services.param_dtype, grad_dtype): its collectives, clipping and
+     * checkpoints read them as such. 0 (older plugins): the trainer refuses half gradients
+     * and "true" half modes with it. */
+    int32_t half_storage;
 } fg_strategy_info;
 
 /* A batch as the loader delivered it, in host (staging) memory. */
@@ -52,6 +57,28 @@ typedef struct fg_memory_report {
     uint64_t activation_bytes; /* the activation arena, sized once for the largest batch */
     uint64_t other_bytes;      /* non-trained buffers, batch staging, scratch */
 } fg_memory_report;
+
+/* What a sharded replica holds (fg_train_services.replica_create_spec, ABI 1.x append). */
+typedef struct fg_replica_spec {
+    uint32_t struct_size;
+    int32_t full_params; /* 1: the whole flat parameter buffer; 0: none (the layer memory
+                          * hook says where each layer's parameters are) */
+    int32_t full_grads;  /* 1: the whole flat gradient buffer; 0: none (likewise) */
+    int64_t opt_offset;  /* optimizer state for [opt_offset, opt_offset + opt_count) only */
+    int64_t opt_count;
+} fg_replica_spec;
+
+enum { FG_LAYER_FORWARD = 0, FG_LAYER_BACKWARD = 1 };
+
+/* Before a layer with parameters runs forward (phase FG_LAYER_FORWARD, also in eval) or
+ * backward (FG_LAYER_BACKWARD): `index` counts the layers with parameters from 0 in model
+ * order (param_ranges order), [offset, offset + count) is its range of the flat buffers.
+ * The strategy sets *params and *grads to device memory holding element `offset` of the
+ * range (count floats; *grads may be NULL in forward). Backward writes (accumulate = 0) or
+ * adds the layer's gradients there. A failure fails the pass with the layer named. */
+typedef fg_status (*fg_layer_memory_hook)(void *user, int32_t index, int32_t phase,
+                                          int64_t offset, int64_t count, float **params,
+                                          float **grads, fg_error *err);
 
 /* What the trainer gives a strategy: the model, instantiated on devices as replicas. A
  * replica holds flat parameters, gradients, optimizer state and an activation arena on one
@@ -98,7 +125,109 @@ typedef struct fg_train_services {
                              float clamp, fg_error *err);
     /* Bytes this replica allocated, by role. */
     fg_status (*replica_memory)(void *ctx, void *replica, fg_memory_report *out, fg_error *err);
+    /* ---- sharded state (ABI 1.x append; strategy.sharded) ---- */
+    int64_t buffer_count; /* floats in the flat buffer region (running statistics) */
+    /* A replica holding what spec asks for (activations, batch staging and buffers always).
+     * Without full params the initial values are not uploaded: read_init_params. */
+    fg_status (*replica_create_spec)(void *ctx, int device, int max_batch,
+                                     const fg_replica_spec *spec, void **replica, fg_error *err);
+    /* Optimizer update of [offset, offset + count) with params and grads pointing at
+     * element `offset` (memory the strategy holds); the range must lie in the replica's
+     * optimizer range. */
+    fg_status (*optimizer_step_at)(void *ctx, void *replica, float *params, const float *grads,
+                                   int64_t offset, int64_t count, fg_error *err);
+    /* The ranges of the layers with parameters, in model order: returns how many there are
+     * and fills the first `capacity` of them. */
+    int32_t (*param_ranges)(void *ctx, int64_t *offsets, int64_t *counts, int32_t capacity);
+    /* NULL fn removes the hook. */
+    void (*set_layer_memory_hook)(void *ctx, void *replica, fg_layer_memory_hook fn, void *user);
+    /* Copies the initial parameters [offset, offset + count) (the seeded ones, or those of
+     * the checkpoint being resumed) to dst, device memory of the replica (queue-ordered). */
+    fg_status (*read_init_params)(void *ctx, void *replica, int64_t offset, int64_t count,
+                                  float *dst, fg_error *err);
+    /* The replica's flat buffers (buffer_count floats) and optimizer state slot i (the
+     * spec's opt_count floats; NULL past the last slot: momentum, or m then v). */
+    float *(*replica_buffers)(void *ctx, void *replica);
+    float *(*replica_opt_state)(void *ctx, void *replica, int32_t i);
+    /* ---- data parallel in one process (ABI 1.x append; strategy.dp) ---- */
+    /* The replica's next batches start at sample first_sample of a larger batch (a shard
+     * of it): dropout then draws for every sample what the whole batch would. */
+    void (*set_sample_offset)(void *ctx, void *replica, int64_t first_sample);
+    /* ---- pipeline stages (ABI 1.x append; strategy.model-parallel) ----
+     * A stage is layers [first_layer, first_layer + layer_count) on one device. It holds
+     * only those layers' parameters, gradients, optimizer state and buffers (a slice of
+     * each flat region, stage_range), uploads their initial values at creation, and has
+     * `chunks` activation arenas of max_batch samples each: micro-batch c uses arena c, so
+     * up to `chunks` micro-batches can be between their forward and backward. The first
+     * stage takes the batch's samples, the last one its labels, computes the loss and
+     * accumulates the metrics; activations and their gradients cross stages as device
+     * buffers the strategy moves. Thread rule as replicas (one thread per stage). */
+    int32_t layer_count;
+    /* Layer i's name, parameter bytes, activation bytes per sample (output and what
+     * backward keeps) and output floats per sample: what balancing stages needs. */
+    fg_status (*layer_info)(void *ctx, int32_t layer, const char **name, int64_t *param_bytes,
+                            int64_t *activation_bytes, int64_t *out_elems, fg_error *err);
+    fg_status (*stage_create)(void *ctx, int device, int max_batch, int32_t first_layer,
+                              int32_t layer_count, int32_t chunks, void **stage,
+                              fg_error *err);
+    void (*stage_destroy)(void *ctx, void *stage);
+    void *(*stage_queue)(void *ctx, void *stage);
+    /* Where the stage's slices lie in the model's flat regions, in floats. */
+    void (*stage_range)(void *ctx, void *stage, int64_t *param_offset, int64_t *param_count,
+                        int64_t *buffer_offset, int64_t *buffer_count);
+    /* Forward of micro-batch `chunk` (batch->count samples, starting at sample
+     * first_sample of the step's batch: dropout draws). x_dev: the stage's input
+     * (count, in...) on its device; NULL on the first stage, which copies batch->samples.
+     * The last stage reads batch->labels. training = 0: evaluation. */
+    fg_status (*stage_forward)(void *ctx, void *stage, int32_t chunk, const fg_batch *batch,
+                               int64_t first_sample, const float *x_dev, int training,
+                               fg_error *err);
+    /* Backward of micro-batch `chunk` after its training forward: the last stage from
+     * d(mean loss of the chunk)/d(logits) times grad_scale (dy_dev NULL), another from
+     * dy_dev (count, out...) on its device. accumulate = 0 writes the gradients, 1 adds. */
+    fg_status (*stage_backward)(void *ctx, void *stage, int32_t chunk, const float *dy_dev,
+                                float grad_scale, int accumulate, fg_error *err);
+    /* Device pointers: the chunk's output of its last forward (count, out...), and the
+     * gradient at its input of its last backward (count, in...; not on the first stage). */
+    const float *(*stage_output)(void *ctx, void *stage, int32_t chunk);
+    const float *(*stage_input_grad)(void *ctx, void *stage, int32_t chunk);
+    /* One optimizer update of the stage's parameters. */
+    fg_status (*stage_optimizer_step)(void *ctx, void *stage, fg_error *err);
+    /* Metric sums of the last stage (zeros on the others), as read_metrics. */
+    fg_status (*stage_read_metrics)(void *ctx, void *stage, int reset, fg_step_metrics *out,
+                                    fg_error *err);
+    fg_status (*stage_grad_norm_sq)(void *ctx, void *stage, double *out, fg_error *err);
+    fg_status (*stage_scale_grads)(void *ctx, void *stage, float s, float clamp, fg_error *err);
+    fg_status (*stage_memory)(void *ctx, void *stage, fg_memory_report *out, fg_error *err);
+    /* Device memory in the stage's slice layout: parameters, buffers, optimizer state slot
+     * i (NULL past the last slot), for checkpoints. */
+    float *(*stage_params)(void *ctx, void *stage);
+    float *(*stage_buffers)(void *ctx, void *stage);
+    float *(*stage_opt_state)(void *ctx, void *stage, int32_t i);
+    /* ---- one process per device (ABI 1.x append; strategy.ddp) ---- */
+    /* The replica's random draws in training (dropout masks) come from stream `stream` of
+     * the run's seed: 0, the default, is the single-process stream; data-parallel
+     * processes pass their rank so that each draws its own masks. */
+    void (*replica_set_rng_stream)(void *ctx, void *replica, uint64_t stream);
+    /* ---- half storage (ABI 1.x append; precision) ---- */
+    /* fg_dtype of the memory replica_params and replica_grads point at (the pointers are
+     * then untyped: element i is at byte i * fg_dtype_size). FG_F32 unless a precision
+     * plugin asked for half gradients or a "true" half mode; the strategy must declare
+     * fg_strategy_info.half_storage to be given anything else. grad_norm_sq and scale_grads
+     * handle both. */
+    uint32_t param_dtype;
+    uint32_t grad_dtype;
 } fg_train_services;
+
+/* This rank's part of a checkpoint written one file per rank (fg_strategy_vtable.
+ * shard_describe, ABI 1.x append; strategy.sharded). */
+typedef struct fg_shard_desc {
+    uint32_t struct_size;
+    int32_t per_rank_files; /* 1: the user asked for one checkpoint file per rank */
+    int32_t layout;         /* strategy-defined tag recorded in the index (sharded: the stage) */
+    int64_t offset;         /* this rank's range of the flat parameters and of every optimizer */
+    int64_t count;          /* state slot: [offset, offset + count), count may be 0 */
+} fg_shard_desc;
 
 typedef struct fg_strategy_vtable {
     uint32_t struct_size;
@@ -137,6 +266,15 @@ typedef struct fg_strategy_vtable {
     fg_status (*gather_state)(void *state, float *params, float *buffers, float *opt_state,
                               fg_error *err);
     fg_status (*scatter_state)(void *state, const float *opt_state, fg_error *err);
+    /* ---- one checkpoint file per rank (ABI 1.x append; strategy.sharded) ----
+     * shard_describe says whether checkpoints are written one file per rank and which part
+     * is this rank's; shard_read copies that part to host memory: params (count floats),
+     * opt_state (the optimizer's slots one after another, count floats each) and, when
+     * buffers is not NULL, the whole buffer region (svc.buffer_count floats). Local to the
+     * rank: no collective. NULL: checkpoints are gathered. */
+    fg_status (*shard_describe)(void *state, fg_shard_desc *out, fg_error *err);
+    fg_status (*shard_read)(void *state, float *params, float *buffers, float *opt_state,
+                            fg_error *err);
 } fg_strategy_vtable;
 
 #ifdef __cplusplus

@@ -1,0 +1,213 @@
+/* SLURM auto-requeue (requeue.h).
+ *
+ * The handler only sets a flag (async-signal-safe) and writes a fixed line. The flag is
+ * read at optimizer-step boundaries. Alone, a process reads it every step (a load). Under
+ * a comm, SLURM may signal some ranks and not others (or at different steps), so the ranks
+ * agree: a max all-reduce of [flag, interval] at agreed steps. Rank 0 puts the number of
+ * steps until the next agreement, sized from its step rate so that agreements come about
+ * once a second: one tiny collective a second (tens of microseconds), a stop within about a
+ * second and a step of the signal, and every rank knows the next agreement step. */
+#include "requeue.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fulgur/comm.h"
+#include "runtime.h"
+#include "trainer_internal.h"
+
+#define AGREE_PERIOD_S 1.0
+#define AGREE_MAX_INTERVAL 100000
+
+extern char **environ;
+
+/* Process-wide by nature: one handler per signal. */
+static volatile sig_atomic_t signalled;
+static struct sigaction previous;
+
+static void on_signal(int signo)
+{
+    static const char line[] = "fulgur: requeue signal received: checkpoint at the next step "
+                               "boundary, then requeue\n";
+    (void)signo;
+    signalled = 1;
+    ssize_t w = write(STDERR_FILENO, line, sizeof line - 1);
+    (void)w;
+}
+
+static const char *signal_name(int signo)
+{
+    return signo == SIGUSR1 ? "SIGUSR1" : signo == SIGUSR2 ? "SIGUSR2" : "none";
+}
+
+fg_status fg_requeue_configure(fg_requeue *q, const char *value, const char *origin,
+                               fg_error *err)
+{
+    memset(q, 0, sizeof *q);
+    if (strcmp(value, "auto") == 0)
+        q->signo = getenv("SLURM_JOB_ID") ? SIGUSR1 : 0;
+    else if (strcmp(value, "SIGUSR1") == 0)
+        q->signo = SIGUSR1;
+    else if (strcmp(value, "SIGUSR2") == 0)
+        q->signo = SIGUSR2;
+    else if (strcmp(value, "none") != 0)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [trainer] requeue_signal = '%s': "
+                            "use auto, SIGUSR1, SIGUSR2 or none", origin, value);
+    return FG_OK;
+}
+
+static const fg_instance *comm_of(struct fg_trainer *t)
+{
+    return t->world_size > 1 ? fg_runtime_instance_of_kind(t->rt, FG_KIND_COMM) : NULL;
+}
+
+fg_status fg_requeue_arm(struct fg_trainer *t, fg_error *err)
+{
+    fg_requeue *q = &t->requeue;
+    if (!q->signo || q->armed) return FG_OK;
+    const fg_instance *c = comm_of(t);
+    if (t->world_size > 1 && (!c || !((const fg_comm_vtable *)c->plugin->vtable)->all_reduce))
+        return fg_error_set(err, FG_INCOMPATIBLE, "[trainer] requeue_signal = %s needs a [comm] "
+                            "with all_reduce for %d processes to agree on the stop (or set "
+                            "requeue_signal = none)", signal_name(q->signo), t->world_size);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART; /* reads and waits of other threads go on */
+    sigemptyset(&sa.sa_mask);
+    signalled = 0;
+    if (sigaction(q->signo, &sa, &previous) != 0)
+        return fg_error_set(err, FG_INTERNAL, "requeue: sigaction(%s): %s", signal_name(q->signo),
+                            strerror(errno));
+    q->armed = 1;
+    q->next_check = t->global_step + 1;
+    q->last_check_step = t->global_step;
+    q->last_check_time = fg_now_seconds();
+    const char *job = getenv("SLURM_JOB_ID");
+    if (t->rt->verbosity >= FG_LOG_INFO)
+        fprintf(t->out, "requeue: on %s, checkpoint and %s%s\n", signal_name(q->signo),
+                job ? "requeue SLURM job " : "stop (not a SLURM job)", job ? job : "");
+    return FG_OK;
+}
+
+void fg_requeue_disarm(fg_requeue *q)
+{
+    if (!q->armed) return;
+    sigaction(q->signo, &previous, NULL);
+    q->armed = 0;
+}
+
+/* Rank 0's choice of steps until the next agreement: about AGREE_PERIOD_S of its steps. */
+static double next_interval(fg_requeue *q, int64_t step, double now)
+{
+    double steps = (double)(step - q->last_check_step), dt = now - q->last_check_time;
+    double n = dt > 0 ? AGREE_PERIOD_S * steps / dt : 1;
+    return n < 1 ? 1 : n > AGREE_MAX_INTERVAL ? AGREE_MAX_INTERVAL : (double)(int64_t)n;
+}
+
+fg_status fg_requeue_poll(struct fg_trainer *t, fg_error *err)
+{
+    fg_requeue *q = &t->requeue;
+    if (!q->armed || q->stopped) return FG_OK;
+    int stop = signalled != 0;
+    if (t->world_size > 1) {
+        if (t->global_step < q->next_check) return FG_OK;
+        const fg_instance *c = comm_of(t);
+        const fg_comm_vtable *vt = c->plugin->vtable;
+        double now = fg_now_seconds();
+        double agree[2] = {stop, t->rank == 0 ? next_interval(q, t->global_step, now) : 0};
+        fg_error e = {0};
+        fg_status st = vt->all_reduce(c->state, NULL, agree, 2, FG_F64, FG_REDUCE_MAX, &e);
+        if (st != FG_OK)
+            return fg_error_set(err, st, "requeue: agreeing on the stop flag at step %lld: %s",
+                                (long long)t->global_step, e.message);
+        stop = agree[0] > 0;
+        q->next_check = t->global_step + (int64_t)agree[1];
+        q->last_check_step = t->global_step;
+        q->last_check_time = now;
+    }
+    if (stop) {
+        q->stopped = 1;
+        t->stop = 1;
+        fprintf(t->out, "requeue: %s received, stopping after step %lld\n", signal_name(q->signo),
+                (long long)t->global_step);
+    }
+    return FG_OK;
+}
+
+static int training_finished(const struct fg_trainer *t)
+{
+    return (t->max_steps >= 0 && t->global_step >= t->max_steps) || t->epoch >= t->max_epochs;
+}
+
+fg_status fg_requeue_checkpoint(struct fg_trainer *t, fg_error *err)
+{
+    fg_requeue *q = &t->requeue;
+    if (!q->stopped) return FG_OK;
+    if (training_finished(t)) {
+        q->stopped = 0; /* the last step was the signal's: nothing to resume */
+        fprintf(t->out, "requeue: the signal came with the last step: training is complete, "
+                "not requeued\n");
+        return FG_OK;
+    }
+    /* Where ckpt_path = last looks (the checkpoint callback's dirpath, or checkpoints/). */
+    const char *dir = fg_config_get(t->cfg, "callback.checkpoint", "dirpath");
+    if (!dir || !*dir) dir = "checkpoints";
+    if (dir[0] == '/')
+        snprintf(q->checkpoint, sizeof q->checkpoint, "%s/requeue.safetensors", dir);
+    else
+        snprintf(q->checkpoint, sizeof q->checkpoint, "%s/%s/requeue.safetensors", t->run_dir, dir);
+    return fg_trainer_save_checkpoint(t, q->checkpoint, err);
+}
+
+/* SLURM_JOB_ID, or ARRAY_TASK of an array job (what scontrol requeue takes). */
+static const char *job_id(char *buf, size_t size)
+{
+    const char *array = getenv("SLURM_ARRAY_JOB_ID"), *task = getenv("SLURM_ARRAY_TASK_ID");
+    if (array && *array && task && *task) {
+        snprintf(buf, size, "%s_%s", array, task);
+        return buf;
+    }
+    const char *job = getenv("SLURM_JOB_ID");
+    return job && *job ? job : NULL;
+}
+
+fg_status fg_requeue_submit(struct fg_trainer *t, fg_error *err)
+{
+    fg_requeue *q = &t->requeue;
+    if (t->rank != 0) return FG_OK;
+    char buf[256];
+    const char *job = job_id(buf, sizeof buf);
+    if (!job) {
+        fprintf(t->out, "requeue: stopped at step %lld, not a SLURM job (no SLURM_JOB_ID): "
+                "resume with --ckpt-path last (%s)\n", (long long)t->global_step, q->checkpoint);
+        return FG_OK;
+    }
+    char *argv[] = {"scontrol", "requeue", (char *)job, NULL};
+    pid_t pid;
+    int rc = posix_spawnp(&pid, "scontrol", NULL, NULL, argv, environ);
+    if (rc != 0) {
+        fprintf(t->out, "requeue: cannot run scontrol (%s): SLURM job %s is not requeued; "
+                "resume with --ckpt-path last (%s)\n", strerror(rc), job, q->checkpoint);
+        return FG_OK;
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return fg_error_set(err, FG_FATAL, "requeue: `scontrol requeue %s` %s %d: the job is not "
+                            "requeued; %s resumes it (--ckpt-path last)", job,
+                            WIFEXITED(status) ? "exited" : "died of signal",
+                            WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+                            q->checkpoint);
+    fprintf(t->out, "requeue: SLURM job %s requeued (scontrol requeue %s) after step %lld; it "
+            "resumes from %s with --ckpt-path last\n", job, job, (long long)t->global_step,
+            q->checkpoint);
+    return FG_OK;
+}

@@ -1,0 +1,40 @@
+/* SLURM auto-requeue: a signal (SIGUSR1, which `sbatch --signal=USR1@90` sends before the
+ * time limit) makes the fit checkpoint at the next step boundary, stop, and ask SLURM to
+ * requeue the job (`scontrol requeue $SLURM_JOB_ID`); the requeued job resumes with
+ * --ckpt-path last. Under a comm every rank stops at the same step: the flag is agreed
+ * with a max all-reduce about once a second (see requeue.c). */
+#ifndef FG_REQUEUE_H
+#define FG_REQUEUE_H
+
+#include <stdint.h>
+
+#include "fulgur/plugin.h"
+
+struct fg_trainer;
+
+typedef struct fg_requeue {
+    int signo;               /* 0: off */
+    int armed;               /* our handler is installed */
+    int64_t next_check;      /* global step of the next agreement (under a comm) */
+    int64_t last_check_step;
+    double last_check_time;
+    int stopped;             /* every rank agreed: this fit stops for a requeue */
+    char checkpoint[8192];   /* what it wrote */
+} fg_requeue;
+
+/* [trainer] requeue_signal: auto (SIGUSR1 when SLURM_JOB_ID is set), SIGUSR1, SIGUSR2 or
+ * none. `origin` names the key's place for messages. */
+fg_status fg_requeue_configure(fg_requeue *q, const char *value, const char *origin,
+                               fg_error *err);
+/* Installs the handler (an async-signal-safe flag) for a fit; disarm restores the
+ * previous one. */
+fg_status fg_requeue_arm(struct fg_trainer *t, fg_error *err);
+void fg_requeue_disarm(fg_requeue *q);
+/* At each optimizer-step boundary: when the signal arrived (on any rank), sets t->stop. */
+fg_status fg_requeue_poll(struct fg_trainer *t, fg_error *err);
+/* After the epochs: the checkpoint of a stop for a requeue (every rank calls). */
+fg_status fg_requeue_checkpoint(struct fg_trainer *t, fg_error *err);
+/* Instead of the end of a fit: rank 0 runs `scontrol requeue JOB` and says what happened. */
+fg_status fg_requeue_submit(struct fg_trainer *t, fg_error *err);
+
+#endif

@@ -1,0 +1,190 @@
+/* The precision plugin in the trainer: which dtypes the model runs in, the loss scale each
+ * backward is multiplied by, and the optimizer step's unscale, finite check and skip; the
+ * scaler's state in checkpoints. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "trainer_internal.h"
+
+#define PREC(t) ((const fg_precision_vtable *)(t)->precision.vt)
+#define STRAT(t) ((const fg_strategy_vtable *)(t)->strategy.vt)
+#define BE(t) ((const fg_backend_vtable *)(t)->backend.vt)
+
+static int half(uint32_t d) { return d == FG_F16 || d == FG_BF16; }
+
+static fg_status refuse(const fg_trainer *t, fg_status st, const char *what, fg_error *err)
+{
+    return fg_error_set(err, st, "%s: [precision] %s: %s", fg_config_path(t->cfg),
+                        t->precision.inst->name, what);
+}
+
+fg_status fg_trainer_check_precision(fg_trainer *t, fg_error *err)
+{
+    const fg_precision_vtable *pv = PREC(t);
+    fg_precision_info *info = &t->prec;
+    memset(info, 0, sizeof *info);
+    info->struct_size = sizeof *info;
+    if (!FG_HAS_FIELD(pv, fg_precision_vtable, update_scale) || !pv->info || !pv->loss_scale ||
+        !pv->update_scale)
+        return refuse(t, FG_INCOMPATIBLE, "the plugin lacks info, loss_scale or update_scale",
+                      err);
+    fg_error e = {0};
+    fg_status st = pv->info(t->precision.state, info, &e);
+    if (st != FG_OK) return refuse(t, st, e.message, err);
+    uint32_t p = info->param_dtype, c = info->compute_dtype, g = info->grad_dtype;
+    if ((p != FG_F32 && !half(p)) || (c != FG_F32 && !half(c)) || (g != FG_F32 && !half(g)))
+        return refuse(t, FG_INCOMPATIBLE, "asks for a dtype other than f32, f16 and bf16", err);
+    if (half(g) && !half(c))
+        return refuse(t, FG_UNAVAILABLE, "half gradients with f32 activations are not "
+                      "supported", err);
+    if (half(p) && !info->master_weights && !half(g))
+        return refuse(t, FG_UNAVAILABLE, "half parameters without an f32 master copy (a 'true' "
+                      "half mode) need half gradients too", err);
+    if (p != c)
+        return refuse(t, FG_UNAVAILABLE, "working parameters and activations in different "
+                      "dtypes are not supported", err);
+    if (info->loss_scaling && !FG_HAS_FIELD(pv, fg_precision_vtable, set_scaler_state))
+        return refuse(t, FG_INCOMPATIBLE, "loss scaling without get/set_scaler_state (the "
+                      "scale could not be checkpointed)", err);
+    t->loss_scaling = info->loss_scaling != 0;
+    return FG_OK;
+}
+
+/* Half gradients and "true" half parameters: the backend must update and clip them, and
+ * the strategy must say it reads them as such (fg_strategy_info.half_storage). */
+static fg_status check_half_storage(fg_trainer *t, fg_error *err)
+{
+    const fg_backend_vtable *be = BE(t);
+    if (!FG_HAS_FIELD(be, fg_backend_vtable, adamw_update_ex) || !be->sum_squares_ex ||
+        !be->scale_ex || !be->clamp_ex || !be->sgd_update_ex || !be->adamw_update_ex)
+        return fg_error_set(err, FG_UNAVAILABLE, "[precision] %s keeps %s gradients%s but "
+                            "[backend] %s (%s) has no ops for them (backend ABI 1.x "
+                            "sum_squares_ex, scale_ex, clamp_ex, sgd_update_ex, adamw_update_ex)",
+                            t->precision.inst->name, fg_dtype_name((fg_dtype)t->prec.grad_dtype),
+                            t->prec.master_weights ? "" : " and parameters",
+                            t->backend.inst->name, t->backend.inst->path);
+    const fg_strategy_vtable *sv = STRAT(t);
+    fg_strategy_info si;
+    memset(&si, 0, sizeof si);
+    si.struct_size = sizeof si;
+    fg_error e = {0};
+    fg_status st = sv->info ? sv->info(t->strategy.state, &si, &e) : FG_OK;
+    if (st != FG_OK)
+        return fg_error_set(err, st, "[strategy] %s: %s", t->strategy.inst->name, e.message);
+    if (!si.half_storage)
+        return fg_error_set(err, FG_UNAVAILABLE, "%s: [precision] %s keeps %s gradients%s, but "
+                            "[strategy] %s reads gradients and parameters as f32 only (it does "
+                            "not declare half storage); use [strategy] name = single%s",
+                            fg_config_path(t->cfg), t->precision.inst->name,
+                            fg_dtype_name((fg_dtype)t->prec.grad_dtype),
+                            t->prec.master_weights ? "" : " and parameters",
+                            t->strategy.inst->name,
+                            t->prec.master_weights ? ", or grad_dtype = fp32" : "");
+    return FG_OK;
+}
+
+fg_status fg_trainer_apply_precision(fg_trainer *t, fg_error *err)
+{
+    const fg_precision_info *info = &t->prec;
+    if (info->compute_dtype == FG_F32 && info->param_dtype == FG_F32) return FG_OK;
+    const fg_backend_vtable *be = BE(t);
+    if (!FG_HAS_FIELD(be, fg_backend_vtable, softmax_xent_backward_ex) || !be->cast)
+        return fg_error_set(err, FG_UNAVAILABLE, "[precision] %s needs %s tensors but [backend] "
+                            "%s (%s) has no dtype ops (backend ABI 1.x cast, *_ex)",
+                            t->precision.inst->name, fg_dtype_name((fg_dtype)info->compute_dtype),
+                            t->backend.inst->name, t->backend.inst->path);
+    const fg_strategy_vtable *sv = STRAT(t);
+    if (t->loss_scaling && (!FG_HAS_FIELD(sv, fg_strategy_vtable, scale_grads) ||
+                            !sv->grad_norm_sq || !sv->scale_grads))
+        return fg_error_set(err, FG_UNAVAILABLE, "[precision] %s scales the loss, but [strategy] "
+                            "%s cannot unscale and check gradients (grad_norm_sq, scale_grads)",
+                            t->precision.inst->name, t->strategy.inst->name);
+    int true_half = half(info->param_dtype) && !info->master_weights;
+    fg_status st = half(info->grad_dtype) || true_half ? check_half_storage(t, err)
+                                                                    : FG_OK;
+    if (st == FG_OK)
+        st = fg_model_set_dtypes(t->model, info->compute_dtype, info->param_dtype,
+                                 info->grad_dtype, err);
+    if (st == FG_OK && true_half)
+        st = fg_model_set_master_weights(t->model, 0, err);
+    return st;
+}
+
+float fg_trainer_grad_scale(const fg_trainer *t)
+{
+    float mean = 1.0f / (float)t->accumulate;
+    return t->loss_scaling ? mean * PREC(t)->loss_scale(t->precision.state) : mean;
+}
+
+fg_status fg_trainer_unscale_grads(fg_trainer *t, int *skip, fg_error *err)
+{
+    *skip = 0;
+    if (!t->loss_scaling) return FG_OK;
+    const fg_strategy_vtable *sv = STRAT(t);
+    float scale = PREC(t)->loss_scale(t->precision.state);
+    fg_status st = sv->sync_grads ? sv->sync_grads(t->strategy.state, err) : FG_OK;
+    if (st == FG_OK) st = sv->scale_grads(t->strategy.state, 1.0f / scale, 0.0f, err);
+    double sq = 0;
+    if (st == FG_OK) st = sv->grad_norm_sq(t->strategy.state, &sq, err);
+    if (st != FG_OK) return st;
+    fg_error e = {0};
+    st = PREC(t)->update_scale(t->precision.state, !isfinite(sq), skip, &e);
+    if (st != FG_OK)
+        return fg_error_set(err, st, "[precision] %s: %s", t->precision.inst->name, e.message);
+    return FG_OK;
+}
+
+/* ---- checkpoints --------------------------------------------------------------------- */
+
+int fg_trainer_scaler_state(const fg_trainer *t, fg_loss_scaler_state *out)
+{
+    if (!t->loss_scaling) return 0;
+    memset(out, 0, sizeof *out);
+    out->struct_size = sizeof *out;
+    fg_error e = {0};
+    return PREC(t)->get_scaler_state(t->precision.state, out, &e) == FG_OK;
+}
+
+static fg_status meta_number(const fg_ckpt *c, const char *key, double *out, fg_error *err)
+{
+    const char *v = fg_ckpt_meta(c, key);
+    char *end;
+    *out = v ? strtod(v, &end) : 0;
+    if (!v || end == v || *end)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: metadata '%s' is %s",
+                            fg_ckpt_path(c), key, v ? "not a number" : "missing");
+    return FG_OK;
+}
+
+fg_status fg_trainer_restore_scaler(fg_trainer *t, const struct fg_ckpt *c, fg_error *err)
+{
+    if (!t->loss_scaling) return FG_OK;
+    if (!fg_ckpt_meta(c, "loss_scale")) {
+        fprintf(t->out, "resuming: %s has no loss-scaler state (written without loss "
+                "scaling); the scale starts at its initial value\n", fg_ckpt_path(c));
+        return FG_OK;
+    }
+    double v[4];
+    static const char *keys[] = {"loss_scale", "loss_scale_growth_tracker",
+                                 "loss_scale_hysteresis_left", "loss_scale_skipped_steps"};
+    for (int i = 0; i < 4; i++) {
+        fg_status st = meta_number(c, keys[i], &v[i], err);
+        if (st != FG_OK) return st;
+    }
+    fg_loss_scaler_state s = {sizeof s, v[0], (int64_t)v[1], (int64_t)v[2], (int64_t)v[3]};
+    fg_error e = {0};
+    fg_status st = PREC(t)->set_scaler_state(t->precision.state, &s, &e);
+    if (st != FG_OK)
+        return fg_error_set(err, st, "%s: %s", fg_ckpt_path(c), e.message);
+    return FG_OK;
+}
+
+void fg_trainer_report_precision(fg_trainer *t)
+{
+    fg_loss_scaler_state s;
+    if (fg_trainer_scaler_state(t, &s))
+        fprintf(t->out, "loss scale: %.17g, %lld step(s) skipped for inf/NaN gradients\n",
+                s.scale, (long long)s.skipped_steps);
+}

@@ -1,0 +1,327 @@
+/* Elementwise kernels: fill/scale/axpy/clamp, conversions, activations, bias add, dropout
+ * and the fused optimizer updates. Each follows its kernels/cpu counterpart formula for
+ * formula (built with --fmad=false, so the arithmetic rounds as the CPU's does). */
+#include "fg_cuda_common.cuh"
+
+using namespace fgcu;
+
+namespace {
+
+#define GELU_K0 0.7978845608028654f /* sqrt(2/pi) */
+#define GELU_K1 0.044715f
+
+__global__ void fill_k(float *x, float v, size_t n)
+{
+    FGCU_FOR(i, n) x[i] = v;
+}
+
+__global__ void scale_k(float *x, float a, size_t n)
+{
+    FGCU_FOR(i, n) x[i] *= a;
+}
+
+__global__ void axpy_k(float a, const float *x, float *y, size_t n)
+{
+    FGCU_FOR(i, n) y[i] += a * x[i];
+}
+
+__global__ void clamp_k(float *x, float lo, float hi, size_t n)
+{
+    FGCU_FOR(i, n)
+    {
+        float v = x[i];
+        v = v < lo ? lo : v;
+        x[i] = v > hi ? hi : v;
+    }
+}
+
+template <typename D, typename S>
+__global__ void convert_k(D *__restrict__ dst, const S *__restrict__ src, size_t n)
+{
+    FGCU_FOR(i, n) st(dst, i, ld(src, i));
+}
+
+template <typename D, typename S>
+__global__ void accumulate_k(D *__restrict__ dst, const S *__restrict__ src, size_t n, int acc)
+{
+    FGCU_FOR(i, n) st(dst, i, (acc ? ld(dst, i) : 0.0f) + ld(src, i));
+}
+
+template <typename T> __global__ void scale_matrix_k(T *c, int rows, int cols, int ldc, float beta)
+{
+    size_t n = (size_t)rows * (size_t)cols;
+    FGCU_FOR(i, n)
+    {
+        size_t o = (i / (size_t)cols) * (size_t)ldc + i % (size_t)cols;
+        st(c, o, beta == 0.0f ? 0.0f : ld(c, o) * beta);
+    }
+}
+
+template <typename T>
+__global__ void act_forward_k(int act, const T *x, T *y, size_t n)
+{
+    FGCU_FOR(i, n)
+    {
+        float v = ld(x, i), r;
+        switch (act) {
+        case 1: r = v > 0.0f ? v : 0.0f; break;
+        case 2: {
+            float t = tanhf(GELU_K0 * (v + GELU_K1 * v * v * v));
+            r = 0.5f * v * (1.0f + t);
+        } break;
+        case 3: r = tanhf(v); break;
+        case 4: r = 1.0f / (1.0f + expf(-v)); break;
+        default: r = v; break;
+        }
+        st(y, i, r);
+    }
+}
+
+/* relu and gelu read x, tanh and sigmoid y; the other pointer may be NULL. */
+template <typename T>
+__global__ void act_backward_k(int act, const T *x, const T *y, const T *dy,
+                               T *dx, size_t n)
+{
+    FGCU_FOR(i, n)
+    {
+        float g = ld(dy, i), r;
+        switch (act) {
+        case 1: r = ld(x, i) > 0.0f ? g : 0.0f; break;
+        case 2: {
+            float v = ld(x, i);
+            float t = tanhf(GELU_K0 * (v + GELU_K1 * v * v * v));
+            float du = GELU_K0 * (1.0f + 3.0f * GELU_K1 * v * v);
+            r = g * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
+        } break;
+        case 3: {
+            float yv = ld(y, i);
+            r = g * (1.0f - yv * yv);
+        } break;
+        case 4: {
+            float yv = ld(y, i);
+            r = g * yv * (1.0f - yv);
+        } break;
+        default: r = g; break;
+        }
+        st(dx, i, r);
+    }
+}
+
+template <typename T>
+__global__ void bias_add_k(T *y, const void *bias, int bias_type, int cols, int spatial,
+                           size_t n)
+{
+    FGCU_FOR(i, n)
+    {
+        size_t j = (i / (size_t)spatial) % (size_t)cols;
+        st(y, i, ld(y, i) + ld_dyn(bias, bias_type, j));
+    }
+}
+
+__device__ __forceinline__ uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+template <typename T>
+__global__ void dropout_forward_k(uint64_t key, uint64_t offset, uint32_t threshold, float scale,
+                                  const T *x, T *y,
+                                  uint8_t *mask, size_t n)
+{
+    FGCU_FOR(i, n)
+    {
+        uint64_t z = mix64(key + (offset + i) * 0x9E3779B97F4A7C15ull);
+        int keep = (uint32_t)(z >> 40) >= threshold;
+        float v = ld(x, i) * scale;
+        mask[i] = (uint8_t)keep;
+        st(y, i, keep ? v : 0.0f);
+    }
+}
+
+template <typename T>
+__global__ void dropout_backward_k(float scale, const uint8_t *__restrict__ mask,
+                                   const T *dy, T *dx, size_t n)
+{
+    FGCU_FOR(i, n)
+    {
+        float v = ld(dy, i) * scale;
+        st(dx, i, mask[i] ? v : 0.0f);
+    }
+}
+
+__global__ void sgd_k(fg_cu_sgd a, float *__restrict__ param, const float *__restrict__ grad,
+                      float *__restrict__ buf, size_t n)
+{
+    float lr = a.lr, wd = a.weight_decay, mom = a.momentum, damp = 1.0f - a.dampening;
+    FGCU_FOR(i, n)
+    {
+        float g = grad[i] + wd * param[i];
+        if (mom == 0.0f) {
+            param[i] -= lr * g;
+        } else if (a.first_step) {
+            buf[i] = g;
+            param[i] -= lr * (a.nesterov ? g + mom * g : g);
+        } else {
+            float nb = mom * buf[i] + damp * g;
+            buf[i] = nb;
+            param[i] -= lr * (a.nesterov ? g + mom * nb : nb);
+        }
+    }
+}
+
+__global__ void adamw_k(fg_cu_adamw a, float *__restrict__ param, const float *__restrict__ grad,
+                        float *__restrict__ m, float *__restrict__ v, size_t n)
+{
+    float decay = 1.0f - a.lr * a.weight_decay, b1 = a.beta1, b2 = a.beta2;
+    float step_size = a.lr / a.bc1;
+    FGCU_FOR(i, n)
+    {
+        float g = grad[i];
+        float mi = b1 * m[i] + (1.0f - b1) * g;
+        float vi = b2 * v[i] + (1.0f - b2) * g * g;
+        m[i] = mi;
+        v[i] = vi;
+        param[i] = param[i] * decay - step_size * mi / (sqrtf(vi) / a.bc2_sqrt + a.eps);
+    }
+}
+
+template <typename D>
+cudaError_t convert_to(cudaStream_t s, D *dst, const void *src, int src_type, size_t n)
+{
+    FGCU_DISPATCH(src_type, S,
+                  convert_k<D, S><<<grid_for(n), kThreads, 0, s>>>(dst, (const S *)src, n));
+    return cudaGetLastError();
+}
+
+template <typename D>
+cudaError_t accumulate_to(cudaStream_t s, D *dst, const void *src, int src_type, size_t n,
+                          int acc)
+{
+    FGCU_DISPATCH(src_type, S,
+                  accumulate_k<D, S><<<grid_for(n), kThreads, 0, s>>>(dst, (const S *)src, n,
+                                                                      acc));
+    return cudaGetLastError();
+}
+
+} // namespace
+
+extern "C" {
+
+cudaError_t fg_cu_fill(cudaStream_t s, float *x, float value, size_t n)
+{
+    fill_k<<<grid_for(n), kThreads, 0, s>>>(x, value, n);
+    return cudaGetLastError();
+}
+
+cudaError_t fg_cu_scale(cudaStream_t s, float *x, float alpha, size_t n)
+{
+    scale_k<<<grid_for(n), kThreads, 0, s>>>(x, alpha, n);
+    return cudaGetLastError();
+}
+
+cudaError_t fg_cu_axpy(cudaStream_t s, float alpha, const float *x, float *y, size_t n)
+{
+    axpy_k<<<grid_for(n), kThreads, 0, s>>>(alpha, x, y, n);
+    return cudaGetLastError();
+}
+
+cudaError_t fg_cu_clamp(cudaStream_t s, float *x, float lo, float hi, size_t n)
+{
+    clamp_k<<<grid_for(n), kThreads, 0, s>>>(x, lo, hi, n);
+    return cudaGetLastError();
+}
+
+cudaError_t fg_cu_convert(cudaStream_t s, void *dst, int dst_type, const void *src,
+                          int src_type, size_t n)
+{
+    if (dst_type == src_type && known_type(dst_type))
+        return cudaMemcpyAsync(dst, src, n * (dst_type == F32 ? 4 : 2), cudaMemcpyDeviceToDevice,
+                               s);
+    FGCU_DISPATCH(dst_type, D, return convert_to<D>(s, (D *)dst, src, src_type, n));
+    return cudaSuccess;
+}
+
+cudaError_t fg_cu_accumulate(cudaStream_t s, void *dst, int dst_type, const void *src,
+                             int src_type, size_t n, int accumulate)
+{
+    FGCU_DISPATCH(dst_type, D,
+                  return accumulate_to<D>(s, (D *)dst, src, src_type, n, accumulate));
+    return cudaSuccess;
+}
+
+cudaError_t fg_cu_scale_matrix(cudaStream_t s, int type, void *c, int rows, int cols, int ld,
+                               float beta)
+{
+    size_t n = (size_t)rows * (size_t)cols;
+    FGCU_DISPATCH(type, T,
+                  scale_matrix_k<T><<<grid_for(n), kThreads, 0, s>>>((T *)c, rows, cols, ld,
+                                                                    beta));
+    return cudaGetLastError();
+}
+
+cudaError_t fg_cu_act_forward(cudaStream_t s, int type, int act, const void *x, void *y,
+                              size_t n)
+{
+    FGCU_DISPATCH(type, T,
+                  act_forward_k<T><<<grid_for(n), kThreads, 0, s>>>(act, (const T *)x, (T *)y,
+                                                                   n));
+    return cudaGetLastError();
+}
+
+cudaError_t fg_cu_act_backward(cudaStream_t s, int type, int act, const void *x,
+                               const void *y, const void *dy, void *dx, size_t n)
+{
+    FGCU_DISPATCH(type, T,
+                  act_backward_k<T><<<grid_for(n), kThreads, 0, s>>>(
+                      act, (const T *)x, (const T *)y, (const T *)dy, (T *)dx, n));
+    return cudaGetLastError();
+}
+
+cudaError_t fg_cu_bias_add(cudaStream_t s, int type, int bias_type, void *y, const void *bias,
+                           int rows, int cols, int spatial)
+{
+    if (!known_type(bias_type))
+        return cudaErrorInvalidValue;
+    size_t n = (size_t)rows * (size_t)cols * (size_t)spatial;
+    FGCU_DISPATCH(type, T,
+                  bias_add_k<T><<<grid_for(n), kThreads, 0, s>>>((T *)y, bias, bias_type, cols,
+                                                                spatial, n));
+    return cudaGetLastError();
+}
+
+cudaError_t fg_cu_dropout_forward(cudaStream_t s, int type, uint64_t key, uint64_t offset,
+                                  uint32_t threshold, float scale, const void *x, void *y,
+                                  uint8_t *mask, size_t n)
+{
+    FGCU_DISPATCH(type, T,
+                  dropout_forward_k<T><<<grid_for(n), kThreads, 0, s>>>(
+                      key, offset, threshold, scale, (const T *)x, (T *)y, mask, n));
+    return cudaGetLastError();
+}
+
+cudaError_t fg_cu_dropout_backward(cudaStream_t s, int type, float scale, const uint8_t *mask,
+                                   const void *dy, void *dx, size_t n)
+{
+    FGCU_DISPATCH(type, T,
+                  dropout_backward_k<T><<<grid_for(n), kThreads, 0, s>>>(
+                      scale, mask, (const T *)dy, (T *)dx, n));
+    return cudaGetLastError();
+}
+
+cudaError_t fg_cu_sgd_update(cudaStream_t s, const fg_cu_sgd *a, float *param,
+                             const float *grad, float *buf, size_t n)
+{
+    sgd_k<<<grid_for(n), kThreads, 0, s>>>(*a, param, grad, buf, n);
+    return cudaGetLastError();
+}
+
+cudaError_t fg_cu_adamw_update(cudaStream_t s, const fg_cu_adamw *a, float *param,
+                               const float *grad, float *m, float *v, size_t n)
+{
+    adamw_k<<<grid_for(n), kThreads, 0, s>>>(*a, param, grad, m, v, n);
+    return cudaGetLastError();
+}
+
+} // extern "C"

@@ -1,0 +1,127 @@
+/* Device helpers shared by the CUDA kernels: typed loads and stores (f32 arithmetic over
+ * f32, f16 and bf16 storage), the dtype dispatch, launch sizes and fixed-order reductions. */
+#ifndef FG_CUDA_COMMON_CUH
+#define FG_CUDA_COMMON_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "fg_cuda_kernels.h"
+
+namespace fgcu {
+
+enum { F32 = 1, F16 = 2, BF16 = 3 };
+
+template <typename T> struct io;
+template <> struct io<float> {
+    static __device__ __forceinline__ float ld(const float *p, size_t i) { return p[i]; }
+    static __device__ __forceinline__ void st(float *p, size_t i, float v) { p[i] = v; }
+};
+template <> struct io<__half> {
+    static __device__ __forceinline__ float ld(const __half *p, size_t i)
+    {
+        return __half2float(p[i]);
+    }
+    static __device__ __forceinline__ void st(__half *p, size_t i, float v)
+    {
+        p[i] = __float2half_rn(v);
+    }
+};
+template <> struct io<__nv_bfloat16> {
+    static __device__ __forceinline__ float ld(const __nv_bfloat16 *p, size_t i)
+    {
+        return __bfloat162float(p[i]);
+    }
+    static __device__ __forceinline__ void st(__nv_bfloat16 *p, size_t i, float v)
+    {
+        p[i] = __float2bfloat16_rn(v);
+    }
+};
+
+template <typename T> __device__ __forceinline__ float ld(const T *p, size_t i)
+{
+    return io<T>::ld(p, i);
+}
+template <typename T> __device__ __forceinline__ void st(T *p, size_t i, float v)
+{
+    io<T>::st(p, i, v);
+}
+
+/* Loads and stores whose type is known only at run time (small per-channel tensors). */
+__device__ __forceinline__ float ld_dyn(const void *p, int type, size_t i)
+{
+    if (type == F16)
+        return __half2float(((const __half *)p)[i]);
+    if (type == BF16)
+        return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+    return ((const float *)p)[i];
+}
+
+__device__ __forceinline__ void st_dyn(void *p, int type, size_t i, float v)
+{
+    if (type == F16)
+        ((__half *)p)[i] = __float2half_rn(v);
+    else if (type == BF16)
+        ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(v);
+    else
+        ((float *)p)[i] = v;
+}
+
+inline bool known_type(int t) { return t == F32 || t == F16 || t == BF16; }
+
+/* Threads per block of the elementwise kernels, and a grid that covers n with a
+ * grid-stride loop (capped: each thread then takes several elements). */
+constexpr int kThreads = 256;
+inline unsigned grid_for(size_t n)
+{
+    size_t blocks = (n + kThreads - 1) / kThreads;
+    if (blocks > 8192)
+        blocks = 8192;
+    return blocks ? (unsigned)blocks : 1u;
+}
+
+#define FGCU_FOR(i, n)                                                                     \
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);               \
+         i += (size_t)gridDim.x * blockDim.x)
+
+/* Sum of one double per thread of a block of BLOCK threads, in a fixed tree order; the
+ * result is valid in thread 0. `sh` holds BLOCK doubles. */
+template <int BLOCK> __device__ __forceinline__ double block_sum(double v, double *sh)
+{
+    sh[threadIdx.x] = v;
+    __syncthreads();
+#pragma unroll
+    for (int stride = BLOCK / 2; stride > 0; stride >>= 1) {
+        if ((int)threadIdx.x < stride)
+            sh[threadIdx.x] += sh[threadIdx.x + stride];
+        __syncthreads();
+    }
+    double r = sh[0];
+    __syncthreads(); /* sh may be reused right after */
+    return r;
+}
+
+} // namespace fgcu
+
+/* Runs BODY with T bound to the storage type of code `t` (returns cudaErrorInvalidValue
+ * from the enclosing function for an unknown code). */
+#define FGCU_DISPATCH(t, T, ...)                                                           \
+    switch (t) {                                                                           \
+    case fgcu::F32: {                                                                      \
+        typedef float T;                                                                   \
+        __VA_ARGS__;                                                                       \
+    } break;                                                                               \
+    case fgcu::F16: {                                                                      \
+        typedef __half T;                                                                  \
+        __VA_ARGS__;                                                                       \
+    } break;                                                                               \
+    case fgcu::BF16: {                                                                     \
+        typedef __nv_bfloat16 T;                                                           \
+        __VA_ARGS__;                                                                       \
+    } break;                                                                               \
+    default:                                                                               \
+        return cudaErrorInvalidValue;                                                      \
+    }
+
+#endif

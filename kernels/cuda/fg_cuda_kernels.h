@@ -1,0 +1,128 @@
+/* CUDA compute kernels of the CUDA backend, called from C. Every function enqueues its
+ * work on `stream` and returns the launch's status (cudaGetLastError); errors inside a
+ * kernel surface at the next synchronisation. Arguments are trusted: the plugin checks them
+ * at its border.
+ *
+ * Element types are fg_dtype codes: 1 f32, 2 f16, 3 bf16 (anything else answers
+ * cudaErrorInvalidValue). Arithmetic is f32 (reductions in f64), results are rounded to
+ * nearest even into their storage, and each kernel follows the CPU backend's formula
+ * (kernels/cpu) in the same order of operations; the kernels are built with --fmad=false so
+ * a*b+c rounds twice there too. Reductions run in a fixed order that depends only on the
+ * problem size: results do not change from run to run. */
+#ifndef FG_CUDA_KERNELS_H
+#define FG_CUDA_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Doubles of reduction scratch a queue must own for sum_squares and softmax_xent_forward
+ * (rows are processed in chunks of FG_CU_XENT_CHUNK). */
+#define FG_CU_REDUCE_BLOCKS 1024
+#define FG_CU_XENT_CHUNK 32768
+#define FG_CU_SCRATCH_DOUBLES (2 * FG_CU_XENT_CHUNK + FG_CU_REDUCE_BLOCKS)
+
+/* ---- elementwise (elementwise.cu) ------------------------------------------------------ */
+cudaError_t fg_cu_fill(cudaStream_t s, float *x, float value, size_t n);
+cudaError_t fg_cu_scale(cudaStream_t s, float *x, float alpha, size_t n);
+cudaError_t fg_cu_axpy(cudaStream_t s, float alpha, const float *x, float *y, size_t n);
+/* As torch.clamp: max with lo, then min with hi; NaN stays NaN. */
+cudaError_t fg_cu_clamp(cudaStream_t s, float *x, float lo, float hi, size_t n);
+/* dst(n) = src(n) converted (same type: a copy). */
+cudaError_t fg_cu_convert(cudaStream_t s, void *dst, int dst_type, const void *src,
+                          int src_type, size_t n);
+/* dst(n) = (accumulate ? dst : 0) + src, in f32, rounded into dst's type. */
+cudaError_t fg_cu_accumulate(cudaStream_t s, void *dst, int dst_type, const void *src,
+                             int src_type, size_t n, int accumulate);
+/* c(rows, cols; ld) = beta * c, or 0 where beta == 0 (a gemm with k = 0). */
+cudaError_t fg_cu_scale_matrix(cudaStream_t s, int type, void *c, int rows, int cols, int ld,
+                               float beta);
+/* act: 0 none, 1 relu, 2 gelu (tanh), 3 tanh, 4 sigmoid. */
+cudaError_t fg_cu_act_forward(cudaStream_t s, int type, int act, const void *x, void *y,
+                              size_t n);
+cudaError_t fg_cu_act_backward(cudaStream_t s, int type, int act, const void *x,
+                               const void *y, const void *dy, void *dx, size_t n);
+/* y(rows, cols, spatial) (type) += bias(cols) (bias_type) */
+cudaError_t fg_cu_bias_add(cudaStream_t s, int type, int bias_type, void *y, const void *bias,
+                           int rows, int cols, int spatial);
+/* Element i kept when the top 24 bits of mix64(key + (offset + i) * golden) >= threshold
+ * (kernels/cpu/dropout.c); kept values are x * scale. */
+cudaError_t fg_cu_dropout_forward(cudaStream_t s, int type, uint64_t key, uint64_t offset,
+                                  uint32_t threshold, float scale, const void *x, void *y,
+                                  uint8_t *mask, size_t n);
+cudaError_t fg_cu_dropout_backward(cudaStream_t s, int type, float scale, const uint8_t *mask,
+                                   const void *dy, void *dx, size_t n);
+
+typedef struct fg_cu_sgd {
+    float lr, momentum, dampening, weight_decay;
+    int nesterov, first_step;
+} fg_cu_sgd;
+
+typedef struct fg_cu_adamw {
+    float lr, beta1, beta2, eps, weight_decay;
+    float bc1, bc2_sqrt; /* 1 - beta1^step, sqrt(1 - beta2^step), computed as the CPU does */
+} fg_cu_adamw;
+
+cudaError_t fg_cu_sgd_update(cudaStream_t s, const fg_cu_sgd *a, float *param,
+                             const float *grad, float *buf, size_t n);
+cudaError_t fg_cu_adamw_update(cudaStream_t s, const fg_cu_adamw *a, float *param,
+                               const float *grad, float *m, float *v, size_t n);
+
+/* ---- reductions (reduce.cu) ------------------------------------------------------------- */
+/* *out = (float) sum of x^2 in f64; scratch: FG_CU_REDUCE_BLOCKS doubles. */
+cudaError_t fg_cu_sum_squares(cudaStream_t s, const float *x, size_t n, float *out,
+                              double *scratch);
+/* dbias(cols) (dbias_type) (+)= sum over rows and spatial of dy (type), in f64. */
+cudaError_t fg_cu_bias_grad(cudaStream_t s, int type, int dbias_type, void *dbias,
+                            const void *dy, int rows, int cols, int spatial, int accumulate);
+/* Softmax cross-entropy over rows of logits (type); probs f32; loss_sum and correct (f32
+ * device scalars, may be NULL) += the rows' losses and argmax hits. A label outside
+ * [0, classes) makes the row's loss NaN and is reported in *bad (row << 32 | label, plus
+ * 1 in bit 63), a word the host reads after synchronising. scratch: FG_CU_SCRATCH_DOUBLES. */
+cudaError_t fg_cu_xent_forward(cudaStream_t s, int type, const void *logits,
+                               const int32_t *labels, int rows, int classes, float *probs,
+                               float *loss_sum, float *correct, double *scratch,
+                               unsigned long long *bad);
+/* dlogits (type) = (probs - onehot(label)) * scale */
+cudaError_t fg_cu_xent_backward(cudaStream_t s, int type, const float *probs,
+                                const int32_t *labels, int rows, int classes, float scale,
+                                void *dlogits, unsigned long long *bad);
+
+/* ---- pooling (pool2d.cu) ------------------------------------------------------------------ */
+typedef struct fg_cu_window {
+    int n, c, h, w, r, s, pad_h, pad_w, stride_h, stride_w, out_h, out_w;
+} fg_cu_window;
+
+/* As kernels/cpu/pool2d.c: max keeps argmax h*W+w in its plane (-1 and y = 0 when the
+ * window lies in padding; the first maximum wins, NaN propagates); avg divides by r*s. */
+cudaError_t fg_cu_pool_forward(cudaStream_t s, int type, int is_max, const fg_cu_window *d,
+                               const void *x, void *y, int32_t *argmax);
+/* dx overwritten; each input gathers its outputs in ascending order (no atomics). */
+cudaError_t fg_cu_pool_backward(cudaStream_t s, int type, int is_max, const fg_cu_window *d,
+                                const void *dy, const int32_t *argmax, void *dx);
+
+/* ---- batch norm (batchnorm.cu) ------------------------------------------------------------ */
+/* As kernels/cpu/batchnorm.c over x (n, c, spatial) in `type`; gamma/beta (param_type) may
+ * be NULL (1 and 0); running stats and saved stats are f32. One block per channel. */
+cudaError_t fg_cu_bn_forward(cudaStream_t s, int type, int param_type, int training, int n,
+                             int c, int spatial, const void *x, const void *gamma,
+                             const void *beta, float *running_mean, float *running_var,
+                             float momentum, float eps, float *saved_mean,
+                             float *saved_invstd, void *y);
+/* dx (type, may be NULL) overwritten; dgamma, dbeta (grad_type, may be NULL) overwritten
+ * or accumulated into. */
+cudaError_t fg_cu_bn_backward(cudaStream_t s, int type, int param_type, int grad_type, int n,
+                              int c, int spatial, const void *x, const void *gamma,
+                              const float *saved_mean, const float *saved_invstd,
+                              const void *dy, void *dx, void *dgamma, void *dbeta,
+                              int accumulate);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,284 @@
+/* Reductions: sum of squares, bias gradients and softmax cross-entropy. Every sum is taken
+ * in f64 over a partition that depends only on the problem size, and combined in a fixed
+ * tree order: the same inputs give the same bits on every run. */
+#include <math.h>
+
+#include "fg_cuda_common.cuh"
+
+using namespace fgcu;
+
+namespace {
+
+constexpr int kReduceThreads = 256;
+
+/* ---- sum of squares: contiguous chunks, one per block, then the chunks in order -------- */
+
+__global__ void sumsq_partial_k(const float *__restrict__ x, size_t n, size_t chunk,
+                                double *partial)
+{
+    __shared__ double sh[kReduceThreads];
+    size_t lo = (size_t)blockIdx.x * chunk, hi = lo + chunk < n ? lo + chunk : n;
+    double acc = 0.0;
+    for (size_t i = lo + threadIdx.x; i < hi; i += kReduceThreads) {
+        double v = (double)x[i];
+        acc += v * v;
+    }
+    double total = block_sum<kReduceThreads>(acc, sh);
+    if (threadIdx.x == 0)
+        partial[blockIdx.x] = total;
+}
+
+/* One block: the partials in a fixed tree; out = (float) total, + (float) *add_to. */
+__global__ void sum_partials_k(const double *partial, int count, float *out)
+{
+    __shared__ double sh[kReduceThreads];
+    double acc = 0.0;
+    for (int i = threadIdx.x; i < count; i += kReduceThreads)
+        acc += partial[i];
+    double total = block_sum<kReduceThreads>(acc, sh);
+    if (threadIdx.x == 0)
+        *out = (float)total;
+}
+
+/* ---- bias gradient ------------------------------------------------------------------------- */
+
+constexpr int kColTile = 32, kRowStripes = 16;
+
+/* spatial == 1: a tile of 32 columns per block, 16 row stripes summed in stripe order. */
+template <typename T>
+__global__ void bias_grad_cols_k(void *dbias, int dbias_type, const T *__restrict__ dy,
+                                 int rows, int cols, int accumulate)
+{
+    __shared__ double sh[kRowStripes][kColTile];
+    int col = blockIdx.x * kColTile + threadIdx.x;
+    double acc = 0.0;
+    if (col < cols)
+        for (int r = threadIdx.y; r < rows; r += kRowStripes)
+            acc += (double)ld(dy, (size_t)r * (size_t)cols + (size_t)col);
+    sh[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y == 0 && col < cols) {
+        double total = 0.0;
+        for (int k = 0; k < kRowStripes; k++)
+            total += sh[k][threadIdx.x];
+        float v = accumulate ? (float)((double)ld_dyn(dbias, dbias_type, col) + total)
+                             : (float)total;
+        st_dyn(dbias, dbias_type, col, v);
+    }
+}
+
+/* spatial > 1: one block per column over its rows x spatial values. */
+template <typename T>
+__global__ void bias_grad_planes_k(void *dbias, int dbias_type, const T *__restrict__ dy,
+                                   int rows, int cols, int spatial, int accumulate)
+{
+    __shared__ double sh[kReduceThreads];
+    int col = blockIdx.x;
+    size_t sp = (size_t)spatial, count = (size_t)rows * sp;
+    double acc = 0.0;
+    for (size_t j = threadIdx.x; j < count; j += kReduceThreads) {
+        size_t r = j / sp, s = j - r * sp;
+        acc += (double)ld(dy, (r * (size_t)cols + (size_t)col) * sp + s);
+    }
+    double total = block_sum<kReduceThreads>(acc, sh);
+    if (threadIdx.x == 0) {
+        float v = accumulate ? (float)((double)ld_dyn(dbias, dbias_type, col) + total)
+                             : (float)total;
+        st_dyn(dbias, dbias_type, col, v);
+    }
+}
+
+/* ---- softmax cross-entropy ------------------------------------------------------------------ */
+
+__device__ __forceinline__ unsigned long long bad_word(int row, int label)
+{
+    return (1ull << 63) | ((unsigned long long)(unsigned)row << 32) | (unsigned)label;
+}
+
+/* (value, index) of the first maximum: x[0] always counts (a NaN there wins, as on the
+ * CPU, whose loop starts from it); later elements win only by being strictly larger. */
+struct argmax_t {
+    float v;
+    int i;
+};
+
+__device__ __forceinline__ argmax_t argmax_join(argmax_t a, argmax_t b)
+{
+    if (b.i < 0)
+        return a;
+    if (a.i < 0)
+        return b;
+    argmax_t first = a.i < b.i ? a : b, second = a.i < b.i ? b : a;
+    if (first.i == 0 && first.v != first.v)
+        return first;
+    return second.v > first.v ? second : first;
+}
+
+/* One warp per row: probs, the row's loss and hit into scratch (loss[row], hit[row]). */
+template <typename T>
+__global__ void xent_rows_k(const T *logits, const int32_t *__restrict__ labels, int rows,
+                            int classes, float *probs, double *loss, double *hit,
+                            unsigned long long *bad)
+{
+    int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
+    if (warp >= rows)
+        return;
+    size_t base = (size_t)warp * (size_t)classes;
+    int label = labels[warp];
+    int valid = label >= 0 && label < classes;
+    /* read before probs, which may alias the logits (f32), is written */
+    float at_label = valid ? ld(logits, base + label) : 0.0f;
+    __syncwarp();
+    argmax_t best = {-INFINITY, -1};
+    for (int j = lane; j < classes; j += 32) {
+        float v = ld(logits, base + j);
+        if (j == 0 || (best.i < 0 ? v > -INFINITY : v > best.v))
+            best = argmax_t{v, j};
+    }
+    for (int off = 16; off > 0; off >>= 1) {
+        argmax_t o;
+        o.v = __shfl_xor_sync(0xffffffffu, best.v, off);
+        o.i = __shfl_xor_sync(0xffffffffu, best.i, off);
+        best = argmax_join(best, o);
+    }
+    float m = best.v;
+    double sum = 0.0;
+    for (int j = lane; j < classes; j += 32) {
+        float e = expf(ld(logits, base + j) - m);
+        probs[base + j] = e;
+        sum += (double)e;
+    }
+    for (int off = 16; off > 0; off >>= 1)
+        sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    float inv = (float)(1.0 / sum);
+    __syncwarp();
+    for (int j = lane; j < classes; j += 32)
+        probs[base + j] *= inv;
+    if (lane == 0) {
+        if (!valid) {
+            *bad = bad_word(warp, label);
+            loss[warp] = NAN;
+            hit[warp] = 0.0;
+        } else {
+            loss[warp] = (double)m + log(sum) - (double)at_label;
+            hit[warp] = best.i == label ? 1.0 : 0.0;
+        }
+    }
+}
+
+/* One block: adds the chunk's row losses and hits, in a fixed tree, to the scalars. */
+__global__ void xent_sum_k(const double *loss, const double *hit, int rows, float *loss_sum,
+                           float *correct)
+{
+    __shared__ double sh[kReduceThreads];
+    double l = 0.0, h = 0.0;
+    for (int i = threadIdx.x; i < rows; i += kReduceThreads) {
+        l += loss[i];
+        h += hit[i];
+    }
+    double tl = block_sum<kReduceThreads>(l, sh);
+    double th = block_sum<kReduceThreads>(h, sh);
+    if (threadIdx.x == 0) {
+        if (loss_sum)
+            *loss_sum = (float)((double)*loss_sum + tl);
+        if (correct)
+            *correct = (float)((double)*correct + th);
+    }
+}
+
+template <typename T>
+__global__ void xent_backward_k(const float *probs, const int32_t *__restrict__ labels,
+                                int rows, int classes, float scale, T *dlogits,
+                                unsigned long long *bad)
+{
+    size_t n = (size_t)rows * (size_t)classes;
+    FGCU_FOR(i, n)
+    {
+        size_t row = i / (size_t)classes;
+        int j = (int)(i - row * (size_t)classes);
+        int label = labels[row];
+        float p = probs[i];
+        if (label < 0 || label >= classes) {
+            if (j == 0)
+                *bad = bad_word((int)row, label);
+            st(dlogits, i, NAN);
+        } else {
+            st(dlogits, i, j == label ? (p - 1.0f) * scale : p * scale);
+        }
+    }
+}
+
+} // namespace
+
+extern "C" {
+
+cudaError_t fg_cu_sum_squares(cudaStream_t s, const float *x, size_t n, float *out,
+                              double *scratch)
+{
+    if (n == 0)
+        return cudaMemsetAsync(out, 0, sizeof *out, s);
+    size_t chunk = (n + FG_CU_REDUCE_BLOCKS - 1) / FG_CU_REDUCE_BLOCKS;
+    if (chunk < 8192)
+        chunk = 8192;
+    unsigned blocks = (unsigned)((n + chunk - 1) / chunk);
+    sumsq_partial_k<<<blocks, kReduceThreads, 0, s>>>(x, n, chunk, scratch);
+    sum_partials_k<<<1, kReduceThreads, 0, s>>>(scratch, (int)blocks, out);
+    return cudaGetLastError();
+}
+
+cudaError_t fg_cu_bias_grad(cudaStream_t s, int type, int dbias_type, void *dbias,
+                            const void *dy, int rows, int cols, int spatial, int accumulate)
+{
+    if (!known_type(dbias_type))
+        return cudaErrorInvalidValue;
+    if (spatial == 1) {
+        dim3 block(kColTile, kRowStripes);
+        unsigned grid = (unsigned)((cols + kColTile - 1) / kColTile);
+        FGCU_DISPATCH(type, T,
+                      bias_grad_cols_k<T><<<grid, block, 0, s>>>(dbias, dbias_type,
+                                                                 (const T *)dy, rows, cols,
+                                                                 accumulate));
+    } else {
+        FGCU_DISPATCH(type, T,
+                      bias_grad_planes_k<T><<<(unsigned)cols, kReduceThreads, 0, s>>>(
+                          dbias, dbias_type, (const T *)dy, rows, cols, spatial, accumulate));
+    }
+    return cudaGetLastError();
+}
+
+cudaError_t fg_cu_xent_forward(cudaStream_t s, int type, const void *logits,
+                               const int32_t *labels, int rows, int classes, float *probs,
+                               float *loss_sum, float *correct, double *scratch,
+                               unsigned long long *bad)
+{
+    size_t elem = type == F32 ? 4 : 2;
+    for (int first = 0; first < rows; first += FG_CU_XENT_CHUNK) {
+        int count = rows - first < FG_CU_XENT_CHUNK ? rows - first : FG_CU_XENT_CHUNK;
+        size_t off = (size_t)first * (size_t)classes;
+        const char *lg = (const char *)logits + off * elem;
+        unsigned blocks = (unsigned)((count + 7) / 8); /* 8 warps a block */
+        double *loss = scratch, *hit = scratch + FG_CU_XENT_CHUNK;
+        FGCU_DISPATCH(type, T,
+                      xent_rows_k<T><<<blocks, 256, 0, s>>>((const T *)lg, labels + first,
+                                                            count, classes, probs + off, loss,
+                                                            hit, bad));
+        xent_sum_k<<<1, kReduceThreads, 0, s>>>(loss, hit, count, loss_sum, correct);
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess)
+            return e;
+    }
+    return cudaSuccess;
+}
+
+cudaError_t fg_cu_xent_backward(cudaStream_t s, int type, const float *probs,
+                                const int32_t *labels, int rows, int classes, float scale,
+                                void *dlogits, unsigned long long *bad)
+{
+    size_t n = (size_t)rows * (size_t)classes;
+    FGCU_DISPATCH(type, T,
+                  xent_backward_k<T><<<grid_for(n), kThreads, 0, s>>>(
+                      probs, labels, rows, classes, scale, (T *)dlogits, bad));
+    return cudaGetLastError();
+}
+
+} // extern "C"

@@ -1,0 +1,479 @@
+/* The dtype-taking ops: half operands are converted to f32 in the queue's scratch, the f32
+ * op of cpu_ops.c runs on those copies (its argument checks included), and the outputs are
+ * rounded to nearest even back into their storage. f32 operands are used in place, so an op
+ * whose dtypes are all f32 is its f32 op, bit for bit. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "cpu_backend.h"
+#include "half.h"
+
+#define POOL(state) (((fg_cpu_backend *)(state))->pool)
+
+/* One tensor of an op: read from `in` before it (NULL: not read), written to `out` after
+ * it (NULL: not written); `f` is what the f32 op sees. */
+typedef struct operand {
+    const void *in;
+    void *out;
+    uint32_t dtype;
+    size_t n;
+    float *f;
+} operand;
+
+#define ARG_IN(p, t, count) {(p), NULL, (t), (count), NULL}
+#define ARG_OUT(p, t, count) {NULL, (p), (t), (count), NULL}
+#define ARG_INOUT(p, t, count) {(p), (p), (t), (count), NULL}
+#define ARG_ACC(p, t, count, acc) {(acc) ? (p) : NULL, (p), (t), (count), NULL}
+#define NARGS(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static const fg_op_dtypes all_f32 = {sizeof(fg_op_dtypes), FG_F32, FG_F32, FG_F32};
+
+static int storable(uint32_t t)
+{
+    return t == FG_F32 || t == FG_F16 || t == FG_BF16;
+}
+
+static size_t scratch_size(size_t n)
+{
+    return (n * sizeof(float) + 63) / 64 * 64;
+}
+
+static fg_status check_dtypes(const char *op, const fg_op_dtypes **dt, fg_error *err)
+{
+    if (!*dt)
+        *dt = &all_f32;
+    if ((*dt)->struct_size < sizeof(fg_op_dtypes))
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "cpu backend: %s: fg_op_dtypes struct_size %u is too small", op,
+                            (unsigned)(*dt)->struct_size);
+    return FG_OK;
+}
+
+/* Makes the f32 views of the operands, growing the queue's scratch when this op needs more
+ * than any before it. */
+static fg_status stage(void *state, void *queue, const char *op, operand *o, int count,
+                       fg_error *err)
+{
+    if (!queue)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "cpu backend: %s: queue is NULL", op);
+    fg_cpu_queue *q = queue;
+    size_t need = 0;
+    for (int i = 0; i < count; i++) {
+        if (!storable(o[i].dtype))
+            return fg_error_set(err, FG_UNAVAILABLE,
+                                "cpu backend: %s: operand %d has dtype %s; this backend stores "
+                                "f32, f16 and bf16", op, i, fg_dtype_name((fg_dtype)o[i].dtype));
+        if ((o[i].in || o[i].out) && o[i].dtype != FG_F32)
+            need += scratch_size(o[i].n);
+    }
+    if (need > q->scratch_bytes) {
+        free(q->scratch);
+        q->scratch_bytes = 0;
+        q->scratch = aligned_alloc(64, need);
+        if (!q->scratch)
+            return fg_error_set(err, FG_OUT_OF_MEMORY,
+                                "cpu backend: %s: no memory for %zu bytes of f32 scratch", op,
+                                need);
+        q->scratch_bytes = need;
+    }
+    size_t off = 0;
+    for (int i = 0; i < count; i++) {
+        const void *p = o[i].in ? o[i].in : o[i].out;
+        if (!p || o[i].dtype == FG_F32) {
+            o[i].f = o[i].out ? (float *)o[i].out : (float *)(uintptr_t)o[i].in;
+            continue;
+        }
+        o[i].f = (float *)((char *)q->scratch + off);
+        off += scratch_size(o[i].n);
+        if (o[i].in)
+            fg_cpu_convert(POOL(state), o[i].f, FG_CPU_F32, o[i].in, (int)o[i].dtype, o[i].n);
+    }
+    return FG_OK;
+}
+
+/* Rounds the outputs back into their storage, after the op succeeded. */
+static fg_status unstage(void *state, const operand *o, int count, fg_status st)
+{
+    for (int i = 0; st == FG_OK && i < count; i++)
+        if (o[i].out && o[i].dtype != FG_F32)
+            fg_cpu_convert(POOL(state), o[i].out, (int)o[i].dtype, o[i].f, FG_CPU_F32, o[i].n);
+    return st;
+}
+
+/* ---- cast --------------------------------------------------------------------------- */
+
+fg_status fg_cpu_op_cast(void *state, void *queue, void *dst, uint32_t dst_dtype,
+                         const void *src, uint32_t src_dtype, size_t n, fg_error *err)
+{
+    if (!queue)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "cpu backend: cast: queue is NULL");
+    if (!storable(dst_dtype) || !storable(src_dtype))
+        return fg_error_set(err, FG_UNAVAILABLE, "cpu backend: cast from %s to %s: this backend "
+                            "stores f32, f16 and bf16", fg_dtype_name((fg_dtype)src_dtype),
+                            fg_dtype_name((fg_dtype)dst_dtype));
+    if (n == 0)
+        return FG_OK;
+    if (!dst || !src)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "cpu backend: cast: %s is NULL",
+                            dst ? "src" : "dst");
+    fg_cpu_convert(POOL(state), dst, (int)dst_dtype, src, (int)src_dtype, n);
+    return FG_OK;
+}
+
+/* ---- gemm --------------------------------------------------------------------------- */
+
+/* Elements a row-major (rows, cols) matrix with leading dimension ld spans. */
+static size_t span(int rows, int cols, int ld)
+{
+    return rows > 0 && cols > 0 ? (size_t)(rows - 1) * (size_t)ld + (size_t)cols : 0;
+}
+
+fg_status fg_cpu_op_gemm_ex(void *state, void *queue, int trans_a, int trans_b, int m, int n,
+                            int k, float alpha, const void *a, uint32_t a_dtype, int lda,
+                            const void *b, uint32_t b_dtype, int ldb, float beta, void *c,
+                            uint32_t c_dtype, int ldc, fg_error *err)
+{
+    int a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
+    int b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
+    int shaped = m >= 0 && n >= 0 && k >= 0 && lda >= (a_cols > 1 ? a_cols : 1) &&
+                 ldb >= (b_cols > 1 ? b_cols : 1) && ldc >= (n > 1 ? n : 1);
+    if (!shaped) /* the f32 op names the bad argument */
+        return fg_cpu_op_gemm(state, queue, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+                              beta, c, ldc, err);
+    operand o[] = {ARG_IN(a, a_dtype, span(a_rows, a_cols, lda)),
+                   ARG_IN(b, b_dtype, span(b_rows, b_cols, ldb)),
+                   ARG_ACC(c, c_dtype, span(m, n, ldc), beta != 0.0f)};
+    fg_status st = stage(state, queue, "gemm_ex", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_op_gemm(state, queue, trans_a, trans_b, m, n, k, alpha, o[0].f, lda, o[1].f,
+                            ldb, beta, o[2].f, ldc, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+/* ---- bias and activations ------------------------------------------------------------- */
+
+static size_t volume3(int a, int b, int c)
+{
+    return a > 0 && b > 0 && c > 0 ? (size_t)a * (size_t)b * (size_t)c : 0;
+}
+
+fg_status fg_cpu_op_bias_add_ex(void *state, void *queue, const fg_op_dtypes *dt, void *y,
+                                const void *bias, int rows, int cols, int spatial,
+                                fg_error *err)
+{
+    fg_status st = check_dtypes("bias_add_ex", &dt, err);
+    if (st != FG_OK)
+        return st;
+    operand o[] = {ARG_INOUT(y, dt->act, volume3(rows, cols, spatial)),
+                   ARG_IN(bias, dt->param, cols > 0 ? (size_t)cols : 0)};
+    st = stage(state, queue, "bias_add_ex", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_op_bias_add(state, queue, o[0].f, o[1].f, rows, cols, spatial, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+fg_status fg_cpu_op_bias_grad_ex(void *state, void *queue, const fg_op_dtypes *dt, void *dbias,
+                                 const void *dy, int rows, int cols, int spatial,
+                                 int accumulate, fg_error *err)
+{
+    fg_status st = check_dtypes("bias_grad_ex", &dt, err);
+    if (st != FG_OK)
+        return st;
+    operand o[] = {ARG_ACC(dbias, dt->grad, cols > 0 ? (size_t)cols : 0, accumulate),
+                   ARG_IN(dy, dt->act, volume3(rows, cols, spatial))};
+    st = stage(state, queue, "bias_grad_ex", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_op_bias_grad(state, queue, o[0].f, o[1].f, rows, cols, spatial, accumulate,
+                                 err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+fg_status fg_cpu_op_activation_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                          int act, const void *x, void *y, size_t n,
+                                          fg_error *err)
+{
+    fg_status st = check_dtypes("activation_forward_ex", &dt, err);
+    if (st != FG_OK)
+        return st;
+    operand o[] = {ARG_IN(x, dt->act, n), ARG_OUT(y, dt->act, n)};
+    st = stage(state, queue, "activation_forward_ex", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_op_activation_forward(state, queue, act, o[0].f, o[1].f, n, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+fg_status fg_cpu_op_activation_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                           int act, const void *x, const void *y,
+                                           const void *dy, void *dx, size_t n, fg_error *err)
+{
+    fg_status st = check_dtypes("activation_backward_ex", &dt, err);
+    if (st != FG_OK)
+        return st;
+    /* relu and gelu read x, tanh and sigmoid y: stage only what is read */
+    int reads_x = act == FG_ACT_RELU || act == FG_ACT_GELU;
+    operand o[] = {ARG_IN(reads_x ? x : NULL, dt->act, n), ARG_IN(reads_x ? NULL : y, dt->act, n),
+                   ARG_IN(dy, dt->act, n), ARG_OUT(dx, dt->act, n)};
+    st = stage(state, queue, "activation_backward_ex", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_op_activation_backward(state, queue, act, reads_x ? o[0].f : x,
+                                           reads_x ? y : o[1].f, o[2].f, o[3].f, n, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+/* ---- windows: conv and pooling -------------------------------------------------------- */
+
+/* A descriptor the f32 op will accept; otherwise that op is called to say why. */
+static int window_ok(const fg_conv2d_desc *d, int need_k)
+{
+    if (!d || d->struct_size < offsetof(fg_conv2d_desc, out_w) + sizeof d->out_w)
+        return 0;
+    if (d->n < 1 || d->c < 1 || d->h < 1 || d->w < 1 || (need_k && d->k < 1) || d->r < 1 ||
+        d->s < 1 || d->stride_h < 1 || d->stride_w < 1 || d->pad_h < 0 || d->pad_w < 0)
+        return 0;
+    int eh = d->h + 2 * d->pad_h - d->r, ew = d->w + 2 * d->pad_w - d->s;
+    return eh >= 0 && ew >= 0 && d->out_h == eh / d->stride_h + 1 &&
+           d->out_w == ew / d->stride_w + 1;
+}
+
+static size_t volume4(int a, int b, int c, int d)
+{
+    return (size_t)a * (size_t)b * (size_t)c * (size_t)d;
+}
+
+fg_status fg_cpu_op_conv2d_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                      const fg_conv2d_desc *d, const void *x, const void *w,
+                                      const void *bias, void *y, void *workspace,
+                                      fg_error *err)
+{
+    fg_status st = check_dtypes("conv2d_forward_ex", &dt, err);
+    if (st != FG_OK)
+        return st;
+    if (!window_ok(d, 1))
+        return fg_cpu_op_conv2d_forward(state, queue, d, x, w, bias, y, workspace, err);
+    operand o[] = {ARG_IN(x, dt->act, volume4(d->n, d->c, d->h, d->w)),
+                   ARG_IN(w, dt->param, volume4(d->k, d->c, d->r, d->s)),
+                   ARG_IN(bias, dt->param, (size_t)d->k),
+                   ARG_OUT(y, dt->act, volume4(d->n, d->k, d->out_h, d->out_w))};
+    st = stage(state, queue, "conv2d_forward_ex", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_op_conv2d_forward(state, queue, d, o[0].f, o[1].f, o[2].f, o[3].f,
+                                      workspace, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+fg_status fg_cpu_op_conv2d_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                       const fg_conv2d_desc *d, const void *x, const void *w,
+                                       const void *dy, void *dx, void *dw, void *dbias,
+                                       int accumulate, void *workspace, fg_error *err)
+{
+    fg_status st = check_dtypes("conv2d_backward_ex", &dt, err);
+    if (st != FG_OK)
+        return st;
+    if (!window_ok(d, 1))
+        return fg_cpu_op_conv2d_backward(state, queue, d, x, w, dy, dx, dw, dbias, accumulate,
+                                         workspace, err);
+    size_t xn = volume4(d->n, d->c, d->h, d->w), wn = volume4(d->k, d->c, d->r, d->s);
+    operand o[] = {ARG_IN(x, dt->act, xn), ARG_IN(w, dt->param, wn),
+                   ARG_IN(dy, dt->act, volume4(d->n, d->k, d->out_h, d->out_w)),
+                   ARG_OUT(dx, dt->act, xn), ARG_ACC(dw, dt->grad, wn, accumulate),
+                   ARG_ACC(dbias, dt->grad, (size_t)d->k, accumulate)};
+    st = stage(state, queue, "conv2d_backward_ex", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_op_conv2d_backward(state, queue, d, o[0].f, o[1].f, o[2].f, o[3].f,
+                                       o[4].f, o[5].f, accumulate, workspace, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+fg_status fg_cpu_op_pool2d_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                      int mode, const fg_conv2d_desc *d, const void *x,
+                                      void *y, int32_t *argmax, fg_error *err)
+{
+    fg_status st = check_dtypes("pool2d_forward_ex", &dt, err);
+    if (st != FG_OK)
+        return st;
+    if (!window_ok(d, 0))
+        return fg_cpu_op_pool2d_forward(state, queue, mode, d, x, y, argmax, err);
+    operand o[] = {ARG_IN(x, dt->act, volume4(d->n, d->c, d->h, d->w)),
+                   ARG_OUT(y, dt->act, volume4(d->n, d->c, d->out_h, d->out_w))};
+    st = stage(state, queue, "pool2d_forward_ex", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_op_pool2d_forward(state, queue, mode, d, o[0].f, o[1].f, argmax, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+fg_status fg_cpu_op_pool2d_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                       int mode, const fg_conv2d_desc *d, const void *dy,
+                                       const int32_t *argmax, void *dx, fg_error *err)
+{
+    fg_status st = check_dtypes("pool2d_backward_ex", &dt, err);
+    if (st != FG_OK)
+        return st;
+    if (!window_ok(d, 0))
+        return fg_cpu_op_pool2d_backward(state, queue, mode, d, dy, argmax, dx, err);
+    operand o[] = {ARG_IN(dy, dt->act, volume4(d->n, d->c, d->out_h, d->out_w)),
+                   ARG_OUT(dx, dt->act, volume4(d->n, d->c, d->h, d->w))};
+    st = stage(state, queue, "pool2d_backward_ex", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_op_pool2d_backward(state, queue, mode, d, o[0].f, argmax, o[1].f, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+/* ---- batch norm, dropout, loss ---------------------------------------------------------- */
+
+fg_status fg_cpu_op_batchnorm_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                         int training, int n, int c, int spatial,
+                                         const void *x, const void *gamma, const void *beta,
+                                         float *running_mean, float *running_var,
+                                         float momentum, float eps, float *saved_mean,
+                                         float *saved_invstd, void *y, fg_error *err)
+{
+    fg_status st = check_dtypes("batchnorm_forward_ex", &dt, err);
+    if (st != FG_OK)
+        return st;
+    size_t xn = volume3(n, c, spatial), cn = c > 0 ? (size_t)c : 0;
+    operand o[] = {ARG_IN(x, dt->act, xn), ARG_IN(gamma, dt->param, cn),
+                   ARG_IN(beta, dt->param, cn), ARG_OUT(y, dt->act, xn)};
+    st = stage(state, queue, "batchnorm_forward_ex", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_op_batchnorm_forward(state, queue, training, n, c, spatial, o[0].f, o[1].f,
+                                         o[2].f, running_mean, running_var, momentum, eps,
+                                         saved_mean, saved_invstd, o[3].f, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+fg_status fg_cpu_op_batchnorm_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                          int n, int c, int spatial, const void *x,
+                                          const void *gamma, const float *saved_mean,
+                                          const float *saved_invstd, const void *dy, void *dx,
+                                          void *dgamma, void *dbeta, int accumulate,
+                                          fg_error *err)
+{
+    fg_status st = check_dtypes("batchnorm_backward_ex", &dt, err);
+    if (st != FG_OK)
+        return st;
+    size_t xn = volume3(n, c, spatial), cn = c > 0 ? (size_t)c : 0;
+    operand o[] = {ARG_IN(x, dt->act, xn), ARG_IN(gamma, dt->param, cn),
+                   ARG_IN(dy, dt->act, xn), ARG_OUT(dx, dt->act, xn),
+                   ARG_ACC(dgamma, dt->grad, cn, accumulate),
+                   ARG_ACC(dbeta, dt->grad, cn, accumulate)};
+    st = stage(state, queue, "batchnorm_backward_ex", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_op_batchnorm_backward(state, queue, n, c, spatial, o[0].f, o[1].f,
+                                          saved_mean, saved_invstd, o[2].f, o[3].f, o[4].f,
+                                          o[5].f, accumulate, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+fg_status fg_cpu_op_dropout_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                       float p, uint64_t seed, uint64_t offset, const void *x,
+                                       void *y, uint8_t *mask, size_t n, fg_error *err)
+{
+    fg_status st = check_dtypes("dropout_forward_ex", &dt, err);
+    if (st != FG_OK)
+        return st;
+    operand o[] = {ARG_IN(x, dt->act, n), ARG_OUT(y, dt->act, n)};
+    st = stage(state, queue, "dropout_forward_ex", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_op_dropout_forward(state, queue, p, seed, offset, o[0].f, o[1].f, mask, n,
+                                       err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+fg_status fg_cpu_op_dropout_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                        float p, const uint8_t *mask, const void *dy, void *dx,
+                                        size_t n, fg_error *err)
+{
+    fg_status st = check_dtypes("dropout_backward_ex", &dt, err);
+    if (st != FG_OK)
+        return st;
+    operand o[] = {ARG_IN(dy, dt->act, n), ARG_OUT(dx, dt->act, n)};
+    st = stage(state, queue, "dropout_backward_ex", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_op_dropout_backward(state, queue, p, mask, o[0].f, o[1].f, n, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+fg_status fg_cpu_op_softmax_xent_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                            const void *logits, const int32_t *labels,
+                                            int rows, int classes, float *probs,
+                                            float *loss_sum, float *correct, fg_error *err)
+{
+    fg_status st = check_dtypes("softmax_xent_forward_ex", &dt, err);
+    if (st != FG_OK)
+        return st;
+    operand o[] = {ARG_IN(logits, dt->act, volume3(rows, classes, 1))};
+    st = stage(state, queue, "softmax_xent_forward_ex", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_op_softmax_xent_forward(state, queue, o[0].f, labels, rows, classes, probs,
+                                            loss_sum, correct, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+fg_status fg_cpu_op_softmax_xent_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                             const float *probs, const int32_t *labels,
+                                             int rows, int classes, float scale,
+                                             void *dlogits, fg_error *err)
+{
+    fg_status st = check_dtypes("softmax_xent_backward_ex", &dt, err);
+    if (st != FG_OK)
+        return st;
+    operand o[] = {ARG_OUT(dlogits, dt->act, volume3(rows, classes, 1))};
+    st = stage(state, queue, "softmax_xent_backward_ex", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_op_softmax_xent_backward(state, queue, probs, labels, rows, classes, scale,
+                                             o[0].f, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+/* ---- half gradients and "true" half parameters ---------------------------------------- */
+
+fg_status fg_cpu_op_sum_squares_ex(void *state, void *queue, const void *x, uint32_t dtype,
+                                   size_t n, float *out, fg_error *err)
+{
+    operand o[] = {ARG_IN(x, dtype, n)};
+    fg_status st = stage(state, queue, "sum_squares_ex", o, NARGS(o), err);
+    return st == FG_OK ? fg_cpu_op_sum_squares(state, queue, o[0].f, n, out, err) : st;
+}
+
+fg_status fg_cpu_op_scale_ex(void *state, void *queue, void *x, uint32_t dtype, float alpha,
+                             size_t n, fg_error *err)
+{
+    operand o[] = {ARG_INOUT(x, dtype, n)};
+    fg_status st = stage(state, queue, "scale_ex", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_op_scale(state, queue, o[0].f, alpha, n, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+fg_status fg_cpu_op_clamp_ex(void *state, void *queue, void *x, uint32_t dtype, float lo,
+                             float hi, size_t n, fg_error *err)
+{
+    operand o[] = {ARG_INOUT(x, dtype, n)};
+    fg_status st = stage(state, queue, "clamp_ex", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_op_clamp(state, queue, o[0].f, lo, hi, n, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+fg_status fg_cpu_op_sgd_update_ex(void *state, void *queue, const fg_sgd_args *a, void *param,
+                                  uint32_t param_dtype, const void *grad, uint32_t grad_dtype,
+                                  float *momentum_buf, size_t n, fg_error *err)
+{
+    operand o[] = {ARG_INOUT(param, param_dtype, n), ARG_IN(grad, grad_dtype, n)};
+    fg_status st = stage(state, queue, "sgd_update_ex", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_op_sgd_update(state, queue, a, o[0].f, o[1].f, momentum_buf, n, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+fg_status fg_cpu_op_adamw_update_ex(void *state, void *queue, const fg_adamw_args *a,
+                                    void *param, uint32_t param_dtype, const void *grad,
+                                    uint32_t grad_dtype, float *m, float *v, size_t n,
+                                    fg_error *err)
+{
+    operand o[] = {ARG_INOUT(param, param_dtype, n), ARG_IN(grad, grad_dtype, n)};
+    fg_status st = stage(state, queue, "adamw_update_ex", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_op_adamw_update(state, queue, a, o[0].f, o[1].f, m, v, n, err);
+    return unstage(state, o, NARGS(o), st);
+}

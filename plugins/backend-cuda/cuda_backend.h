@@ -1,0 +1,149 @@
+/* The CUDA backend plugin's instance state and functions, split by concern:
+ * cuda_plugin.c (descriptor, options, init: driver and device probing), cuda_device.c
+ * (devices, memory, queues, copies), cuda_gemm.c (cuBLASLt), cuda_conv.c (cuDNN),
+ * cuda_ops.c (argument checks, then the kernels of kernels/cuda). Every op is written once
+ * with element types (the _ex form); the fp32 vtable entries call it with all-f32 types. */
+#ifndef FG_CUDA_BACKEND_H
+#define FG_CUDA_BACKEND_H
+
+#include <pthread.h>
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include "fg_cuda_kernels.h"
+#include "fulgur/backend.h"
+
+#define FG_CUDA_MAX_DEVICES 64
+#define FG_CUDA_GEMM_PLANS 48   /* cuBLASLt descriptors + algorithm, per queue */
+#define FG_CUDA_CONV_PLANS 32   /* cuDNN descriptors + algorithms, per queue */
+#define FG_CUDA_LT_WORKSPACE (32u << 20)
+
+typedef struct fg_cuda_device {
+    int cc_major, cc_minor;
+    int usable; /* this build has code for it */
+} fg_cuda_device;
+
+typedef struct fg_cuda_backend {
+    const fg_host *host;
+    void *libcuda;          /* our reference to the driver library (dlopen), kept to deinit */
+    int device_count;
+    int driver_version, runtime_version;
+    int allow_tf32;
+    fg_cuda_device dev[FG_CUDA_MAX_DEVICES];
+    pthread_mutex_t lock;   /* last_device */
+    int last_device;        /* device of the last queue created; -1 before any */
+} fg_cuda_backend;
+
+/* One gemm shape on one queue: the cuBLASLt descriptors and the algorithm picked once. */
+typedef struct fg_cuda_gemm_key {
+    int32_t trans_a, trans_b, m, n, k, lda, ldb, ldc;
+    uint32_t a_type, b_type, c_type, align;
+} fg_cuda_gemm_key;
+
+typedef struct fg_cuda_gemm_plan {
+    int valid;
+    fg_cuda_gemm_key key;
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t a, b, c;
+    cublasLtMatmulAlgo_t algo;
+} fg_cuda_gemm_plan;
+
+/* One convolution shape and element type on one queue: cuDNN descriptors and the three
+ * algorithms, picked once within the workspace conv2d_workspace() promised. */
+typedef struct fg_cuda_conv_key {
+    int32_t n, c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w;
+    uint32_t type;
+} fg_cuda_conv_key;
+
+typedef struct fg_cuda_conv_plan {
+    int valid;
+    fg_cuda_conv_key key;
+    cudnnTensorDescriptor_t x, y;
+    cudnnFilterDescriptor_t w;
+    cudnnConvolutionDescriptor_t conv;
+    cudnnConvolutionFwdAlgo_t fwd;
+    cudnnConvolutionBwdDataAlgo_t bwd_data;
+    cudnnConvolutionBwdFilterAlgo_t bwd_filter;
+    cudnnMathType_t fwd_math, bwd_data_math, bwd_filter_math;
+    size_t budget; /* bytes of the workspace the algorithms may use */
+} fg_cuda_conv_plan;
+
+typedef struct fg_cuda_queue {
+    int device;
+    cudaStream_t stream;
+    cublasLtHandle_t lt;
+    cublasLtMatmulPreference_t lt_pref;
+    void *lt_workspace;          /* FG_CUDA_LT_WORKSPACE bytes */
+    cudnnHandle_t dnn;           /* created at the first convolution */
+    double *scratch;             /* FG_CU_SCRATCH_DOUBLES, reductions */
+    unsigned long long *bad_host; /* mapped page-locked word: a bad label seen by a kernel */
+    unsigned long long *bad_dev;  /* its device address */
+    void *stage;                 /* f32 copies for a gemm of mixed element types: grown on */
+    size_t stage_bytes;          /* the first such call, then reused */
+    fg_cuda_gemm_plan gemm[FG_CUDA_GEMM_PLANS];
+    int gemm_next;
+    fg_cuda_conv_plan conv[FG_CUDA_CONV_PLANS];
+    int conv_next;
+} fg_cuda_queue;
+
+/* cuda_plugin.c: errors */
+fg_status fg_cuda_fail(fg_error *err, cudaError_t e, const char *what);
+fg_status fg_cuda_dnn_fail(fg_error *err, cudnnStatus_t s, const char *what);
+fg_status fg_cuda_lt_fail(fg_error *err, cublasStatus_t s, const char *what);
+
+/* cuda_device.c */
+fg_status fg_cuda_device_count(void *state, int *count, fg_error *err);
+fg_status fg_cuda_device_info(void *state, int device, fg_device_info *info, fg_error *err);
+fg_status fg_cuda_alloc(void *state, int device, size_t bytes, void **ptr, fg_error *err);
+void fg_cuda_free(void *state, int device, void *ptr);
+fg_status fg_cuda_host_alloc(void *state, size_t bytes, void **ptr, fg_error *err);
+void fg_cuda_host_free(void *state, void *ptr);
+fg_status fg_cuda_queue_create(void *state, int device, void **queue, fg_error *err);
+void fg_cuda_queue_destroy(void *state, void *queue);
+fg_status fg_cuda_queue_sync(void *state, void *queue, fg_error *err);
+fg_status fg_cuda_copy(void *state, void *queue, void *dst, int dst_device, const void *src,
+                       int src_device, size_t bytes, fg_error *err);
+/* Makes the queue's device current on the calling thread (every op starts with it). */
+fg_status fg_cuda_enter(void *queue, const char *op, fg_error *err);
+/* Grows the queue's staging buffer to at least `bytes`. */
+fg_status fg_cuda_stage(fg_cuda_queue *q, size_t bytes, const char *op, fg_error *err);
+
+/* cuda_gemm.c */
+fg_status fg_cuda_gemm_ex(void *state, void *queue, int trans_a, int trans_b, int m, int n,
+                          int k, float alpha, const void *a, uint32_t a_type, int lda,
+                          const void *b, uint32_t b_type, int ldb, float beta, void *c,
+                          uint32_t c_type, int ldc, fg_error *err);
+fg_status fg_cuda_gemm(void *state, void *queue, int trans_a, int trans_b, int m, int n, int k,
+                       float alpha, const float *a, int lda, const float *b, int ldb,
+                       float beta, float *c, int ldc, fg_error *err);
+void fg_cuda_gemm_plans_destroy(fg_cuda_queue *q);
+
+/* cuda_conv.c */
+size_t fg_cuda_conv2d_workspace(void *state, const fg_conv2d_desc *d);
+fg_status fg_cuda_conv2d_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                    const fg_conv2d_desc *d, const void *x, const void *w,
+                                    const void *bias, void *y, void *workspace,
+                                    fg_error *err);
+fg_status fg_cuda_conv2d_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                     const fg_conv2d_desc *d, const void *x, const void *w,
+                                     const void *dy, void *dx, void *dw, void *dbias,
+                                     int accumulate, void *workspace, fg_error *err);
+fg_status fg_cuda_conv2d_forward(void *state, void *queue, const fg_conv2d_desc *d,
+                                 const float *x, const float *w, const float *bias, float *y,
+                                 void *workspace, fg_error *err);
+fg_status fg_cuda_conv2d_backward(void *state, void *queue, const fg_conv2d_desc *d,
+                                  const float *x, const float *w, const float *dy, float *dx,
+                                  float *dw, float *dbias, int accumulate, void *workspace,
+                                  fg_error *err);
+void fg_cuda_conv_plans_destroy(fg_cuda_queue *q);
+/* Checks a window descriptor (conv when need_k) the way the CPU backend does. */
+fg_status fg_cuda_window(const char *op, const fg_conv2d_desc *d, int need_k, fg_error *err);
+
+/* cuda_ops.c: the vtable's remaining ops, f32 and _ex forms */
+extern const fg_op_dtypes fg_cuda_all_f32;
+fg_status fg_cuda_check_dtypes(const char *op, const fg_op_dtypes **dt, fg_error *err);
+fg_status fg_cuda_launched(cudaError_t e, const char *op, fg_error *err);
+
+#endif

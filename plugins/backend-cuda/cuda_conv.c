@@ -1,0 +1,402 @@
+/* 2-D convolution through cuDNN's convolution API (cudnnConvolutionForward,
+ * BackwardData, BackwardFilter). Algorithms are picked once per shape, element type and
+ * queue from cuDNN's heuristics: deterministic ones first, within the workspace
+ * conv2d_workspace() promised, FMA-only kernels for fp32 unless allow_tf32. The bias and
+ * its gradient use the backend's own kernels.
+ *
+ * The workspace holds, in order: the algorithms' scratch (a budget that depends only on
+ * the shape), an act-typed copy of w when the parameters are stored in another type, and
+ * an act-typed dw when the gradients are (cuDNN takes one element type per call; a
+ * bf16-mixed dw is computed in bf16 and added into the f32 gradient, as PyTorch's autocast
+ * does). */
+#include <string.h>
+
+#include "cuda_backend.h"
+#include "cuda_ops.h"
+
+#define FG_CUDA_MIB ((size_t)1 << 20)
+
+static size_t fg_cuda_round(size_t n)
+{
+    return (n + 255) / 256 * 256;
+}
+
+fg_status fg_cuda_window(const char *op, const fg_conv2d_desc *d, int need_k, fg_error *err)
+{
+    const char *why = NULL;
+    if (!d)
+        why = "descriptor is NULL";
+    else if (d->struct_size < offsetof(fg_conv2d_desc, out_w) + sizeof d->out_w)
+        why = "descriptor struct_size is smaller than fg_conv2d_desc v1.0";
+    else if (d->n < 1 || d->c < 1 || d->h < 1 || d->w < 1 || (need_k && d->k < 1))
+        why = "n, c, h, w (and k) must all be >= 1";
+    else if (d->r < 1 || d->s < 1 || d->stride_h < 1 || d->stride_w < 1)
+        why = "window r, s and strides must be >= 1";
+    else if (d->pad_h < 0 || d->pad_w < 0)
+        why = "pad_h and pad_w must be >= 0";
+    else if (d->h + 2 * d->pad_h < d->r || d->w + 2 * d->pad_w < d->s)
+        why = "the window is larger than the padded input";
+    else if (d->out_h != (d->h + 2 * d->pad_h - d->r) / d->stride_h + 1 ||
+             d->out_w != (d->w + 2 * d->pad_w - d->s) / d->stride_w + 1)
+        why = "out_h, out_w do not match the window";
+    if (!why)
+        return FG_OK;
+    if (!d)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "backend.cuda: %s: %s", op, why);
+    return fg_error_set(err, FG_INVALID_ARGUMENT,
+                        "backend.cuda: %s: %s (n %d, c %d, h %d, w %d, k %d, window %dx%d, "
+                        "pad %d/%d, stride %d/%d, out %dx%d)", op, why, d->n, d->c, d->h, d->w,
+                        d->k, d->r, d->s, d->pad_h, d->pad_w, d->stride_h, d->stride_w,
+                        d->out_h, d->out_w);
+}
+
+/* Scratch the algorithms may use: twice the im2col matrix, within [16, 256] MiB. */
+static size_t fg_cuda_conv_budget(const fg_conv2d_desc *d)
+{
+    size_t im2col = (size_t)d->c * (size_t)d->r * (size_t)d->s * (size_t)d->n *
+                    (size_t)d->out_h * (size_t)d->out_w * sizeof(float);
+    size_t b = 2 * im2col;
+    b = b < 16 * FG_CUDA_MIB ? 16 * FG_CUDA_MIB : b > 256 * FG_CUDA_MIB ? 256 * FG_CUDA_MIB : b;
+    return fg_cuda_round(b);
+}
+
+static size_t fg_cuda_filter_bytes(const fg_conv2d_desc *d)
+{
+    return fg_cuda_round((size_t)d->k * (size_t)d->c * (size_t)d->r * (size_t)d->s *
+                         sizeof(float));
+}
+
+size_t fg_cuda_conv2d_workspace(void *state, const fg_conv2d_desc *d)
+{
+    (void)state;
+    if (fg_cuda_window("conv2d_workspace", d, 1, NULL) != FG_OK)
+        return 0;
+    return fg_cuda_conv_budget(d) + 2 * fg_cuda_filter_bytes(d);
+}
+
+/* ---- plans ------------------------------------------------------------------------------ */
+
+static void fg_cuda_conv_release(fg_cuda_conv_plan *p)
+{
+    if (p->x)
+        cudnnDestroyTensorDescriptor(p->x);
+    if (p->y)
+        cudnnDestroyTensorDescriptor(p->y);
+    if (p->w)
+        cudnnDestroyFilterDescriptor(p->w);
+    if (p->conv)
+        cudnnDestroyConvolutionDescriptor(p->conv);
+    memset(p, 0, sizeof *p);
+}
+
+void fg_cuda_conv_plans_destroy(fg_cuda_queue *q)
+{
+    for (int i = 0; i < FG_CUDA_CONV_PLANS; i++)
+        fg_cuda_conv_release(&q->conv[i]);
+}
+
+static fg_status fg_cuda_dnn(const fg_cuda_backend *be, fg_cuda_queue *q, fg_error *err)
+{
+    if (q->dnn)
+        return FG_OK;
+    cudnnStatus_t s = cudnnCreate(&q->dnn);
+    if (s != CUDNN_STATUS_SUCCESS) {
+        q->dnn = NULL;
+        return fg_error_set(err, s == CUDNN_STATUS_ALLOC_FAILED ? FG_OUT_OF_MEMORY
+                                                                : FG_BACKEND_ERROR,
+                            "backend.cuda: cannot start cuDNN: %s (libcudnn %zu at run time, "
+                            "built against %d)", cudnnGetErrorString(s), cudnnGetVersion(),
+                            CUDNN_VERSION);
+    }
+    s = cudnnSetStream(q->dnn, q->stream);
+    if (s != CUDNN_STATUS_SUCCESS)
+        return fg_cuda_dnn_fail(err, s, "cudnnSetStream");
+    if (cudnnGetVersion() < CUDNN_VERSION && be->host && be->host->log)
+        be->host->log(be->host, FG_LOG_WARN,
+                      "backend.cuda: libcudnn %zu at run time is older than the %d this "
+                      "plugin was built against", cudnnGetVersion(), CUDNN_VERSION);
+    return FG_OK;
+}
+
+static cudnnDataType_t fg_cuda_dnn_type(uint32_t t)
+{
+    return t == FG_F16 ? CUDNN_DATA_HALF : t == FG_BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+}
+
+static cudnnStatus_t fg_cuda_conv_descriptors(fg_cuda_conv_plan *p)
+{
+    const fg_cuda_conv_key *k = &p->key;
+    cudnnDataType_t t = fg_cuda_dnn_type(k->type);
+    cudnnStatus_t s = cudnnCreateTensorDescriptor(&p->x);
+    if (s == CUDNN_STATUS_SUCCESS)
+        s = cudnnCreateTensorDescriptor(&p->y);
+    if (s == CUDNN_STATUS_SUCCESS)
+        s = cudnnCreateFilterDescriptor(&p->w);
+    if (s == CUDNN_STATUS_SUCCESS)
+        s = cudnnCreateConvolutionDescriptor(&p->conv);
+    if (s == CUDNN_STATUS_SUCCESS)
+        s = cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NCHW, t, k->n, k->c, k->h, k->w);
+    if (s == CUDNN_STATUS_SUCCESS)
+        s = cudnnSetFilter4dDescriptor(p->w, t, CUDNN_TENSOR_NCHW, k->k, k->c, k->r, k->s);
+    if (s == CUDNN_STATUS_SUCCESS)
+        s = cudnnSetConvolution2dDescriptor(p->conv, k->pad_h, k->pad_w, k->stride_h,
+                                            k->stride_w, 1, 1, CUDNN_CROSS_CORRELATION,
+                                            CUDNN_DATA_FLOAT);
+    int on = 0, ok = 0, oh = 0, ow = 0;
+    if (s == CUDNN_STATUS_SUCCESS)
+        s = cudnnGetConvolution2dForwardOutputDim(p->conv, p->x, p->w, &on, &ok, &oh, &ow);
+    if (s == CUDNN_STATUS_SUCCESS)
+        s = cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NCHW, t, on, ok, oh, ow);
+    return s;
+}
+
+/* fp32 without allow_tf32 must not run on tensor cores (TF32 rounds the operands). */
+static int fg_cuda_strict(const fg_cuda_backend *be, uint32_t type)
+{
+    return type == FG_F32 && !be->allow_tf32;
+}
+
+static int fg_cuda_math_ok(int strict, cudnnMathType_t m)
+{
+    return !strict || m == CUDNN_FMA_MATH || m == CUDNN_DEFAULT_MATH;
+}
+
+static cudnnMathType_t fg_cuda_run_math(int strict, cudnnMathType_t m)
+{
+    return strict ? CUDNN_FMA_MATH : m;
+}
+
+/* Picks from `count` heuristic results: deterministic first, then any. Each macro use
+ * expands over one perf struct type (forward, backward data, backward filter). */
+#define FG_CUDA_PICK(perf, count, budget, strict, algo_out, math_out, found)               \
+    do {                                                                                   \
+        found = 0;                                                                         \
+        for (int pass = 0; pass < 2 && !found; pass++)                                     \
+            for (int i = 0; i < (count) && !found; i++)                                    \
+                if ((perf)[i].status == CUDNN_STATUS_SUCCESS &&                            \
+                    (perf)[i].memory <= (budget) &&                                        \
+                    fg_cuda_math_ok(strict, (perf)[i].mathType) &&                         \
+                    (pass == 1 || (perf)[i].determinism == CUDNN_DETERMINISTIC)) {         \
+                    algo_out = (perf)[i].algo;                                             \
+                    math_out = fg_cuda_run_math(strict, (perf)[i].mathType);               \
+                    found = 1;                                                             \
+                }                                                                          \
+    } while (0)
+
+static fg_status fg_cuda_conv_algorithms(const fg_cuda_backend *be, fg_cuda_queue *q,
+                                         fg_cuda_conv_plan *p, fg_error *err)
+{
+    int strict = fg_cuda_strict(be, p->key.type);
+    cudnnStatus_t s = cudnnSetConvolutionMathType(
+        p->conv, strict ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH);
+    int got = 0, found = 0;
+    cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    if (s == CUDNN_STATUS_SUCCESS)
+        s = cudnnGetConvolutionForwardAlgorithm_v7(q->dnn, p->x, p->w, p->conv, p->y,
+                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fwd);
+    if (s != CUDNN_STATUS_SUCCESS)
+        return fg_cuda_dnn_fail(err, s, "conv2d: choosing the forward algorithm");
+    FG_CUDA_PICK(fwd, got, p->budget, strict, p->fwd, p->fwd_math, found);
+    if (!found) { /* implicit GEMM needs no workspace and runs everywhere */
+        p->fwd = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+        p->fwd_math = strict ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
+    }
+    cudnnConvolutionBwdDataAlgoPerf_t bd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    s = cudnnGetConvolutionBackwardDataAlgorithm_v7(q->dnn, p->w, p->y, p->conv, p->x,
+                                                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got,
+                                                    bd);
+    if (s != CUDNN_STATUS_SUCCESS)
+        return fg_cuda_dnn_fail(err, s, "conv2d: choosing the backward-data algorithm");
+    FG_CUDA_PICK(bd, got, p->budget, strict, p->bwd_data, p->bwd_data_math, found);
+    if (!found) {
+        p->bwd_data = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0; /* no workspace */
+        p->bwd_data_math = strict ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
+    }
+    cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    s = cudnnGetConvolutionBackwardFilterAlgorithm_v7(q->dnn, p->x, p->y, p->conv, p->w,
+                                                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
+                                                      &got, bf);
+    if (s != CUDNN_STATUS_SUCCESS)
+        return fg_cuda_dnn_fail(err, s, "conv2d: choosing the backward-filter algorithm");
+    FG_CUDA_PICK(bf, got, p->budget, strict, p->bwd_filter, p->bwd_filter_math, found);
+    if (!found) {
+        p->bwd_filter = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0; /* no workspace */
+        p->bwd_filter_math = strict ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
+    }
+    return FG_OK;
+}
+
+static fg_status fg_cuda_conv_plan_get(const fg_cuda_backend *be, fg_cuda_queue *q,
+                                   const fg_conv2d_desc *d, uint32_t type,
+                                   fg_cuda_conv_plan **out, fg_error *err)
+{
+    fg_cuda_conv_key key = { d->n, d->c, d->h, d->w, d->k, d->r, d->s, d->pad_h, d->pad_w,
+                             d->stride_h, d->stride_w, type };
+    for (int i = 0; i < FG_CUDA_CONV_PLANS; i++)
+        if (q->conv[i].valid && memcmp(&q->conv[i].key, &key, sizeof key) == 0) {
+            *out = &q->conv[i];
+            return FG_OK;
+        }
+    fg_status st = fg_cuda_dnn(be, q, err);
+    if (st != FG_OK)
+        return st;
+    fg_cuda_conv_plan *p = &q->conv[q->conv_next];
+    q->conv_next = (q->conv_next + 1) % FG_CUDA_CONV_PLANS;
+    fg_cuda_conv_release(p);
+    p->key = key;
+    p->budget = fg_cuda_conv_budget(d);
+    cudnnStatus_t s = fg_cuda_conv_descriptors(p);
+    st = s == CUDNN_STATUS_SUCCESS ? fg_cuda_conv_algorithms(be, q, p, err)
+                                   : fg_cuda_dnn_fail(err, s, "conv2d: descriptors");
+    if (st != FG_OK) {
+        fg_cuda_conv_release(p);
+        return st;
+    }
+    p->valid = 1;
+    *out = p;
+    return FG_OK;
+}
+
+/* ---- ops ---------------------------------------------------------------------------------- */
+
+static fg_status fg_cuda_conv_begin(const char *op, void *queue, const fg_op_dtypes **dt,
+                                    const fg_conv2d_desc *d, const void *workspace,
+                                    fg_error *err)
+{
+    fg_status st = fg_cuda_enter(queue, op, err);
+    if (st == FG_OK)
+        st = fg_cuda_check_dtypes(op, dt, err);
+    if (st == FG_OK)
+        st = fg_cuda_window(op, d, 1, err);
+    if (st == FG_OK && !workspace)
+        st = fg_error_set(err, FG_INVALID_ARGUMENT,
+                          "backend.cuda: %s: workspace is NULL (conv2d_workspace() bytes "
+                          "needed)", op);
+    return st;
+}
+
+/* w in the activations' type: w itself, or a copy in the workspace's filter slot. */
+static fg_status fg_cuda_conv_filter(fg_cuda_queue *q, const fg_op_dtypes *dt,
+                                     const fg_conv2d_desc *d, const void *w, void *workspace,
+                                     const void **out, fg_error *err)
+{
+    *out = w;
+    if (dt->param == dt->act)
+        return FG_OK;
+    void *copy = (char *)workspace + fg_cuda_conv_budget(d);
+    size_t n = (size_t)d->k * (size_t)d->c * (size_t)d->r * (size_t)d->s;
+    cudaError_t e = fg_cu_convert(q->stream, copy, (int)dt->act, w, (int)dt->param, n);
+    *out = copy;
+    return e == cudaSuccess ? FG_OK : fg_cuda_fail(err, e, "conv2d: converting w");
+}
+
+fg_status fg_cuda_conv2d_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                    const fg_conv2d_desc *d, const void *x, const void *w,
+                                    const void *bias, void *y, void *workspace,
+                                    fg_error *err)
+{
+    const char *op = "conv2d_forward";
+    fg_status st = fg_cuda_conv_begin(op, queue, &dt, d, workspace, err);
+    if (st != FG_OK)
+        return st;
+    if (!x || !w || !y)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "backend.cuda: %s: %s is NULL", op,
+                            !x ? "x" : !w ? "w" : "y");
+    fg_cuda_queue *q = queue;
+    fg_cuda_conv_plan *p;
+    const void *wa;
+    st = fg_cuda_conv_plan_get(state, q, d, dt->act, &p, err);
+    if (st == FG_OK)
+        st = fg_cuda_conv_filter(q, dt, d, w, workspace, &wa, err);
+    if (st != FG_OK)
+        return st;
+    float one = 1.0f, zero = 0.0f;
+    cudnnStatus_t s = cudnnSetConvolutionMathType(p->conv, p->fwd_math);
+    if (s == CUDNN_STATUS_SUCCESS)
+        s = cudnnConvolutionForward(q->dnn, &one, p->x, x, p->w, wa, p->conv, p->fwd, workspace,
+                                    p->budget, &zero, p->y, y);
+    if (s != CUDNN_STATUS_SUCCESS)
+        return fg_cuda_dnn_fail(err, s, "conv2d_forward");
+    if (!bias)
+        return FG_OK;
+    cudaError_t e = fg_cu_bias_add(q->stream, (int)dt->act, (int)dt->param, y, bias, d->n, d->k,
+                                   d->out_h * d->out_w);
+    return fg_cuda_launched(e, "conv2d_forward (bias)", err);
+}
+
+fg_status fg_cuda_conv2d_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                     const fg_conv2d_desc *d, const void *x, const void *w,
+                                     const void *dy, void *dx, void *dw, void *dbias,
+                                     int accumulate, void *workspace, fg_error *err)
+{
+    const char *op = "conv2d_backward";
+    fg_status st = fg_cuda_conv_begin(op, queue, &dt, d, workspace, err);
+    if (st != FG_OK)
+        return st;
+    if (!dy || (dw && !x) || (dx && !w))
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "backend.cuda: %s: %s is NULL", op,
+                            !dy ? "dy" : (dw && !x) ? "x (dw needs it)" : "w (dx needs it)");
+    fg_cuda_queue *q = queue;
+    fg_cuda_conv_plan *p;
+    st = fg_cuda_conv_plan_get(state, q, d, dt->act, &p, err);
+    if (st != FG_OK)
+        return st;
+    float one = 1.0f, zero = 0.0f;
+    cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
+    if (dx) {
+        const void *wa;
+        st = fg_cuda_conv_filter(q, dt, d, w, workspace, &wa, err);
+        if (st != FG_OK)
+            return st;
+        s = cudnnSetConvolutionMathType(p->conv, p->bwd_data_math);
+        if (s == CUDNN_STATUS_SUCCESS)
+            s = cudnnConvolutionBackwardData(q->dnn, &one, p->w, wa, p->y, dy, p->conv,
+                                             p->bwd_data, workspace, p->budget, &zero, p->x,
+                                             dx);
+        if (s != CUDNN_STATUS_SUCCESS)
+            return fg_cuda_dnn_fail(err, s, "conv2d_backward (dx)");
+    }
+    if (dw) {
+        int direct = dt->grad == dt->act;
+        void *target = direct ? dw
+                              : (char *)workspace + fg_cuda_conv_budget(d) +
+                                    fg_cuda_filter_bytes(d);
+        float beta = direct && accumulate ? 1.0f : 0.0f;
+        s = cudnnSetConvolutionMathType(p->conv, p->bwd_filter_math);
+        if (s == CUDNN_STATUS_SUCCESS)
+            s = cudnnConvolutionBackwardFilter(q->dnn, &one, p->x, x, p->y, dy, p->conv,
+                                               p->bwd_filter, workspace, p->budget, &beta,
+                                               p->w, target);
+        if (s != CUDNN_STATUS_SUCCESS)
+            return fg_cuda_dnn_fail(err, s, "conv2d_backward (dw)");
+        if (!direct) {
+            size_t n = (size_t)d->k * (size_t)d->c * (size_t)d->r * (size_t)d->s;
+            cudaError_t e = fg_cu_accumulate(q->stream, dw, (int)dt->grad, target,
+                                             (int)dt->act, n, accumulate);
+            if (e != cudaSuccess)
+                return fg_cuda_launched(e, "conv2d_backward (dw)", err);
+        }
+    }
+    if (!dbias)
+        return FG_OK;
+    cudaError_t e = fg_cu_bias_grad(q->stream, (int)dt->act, (int)dt->grad, dbias, dy, d->n,
+                                    d->k, d->out_h * d->out_w, accumulate);
+    return fg_cuda_launched(e, "conv2d_backward (dbias)", err);
+}
+
+fg_status fg_cuda_conv2d_forward(void *state, void *queue, const fg_conv2d_desc *d,
+                                 const float *x, const float *w, const float *bias, float *y,
+                                 void *workspace, fg_error *err)
+{
+    return fg_cuda_conv2d_forward_ex(state, queue, &fg_cuda_all_f32, d, x, w, bias, y,
+                                     workspace, err);
+}
+
+fg_status fg_cuda_conv2d_backward(void *state, void *queue, const fg_conv2d_desc *d,
+                                  const float *x, const float *w, const float *dy, float *dx,
+                                  float *dw, float *dbias, int accumulate, void *workspace,
+                                  fg_error *err)
+{
+    return fg_cuda_conv2d_backward_ex(state, queue, &fg_cuda_all_f32, d, x, w, dy, dx, dw,
+                                      dbias, accumulate, workspace, err);
+}

@@ -1,0 +1,267 @@
+/* gemm through cuBLASLt. The ABI's row-major C(m,n) = alpha op(A) op(B) + beta C is the
+ * column-major C^T(n,m) = alpha op(B)^T op(A)^T + beta C^T, so cuBLASLt's A is our b and
+ * its B our a, with the same transposes. fp32 runs with CUBLAS_COMPUTE_32F (no TF32
+ * unless allow_tf32); f16/bf16 operands accumulate in f32 with C in their type or f32.
+ * Descriptors and the algorithm are made once per shape and queue (a small plan cache),
+ * so a step allocates nothing and asks no heuristic. Other mixes of element types go
+ * through f32 copies in the queue's staging buffer.
+ *
+ * Not here: fused epilogues (bias, ReLU, GELU). cuBLASLt has them
+ * (CUBLASLT_MATMUL_DESC_EPILOGUE), but the ABI has no fused linear entry; that needs an
+ * appended vtable op and a layer that calls it. */
+#include <string.h>
+
+#include "cuda_backend.h"
+
+static cudaDataType_t fg_cuda_data_type(uint32_t t)
+{
+    return t == FG_F16 ? CUDA_R_16F : t == FG_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+static size_t fg_cuda_elem(uint32_t t)
+{
+    return t == FG_F32 ? 4 : 2;
+}
+
+/* Largest power of two up to 16 dividing every operand's address. */
+static uint32_t fg_cuda_alignment(const void *a, const void *b, const void *c)
+{
+    uintptr_t bits = (uintptr_t)a | (uintptr_t)b | (uintptr_t)c;
+    uint32_t align = 16;
+    while (align > 1 && (bits & (align - 1)))
+        align >>= 1;
+    return align;
+}
+
+static void fg_cuda_plan_release(fg_cuda_gemm_plan *p)
+{
+    if (!p->valid)
+        return;
+    cublasLtMatrixLayoutDestroy(p->a);
+    cublasLtMatrixLayoutDestroy(p->b);
+    cublasLtMatrixLayoutDestroy(p->c);
+    cublasLtMatmulDescDestroy(p->op);
+    memset(p, 0, sizeof *p);
+}
+
+void fg_cuda_gemm_plans_destroy(fg_cuda_queue *q)
+{
+    for (int i = 0; i < FG_CUDA_GEMM_PLANS; i++)
+        fg_cuda_plan_release(&q->gemm[i]);
+}
+
+static cublasStatus_t fg_cuda_plan_layouts(fg_cuda_gemm_plan *p)
+{
+    const fg_cuda_gemm_key *k = &p->key;
+    /* cuBLASLt's A = our b: stored (k x n) row-major, i.e. (n x k) column-major, or
+     * transposed; its B = our a likewise; C is (n x m) column-major with ld ldc. */
+    uint64_t a_rows = k->trans_b ? (uint64_t)k->k : (uint64_t)k->n;
+    uint64_t a_cols = k->trans_b ? (uint64_t)k->n : (uint64_t)k->k;
+    uint64_t b_rows = k->trans_a ? (uint64_t)k->m : (uint64_t)k->k;
+    uint64_t b_cols = k->trans_a ? (uint64_t)k->k : (uint64_t)k->m;
+    cublasStatus_t s = cublasLtMatrixLayoutCreate(&p->a, fg_cuda_data_type(k->b_type), a_rows,
+                                                  a_cols, k->ldb);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatrixLayoutCreate(&p->b, fg_cuda_data_type(k->a_type), b_rows, b_cols,
+                                       k->lda);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatrixLayoutCreate(&p->c, fg_cuda_data_type(k->c_type), (uint64_t)k->n,
+                                       (uint64_t)k->m, k->ldc);
+    return s;
+}
+
+static fg_status fg_cuda_plan_make(const fg_cuda_backend *be, fg_cuda_queue *q,
+                                   fg_cuda_gemm_plan *p, fg_error *err)
+{
+    const fg_cuda_gemm_key *k = &p->key;
+    int all_f32 = k->a_type == FG_F32 && k->b_type == FG_F32 && k->c_type == FG_F32;
+    cublasComputeType_t compute =
+        all_f32 && be->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    cublasStatus_t s = cublasLtMatmulDescCreate(&p->op, compute, CUDA_R_32F);
+    p->valid = s == CUBLAS_STATUS_SUCCESS; /* from here release() frees what exists */
+    cublasOperation_t ta = k->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t tb = k->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = fg_cuda_plan_layouts(p);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+        fg_cuda_plan_release(p);
+        return fg_cuda_lt_fail(err, s, "gemm: creating descriptors");
+    }
+    cublasLtMatmulPreference_t pref = q->lt_pref;
+    uint32_t align = k->align;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                                         &align, sizeof align);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                         &align, sizeof align);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                                         &align, sizeof align);
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                                         &align, sizeof align);
+    cublasLtMatmulHeuristicResult_t result;
+    int found = 0;
+    memset(&result, 0, sizeof result);
+    s = cublasLtMatmulAlgoGetHeuristic(q->lt, p->op, p->a, p->b, p->c, p->c, pref, 1, &result,
+                                       &found);
+    if (s != CUBLAS_STATUS_SUCCESS || found < 1 || result.state != CUBLAS_STATUS_SUCCESS) {
+        fg_cuda_plan_release(p);
+        if (s != CUBLAS_STATUS_SUCCESS)
+            return fg_cuda_lt_fail(err, s, "gemm: choosing an algorithm");
+        return fg_error_set(err, FG_BACKEND_ERROR,
+                            "backend.cuda: gemm: cuBLASLt has no algorithm for m = %d, n = %d, "
+                            "k = %d (trans %d/%d, ld %d/%d/%d, %s x %s -> %s, %u-byte "
+                            "alignment)", k->m, k->n, k->k, k->trans_a, k->trans_b, k->lda,
+                            k->ldb, k->ldc, fg_dtype_name((fg_dtype)k->a_type),
+                            fg_dtype_name((fg_dtype)k->b_type),
+                            fg_dtype_name((fg_dtype)k->c_type), k->align);
+    }
+    p->algo = result.algo;
+    return FG_OK;
+}
+
+/* The queue's plan for this shape, made on first use (the oldest is replaced when full). */
+static fg_status fg_cuda_plan_find(const fg_cuda_backend *be, fg_cuda_queue *q,
+                                   const fg_cuda_gemm_key *key, fg_cuda_gemm_plan **out,
+                                   fg_error *err)
+{
+    for (int i = 0; i < FG_CUDA_GEMM_PLANS; i++)
+        if (q->gemm[i].valid && memcmp(&q->gemm[i].key, key, sizeof *key) == 0) {
+            *out = &q->gemm[i];
+            return FG_OK;
+        }
+    fg_cuda_gemm_plan *p = &q->gemm[q->gemm_next];
+    q->gemm_next = (q->gemm_next + 1) % FG_CUDA_GEMM_PLANS;
+    fg_cuda_plan_release(p);
+    p->key = *key;
+    fg_status st = fg_cuda_plan_make(be, q, p, err);
+    *out = st == FG_OK ? p : NULL;
+    return st;
+}
+
+/* cuBLASLt takes A and B of one type, and C in that type or f32. */
+static int fg_cuda_native(uint32_t at, uint32_t bt, uint32_t ct)
+{
+    return at == bt && (ct == at || ct == FG_F32);
+}
+
+static fg_status fg_cuda_matmul(const fg_cuda_backend *be, fg_cuda_queue *q, int trans_a,
+                                int trans_b, int m, int n, int k, float alpha, const void *a,
+                                uint32_t at, int lda, const void *b, uint32_t bt, int ldb,
+                                float beta, void *c, uint32_t ct, int ldc, fg_error *err)
+{
+    fg_cuda_gemm_key key = (fg_cuda_gemm_key){ trans_a ? 1 : 0, trans_b ? 1 : 0, m, n, k, lda, ldb, ldc,
+                              at, bt, ct, fg_cuda_alignment(a, b, c) };
+    fg_cuda_gemm_plan *p;
+    fg_status st = fg_cuda_plan_find(be, q, &key, &p, err);
+    if (st != FG_OK)
+        return st;
+    cublasStatus_t s = cublasLtMatmul(q->lt, p->op, &alpha, b, p->a, a, p->b, &beta, c, p->c, c,
+                                      p->c, &p->algo, q->lt_workspace, FG_CUDA_LT_WORKSPACE,
+                                      q->stream);
+    return s == CUBLAS_STATUS_SUCCESS ? FG_OK : fg_cuda_lt_fail(err, s, "gemm");
+}
+
+static size_t fg_cuda_span(int rows, int cols, int ld)
+{
+    return rows > 0 && cols > 0 ? (size_t)(rows - 1) * (size_t)ld + (size_t)cols : 0;
+}
+
+/* Operands converted to f32 in the staging buffer, an f32 gemm, C converted back. */
+static fg_status fg_cuda_gemm_staged(const fg_cuda_backend *be, fg_cuda_queue *q, int trans_a,
+                                     int trans_b, int m, int n, int k, float alpha,
+                                     const void *a, uint32_t at, int lda, const void *b,
+                                     uint32_t bt, int ldb, float beta, void *c, uint32_t ct,
+                                     int ldc, fg_error *err)
+{
+    size_t an = fg_cuda_span(trans_a ? k : m, trans_a ? m : k, lda);
+    size_t bn = fg_cuda_span(trans_b ? n : k, trans_b ? k : n, ldb);
+    size_t cn = fg_cuda_span(m, n, ldc);
+    size_t round = 64;
+    size_t a_off = 0, b_off = (an * 4 + round - 1) / round * round;
+    size_t c_off = b_off + (bn * 4 + round - 1) / round * round;
+    fg_status st = fg_cuda_stage(q, c_off + cn * 4 + 4, "gemm_ex", err);
+    if (st != FG_OK)
+        return st;
+    float *fa = (float *)((char *)q->stage + a_off), *fb = (float *)((char *)q->stage + b_off);
+    float *fc = ct == FG_F32 ? c : (float *)((char *)q->stage + c_off);
+    cudaError_t e = fg_cu_convert(q->stream, fa, FG_F32, a, (int)at, an);
+    if (e == cudaSuccess)
+        e = fg_cu_convert(q->stream, fb, FG_F32, b, (int)bt, bn);
+    if (e == cudaSuccess && ct != FG_F32 && beta != 0.0f)
+        e = fg_cu_convert(q->stream, fc, FG_F32, c, (int)ct, cn);
+    if (e != cudaSuccess)
+        return fg_cuda_fail(err, e, "gemm_ex: converting operands to f32");
+    st = fg_cuda_matmul(be, q, trans_a, trans_b, m, n, k, alpha, fa, FG_F32, lda, fb, FG_F32,
+                        ldb, beta, fc, FG_F32, ldc, err);
+    if (st != FG_OK || ct == FG_F32)
+        return st;
+    /* back into C: its m rows of n values (the gaps of a wider ldc keep their value) */
+    size_t elem = fg_cuda_elem(ct);
+    if (ldc == n)
+        e = fg_cu_convert(q->stream, c, (int)ct, fc, FG_F32, (size_t)m * (size_t)n);
+    for (int r = 0; ldc != n && r < m && e == cudaSuccess; r++) {
+        size_t off = (size_t)r * (size_t)ldc;
+        e = fg_cu_convert(q->stream, (char *)c + off * elem, (int)ct, fc + off, FG_F32,
+                          (size_t)n);
+    }
+    if (e != cudaSuccess)
+        return fg_cuda_fail(err, e, "gemm_ex: converting C back");
+    return st;
+}
+
+static int fg_cuda_storable(uint32_t t)
+{
+    return t == FG_F32 || t == FG_F16 || t == FG_BF16;
+}
+
+fg_status fg_cuda_gemm_ex(void *state, void *queue, int trans_a, int trans_b, int m, int n,
+                          int k, float alpha, const void *a, uint32_t a_type, int lda,
+                          const void *b, uint32_t b_type, int ldb, float beta, void *c,
+                          uint32_t c_type, int ldc, fg_error *err)
+{
+    const fg_cuda_backend *be = state;
+    fg_status st = fg_cuda_enter(queue, "gemm", err);
+    if (st != FG_OK)
+        return st;
+    if (!fg_cuda_storable(a_type) || !fg_cuda_storable(b_type) || !fg_cuda_storable(c_type))
+        return fg_error_set(err, FG_UNAVAILABLE,
+                            "backend.cuda: gemm_ex: %s x %s -> %s: this backend stores f32, "
+                            "f16 and bf16", fg_dtype_name((fg_dtype)a_type),
+                            fg_dtype_name((fg_dtype)b_type), fg_dtype_name((fg_dtype)c_type));
+    if (m < 0 || n < 0 || k < 0)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "backend.cuda: gemm: m = %d, n = %d, k = %d must be >= 0", m, n, k);
+    int a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
+    if (lda < (a_cols > 1 ? a_cols : 1) || ldb < (b_cols > 1 ? b_cols : 1) ||
+        ldc < (n > 1 ? n : 1))
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "backend.cuda: gemm: lda = %d, ldb = %d, ldc = %d are smaller than "
+                            "the %d columns of A, %d of B, %d of C", lda, ldb, ldc, a_cols,
+                            b_cols, n);
+    if (m == 0 || n == 0)
+        return FG_OK;
+    if (!c || (k > 0 && (!a || !b)))
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "backend.cuda: gemm: %s is NULL",
+                            !c ? "c" : !a ? "a" : "b");
+    fg_cuda_queue *q = queue;
+    if (k == 0) { /* C = beta C: no product to take */
+        cudaError_t e = fg_cu_scale_matrix(q->stream, (int)c_type, c, m, n, ldc, beta);
+        return e == cudaSuccess ? FG_OK : fg_cuda_fail(err, e, "gemm (k = 0)");
+    }
+    if (fg_cuda_native(a_type, b_type, c_type))
+        return fg_cuda_matmul(be, q, trans_a, trans_b, m, n, k, alpha, a, a_type, lda, b,
+                              b_type, ldb, beta, c, c_type, ldc, err);
+    return fg_cuda_gemm_staged(be, q, trans_a, trans_b, m, n, k, alpha, a, a_type, lda, b,
+                               b_type, ldb, beta, c, c_type, ldc, err);
+}
+
+fg_status fg_cuda_gemm(void *state, void *queue, int trans_a, int trans_b, int m, int n, int k,
+                       float alpha, const float *a, int lda, const float *b, int ldb,
+                       float beta, float *c, int ldc, fg_error *err)
+{
+    return fg_cuda_gemm_ex(state, queue, trans_a, trans_b, m, n, k, alpha, a, FG_F32, lda, b,
+                           FG_F32, ldb, beta, c, FG_F32, ldc, err);
+}

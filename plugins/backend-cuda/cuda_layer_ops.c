@@ -1,0 +1,430 @@
+/* The layers' own-kernel ops, each once with element types (_ex) and as the fp32 vtable
+ * entry that calls it with all-f32 types: bias, activations, pooling, batch norm, dropout
+ * and softmax cross-entropy. Checks mirror the CPU backend's (plugins/backend-cpu/
+ * cpu_ops.c), except labels: they live on the device, so a kernel flags a bad one (the
+ * row's loss becomes NaN) and the next queue_sync reports it. */
+#include "cuda_backend.h"
+#include "cuda_ops.h"
+
+#define STREAM(queue) (((fg_cuda_queue *)(queue))->stream)
+
+#define FG_CUDA_REQUIRE(cond, ...)                                                         \
+    do {                                                                                   \
+        if (!(cond))                                                                       \
+            return fg_error_set(err, FG_INVALID_ARGUMENT, "backend.cuda: " __VA_ARGS__);   \
+    } while (0)
+
+#define FG_CUDA_NOT_NULL(op, ptr) FG_CUDA_REQUIRE((ptr) != NULL, "%s: %s is NULL", op, #ptr)
+
+/* Device and dtypes of an op; returns on failure. */
+#define FG_CUDA_BEGIN(op)                                                                  \
+    do {                                                                                   \
+        fg_status st_ = fg_cuda_enter(queue, op, err);                                     \
+        if (st_ == FG_OK)                                                                  \
+            st_ = fg_cuda_check_dtypes(op, &dt, err);                                      \
+        if (st_ != FG_OK)                                                                  \
+            return st_;                                                                    \
+    } while (0)
+
+/* ---- bias ------------------------------------------------------------------------------ */
+
+fg_status fg_cuda_op_bias_add_ex(void *state, void *queue, const fg_op_dtypes *dt, void *y,
+                                 const void *bias, int rows, int cols, int spatial,
+                                 fg_error *err)
+{
+    (void)state;
+    FG_CUDA_BEGIN("bias_add");
+    FG_CUDA_REQUIRE(rows >= 0 && cols >= 0 && spatial >= 0,
+                    "bias_add: rows = %d, cols = %d, spatial = %d must be >= 0", rows, cols,
+                    spatial);
+    if ((size_t)rows * (size_t)cols * (size_t)spatial == 0)
+        return FG_OK;
+    FG_CUDA_NOT_NULL("bias_add", y);
+    FG_CUDA_NOT_NULL("bias_add", bias);
+    return fg_cuda_launched(fg_cu_bias_add(STREAM(queue), (int)dt->act, (int)dt->param, y, bias,
+                                           rows, cols, spatial),
+                            "bias_add", err);
+}
+
+fg_status fg_cuda_op_bias_grad_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                  void *dbias, const void *dy, int rows, int cols, int spatial,
+                                  int accumulate, fg_error *err)
+{
+    (void)state;
+    FG_CUDA_BEGIN("bias_grad");
+    FG_CUDA_REQUIRE(rows >= 0 && cols >= 0 && spatial >= 0,
+                    "bias_grad: rows = %d, cols = %d, spatial = %d must be >= 0", rows, cols,
+                    spatial);
+    if (cols == 0)
+        return FG_OK;
+    FG_CUDA_NOT_NULL("bias_grad", dbias);
+    if ((size_t)rows * (size_t)spatial > 0)
+        FG_CUDA_NOT_NULL("bias_grad", dy);
+    return fg_cuda_launched(fg_cu_bias_grad(STREAM(queue), (int)dt->act, (int)dt->grad, dbias,
+                                            dy, rows, cols, spatial, accumulate),
+                            "bias_grad", err);
+}
+
+fg_status fg_cuda_op_bias_add(void *state, void *queue, float *y, const float *bias, int rows,
+                              int cols, int spatial, fg_error *err)
+{
+    return fg_cuda_op_bias_add_ex(state, queue, NULL, y, bias, rows, cols, spatial, err);
+}
+
+fg_status fg_cuda_op_bias_grad(void *state, void *queue, float *dbias, const float *dy,
+                               int rows, int cols, int spatial, int accumulate, fg_error *err)
+{
+    return fg_cuda_op_bias_grad_ex(state, queue, NULL, dbias, dy, rows, cols, spatial,
+                                   accumulate, err);
+}
+
+/* ---- activations --------------------------------------------------------------------------- */
+
+static fg_status fg_cuda_check_act(const char *op, int act, fg_error *err)
+{
+    FG_CUDA_REQUIRE(act >= FG_ACT_NONE && act <= FG_ACT_SIGMOID,
+                    "%s: unknown activation %d (none 0, relu 1, gelu 2, tanh 3, sigmoid 4)", op,
+                    act);
+    return FG_OK;
+}
+
+fg_status fg_cuda_op_activation_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                           int act, const void *x, void *y, size_t n,
+                                           fg_error *err)
+{
+    (void)state;
+    FG_CUDA_BEGIN("activation_forward");
+    fg_status st = fg_cuda_check_act("activation_forward", act, err);
+    if (st != FG_OK || n == 0)
+        return st;
+    FG_CUDA_NOT_NULL("activation_forward", x);
+    FG_CUDA_NOT_NULL("activation_forward", y);
+    return fg_cuda_launched(fg_cu_act_forward(STREAM(queue), (int)dt->act, act, x, y, n),
+                            "activation_forward", err);
+}
+
+fg_status fg_cuda_op_activation_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                            int act, const void *x, const void *y,
+                                            const void *dy, void *dx, size_t n, fg_error *err)
+{
+    (void)state;
+    FG_CUDA_BEGIN("activation_backward");
+    fg_status st = fg_cuda_check_act("activation_backward", act, err);
+    if (st != FG_OK || n == 0)
+        return st;
+    FG_CUDA_NOT_NULL("activation_backward", dy);
+    FG_CUDA_NOT_NULL("activation_backward", dx);
+    if (act == FG_ACT_RELU || act == FG_ACT_GELU)
+        FG_CUDA_NOT_NULL("activation_backward", x);
+    if (act == FG_ACT_TANH || act == FG_ACT_SIGMOID)
+        FG_CUDA_NOT_NULL("activation_backward", y);
+    return fg_cuda_launched(fg_cu_act_backward(STREAM(queue), (int)dt->act, act, x, y, dy, dx,
+                                               n),
+                            "activation_backward", err);
+}
+
+fg_status fg_cuda_op_activation_forward(void *state, void *queue, int act, const float *x,
+                                        float *y, size_t n, fg_error *err)
+{
+    return fg_cuda_op_activation_forward_ex(state, queue, NULL, act, x, y, n, err);
+}
+
+fg_status fg_cuda_op_activation_backward(void *state, void *queue, int act, const float *x,
+                                         const float *y, const float *dy, float *dx, size_t n,
+                                         fg_error *err)
+{
+    return fg_cuda_op_activation_backward_ex(state, queue, NULL, act, x, y, dy, dx, n, err);
+}
+
+/* ---- pooling ---------------------------------------------------------------------------------- */
+
+static fg_status fg_cuda_pool_check(const char *op, int mode, const int32_t *argmax,
+                                    const fg_conv2d_desc *d, fg_cu_window *w, fg_error *err)
+{
+    FG_CUDA_REQUIRE(mode == FG_POOL_MAX || mode == FG_POOL_AVG,
+                    "%s: unknown mode %d (max 1, avg 2)", op, mode);
+    FG_CUDA_REQUIRE(mode != FG_POOL_MAX || argmax != NULL,
+                    "%s: max pooling needs the argmax buffer", op);
+    fg_status st = fg_cuda_window(op, d, 0, err);
+    if (st != FG_OK)
+        return st;
+    *w = (fg_cu_window){ d->n, d->c, d->h, d->w, d->r, d->s, d->pad_h, d->pad_w,
+                         d->stride_h, d->stride_w, d->out_h, d->out_w };
+    return FG_OK;
+}
+
+fg_status fg_cuda_op_pool2d_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                       int mode, const fg_conv2d_desc *d, const void *x,
+                                       void *y, int32_t *argmax, fg_error *err)
+{
+    (void)state;
+    FG_CUDA_BEGIN("pool2d_forward");
+    fg_cu_window w;
+    fg_status st = fg_cuda_pool_check("pool2d_forward", mode, argmax, d, &w, err);
+    if (st != FG_OK)
+        return st;
+    FG_CUDA_NOT_NULL("pool2d_forward", x);
+    FG_CUDA_NOT_NULL("pool2d_forward", y);
+    return fg_cuda_launched(fg_cu_pool_forward(STREAM(queue), (int)dt->act,
+                                               mode == FG_POOL_MAX, &w, x, y, argmax),
+                            "pool2d_forward", err);
+}
+
+fg_status fg_cuda_op_pool2d_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                        int mode, const fg_conv2d_desc *d, const void *dy,
+                                        const int32_t *argmax, void *dx, fg_error *err)
+{
+    (void)state;
+    FG_CUDA_BEGIN("pool2d_backward");
+    fg_cu_window w;
+    fg_status st = fg_cuda_pool_check("pool2d_backward", mode, argmax, d, &w, err);
+    if (st != FG_OK)
+        return st;
+    FG_CUDA_NOT_NULL("pool2d_backward", dy);
+    FG_CUDA_NOT_NULL("pool2d_backward", dx);
+    return fg_cuda_launched(fg_cu_pool_backward(STREAM(queue), (int)dt->act,
+                                                mode == FG_POOL_MAX, &w, dy, argmax, dx),
+                            "pool2d_backward", err);
+}
+
+fg_status fg_cuda_op_pool2d_forward(void *state, void *queue, int mode,
+                                    const fg_conv2d_desc *d, const float *x, float *y,
+                                    int32_t *argmax, fg_error *err)
+{
+    return fg_cuda_op_pool2d_forward_ex(state, queue, NULL, mode, d, x, y, argmax, err);
+}
+
+fg_status fg_cuda_op_pool2d_backward(void *state, void *queue, int mode,
+                                     const fg_conv2d_desc *d, const float *dy,
+                                     const int32_t *argmax, float *dx, fg_error *err)
+{
+    return fg_cuda_op_pool2d_backward_ex(state, queue, NULL, mode, d, dy, argmax, dx, err);
+}
+
+/* ---- batch norm -------------------------------------------------------------------------------- */
+
+fg_status fg_cuda_op_batchnorm_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                          int training, int n, int c, int spatial,
+                                          const void *x, const void *gamma, const void *beta,
+                                          float *running_mean, float *running_var,
+                                          float momentum, float eps, float *saved_mean,
+                                          float *saved_invstd, void *y, fg_error *err)
+{
+    (void)state;
+    FG_CUDA_BEGIN("batchnorm_forward");
+    FG_CUDA_REQUIRE(n >= 1 && c >= 1 && spatial >= 1,
+                    "batchnorm_forward: n = %d, c = %d, spatial = %d must be >= 1", n, c,
+                    spatial);
+    FG_CUDA_REQUIRE(eps >= 0.0f, "batchnorm_forward: eps = %g must be >= 0", (double)eps);
+    FG_CUDA_NOT_NULL("batchnorm_forward", x);
+    FG_CUDA_NOT_NULL("batchnorm_forward", y);
+    if (training) {
+        FG_CUDA_REQUIRE((size_t)n * (size_t)spatial > 1,
+                        "batchnorm_forward: training needs more than 1 value per channel "
+                        "(n = %d, spatial = %d)", n, spatial);
+        FG_CUDA_NOT_NULL("batchnorm_forward", saved_mean);
+        FG_CUDA_NOT_NULL("batchnorm_forward", saved_invstd);
+        FG_CUDA_REQUIRE((running_mean == NULL) == (running_var == NULL),
+                        "batchnorm_forward: running_mean and running_var must both be given "
+                        "or both be NULL");
+    } else {
+        FG_CUDA_NOT_NULL("batchnorm_forward", running_mean);
+        FG_CUDA_NOT_NULL("batchnorm_forward", running_var);
+    }
+    return fg_cuda_launched(fg_cu_bn_forward(STREAM(queue), (int)dt->act, (int)dt->param,
+                                             training, n, c, spatial, x, gamma, beta,
+                                             running_mean, running_var, momentum, eps,
+                                             saved_mean, saved_invstd, y),
+                            "batchnorm_forward", err);
+}
+
+fg_status fg_cuda_op_batchnorm_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                           int n, int c, int spatial, const void *x,
+                                           const void *gamma, const float *saved_mean,
+                                           const float *saved_invstd, const void *dy, void *dx,
+                                           void *dgamma, void *dbeta, int accumulate,
+                                           fg_error *err)
+{
+    (void)state;
+    FG_CUDA_BEGIN("batchnorm_backward");
+    FG_CUDA_REQUIRE(n >= 1 && c >= 1 && spatial >= 1,
+                    "batchnorm_backward: n = %d, c = %d, spatial = %d must be >= 1", n, c,
+                    spatial);
+    FG_CUDA_NOT_NULL("batchnorm_backward", x);
+    FG_CUDA_NOT_NULL("batchnorm_backward", saved_mean);
+    FG_CUDA_NOT_NULL("batchnorm_backward", saved_invstd);
+    FG_CUDA_NOT_NULL("batchnorm_backward", dy);
+    return fg_cuda_launched(fg_cu_bn_backward(STREAM(queue), (int)dt->act, (int)dt->param,
+                                              (int)dt->grad, n, c, spatial, x, gamma,
+                                              saved_mean, saved_invstd, dy, dx, dgamma, dbeta,
+                                              accumulate),
+                            "batchnorm_backward", err);
+}
+
+fg_status fg_cuda_op_batchnorm_forward(void *state, void *queue, int training, int n, int c,
+                                       int spatial, const float *x, const float *gamma,
+                                       const float *beta, float *running_mean,
+                                       float *running_var, float momentum, float eps,
+                                       float *saved_mean, float *saved_invstd, float *y,
+                                       fg_error *err)
+{
+    return fg_cuda_op_batchnorm_forward_ex(state, queue, NULL, training, n, c, spatial, x, gamma,
+                                           beta, running_mean, running_var, momentum, eps,
+                                           saved_mean, saved_invstd, y, err);
+}
+
+fg_status fg_cuda_op_batchnorm_backward(void *state, void *queue, int n, int c, int spatial,
+                                        const float *x, const float *gamma,
+                                        const float *saved_mean, const float *saved_invstd,
+                                        const float *dy, float *dx, float *dgamma,
+                                        float *dbeta, int accumulate, fg_error *err)
+{
+    return fg_cuda_op_batchnorm_backward_ex(state, queue, NULL, n, c, spatial, x, gamma,
+                                            saved_mean, saved_invstd, dy, dx, dgamma, dbeta,
+                                            accumulate, err);
+}
+
+/* ---- dropout: the CPU backend's counter-based draws (kernels/cpu/dropout.c) ------------------ */
+
+static uint64_t fg_cuda_mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint32_t fg_cuda_dropout_threshold(float p)
+{
+    if (p <= 0.0f)
+        return 0;
+    if (p >= 1.0f)
+        return 1u << 24;
+    return (uint32_t)((double)p * 16777216.0 + 0.5);
+}
+
+static float fg_cuda_dropout_scale(float p)
+{
+    return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+}
+
+static fg_status fg_cuda_check_p(const char *op, float p, fg_error *err)
+{
+    FG_CUDA_REQUIRE(p >= 0.0f && p <= 1.0f, "%s: p = %g is outside [0, 1]", op, (double)p);
+    return FG_OK;
+}
+
+fg_status fg_cuda_op_dropout_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                        float p, uint64_t seed, uint64_t offset, const void *x,
+                                        void *y, uint8_t *mask, size_t n, fg_error *err)
+{
+    (void)state;
+    FG_CUDA_BEGIN("dropout_forward");
+    fg_status st = fg_cuda_check_p("dropout_forward", p, err);
+    if (st != FG_OK || n == 0)
+        return st;
+    FG_CUDA_NOT_NULL("dropout_forward", x);
+    FG_CUDA_NOT_NULL("dropout_forward", y);
+    FG_CUDA_NOT_NULL("dropout_forward", mask);
+    uint64_t key = fg_cuda_mix64(seed ^ 0x6A09E667F3BCC909ull);
+    return fg_cuda_launched(fg_cu_dropout_forward(STREAM(queue), (int)dt->act, key, offset,
+                                                  fg_cuda_dropout_threshold(p),
+                                                  fg_cuda_dropout_scale(p), x, y, mask, n),
+                            "dropout_forward", err);
+}
+
+fg_status fg_cuda_op_dropout_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                         float p, const uint8_t *mask, const void *dy, void *dx,
+                                         size_t n, fg_error *err)
+{
+    (void)state;
+    FG_CUDA_BEGIN("dropout_backward");
+    fg_status st = fg_cuda_check_p("dropout_backward", p, err);
+    if (st != FG_OK || n == 0)
+        return st;
+    FG_CUDA_NOT_NULL("dropout_backward", mask);
+    FG_CUDA_NOT_NULL("dropout_backward", dy);
+    FG_CUDA_NOT_NULL("dropout_backward", dx);
+    return fg_cuda_launched(fg_cu_dropout_backward(STREAM(queue), (int)dt->act,
+                                                   fg_cuda_dropout_scale(p), mask, dy, dx, n),
+                            "dropout_backward", err);
+}
+
+fg_status fg_cuda_op_dropout_forward(void *state, void *queue, float p, uint64_t seed,
+                                     uint64_t offset, const float *x, float *y, uint8_t *mask,
+                                     size_t n, fg_error *err)
+{
+    return fg_cuda_op_dropout_forward_ex(state, queue, NULL, p, seed, offset, x, y, mask, n,
+                                         err);
+}
+
+fg_status fg_cuda_op_dropout_backward(void *state, void *queue, float p, const uint8_t *mask,
+                                      const float *dy, float *dx, size_t n, fg_error *err)
+{
+    return fg_cuda_op_dropout_backward_ex(state, queue, NULL, p, mask, dy, dx, n, err);
+}
+
+/* ---- softmax cross-entropy ------------------------------------------------------------------- */
+
+static fg_status fg_cuda_check_rows(const char *op, const int32_t *labels, int rows,
+                                    int classes, fg_error *err)
+{
+    FG_CUDA_REQUIRE(rows >= 0 && classes >= 1, "%s: rows = %d must be >= 0, classes = %d >= 1",
+                    op, rows, classes);
+    if (rows > 0)
+        FG_CUDA_NOT_NULL(op, labels);
+    return FG_OK;
+}
+
+fg_status fg_cuda_op_softmax_xent_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
+                                             const void *logits, const int32_t *labels,
+                                             int rows, int classes, float *probs,
+                                             float *loss_sum, float *correct, fg_error *err)
+{
+    (void)state;
+    FG_CUDA_BEGIN("softmax_xent_forward");
+    fg_status st = fg_cuda_check_rows("softmax_xent_forward", labels, rows, classes, err);
+    if (st != FG_OK || rows == 0)
+        return st;
+    FG_CUDA_NOT_NULL("softmax_xent_forward", logits);
+    FG_CUDA_NOT_NULL("softmax_xent_forward", probs);
+    fg_cuda_queue *q = queue;
+    return fg_cuda_launched(fg_cu_xent_forward(q->stream, (int)dt->act, logits, labels, rows,
+                                               classes, probs, loss_sum, correct, q->scratch,
+                                               q->bad_dev),
+                            "softmax_xent_forward", err);
+}
+
+fg_status fg_cuda_op_softmax_xent_backward_ex(void *state, void *queue,
+                                              const fg_op_dtypes *dt, const float *probs,
+                                              const int32_t *labels, int rows, int classes,
+                                              float scale, void *dlogits, fg_error *err)
+{
+    (void)state;
+    FG_CUDA_BEGIN("softmax_xent_backward");
+    fg_status st = fg_cuda_check_rows("softmax_xent_backward", labels, rows, classes, err);
+    if (st != FG_OK || rows == 0)
+        return st;
+    FG_CUDA_NOT_NULL("softmax_xent_backward", probs);
+    FG_CUDA_NOT_NULL("softmax_xent_backward", dlogits);
+    fg_cuda_queue *q = queue;
+    return fg_cuda_launched(fg_cu_xent_backward(q->stream, (int)dt->act, probs, labels, rows,
+                                                classes, scale, dlogits, q->bad_dev),
+                            "softmax_xent_backward", err);
+}
+
+fg_status fg_cuda_op_softmax_xent_forward(void *state, void *queue, const float *logits,
+                                          const int32_t *labels, int rows, int classes,
+                                          float *probs, float *loss_sum, float *correct,
+                                          fg_error *err)
+{
+    return fg_cuda_op_softmax_xent_forward_ex(state, queue, NULL, logits, labels, rows, classes,
+                                              probs, loss_sum, correct, err);
+}
+
+fg_status fg_cuda_op_softmax_xent_backward(void *state, void *queue, const float *probs,
+                                           const int32_t *labels, int rows, int classes,
+                                           float scale, float *dlogits, fg_error *err)
+{
+    return fg_cuda_op_softmax_xent_backward_ex(state, queue, NULL, probs, labels, rows, classes,
+                                               scale, dlogits, err);
+}

@@ -1,0 +1,269 @@
+/* fulgur-comm-nccl.so: collectives on device memory over NCCL, bootstrapped over MPI.
+ *
+ * init: a CUDA device must be there (cudaGetDeviceCount; without a driver or device the
+ * plugin answers FG_UNAVAILABLE before touching MPI), then MPI starts (as comm.mpi does),
+ * the topology is found and checked against the launcher's variables, the rank's device
+ * is local rank modulo the device count (or `device`), rank 0's ncclUniqueId goes to every
+ * rank by MPI_Bcast, and ncclCommInitRankConfig (non-blocking) completes within timeout_s
+ * or is aborted. cudart is linked statically: nothing but libnccl and MPI is needed at
+ * load time, and a machine without a driver loads the plugin and is told why it cannot run. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mpi_launcher.h"
+#include "nccl_comm.h"
+
+static const fg_option options[] = {
+    {"timeout_s", FG_OPT_FLOAT, "600", 1e-3, 1e9, NULL,
+     "seconds an operation may run before the watchdog aborts the communicator, naming it"},
+    {"device", FG_OPT_INT, "-1", -1, 4096, NULL,
+     "CUDA device of this rank; -1: local rank modulo the device count"},
+};
+
+double nccl_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+fg_status nccl_cuda_fail(cudaError_t e, const char *call, fg_error *err)
+{
+    return fg_error_set(err, FG_BACKEND_ERROR, "comm.nccl: %s: %s (%s)", call,
+                        cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+fg_status nccl_fail(nccl_state *s, ncclResult_t r, const char *call, fg_error *err)
+{
+    if (s->aborted) return fg_error_set(err, FG_FATAL, "%s", s->abort_message);
+    return fg_error_set(err, r == ncclSystemError || r == ncclRemoteError ? FG_FATAL
+                                                                          : FG_BACKEND_ERROR,
+                        "comm.nccl: rank %d: %s: %s (%s)", s->topo.rank, call,
+                        ncclGetErrorString(r), s->world_group.comm
+                            ? ncclGetLastError(s->world_group.comm) : ncclGetLastError(NULL));
+}
+
+/* A non-blocking communicator answers ncclInProgress until the call has been issued. */
+ncclResult_t nccl_settle(nccl_state *s, ncclComm_t comm, ncclResult_t r)
+{
+    double deadline = nccl_now() + s->timeout_s;
+    while (r == ncclInProgress && !s->aborted) {
+        if (ncclCommGetAsyncError(comm, &r) != ncclSuccess) break;
+        if (r == ncclInProgress && nccl_now() > deadline) {
+            nccl_abort(s, "comm.nccl: rank %d: an NCCL call did not complete within %g s; "
+                       "communicator aborted", s->topo.rank, s->timeout_s);
+            return ncclInternalError;
+        }
+    }
+    return s->aborted ? ncclInternalError : r;
+}
+
+static void make_libmpi_global(void)
+{
+    Dl_info info;
+    if (dladdr((void *)MPI_Init_thread, &info) && info.dli_fname)
+        dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+}
+
+static fg_status start_mpi(nccl_state *s, fg_error *err)
+{
+    int started = 0, provided = 0;
+    MPI_Initialized(&started);
+    if (started) {
+        MPI_Query_thread(&provided);
+    } else {
+        make_libmpi_global();
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+            return fg_error_set(err, FG_UNAVAILABLE, "comm.nccl: MPI_Init_thread failed");
+        s->owns_mpi = 1;
+    }
+    if (provided < MPI_THREAD_SERIALIZED)
+        return fg_error_set(err, FG_UNAVAILABLE, "comm.nccl: MPI provides thread level %d, "
+                            "the bootstrap needs MPI_THREAD_SERIALIZED", provided);
+    return FG_OK;
+}
+
+/* Rank, size, local rank and size from the shared-memory split, node from its lowest rank. */
+static fg_status find_topology(nccl_state *s, fg_error *err)
+{
+    fg_comm_topology *t = &s->topo;
+    MPI_Comm local = MPI_COMM_NULL, leaders = MPI_COMM_NULL;
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &s->world) != MPI_SUCCESS)
+        return fg_error_set(err, FG_INTERNAL, "comm.nccl: MPI_Comm_dup failed");
+    t->struct_size = sizeof *t;
+    MPI_Comm_rank(s->world, &t->rank);
+    MPI_Comm_size(s->world, &t->world_size);
+    int rc = MPI_Comm_split_type(s->world, MPI_COMM_TYPE_SHARED, t->rank, MPI_INFO_NULL, &local);
+    if (rc == MPI_SUCCESS) {
+        MPI_Comm_rank(local, &t->local_rank);
+        MPI_Comm_size(local, &t->local_size);
+        rc = MPI_Comm_split(s->world, t->local_rank == 0 ? 0 : MPI_UNDEFINED, t->rank, &leaders);
+    }
+    int node[2] = {0, 1};
+    if (rc == MPI_SUCCESS && leaders != MPI_COMM_NULL) {
+        MPI_Comm_rank(leaders, &node[0]);
+        MPI_Comm_size(leaders, &node[1]);
+        MPI_Comm_free(&leaders);
+    }
+    if (rc == MPI_SUCCESS) rc = MPI_Bcast(node, 2, MPI_INT, 0, local);
+    if (local != MPI_COMM_NULL) MPI_Comm_free(&local);
+    if (rc != MPI_SUCCESS)
+        return fg_error_set(err, FG_INTERNAL, "comm.nccl: finding the topology over MPI failed");
+    t->node = node[0];
+    t->node_count = node[1];
+    return FG_OK;
+}
+
+/* Rank 0's unique id to every rank, then a non-blocking init bounded by timeout_s. */
+static fg_status create_group(nccl_state *s, fg_error *err)
+{
+    nccl_group *g = &s->world_group;
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    ncclResult_t r = s->topo.rank == 0 ? ncclGetUniqueId(&id) : ncclSuccess;
+    int ok = r == ncclSuccess, all_ok = 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, s->world);
+    if (!all_ok)
+        return fg_error_set(err, FG_BACKEND_ERROR, "comm.nccl: ncclGetUniqueId on rank 0 failed%s%s",
+                            r != ncclSuccess ? ": " : "", r != ncclSuccess ? ncclGetErrorString(r) : "");
+    if (MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, s->world) != MPI_SUCCESS)
+        return fg_error_set(err, FG_INTERNAL, "comm.nccl: MPI_Bcast of the NCCL unique id failed");
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    g->rank = s->topo.rank;
+    g->size = s->topo.world_size;
+    r = ncclCommInitRankConfig(&g->comm, g->size, id, g->rank, &config);
+    if (r == ncclInProgress) r = nccl_settle(s, g->comm, r);
+    if (r != ncclSuccess)
+        return fg_error_set(err, FG_FATAL, "comm.nccl: rank %d: ncclCommInitRankConfig over %d "
+                            "ranks: %s%s", g->rank, g->size, ncclGetErrorString(r),
+                            s->aborted ? " (timed out)" : "");
+    for (int i = 0; i < NCCL_RING; i++) {
+        cudaError_t e = cudaEventCreateWithFlags(&g->ring[i].done, cudaEventDisableTiming);
+        if (e != cudaSuccess) return nccl_cuda_fail(e, "cudaEventCreate", err);
+    }
+    return FG_OK;
+}
+
+static void nccl_deinit(void *state)
+{
+    nccl_state *s = state;
+    if (!s) return;
+    nccl_watchdog_stop(s);
+    nccl_group *g = &s->world_group;
+    if (g->comm) {
+        if (!s->aborted) {
+            ncclResult_t r = nccl_settle(s, g->comm, ncclCommFinalize(g->comm));
+            if (r != ncclSuccess && !s->aborted) ncclCommAbort(g->comm);
+            else if (r == ncclSuccess) ncclCommDestroy(g->comm);
+        }
+        g->comm = NULL;
+    }
+    for (int i = 0; i < NCCL_RING; i++)
+        if (g->ring[i].done) cudaEventDestroy(g->ring[i].done);
+    if (s->scratch) cudaFree(s->scratch);
+    if (s->stream) cudaStreamDestroy(s->stream);
+    if (s->world != MPI_COMM_NULL) MPI_Comm_free(&s->world);
+    if (s->owns_mpi) MPI_Finalize();
+    pthread_cond_destroy(&s->wake);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+static fg_status pick_device(nccl_state *s, int count, int64_t device, fg_error *err)
+{
+    if (device >= count)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] device = %lld, but this node has %d "
+                            "CUDA device(s)", s->host->section, (long long)device, count);
+    s->device = device >= 0 ? (int)device : s->topo.local_rank % count;
+    cudaError_t e = cudaSetDevice(s->device);
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking);
+    if (e == cudaSuccess) e = cudaMalloc(&s->scratch, NCCL_SCRATCH_BYTES);
+    return e == cudaSuccess ? FG_OK : nccl_cuda_fail(e, "setting up the device", err);
+}
+
+static fg_status nccl_init(const fg_host *host, void **state, fg_error *err)
+{
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count < 1)
+        return fg_error_set(err, FG_UNAVAILABLE, "comm.nccl: no CUDA device/driver (%s)",
+                            e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    nccl_state *s = calloc(1, sizeof *s);
+    if (!s) return fg_error_set(err, FG_OUT_OF_MEMORY, "comm.nccl: out of memory");
+    s->host = host;
+    s->world = MPI_COMM_NULL;
+    s->timeout_s = 600;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->wake, NULL);
+    int64_t device = -1;
+    host->get_float(host, "timeout_s", &s->timeout_s);
+    host->get_int(host, "device", &device);
+    char launcher[512];
+    fg_status st = s->timeout_s > 0 ? start_mpi(s, err)
+                                    : fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] timeout_s must "
+                                                   "be > 0", host->section);
+    if (st == FG_OK) st = find_topology(s, err);
+    if (st == FG_OK)
+        st = fg_mpi_check_launcher(s->world, &s->topo, "comm.nccl", launcher, sizeof launcher, err);
+    if (st == FG_OK) st = pick_device(s, count, device, err);
+    if (st == FG_OK) st = create_group(s, err);
+    if (st == FG_OK) st = nccl_watchdog_start(s, err);
+    if (st != FG_OK) {
+        nccl_deinit(s);
+        return st;
+    }
+    int version = 0;
+    ncclGetVersion(&version);
+    host->log(host, FG_LOG_DEBUG, "rank %d of %d on CUDA device %d (local rank %d of %d, node %d "
+              "of %d), NCCL %d, timeout %g s; launcher: %s", s->topo.rank, s->topo.world_size,
+              s->device, s->topo.local_rank, s->topo.local_size, s->topo.node, s->topo.node_count,
+              version, s->timeout_s, launcher);
+    *state = s;
+    return FG_OK;
+}
+
+static fg_status nccl_topology(void *state, fg_comm_topology *out, fg_error *err)
+{
+    const nccl_state *s = state;
+    if (!out) return fg_error_set(err, FG_INVALID_ARGUMENT, "comm.nccl: topology: out is NULL");
+    out->rank = s->topo.rank;
+    out->world_size = s->topo.world_size;
+    out->local_rank = s->topo.local_rank;
+    out->local_size = s->topo.local_size;
+    out->node = s->topo.node;
+    out->node_count = s->topo.node_count;
+    return FG_OK;
+}
+
+/* reduce_scatter_v_start / all_gather_v_start (uneven shards) are not offered: NULL. */
+static const fg_comm_vtable vtable = {
+    .struct_size = sizeof(fg_comm_vtable),
+    .topology = nccl_topology,
+    .all_reduce = nccl_all_reduce,
+    .reduce_scatter = nccl_reduce_scatter,
+    .all_gather = nccl_all_gather,
+    .broadcast = nccl_broadcast,
+    .send = nccl_send,
+    .recv = nccl_recv,
+    .barrier = nccl_barrier,
+    .all_reduce_start = nccl_all_reduce_start,
+    .test = nccl_test,
+    .wait = nccl_wait,
+};
+
+FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
+    FG_PLUGIN_HEADER(FG_KIND_COMM, 0),
+    .name = "nccl",
+    .version = "1.0.0",
+    .description = "collectives on CUDA device memory over NCCL (bootstrapped over MPI), with a "
+                   "watchdog that aborts a timed-out communicator",
+    FG_PLUGIN_OPTIONS(options),
+    .init = nccl_init,
+    .deinit = nccl_deinit,
+    .vtable = &vtable,
+};

@@ -1,0 +1,102 @@
+/* strategy.model-parallel internals: the model's layers cut into stages, stage s on
+ * backend device s, each holding only its layers' parameters, gradients, optimizer state
+ * and activations. A batch is cut into `chunks` micro-batches that flow through the
+ * stages on a GPipe schedule: every stage runs the forwards of all micro-batches, then
+ * their backwards (last first), so stage s works on micro-batch m while stage s + 1 works
+ * on m - 1. Activations go forward and their gradients back as device buffers, copied
+ * with the backend's copy op (peer or staged, as the backend does it). One persistent
+ * thread per stage beyond the first; the trainer's thread drives stage 0. */
+#ifndef FULGUR_STRATEGY_MP_H
+#define FULGUR_STRATEGY_MP_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "fulgur/backend.h"
+#include "fulgur/strategy.h"
+
+#define MP_MAX_STAGES 64
+#define MP_MAX_CHUNKS 1024
+
+typedef enum mp_job {
+    MP_JOB_TRAIN = 1, /* forwards then backwards of every micro-batch */
+    MP_JOB_EVAL = 2,  /* forwards only, training = 0 */
+    MP_JOB_STEP = 3,  /* each stage's optimizer update */
+    MP_JOB_STOP = 4
+} mp_job;
+
+typedef struct mp mp;
+
+typedef struct mp_stage {
+    mp *d;
+    int index, device;
+    int first_layer, layer_count;
+    void *stage, *queue;
+    int64_t in_elems, out_elems;  /* floats per sample at the input and output */
+    int64_t param_offset, param_count, buffer_offset, buffer_count; /* model's flat regions */
+    float *recv_x;   /* (chunks, micro, in_elems) on this device; NULL on stage 0 */
+    float *recv_dy;  /* (chunks, micro, out_elems) on this device; NULL on the last stage */
+    int fwd_ready;   /* micro-batches whose input has arrived (this job) */
+    int bwd_ready;   /* micro-batches whose output gradient has arrived (this job) */
+    int has_grads;   /* gradients written since the last optimizer step */
+    pthread_t thread;
+    int started;
+    double busy_s;   /* seconds in forward/backward this step (bubble measurement) */
+    double total_busy_s;
+    fg_status st;
+    fg_error err;
+} mp_stage;
+
+struct mp {
+    const fg_host *host;
+    const fg_backend_vtable *be;
+    void *be_state;
+    const fg_train_services *svc;
+    const char *split;  /* [strategy] split: layer names that start stages ("" = balance) */
+    int device_count;   /* the backend's */
+    int stages;         /* stage s on device s; 0 until planned: the device count */
+    int chunks;         /* micro-batches a batch is cut into */
+    int micro;          /* samples of the largest micro-batch */
+    mp_stage *s;        /* (stages) */
+
+    /* the job: micro-batch m is batch samples [at[m], at[m] + rows[m]) */
+    const fg_batch *batch;
+    int used;           /* micro-batches in this batch (fewer than chunks for a small one) */
+    int *at, *rows;     /* (chunks) */
+    float grad_scale;
+
+    pthread_mutex_t lock;
+    pthread_cond_t go, done, moved; /* moved: an activation or gradient arrived */
+    int sync_ready;
+    uint64_t generation;
+    mp_job job;
+    int running;
+    int failed;         /* a stage failed: the others stop waiting */
+
+    int64_t steps;
+    double step_s, total_step_s, total_busy_s; /* bubble: busy over stages * step time */
+    double job_start, fwd_done_at; /* the last stage's forwards of this job ended then */
+    double fwd_s, bwd_s, opt_s;    /* this step: pipeline wall time by phase */
+};
+
+/* mp_plan.c: the stage boundaries, from `split` or balanced by parameter and activation
+ * bytes; fills each stage's first_layer and layer_count, logs the plan. */
+fg_status mp_plan(mp *d, fg_error *err);
+
+/* mp_schedule.c */
+fg_status mp_workers_start(mp *d, fg_error *err);
+void mp_workers_stop(mp *d);
+/* Cuts batch into micro-batches for the next job. */
+void mp_split(mp *d, const fg_batch *batch, float grad_scale);
+/* Runs job on every stage at once and waits; the first failure, naming its stage. */
+fg_status mp_run(mp *d, mp_job job, fg_error *err);
+
+/* mp_state.c: checkpoints and memory, stage by stage. */
+fg_status mp_gather_state(void *state, float *params, float *buffers, float *opt_state,
+                          fg_error *err);
+fg_status mp_scatter_state(void *state, const float *opt_state, fg_error *err);
+fg_status mp_memory_report(void *state, int i, fg_memory_report *out, fg_error *err);
+
+double mp_now(void);
+
+#endif

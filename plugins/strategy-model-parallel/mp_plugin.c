@@ -1,0 +1,306 @@
+/* strategy.model-parallel: pipeline stages on the devices of one process (mp.h says how a
+ * step runs). Checkpoints are the plain model, gathered from the stages. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mp.h"
+
+static const fg_option options[] = {
+    {"split", FG_OPT_LIST, "", 1, 0, NULL,
+     "layers that start a new stage, in model order (split = conv2, fc1: three stages); "
+     "empty: `stages` stages balanced by parameter and activation bytes"},
+    {"stages", FG_OPT_INT, "0", 0, MP_MAX_STAGES, NULL,
+     "stages when split is empty, stage s on device s; 0: one per backend device"},
+    {"chunks", FG_OPT_INT, "1", 1, MP_MAX_CHUNKS, NULL,
+     "micro-batches each batch is cut into (GPipe): more keep the stages busier; batch norm "
+     "then normalises over each micro-batch"},
+    {"dp_replicas", FG_OPT_INT, "1", 1, 64, NULL,
+     "data-parallel copies of the pipeline; only 1 is implemented"},
+};
+
+/* "fc2, fc3": two layers start stages after the first one's. */
+static int split_stages(const char *split)
+{
+    int n = 2;
+    for (const char *p = split; *p; p++) n += *p == ',';
+    return n;
+}
+
+static fg_status read_keys(mp *d, fg_error *err)
+{
+    const fg_host *h = d->host;
+    int64_t stages = 0, chunks = 1, replicas = 1;
+    d->split = "";
+    h->get_string(h, "split", &d->split);
+    h->get_int(h, "stages", &stages);
+    h->get_int(h, "chunks", &chunks);
+    h->get_int(h, "dp_replicas", &replicas);
+    if (replicas > 1)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] dp_replicas = %lld: data parallel "
+                            "across pipelines is not implemented; use dp_replicas = 1 (one "
+                            "pipeline), or strategy.dp / ddp without stages", h->section,
+                            (long long)replicas);
+    d->stages = (int)stages;
+    d->chunks = (int)chunks;
+    return FG_OK;
+}
+
+static fg_status bind_backend(mp *d, fg_error *err)
+{
+    const fg_host *h = d->host;
+    const void *vt = NULL;
+    fg_error e = {0};
+    if (h->find_plugin(h, FG_KIND_BACKEND, &vt, &d->be_state, &e) != FG_OK)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "strategy.model-parallel: %s", e.message);
+    d->be = vt;
+    if (!d->be->device_count || !d->be->copy || !d->be->alloc || !d->be->queue_sync)
+        return fg_error_set(err, FG_INCOMPATIBLE, "strategy.model-parallel: the backend lacks "
+                            "device_count, alloc, copy or queue_sync");
+    return d->be->device_count(d->be_state, &d->device_count, err);
+}
+
+static fg_status mp_init(const fg_host *host, void **state, fg_error *err)
+{
+    mp *d = calloc(1, sizeof *d);
+    if (!d) return fg_error_set(err, FG_OUT_OF_MEMORY, "strategy.model-parallel: out of memory");
+    d->host = host;
+    fg_status st = read_keys(d, err);
+    if (st == FG_OK) st = bind_backend(d, err);
+    if (st != FG_OK) {
+        free(d);
+        return st;
+    }
+    *state = d;
+    return FG_OK;
+}
+
+static void mp_deinit(void *state) { free(state); }
+
+/* Before setup the plan is not made: the devices it will take. */
+static fg_status mp_info(void *state, fg_strategy_info *out, fg_error *err)
+{
+    (void)err;
+    const mp *d = state;
+    int devices = d->s ? d->stages : *d->split ? split_stages(d->split)
+                : d->stages ? d->stages : d->device_count;
+    out->launch_mode = FG_LAUNCH_ONE_PROCESS;
+    out->needs_comm = 0;
+    out->devices = devices;
+    if (FG_HAS_FIELD(out, fg_strategy_info, world_size)) {
+        out->rank = 0;
+        out->world_size = 1;
+    }
+    return FG_OK;
+}
+
+/* Floats per sample at the output of layer i (i = -1: the model's input is not needed). */
+static int64_t out_elems(const fg_train_services *svc, int i)
+{
+    const char *name;
+    int64_t p = 0, a = 0, o = 0;
+    if (i < 0 || svc->layer_info(svc->ctx, i, &name, &p, &a, &o, NULL) != FG_OK) return 0;
+    return o;
+}
+
+static fg_status create_stage(mp *d, mp_stage *g, fg_error *err)
+{
+    const fg_train_services *svc = d->svc;
+    fg_status st = svc->stage_create(svc->ctx, g->device, d->micro, g->first_layer,
+                                     g->layer_count, d->chunks, &g->stage, err);
+    if (st != FG_OK) return st;
+    g->queue = svc->stage_queue(svc->ctx, g->stage);
+    svc->stage_range(svc->ctx, g->stage, &g->param_offset, &g->param_count, &g->buffer_offset,
+                     &g->buffer_count);
+    g->in_elems = out_elems(svc, g->first_layer - 1);
+    g->out_elems = out_elems(svc, g->first_layer + g->layer_count - 1);
+    size_t rows = (size_t)d->chunks * (size_t)d->micro;
+    if (g->index > 0)
+        st = d->be->alloc(d->be_state, g->device, rows * (size_t)g->in_elems * sizeof(float),
+                          (void **)&g->recv_x, err);
+    if (st == FG_OK && g->index + 1 < d->stages)
+        st = d->be->alloc(d->be_state, g->device, rows * (size_t)g->out_elems * sizeof(float),
+                          (void **)&g->recv_dy, err);
+    return st;
+}
+
+static fg_status mp_setup(void *state, const fg_train_services *svc, fg_error *err)
+{
+    mp *d = state;
+    d->svc = svc;
+    if (!FG_HAS_FIELD(svc, fg_train_services, stage_opt_state) || !svc->stage_create)
+        return fg_error_set(err, FG_INCOMPATIBLE, "strategy.model-parallel needs a core with "
+                            "pipeline stages (fg_train_services.stage_*, fulgur 0.2)");
+    /* The largest micro-batch: the batch over chunks, or up to 3 for a batch too small
+     * for chunks of two samples (mp_split). */
+    int small = svc->max_batch < 3 ? svc->max_batch : 3;
+    d->micro = (svc->max_batch + d->chunks - 1) / d->chunks;
+    if (d->micro < small) d->micro = small;
+    if (!(d->at = calloc((size_t)d->chunks, sizeof *d->at)) ||
+        !(d->rows = calloc((size_t)d->chunks, sizeof *d->rows)))
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "strategy.model-parallel: out of memory");
+    fg_status st = mp_plan(d, err);
+    for (int s = 0; st == FG_OK && s < d->stages; s++) st = create_stage(d, &d->s[s], err);
+    if (st == FG_OK) st = mp_workers_start(d, err);
+    return st;
+}
+
+static void report_totals(mp *d)
+{
+    if (d->steps <= 0 || d->total_step_s <= 0) return;
+    double busy = d->total_busy_s / ((double)d->stages * d->total_step_s);
+    double ideal = (double)(d->stages - 1) / (double)(d->chunks + d->stages - 1);
+    char per[512];
+    size_t used = 0;
+    for (int s = 0; s < d->stages && used < sizeof per; s++)
+        used += (size_t)snprintf(per + used, sizeof per - used, "%s%.2f", s ? " " : "",
+                                 1e3 * d->s[s].total_busy_s / (double)d->steps);
+    d->host->log(d->host, FG_LOG_INFO, "%lld steps: %.2f ms a step in the pipeline, stages "
+                 "busy %.0f%% of it (bubble %.0f%%; GPipe's bubble for %d stages and %d "
+                 "micro-batches is %.0f%%); busy ms a step by stage: %s", (long long)d->steps,
+                 1e3 * d->total_step_s / (double)d->steps, 100 * busy, 100 * (1 - busy),
+                 d->stages, d->chunks, 100 * ideal, per);
+}
+
+static void mp_teardown(void *state)
+{
+    mp *d = state;
+    if (!d->svc) return;
+    mp_workers_stop(d);
+    report_totals(d);
+    for (int s = 0; d->s && s < d->stages; s++) {
+        mp_stage *g = &d->s[s];
+        if (g->recv_x) d->be->free(d->be_state, g->device, g->recv_x);
+        if (g->recv_dy) d->be->free(d->be_state, g->device, g->recv_dy);
+        if (g->stage) d->svc->stage_destroy(d->svc->ctx, g->stage);
+    }
+    free(d->s);
+    free(d->at);
+    free(d->rows);
+    d->s = NULL;
+    d->at = d->rows = NULL;
+    d->svc = NULL;
+}
+
+static fg_status mp_train_step(void *state, const fg_batch *batch, int micro_index, int final,
+                               float grad_scale, fg_error *err)
+{
+    (void)micro_index; /* each stage accumulates after its first backward of the step */
+    (void)final;
+    mp *d = state;
+    mp_split(d, batch, grad_scale);
+    double t0 = mp_now();
+    d->fwd_done_at = t0;
+    fg_status st = mp_run(d, MP_JOB_TRAIN, err);
+    double t1 = mp_now();
+    d->step_s += t1 - t0;
+    d->fwd_s += d->fwd_done_at - t0;
+    d->bwd_s += t1 - d->fwd_done_at;
+    return st;
+}
+
+/* Where the step went: the stages' busy time against stages x the pipeline's time. */
+static void report_step(mp *d)
+{
+    double busy = 0;
+    for (int s = 0; s < d->stages; s++) {
+        busy += d->s[s].busy_s;
+        d->s[s].total_busy_s += d->s[s].busy_s;
+        d->s[s].busy_s = 0;
+    }
+    d->total_busy_s += busy;
+    d->total_step_s += d->step_s;
+    if (d->host->metric && d->step_s > 0) {
+        /* the pipeline's wall time: until the last stage's last forward, then the rest */
+        d->host->metric(d->host, "time/forward_s", d->fwd_s, d->steps);
+        d->host->metric(d->host, "time/backward_s", d->bwd_s, d->steps);
+        d->host->metric(d->host, "time/optimizer_s", d->opt_s, d->steps);
+        d->host->metric(d->host, "pipeline/bubble_frac",
+                        1.0 - busy / ((double)d->stages * d->step_s), d->steps);
+    }
+    d->step_s = d->fwd_s = d->bwd_s = d->opt_s = 0;
+}
+
+static fg_status mp_optimizer_step(void *state, fg_error *err)
+{
+    mp *d = state;
+    double t0 = mp_now();
+    fg_status st = mp_run(d, MP_JOB_STEP, err);
+    d->opt_s = mp_now() - t0;
+    for (int s = 0; s < d->stages; s++) d->s[s].has_grads = 0;
+    d->steps++;
+    report_step(d);
+    return st;
+}
+
+static fg_status mp_eval_step(void *state, const fg_batch *batch, fg_error *err)
+{
+    mp *d = state;
+    mp_split(d, batch, 0.0f);
+    return mp_run(d, MP_JOB_EVAL, err);
+}
+
+static fg_status mp_read_metrics(void *state, int reset, fg_step_metrics *out, fg_error *err)
+{
+    mp *d = state;
+    return d->svc->stage_read_metrics(d->svc->ctx, d->s[d->stages - 1].stage, reset, out, err);
+}
+
+static void *mp_primary(void *state)
+{
+    (void)state;
+    return NULL; /* no device holds the whole model: gather_state */
+}
+
+static fg_status mp_grad_norm_sq(void *state, double *out, fg_error *err)
+{
+    mp *d = state;
+    *out = 0;
+    for (int s = 0; s < d->stages; s++) {
+        double part = 0;
+        fg_status st = d->svc->stage_grad_norm_sq(d->svc->ctx, d->s[s].stage, &part, err);
+        if (st != FG_OK) return st;
+        *out += part;
+    }
+    return FG_OK;
+}
+
+static fg_status mp_scale_grads(void *state, float factor, float clamp, fg_error *err)
+{
+    mp *d = state;
+    for (int s = 0; s < d->stages; s++) {
+        fg_status st = d->svc->stage_scale_grads(d->svc->ctx, d->s[s].stage, factor, clamp, err);
+        if (st != FG_OK) return st;
+    }
+    return FG_OK;
+}
+
+static const fg_strategy_vtable vtable = {
+    .struct_size = sizeof(fg_strategy_vtable),
+    .info = mp_info,
+    .setup = mp_setup,
+    .teardown = mp_teardown,
+    .train_step = mp_train_step,
+    .optimizer_step = mp_optimizer_step,
+    .eval_step = mp_eval_step,
+    .read_metrics = mp_read_metrics,
+    .primary_replica = mp_primary,
+    .sync_grads = NULL, /* each stage's gradients are final after its backward */
+    .grad_norm_sq = mp_grad_norm_sq,
+    .scale_grads = mp_scale_grads,
+    .memory_report = mp_memory_report,
+    .gather_state = mp_gather_state,
+    .scatter_state = mp_scatter_state,
+};
+
+FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
+    FG_PLUGIN_HEADER(FG_KIND_STRATEGY, 0),
+    .name = "model-parallel",
+    .version = "1.0.0",
+    .description = "pipeline: layers split into stages on the devices of one process, "
+                   "micro-batches on a GPipe schedule",
+    FG_PLUGIN_OPTIONS(options),
+    .init = mp_init,
+    .deinit = mp_deinit,
+    .vtable = &vtable,
+};

@@ -1,0 +1,235 @@
+/* strategy.model-parallel: the GPipe schedule. Each stage's thread runs the forwards of
+ * every micro-batch in order, each as soon as its input has arrived, and hands the output
+ * to the next stage; then the backwards, last micro-batch first, each as soon as its
+ * output gradient has arrived, handing the input gradient back. A copy is waited for
+ * (queue_sync) before the receiver is told, so the receiver may use it on its own queue. */
+#define _POSIX_C_SOURCE 200809L
+#include <string.h>
+#include <time.h>
+
+#include "mp.h"
+
+double mp_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Micro-batches of sizes differing by at most one, at least 2 samples each unless the
+ * batch has fewer (batch norm refuses one sample per channel). */
+void mp_split(mp *d, const fg_batch *b, float grad_scale)
+{
+    int used = b->count / 2;
+    if (used > d->chunks) used = d->chunks;
+    if (used < 1) used = 1;
+    int base = b->count / used, extra = b->count % used, at = 0;
+    for (int m = 0; m < used; m++) {
+        d->at[m] = at;
+        d->rows[m] = base + (m < extra);
+        at += d->rows[m];
+    }
+    d->used = used;
+    d->batch = b;
+    d->grad_scale = grad_scale;
+}
+
+/* Waits until *counter >= want; 0 when another stage failed meanwhile. */
+static int wait_for(mp *d, const int *counter, int want)
+{
+    pthread_mutex_lock(&d->lock);
+    while (*counter < want && !d->failed) pthread_cond_wait(&d->moved, &d->lock);
+    int ok = !d->failed;
+    pthread_mutex_unlock(&d->lock);
+    return ok;
+}
+
+static void post(mp *d, int *counter)
+{
+    pthread_mutex_lock(&d->lock);
+    (*counter)++;
+    pthread_cond_broadcast(&d->moved);
+    pthread_mutex_unlock(&d->lock);
+}
+
+static fg_status stopped(mp_stage *g, fg_error *err)
+{
+    return fg_error_set(err, FG_INTERNAL, "stage %d stopped: another stage failed", g->index);
+}
+
+/* Copies n floats of this stage's device memory to the neighbour's and tells it. */
+static fg_status hand_over(mp_stage *g, mp_stage *to, float *dst, const float *src, size_t n,
+                           int *counter, fg_error *err)
+{
+    mp *d = g->d;
+    fg_status st = d->be->copy(d->be_state, g->queue, dst, to->device, src, g->device,
+                               n * sizeof(float), err);
+    if (st == FG_OK) st = d->be->queue_sync(d->be_state, g->queue, err);
+    if (st == FG_OK) post(d, counter);
+    return st;
+}
+
+static fg_status forwards(mp_stage *g, int training, fg_error *err)
+{
+    mp *d = g->d;
+    const fg_train_services *svc = d->svc;
+    mp_stage *next = g->index + 1 < d->stages ? &d->s[g->index + 1] : NULL;
+    size_t micro = (size_t)d->micro;
+    for (int m = 0; m < d->used; m++) {
+        if (g->index > 0 && !wait_for(d, &g->fwd_ready, m + 1)) return stopped(g, err);
+        fg_batch b = *d->batch;
+        b.count = d->rows[m];
+        b.samples += (size_t)d->at[m] * (size_t)b.sample_elems;
+        b.labels += d->at[m];
+        const float *x = g->recv_x ? g->recv_x + (size_t)m * micro * (size_t)g->in_elems : NULL;
+        double t0 = mp_now();
+        fg_status st = svc->stage_forward(svc->ctx, g->stage, m, &b, d->at[m], x, training, err);
+        g->busy_s += mp_now() - t0;
+        if (st == FG_OK && next)
+            st = hand_over(g, next, next->recv_x + (size_t)m * micro * (size_t)next->in_elems,
+                           svc->stage_output(svc->ctx, g->stage, m),
+                           (size_t)b.count * (size_t)g->out_elems, &next->fwd_ready, err);
+        if (st != FG_OK) return st;
+    }
+    return FG_OK;
+}
+
+static fg_status backwards(mp_stage *g, fg_error *err)
+{
+    mp *d = g->d;
+    const fg_train_services *svc = d->svc;
+    mp_stage *prev = g->index > 0 ? &d->s[g->index - 1] : NULL;
+    int last = g->index + 1 == d->stages;
+    size_t micro = (size_t)d->micro;
+    for (int k = 0; k < d->used; k++) {
+        int m = d->used - 1 - k;
+        if (!last && !wait_for(d, &g->bwd_ready, k + 1)) return stopped(g, err);
+        const float *dy = last ? NULL : g->recv_dy + (size_t)m * micro * (size_t)g->out_elems;
+        float scale = d->grad_scale * (float)d->rows[m] / (float)d->batch->count;
+        double t0 = mp_now();
+        fg_status st = svc->stage_backward(svc->ctx, g->stage, m, dy, scale, g->has_grads, err);
+        g->busy_s += mp_now() - t0;
+        if (st == FG_OK) g->has_grads = 1;
+        if (st == FG_OK && prev)
+            st = hand_over(g, prev, prev->recv_dy + (size_t)m * micro * (size_t)prev->out_elems,
+                           svc->stage_input_grad(svc->ctx, g->stage, m),
+                           (size_t)d->rows[m] * (size_t)g->in_elems, &prev->bwd_ready, err);
+        if (st != FG_OK) return st;
+    }
+    return FG_OK;
+}
+
+static fg_status run_part(mp_stage *g, mp_job job, fg_error *err)
+{
+    const fg_train_services *svc = g->d->svc;
+    switch (job) {
+    case MP_JOB_TRAIN: {
+        fg_status st = forwards(g, 1, err);
+        if (g->index + 1 == g->d->stages) g->d->fwd_done_at = mp_now(); /* read after join */
+        return st == FG_OK ? backwards(g, err) : st;
+    }
+    case MP_JOB_EVAL: return forwards(g, 0, err);
+    case MP_JOB_STEP: return svc->stage_optimizer_step(svc->ctx, g->stage, err);
+    case MP_JOB_STOP: return FG_OK;
+    }
+    return FG_OK;
+}
+
+/* A stage's part; a failure wakes every stage waiting on it. */
+static void run_and_record(mp_stage *g, mp_job job)
+{
+    mp *d = g->d;
+    memset(&g->err, 0, sizeof g->err);
+    g->st = run_part(g, job, &g->err);
+    if (g->st == FG_OK) return;
+    pthread_mutex_lock(&d->lock);
+    if (!d->failed) d->failed = g->index + 1; /* the first stage to fail, plus one */
+    pthread_cond_broadcast(&d->moved);
+    pthread_mutex_unlock(&d->lock);
+}
+
+static void *worker_main(void *p)
+{
+    mp_stage *g = p;
+    mp *d = g->d;
+    uint64_t seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&d->lock);
+        while (d->generation == seen) pthread_cond_wait(&d->go, &d->lock);
+        seen = d->generation;
+        mp_job job = d->job;
+        pthread_mutex_unlock(&d->lock);
+        if (job == MP_JOB_STOP) return NULL;
+        run_and_record(g, job);
+        pthread_mutex_lock(&d->lock);
+        if (--d->running == 0) pthread_cond_signal(&d->done);
+        pthread_mutex_unlock(&d->lock);
+    }
+}
+
+fg_status mp_workers_start(mp *d, fg_error *err)
+{
+    int ok = pthread_mutex_init(&d->lock, NULL) == 0;
+    int go = ok && pthread_cond_init(&d->go, NULL) == 0;
+    int done = go && pthread_cond_init(&d->done, NULL) == 0;
+    int moved = done && pthread_cond_init(&d->moved, NULL) == 0;
+    if (!moved) {
+        if (done) pthread_cond_destroy(&d->done);
+        if (go) pthread_cond_destroy(&d->go);
+        if (ok) pthread_mutex_destroy(&d->lock);
+        return fg_error_set(err, FG_INTERNAL, "strategy.model-parallel: cannot create the "
+                            "stage threads' lock and conditions");
+    }
+    d->sync_ready = 1;
+    for (int s = 1; s < d->stages; s++) {
+        int rc = pthread_create(&d->s[s].thread, NULL, worker_main, &d->s[s]);
+        if (rc != 0)
+            return fg_error_set(err, FG_INTERNAL, "strategy.model-parallel: cannot start the "
+                                "thread of stage %d (pthread_create: error %d)", s, rc);
+        d->s[s].started = 1;
+    }
+    return FG_OK;
+}
+
+void mp_workers_stop(mp *d)
+{
+    if (!d->sync_ready) return;
+    pthread_mutex_lock(&d->lock);
+    d->job = MP_JOB_STOP;
+    d->generation++;
+    pthread_cond_broadcast(&d->go);
+    pthread_mutex_unlock(&d->lock);
+    for (int s = 1; s < d->stages; s++)
+        if (d->s[s].started) {
+            pthread_join(d->s[s].thread, NULL);
+            d->s[s].started = 0;
+        }
+    pthread_cond_destroy(&d->moved);
+    pthread_cond_destroy(&d->done);
+    pthread_cond_destroy(&d->go);
+    pthread_mutex_destroy(&d->lock);
+    d->sync_ready = 0;
+}
+
+fg_status mp_run(mp *d, mp_job job, fg_error *err)
+{
+    pthread_mutex_lock(&d->lock);
+    for (int s = 0; s < d->stages; s++) d->s[s].fwd_ready = d->s[s].bwd_ready = 0;
+    d->failed = 0;
+    d->job = job;
+    d->running = d->stages - 1;
+    d->generation++;
+    pthread_cond_broadcast(&d->go);
+    pthread_mutex_unlock(&d->lock);
+
+    run_and_record(&d->s[0], job);
+
+    pthread_mutex_lock(&d->lock);
+    while (d->running > 0) pthread_cond_wait(&d->done, &d->lock);
+    int failed = d->failed;
+    pthread_mutex_unlock(&d->lock);
+    if (!failed) return FG_OK;
+    const mp_stage *g = &d->s[failed - 1];
+    return fg_error_set(err, g->st, "strategy.model-parallel: stage %d (device %d): %s",
+                        g->index, g->device, g->err.message);
+}

@@ -1,0 +1,395 @@
+/* strategy.sharded: ZeRO stages 1, 2 and 3 (see sharded.h), one process per device under
+ * mpirun. The trainer sees ddp's contract: every rank steps on its shard of each batch,
+ * sync_grads finishes the reduction (sums divided by the world size), grad_norm_sq is the
+ * global squared norm (the shards' sums all-reduced), scale_grads scales this rank's
+ * gradients, and optimizer_step updates this rank's shard of the parameters only. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sharded.h"
+
+static const fg_option options[] = {
+    {"stage", FG_OPT_INT, "2", 1, 3, NULL,
+     "ZeRO stage: 1 shards the optimizer state, 2 also the gradients, 3 also the parameters"},
+    {"bucket_mb", FG_OPT_FLOAT, "25", 1e-6, 1e6, NULL,
+     "gradient bucket size in MiB: a bucket's reduction starts as soon as its gradients are "
+     "final, overlapping the rest of backward (stages 2-3: two buffers of at least the "
+     "largest layer)"},
+    {"device", FG_OPT_INT, "-1", -1, 4096, NULL,
+     "backend device of this rank; -1: local rank modulo the backend's device count"},
+    {"sharded_checkpoint", FG_OPT_BOOL, "false", 0, 0, NULL,
+     "checkpoints as one file per rank (its shard) plus an index, nothing gathered; "
+     "`fulgur ckpt merge INDEX -o OUT` makes the one ordinary file of them"},
+};
+
+static fg_status bind_peers(sharded *s, int64_t device, fg_error *err)
+{
+    const fg_host *h = s->host;
+    const void *vt = NULL;
+    fg_error e = {0};
+    if (h->find_plugin(h, FG_KIND_COMM, &vt, &s->comm_state, &e) != FG_OK)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "strategy.sharded needs a [comm] section "
+                            "(name = mpi) and runs one process per device: mpirun -n N fulgur "
+                            "fit CONFIG");
+    s->comm = vt;
+    if (!FG_HAS_FIELD(s->comm, fg_comm_vtable, all_gather_v_start) || !s->comm->topology ||
+        !s->comm->all_reduce || !s->comm->all_reduce_start || !s->comm->wait || !s->comm->test ||
+        !s->comm->send || !s->comm->recv || !s->comm->reduce_scatter_v_start ||
+        !s->comm->all_gather_v_start)
+        return fg_error_set(err, FG_INCOMPATIBLE, "strategy.sharded: the [comm] plugin lacks "
+                            "started collectives with per-rank counts (reduce_scatter_v_start, "
+                            "all_gather_v_start) or send/recv");
+    s->topo.struct_size = sizeof s->topo;
+    fg_status st = s->comm->topology(s->comm_state, &s->topo, err);
+    if (st != FG_OK) return st;
+    if (h->find_plugin(h, FG_KIND_BACKEND, &vt, &s->be_state, &e) != FG_OK)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "strategy.sharded: %s", e.message);
+    s->be = vt;
+    int count = 0;
+    if (!s->be->device_count || (st = s->be->device_count(s->be_state, &count, err)) != FG_OK)
+        return st != FG_OK ? st : fg_error_set(err, FG_INCOMPATIBLE, "strategy.sharded: the "
+                                               "backend cannot count its devices");
+    if (count < 1)
+        return fg_error_set(err, FG_UNAVAILABLE, "strategy.sharded: the backend has no devices");
+    if (device >= count)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] device = %lld, but the backend has "
+                            "%d device(s)", h->section, (long long)device, count);
+    if (!s->be->axpy || !s->be->sum_squares || !s->be->scale || !s->be->fill)
+        return fg_error_set(err, FG_INCOMPATIBLE, "strategy.sharded: the backend lacks "
+                            "axpy/sum_squares/scale/fill");
+    s->device = device >= 0 ? (int)device : s->topo.local_rank % count;
+    return FG_OK;
+}
+
+static fg_status sh_init(const fg_host *host, void **state, fg_error *err)
+{
+    sharded *s = calloc(1, sizeof *s);
+    if (!s) return fg_error_set(err, FG_OUT_OF_MEMORY, "strategy.sharded: out of memory");
+    s->host = host;
+    int64_t device = -1, stage = 2;
+    s->bucket_mb = 25;
+    host->get_float(host, "bucket_mb", &s->bucket_mb);
+    host->get_int(host, "device", &device);
+    host->get_int(host, "stage", &stage);
+    host->get_bool(host, "sharded_checkpoint", &s->per_rank_ckpt);
+    s->stage = (int)stage;
+    fg_status st = bind_peers(s, device, err);
+    if (st != FG_OK) {
+        free(s);
+        return st;
+    }
+    s->slot[0].layer = s->slot[1].layer = -1;
+    *state = s;
+    return FG_OK;
+}
+
+static void sh_deinit(void *state) { free(state); }
+
+static fg_status sh_info(void *state, fg_strategy_info *out, fg_error *err)
+{
+    (void)err;
+    const sharded *s = state;
+    out->launch_mode = FG_LAUNCH_PROCESS_PER_DEVICE;
+    out->needs_comm = 1;
+    out->devices = 1;
+    if (FG_HAS_FIELD(out, fg_strategy_info, world_size)) {
+        out->rank = s->topo.rank;
+        out->world_size = s->topo.world_size;
+    }
+    return FG_OK;
+}
+
+static fg_status dev_alloc(sharded *s, int64_t floats, float **p, const char *what, fg_error *err)
+{
+    fg_error e = {0};
+    fg_status st = s->be->alloc(s->be_state, s->device, (size_t)(floats > 0 ? floats : 1) * sizeof(float),
+                                (void **)p, &e);
+    if (st != FG_OK) {
+        *p = NULL;
+        return fg_error_set(err, st, "strategy.sharded: allocating the %s (%lld floats) on "
+                            "device %d: %s", what, (long long)floats, s->device, e.message);
+    }
+    return FG_OK;
+}
+
+/* Layer ranges, shard geometry, and the bucket and working buffer sizes. */
+static fg_status plan(sharded *s, fg_error *err)
+{
+    const fg_train_services *svc = s->svc;
+    int n = s->topo.world_size;
+    s->P = svc->param_count;
+    int64_t per = (s->P + n - 1) / n;
+    s->S = (per + SHARD_ALIGN - 1) / SHARD_ALIGN * SHARD_ALIGN;
+    s->lo = (int64_t)s->topo.rank * s->S;
+    s->mine = sh_piece(s, s->topo.rank, 0, s->P);
+    s->layers = svc->param_ranges(svc->ctx, NULL, NULL, 0);
+    s->layer_off = calloc((size_t)s->layers + 1, sizeof *s->layer_off);
+    s->layer_n = calloc((size_t)s->layers + 1, sizeof *s->layer_n);
+    s->counts = calloc((size_t)n, sizeof *s->counts);
+    if (!s->layer_off || !s->layer_n || !s->counts)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "strategy.sharded: out of memory");
+    svc->param_ranges(svc->ctx, s->layer_off, s->layer_n, s->layers);
+    double elems = s->bucket_mb * 1024.0 * 1024.0 / sizeof(float);
+    s->bucket_elems = elems < 1 ? 1 : (int64_t)elems;
+    /* A bucket buffer holds at least one layer with the padding above it. */
+    s->cap = s->bucket_elems;
+    s->work_cap = 1;
+    for (int k = 0; k < s->layers; k++) {
+        int64_t top = k + 1 < s->layers ? s->layer_off[k + 1] : s->P;
+        if (top - s->layer_off[k] > s->cap) s->cap = top - s->layer_off[k];
+        if (s->layer_n[k] > s->work_cap) s->work_cap = s->layer_n[k];
+    }
+    if (s->cap > s->P) s->cap = s->P > 0 ? s->P : 1;
+    s->max_ar = (int)(s->P / s->bucket_elems) + 2;
+    return FG_OK;
+}
+
+static fg_status alloc_buffers(sharded *s, fg_error *err)
+{
+    const fg_train_services *svc = s->svc;
+    fg_status st = dev_alloc(s, 1, &s->scalar, "norm scalar", err);
+    if (st == FG_OK && s->stage == 1 && !(s->ar_req = calloc((size_t)s->max_ar, sizeof *s->ar_req)))
+        st = fg_error_set(err, FG_OUT_OF_MEMORY, "strategy.sharded: out of memory");
+    if (st == FG_OK && s->stage >= 2) st = dev_alloc(s, s->mine, &s->gshard, "gradient shard", err);
+    for (int i = 0; st == FG_OK && s->stage >= 2 && i < 2; i++)
+        st = dev_alloc(s, s->cap, &s->bk[i].buf, "gradient bucket buffer", err);
+    if (st == FG_OK && s->stage == 3) st = dev_alloc(s, s->mine, &s->pshard, "parameter shard", err);
+    for (int i = 0; st == FG_OK && s->stage == 3 && i < 2; i++)
+        st = dev_alloc(s, s->work_cap, &s->slot[i].buf, "working parameter buffer", err);
+    if (st == FG_OK && s->stage == 3)
+        st = svc->read_init_params(svc->ctx, s->replica, s->lo, s->mine, s->pshard, err);
+    return st;
+}
+
+/* Every rank starts from rank 0's parameters (equal by seed already: this catches a rank
+ * whose config differs in the seed). Stage 3 reads its shard from the same seeded values. */
+static fg_status broadcast_params(sharded *s, fg_error *err)
+{
+    fg_status st = s->be->queue_sync(s->be_state, s->queue, err);
+    if (st != FG_OK || s->stage == 3) return st;
+    return s->comm->broadcast(s->comm_state, NULL, s->params, (size_t)s->P, FG_F32, 0, err);
+}
+
+/* Mixed precision keeps f32 master parameters whole in the replica and a half working
+ * copy beside them (master_bytes > 0). Stage 1 runs on that as ddp does. Stage 2 hands the
+ * layers their parameters through the layer memory hook, which carries f32 only: refused
+ * here, at setup, rather than at the first forward. (Stage 3's replica is refused by the
+ * core when it is created.) */
+static fg_status refuse_half_layers(sharded *s, fg_error *err)
+{
+    fg_memory_report m = {sizeof m, 0, 0, 0, 0, 0, 0, 0};
+    fg_status st = s->svc->replica_memory(s->svc->ctx, s->replica, &m, err);
+    if (st != FG_OK || s->stage == 1 || m.master_bytes == 0) return st;
+    return fg_error_set(err, FG_UNAVAILABLE, "[%s] stage = %d with half working parameters "
+                        "(mixed precision): the layers' parameters come through the layer "
+                        "memory hook, which carries f32 only; use stage = 1 (f32 master "
+                        "weights whole on every rank, optimizer state sharded) or precision "
+                        "fp32", s->host->section, s->stage);
+}
+
+static fg_status sh_setup(void *state, const fg_train_services *svc, fg_error *err)
+{
+    sharded *s = state;
+    s->svc = svc;
+    if (!FG_HAS_FIELD(svc, fg_train_services, replica_opt_state) || !svc->replica_create_spec)
+        return fg_error_set(err, FG_INCOMPATIBLE, "strategy.sharded needs the core's sharded-state "
+                            "services (fulgur with replica_create_spec)");
+    fg_status st = plan(s, err);
+    if (st != FG_OK) return st;
+    fg_replica_spec spec = {sizeof spec, s->stage < 3, s->stage == 1, s->lo, s->mine};
+    st = svc->replica_create_spec(svc->ctx, s->device, svc->max_batch, &spec, &s->replica, err);
+    if (st != FG_OK) return st;
+    st = refuse_half_layers(s, err);
+    if (st != FG_OK) return st;
+    s->queue = svc->replica_queue(svc->ctx, s->replica);
+    s->params = svc->replica_params(svc->ctx, s->replica);
+    s->grads = svc->replica_grads(svc->ctx, s->replica);
+    st = alloc_buffers(s, err);
+    if (st == FG_OK) st = broadcast_params(s, err);
+    sh_buffers_bind(s);
+    if (st == FG_OK) st = sh_buffers_sync(s, err);
+    if (st != FG_OK) return st;
+    /* rank r draws its dropout masks from stream r, as under ddp */
+    if (FG_HAS_FIELD(svc, fg_train_services, replica_set_rng_stream) && svc->replica_set_rng_stream)
+        svc->replica_set_rng_stream(svc->ctx, s->replica, (uint64_t)s->topo.rank);
+    if (s->stage == 1) svc->set_grad_ready_hook(svc->ctx, s->replica, sh_on_grad_ready, s);
+    else svc->set_layer_memory_hook(svc->ctx, s->replica, sh_memory_hook, s);
+    if (s->topo.rank == 0)
+        s->host->log(s->host, FG_LOG_INFO, "stage %d on %d ranks: shards of %lld of %lld "
+                     "floats, buckets of %lld floats, bucket buffers 2 x %lld floats, working "
+                     "parameter buffers 2 x %lld floats", s->stage, s->topo.world_size,
+                     (long long)s->S, (long long)s->P, (long long)s->bucket_elems,
+                     (long long)(s->stage >= 2 ? s->cap : 0),
+                     (long long)(s->stage == 3 ? s->work_cap : 0));
+    return FG_OK;
+}
+
+static void sh_teardown(void *state)
+{
+    sharded *s = state;
+    if (!s->svc) return;
+    sh_drain(s);
+    sh_eval_release(s);
+    if (s->replica) sh_buffers_report(s);
+    if (s->replica) {
+        if (s->stage == 1) s->svc->set_grad_ready_hook(s->svc->ctx, s->replica, NULL, NULL);
+        else s->svc->set_layer_memory_hook(s->svc->ctx, s->replica, NULL, NULL);
+        s->svc->replica_destroy(s->svc->ctx, s->replica);
+    }
+    float *bufs[] = {s->scalar, s->gshard, s->bk[0].buf, s->bk[1].buf, s->pshard, s->slot[0].buf,
+                     s->slot[1].buf};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (bufs[i]) s->be->free(s->be_state, s->device, bufs[i]);
+    free(s->layer_off);
+    free(s->layer_n);
+    free(s->counts);
+    free(s->ar_req);
+    s->svc = NULL;
+    s->replica = NULL;
+}
+
+static fg_status sh_train_step(void *state, const fg_batch *batch, int micro_index, int final,
+                               float grad_scale, fg_error *err)
+{
+    sharded *s = state;
+    fg_status st;
+    s->buffers_stale = s->buffers != NULL;
+    if (s->stage == 1) {
+        sh_ar_begin(s, final != 0);
+        st = s->svc->forward_backward(s->svc->ctx, s->replica, batch, grad_scale, micro_index > 0, err);
+        if (!final) return st;
+        if (st != FG_OK) {
+            sh_drain(s);
+            return st;
+        }
+        return sh_ar_flush(s, err);
+    }
+    /* stages 2-3: every micro-batch is reduced; the shard accumulates */
+    sh_rs_begin(s, micro_index);
+    st = s->svc->forward_backward(s->svc->ctx, s->replica, batch, grad_scale, 0, err);
+    if (st == FG_OK) st = sh_rs_flush(s, err);
+    if (st != FG_OK) sh_drain(s);
+    return st;
+}
+
+static float *shard_grads(sharded *s) { return s->stage == 1 ? s->grads + s->lo : s->gshard; }
+
+static fg_status sh_sync_grads(void *state, fg_error *err)
+{
+    sharded *s = state;
+    if (s->synced) return FG_OK;
+    fg_status st = s->stage == 1 ? sh_ar_wait(s, err) : sh_rs_wait_all(s, err);
+    if (st == FG_OK && s->topo.world_size > 1 && s->mine)
+        st = s->be->scale(s->be_state, s->queue, shard_grads(s), 1.0f / (float)s->topo.world_size,
+                          (size_t)s->mine, err);
+    s->synced = st == FG_OK;
+    return st;
+}
+
+static fg_status sh_optimizer_step(void *state, fg_error *err)
+{
+    sharded *s = state;
+    fg_status st = sh_sync_grads(s, err);
+    s->steps++;
+    s->synced = 0;
+    sh_eval_release(s);
+    float *params = s->stage == 3 ? s->pshard : s->params + s->lo;
+    if (st == FG_OK)
+        st = s->svc->optimizer_step_at(s->svc->ctx, s->replica, params, shard_grads(s), s->lo,
+                                       s->mine, err);
+    if (s->stage == 3) sh_slots_invalidate(s);
+    else if (st == FG_OK) st = sh_gather_params(s, shard_grads(s), err);
+    return st;
+}
+
+/* The shards' sums of squares, summed across ranks: the norm of the whole gradient. */
+static fg_status sh_grad_norm_sq(void *state, double *out, fg_error *err)
+{
+    sharded *s = state;
+    float host = 0;
+    fg_status st = FG_OK;
+    if (s->mine) {
+        st = s->be->sum_squares(s->be_state, s->queue, shard_grads(s), (size_t)s->mine, s->scalar, err);
+        if (st == FG_OK) st = s->be->copy(s->be_state, s->queue, &host, -1, s->scalar, s->device, sizeof host, err);
+        if (st == FG_OK) st = s->be->queue_sync(s->be_state, s->queue, err);
+    }
+    double sum = host;
+    if (st == FG_OK) st = s->comm->all_reduce(s->comm_state, NULL, &sum, 1, FG_F64, FG_REDUCE_SUM, err);
+    *out = sum;
+    return st;
+}
+
+static fg_status sh_scale_grads(void *state, float factor, float clamp, fg_error *err)
+{
+    sharded *s = state;
+    fg_status st = FG_OK;
+    if (!s->mine) return FG_OK;
+    if (factor != 1.0f) st = s->be->scale(s->be_state, s->queue, shard_grads(s), factor, (size_t)s->mine, err);
+    if (st == FG_OK && clamp > 0) {
+        if (!FG_HAS_FIELD(s->be, fg_backend_vtable, clamp) || !s->be->clamp)
+            return fg_error_set(err, FG_UNAVAILABLE, "the backend cannot clamp gradients "
+                                "(gradient_clip_algorithm = value); use norm");
+        st = s->be->clamp(s->be_state, s->queue, shard_grads(s), -clamp, clamp, (size_t)s->mine, err);
+    }
+    return st;
+}
+
+static fg_status sh_eval_step(void *state, const fg_batch *batch, fg_error *err)
+{
+    sharded *s = state;
+    fg_status st = s->stage == 3 ? sh_eval_gather(s, err) : FG_OK;
+    return st == FG_OK ? s->svc->evaluate(s->svc->ctx, s->replica, batch, err) : st;
+}
+
+static fg_status sh_read_metrics(void *state, int reset, fg_step_metrics *out, fg_error *err)
+{
+    sharded *s = state;
+    fg_status st = s->svc->read_metrics(s->svc->ctx, s->replica, reset, out, err);
+    if (st != FG_OK || s->topo.world_size == 1) return st;
+    double sums[3] = {out->loss_sum, out->correct, out->count};
+    st = s->comm->all_reduce(s->comm_state, NULL, sums, 3, FG_F64, FG_REDUCE_SUM, err);
+    out->loss_sum = sums[0];
+    out->correct = sums[1];
+    out->count = sums[2];
+    if (st == FG_OK && s->buffers_stale) st = sh_buffers_sync(s, err);
+    return st;
+}
+
+/* Stages 1-2 keep the whole model's parameters in the replica; stage 3 does not. */
+static void *sh_primary(void *state)
+{
+    sharded *s = state;
+    return s->stage < 3 ? s->replica : NULL;
+}
+
+static const fg_strategy_vtable vtable = {
+    .struct_size = sizeof(fg_strategy_vtable),
+    .info = sh_info,
+    .setup = sh_setup,
+    .teardown = sh_teardown,
+    .train_step = sh_train_step,
+    .optimizer_step = sh_optimizer_step,
+    .eval_step = sh_eval_step,
+    .read_metrics = sh_read_metrics,
+    .primary_replica = sh_primary,
+    .sync_grads = sh_sync_grads,
+    .grad_norm_sq = sh_grad_norm_sq,
+    .scale_grads = sh_scale_grads,
+    .memory_report = sh_memory_report,
+    .gather_state = sh_gather_state,
+    .scatter_state = sh_scatter_state,
+    .shard_describe = sh_shard_describe,
+    .shard_read = sh_shard_read,
+};
+
+FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
+    FG_PLUGIN_HEADER(FG_KIND_STRATEGY, 0),
+    .name = "sharded",
+    .version = "1.0.0",
+    .description = "ZeRO sharding, one process per device: optimizer state (stage 1), "
+                   "gradients (2) and parameters (3) split across ranks",
+    FG_PLUGIN_OPTIONS(options),
+    .init = sh_init,
+    .deinit = sh_deinit,
+    .vtable = &vtable,
+};

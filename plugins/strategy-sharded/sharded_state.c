@@ -1,0 +1,130 @@
+/* Checkpoints of sharded state (gather to rank 0, scatter from it, point to point: no rank
+ * but 0 ever holds more than its shard) and the memory report. The comm reads and writes
+ * the device buffers directly: host memory, as on the CPU backend. */
+#include "sharded.h"
+
+/* Rank 0: its `local` shard and every other rank's into out[0, P); others send theirs. */
+static fg_status gather_range(sharded *s, const float *local, float *out, fg_error *err)
+{
+    fg_status st = s->be->queue_sync(s->be_state, s->queue, err);
+    if (st != FG_OK) return st;
+    if (s->topo.rank != 0)
+        return s->mine ? s->comm->send(s->comm_state, NULL, local, (size_t)s->mine, FG_F32, 0, err)
+                       : FG_OK;
+    if (s->mine)
+        st = s->be->copy(s->be_state, s->queue, out, -1, local, s->device,
+                         (size_t)s->mine * sizeof(float), err);
+    if (st == FG_OK) st = s->be->queue_sync(s->be_state, s->queue, err);
+    for (int k = 1; st == FG_OK && k < s->topo.world_size; k++) {
+        int64_t n = sh_piece(s, k, 0, s->P);
+        if (n) st = s->comm->recv(s->comm_state, NULL, out + (int64_t)k * s->S, (size_t)n, FG_F32, k, err);
+    }
+    return st;
+}
+
+/* Rank 0 sends every rank its part of in[0, P) and copies its own into `local`. */
+static fg_status scatter_range(sharded *s, const float *in, float *local, fg_error *err)
+{
+    fg_status st = FG_OK;
+    if (s->topo.rank != 0)
+        return s->mine ? s->comm->recv(s->comm_state, NULL, local, (size_t)s->mine, FG_F32, 0, err)
+                       : FG_OK;
+    if (s->mine)
+        st = s->be->copy(s->be_state, s->queue, local, s->device, in, -1,
+                         (size_t)s->mine * sizeof(float), err);
+    if (st == FG_OK) st = s->be->queue_sync(s->be_state, s->queue, err);
+    for (int k = 1; st == FG_OK && k < s->topo.world_size; k++) {
+        int64_t n = sh_piece(s, k, 0, s->P);
+        if (n) st = s->comm->send(s->comm_state, NULL, in + (int64_t)k * s->S, (size_t)n, FG_F32, k, err);
+    }
+    return st;
+}
+
+static fg_status fetch(sharded *s, float *dst, const float *src, int64_t n, fg_error *err)
+{
+    fg_status st = n ? s->be->copy(s->be_state, s->queue, dst, -1, src, s->device,
+                                   (size_t)n * sizeof(float), err) : FG_OK;
+    return st == FG_OK ? s->be->queue_sync(s->be_state, s->queue, err) : st;
+}
+
+static int opt_slots(sharded *s)
+{
+    int n = 0;
+    while (n < 8 && s->svc->replica_opt_state(s->svc->ctx, s->replica, n)) n++;
+    return n;
+}
+
+fg_status sh_gather_state(void *state, float *params, float *buffers, float *opt_state,
+                          fg_error *err)
+{
+    sharded *s = state;
+    int root = s->topo.rank == 0;
+    fg_status st = FG_OK;
+    if (params)
+        st = s->stage == 3 ? gather_range(s, s->pshard, params, err)
+           : root ? fetch(s, params, s->params, s->P, err) : FG_OK;
+    if (st == FG_OK && buffers && root)
+        st = fetch(s, buffers, s->svc->replica_buffers(s->svc->ctx, s->replica),
+                   s->svc->buffer_count, err);
+    int slots = s->mine ? opt_slots(s) : 0;
+    if (opt_state && s->mine == 0 && s->topo.rank == 0)
+        return fg_error_set(err, FG_INTERNAL, "strategy.sharded: rank 0 holds no shard");
+    for (int i = 0; st == FG_OK && opt_state && i < slots; i++)
+        st = gather_range(s, s->svc->replica_opt_state(s->svc->ctx, s->replica, i),
+                          root ? opt_state + (int64_t)i * s->P : NULL, err);
+    return st;
+}
+
+fg_status sh_scatter_state(void *state, const float *opt_state, fg_error *err)
+{
+    sharded *s = state;
+    fg_status st = FG_OK;
+    int slots = s->mine ? opt_slots(s) : 0;
+    for (int i = 0; st == FG_OK && i < slots; i++)
+        st = scatter_range(s, s->topo.rank == 0 ? opt_state + (int64_t)i * s->P : NULL,
+                           s->svc->replica_opt_state(s->svc->ctx, s->replica, i), err);
+    return st;
+}
+
+fg_status sh_memory_report(void *state, int i, fg_memory_report *out, fg_error *err)
+{
+    sharded *s = state;
+    if (i != 0)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "strategy.sharded drives one device, not %d",
+                            i + 1);
+    fg_status st = s->svc->replica_memory(s->svc->ctx, s->replica, out, err);
+    if (st != FG_OK) return st;
+    if (s->stage >= 2) out->grad_bytes += (uint64_t)(s->mine + 2 * s->cap) * sizeof(float);
+    if (s->stage == 3) out->param_bytes += (uint64_t)(s->mine + 2 * s->work_cap) * sizeof(float);
+    out->other_bytes += sizeof(float);
+    return FG_OK;
+}
+
+/* One checkpoint file per rank: this rank's range of the flat layout, the stage as the
+ * layout tag (a shard set resumes only where the stage and world size are the same). */
+fg_status sh_shard_describe(void *state, fg_shard_desc *out, fg_error *err)
+{
+    sharded *s = state;
+    (void)err;
+    out->per_rank_files = s->per_rank_ckpt;
+    out->layout = s->stage;
+    out->offset = s->lo < s->P ? s->lo : s->P;
+    out->count = s->mine;
+    return FG_OK;
+}
+
+fg_status sh_shard_read(void *state, float *params, float *buffers, float *opt_state,
+                        fg_error *err)
+{
+    sharded *s = state;
+    const float *mine = s->stage == 3 ? s->pshard : s->params + s->lo;
+    fg_status st = fetch(s, params, mine, s->mine, err);
+    if (st == FG_OK && buffers)
+        st = fetch(s, buffers, s->svc->replica_buffers(s->svc->ctx, s->replica),
+                   s->svc->buffer_count, err);
+    int slots = s->mine ? opt_slots(s) : 0;
+    for (int i = 0; st == FG_OK && i < slots; i++)
+        st = fetch(s, opt_state + (int64_t)i * s->mine,
+                   s->svc->replica_opt_state(s->svc->ctx, s->replica, i), s->mine, err);
+    return st;
+}

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Everything the CUDA backend must show on a GPU machine, in one call of the device tool,
+# building nothing: the bundle made by tests/cuda/gpu_bundle.sh (carried as .gpu/) holds
+# the binaries and Fashion-MNIST.
+#
+#   run(command="bash tests/cuda/gpu_checks.sh", carry=[".gpu"], timeout_s=600)
+#   bash tests/cuda/gpu_checks.sh --no-bench      (tests and training only, ~3 minutes)
+#   bash tests/cuda/gpu_checks.sh --bench-only    (the benchmark alone)
+# All of it should fit one 10-minute call; results are written as they come, so a call cut
+# short still brings back what was done (the benchmark runs last).
+#
+# 1. the cuda tests: cuda.parity.* (every op against the CPU backend) and cuda.cli;
+# 2. training: examples/fashion_mnist_{mlp,cnn}.ini with backend.name=cuda, fp32 and
+#    bf16-mixed, against the accuracy floors (MLP >= 0.87, CNN >= 0.90);
+# 3. the benchmark tests/bench/bench_cuda.sh (PyTorch eager, torch.compile, Lightning at
+#    batch 128 and 1024).
+# Results under $OUT (what the device tool brings back): summary.txt (one PASS/FAIL line per
+# check, the benchmark table), parity.log, train.log, bench.log, bench.csv, gpu.txt.
+# Exits 1 when any check failed.
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+OUT=${OUT:-/tmp/fulgur-gpu-out}
+mkdir -p "$OUT"
+bench=1 tests=1
+case ${1:-} in
+    --no-bench) bench=0 ;;
+    --bench-only) tests=0 ;;
+    "") ;;
+    *) echo "usage: $0 [--no-bench | --bench-only]" >&2; exit 2 ;;
+esac
+summary=$OUT/summary.txt
+: >"$summary"
+failed=0
+note() { echo "$*" | tee -a "$summary"; }
+check() { # name command...: one PASS / SKIP (exit 77) / FAIL line
+    local name=$1 rc=0
+    shift
+    "$@" || rc=$?
+    case $rc in
+        0) note "PASS $name" ;;
+        77) note "SKIP $name" ;;
+        *) note "FAIL $name (exit $rc)"; failed=1 ;;
+    esac
+}
+
+[[ -f $root/.gpu/bundle.tar.xz && -d $root/.gpu/data ]] ||
+    { note "FAIL no .gpu/ bundle: run tests/cuda/gpu_bundle.sh on the build machine and carry .gpu"; exit 1; }
+fg=/tmp/fulgur-gpu
+rm -rf "$fg" && mkdir -p "$fg" && tar -C "$fg" -xJf "$root/.gpu/bundle.tar.xz" || { note "FAIL unpacking the bundle"; exit 1; }
+data=$root/.gpu/data
+
+# cuDNN, cuBLAS(Lt) and NCCL: the toolkit's, then those of PyTorch's wheels.
+libs="$fg/lib:$fg/lib/deps"
+for d in /usr/local/cuda/lib64 /usr/local/cuda/lib; do [[ -d $d ]] && libs="$libs:$d"; done
+for site in $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null); do
+    for sub in cudnn/lib cublas/lib nccl/lib cu13/lib cuda_runtime/lib; do
+        [[ -d $site/nvidia/$sub ]] && libs="$libs:$site/nvidia/$sub"
+    done
+done
+export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+{
+    nvidia-smi 2>&1
+    echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+    echo "== ldd fulgur-backend-cuda.so"
+    ldd "$fg/lib/fulgur/plugins/fulgur-backend-cuda.so"
+    echo "== fulgur devices"
+    "$fg/bin/fulgur" devices
+} >"$OUT/gpu.txt" 2>&1
+grep -E "^cuda +[0-9]+ device" "$OUT/gpu.txt" >/dev/null ||
+    note "WARN fulgur devices does not list a cuda device: see gpu.txt"
+
+# 1. tests ------------------------------------------------------------------------------
+if (( tests )); then
+export FG_TEST_CUDA_PLUGIN=$fg/lib/fulgur/plugins/fulgur-backend-cuda.so
+export FG_TEST_CPU_PLUGIN=$fg/lib/fulgur/plugins/fulgur-backend-cpu.so
+parity_group() {
+    "$fg/bin/test_cuda_parity" "$1" >>"$OUT/parity.log" 2>&1
+    local rc=$?
+    (( rc == 77 )) && { echo "  (skipped: no usable device)" >>"$OUT/parity.log"; return 77; }
+    return $rc
+}
+: >"$OUT/parity.log"
+for g in device flat cast gemm bias_act conv pool batchnorm dropout xent optim; do
+    check "cuda.parity.$g" parity_group "$g"
+done
+check cuda.cli sh "$root/tests/cuda/cuda_cli.sh" "$fg/bin/fulgur" "$fg/lib/fulgur/plugins" \
+    >>"$OUT/parity.log" 2>&1
+
+# 2. training against the accuracy floors ---------------------------------------------------
+: >"$OUT/train.log"
+train() { # ini floor precision
+    local out acc
+    out=$("$fg/bin/fulgur" fit "$root/examples/$1" backend.name=cuda precision.name="$3" \
+        data.dir="$data" trainer.default_root_dir=/tmp/fulgur-gpu-runs 2>&1)
+    local rc=$?
+    { echo "=== $1 $3 (exit $rc)"; echo "$out"; } >>"$OUT/train.log"
+    (( rc == 0 )) || return 1
+    acc=$(awk '/^test /{for (i = 1; i <= NF; i++) if ($i == "acc") print $(i + 1)}' <<<"$out" | tail -n1)
+    [[ -n $acc ]] || return 1
+    note "  $1 $3: test accuracy $acc (floor $2); $(grep -E '^epoch [0-9]+/[0-9]+ +train' <<<"$out" | tail -n1 | grep -oE '[0-9.]+ samples/s' || true)"
+    awk -v a="$acc" -v f="$2" 'BEGIN { exit !(a >= f) }'
+}
+for prec in fp32 bf16-mixed; do
+    if [[ $prec != fp32 && ! -f $fg/lib/fulgur/plugins/fulgur-precision-$prec.so ]]; then
+        note "SKIP training $prec: precision plugin not in the bundle"
+        continue
+    fi
+    check "train mlp $prec >= 0.87" train fashion_mnist_mlp.ini 0.87 "$prec"
+    check "train cnn $prec >= 0.90" train fashion_mnist_cnn.ini 0.90 "$prec"
+done
+fi
+
+# 3. benchmark ---------------------------------------------------------------------------------
+if (( bench )); then
+    check "bench_cuda.sh ran" bash "$root/tests/bench/bench_cuda.sh" --fulgur "$fg/bin/fulgur" \
+        --data "$data" --results "$OUT/bench.csv" --runs 1 >"$OUT/bench.log" 2>&1
+    grep -E '^(GPU|mlp|cnn) ' "$OUT/bench.log" | tee -a "$summary"
+fi
+echo
+cat "$summary"
+exit $failed

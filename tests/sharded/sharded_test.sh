@@ -1,0 +1,418 @@
+#!/usr/bin/env bash
+# sharded.* tests: strategy.sharded (ZeRO stages 1, 2, 3) under mpirun, one step per run.
+# Environment (from ctest): FULGUR, PLUGIN_DIR, SHARDED_TESTS (this folder), COMPARE
+# (tests/ddp/compare_safetensors.py), SHARDED_WORK (scratch), PYTHON.
+#
+# equivalence_n2         stages 1, 2, 3 on 2 ranks == ddp on 2 ranks after 50 AdamW steps with
+#                        gradient clipping (<= 1e-5 relative, and the same logged losses)
+# equivalence_n4         the same on 4 ranks (--oversubscribe)
+# equivalence_accumulate stages 2 and 3 with accumulate_grad_batches = 2 == ddp
+# memory                 per-rank params/grads/optimizer that fulgur prints == the ZeRO
+#                        formulas (fp32 AdamW) within the bucket and working buffers
+# memory_limit           under backend.memory_limit_mb = 16 per rank, a 1M-parameter MLP that
+#                        ddp cannot fit (out of memory) trains 5 steps under stage 2, 2 ranks
+# checkpoint_world_size  stage 3 on 4 ranks writes one checkpoint at step 25; stage 3 on 2
+#                        ranks resumes it to step 50 (== an unbroken run), single tests it
+# checkpoint_sharded     sharded_checkpoint = true: stage 3 on 4 ranks (batch norm) writes
+#                        per-rank files; `fulgur ckpt merge` gives the gathered file (tensors
+#                        bitwise, same metadata); stage 2 on 4 ranks -> merge -> resumed on 2
+#                        ranks (stage 3) and under single == the unbroken run; the index
+#                        itself is refused by --ckpt-path with the merge command
+# checkpoint_sharded_files  the checkpoint callback (save_top_k = 1, save_last) with
+#                        per-rank files: evicted and replaced checkpoints leave no shard
+#                        folder behind but the one save_last's link held at the last save
+# merge_hostile          missing, foreign, truncated shard files and edited indexes are
+#                        refused by ckpt merge with the file and the field named
+# mixed_precision        stage 1 under bf16-mixed and fp16-mixed == ddp under the same (bitwise);
+#                        its memory line: half params 2 Psi, f32 master 4 Psi (whole), f32
+#                        grads 4 Psi, AdamW 8 Psi / N; stages 2 and 3 refused with a message
+# batchnorm_buffers      batch norm under stages 1-3 on 2 ranks: both ranks end with rank 0's
+#                        running statistics (debug digests) and the weights and statistics
+#                        of ddp (bitwise)
+set -u
+
+step=${1:?usage: sharded_test.sh STEP}
+: "${FULGUR:?}" "${PLUGIN_DIR:?}" "${SHARDED_TESTS:?}" "${SHARDED_WORK:?}" "${COMPARE:?}" "${PYTHON:?}"
+fail() {
+    echo "FAIL [sharded.$step]: $*" >&2
+    exit 1
+}
+skip() {
+    echo "SKIP [sharded.$step]: $*"
+    exit 77
+}
+
+MPIRUN=$(command -v mpirun) || skip "mpirun not found (install openmpi-bin)"
+MPI_FLAGS=(--oversubscribe)
+[ "$(id -u)" = 0 ] && MPI_FLAGS+=(--allow-run-as-root)
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+WORK=$SHARDED_WORK/$step
+rm -rf "$WORK"
+mkdir -p "$WORK"
+cd "$WORK" || fail "cannot enter $WORK"
+CFG=$SHARDED_TESTS/sharded.ini
+# ddp and single do not know the sharded keys
+grep -v -e '^stage' "$CFG" >"$WORK/ddp.ini"
+grep -v -e '^\[comm\]' -e '^name = mpi' -e '^timeout_s' -e '^stage' -e '^bucket_mb' "$CFG" >"$WORK/single.ini"
+
+must() { # must LOG CMD...: runs the command, output to LOG; on failure shows LOG and fails
+    local log=$1 rc=0
+    shift
+    "$@" >"$log" 2>&1 || rc=$?
+    [ "$rc" -eq 0 ] || { cat "$log" >&2; fail "exit $rc from: $*"; }
+}
+mpi() { # mpi N ARGS...
+    local n=$1
+    shift
+    "$MPIRUN" "${MPI_FLAGS[@]}" -n "$n" "$FULGUR" --plugin-path "$PLUGIN_DIR" "$@"
+}
+losses() { grep '^epoch .* step ' "$1"; }
+
+# equivalence N RANK_BATCH STAGES OVERRIDES...: ddp against each stage, same global batch.
+equivalence() {
+    local n=$1 batch=$2 stages=$3 out s
+    shift 3
+    must "$WORK/ddp.log" mpi "$n" fit "$WORK/ddp.ini" strategy.name=ddp data.batch_size="$batch" \
+        trainer.gradient_clip_val=0.5 "$@" trainer.final_checkpoint="$WORK/ddp.safetensors"
+    grep -q 'after 50 steps' "$WORK/ddp.log" || { cat "$WORK/ddp.log"; fail "ddp did not run 50 steps"; }
+    for s in $stages; do
+        must "$WORK/stage$s.log" mpi "$n" fit "$CFG" strategy.stage="$s" data.batch_size="$batch" \
+            trainer.gradient_clip_val=0.5 "$@" trainer.final_checkpoint="$WORK/stage$s.safetensors"
+        grep -q "stage $s on $n ranks" "$WORK/stage$s.log" || { cat "$WORK/stage$s.log"; fail "stage $s did not start on $n ranks"; }
+        grep -q 'after 50 steps' "$WORK/stage$s.log" || { cat "$WORK/stage$s.log"; fail "stage $s did not run 50 steps"; }
+        diff <(losses "$WORK/ddp.log") <(losses "$WORK/stage$s.log") ||
+            fail "stage $s: the logged training losses differ from ddp's (ddp <, stage $s >)"
+        out=$("$PYTHON" "$COMPARE" "$WORK/stage$s.safetensors" "$WORK/ddp.safetensors" "${TOL:-1e-5}") ||
+            fail "stage $s and ddp weights differ on $n ranks: $out"
+        echo "ok: stage $s == ddp on $n ranks (AdamW, clip 0.5, 50 steps ${*:-}): $out"
+    done
+}
+
+step_equivalence_n2() { equivalence 2 32 "1 2 3"; }
+step_equivalence_n4() { equivalence 4 16 "1 2 3"; }
+# Stages 2-3 reduce every micro-batch and add the reduced pieces (ZeRO-2's way: no full
+# gradient buffer to accumulate in), ddp adds locally and reduces once: the sums' order
+# differs, which AdamW magnifies to a few 1e-5 in 50 steps. Stage 1 stays exact.
+step_equivalence_accumulate() {
+    equivalence 2 16 "1" trainer.accumulate_grad_batches=2
+    TOL=1e-4 equivalence 2 16 "2 3" trainer.accumulate_grad_batches=2
+}
+
+# A deeper model for the memory formulas: 24 layers of 128, so one layer's bucket and
+# working buffers are small beside the shards.
+deep_ini() {
+    sed '/^\[model\]/,$d' "$1"
+    printf '[model]\nloss = softmax_cross_entropy\n\n'
+    local i
+    for i in $(seq 1 24); do printf '[layer.fc%d]\ntype = linear\nout_features = 128\n\n[layer.relu%d]\ntype = relu\n\n' "$i" "$i"; done
+    printf '[layer.out]\ntype = linear\nout_features = 10\n\n[optimizer]\nname = adamw\nlr = 0.001\n'
+}
+
+# memory N STAGE LOG: "params P grads G optimizer O" of rank 0's memory line, in bytes.
+role_bytes() {
+    awk '/^memory \(device/ { for (i = 1; i <= NF; i++) if ($i == "params" || $i == "grads" || $i == "optimizer") printf "%s %.0f ", $i, $(i + 1) * 1048576 }' "$1"
+}
+
+step_memory() {
+    deep_ini "$CFG" >"$WORK/deep.ini"
+    deep_ini "$WORK/ddp.ini" >"$WORK/deep_ddp.ini"
+    local n s log
+    for n in 2 4; do
+        must "$WORK/ddp$n.log" mpi "$n" check "$WORK/deep_ddp.ini" strategy.name=ddp
+        for s in 1 2 3; do
+            must "$WORK/s$s.n$n.log" mpi "$n" check "$WORK/deep.ini" strategy.stage="$s"
+        done
+    done
+    "$PYTHON" - "$WORK" <<'PY' || fail "memory per rank does not follow the ZeRO formulas"
+import re, sys
+work = sys.argv[1]
+mib = 1 << 20
+def roles(path):
+    text = open(path).read()
+    m = re.search(r"memory \(device \d+\): params ([\d.]+) MiB, master [\d.]+ MiB, grads ([\d.]+) MiB, optimizer ([\d.]+) MiB", text)
+    if not m: sys.exit(f"{path}: no memory line")
+    geo = re.search(r"shards of (\d+) of (\d+) floats, buckets of \d+ floats, bucket buffers 2 x (\d+) floats, working parameter buffers 2 x (\d+) floats", text)
+    return [float(x) * mib for x in m.groups()], geo and [int(x) for x in geo.groups()]
+bad = 0
+rounding = 0.006 * mib  # the line prints MiB with two decimals
+for n in (2, 4):
+    (dp, dg, do), _ = roles(f"{work}/ddp{n}.log")
+    for s in (1, 2, 3):
+        (p, g, o), (S, P, cap, work_cap) = roles(f"{work}/s{s}.n{n}.log")
+        psi = 4.0 * P  # bytes of the fp32 parameters
+        # bytes: fp32 AdamW is 16 bytes a parameter (4 params, 4 grads, 8 m and v)
+        formula = {1: 8 * P + 8 * P / n, 2: 4 * P + 12 * P / n, 3: 16 * P / n}[s]
+        padding = 4.0 * (2 * cap + 2 * work_cap) + 3 * 4.0 * (S - P / n)  # buffers + shard rounding
+        total = p + g + o
+        ok = abs(total - formula) <= padding + 3 * rounding
+        # the exact split by role: fp32 params 4, grads 4, AdamW m and v 8 bytes a value
+        want = {1: (psi, psi, 8 * S), 2: (psi, 4 * S + 8 * cap, 8 * S),
+                3: (4 * S + 8 * work_cap, 4 * S + 8 * cap, 8 * S)}[s]
+        exact = all(abs(a - b) <= rounding for a, b in zip((p, g, o), want))
+        print(f"n={n} stage {s}: params+grads+optimizer {total / mib:.3f} MiB, ZeRO formula "
+              f"{formula / mib:.3f} MiB (+ buffers {padding / mib:.3f} MiB); ddp {(dp + dg + do) / mib:.3f} MiB "
+              f"(16 Psi = {16 * P / mib:.3f}); by role {p / mib:.3f}/{g / mib:.3f}/{o / mib:.3f} MiB "
+              f"{'ok' if ok and exact else 'WRONG'}")
+        bad += not (ok and exact)
+    if abs(dp + dg + do - 16 * P) > 3 * rounding:
+        print(f"n={n}: ddp holds {(dp + dg + do) / mib:.3f} MiB, not 16 Psi"); bad += 1
+sys.exit(bad != 0)
+PY
+    echo "ok: per-rank memory follows the ZeRO formulas on 2 and 4 ranks"
+}
+
+step_memory_limit() {
+    local w=256
+    { sed '/^\[model\]/,$d' "$CFG" | sed 's/^threads = 1$/threads = 1\nmemory_limit_mb = 16/'
+      printf '[model]\nloss = softmax_cross_entropy\n\n'
+      for i in $(seq 1 16); do printf '[layer.fc%d]\ntype = linear\nout_features = %d\n\n[layer.relu%d]\ntype = relu\n\n' "$i" "$w" "$i"; done
+      printf '[layer.out]\ntype = linear\nout_features = 10\n\n[optimizer]\nname = adamw\nlr = 0.001\n'
+    } >"$WORK/wide.ini"
+    grep -q '^memory_limit_mb = 16' "$WORK/wide.ini" || fail "could not set memory_limit_mb"
+    grep -v '^stage' "$WORK/wide.ini" >"$WORK/wide_ddp.ini"
+    if mpi 2 fit "$WORK/wide_ddp.ini" strategy.name=ddp trainer.max_steps=5 >"$WORK/ddp.log" 2>&1; then
+        fail "ddp fitted the model under 16 MiB per rank; the test needs one it cannot fit"
+    fi
+    grep -q 'cannot allocate .*memory_limit_mb = 16' "$WORK/ddp.log" || { cat "$WORK/ddp.log"; fail "ddp failed, but not for memory"; }
+    must "$WORK/stage2.log" mpi 2 fit "$WORK/wide.ini" strategy.stage=2 strategy.bucket_mb=0.25 trainer.max_steps=5
+    grep -q '1006090 parameters, .* after 5 steps' "$WORK/stage2.log" || { cat "$WORK/stage2.log"; fail "stage 2 did not train 5 steps"; }
+    echo "ok: ddp: $(grep -o 'cannot allocate [0-9]* bytes' "$WORK/ddp.log" | head -1) under 16 MiB; stage 2 on 2 ranks trained: $(grep '^memory' "$WORK/stage2.log")"
+}
+
+step_checkpoint_world_size() {
+    local out a b
+    must "$WORK/half4.log" mpi 4 fit "$CFG" strategy.stage=3 data.batch_size=16 trainer.max_steps=25 \
+        trainer.final_checkpoint="$WORK/half4.safetensors"
+    must "$WORK/full4.log" mpi 4 fit "$CFG" strategy.stage=3 data.batch_size=16 \
+        trainer.final_checkpoint="$WORK/full4.safetensors"
+    must "$WORK/resumed2.log" mpi 2 fit "$CFG" strategy.stage=3 data.batch_size=32 \
+        --ckpt-path "$WORK/half4.safetensors" trainer.final_checkpoint="$WORK/resumed2.safetensors"
+    grep -q 'resuming at epoch 1, batch 25, step 25' "$WORK/resumed2.log" || { cat "$WORK/resumed2.log"; fail "no resume at step 25"; }
+    grep -q 'after 50 steps' "$WORK/resumed2.log" || { cat "$WORK/resumed2.log"; fail "the resumed run did not reach step 50"; }
+    # 4 and 2 ranks add the gradients in a different order, which AdamW's normalisation
+    # magnifies to about 1e-5 in 25 steps: 1e-4 here (the same-rank runs agree exactly).
+    out=$("$PYTHON" "$COMPARE" "$WORK/resumed2.safetensors" "$WORK/full4.safetensors" 1e-4) ||
+        fail "resumed on 2 ranks differs from the unbroken run on 4: $out"
+    echo "ok: stage 3, 4 ranks -> checkpoint at 25 -> 2 ranks to 50 == unbroken 4 ranks: $out"
+    must "$WORK/single_test.log" "$FULGUR" --plugin-path "$PLUGIN_DIR" test "$WORK/single.ini" \
+        strategy.name=single --ckpt-path "$WORK/half4.safetensors"
+    must "$WORK/sharded_test.log" mpi 2 test "$CFG" strategy.stage=3 --ckpt-path "$WORK/half4.safetensors"
+    a=$(grep '^test ' "$WORK/single_test.log")
+    b=$(grep '^test ' "$WORK/sharded_test.log")
+    [ -n "$a" ] || { cat "$WORK/single_test.log"; fail "single printed no test line"; }
+    [ "$a" = "$b" ] || fail "test lines differ: single '$a', stage 3 on 2 ranks '$b'"
+    case $a in *"(1001 samples"*) ;; *) fail "single tested '$a', want 1001 samples" ;; esac
+    echo "ok: the stage-3 checkpoint loads under single: '$a' (stage 3 on 2 ranks prints the same)"
+}
+
+# The checkpoints' tensors (names, order, bytes) and trainer metadata are the same; the
+# wall-clock metrics (time/*, throughput/*) differ between any two runs and are left out.
+same_checkpoint() {
+    "$PYTHON" - "$1" "$2" <<'PY'
+import json, struct, sys
+def read(path):
+    blob = open(path, "rb").read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n])
+    meta = header.pop("__metadata__", {})
+    wall = ("metric.time/", "metric.throughput/")
+    meta = [(k, v) for k, v in meta.items() if not k.startswith(wall)]
+    tensors = [(k, t["dtype"], t["shape"], blob[8 + n + t["data_offsets"][0]:8 + n + t["data_offsets"][1]])
+               for k, t in header.items()]
+    return meta, tensors
+(ma, ta), (mb, tb) = read(sys.argv[1]), read(sys.argv[2])
+if [t[:3] for t in ta] != [t[:3] for t in tb]: sys.exit("different tensor lists or order")
+bad = [t[0] for t, u in zip(ta, tb) if t[3] != u[3]]
+if bad: sys.exit(f"tensors differ: {bad[:5]}")
+if ma != mb: sys.exit(f"metadata differ: {sorted(set(ma) ^ set(mb))[:6]}")
+print(f"{len(ta)} tensors bitwise equal, {len(ma)} metadata entries equal")
+PY
+}
+
+step_checkpoint_sharded() {
+    local out idx
+    sed -e 's/^name = ddp$/name = sharded\nstage = 3\nbucket_mb = 0.01/' "$SHARDED_TESTS/../ddp/batchnorm.ini" >"$WORK/bn.ini"
+    grep -q '^stage = 3' "$WORK/bn.ini" || fail "could not make the batch-norm config"
+    must "$WORK/bn_shards.log" mpi 4 fit "$WORK/bn.ini" trainer.max_steps=25 data.batch_size=16 \
+        strategy.sharded_checkpoint=true trainer.final_checkpoint="$WORK/bn_idx.safetensors"
+    grep -q 'index of 4 shard files' "$WORK/bn_shards.log" || { cat "$WORK/bn_shards.log"; fail "no per-rank checkpoint"; }
+    must "$WORK/bn_gathered.log" mpi 4 fit "$WORK/bn.ini" trainer.max_steps=25 data.batch_size=16 \
+        trainer.final_checkpoint="$WORK/bn_gathered.safetensors"
+    must "$WORK/merge.log" "$FULGUR" ckpt merge "$WORK/bn_idx.safetensors" -o "$WORK/bn_merged.safetensors"
+    grep -q 'merged 4 shard files (sharded, layout 3)' "$WORK/merge.log" || { cat "$WORK/merge.log"; fail "no merge line"; }
+    out=$(same_checkpoint "$WORK/bn_merged.safetensors" "$WORK/bn_gathered.safetensors") ||
+        fail "the merged checkpoint is not the gathered one: $out"
+    echo "ok: stage 3, 4 ranks, batch norm: merged per-rank files == gathered checkpoint: $out"
+
+    must "$WORK/half4.log" mpi 4 fit "$CFG" strategy.stage=2 data.batch_size=16 trainer.max_steps=25 \
+        strategy.sharded_checkpoint=true trainer.final_checkpoint="$WORK/half/half4.safetensors"
+    must "$WORK/full4.log" mpi 4 fit "$CFG" strategy.stage=2 data.batch_size=16 \
+        trainer.final_checkpoint="$WORK/full4.safetensors"
+    must "$WORK/merge2.log" "$FULGUR" ckpt merge "$WORK/half" -o "$WORK/merged4.safetensors"
+    must "$WORK/resumed2.log" mpi 2 fit "$CFG" strategy.stage=3 data.batch_size=32 \
+        --ckpt-path "$WORK/merged4.safetensors" trainer.final_checkpoint="$WORK/resumed2.safetensors"
+    must "$WORK/resumed1.log" "$FULGUR" --plugin-path "$PLUGIN_DIR" fit "$WORK/single.ini" strategy.name=single \
+        data.batch_size=64 --ckpt-path "$WORK/merged4.safetensors" trainer.final_checkpoint="$WORK/resumed1.safetensors"
+    for r in resumed2 resumed1; do
+        grep -q 'resuming at epoch 1, batch 25, step 25' "$WORK/$r.log" || { cat "$WORK/$r.log"; fail "$r: no resume at step 25"; }
+        grep -q 'after 50 steps' "$WORK/$r.log" || { cat "$WORK/$r.log"; fail "$r did not reach step 50"; }
+        # other rank counts add the gradients in another order: 1e-4 (see checkpoint_world_size)
+        out=$("$PYTHON" "$COMPARE" "$WORK/$r.safetensors" "$WORK/full4.safetensors" 1e-4) ||
+            fail "$r from the merged checkpoint differs from the unbroken run: $out"
+        echo "ok: stage 2, 4 ranks, per-rank files at step 25 -> merge -> $r to 50 == unbroken: $out"
+    done
+    if mpi 4 fit "$CFG" strategy.stage=2 data.batch_size=16 --ckpt-path "$WORK/half/half4.safetensors" >"$WORK/idx.log" 2>&1; then
+        fail "resuming from the index itself was accepted"
+    fi
+    grep -q "one file per rank (sharded_checkpoint = true); merge it into one file first.*fulgur ckpt merge $WORK/half/half4.safetensors -o" "$WORK/idx.log" ||
+        { cat "$WORK/idx.log"; fail "no message with the merge command"; }
+    echo "ok: --ckpt-path at the index is refused with the merge command"
+}
+
+step_checkpoint_sharded_files() {
+    local runs=$WORK/runs ck idx shards
+    { cat "$CFG"; printf '\n[callback.checkpoint]\nsave_top_k = 1\nsave_last = true\n'; } >"$WORK/cb.ini"
+    must "$WORK/cb.log" mpi 2 fit "$WORK/cb.ini" trainer.max_steps=-1 trainer.max_epochs=4 \
+        trainer.limit_train_batches=5 strategy.sharded_checkpoint=true trainer.default_root_dir="$runs"
+    ck=$runs/default/version_0/checkpoints
+    [ "$(grep -c 'index of 2 shard files' "$WORK/cb.log")" = 4 ] || { cat "$WORK/cb.log"; fail "not 4 per-rank checkpoints"; }
+    idx=$(cd "$ck" && ls -- *.safetensors | tr '\n' ' ')
+    [ "$idx" = "epoch=3-step=20.safetensors last.safetensors " ] || fail "checkpoint files: '$idx'"
+    shards=$(cd "$ck" && ls -d -- *.shards | sed 's/\.s[0-9]*-[0-9a-f]*\.shards$//' | tr '\n' ' ')
+    # the last save's folder, and the one last.safetensors held while that save ran
+    [ "$shards" = "epoch=2-step=15 epoch=3-step=20 " ] || fail "shard folders left: '$shards'"
+    [ "$(find "$ck" -name 'rank-*' | wc -l)" = 4 ] || fail "not 2 files in each of 2 shard folders"
+    must "$WORK/merge.log" "$FULGUR" ckpt merge "$ck/last.safetensors" -o "$WORK/last.safetensors"
+    must "$WORK/merge2.log" "$FULGUR" ckpt merge "$ck/epoch=3-step=20.safetensors" -o "$WORK/e3.safetensors"
+    cmp -s "$WORK/last.safetensors" "$WORK/e3.safetensors" || fail "last.safetensors is not the last checkpoint"
+    if "$FULGUR" ckpt merge "$ck" -o "$WORK/x.safetensors" >"$WORK/dir.log" 2>&1; then fail "a folder of two indexes was merged"; fi
+    grep -q '2 sharded checkpoint indexes (.*): name one' "$WORK/dir.log" || { cat "$WORK/dir.log"; fail "no message naming the two indexes"; }
+    echo "ok: save_top_k = 1 + save_last with per-rank files: $idx; shard folders: $shards"
+}
+
+# hostile CASE: a copy of the good checkpoint ($WORK/good) with one thing broken, merged;
+# the merge must fail with a message matching PATTERN and write nothing.
+hostile() {
+    local name=$1 pattern=$2 rc=0
+    "$FULGUR" ckpt merge "$WORK/$name/idx.safetensors" -o "$WORK/$name/out.safetensors" >"$WORK/$name.log" 2>&1 || rc=$?
+    [ "$rc" = 2 ] || { cat "$WORK/$name.log"; fail "$name: exit $rc, expected 2"; }
+    grep -qE -- "$pattern" "$WORK/$name.log" || { cat "$WORK/$name.log"; fail "$name: message does not match '$pattern'"; }
+    [ ! -e "$WORK/$name/out.safetensors" ] || fail "$name: an output was written"
+    echo "ok: $name: $(head -c 300 "$WORK/$name.log")"
+}
+
+step_merge_hostile() {
+    local g d
+    must "$WORK/a.log" mpi 2 fit "$CFG" strategy.stage=3 trainer.max_steps=5 \
+        strategy.sharded_checkpoint=true trainer.final_checkpoint="$WORK/good/idx.safetensors"
+    must "$WORK/b.log" mpi 2 fit "$CFG" strategy.stage=3 trainer.max_steps=5 \
+        strategy.sharded_checkpoint=true trainer.final_checkpoint="$WORK/other/idx.safetensors"
+    must "$WORK/good.log" "$FULGUR" ckpt merge "$WORK/good/idx.safetensors" -o "$WORK/good.safetensors"
+    g=$(cd "$WORK/good" && ls -d -- *.shards)
+    copy() { rm -rf "${WORK:?}/$1"; cp -r "$WORK/good" "$WORK/$1"; d=$WORK/$1/$g; }
+    copy missing; rm "$d/rank-00001-of-00002.safetensors"
+    hostile missing "missing/$g/rank-00001-of-00002.safetensors: .*No such file"
+    copy foreign; cp "$WORK/other/"*.shards/rank-00001-of-00002.safetensors "$d/"
+    hostile foreign "foreign/$g/rank-00001-of-00002.safetensors: metadata 'id' is '.*', the index says"
+    copy truncated; truncate -s 1000 "$d/rank-00000-of-00002.safetensors"
+    hostile truncated "truncated/$g/rank-00000-of-00002.safetensors: "
+    edit() { # edit CASE PYTHON-EXPRESSION-ON-ix: rewrites the index's JSON
+        copy "$1"
+        "$PYTHON" - "$WORK/$1/idx.safetensors" "$2" <<'PY' || fail "could not edit the index"
+import json, struct, sys
+path, expr = sys.argv[1], sys.argv[2]
+blob = open(path, "rb").read()
+(n,) = struct.unpack("<Q", blob[:8])
+header = json.loads(blob[8:8 + n])
+ix = json.loads(header["__metadata__"]["sharded_index"])
+exec(expr)
+header["__metadata__"]["sharded_index"] = ix if isinstance(ix, str) else json.dumps(ix)
+text = json.dumps(header).encode()
+text += b" " * (-len(text) % 8)
+open(path, "wb").write(struct.pack("<Q", len(text)) + text + blob[8 + n:])
+PY
+    }
+    edit offset 'ix["files"][1]["offset"] += 16'
+    hostile offset "offset/idx.safetensors: sharded index: files\[1\]\.\"offset\" is [0-9]+, expected [0-9]+"
+    edit count 'ix["files"][1]["count"] -= 16'
+    hostile count "count/idx.safetensors: sharded index: the files cover [0-9]+ of param_count"
+    edit tensor 'ix["tensors"][0]["offset"] = ix["param_count"]'
+    hostile tensor "tensor/idx.safetensors: sharded index: tensor 'fc1.weight': .* lies outside its source 'params'"
+    edit traversal 'ix["shard_dir"] = "../good/" + ix["shard_dir"]'
+    hostile traversal "traversal/idx.safetensors: sharded index: \"shard_dir\" '\.\./good/.*' is not a plain folder name"
+    edit world 'ix["world_size"] = 3'
+    hostile world "world/idx.safetensors: sharded index: \"files\" lists 2 files for world_size 3"
+    edit slot 'ix["optimizer_slots"] = ix["optimizer_slots"][:1]'
+    hostile slot "slot/idx.safetensors: sharded index: tensors\[2\]\.\"source\" is 'optimizer.exp_avg_sq', not"
+    edit kind 'ix["param_count"] = "29770"'
+    hostile kind "kind/idx.safetensors: sharded index: \"param_count\" is a string, not an integer"
+    edit notjson 'ix = "{\"id\": "'
+    hostile notjson "notjson/idx.safetensors: sharded index: not JSON"
+    edit filename 'ix["files"][0]["file"] = "../../etc/passwd"'
+    hostile filename "filename/idx.safetensors: sharded index: files\[0\]\.\"file\" is '\.\./\.\./etc/passwd', expected 'rank-00000-of-00002.safetensors'"
+    # a shard whose own metadata disagrees with the index (its range)
+    copy range; cp "$WORK/good/idx.safetensors" "$WORK/range/idx.safetensors"
+    "$PYTHON" - "$d/rank-00001-of-00002.safetensors" <<'PY' || fail "could not edit the shard"
+import json, struct, sys
+path = sys.argv[1]
+blob = open(path, "rb").read()
+(n,) = struct.unpack("<Q", blob[:8])
+header = json.loads(blob[8:8 + n])
+header["__metadata__"]["offset"] = "0"
+text = json.dumps(header).encode()
+text += b" " * (-len(text) % 8)
+open(path, "wb").write(struct.pack("<Q", len(text)) + text + blob[8 + n:])
+PY
+    hostile range "range/$g/rank-00001-of-00002.safetensors: metadata 'offset' is '0', the index says '[0-9]+'"
+    if "$FULGUR" ckpt merge "$WORK/good.safetensors" -o "$WORK/x.safetensors" >"$WORK/plain.log" 2>&1; then fail "a plain checkpoint was merged"; fi
+    grep -q "not a sharded checkpoint index (metadata format is 'fulgur-checkpoint-1'" "$WORK/plain.log" || { cat "$WORK/plain.log"; fail "plain checkpoint: wrong message"; }
+    echo "ok: every broken shard set was refused with its file and field"
+}
+
+step_mixed_precision() {
+    local p out
+    for p in bf16-mixed fp16-mixed; do
+        must "$WORK/ddp_$p.log" mpi 2 fit "$WORK/ddp.ini" strategy.name=ddp precision.name=$p \
+            trainer.final_checkpoint="$WORK/ddp_$p.safetensors"
+        must "$WORK/s1_$p.log" mpi 2 fit "$CFG" strategy.stage=1 precision.name=$p \
+            trainer.final_checkpoint="$WORK/s1_$p.safetensors"
+        out=$("$PYTHON" "$COMPARE" "$WORK/s1_$p.safetensors" "$WORK/ddp_$p.safetensors" 0) ||
+            fail "stage 1 under $p differs from ddp: $out"
+        "$PYTHON" - "$WORK/s1_$p.log" <<'PY' || fail "stage 1 under $p: memory line off"
+import re, sys
+text = open(sys.argv[1]).read()
+m = re.search(r"memory \(device 0\): params ([\d.]+) MiB, master ([\d.]+) MiB, grads ([\d.]+) MiB, optimizer ([\d.]+) MiB", text)
+geo = re.search(r"shards of (\d+) of (\d+) floats", text)
+if not m or not geo: sys.exit("no memory or geometry line")
+S, P = (int(x) for x in geo.groups())
+mib = 1 << 20
+want = (2 * P, 4 * P, 4 * P, 8 * S)  # half params, f32 master, f32 grads, AdamW m and v of the shard
+got = [float(x) * mib for x in m.groups()]
+print(f"params/master/grads/optimizer {[round(g / mib, 3) for g in got]} MiB, want {[round(w / mib, 3) for w in want]}")
+sys.exit(any(abs(g - w) > 0.006 * mib for g, w in zip(got, want)))
+PY
+        echo "ok: stage 1 under $p == ddp: $out"
+    done
+    if mpi 2 fit "$CFG" strategy.stage=2 precision.name=bf16-mixed >"$WORK/s2.log" 2>&1; then fail "stage 2 under bf16-mixed was accepted"; fi
+    grep -q 'stage = 2 with half working parameters (mixed precision).*use stage = 1' "$WORK/s2.log" || { cat "$WORK/s2.log"; fail "stage 2: no message"; }
+    if mpi 2 fit "$CFG" strategy.stage=3 precision.name=bf16-mixed >"$WORK/s3.log" 2>&1; then fail "stage 3 under bf16-mixed was accepted"; fi
+    grep -q 'only whole replicas run in half precision' "$WORK/s3.log" || { cat "$WORK/s3.log"; fail "stage 3: no message"; }
+    echo "ok: stages 2 and 3 under bf16-mixed refused with a message"
+}
+
+step_batchnorm_buffers() {
+    local s d0 d1 out
+    sed -e 's/^name = ddp$/name = sharded\nstage = 3\nbucket_mb = 0.01/' "$SHARDED_TESTS/../ddp/batchnorm.ini" >"$WORK/bn.ini"
+    must "$WORK/ddp.log" mpi 2 fit "$SHARDED_TESTS/../ddp/batchnorm.ini" trainer.final_checkpoint="$WORK/ddp.safetensors"
+    for s in 1 2 3; do
+        must "$WORK/s$s.log" mpi 2 -v fit "$WORK/bn.ini" strategy.stage=$s trainer.final_checkpoint="$WORK/s$s.safetensors"
+        d0=$(grep -aoE 'rank 0: model buffers \(256 floats\) digest [0-9a-f]+' "$WORK/s$s.log" | awk '{print $NF}')
+        d1=$(grep -aoE 'rank 1: model buffers \(256 floats\) digest [0-9a-f]+' "$WORK/s$s.log" | awk '{print $NF}')
+        [ -n "$d0" ] && [ "$d0" = "$d1" ] || { grep -a 'model buffers' "$WORK/s$s.log"; fail "stage $s: running statistics differ between ranks: '$d0' '$d1'"; }
+        out=$("$PYTHON" "$COMPARE" "$WORK/s$s.safetensors" "$WORK/ddp.safetensors" 0) ||
+            fail "stage $s with batch norm differs from ddp: $out"
+        echo "ok: stage $s: both ranks hold running statistics $d0; == ddp: $out"
+    done
+}
+
+"step_$step"
