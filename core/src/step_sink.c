@@ -65,6 +65,15 @@ int fg_step_sink_report(fg_step_sink *s, const char *name, double value)
     return first_miss ? -1 : 0;
 }
 
+/* A plugin that times a phase itself (pipeline stages run forward and backward on their
+ * own threads) reports it under the phase's name: its value replaces the core's slot. */
+static int reported_by_plugin(const fg_step_sink *s, const char *name)
+{
+    for (int i = 0; i < s->count; i++)
+        if (s->reports[i] > 0 && strcmp(s->names[i], name) == 0) return 1;
+    return 0;
+}
+
 uint32_t fg_step_sink_drain(fg_step_sink *s, int64_t steps, int with_phases, fg_metric *out,
                             uint32_t cap)
 {
@@ -72,6 +81,7 @@ uint32_t fg_step_sink_drain(fg_step_sink *s, int64_t steps, int with_phases, fg_
     uint32_t k = 0;
     pthread_mutex_lock(&s->lock);
     for (int p = 0; with_phases && p < FG_PHASE_COUNT && k < cap; p++) {
+        if (reported_by_plugin(s, phase_names[p])) continue;
         out[k].name = phase_names[p];
         out[k++].value = s->phase[p] / (double)s->replicas / n;
     }

@@ -341,6 +341,12 @@ static float *stage_params(void *ctx, void *stage)
     return fg_replica_params(((train_stage *)stage)->arena[0]);
 }
 
+static float *stage_grads(void *ctx, void *stage)
+{
+    (void)ctx;
+    return fg_replica_grads(((train_stage *)stage)->arena[0]);
+}
+
 static float *stage_buffers(void *ctx, void *stage)
 {
     (void)ctx;
@@ -376,4 +382,5 @@ void fg_train_services_init_stage(fg_train_ctx *c)
     s->stage_params = stage_params;
     s->stage_buffers = stage_buffers;
     s->stage_opt_state = stage_opt_state;
+    s->stage_grads = stage_grads;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ckpt_sharded.h"
 #include "trainer_internal.h"
 
 #define STRAT(t) ((const fg_strategy_vtable *)(t)->strategy.vt)
@@ -40,6 +41,7 @@ static fg_status link_second_name(fg_trainer *t, const char *written, const char
     else
         snprintf(path, sizeof path, "%s/%s", t->run_dir, also);
     fg_status st = fg_checkpoint_link(written, path, err);
+    if (st == FG_OK) fg_shard_collect(path); /* a sharded index: shard folders it replaced */
     if (st == FG_OK && t->rt->verbosity >= FG_LOG_INFO)
         fprintf(t->out, "checkpoint: %s (the same as %s)\n", path, written);
     return st;

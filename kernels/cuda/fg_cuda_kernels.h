@@ -122,6 +122,18 @@ cudaError_t fg_cu_bn_backward(cudaStream_t s, int type, int param_type, int grad
                               const void *dy, void *dx, void *dgamma, void *dbeta,
                               int accumulate);
 
+/* ---- half gradients and "true" half parameters (half_storage.cu) ---------------------- */
+/* x of `type` (1 f32, 2 f16, 3 bf16); arithmetic in f32, stores rounded to nearest even */
+cudaError_t fg_cu_sum_squares_ex(cudaStream_t s, const void *x, int type, size_t n,
+                                 float *out, double *scratch);
+/* x = x * alpha, then clamped to [lo, hi] when clamp */
+cudaError_t fg_cu_scale_clamp_ex(cudaStream_t s, void *x, int type, float alpha, float lo,
+                                 float hi, int clamp, size_t n);
+cudaError_t fg_cu_sgd_update_ex(cudaStream_t s, const fg_cu_sgd *a, void *param, int pt,
+                                const void *grad, int gt, float *buf, size_t n);
+cudaError_t fg_cu_adamw_update_ex(cudaStream_t s, const fg_cu_adamw *a, void *param, int pt,
+                                  const void *grad, int gt, float *m, float *v, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -107,4 +107,19 @@ fg_status fg_cuda_op_softmax_xent_backward_ex(void *state, void *queue,
                                               const int32_t *labels, int rows, int classes,
                                               float scale, void *dlogits, fg_error *err);
 
+/* cuda_ops_half.c: half gradients and "true" half parameters */
+fg_status fg_cuda_op_sum_squares_ex(void *state, void *queue, const void *x, uint32_t dtype,
+                                    size_t n, float *out, fg_error *err);
+fg_status fg_cuda_op_scale_ex(void *state, void *queue, void *x, uint32_t dtype, float alpha,
+                              size_t n, fg_error *err);
+fg_status fg_cuda_op_clamp_ex(void *state, void *queue, void *x, uint32_t dtype, float lo,
+                              float hi, size_t n, fg_error *err);
+fg_status fg_cuda_op_sgd_update_ex(void *state, void *queue, const fg_sgd_args *a, void *param,
+                                   uint32_t param_dtype, const void *grad, uint32_t grad_dtype,
+                                   float *momentum_buf, size_t n, fg_error *err);
+fg_status fg_cuda_op_adamw_update_ex(void *state, void *queue, const fg_adamw_args *a,
+                                     void *param, uint32_t param_dtype, const void *grad,
+                                     uint32_t grad_dtype, float *m, float *v, size_t n,
+                                     fg_error *err);
+
 #endif

@@ -240,6 +240,11 @@ static const fg_backend_vtable fg_cuda_vtable = {
     .dropout_backward_ex = fg_cuda_op_dropout_backward_ex,
     .softmax_xent_forward_ex = fg_cuda_op_softmax_xent_forward_ex,
     .softmax_xent_backward_ex = fg_cuda_op_softmax_xent_backward_ex,
+    .sum_squares_ex = fg_cuda_op_sum_squares_ex,
+    .scale_ex = fg_cuda_op_scale_ex,
+    .clamp_ex = fg_cuda_op_clamp_ex,
+    .sgd_update_ex = fg_cuda_op_sgd_update_ex,
+    .adamw_update_ex = fg_cuda_op_adamw_update_ex,
 };
 
 FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {

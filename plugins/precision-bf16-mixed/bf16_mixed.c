@@ -12,8 +12,8 @@ typedef struct bf16_state {
 
 static const fg_option bf16_options[] = {
     {"grad_dtype", FG_OPT_ENUM, "fp32", 1, 0, "fp32|half",
-     "dtype of parameter gradients: fp32 (as Lightning's bf16-mixed) or half (bf16 gradients; "
-     "refused by a core that accumulates in fp32)"},
+     "dtype of parameter gradients: fp32 (as Lightning's bf16-mixed) or half (bf16 gradients, half "
+     "the bytes; strategy single only; the f32 master update reads them)"},
 };
 
 static fg_status bf16_init(const fg_host *host, void **state, fg_error *err)

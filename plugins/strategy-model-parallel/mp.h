@@ -5,7 +5,9 @@
  * their backwards (last first), so stage s works on micro-batch m while stage s + 1 works
  * on m - 1. Activations go forward and their gradients back as device buffers, copied
  * with the backend's copy op (peer or staged, as the backend does it). One persistent
- * thread per stage beyond the first; the trainer's thread drives stage 0. */
+ * thread per stage beyond the first; the trainer's thread drives stage 0. With
+ * dp_replicas = R, R pipelines run side by side on R x stages devices, each on its shard
+ * of the batch; pipeline 0's stages sum the gradients, step, and the others copy back. */
 #ifndef FULGUR_STRATEGY_MP_H
 #define FULGUR_STRATEGY_MP_H
 
@@ -19,23 +21,28 @@
 #define MP_MAX_CHUNKS 1024
 
 typedef enum mp_job {
-    MP_JOB_TRAIN = 1, /* forwards then backwards of every micro-batch */
-    MP_JOB_EVAL = 2,  /* forwards only, training = 0 */
-    MP_JOB_STEP = 3,  /* each stage's optimizer update */
-    MP_JOB_STOP = 4
+    MP_JOB_TRAIN = 1,  /* forwards then backwards of every micro-batch */
+    MP_JOB_EVAL = 2,   /* forwards only, training = 0 */
+    MP_JOB_STEP = 3,   /* each stage's optimizer update (pipeline 0's) */
+    MP_JOB_STOP = 4,
+    MP_JOB_REDUCE = 5, /* pipeline 0's stages add the other pipelines' gradients */
+    MP_JOB_PULL = 6    /* the other pipelines' stages copy pipeline 0's parameters */
 } mp_job;
 
 typedef struct mp mp;
 
 typedef struct mp_stage {
     mp *d;
-    int index, device;
+    int index, device;      /* stage index within its pipeline */
+    int replica;            /* its pipeline (dp_replicas) */
     int first_layer, layer_count;
     void *stage, *queue;
     int64_t in_elems, out_elems;  /* floats per sample at the input and output */
     int64_t param_offset, param_count, buffer_offset, buffer_count; /* model's flat regions */
     float *recv_x;   /* (chunks, micro, in_elems) on this device; NULL on stage 0 */
     float *recv_dy;  /* (chunks, micro, out_elems) on this device; NULL on the last stage */
+    float *recv_grad; /* (param_count) on pipeline 0's devices with dp_replicas > 1 */
+    float *params, *grads, *buffers; /* the stage's slices on its device */
     int fwd_ready;   /* micro-batches whose input has arrived (this job) */
     int bwd_ready;   /* micro-batches whose output gradient has arrived (this job) */
     int has_grads;   /* gradients written since the last optimizer step */
@@ -54,16 +61,19 @@ struct mp {
     const fg_train_services *svc;
     const char *split;  /* [strategy] split: layer names that start stages ("" = balance) */
     int device_count;   /* the backend's */
-    int stages;         /* stage s on device s; 0 until planned: the device count */
-    int chunks;         /* micro-batches a batch is cut into */
+    int stages;         /* stages of a pipeline; 0 until planned: the device count */
+    int replicas;       /* pipelines (dp_replicas): stage s of pipeline r on device r*stages+s */
+    int chunks;         /* micro-batches a pipeline's shard of a batch is cut into */
     int micro;          /* samples of the largest micro-batch */
-    mp_stage *s;        /* (stages) */
+    mp_stage *s;        /* (replicas * stages), pipeline by pipeline */
 
-    /* the job: micro-batch m is batch samples [at[m], at[m] + rows[m]) */
+    /* the job: micro-batch m of pipeline r is batch samples [at[k], at[k] + rows[k]),
+     * k = r * chunks + m */
     const fg_batch *batch;
-    int used;           /* micro-batches in this batch (fewer than chunks for a small one) */
-    int *at, *rows;     /* (chunks) */
+    int *used;          /* (replicas): micro-batches of each pipeline in this batch */
+    int *at, *rows;     /* (replicas * chunks) */
     float grad_scale;
+    int synced;         /* this step's gradients are summed into pipeline 0 */
 
     pthread_mutex_t lock;
     pthread_cond_t go, done, moved; /* moved: an activation or gradient arrived */
@@ -96,6 +106,9 @@ fg_status mp_gather_state(void *state, float *params, float *buffers, float *opt
                           fg_error *err);
 fg_status mp_scatter_state(void *state, const float *opt_state, fg_error *err);
 fg_status mp_memory_report(void *state, int i, fg_memory_report *out, fg_error *err);
+
+/* Stage s of pipeline r. */
+static inline mp_stage *mp_stage_at(mp *d, int r, int s) { return &d->s[r * d->stages + s]; }
 
 double mp_now(void);
 

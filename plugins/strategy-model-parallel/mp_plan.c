@@ -118,8 +118,10 @@ static void log_plan(mp *d)
                                  "%.2f MiB params", s ? "; " : "", s, g->device, a, b,
                                  (double)bytes / (1024.0 * 1024.0));
     }
-    d->host->log(d->host, FG_LOG_INFO, "%s; %d micro-batch%s of up to %d samples", line,
-                 d->chunks, d->chunks == 1 ? "" : "es", d->micro);
+    d->host->log(d->host, FG_LOG_INFO, "%s; %d micro-batch%s of up to %d samples%s", line,
+                 d->chunks, d->chunks == 1 ? "" : "es", d->micro,
+                 d->replicas > 1 ? "; the same stages on the next devices for each further "
+                 "pipeline (dp_replicas)" : "");
 }
 
 fg_status mp_plan(mp *d, fg_error *err)
@@ -136,25 +138,34 @@ fg_status mp_plan(mp *d, fg_error *err)
                                 count, d->stages);
         d->stages = count;
     } else {
-        if (d->stages == 0) d->stages = d->device_count < n ? d->device_count : n;
+        int per = d->device_count / d->replicas;
+        if (d->stages == 0) d->stages = per > 0 ? per : 1; /* as info() announced */
         if (d->stages > n)
-            return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] stages = %d, but the model has "
-                                "only %d layers", h->section, d->stages, n);
+            return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] %d stages (%s), but the model "
+                                "has only %d layers; set stages = %d or fewer, or name the "
+                                "stage boundaries with split", h->section, d->stages,
+                                d->stages == per ? "one per device: stages = 0" : "stages",
+                                n, n);
         if ((st = balance(d, starts, err)) != FG_OK) return st;
     }
-    if (d->stages > d->device_count)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] %d stages need %d devices, the "
-                            "backend has %d (the cpu backend makes more with [backend] "
-                            "devices = N)", h->section, d->stages, d->stages, d->device_count);
-    if (!(d->s = calloc((size_t)d->stages, sizeof *d->s)))
+    if (d->stages * d->replicas > d->device_count)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] %d stages x %d pipeline%s need "
+                            "%d devices, the backend has %d (the cpu backend makes more with "
+                            "[backend] devices = N)", h->section, d->stages, d->replicas,
+                            d->replicas == 1 ? "" : "s", d->stages * d->replicas,
+                            d->device_count);
+    if (!(d->s = calloc((size_t)d->stages * (size_t)d->replicas, sizeof *d->s)))
         return fg_error_set(err, FG_OUT_OF_MEMORY, "strategy.model-parallel: out of memory");
-    for (int s = 0; s < d->stages; s++) {
-        d->s[s].d = d;
-        d->s[s].index = s;
-        d->s[s].device = s;
-        d->s[s].first_layer = starts[s];
-        d->s[s].layer_count = (s + 1 < d->stages ? starts[s + 1] : n) - starts[s];
-    }
+    for (int r = 0; r < d->replicas; r++)
+        for (int s = 0; s < d->stages; s++) {
+            mp_stage *g = mp_stage_at(d, r, s);
+            g->d = d;
+            g->index = s;
+            g->replica = r;
+            g->device = r * d->stages + s;
+            g->first_layer = starts[s];
+            g->layer_count = (s + 1 < d->stages ? starts[s + 1] : n) - starts[s];
+        }
     log_plan(d);
     return FG_OK;
 }

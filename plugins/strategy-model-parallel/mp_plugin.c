@@ -16,7 +16,8 @@ static const fg_option options[] = {
      "micro-batches each batch is cut into (GPipe): more keep the stages busier; batch norm "
      "then normalises over each micro-batch"},
     {"dp_replicas", FG_OPT_INT, "1", 1, 64, NULL,
-     "data-parallel copies of the pipeline; only 1 is implemented"},
+     "data-parallel copies of the pipeline on the next devices: each batch is split over "
+     "them, gradients summed into the first, parameters copied back"},
 };
 
 /* "fc2, fc3": two layers start stages after the first one's. */
@@ -36,11 +37,7 @@ static fg_status read_keys(mp *d, fg_error *err)
     h->get_int(h, "stages", &stages);
     h->get_int(h, "chunks", &chunks);
     h->get_int(h, "dp_replicas", &replicas);
-    if (replicas > 1)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] dp_replicas = %lld: data parallel "
-                            "across pipelines is not implemented; use dp_replicas = 1 (one "
-                            "pipeline), or strategy.dp / ddp without stages", h->section,
-                            (long long)replicas);
+    d->replicas = (int)replicas;
     d->stages = (int)stages;
     d->chunks = (int)chunks;
     return FG_OK;
@@ -82,8 +79,10 @@ static fg_status mp_info(void *state, fg_strategy_info *out, fg_error *err)
 {
     (void)err;
     const mp *d = state;
-    int devices = d->s ? d->stages : *d->split ? split_stages(d->split)
-                : d->stages ? d->stages : d->device_count;
+    int per = d->replicas > 0 ? d->device_count / d->replicas : d->device_count;
+    int stages = d->s ? d->stages : *d->split ? split_stages(d->split)
+               : d->stages ? d->stages : per > 0 ? per : 1;
+    int devices = stages * d->replicas;
     out->launch_mode = FG_LAUNCH_ONE_PROCESS;
     out->needs_comm = 0;
     out->devices = devices;
@@ -112,6 +111,9 @@ static fg_status create_stage(mp *d, mp_stage *g, fg_error *err)
     g->queue = svc->stage_queue(svc->ctx, g->stage);
     svc->stage_range(svc->ctx, g->stage, &g->param_offset, &g->param_count, &g->buffer_offset,
                      &g->buffer_count);
+    g->params = svc->stage_params(svc->ctx, g->stage);
+    g->grads = svc->stage_grads(svc->ctx, g->stage);
+    g->buffers = svc->stage_buffers(svc->ctx, g->stage);
     g->in_elems = out_elems(svc, g->first_layer - 1);
     g->out_elems = out_elems(svc, g->first_layer + g->layer_count - 1);
     size_t rows = (size_t)d->chunks * (size_t)d->micro;
@@ -121,6 +123,9 @@ static fg_status create_stage(mp *d, mp_stage *g, fg_error *err)
     if (st == FG_OK && g->index + 1 < d->stages)
         st = d->be->alloc(d->be_state, g->device, rows * (size_t)g->out_elems * sizeof(float),
                           (void **)&g->recv_dy, err);
+    if (st == FG_OK && d->replicas > 1 && g->replica == 0 && g->param_count)
+        st = d->be->alloc(d->be_state, g->device, (size_t)g->param_count * sizeof(float),
+                          (void **)&g->recv_grad, err);
     return st;
 }
 
@@ -128,19 +133,23 @@ static fg_status mp_setup(void *state, const fg_train_services *svc, fg_error *e
 {
     mp *d = state;
     d->svc = svc;
-    if (!FG_HAS_FIELD(svc, fg_train_services, stage_opt_state) || !svc->stage_create)
+    if (!FG_HAS_FIELD(svc, fg_train_services, stage_grads) || !svc->stage_create ||
+        !svc->stage_grads)
         return fg_error_set(err, FG_INCOMPATIBLE, "strategy.model-parallel needs a core with "
                             "pipeline stages (fg_train_services.stage_*, fulgur 0.2)");
-    /* The largest micro-batch: the batch over chunks, or up to 3 for a batch too small
-     * for chunks of two samples (mp_split). */
+    /* The largest micro-batch: a pipeline's shard over chunks, or up to 3 for a batch too
+     * small for parts of two samples (mp_split). */
     int small = svc->max_batch < 3 ? svc->max_batch : 3;
-    d->micro = (svc->max_batch + d->chunks - 1) / d->chunks;
+    int shard = (svc->max_batch + d->replicas - 1) / d->replicas;
+    d->micro = (shard + d->chunks - 1) / d->chunks;
     if (d->micro < small) d->micro = small;
-    if (!(d->at = calloc((size_t)d->chunks, sizeof *d->at)) ||
-        !(d->rows = calloc((size_t)d->chunks, sizeof *d->rows)))
+    size_t parts = (size_t)d->replicas * (size_t)d->chunks;
+    if (!(d->at = calloc(parts, sizeof *d->at)) || !(d->rows = calloc(parts, sizeof *d->rows)) ||
+        !(d->used = calloc((size_t)d->replicas, sizeof *d->used)))
         return fg_error_set(err, FG_OUT_OF_MEMORY, "strategy.model-parallel: out of memory");
     fg_status st = mp_plan(d, err);
-    for (int s = 0; st == FG_OK && s < d->stages; s++) st = create_stage(d, &d->s[s], err);
+    for (int s = 0; st == FG_OK && s < d->stages * d->replicas; s++)
+        st = create_stage(d, &d->s[s], err);
     if (st == FG_OK) st = mp_workers_start(d, err);
     return st;
 }
@@ -148,11 +157,12 @@ static fg_status mp_setup(void *state, const fg_train_services *svc, fg_error *e
 static void report_totals(mp *d)
 {
     if (d->steps <= 0 || d->total_step_s <= 0) return;
-    double busy = d->total_busy_s / ((double)d->stages * d->total_step_s);
+    int all = d->stages * d->replicas;
+    double busy = d->total_busy_s / ((double)all * d->total_step_s);
     double ideal = (double)(d->stages - 1) / (double)(d->chunks + d->stages - 1);
     char per[512];
     size_t used = 0;
-    for (int s = 0; s < d->stages && used < sizeof per; s++)
+    for (int s = 0; s < all && used < sizeof per; s++)
         used += (size_t)snprintf(per + used, sizeof per - used, "%s%.2f", s ? " " : "",
                                  1e3 * d->s[s].total_busy_s / (double)d->steps);
     d->host->log(d->host, FG_LOG_INFO, "%lld steps: %.2f ms a step in the pipeline, stages "
@@ -168,8 +178,9 @@ static void mp_teardown(void *state)
     if (!d->svc) return;
     mp_workers_stop(d);
     report_totals(d);
-    for (int s = 0; d->s && s < d->stages; s++) {
+    for (int s = 0; d->s && s < d->stages * d->replicas; s++) {
         mp_stage *g = &d->s[s];
+        if (g->recv_grad) d->be->free(d->be_state, g->device, g->recv_grad);
         if (g->recv_x) d->be->free(d->be_state, g->device, g->recv_x);
         if (g->recv_dy) d->be->free(d->be_state, g->device, g->recv_dy);
         if (g->stage) d->svc->stage_destroy(d->svc->ctx, g->stage);
@@ -177,8 +188,9 @@ static void mp_teardown(void *state)
     free(d->s);
     free(d->at);
     free(d->rows);
+    free(d->used);
     d->s = NULL;
-    d->at = d->rows = NULL;
+    d->at = d->rows = d->used = NULL;
     d->svc = NULL;
 }
 
@@ -189,6 +201,7 @@ static fg_status mp_train_step(void *state, const fg_batch *batch, int micro_ind
     (void)final;
     mp *d = state;
     mp_split(d, batch, grad_scale);
+    d->synced = 0;
     double t0 = mp_now();
     d->fwd_done_at = t0;
     fg_status st = mp_run(d, MP_JOB_TRAIN, err);
@@ -203,7 +216,8 @@ static fg_status mp_train_step(void *state, const fg_batch *batch, int micro_ind
 static void report_step(mp *d)
 {
     double busy = 0;
-    for (int s = 0; s < d->stages; s++) {
+    int all = d->stages * d->replicas;
+    for (int s = 0; s < all; s++) {
         busy += d->s[s].busy_s;
         d->s[s].total_busy_s += d->s[s].busy_s;
         d->s[s].busy_s = 0;
@@ -216,18 +230,31 @@ static void report_step(mp *d)
         d->host->metric(d->host, "time/backward_s", d->bwd_s, d->steps);
         d->host->metric(d->host, "time/optimizer_s", d->opt_s, d->steps);
         d->host->metric(d->host, "pipeline/bubble_frac",
-                        1.0 - busy / ((double)d->stages * d->step_s), d->steps);
+                        1.0 - busy / ((double)all * d->step_s), d->steps);
     }
     d->step_s = d->fwd_s = d->bwd_s = d->opt_s = 0;
+}
+
+/* With dp_replicas: pipeline 0's stages add the others' gradients (once a step). */
+static fg_status mp_sync_grads(void *state, fg_error *err)
+{
+    mp *d = state;
+    if (d->replicas == 1 || d->synced) return FG_OK;
+    fg_status st = mp_run(d, MP_JOB_REDUCE, err);
+    d->synced = st == FG_OK;
+    return st;
 }
 
 static fg_status mp_optimizer_step(void *state, fg_error *err)
 {
     mp *d = state;
     double t0 = mp_now();
-    fg_status st = mp_run(d, MP_JOB_STEP, err);
+    fg_status st = mp_sync_grads(d, err);
+    if (st == FG_OK) st = mp_run(d, MP_JOB_STEP, err);
+    if (st == FG_OK && d->replicas > 1) st = mp_run(d, MP_JOB_PULL, err);
     d->opt_s = mp_now() - t0;
-    for (int s = 0; s < d->stages; s++) d->s[s].has_grads = 0;
+    d->synced = 0;
+    for (int s = 0; s < d->stages * d->replicas; s++) d->s[s].has_grads = 0;
     d->steps++;
     report_step(d);
     return st;
@@ -240,10 +267,21 @@ static fg_status mp_eval_step(void *state, const fg_batch *batch, fg_error *err)
     return mp_run(d, MP_JOB_EVAL, err);
 }
 
+/* The sums of every pipeline's last stage. */
 static fg_status mp_read_metrics(void *state, int reset, fg_step_metrics *out, fg_error *err)
 {
     mp *d = state;
-    return d->svc->stage_read_metrics(d->svc->ctx, d->s[d->stages - 1].stage, reset, out, err);
+    out->loss_sum = out->correct = out->count = 0;
+    for (int r = 0; r < d->replicas; r++) {
+        fg_step_metrics m = {sizeof m, 0, 0, 0};
+        void *last = mp_stage_at(d, r, d->stages - 1)->stage;
+        fg_status st = d->svc->stage_read_metrics(d->svc->ctx, last, reset, &m, err);
+        if (st != FG_OK) return st;
+        out->loss_sum += m.loss_sum;
+        out->correct += m.correct;
+        out->count += m.count;
+    }
+    return FG_OK;
 }
 
 static void *mp_primary(void *state)
@@ -252,6 +290,7 @@ static void *mp_primary(void *state)
     return NULL; /* no device holds the whole model: gather_state */
 }
 
+/* Pipeline 0's stages (after sync_grads they hold the sums). */
 static fg_status mp_grad_norm_sq(void *state, double *out, fg_error *err)
 {
     mp *d = state;
@@ -285,7 +324,7 @@ static const fg_strategy_vtable vtable = {
     .eval_step = mp_eval_step,
     .read_metrics = mp_read_metrics,
     .primary_replica = mp_primary,
-    .sync_grads = NULL, /* each stage's gradients are final after its backward */
+    .sync_grads = mp_sync_grads,
     .grad_norm_sq = mp_grad_norm_sq,
     .scale_grads = mp_scale_grads,
     .memory_report = mp_memory_report,

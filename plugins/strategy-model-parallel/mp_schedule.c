@@ -16,20 +16,31 @@ double mp_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Micro-batches of sizes differing by at most one, at least 2 samples each unless the
- * batch has fewer (batch norm refuses one sample per channel). */
+/* Cuts count samples into at most `most` parts of sizes differing by at most one, at
+ * least 2 samples each unless there are fewer (batch norm refuses one sample per
+ * channel); returns the parts. */
+static int cut(int count, int most, int *sizes)
+{
+    int used = count / 2;
+    if (used > most) used = most;
+    if (used < 1) used = 1;
+    for (int i = 0; i < most; i++) sizes[i] = i < used ? count / used + (i < count % used) : 0;
+    return used;
+}
+
+/* The batch into a shard per pipeline, each shard into micro-batches. */
 void mp_split(mp *d, const fg_batch *b, float grad_scale)
 {
-    int used = b->count / 2;
-    if (used > d->chunks) used = d->chunks;
-    if (used < 1) used = 1;
-    int base = b->count / used, extra = b->count % used, at = 0;
-    for (int m = 0; m < used; m++) {
-        d->at[m] = at;
-        d->rows[m] = base + (m < extra);
-        at += d->rows[m];
+    int shard[MP_MAX_STAGES], at = 0;
+    cut(b->count, d->replicas, shard);
+    for (int r = 0; r < d->replicas; r++) {
+        int *rows = d->rows + (size_t)r * (size_t)d->chunks;
+        d->used[r] = shard[r] ? cut(shard[r], d->chunks, rows) : 0;
+        for (int m = 0; m < d->used[r]; m++) {
+            d->at[r * d->chunks + m] = at;
+            at += rows[m];
+        }
     }
-    d->used = used;
     d->batch = b;
     d->grad_scale = grad_scale;
 }
@@ -73,17 +84,19 @@ static fg_status forwards(mp_stage *g, int training, fg_error *err)
 {
     mp *d = g->d;
     const fg_train_services *svc = d->svc;
-    mp_stage *next = g->index + 1 < d->stages ? &d->s[g->index + 1] : NULL;
+    int last = g->index + 1 == d->stages;
+    mp_stage *next = last ? NULL : mp_stage_at(d, g->replica, g->index + 1);
     size_t micro = (size_t)d->micro;
-    for (int m = 0; m < d->used; m++) {
+    const int *at = d->at + g->replica * d->chunks, *rows = d->rows + g->replica * d->chunks;
+    for (int m = 0; m < d->used[g->replica]; m++) {
         if (g->index > 0 && !wait_for(d, &g->fwd_ready, m + 1)) return stopped(g, err);
         fg_batch b = *d->batch;
-        b.count = d->rows[m];
-        b.samples += (size_t)d->at[m] * (size_t)b.sample_elems;
-        b.labels += d->at[m];
+        b.count = rows[m];
+        b.samples += (size_t)at[m] * (size_t)b.sample_elems;
+        b.labels += at[m];
         const float *x = g->recv_x ? g->recv_x + (size_t)m * micro * (size_t)g->in_elems : NULL;
         double t0 = mp_now();
-        fg_status st = svc->stage_forward(svc->ctx, g->stage, m, &b, d->at[m], x, training, err);
+        fg_status st = svc->stage_forward(svc->ctx, g->stage, m, &b, at[m], x, training, err);
         g->busy_s += mp_now() - t0;
         if (st == FG_OK && next)
             st = hand_over(g, next, next->recv_x + (size_t)m * micro * (size_t)next->in_elems,
@@ -98,14 +111,16 @@ static fg_status backwards(mp_stage *g, fg_error *err)
 {
     mp *d = g->d;
     const fg_train_services *svc = d->svc;
-    mp_stage *prev = g->index > 0 ? &d->s[g->index - 1] : NULL;
-    int last = g->index + 1 == d->stages;
+    mp_stage *prev = g->index > 0 ? mp_stage_at(d, g->replica, g->index - 1) : NULL;
+    int last = g->index + 1 == d->stages, used = d->used[g->replica];
     size_t micro = (size_t)d->micro;
-    for (int k = 0; k < d->used; k++) {
-        int m = d->used - 1 - k;
+    const int *rows = d->rows + g->replica * d->chunks;
+    for (int k = 0; k < used; k++) {
+        int m = used - 1 - k;
         if (!last && !wait_for(d, &g->bwd_ready, k + 1)) return stopped(g, err);
         const float *dy = last ? NULL : g->recv_dy + (size_t)m * micro * (size_t)g->out_elems;
-        float scale = d->grad_scale * (float)d->rows[m] / (float)d->batch->count;
+        /* the share of the whole batch (every pipeline's): the sums of pipelines add up */
+        float scale = d->grad_scale * (float)rows[m] / (float)d->batch->count;
         double t0 = mp_now();
         fg_status st = svc->stage_backward(svc->ctx, g->stage, m, dy, scale, g->has_grads, err);
         g->busy_s += mp_now() - t0;
@@ -113,23 +128,59 @@ static fg_status backwards(mp_stage *g, fg_error *err)
         if (st == FG_OK && prev)
             st = hand_over(g, prev, prev->recv_dy + (size_t)m * micro * (size_t)prev->out_elems,
                            svc->stage_input_grad(svc->ctx, g->stage, m),
-                           (size_t)d->rows[m] * (size_t)g->in_elems, &prev->bwd_ready, err);
+                           (size_t)rows[m] * (size_t)g->in_elems, &prev->bwd_ready, err);
         if (st != FG_OK) return st;
     }
     return FG_OK;
 }
 
+/* Pipeline 0's stage adds the same stage's gradients of every other pipeline that has
+ * some this step (a copy to its device, an axpy). */
+static fg_status reduce(mp_stage *g, fg_error *err)
+{
+    mp *d = g->d;
+    fg_status st = FG_OK;
+    size_t n = (size_t)g->param_count;
+    for (int r = 1; r < d->replicas && st == FG_OK && n; r++) {
+        const mp_stage *o = mp_stage_at(d, r, g->index);
+        if (!o->has_grads) continue;
+        st = d->be->copy(d->be_state, g->queue, g->recv_grad, g->device, o->grads, o->device,
+                         n * sizeof(float), err);
+        if (st == FG_OK) st = d->be->axpy(d->be_state, g->queue, 1.0f, g->recv_grad, g->grads, n, err);
+    }
+    return st == FG_OK ? d->be->queue_sync(d->be_state, g->queue, err) : st;
+}
+
+/* Another pipeline's stage copies pipeline 0's parameters and buffers of the stage. */
+static fg_status pull(mp_stage *g, fg_error *err)
+{
+    mp *d = g->d;
+    const mp_stage *o = mp_stage_at(d, 0, g->index);
+    fg_status st = FG_OK;
+    if (g->param_count)
+        st = d->be->copy(d->be_state, g->queue, g->params, g->device, o->params, o->device,
+                         (size_t)g->param_count * sizeof(float), err);
+    if (st == FG_OK && g->buffer_count)
+        st = d->be->copy(d->be_state, g->queue, g->buffers, g->device, o->buffers, o->device,
+                         (size_t)g->buffer_count * sizeof(float), err);
+    return st == FG_OK ? d->be->queue_sync(d->be_state, g->queue, err) : st;
+}
+
 static fg_status run_part(mp_stage *g, mp_job job, fg_error *err)
 {
     const fg_train_services *svc = g->d->svc;
+    int lead = g->replica == 0; /* pipeline 0 holds the model the optimizer updates */
     switch (job) {
     case MP_JOB_TRAIN: {
         fg_status st = forwards(g, 1, err);
-        if (g->index + 1 == g->d->stages) g->d->fwd_done_at = mp_now(); /* read after join */
+        if (g->index + 1 == g->d->stages && g->replica == 0)
+            g->d->fwd_done_at = mp_now(); /* read after the join */
         return st == FG_OK ? backwards(g, err) : st;
     }
     case MP_JOB_EVAL: return forwards(g, 0, err);
-    case MP_JOB_STEP: return svc->stage_optimizer_step(svc->ctx, g->stage, err);
+    case MP_JOB_STEP: return lead ? svc->stage_optimizer_step(svc->ctx, g->stage, err) : FG_OK;
+    case MP_JOB_REDUCE: return lead ? reduce(g, err) : FG_OK;
+    case MP_JOB_PULL: return lead ? FG_OK : pull(g, err);
     case MP_JOB_STOP: return FG_OK;
     }
     return FG_OK;
@@ -143,7 +194,7 @@ static void run_and_record(mp_stage *g, mp_job job)
     g->st = run_part(g, job, &g->err);
     if (g->st == FG_OK) return;
     pthread_mutex_lock(&d->lock);
-    if (!d->failed) d->failed = g->index + 1; /* the first stage to fail, plus one */
+    if (!d->failed) d->failed = (int)(g - d->s) + 1; /* the first to fail, plus one */
     pthread_cond_broadcast(&d->moved);
     pthread_mutex_unlock(&d->lock);
 }
@@ -181,11 +232,12 @@ fg_status mp_workers_start(mp *d, fg_error *err)
                             "stage threads' lock and conditions");
     }
     d->sync_ready = 1;
-    for (int s = 1; s < d->stages; s++) {
+    for (int s = 1; s < d->stages * d->replicas; s++) {
         int rc = pthread_create(&d->s[s].thread, NULL, worker_main, &d->s[s]);
         if (rc != 0)
             return fg_error_set(err, FG_INTERNAL, "strategy.model-parallel: cannot start the "
-                                "thread of stage %d (pthread_create: error %d)", s, rc);
+                                "thread of device %d (pthread_create: error %d)",
+                                d->s[s].device, rc);
         d->s[s].started = 1;
     }
     return FG_OK;
@@ -199,7 +251,7 @@ void mp_workers_stop(mp *d)
     d->generation++;
     pthread_cond_broadcast(&d->go);
     pthread_mutex_unlock(&d->lock);
-    for (int s = 1; s < d->stages; s++)
+    for (int s = 1; s < d->stages * d->replicas; s++)
         if (d->s[s].started) {
             pthread_join(d->s[s].thread, NULL);
             d->s[s].started = 0;
@@ -214,10 +266,11 @@ void mp_workers_stop(mp *d)
 fg_status mp_run(mp *d, mp_job job, fg_error *err)
 {
     pthread_mutex_lock(&d->lock);
-    for (int s = 0; s < d->stages; s++) d->s[s].fwd_ready = d->s[s].bwd_ready = 0;
+    int all = d->stages * d->replicas;
+    for (int s = 0; s < all; s++) d->s[s].fwd_ready = d->s[s].bwd_ready = 0;
     d->failed = 0;
     d->job = job;
-    d->running = d->stages - 1;
+    d->running = all - 1;
     d->generation++;
     pthread_cond_broadcast(&d->go);
     pthread_mutex_unlock(&d->lock);

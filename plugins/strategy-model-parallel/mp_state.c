@@ -65,14 +65,15 @@ fg_status mp_scatter_state(void *state, const float *opt_state, fg_error *err)
 fg_status mp_memory_report(void *state, int i, fg_memory_report *out, fg_error *err)
 {
     mp *d = state;
-    if (i < 0 || i >= d->stages)
+    if (i < 0 || i >= d->stages * d->replicas)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "strategy.model-parallel drives %d "
-                            "devices, not device %d", d->stages, i);
+                            "devices, not device %d", d->stages * d->replicas, i);
     const mp_stage *g = &d->s[i];
     fg_status st = d->svc->stage_memory(d->svc->ctx, g->stage, out, err);
     size_t rows = (size_t)d->chunks * (size_t)d->micro;
     if (st == FG_OK)
         out->other_bytes += (g->recv_x ? rows * (size_t)g->in_elems * sizeof(float) : 0) +
-                            (g->recv_dy ? rows * (size_t)g->out_elems * sizeof(float) : 0);
+                            (g->recv_dy ? rows * (size_t)g->out_elems * sizeof(float) : 0) +
+                            (g->recv_grad ? (size_t)g->param_count * sizeof(float) : 0);
     return st;
 }

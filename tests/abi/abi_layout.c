@@ -96,6 +96,9 @@ static const layout_line current[] = {
     FIELD(fg_backend_vtable, dropout_forward_ex), FIELD(fg_backend_vtable, dropout_backward_ex),
     FIELD(fg_backend_vtable, softmax_xent_forward_ex),
     FIELD(fg_backend_vtable, softmax_xent_backward_ex),
+    FIELD(fg_backend_vtable, sum_squares_ex), FIELD(fg_backend_vtable, scale_ex),
+    FIELD(fg_backend_vtable, clamp_ex), FIELD(fg_backend_vtable, sgd_update_ex),
+    FIELD(fg_backend_vtable, adamw_update_ex),
 
     SIZE(fg_op_dtypes), FIELD(fg_op_dtypes, struct_size), FIELD(fg_op_dtypes, act),
     FIELD(fg_op_dtypes, param), FIELD(fg_op_dtypes, grad),
@@ -161,7 +164,7 @@ static const layout_line current[] = {
     SIZE(fg_strategy_info), FIELD(fg_strategy_info, struct_size),
     FIELD(fg_strategy_info, launch_mode), FIELD(fg_strategy_info, needs_comm),
     FIELD(fg_strategy_info, devices), FIELD(fg_strategy_info, rank),
-    FIELD(fg_strategy_info, world_size),
+    FIELD(fg_strategy_info, world_size), FIELD(fg_strategy_info, half_storage),
 
     SIZE(fg_batch), FIELD(fg_batch, struct_size), FIELD(fg_batch, samples),
     FIELD(fg_batch, labels), FIELD(fg_batch, count), FIELD(fg_batch, sample_elems),
@@ -192,8 +195,9 @@ static const layout_line current[] = {
     FIELD(fg_train_services, stage_read_metrics), FIELD(fg_train_services, stage_grad_norm_sq),
     FIELD(fg_train_services, stage_scale_grads), FIELD(fg_train_services, stage_memory),
     FIELD(fg_train_services, stage_params), FIELD(fg_train_services, stage_buffers),
-    FIELD(fg_train_services, stage_opt_state),
+    FIELD(fg_train_services, stage_opt_state), FIELD(fg_train_services, stage_grads),
     FIELD(fg_train_services, replica_set_rng_stream),
+    FIELD(fg_train_services, param_dtype), FIELD(fg_train_services, grad_dtype),
 
     SIZE(fg_replica_spec), FIELD(fg_replica_spec, struct_size),
     FIELD(fg_replica_spec, full_params), FIELD(fg_replica_spec, full_grads),

@@ -68,11 +68,32 @@ run() {
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-# measure NAME KEYS...: median samples/s over the runs; the last run's log in NAME.log
+# The configurations, measured in rounds (each round runs every one once, so a change in
+# the machine's load hits all alike); a configuration's figure is its median over rounds.
+names=(single_t2 single_t1 dp_t1 dp_t2 mp_c1 mp_c2 mp_c4)
+declare -A keys=(
+    [single_t2]="strategy.name=single backend.threads=2"
+    [single_t1]="strategy.name=single backend.threads=1"
+    [dp_t1]="strategy.name=dp backend.devices=2 backend.threads=1"
+    [dp_t2]="strategy.name=dp backend.devices=2 backend.threads=2"
+    [mp_c1]="strategy.name=model-parallel backend.devices=2 backend.threads=1 strategy.chunks=1"
+    [mp_c2]="strategy.name=model-parallel backend.devices=2 backend.threads=1 strategy.chunks=2"
+    [mp_c4]="strategy.name=model-parallel backend.devices=2 backend.threads=1 strategy.chunks=4")
+for r in $(seq "$runs"); do
+    for name in "${names[@]}"; do
+        read -r -a k <<<"${keys[$name]}"
+        run "$work/$name.$r.log" "${k[@]}" >>"$work/$name.rates"
+    done
+done
+load="$load -> $(cut -d' ' -f1-3 /proc/loadavg)" # before and after the rounds
+# measure NAME: the median samples/s; NAME.log is the log of the median run
 measure() {
-    local name=$1
-    shift
-    for _ in $(seq "$runs"); do run "$work/$name.log" "$@"; done | median
+    local name=$1 m r
+    m=$(median <"$work/$name.rates")
+    for r in $(seq "$runs"); do
+        [ "$(sed -n "${r}p" "$work/$name.rates")" = "$m" ] && { cp "$work/$name.$r.log" "$work/$name.log"; break; }
+    done
+    echo "$m"
 }
 
 row() { [ -z "$results" ] && return 0
@@ -84,11 +105,11 @@ bs=$(sed -n 's/^batch_size = //p' "$here/cnn.ini")
 ms() { awk -v s="$1" -v b="$bs" 'BEGIN { printf "%.2f", 1e3 * b / s }'; }
 
 echo "bench_parallel: CNN, batch $bs, $batches batches x $runs runs, load $load"
-s2=$(measure single_t2 strategy.name=single backend.threads=2)
-s1=$(measure single_t1 strategy.name=single backend.threads=1)
-d1=$(measure dp_t1 strategy.name=dp backend.devices=2 backend.threads=1)
+s2=$(measure single_t2)
+s1=$(measure single_t1)
+d1=$(measure dp_t1)
 sync1=$(sed -n 's/.*(\([0-9.]*\) ms a step, nothing overlapped.*/\1/p' "$work/dp_t1.log")
-d2=$(measure dp_t2 strategy.name=dp backend.devices=2 backend.threads=2)
+d2=$(measure dp_t2)
 sync2=$(sed -n 's/.*(\([0-9.]*\) ms a step, nothing overlapped.*/\1/p' "$work/dp_t2.log")
 printf '%-28s %8s samples/s  %7s ms/step\n' "single, 2 threads" "$s2" "$(ms "$s2")" \
     "single, 1 thread" "$s1" "$(ms "$s1")"
@@ -102,7 +123,7 @@ row dp2_t2 "$d2" "$(ms "$d2")" "reduce+broadcast ${sync2} ms"
 
 half=$(awk -v s="$s1" -v b="$bs" 'BEGIN { printf "%.2f", 0.5e3 * b / s }')
 for m in 1 2 4; do
-    p=$(measure "mp_c$m" strategy.name=model-parallel backend.devices=2 backend.threads=1 strategy.chunks=$m)
+    p=$(measure "mp_c$m")
     line=$(grep 'ms a step in the pipeline' "$work/mp_c$m.log")
     step=$(sed -n 's/.*: \([0-9.]*\) ms a step in the pipeline.*/\1/p' <<<"$line")
     bubble=$(sed -n 's/.*(bubble \([0-9]*\)%.*/\1/p' <<<"$line")

@@ -22,7 +22,7 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
 {
-    printf '[trainer]\nmax_steps = 1\nseed = 1\nlog_every_n_steps = 1\ntest_after_fit = false\nlimit_val_batches = 0\n\n'
+    printf '[trainer]\nmax_steps = 1\nseed = 1\nlog_every_n_steps = 1\ntest_after_fit = false\nlimit_val_batches = 0\nfinal_checkpoint =\n\n'
     printf '[backend]\nname = cpu\nthreads = 1\n\n[precision]\nname = fp32\n\n'
     printf '[strategy]\nname = sharded\nstage = 3\nbucket_mb = 4\n\n[comm]\nname = mpi\ntimeout_s = 300\n\n'
     printf '[data]\nname = synthetic\nshape = 64\ntrain_size = 1024\ntest_size = 100\nbatch_size = 16\nnum_workers = 0\n\n'
@@ -48,7 +48,7 @@ run() { # run NAME OVERRIDES...: a fit of 1 step; per-rank peak RSS to NAME.rss.
         "$(echo "$t1 - $t0" | bc -l)"
 }
 
-run none trainer.final_checkpoint=
+run none
 echo "stage 3 on $N ranks, $(grep -o '[0-9]* parameters' "$WORK/none.log" | head -1), AdamW"
 run gathered trainer.final_checkpoint="$WORK/gathered.safetensors"
 run per_rank trainer.final_checkpoint="$WORK/shards/idx.safetensors" strategy.sharded_checkpoint=true

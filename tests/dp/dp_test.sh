@@ -14,6 +14,8 @@
 #                   run resumed under dp from a single checkpoint ends where an unbroken
 #                   single run does
 # metrics           the step events carry dp's reduce/broadcast times; throughput shows them
+# devices           devices = 1 trains like single; more devices than the backend has are
+#                   refused naming the key
 set -u
 
 step=${1:?usage: dp_test.sh STEP}
@@ -110,6 +112,19 @@ step_metrics() {
     grep -q '^throughput: communication .* 0 us (0%) hidden behind backward' "$log" ||
         { cat "$log"; fail "the throughput callback does not show dp's communication as exposed"; }
     grep '^throughput:' "$log" | tail -3
+}
+
+step_devices() {
+    local log=$WORK/refused.log rc=0 out
+    must "$WORK/one.log" fit strategy.name=dp strategy.devices=1 trainer.final_checkpoint="$WORK/one.safetensors"
+    must "$WORK/single.log" fit strategy.name=single trainer.final_checkpoint="$WORK/single.safetensors"
+    out=$("$PYTHON" "$COMPARE" "$WORK/one.safetensors" "$WORK/single.safetensors" 1e-5) ||
+        fail "dp on one device differs from single: $out"
+    grep -q '^memory (device 1)' "$WORK/one.log" && fail "dp with devices = 1 reported a second device"
+    fit strategy.name=dp strategy.devices=3 trainer.max_steps=1 >"$log" 2>&1 || rc=$?
+    [ "$rc" -ne 0 ] || { cat "$log"; fail "devices = 3 on a 2-device backend was not refused"; }
+    grep -q 'devices = 3, but the backend has 2 device(s)' "$log" || { cat "$log"; fail "no message naming devices = 3"; }
+    echo "ok: devices = 1: $out; $(grep -m1 'devices = 3' "$log")"
 }
 
 "step_$step"

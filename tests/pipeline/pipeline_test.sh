@@ -6,7 +6,8 @@
 # equivalence      MLP with dropout (pipeline.ini), split = fc2, chunks = 1 and 4 (also with
 #                  a final batch of 63): weights <= 1e-5 relative after 50 steps, the same
 #                  logged losses and test metrics. Dropout draws per sample position, so
-#                  micro-batches draw what the whole batch does.
+#                  micro-batches draw what the whole batch does. Also 6 one-layer stages
+#                  on 6 devices with 3 micro-batches.
 # cnn              CNN with AdamW (cnn.ini, no batch norm: micro-batches would normalise over
 #                  fewer samples), cut before conv2 (chunks 2), before flatten (chunks 4) and
 #                  balanced automatically (chunks 3): the same
@@ -14,9 +15,13 @@
 # memory_limit     a model of 25 MB with its gradients and momentum on 16 MiB devices:
 #                  single stops with the backend's out-of-memory message, the balanced
 #                  pipeline trains with each device's total under the limit
-# checkpoint       20 steps under model-parallel then 30 under single, and the reverse,
+# checkpoint       10 steps under model-parallel then 20 under single, and the reverse,
 #                  both end where an unbroken single run does (AdamW state crosses too)
-# refusals         dp_replicas = 2, an unknown split layer, more stages than devices
+# dp_replicas      2 pipelines x 2 stages on 4 devices (data parallel across pipelines),
+#                  chunks 1 and 4, and with accumulation and clipping: the same as single
+# refusals         an unknown split layer, layers out of order, more stages (or pipelines)
+#                  than devices, split and stages disagreeing, one stage per device
+#                  with more devices than layers
 set -u
 
 step=${1:?usage: pipeline_test.sh STEP}
@@ -75,6 +80,9 @@ step_equivalence() {
     same base c4 "strategy.split=fc2 strategy.chunks=4"
     reference final63 data.train_size=3199 # 49 * 64 + 63
     same final63 c4 "strategy.split=fc2 strategy.chunks=4" data.train_size=3199
+    # six one-layer stages (relu-only and dropout-only ones among them) on 6 devices
+    same base s6c3 "strategy.stages=6 strategy.chunks=3" backend.devices=6
+    grep -q 'stage 5 (device 5): fc3\.\.fc3' "$WORK/base.s6c3.log" || fail "no 6-stage plan"
 }
 
 step_cnn() {
@@ -142,12 +150,24 @@ refused() {
     echo "ok: $1: $(grep -m1 "$2" "$log")"
 }
 
+step_dp_replicas() {
+    local dp=(backend.devices=4 strategy.dp_replicas=2)
+    local keys=(trainer.accumulate_grad_batches=2 trainer.gradient_clip_val=0.05 data.train_size=6371)
+    reference base
+    same base r2c1 "strategy.split=fc2 strategy.chunks=1" "${dp[@]}"
+    same base r2c4 "strategy.split=fc2 strategy.chunks=4" "${dp[@]}"
+    grep -q '^memory (device 3)' "$WORK/base.r2c4.log" || fail "no memory line for device 3"
+    reference acc "${keys[@]}"
+    same acc r2c2 "strategy.chunks=2" "${dp[@]}" "${keys[@]}"
+}
+
 step_refusals() {
-    refused "strategy.dp_replicas=2" 'dp_replicas = 2: data parallel across pipelines is not implemented'
     refused "strategy.split=fc9" "split = fc9: the model has no layer 'fc9'"
     refused "strategy.split=fc2,relu1" "'relu1' does not come after the previous stage's first layer"
-    refused "strategy.split=fc2,fc3" '3 stages need 3 devices, the backend has 2'
+    refused "strategy.split=fc2,fc3" '3 stages x 1 pipeline need 3 devices, the backend has 2'
+    refused "strategy.split=fc2 strategy.dp_replicas=2" '2 stages x 2 pipelines need 4 devices, the backend has 2'
     refused "strategy.stages=2 strategy.split=fc2,fc3" 'makes 3 stages but stages = 2'
+    refused "backend.devices=8" '8 stages (one per device: stages = 0), but the model has only 6 layers'
 }
 
 "step_$step"

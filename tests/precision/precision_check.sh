@@ -116,7 +116,7 @@ refusals() {
     [ $rc -eq 2 ] && grep -qF -- "$fragment" "$tmp/r" || fail "$what: exit $rc, $(cat "$tmp/r")"
     echo "ok: $what -> $(head -c 200 "$tmp/r")"
   }
-  expect "half gradients" "grad_dtype = half is not supported" precision.name=bf16-mixed precision.grad_dtype=half
+  expect "half gradients under dp" "[strategy] dp reads gradients and parameters as f32 only" precision.name=bf16-mixed precision.grad_dtype=half strategy.name=dp backend.devices=2
   expect "min_scale above init_scale" "min_scale = 1e+06" precision.name=fp16-mixed precision.min_scale=1e6
   expect "a scaler key under bf16" "hysteresis" precision.name=bf16-mixed precision.hysteresis=2
 }

@@ -54,6 +54,15 @@ int main(void)
     n = fg_step_sink_drain(&s, 1, 0, out, sizeof out / sizeof out[0]);
     CHECK(n == 1 && strcmp(out[0].name, "time/comm_s") == 0 && out[0].value == 0.003,
           "%u metrics, %s = %g", n, n ? out[0].name : "-", n ? out[0].value : 0.0);
+    /* A plugin that times a phase itself (pipeline stages) replaces the core's slot: the
+     * name comes out once, with the plugin's value. */
+    fg_step_sink_phase(&s, FG_PHASE_FORWARD, 0.0);
+    fg_step_sink_report(&s, "time/forward_s", 0.005);
+    n = fg_step_sink_drain(&s, 1, 1, out, sizeof out / sizeof out[0]);
+    int forwards = 0;
+    for (uint32_t i = 0; i < n; i++) forwards += strcmp(out[i].name, "time/forward_s") == 0;
+    CHECK(forwards == 1 && value_of(out, n, "time/forward_s") == 0.005,
+          "%d time/forward_s entries, value %g", forwards, value_of(out, n, "time/forward_s"));
     /* Slots run out: the first refused name says so once. */
     char names[FG_SINK_SLOTS + 2][32];
     int refused = 0;

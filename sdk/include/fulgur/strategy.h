@@ -217,6 +217,9 @@ typedef struct fg_train_services {
      * handle both. */
     uint32_t param_dtype;
     uint32_t grad_dtype;
+    /* ---- data parallel across pipelines (ABI 1.x append; strategy.model-parallel) ---- */
+    /* The stage's gradients (stage_range's param_count floats) on its device. */
+    float *(*stage_grads)(void *ctx, void *stage);
 } fg_train_services;
 
 /* This rank's part of a checkpoint written one file per rank (fg_strategy_vtable.
