@@ -909,9 +909,11 @@ static void layer_ctx(const fg_replica *r, const fg_layer *l, fg_layer_ctx *c)
 {
     for (int j = 0; j < l->param_count; j++) {
         size_t off = r->m->tensors[l->param_tensor[j]].offset;
-        if (r->mapped) {
-            c->param[j] = r->map_params + (off - r->map_offset);
-            c->grad[j] = r->map_grads ? r->map_grads + (off - r->map_offset) : NULL;
+        if (r->mapped) { /* the hook's memory holds working params and grads, maybe half */
+            size_t psz = r->dt ? fg_dtype_size((fg_dtype)r->dt->param) : sizeof(float);
+            c->param[j] = (float *)((char *)r->map_params + (off - r->map_offset) * psz);
+            c->grad[j] = r->map_grads ? (float *)((char *)r->map_grads +
+                                                  (off - r->map_offset) * r->grad_size) : NULL;
             continue;
         }
         c->param[j] = (float *)((char *)r->params + (off - r->param_lo) * r->param_size);
@@ -958,7 +960,8 @@ fg_status fg_replica_forward(fg_replica *r, void *queue, const float *x_dev,
         return fg_error_set(err, FG_INVALID_ARGUMENT,
                             "forward: batch %d is outside 1..%d (the replica's max batch)",
                             batch, r->max_batch);
-    if (r->dt && r->mem_hook)
+    /* without a master copy (the strategy keeps it) the hook's memory is the half params */
+    if (r->dt && r->mem_hook && !r->m->no_master)
         return fg_error_set(err, FG_UNAVAILABLE, "forward: parameters mapped by the strategy "
                             "(sharded layers) are f32; %s working parameters are not supported "
                             "with them", fg_dtype_name((fg_dtype)r->dt->param));
@@ -1148,7 +1151,10 @@ static fg_status replica_dtypes(fg_replica *r, unsigned flags, fg_error *err)
         r->param_size = fg_dtype_size((fg_dtype)r->dt->param);
     FG_BACKEND_NEED(r->be, cast, err);
     FG_BACKEND_NEED(r->be, softmax_xent_backward_ex, err);
-    if (r->first != 0 || r->end != r->m->layer_count || (flags & FG_REPLICA_NO_PARAMS))
+    /* no params (sharded): the layer memory hook gives half ones when the strategy keeps
+     * the master (no_master); a core master copy needs the whole flat buffer */
+    if (r->first != 0 || r->end != r->m->layer_count ||
+        ((flags & FG_REPLICA_NO_PARAMS) && !r->m->no_master))
         return fg_error_set(err, FG_UNAVAILABLE, "%s activations are not supported for a "
                             "replica of part of the model (pipeline stages, sharded "
                             "parameters): only whole replicas run in half precision",

@@ -90,7 +90,8 @@ static fg_status replica_create_spec(void *ctx, int device, int max_batch,
     if (st == FG_OK)
         st = fg_optimizer_create(c->cfg, c->be, c->bs, device, (size_t)spec->opt_count, &t->opt, err);
     if (st == FG_OK)
-        st = fg_optimizer_set_dtypes(t->opt, fg_replica_param_dtype(t->replica),
+        st = fg_optimizer_set_dtypes(t->opt, c->own_master ? FG_F32
+                                                           : fg_replica_param_dtype(t->replica),
                                      fg_replica_grad_dtype(t->replica), err);
     if (st == FG_OK) st = fg_replica_upload(t->replica, t->queue, c->init_params, c->init_buffers, err);
     if (st == FG_OK) st = c->be->fill(c->bs, t->queue, t->metrics_dev, 0.0f, 2, err);
@@ -471,6 +472,7 @@ void fg_train_services_init(fg_train_ctx *c, int max_batch)
     s->replica_memory = replica_memory;
     s->replica_set_rng_stream = replica_set_rng_stream;
     fg_model_storage_dtypes(c->model, &s->param_dtype, &s->grad_dtype);
+    s->strategy_master = c->own_master;
     fg_train_services_init_shard(c);
     s->set_sample_offset = set_sample_offset;
     fg_train_services_init_stage(c);

@@ -27,6 +27,9 @@ typedef struct fg_train_ctx {
      * loss scaler skips. Every strategy's bookkeeping goes on (buckets, all-gathers) while
      * the services' optimizer updates change nothing: no parameter, no state, no counter. */
     int skip_update;
+    /* The strategy keeps the f32 master weights (fg_strategy_info.own_master): replicas hold
+     * half parameters only, and optimizer_step_at updates the strategy's f32 ones. */
+    int own_master;
 } fg_train_ctx;
 
 /* The backend device a replica created by these services lives on. */

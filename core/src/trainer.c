@@ -231,10 +231,9 @@ static fg_status setup_strategy(fg_trainer *t, fg_error *err)
 static void report_model(fg_trainer *t)
 {
     const fg_data_split *s = shape_split(t);
-    double mib = 4.0 / (1024.0 * 1024.0);
-    fprintf(t->out, "model: %zu layers, %zu parameters (%.2f MiB params, %.2f MiB grads), input (",
-            fg_model_layer_count(t->model), fg_model_param_count(t->model),
-            (double)fg_model_params_size(t->model) * mib, (double)fg_model_params_size(t->model) * mib);
+    /* bytes by role follow on the memory line: they depend on precision and strategy */
+    fprintf(t->out, "model: %zu layers, %zu parameters, input (", fg_model_layer_count(t->model),
+            fg_model_param_count(t->model));
     for (int i = 0; i < s->info.rank; i++)
         fprintf(t->out, "%s%lld", i ? ", " : "", (long long)s->info.shape[i]);
     fprintf(t->out, "), %d classes; backend %s, strategy %s (%d process%s), precision %s\n",

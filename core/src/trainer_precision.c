@@ -85,6 +85,19 @@ static fg_status check_half_storage(fg_trainer *t, fg_error *err)
     return FG_OK;
 }
 
+/* The strategy says it keeps the f32 master weights of what it updates (a failing info is
+ * reported by check_half_storage, which runs next). */
+static int strategy_owns_master(fg_trainer *t)
+{
+    const fg_strategy_vtable *sv = STRAT(t);
+    fg_strategy_info si;
+    memset(&si, 0, sizeof si);
+    si.struct_size = sizeof si;
+    fg_error e = {0};
+    return sv->info && sv->info(t->strategy.state, &si, &e) == FG_OK &&
+           si.half_storage && si.own_master;
+}
+
 fg_status fg_trainer_apply_precision(fg_trainer *t, fg_error *err)
 {
     const fg_precision_info *info = &t->prec;
@@ -101,14 +114,17 @@ fg_status fg_trainer_apply_precision(fg_trainer *t, fg_error *err)
         return fg_error_set(err, FG_UNAVAILABLE, "[precision] %s scales the loss, but [strategy] "
                             "%s cannot unscale and check gradients (grad_norm_sq, scale_grads)",
                             t->precision.inst->name, t->strategy.inst->name);
-    int true_half = half(info->param_dtype) && !info->master_weights;
-    fg_status st = half(info->grad_dtype) || true_half ? check_half_storage(t, err)
-                                                                    : FG_OK;
+    /* A strategy that keeps the f32 master of its own range (fg_strategy_info.own_master):
+     * the replicas hold half parameters and half gradients only, like a "true" mode. */
+    int own = half(info->param_dtype) && info->master_weights && strategy_owns_master(t);
+    uint32_t grad = own ? info->param_dtype : info->grad_dtype;
+    int true_half = half(info->param_dtype) && (!info->master_weights || own);
+    fg_status st = half(grad) || true_half ? check_half_storage(t, err) : FG_OK;
     if (st == FG_OK)
-        st = fg_model_set_dtypes(t->model, info->compute_dtype, info->param_dtype,
-                                 info->grad_dtype, err);
+        st = fg_model_set_dtypes(t->model, info->compute_dtype, info->param_dtype, grad, err);
     if (st == FG_OK && true_half)
         st = fg_model_set_master_weights(t->model, 0, err);
+    t->tctx.own_master = st == FG_OK && own;
     return st;
 }
 

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 
 #include "mpi_collectives.h"
+#include "mpi_half.h"
+#include "mpi_staged.h"
 
 fg_status fg_mpi_datatype(uint32_t dtype, const char *what, MPI_Datatype *out, fg_error *err)
 {
@@ -13,9 +15,11 @@ fg_status fg_mpi_datatype(uint32_t dtype, const char *what, MPI_Datatype *out, f
     case FG_F64: *out = MPI_DOUBLE; return FG_OK;
     case FG_I32: *out = MPI_INT32_T; return FG_OK;
     case FG_I64: *out = MPI_INT64_T; return FG_OK;
+    case FG_F16: case FG_BF16: *out = MPI_UINT16_T; return FG_OK; /* mpi_half.c sums */
     }
     return fg_error_set(err, FG_INVALID_ARGUMENT, "comm.mpi: %s: dtype %s (%u) is not supported "
-                        "(f32, f64, i32, i64 are)", what, fg_dtype_name((fg_dtype)dtype), dtype);
+                        "(f32, f64, i32, i64, f16, bf16 are)", what,
+                        fg_dtype_name((fg_dtype)dtype), dtype);
 }
 
 fg_status fg_mpi_reduce_op(uint32_t op, const char *what, MPI_Op *out, fg_error *err)
@@ -42,6 +46,7 @@ void fg_mpi_scale_average(void *buf, size_t count, uint32_t dtype, int size)
     case FG_F64: for (size_t i = 0; i < count; i++) ((double *)buf)[i] /= (double)size; break;
     case FG_I32: for (size_t i = 0; i < count; i++) ((int32_t *)buf)[i] /= size; break;
     case FG_I64: for (size_t i = 0; i < count; i++) ((int64_t *)buf)[i] /= size; break;
+    case FG_F16: case FG_BF16: fg_mpi_half_scale_average(buf, count, dtype, size); break;
     }
 }
 
@@ -83,7 +88,7 @@ fg_status fg_mpi_reduce_scatter(void *state, void *queue, const void *send, void
     MPI_Datatype dt = MPI_DATATYPE_NULL;
     MPI_Op mop = MPI_OP_NULL;
     fg_status st = prepare(recv_count * (size_t)c->size, dtype, "reduce_scatter", &dt, err);
-    if (st == FG_OK) st = fg_mpi_reduce_op(op, "reduce_scatter", &mop, err);
+    if (st == FG_OK) st = fg_mpi_reduce_op_for(op, dtype, "reduce_scatter", &mop, err);
     if (st != FG_OK) return st;
     fg_mpi_op what = collective(c, "reduce_scatter", recv_count * (size_t)c->size, dtype);
     MPI_Request req;
@@ -170,7 +175,7 @@ fg_status fg_mpi_all_reduce_start(void *state, void *queue, void *buf, size_t co
     MPI_Op mop = MPI_OP_NULL;
     *request = NULL;
     fg_status st = prepare(count, dtype, "all_reduce", &dt, err);
-    if (st == FG_OK) st = fg_mpi_reduce_op(op, "all_reduce", &mop, err);
+    if (st == FG_OK) st = fg_mpi_reduce_op_for(op, dtype, "all_reduce", &mop, err);
     if (st != FG_OK) return st;
     fg_mpi_request *r = calloc(1, sizeof *r);
     if (!r) return fg_error_set(err, FG_OUT_OF_MEMORY, "comm.mpi: all_reduce: out of memory");
@@ -208,6 +213,7 @@ fg_status fg_mpi_wait(void *state, void *request, fg_error *err)
     fg_status st = r->done ? FG_OK : fg_mpi_complete(c, &r->req, &r->op, err);
     if (st == FG_OK && r->average)
         fg_mpi_scale_average(r->buf, r->avg_count ? r->avg_count : r->op.count, r->op.dtype, c->size);
+    st = fg_mpi_unstage_request(c, r, st, err);
     c->in_flight--;
     free(r);
     return st;

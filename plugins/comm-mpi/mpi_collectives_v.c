@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "mpi_collectives.h"
+#include "mpi_half.h"
 
 /* A request with room for the int counts and displacements MPI reads until completion. */
 static fg_status new_request(fg_mpi_comm *c, const char *name, const size_t *counts,
@@ -57,7 +58,7 @@ fg_status fg_mpi_reduce_scatter_v_start(void *state, void *queue, const void *se
     MPI_Op mop = MPI_OP_NULL;
     fg_mpi_request *r = NULL;
     *request = NULL;
-    fg_status st = fg_mpi_reduce_op(op, "reduce_scatter_v", &mop, err);
+    fg_status st = fg_mpi_reduce_op_for(op, dtype, "reduce_scatter_v", &mop, err);
     if (st == FG_OK) st = new_request(c, "reduce_scatter_v", counts, dtype, &dt, &r, err);
     if (st != FG_OK) return st;
     r->buf = recv;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "fulgur/comm.h"
+#include "mpi_staging.h"
 
 /* The exit code of a job that a comm timeout ended (MPI_Abort's errorcode). */
 #define FG_MPI_ABORT_CODE 3
@@ -30,6 +31,7 @@ typedef struct fg_mpi_comm {
     uint64_t p2p_issued; /* send/recv issued so far (their order differs between ranks) */
     int in_flight;       /* started collectives not yet waited */
     uint64_t probe_seq;  /* the buffer of the probes a timed-out rank sends (MPI_Isend) */
+    fg_mpi_staging stage; /* device buffers through pinned host memory (mpi_staging.h) */
 } fg_mpi_comm;
 
 /* What an operation is, for messages: "all_reduce of 1024 floats (collective #7)". */
@@ -51,6 +53,9 @@ typedef struct fg_mpi_request {
     size_t avg_count;    /* elements AVG scales when not op.count (reduce_scatter_v) */
     int *counts;         /* (2 * size) per-rank counts and displacements of the v-collectives,
                           * alive until completion as MPI requires; NULL otherwise */
+    fg_mpi_stage stage;  /* staged: the host copy (stage.host != NULL), copied back by wait() */
+    void *stage_dst;     /* staged: where the result goes, from stage_offset, stage_bytes */
+    size_t stage_offset, stage_bytes;
 } fg_mpi_request;
 
 double fg_mpi_now(void);

@@ -8,12 +8,17 @@
 #include <stdlib.h>
 
 #include "mpi_collectives.h"
+#include "mpi_half.h"
 #include "mpi_launcher.h"
+#include "mpi_staged.h"
 
 static const fg_option options[] = {
     {"timeout_s", FG_OPT_FLOAT, "600", 1e-3, 1e9, NULL,
      "seconds a collective may wait for the other ranks before the job is aborted, naming "
      "the ranks that did not arrive"},
+    {"stage_device_buffers", FG_OPT_ENUM, "auto", 0, 0, "auto|true|false",
+     "copy buffers through pinned host memory of the backend around each collective (device "
+     "memory over MPI); auto: when [backend] name is not cpu"},
 };
 
 /* Open MPI loads its components with dlopen, and some of them (pml ob1, ...) resolve
@@ -85,8 +90,10 @@ static void mpi_deinit(void *state)
 {
     fg_mpi_comm *c = state;
     if (!c) return;
+    fg_mpi_staging_deinit(c);
     if (c->world != MPI_COMM_NULL) MPI_Comm_free(&c->world);
     if (c->diag != MPI_COMM_NULL) MPI_Comm_free(&c->diag);
+    fg_mpi_half_release();
     if (c->owns_mpi) MPI_Finalize();
     free(c);
 }
@@ -110,6 +117,7 @@ static fg_status mpi_init(const fg_host *host, void **state, fg_error *err)
     if (st == FG_OK) st = mpi_topology(c, &topo, err);
     if (st == FG_OK)
         st = fg_mpi_check_launcher(c->world, &topo, "comm.mpi", launcher, sizeof launcher, err);
+    if (st == FG_OK) st = fg_mpi_staging_init(c, err);
     if (st != FG_OK) {
         mpi_deinit(c);
         return st;
@@ -146,18 +154,18 @@ static void mpi_abort(void *state, int exit_code, const char *reason)
 static const fg_comm_vtable vtable = {
     .struct_size = sizeof(fg_comm_vtable),
     .topology = mpi_topology,
-    .all_reduce = fg_mpi_all_reduce,
-    .reduce_scatter = fg_mpi_reduce_scatter,
-    .all_gather = fg_mpi_all_gather,
-    .broadcast = fg_mpi_broadcast,
-    .send = fg_mpi_send,
-    .recv = fg_mpi_recv,
+    .all_reduce = fg_mpi_staged_all_reduce,
+    .reduce_scatter = fg_mpi_staged_reduce_scatter,
+    .all_gather = fg_mpi_staged_all_gather,
+    .broadcast = fg_mpi_staged_broadcast,
+    .send = fg_mpi_staged_send,
+    .recv = fg_mpi_staged_recv,
     .barrier = fg_mpi_barrier,
-    .all_reduce_start = fg_mpi_all_reduce_start,
+    .all_reduce_start = fg_mpi_staged_all_reduce_start,
     .test = fg_mpi_test,
     .wait = fg_mpi_wait,
-    .reduce_scatter_v_start = fg_mpi_reduce_scatter_v_start,
-    .all_gather_v_start = fg_mpi_all_gather_v_start,
+    .reduce_scatter_v_start = fg_mpi_staged_reduce_scatter_v_start,
+    .all_gather_v_start = fg_mpi_staged_all_gather_v_start,
     .abort = mpi_abort,
 };
 

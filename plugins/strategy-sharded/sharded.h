@@ -90,12 +90,27 @@ typedef struct sharded {
     int64_t steps;
     int per_rank_ckpt;        /* sharded_checkpoint: one checkpoint file per rank */
 
+    /* Stages 1-2 under mixed precision (fg_train_services.strategy_master): the replica's
+     * params and grads, the bucket buffers and the gradient shard are half (pdt, gdt; the
+     * pointers untyped, element i at byte i * size), and this rank keeps the f32 master of
+     * its shard only. */
+    uint32_t pdt, gdt;
+    size_t psz, gsz;          /* element sizes */
+    float *master;            /* (mine) f32 master shard; NULL when the params are f32 */
+    float *zeros;             /* stage 2 with half grads: cap zero half elements (padding) */
+
     /* batch-norm running statistics: the replica's whole region, rank 0's broadcast */
     float *buffers;           /* (buffer_count); NULL when the model has none */
     int64_t buffer_count;
     int buffers_stale;        /* a training forward ran since the last broadcast */
     int64_t buffer_syncs;
 } sharded;
+
+/* Element i of an untyped buffer of elements of esz bytes. */
+static inline void *sh_at(void *base, int64_t i, size_t esz)
+{
+    return (char *)base + (size_t)i * esz;
+}
 
 /* Overlap of [a, b) with rank k's shard, in floats. */
 int64_t sh_piece(const sharded *s, int k, int64_t a, int64_t b);

@@ -45,8 +45,9 @@ static fg_status ar_start(sharded *s, int64_t lo, int64_t hi, fg_error *err)
     s->pending_hi = lo;
     fg_status st = s->be->queue_sync(s->be_state, s->queue, err);
     if (st == FG_OK)
-        st = s->comm->all_reduce_start(s->comm_state, NULL, s->grads + lo, (size_t)(hi - lo),
-                                       FG_F32, FG_REDUCE_SUM, &s->ar_req[s->ar_count], err);
+        st = s->comm->all_reduce_start(s->comm_state, NULL, sh_at(s->grads, lo, s->gsz),
+                                       (size_t)(hi - lo), s->gdt, FG_REDUCE_SUM,
+                                       &s->ar_req[s->ar_count], err);
     if (st == FG_OK) s->ar_count++;
     return st;
 }
@@ -113,12 +114,19 @@ static fg_status acquire(sharded *s, int i, fg_error *err)
     fg_status st = s->comm->wait(s->comm_state, b->request, err);
     b->request = NULL;
     if (st != FG_OK || !b->piece_n) return st;
-    const float *piece = b->buf + (s->cap - (b->hi - b->lo)); /* in place: at the start */
-    float *dst = s->gshard + (b->piece_lo - s->lo);
+    const float *piece = sh_at(b->buf, s->cap - (b->hi - b->lo), s->gsz); /* in place */
+    float *dst = sh_at(s->gshard, b->piece_lo - s->lo, s->gsz);
+    if (b->accumulate && s->gdt != FG_F32) {
+        /* dst += piece in f32, rounded into the half shard: the backend has no half axpy,
+         * but an SGD step of lr -1 without momentum or weight decay is exactly that */
+        fg_sgd_args add = {sizeof add, -1.0f, 0.0f, 0.0f, 0.0f, 0, 0};
+        return s->be->sgd_update_ex(s->be_state, s->queue, &add, dst, s->gdt, piece, s->gdt,
+                                    NULL, (size_t)b->piece_n, err);
+    }
     if (b->accumulate)
         return s->be->axpy(s->be_state, s->queue, 1.0f, piece, dst, (size_t)b->piece_n, err);
     return s->be->copy(s->be_state, s->queue, dst, s->device, piece, s->device,
-                       (size_t)b->piece_n * sizeof(float), err);
+                       (size_t)b->piece_n * s->gsz, err);
 }
 
 static fg_status rs_start(sharded *s, fg_error *err)
@@ -130,11 +138,11 @@ static fg_status rs_start(sharded *s, fg_error *err)
     b->piece_n = sh_piece(s, s->topo.rank, b->lo, b->hi);
     b->accumulate = s->micro > 0;
     sh_counts(s, b->lo, b->hi);
-    float *region = b->buf + (s->cap - (b->hi - b->lo));
+    float *region = sh_at(b->buf, s->cap - (b->hi - b->lo), s->gsz);
     fg_status st = s->be->queue_sync(s->be_state, s->queue, err);
     if (st == FG_OK)
         st = s->comm->reduce_scatter_v_start(s->comm_state, NULL, region, region, s->counts,
-                                             FG_F32, FG_REDUCE_SUM, &b->request, err);
+                                             s->gdt, FG_REDUCE_SUM, &b->request, err);
     return st;
 }
 
@@ -159,9 +167,12 @@ fg_status sh_rs_map(sharded *s, int64_t offset, float **grads, fg_error *err)
         return fg_error_set(err, FG_INTERNAL, "strategy.sharded: gradient range at %lld does "
                             "not fit the bucket [%lld, %lld) of %lld floats", (long long)offset,
                             (long long)s->cur_lo, (long long)s->cur_hi, (long long)s->cap);
-    float *at = s->bk[s->cur].buf + (s->cap - (s->cur_hi - offset));
+    float *at = sh_at(s->bk[s->cur].buf, s->cap - (s->cur_hi - offset), s->gsz);
     /* the layer's range and the padding above it: backward writes no padding */
-    if (s->cur_lo > offset)
+    if (s->cur_lo > offset && s->zeros) /* half: fill writes floats, so copy zeros */
+        st = s->be->copy(s->be_state, s->queue, at, s->device, s->zeros, s->device,
+                         (size_t)(s->cur_lo - offset) * s->gsz, err);
+    else if (s->cur_lo > offset)
         st = s->be->fill(s->be_state, s->queue, at, 0.0f, (size_t)(s->cur_lo - offset), err);
     s->cur_lo = offset;
     *grads = at;

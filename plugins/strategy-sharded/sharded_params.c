@@ -18,8 +18,8 @@ static fg_status start_gather(sharded *s, int i, int k, fg_error *err)
     int64_t a = s->layer_off[k], b = a + s->layer_n[k];
     sh_counts(s, a, b);
     int64_t from = a > s->lo ? a - s->lo : 0;
-    const float *send = s->mine ? s->pshard + (from < s->mine ? from : 0) : s->pshard;
-    st = s->comm->all_gather_v_start(s->comm_state, NULL, send, slot->buf, s->counts, FG_F32,
+    const void *send = s->mine ? sh_at(s->pshard, from < s->mine ? from : 0, s->psz) : s->pshard;
+    st = s->comm->all_gather_v_start(s->comm_state, NULL, send, slot->buf, s->counts, s->pdt,
                                      &slot->request, err);
     if (st == FG_OK) slot->layer = k;
     return st;
@@ -52,9 +52,9 @@ fg_status sh_memory_hook(void *user, int32_t index, int32_t phase, int64_t offse
     fg_status st = FG_OK;
     *grads = NULL;
     if (s->stage < 3)
-        *params = s->params + offset;
+        *params = sh_at(s->params, offset, s->psz);
     else if (s->eval_full && phase == FG_LAYER_FORWARD)
-        *params = s->eval_full + offset;
+        *params = sh_at(s->eval_full, offset, s->psz);
     else if (index < 0 || index >= s->layers || s->layer_off[index] != offset)
         return fg_error_set(err, FG_INTERNAL, "strategy.sharded: layer %d at %lld is not a "
                             "parameter range of the model", (int)index, (long long)offset);
@@ -84,12 +84,12 @@ fg_status sh_gather_params(sharded *s, float *staging, fg_error *err)
     void *req = NULL;
     sh_counts(s, 0, s->P);
     fg_status st = s->mine ? s->be->copy(s->be_state, s->queue, staging, s->device,
-                                         s->params + s->lo, s->device,
-                                         (size_t)s->mine * sizeof(float), err) : FG_OK;
+                                         sh_at(s->params, s->lo, s->psz), s->device,
+                                         (size_t)s->mine * s->psz, err) : FG_OK;
     if (st == FG_OK) st = s->be->queue_sync(s->be_state, s->queue, err);
     if (st == FG_OK)
         st = s->comm->all_gather_v_start(s->comm_state, NULL, staging, s->params, s->counts,
-                                         FG_F32, &req, err);
+                                         s->pdt, &req, err);
     if (st == FG_OK) st = s->comm->wait(s->comm_state, req, err);
     return st;
 }
@@ -100,7 +100,7 @@ fg_status sh_gather_params(sharded *s, float *staging, fg_error *err)
 fg_status sh_eval_gather(sharded *s, fg_error *err)
 {
     if (s->eval_full) return FG_OK;
-    fg_status st = s->be->alloc(s->be_state, s->device, (size_t)s->P * sizeof(float),
+    fg_status st = s->be->alloc(s->be_state, s->device, (size_t)s->P * s->psz,
                                 (void **)&s->eval_full, err);
     if (st != FG_OK) {
         s->eval_full = NULL;
@@ -111,7 +111,7 @@ fg_status sh_eval_gather(sharded *s, fg_error *err)
     st = s->be->queue_sync(s->be_state, s->queue, err);
     if (st == FG_OK)
         st = s->comm->all_gather_v_start(s->comm_state, NULL, s->pshard, s->eval_full,
-                                         s->counts, FG_F32, &req, err);
+                                         s->counts, s->pdt, &req, err);
     if (st == FG_OK) st = s->comm->wait(s->comm_state, req, err);
     if (st != FG_OK) sh_eval_release(s);
     return st;

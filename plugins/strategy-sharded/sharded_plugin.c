@@ -96,6 +96,9 @@ static fg_status sh_info(void *state, fg_strategy_info *out, fg_error *err)
         out->rank = s->topo.rank;
         out->world_size = s->topo.world_size;
     }
+    /* every stage keeps the f32 master of its shard under mixed precision (half replica) */
+    if (FG_HAS_FIELD(out, fg_strategy_info, own_master))
+        out->half_storage = out->own_master = 1;
     return FG_OK;
 }
 
@@ -144,20 +147,30 @@ static fg_status plan(sharded *s, fg_error *err)
     return FG_OK;
 }
 
+/* Floats that hold n half elements (rounded up). */
+static int64_t half_floats(int64_t n) { return (n + 1) / 2; }
+
 static fg_status alloc_buffers(sharded *s, fg_error *err)
 {
     const fg_train_services *svc = s->svc;
     fg_status st = dev_alloc(s, 1, &s->scalar, "norm scalar", err);
+    int64_t mine = s->gsz == 2 ? half_floats(s->mine) : s->mine;
+    int64_t cap = s->gsz == 2 ? half_floats(s->cap) : s->cap;
+    int64_t pmine = s->psz == 2 ? half_floats(s->mine) : s->mine;
+    int64_t work = s->psz == 2 ? half_floats(s->work_cap) : s->work_cap;
     if (st == FG_OK && s->stage == 1 && !(s->ar_req = calloc((size_t)s->max_ar, sizeof *s->ar_req)))
         st = fg_error_set(err, FG_OUT_OF_MEMORY, "strategy.sharded: out of memory");
-    if (st == FG_OK && s->stage >= 2) st = dev_alloc(s, s->mine, &s->gshard, "gradient shard", err);
+    if (st == FG_OK && s->stage >= 2) st = dev_alloc(s, mine, &s->gshard, "gradient shard", err);
     for (int i = 0; st == FG_OK && s->stage >= 2 && i < 2; i++)
-        st = dev_alloc(s, s->cap, &s->bk[i].buf, "gradient bucket buffer", err);
-    if (st == FG_OK && s->stage == 3) st = dev_alloc(s, s->mine, &s->pshard, "parameter shard", err);
+        st = dev_alloc(s, cap, &s->bk[i].buf, "gradient bucket buffer", err);
+    if (st == FG_OK && s->stage == 3) st = dev_alloc(s, pmine, &s->pshard, "parameter shard", err);
     for (int i = 0; st == FG_OK && s->stage == 3 && i < 2; i++)
-        st = dev_alloc(s, s->work_cap, &s->slot[i].buf, "working parameter buffer", err);
-    if (st == FG_OK && s->stage == 3)
+        st = dev_alloc(s, work, &s->slot[i].buf, "working parameter buffer", err);
+    if (st == FG_OK && s->stage == 3 && !s->master)
         st = svc->read_init_params(svc->ctx, s->replica, s->lo, s->mine, s->pshard, err);
+    if (st == FG_OK && s->stage == 3 && s->master && s->mine) /* the half working shard */
+        st = s->be->cast(s->be_state, s->queue, s->pshard, s->pdt, s->master, FG_F32,
+                         (size_t)s->mine, err);
     return st;
 }
 
@@ -167,14 +180,49 @@ static fg_status broadcast_params(sharded *s, fg_error *err)
 {
     fg_status st = s->be->queue_sync(s->be_state, s->queue, err);
     if (st != FG_OK || s->stage == 3) return st;
-    return s->comm->broadcast(s->comm_state, NULL, s->params, (size_t)s->P, FG_F32, 0, err);
+    return s->comm->broadcast(s->comm_state, NULL, s->params, (size_t)s->P, s->pdt, 0, err);
 }
 
-/* Mixed precision keeps f32 master parameters whole in the replica and a half working
- * copy beside them (master_bytes > 0). Stage 1 runs on that as ddp does. Stage 2 hands the
- * layers their parameters through the layer memory hook, which carries f32 only: refused
- * here, at setup, rather than at the first forward. (Stage 3's replica is refused by the
- * core when it is created.) */
+/* The replica's storage dtypes. Half ones come only to stage 1 (the only stage that
+ * declares half storage) under a mixed mode whose master this rank keeps for its shard:
+ * the f32 master shard starts from the seeded (or resumed) parameters. */
+static fg_status setup_storage(sharded *s, fg_error *err)
+{
+    const fg_train_services *svc = s->svc;
+    int typed = FG_HAS_FIELD(svc, fg_train_services, param_dtype);
+    s->pdt = typed ? svc->param_dtype : FG_F32;
+    s->gdt = typed ? svc->grad_dtype : FG_F32;
+    s->psz = fg_dtype_size((fg_dtype)s->pdt);
+    s->gsz = fg_dtype_size((fg_dtype)s->gdt);
+    if (s->pdt == FG_F32 && s->gdt == FG_F32) return FG_OK;
+    int owned = FG_HAS_FIELD(svc, fg_train_services, strategy_master) && svc->strategy_master;
+    if (!owned || s->pdt != s->gdt)
+        return fg_error_set(err, FG_UNAVAILABLE, "[%s] stage = %d: %s parameters with %s "
+                            "gradients%s are not supported; strategy.sharded runs half storage "
+                            "under a mixed mode (bf16-mixed, fp16-mixed) only",
+                            s->host->section, s->stage, fg_dtype_name((fg_dtype)s->pdt),
+                            fg_dtype_name((fg_dtype)s->gdt),
+                            owned ? "" : " and no f32 master (a 'true' half mode)");
+    if (!FG_HAS_FIELD(s->be, fg_backend_vtable, sgd_update_ex) || !s->be->cast ||
+        !s->be->scale_ex || !s->be->sum_squares_ex || !s->be->clamp_ex || !s->be->sgd_update_ex)
+        return fg_error_set(err, FG_INCOMPATIBLE, "strategy.sharded: half storage needs the "
+                            "backend's cast, scale_ex, sum_squares_ex, clamp_ex and "
+                            "sgd_update_ex");
+    fg_status st = dev_alloc(s, s->mine, &s->master, "f32 master shard", err);
+    if (st == FG_OK)
+        st = svc->read_init_params(svc->ctx, s->replica, s->lo, s->mine, s->master, err);
+    if (st == FG_OK && s->stage >= 2)
+        st = dev_alloc(s, half_floats(s->cap), &s->zeros, "zero padding", err);
+    if (st == FG_OK && s->stage >= 2)
+        st = s->be->fill(s->be_state, s->queue, s->zeros, 0.0f, (size_t)half_floats(s->cap), err);
+    return st;
+}
+
+/* A core that does not honour own_master (older, or without strategy_master) keeps the f32
+ * master whole in the replica with a half working copy beside it (master_bytes > 0). Stage
+ * 1 runs on that as ddp does. Stage 2 hands the layers their parameters through the layer
+ * memory hook, which then carries f32 only: refused here, at setup, rather than at the
+ * first forward. (Stage 3's replica is refused by the core when it is created.) */
 static fg_status refuse_half_layers(sharded *s, fg_error *err)
 {
     fg_memory_report m = {sizeof m, 0, 0, 0, 0, 0, 0, 0};
@@ -204,7 +252,8 @@ static fg_status sh_setup(void *state, const fg_train_services *svc, fg_error *e
     s->queue = svc->replica_queue(svc->ctx, s->replica);
     s->params = svc->replica_params(svc->ctx, s->replica);
     s->grads = svc->replica_grads(svc->ctx, s->replica);
-    st = alloc_buffers(s, err);
+    st = setup_storage(s, err);
+    if (st == FG_OK) st = alloc_buffers(s, err);
     if (st == FG_OK) st = broadcast_params(s, err);
     sh_buffers_bind(s);
     if (st == FG_OK) st = sh_buffers_sync(s, err);
@@ -237,7 +286,7 @@ static void sh_teardown(void *state)
         s->svc->replica_destroy(s->svc->ctx, s->replica);
     }
     float *bufs[] = {s->scalar, s->gshard, s->bk[0].buf, s->bk[1].buf, s->pshard, s->slot[0].buf,
-                     s->slot[1].buf};
+                     s->slot[1].buf, s->master, s->zeros};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) s->be->free(s->be_state, s->device, bufs[i]);
     free(s->layer_off);
@@ -272,7 +321,19 @@ static fg_status sh_train_step(void *state, const fg_batch *batch, int micro_ind
     return st;
 }
 
-static float *shard_grads(sharded *s) { return s->stage == 1 ? s->grads + s->lo : s->gshard; }
+/* This rank's reduced gradients: f32, or half (gdt) in stage 1 under mixed precision. */
+static float *shard_grads(sharded *s)
+{
+    return s->stage == 1 ? sh_at(s->grads, s->lo, s->gsz) : s->gshard;
+}
+
+static fg_status scale_shard(sharded *s, float factor, fg_error *err)
+{
+    if (s->gdt != FG_F32)
+        return s->be->scale_ex(s->be_state, s->queue, shard_grads(s), s->gdt, factor,
+                               (size_t)s->mine, err);
+    return s->be->scale(s->be_state, s->queue, shard_grads(s), factor, (size_t)s->mine, err);
+}
 
 static fg_status sh_sync_grads(void *state, fg_error *err)
 {
@@ -280,8 +341,7 @@ static fg_status sh_sync_grads(void *state, fg_error *err)
     if (s->synced) return FG_OK;
     fg_status st = s->stage == 1 ? sh_ar_wait(s, err) : sh_rs_wait_all(s, err);
     if (st == FG_OK && s->topo.world_size > 1 && s->mine)
-        st = s->be->scale(s->be_state, s->queue, shard_grads(s), 1.0f / (float)s->topo.world_size,
-                          (size_t)s->mine, err);
+        st = scale_shard(s, 1.0f / (float)s->topo.world_size, err);
     s->synced = st == FG_OK;
     return st;
 }
@@ -293,10 +353,15 @@ static fg_status sh_optimizer_step(void *state, fg_error *err)
     s->steps++;
     s->synced = 0;
     sh_eval_release(s);
-    float *params = s->stage == 3 ? s->pshard : s->params + s->lo;
+    float *params = s->master ? s->master : s->stage == 3 ? s->pshard : s->params + s->lo;
     if (st == FG_OK)
         st = s->svc->optimizer_step_at(s->svc->ctx, s->replica, params, shard_grads(s), s->lo,
                                        s->mine, err);
+    /* mixed precision: the updated f32 master shard, rounded, is this rank's working shard */
+    if (st == FG_OK && s->master && s->mine)
+        st = s->be->cast(s->be_state, s->queue,
+                         s->stage == 3 ? (void *)s->pshard : sh_at(s->params, s->lo, s->psz),
+                         s->pdt, s->master, FG_F32, (size_t)s->mine, err);
     if (s->stage == 3) sh_slots_invalidate(s);
     else if (st == FG_OK) st = sh_gather_params(s, shard_grads(s), err);
     return st;
@@ -309,7 +374,11 @@ static fg_status sh_grad_norm_sq(void *state, double *out, fg_error *err)
     float host = 0;
     fg_status st = FG_OK;
     if (s->mine) {
-        st = s->be->sum_squares(s->be_state, s->queue, shard_grads(s), (size_t)s->mine, s->scalar, err);
+        st = s->gdt != FG_F32
+            ? s->be->sum_squares_ex(s->be_state, s->queue, shard_grads(s), s->gdt,
+                                    (size_t)s->mine, s->scalar, err)
+            : s->be->sum_squares(s->be_state, s->queue, shard_grads(s), (size_t)s->mine,
+                                 s->scalar, err);
         if (st == FG_OK) st = s->be->copy(s->be_state, s->queue, &host, -1, s->scalar, s->device, sizeof host, err);
         if (st == FG_OK) st = s->be->queue_sync(s->be_state, s->queue, err);
     }
@@ -324,7 +393,10 @@ static fg_status sh_scale_grads(void *state, float factor, float clamp, fg_error
     sharded *s = state;
     fg_status st = FG_OK;
     if (!s->mine) return FG_OK;
-    if (factor != 1.0f) st = s->be->scale(s->be_state, s->queue, shard_grads(s), factor, (size_t)s->mine, err);
+    if (factor != 1.0f) st = scale_shard(s, factor, err);
+    if (st == FG_OK && clamp > 0 && s->gdt != FG_F32)
+        return s->be->clamp_ex(s->be_state, s->queue, shard_grads(s), s->gdt, -clamp, clamp,
+                               (size_t)s->mine, err);
     if (st == FG_OK && clamp > 0) {
         if (!FG_HAS_FIELD(s->be, fg_backend_vtable, clamp) || !s->be->clamp)
             return fg_error_set(err, FG_UNAVAILABLE, "the backend cannot clamp gradients "

@@ -61,7 +61,8 @@ fg_status sh_gather_state(void *state, float *params, float *buffers, float *opt
     int root = s->topo.rank == 0;
     fg_status st = FG_OK;
     if (params)
-        st = s->stage == 3 ? gather_range(s, s->pshard, params, err)
+        st = s->stage == 3 || s->master
+           ? gather_range(s, s->master ? s->master : s->pshard, params, err)
            : root ? fetch(s, params, s->params, s->P, err) : FG_OK;
     if (st == FG_OK && buffers && root)
         st = fetch(s, buffers, s->svc->replica_buffers(s->svc->ctx, s->replica),
@@ -94,8 +95,10 @@ fg_status sh_memory_report(void *state, int i, fg_memory_report *out, fg_error *
                             i + 1);
     fg_status st = s->svc->replica_memory(s->svc->ctx, s->replica, out, err);
     if (st != FG_OK) return st;
-    if (s->stage >= 2) out->grad_bytes += (uint64_t)(s->mine + 2 * s->cap) * sizeof(float);
-    if (s->stage == 3) out->param_bytes += (uint64_t)(s->mine + 2 * s->work_cap) * sizeof(float);
+    if (s->stage >= 2) out->grad_bytes += (uint64_t)(s->mine + 2 * s->cap) * s->gsz;
+    if (s->zeros) out->grad_bytes += (uint64_t)s->cap * s->gsz; /* the padding's zeros */
+    if (s->stage == 3) out->param_bytes += (uint64_t)(s->mine + 2 * s->work_cap) * s->psz;
+    if (s->master) out->master_bytes += (uint64_t)s->mine * sizeof(float);
     out->other_bytes += sizeof(float);
     return FG_OK;
 }
@@ -117,7 +120,7 @@ fg_status sh_shard_read(void *state, float *params, float *buffers, float *opt_s
                         fg_error *err)
 {
     sharded *s = state;
-    const float *mine = s->stage == 3 ? s->pshard : s->params + s->lo;
+    const float *mine = s->master ? s->master : s->stage == 3 ? s->pshard : s->params + s->lo;
     fg_status st = fetch(s, params, mine, s->mine, err);
     if (st == FG_OK && buffers)
         st = fetch(s, buffers, s->svc->replica_buffers(s->svc->ctx, s->replica),

@@ -165,6 +165,7 @@ static const layout_line current[] = {
     FIELD(fg_strategy_info, launch_mode), FIELD(fg_strategy_info, needs_comm),
     FIELD(fg_strategy_info, devices), FIELD(fg_strategy_info, rank),
     FIELD(fg_strategy_info, world_size), FIELD(fg_strategy_info, half_storage),
+    FIELD(fg_strategy_info, own_master),
 
     SIZE(fg_batch), FIELD(fg_batch, struct_size), FIELD(fg_batch, samples),
     FIELD(fg_batch, labels), FIELD(fg_batch, count), FIELD(fg_batch, sample_elems),
@@ -196,6 +197,7 @@ static const layout_line current[] = {
     FIELD(fg_train_services, stage_scale_grads), FIELD(fg_train_services, stage_memory),
     FIELD(fg_train_services, stage_params), FIELD(fg_train_services, stage_buffers),
     FIELD(fg_train_services, stage_opt_state), FIELD(fg_train_services, stage_grads),
+    FIELD(fg_train_services, strategy_master),
     FIELD(fg_train_services, replica_set_rng_stream),
     FIELD(fg_train_services, param_dtype), FIELD(fg_train_services, grad_dtype),
 

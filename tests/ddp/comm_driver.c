@@ -28,8 +28,15 @@ static int failures;
 
 /* ---- a minimal host ------------------------------------------------------------------ */
 
+/* The plugin's log lines (debug ones included), for the tests to grep. */
 static void host_log(const fg_host *h, int level, const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("[%s] ", h->section);
+    vprintf(fmt, ap);
+    putchar('\n');
+    va_end(ap);
 }
 static fg_status host_get_float(const fg_host *h, const char *key, double *out)
 {
@@ -45,6 +52,41 @@ static fg_status host_get_float(const fg_host *h, const char *key, double *out)
 static fg_status host_not_found_int(const fg_host *h, const char *k, int64_t *o) { return FG_NOT_FOUND; }
 static fg_status host_not_found_bool(const fg_host *h, const char *k, int *o) { return FG_NOT_FOUND; }
 static fg_status host_not_found_str(const fg_host *h, const char *k, const char **o) { return FG_NOT_FOUND; }
+/* COMM_DRIVER_STAGE sets stage_device_buffers (unset: the key is unknown, as before). */
+static fg_status host_get_string(const fg_host *h, const char *k, const char **o)
+{
+    *o = getenv("COMM_DRIVER_STAGE");
+    return strcmp(k, "stage_device_buffers") == 0 && *o ? FG_OK : FG_NOT_FOUND;
+}
+/* The backend the comm stages through (COMM_DRIVER_BACKEND: its .so), loaded by main. */
+static const void *backend_vtable;
+static void *backend_state;
+static fg_status host_find_plugin(const fg_host *h, uint32_t kind, const void **vt, void **state,
+                                  fg_error *err)
+{
+    if (kind != FG_KIND_BACKEND || !backend_vtable)
+        return fg_error_set(err, FG_NOT_FOUND, "comm_driver: no plugin of kind %u", kind);
+    *vt = backend_vtable;
+    *state = backend_state;
+    return FG_OK;
+}
+static int load_backend(const fg_host *comm_host, fg_host *host)
+{
+    const char *path = getenv("COMM_DRIVER_BACKEND");
+    if (!path) return 0;
+    void *so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    const fg_plugin *p = so ? dlsym(so, FG_PLUGIN_ENTRY_NAME) : NULL;
+    fg_error err = {0};
+    *host = *comm_host;
+    host->section = "backend";
+    host->get_string = host_not_found_str;
+    if (!p || p->init(host, &backend_state, &err) != FG_OK) {
+        fprintf(stderr, "cannot load the backend %s: %s%s\n", path, so ? "" : dlerror(), err.message);
+        return 1;
+    }
+    backend_vtable = p->vtable;
+    return 0;
+}
 
 /* ---- checks ----------------------------------------------------------------------- */
 
@@ -112,6 +154,32 @@ static void check_started(const comm *c)
         CHECK(x[k] == (float)((c->size - 1) * 3 + k), "started max [%d] = %g", k, x[k]);
 }
 
+/* reduce_scatter_v (AVG, separate send and recv) then all_gather_v, counts r + 2 per rank. */
+static void check_v(const comm *c)
+{
+    int n = c->size, r = c->rank;
+    size_t counts[16], total = 0, at = 0;
+    if (n > 16) return;
+    for (int k = 0; k < n; k++) total += counts[k] = (size_t)k + 2;
+    for (int k = 0; k < r; k++) at += counts[k];
+    float *send = malloc(sizeof(float) * total), *all = malloc(sizeof(float) * total);
+    float mine[17];
+    for (size_t i = 0; i < total; i++) send[i] = (float)((r + 1) * (int)(i + 1));
+    void *req = NULL;
+    OK(c->vt->reduce_scatter_v_start(c->s, NULL, send, mine, counts, FG_F32, FG_REDUCE_AVG, &req, &e));
+    if (req) OK(c->vt->wait(c->s, req, &e));
+    for (size_t i = 0; i < counts[r]; i++) {
+        float want = (float)(at + i + 1) * (float)(n + 1) / 2;
+        CHECK(mine[i] == want, "reduce_scatter_v avg [%zu] = %g, want %g", i, mine[i], want);
+    }
+    OK(c->vt->all_gather_v_start(c->s, NULL, mine, all, counts, FG_F32, &req, &e));
+    if (req) OK(c->vt->wait(c->s, req, &e));
+    for (size_t i = 0; i < total; i++)
+        CHECK(all[i] == (float)(i + 1) * (float)(n + 1) / 2, "all_gather_v [%zu] = %g", i, all[i]);
+    free(send);
+    free(all);
+}
+
 static void check_scatter_gather(const comm *c)
 {
     int n = c->size, r = c->rank;
@@ -154,12 +222,101 @@ static void check_broadcast_p2p(const comm *c)
     OK(c->vt->barrier(c->s, &e));
 }
 
+/* f16 / bf16 (bit patterns): sums in f32 rounded to nearest even, so the pairs below test
+ * the rounding; only ranks 0 and 1 contribute non-zero values where the order could matter. */
+static void check_half(const comm *c)
+{
+    int n = c->size, r = c->rank;
+    enum { K = 6 };
+    /* bf16: 1 + 3*2^-9 -> 1 + 2^-7 (nearest, not truncated); 1 + 2^-8 tie -> 1 (even);
+     * 1 + 3*2^-8 tie -> 1 + 2^-6 (even); r + 1 summed; -2 + 2 = 0; 1 + 2^-9 -> 1 */
+    const uint16_t bf_r0[K] = {0x3f80, 0x3f80, 0x3f80, 0, 0xc000, 0x3f80};
+    const uint16_t bf_r1[K] = {0x3bc0, 0x3b80, 0x3c40, 0, 0x4000, 0x3b00};
+    const uint16_t bf_want[K] = {0x3f81, 0x3f80, 0x3f82, 0, 0x0000, 0x3f80};
+    /* f16: 1 + 3*2^-11 tie -> 1 + 2^-9 (even); 1 + 2^-11 tie -> 1; 60000 + 60000 -> inf;
+     * 2^-24 + 2^-24 = 2^-23 (subnormals exact); r + 1 summed; 0.5 + 0.25 = 0.75 */
+    const uint16_t h_r0[K] = {0x3c00, 0x3c00, 0x7b53, 0x0001, 0, 0x3800};
+    const uint16_t h_r1[K] = {0x1600, 0x1000, 0x7b53, 0x0001, 0, 0x3400};
+    const uint16_t h_want[K] = {0x3c02, 0x3c00, 0x7c00, 0x0002, 0, 0x3a00};
+    uint16_t bf[K] = {0}, h[K] = {0};
+    for (int k = 0; k < K; k++) {
+        bf[k] = r == 0 ? bf_r0[k] : r == 1 ? bf_r1[k] : 0;
+        h[k] = r == 0 ? h_r0[k] : r == 1 ? h_r1[k] : 0;
+    }
+    /* element 3 of bf16 / 4 of f16: r + 1 (small integers are exact in both) */
+    const uint16_t bf_int[4] = {0x3f80, 0x4000, 0x4040, 0x4080}; /* 1 2 3 4 */
+    const uint16_t h_int[4] = {0x3c00, 0x4000, 0x4200, 0x4400};
+    bf[3] = bf_int[r % 4];
+    h[4] = h_int[r % 4];
+    void *req = NULL;
+    OK(c->vt->all_reduce(c->s, NULL, bf, K, FG_BF16, FG_REDUCE_SUM, &e));
+    OK(c->vt->all_reduce_start(c->s, NULL, h, K, FG_F16, FG_REDUCE_SUM, &req, &e));
+    if (req) OK(c->vt->wait(c->s, req, &e));
+    uint16_t bf_sum = 0, h_sum = 0; /* n(n+1)/2 for n <= 4: 3, 6, 10 */
+    if (n <= 4) {
+        const uint16_t bf_tri[5] = {0, 0x3f80, 0x4040, 0x40c0, 0x4120};
+        const uint16_t h_tri[5] = {0, 0x3c00, 0x4200, 0x4600, 0x4900};
+        bf_sum = bf_tri[n];
+        h_sum = h_tri[n];
+    }
+    for (int k = 0; k < K; k++) {
+        uint16_t bw = k == 3 ? bf_sum : bf_want[k], hw = k == 4 ? h_sum : h_want[k];
+        if (n <= 4) CHECK(bf[k] == bw, "bf16 sum [%d] = 0x%04x, want 0x%04x", k, bf[k], bw);
+        if (n <= 4) CHECK(h[k] == hw, "f16 sum [%d] = 0x%04x, want 0x%04x", k, h[k], hw);
+    }
+    /* AVG and MAX: rank r holds r + 1 (n <= 4): avg (n + 1) / 2, max n */
+    uint16_t avg[2] = {bf_int[r % 4], bf_int[r % 4]}, mx[2] = {h_int[r % 4], 0xfc00};
+    OK(c->vt->all_reduce(c->s, NULL, avg, 2, FG_BF16, FG_REDUCE_AVG, &e));
+    OK(c->vt->all_reduce(c->s, NULL, mx, 2, FG_F16, FG_REDUCE_MAX, &e));
+    const uint16_t bf_avg[5] = {0, 0x3f80, 0x3fc0, 0x4000, 0x4020}; /* 1 1.5 2 2.5 */
+    if (n <= 4) {
+        CHECK(avg[0] == bf_avg[n] && avg[1] == bf_avg[n], "bf16 avg = 0x%04x", avg[0]);
+        CHECK(mx[0] == h_int[n - 1] && mx[1] == 0xfc00, "f16 max = 0x%04x 0x%04x", mx[0], mx[1]);
+    }
+    /* reduce_scatter_v (in place) with counts k + 1, then all_gather_v of the pieces: every
+     * element is the sum over ranks of 1, i.e. n (exact), and each rank sees all pieces */
+    size_t *counts = malloc(sizeof(size_t) * (size_t)n), total = 0, at = 0;
+    for (int k = 0; k < n; k++) total += counts[k] = (size_t)k + 1;
+    uint16_t *buf = malloc(2 * total), *all = malloc(2 * total);
+    for (size_t i = 0; i < total; i++) buf[i] = 0x3f80;
+    for (int k = 0; k < r; k++) at += counts[k];
+    OK(c->vt->reduce_scatter_v_start(c->s, NULL, buf, buf, counts, FG_BF16, FG_REDUCE_SUM, &req,
+                                     &e));
+    if (req) OK(c->vt->wait(c->s, req, &e));
+    if (n <= 4)
+        for (size_t i = 0; i < counts[r]; i++)
+            CHECK(buf[i] == bf_int[n - 1], "reduce_scatter_v bf16 [%zu] = 0x%04x", i, buf[i]);
+    for (size_t i = 0; i < counts[r]; i++) buf[i] = (uint16_t)(0x7e01 + at + i); /* NaN bits */
+    OK(c->vt->all_gather_v_start(c->s, NULL, buf, all, counts, FG_F16, &req, &e));
+    if (req) OK(c->vt->wait(c->s, req, &e));
+    for (size_t i = 0; i < total; i++)
+        CHECK(all[i] == (uint16_t)(0x7e01 + i), "all_gather_v f16 [%zu] = 0x%04x", i, all[i]);
+    /* blocking reduce_scatter / all_gather / broadcast: copies are bit exact */
+    uint16_t one[2] = {0x3f80, 0x3f80}, got = 0, bits[2] = {(uint16_t)(0x1234 + r), 0xffff};
+    uint16_t *blocks = malloc(2 * (size_t)n * 2);
+    uint16_t *sends = malloc(2 * (size_t)n);
+    for (int k = 0; k < n; k++) sends[k] = one[0];
+    OK(c->vt->reduce_scatter(c->s, NULL, sends, &got, 1, FG_BF16, FG_REDUCE_SUM, &e));
+    if (n <= 4) CHECK(got == bf_int[n - 1], "reduce_scatter bf16 = 0x%04x", got);
+    OK(c->vt->all_gather(c->s, NULL, bits, blocks, 2, FG_BF16, &e));
+    for (int k = 0; k < n; k++)
+        CHECK(blocks[2 * k] == 0x1234 + k && blocks[2 * k + 1] == 0xffff,
+              "all_gather bf16 block %d = 0x%04x 0x%04x", k, blocks[2 * k], blocks[2 * k + 1]);
+    OK(c->vt->broadcast(c->s, NULL, bits, 2, FG_F16, 0, &e));
+    CHECK(bits[0] == 0x1234 && bits[1] == 0xffff, "broadcast f16 = 0x%04x", bits[0]);
+    free(counts);
+    free(buf);
+    free(all);
+    free(blocks);
+    free(sends);
+}
+
 static void check_refusals(const comm *c)
 {
     fg_error err = {0};
     float f = 0;
-    CHECK(c->vt->all_reduce(c->s, NULL, &f, 1, FG_F16, FG_REDUCE_SUM, &err) == FG_INVALID_ARGUMENT &&
-          strstr(err.message, "dtype f16"), "f16 accepted or unclear: %s", err.message);
+    CHECK(c->vt->all_reduce(c->s, NULL, &f, 1, FG_U8, FG_REDUCE_SUM, &err) == FG_INVALID_ARGUMENT &&
+          strstr(err.message, "dtype u8"), "u8 accepted or unclear: %s", err.message);
     CHECK(c->vt->all_reduce(c->s, NULL, &f, 1, FG_F32, 42, &err) == FG_INVALID_ARGUMENT &&
           strstr(err.message, "reduce op 42"), "op 42 accepted or unclear: %s", err.message);
     CHECK(c->vt->broadcast(c->s, NULL, &f, 1, FG_F32, c->size, &err) == FG_INVALID_ARGUMENT &&
@@ -189,7 +346,10 @@ int main(int argc, char **argv)
     host.get_float = host_get_float;
     host.get_int = host_not_found_int;
     host.get_bool = host_not_found_bool;
-    host.get_string = host_not_found_str;
+    host.get_string = host_get_string;
+    host.find_plugin = host_find_plugin;
+    fg_host backend_host;
+    if (load_backend(&host, &backend_host)) return 1;
     void *state = NULL;
     fg_error err = {0};
     if (p->init(&host, &state, &err) != FG_OK) {
@@ -218,7 +378,9 @@ int main(int argc, char **argv)
     check_all_reduce(&c);
     check_started(&c);
     check_scatter_gather(&c);
+    check_v(&c);
     check_broadcast_p2p(&c);
+    check_half(&c);
     check_refusals(&c);
     p->deinit(state);
     if (failures) {

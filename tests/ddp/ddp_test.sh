@@ -19,6 +19,9 @@
 #                      sync_batchnorm = true is refused
 # dropout_streams      dropout on a one-sample set (every rank trains on the same sample): without
 #                      dropout ddp == single bitwise, with it they differ (each rank its own masks)
+# staging             comm.stage_device_buffers = true on the CPU backend (buffers copied through
+#                      the backend's pinned host memory): the driver's collectives hold on 2 and 3
+#                      ranks, and ddp -n 2 ends with bitwise the weights of the unstaged run
 set -u
 
 step=${1:?usage: ddp_test.sh STEP}
@@ -312,6 +315,37 @@ step_dropout_streams() {
         fi
     done
     echo "ok: same sample on both ranks: p = 0 ddp == single; p = 0.5 they differ ($b)"
+}
+
+# Every rank's "staged N calls, B bytes in" debug line of comm.mpi, N and B > 0, in LOG.
+staged_on_every_rank() {
+    local log=$1 n=$2 lines
+    lines=$(grep -aoE 'rank [0-9]+: staged [1-9][0-9]* calls, [1-9][0-9]* bytes in' "$log" | sort -u)
+    [ "$(printf '%s\n' "$lines" | grep -c staged)" = "$n" ] ||
+        { cat "$log"; fail "not every one of $n ranks staged its buffers: '$lines'"; }
+}
+
+step_staging() {
+    : "${COMM_DRIVER:?}"
+    local n a b
+    for n in 2 3; do
+        COMM_DRIVER_STAGE=true COMM_DRIVER_BACKEND=$PLUGIN_DIR/fulgur-backend-cpu.so \
+            must "$WORK/driver$n.log" mpi "$n" -x COMM_DRIVER_STAGE -x COMM_DRIVER_BACKEND \
+            "$COMM_DRIVER" "$PLUGIN_DIR/fulgur-comm-mpi.so"
+        [ "$(grep -c 'every collective checked' "$WORK/driver$n.log")" = "$n" ] ||
+            { cat "$WORK/driver$n.log"; fail "not every one of $n ranks checked its staged collectives"; }
+        staged_on_every_rank "$WORK/driver$n.log" "$n"
+    done
+    must "$WORK/plain.log" fit_ddp 2 -v
+    must "$WORK/staged.log" fit_ddp 2 -v comm.stage_device_buffers=true
+    ! grep -aq 'staging device buffers' "$WORK/plain.log" ||
+        fail "stage_device_buffers = auto staged on the cpu backend"
+    staged_on_every_rank "$WORK/staged.log" 2
+    a=$(grep -a '^weights:' "$WORK/plain.log") b=$(grep -a '^weights:' "$WORK/staged.log")
+    case $a in *"after 50 steps") ;; *) cat "$WORK/plain.log"; fail "ddp did not run 50 steps" ;; esac
+    [ "$a" = "$b" ] || fail "staging changed the weights: '$a' unstaged, '$b' staged"
+    grep -a 'rank 0: staged' "$WORK/staged.log"
+    echo "ok: staged collectives checked on 2 and 3 ranks; ddp -n 2 staged == unstaged: $b"
 }
 
 "step_$step"

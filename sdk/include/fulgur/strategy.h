@@ -27,6 +27,13 @@ typedef struct fg_strategy_info {
      * checkpoints read them as such. 0 (older plugins): the trainer refuses half gradients
      * and "true" half modes with it. */
     int32_t half_storage;
+    /* ABI 1.x append: 1 when, under a mixed precision mode (half working parameters with
+     * an f32 master), the strategy keeps the f32 master weights of the range it updates
+     * itself (strategy.sharded: its shard). The replicas then hold parameters and gradients
+     * in the half dtype only (param_dtype = grad_dtype = the half type), and
+     * optimizer_step_at takes f32 params (the strategy's master) and half grads. Needs
+     * half_storage. 0: the core keeps a whole f32 master beside the half working copy. */
+    int32_t own_master;
 } fg_strategy_info;
 
 /* A batch as the loader delivered it, in host (staging) memory. */
@@ -75,7 +82,9 @@ enum { FG_LAYER_FORWARD = 0, FG_LAYER_BACKWARD = 1 };
  * order (param_ranges order), [offset, offset + count) is its range of the flat buffers.
  * The strategy sets *params and *grads to device memory holding element `offset` of the
  * range (count floats; *grads may be NULL in forward). Backward writes (accumulate = 0) or
- * adds the layer's gradients there. A failure fails the pass with the layer named. */
+ * adds the layer's gradients there. A failure fails the pass with the layer named. Under
+ * strategy_master (fg_train_services) both hold half elements (param_dtype, grad_dtype):
+ * the pointers are then untyped, element i at byte i * 2. */
 typedef fg_status (*fg_layer_memory_hook)(void *user, int32_t index, int32_t phase,
                                           int64_t offset, int64_t count, float **params,
                                           float **grads, fg_error *err);
@@ -220,6 +229,12 @@ typedef struct fg_train_services {
     /* ---- data parallel across pipelines (ABI 1.x append; strategy.model-parallel) ---- */
     /* The stage's gradients (stage_range's param_count floats) on its device. */
     float *(*stage_grads)(void *ctx, void *stage);
+    /* ---- strategy-kept master weights (ABI 1.x append; strategy.sharded) ---- */
+    /* 1: the strategy declared fg_strategy_info.own_master under a mixed precision mode,
+     * so the replicas hold half parameters (param_dtype) with no f32 copy, and
+     * optimizer_step_at takes the strategy's f32 master as params (grads in grad_dtype).
+     * 0 with a half param_dtype: a "true" half mode (params updated in place). */
+    int32_t strategy_master;
 } fg_train_services;
 
 /* This rank's part of a checkpoint written one file per rank (fg_strategy_vtable.
