@@ -1,0 +1,29 @@
+/* What the model's files share and nothing else sees: the model's fields. */
+#ifndef FG_MODEL_INTERNAL_H
+#define FG_MODEL_INTERNAL_H
+
+#include "model.h"
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static inline size_t align_up(size_t n, size_t a)
+{
+    return (n + a - 1) / a * a;
+}
+
+struct fg_model {
+    fg_shape input;
+    int num_classes;
+    size_t layer_count;
+    fg_layer *layers;
+    size_t tensor_count, tensor_cap;
+    fg_tensor_info *tensors;
+    size_t params_size, buffers_size; /* floats, padding included */
+    size_t param_count;               /* trainable values */
+    uint64_t seed;                    /* of the last fg_model_init_params */
+    fg_op_dtypes dt;                  /* of activations, working params, grads */
+    int typed;                        /* some dtype of dt is not f32 */
+    int no_master;                    /* half params are the only copy ("true" modes) */
+};
+
+#endif

@@ -1,0 +1,636 @@
+/* A replica: the model's memory on one backend device (flat params, grads, buffers and an
+ * activation arena sized once) and forward and backward through its layers. */
+#include "model_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "init.h"
+
+#define ARENA_ALIGN 64 /* bytes between arena regions */
+
+/* ---- replica ------------------------------------------------------------------------ */
+
+struct fg_replica {
+    const fg_model *m;
+    const fg_backend_vtable *be;
+    void *bs;
+    int device;
+    int max_batch;
+    float *params, *grads, *buffers; /* flat regions, fg_model_*_size floats */
+    char *arena;
+    size_t arena_bytes;
+    /* arena offsets (bytes), laid out for max_batch; a smaller batch uses a prefix */
+    size_t *y_off;   /* per layer; unused for ALIAS layers */
+    size_t *aux_off; /* per layer */
+    size_t grad_off[2]; /* ping-pong d(loss)/d(activation), the largest activation each */
+    size_t probs_off;   /* (batch, classes) softmax kept for backward */
+    size_t ws_off;      /* shared workspace */
+    const float **out;  /* per layer: where this forward left its output */
+    int first_param_layer;
+
+    /* the last forward, for backward */
+    const float *x;
+    const int32_t *labels;
+    int fwd_batch;
+    int fwd_ready; /* a training forward succeeded and no backward failed since */
+
+    uint64_t step, seed;
+    int seed_set;
+    fg_grad_ready_fn hook;
+    void *hook_user;
+    int need_input_grad;
+    const float *input_grad;
+    /* sharded memory: where the running layer's params and grads are (model_hooks) */
+    fg_layer_memory_fn mem_hook;
+    void *mem_user;
+    int mapped;
+    size_t map_offset;
+    float *map_params, *map_grads;
+    /* A pipeline stage runs layers [first, end) only and holds just their slices of the
+     * flat regions: [param_lo, param_hi) and [buffer_lo, buffer_hi) floats. A replica
+     * that shares another's parameters (a micro-batch in flight) owns none of them. */
+    size_t first, end;
+    size_t param_lo, param_hi, buffer_lo, buffer_hi;
+    int shares;
+    uint64_t sample_offset; /* dropout: this batch starts at that sample of the full one */
+    /* precision: activations in dt->act (act_size bytes each); the layers read the working
+     * parameters `work` (dt->param), a copy of params made by fg_replica_cast_params */
+    const fg_op_dtypes *dt; /* NULL: every tensor f32 */
+    size_t act_size;
+    void *work;
+    size_t work_bytes;
+    /* bytes per element of `params` (f32, or the half param dtype of a "true" mode) and of
+     * `grads` (f32 or the half grad dtype) */
+    size_t param_size, grad_size;
+};
+
+static size_t arena_take(size_t *top, size_t bytes)
+{
+    size_t at = align_up(*top, ARENA_ALIGN);
+    *top = at + bytes;
+    return at;
+}
+
+/* Lays the arena out for max_batch; returns its size in bytes. */
+static size_t plan_arena(fg_replica *r)
+{
+    const fg_model *m = r->m;
+    size_t b = (size_t)r->max_batch, top = 0, ws = 0;
+    size_t widest = fg_shape_numel(&m->layers[r->first].in);
+    for (size_t i = r->first; i < r->end; i++) {
+        const fg_layer *l = &m->layers[i];
+        size_t out = fg_shape_numel(&l->out);
+        if (out > widest)
+            widest = out;
+        if (!(l->ops->flags & FG_LAYER_ALIAS))
+            r->y_off[i] = arena_take(&top, b * out * r->act_size);
+        r->aux_off[i] = arena_take(&top, l->aux_fixed + b * l->aux_per_sample);
+        if (l->ops->workspace_bytes) {
+            size_t w = l->ops->workspace_bytes(l, r->be, r->bs, r->max_batch);
+            if (w > ws)
+                ws = w;
+        }
+    }
+    r->grad_off[0] = arena_take(&top, b * widest * r->act_size);
+    r->grad_off[1] = arena_take(&top, b * widest * r->act_size);
+    if (r->end == m->layer_count)
+        r->probs_off = arena_take(&top, b * (size_t)m->num_classes * sizeof(float));
+    r->ws_off = arena_take(&top, ws);
+    return align_up(top, ARENA_ALIGN);
+}
+
+static fg_status device_alloc(fg_replica *r, size_t bytes, void **p, const char *what,
+                              fg_error *err)
+{
+    *p = NULL;
+    if (!bytes)
+        return FG_OK;
+    fg_status st = r->be->alloc(r->bs, r->device, bytes, p, err);
+    if (st != FG_OK) {
+        char why[FG_ERROR_MESSAGE_MAX];
+        snprintf(why, sizeof why, "%s", err ? err->message : "");
+        return fg_error_set(err, st, "allocating the %s (%zu bytes) on device %d: %s", what,
+                            bytes, r->device, why);
+    }
+    return FG_OK;
+}
+
+/* The grads start at zero, padding included, so whole-region reductions are exact. */
+static fg_status zero_grads(fg_replica *r, fg_error *err)
+{
+    size_t n = r->param_hi - r->param_lo;
+    if (!n || !r->grads)
+        return FG_OK;
+    FG_BACKEND_NEED(r->be, queue_create, err);
+    FG_BACKEND_NEED(r->be, fill, err);
+    void *q = NULL;
+    fg_status st = r->be->queue_create(r->bs, r->device, &q, err);
+    if (st != FG_OK)
+        return st;
+    /* all-zero bits are 0 in every dtype; regions are FG_TENSOR_ALIGN-padded */
+    st = r->be->fill(r->bs, q, r->grads, 0.0f, n * r->grad_size / sizeof(float), err);
+    if (st == FG_OK)
+        st = r->be->queue_sync(r->bs, q, err);
+    r->be->queue_destroy(r->bs, q);
+    return st;
+}
+
+static int first_param_layer(const fg_model *m, size_t first, size_t end)
+{
+    for (size_t i = first; i < end; i++)
+        if (m->layers[i].param_count)
+            return (int)i;
+    return (int)end;
+}
+
+/* The slices of the flat regions that layers [first, end) use: tensors are laid out in
+ * layer order, so a range of layers is a range of each region. */
+static void tensor_slices(fg_replica *r)
+{
+    const fg_model *m = r->m;
+    int whole = r->first == 0 && r->end == m->layer_count;
+    r->param_lo = r->buffer_lo = SIZE_MAX;
+    r->param_hi = whole ? m->params_size : 0;
+    r->buffer_hi = whole ? m->buffers_size : 0;
+    for (size_t i = 0; i < m->tensor_count; i++) {
+        const fg_tensor_info *t = &m->tensors[i];
+        if ((size_t)t->layer < r->first || (size_t)t->layer >= r->end)
+            continue;
+        size_t *lo = t->is_buffer ? &r->buffer_lo : &r->param_lo;
+        size_t *hi = t->is_buffer ? &r->buffer_hi : &r->param_hi;
+        if (t->offset < *lo)
+            *lo = t->offset;
+        if (t->offset + t->numel > *hi)
+            *hi = t->offset + t->numel;
+    }
+    if (whole)
+        r->param_lo = r->buffer_lo = 0;
+    if (r->param_lo == SIZE_MAX)
+        r->param_lo = r->param_hi = 0;
+    if (r->buffer_lo == SIZE_MAX)
+        r->buffer_lo = r->buffer_hi = 0;
+}
+
+static fg_status create_replica(const fg_model *m, const fg_backend_vtable *be, void *bs,
+                                int device, int max_batch, unsigned flags, size_t first,
+                                size_t end, fg_replica *share, fg_replica **out,
+                                fg_error *err);
+static fg_status replica_dtypes(fg_replica *r, unsigned flags, fg_error *err);
+
+fg_status fg_replica_create_range(const fg_model *m, const fg_backend_vtable *be, void *bs,
+                                  int device, int max_batch, size_t first, size_t count,
+                                  fg_replica *share, fg_replica **out, fg_error *err)
+{
+    *out = NULL;
+    if (count < 1 || first >= m->layer_count || count > m->layer_count - first)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "layers [%zu, %zu) are not a range of "
+                            "the model's %zu layers", first, first + count, m->layer_count);
+    if (share && (share->m != m || share->first != first || share->end != first + count ||
+                  share->device != device || share->shares))
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "a replica shares the parameters of "
+                            "one that owns them, of the same model, layers and device");
+    return create_replica(m, be, bs, device, max_batch, 0, first, first + count, share, out,
+                          err);
+}
+
+fg_status fg_replica_create(const fg_model *m, const fg_backend_vtable *be, void *bs,
+                            int device, int max_batch, fg_replica **out, fg_error *err)
+{
+    return fg_replica_create_ex(m, be, bs, device, max_batch, 0, out, err);
+}
+
+fg_status fg_replica_create_ex(const fg_model *m, const fg_backend_vtable *be, void *bs,
+                               int device, int max_batch, unsigned flags, fg_replica **out,
+                               fg_error *err)
+{
+    return create_replica(m, be, bs, device, max_batch, flags, 0, m->layer_count, NULL, out,
+                          err);
+}
+
+static fg_status create_replica(const fg_model *m, const fg_backend_vtable *be, void *bs,
+                                int device, int max_batch, unsigned flags, size_t first,
+                                size_t end, fg_replica *share, fg_replica **out, fg_error *err)
+{
+    *out = NULL;
+    if (max_batch < 1)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "max_batch must be at least 1, not %d",
+                            max_batch);
+    FG_BACKEND_NEED(be, alloc, err);
+    FG_BACKEND_NEED(be, free, err);
+    FG_BACKEND_NEED(be, queue_sync, err);
+    FG_BACKEND_NEED(be, queue_destroy, err);
+    fg_replica *r = calloc(1, sizeof *r);
+    size_t n = m->layer_count;
+    if (!r || !(r->y_off = calloc(n, sizeof *r->y_off)) ||
+        !(r->aux_off = calloc(n, sizeof *r->aux_off)) || !(r->out = calloc(n, sizeof *r->out))) {
+        fg_replica_destroy(r);
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory creating a replica");
+    }
+    r->m = m;
+    r->be = be;
+    r->bs = bs;
+    r->device = device;
+    r->max_batch = max_batch;
+    r->first = first;
+    r->end = end;
+    r->first_param_layer = first_param_layer(m, first, end);
+    tensor_slices(r);
+    fg_status dst = replica_dtypes(r, flags, err);
+    if (dst != FG_OK) {
+        fg_replica_destroy(r);
+        return dst;
+    }
+    r->arena_bytes = plan_arena(r);
+    if (share) { /* another arena over the same parameters: a micro-batch in flight */
+        r->params = share->params;
+        r->grads = share->grads;
+        r->buffers = share->buffers;
+        r->shares = 1;
+    }
+    size_t pn = r->param_hi - r->param_lo;
+    fg_status st = flags & FG_REPLICA_NO_PARAMS || share ? FG_OK
+                 : device_alloc(r, pn * r->param_size, (void **)&r->params, "parameters", err);
+    if (st == FG_OK && !(flags & FG_REPLICA_NO_GRADS) && !share)
+        st = device_alloc(r, pn * r->grad_size, (void **)&r->grads, "gradients", err);
+    if (st == FG_OK && !share)
+        st = device_alloc(r, (r->buffer_hi - r->buffer_lo) * sizeof(float),
+                          (void **)&r->buffers, "buffers", err);
+    if (st == FG_OK && r->work_bytes)
+        st = device_alloc(r, r->work_bytes, &r->work, "working parameters", err);
+    if (st == FG_OK)
+        st = device_alloc(r, r->arena_bytes, (void **)&r->arena, "activation arena", err);
+    if (st == FG_OK && !share)
+        st = zero_grads(r, err);
+    if (st != FG_OK) {
+        fg_replica_destroy(r);
+        return st;
+    }
+    *out = r;
+    return FG_OK;
+}
+
+void fg_replica_destroy(fg_replica *r)
+{
+    if (!r)
+        return;
+    void *blocks[] = {r->arena, r->params, r->grads, r->buffers};
+    for (size_t i = 0; i < (r->shares ? 1 : COUNT(blocks)); i++)
+        if (blocks[i])
+            r->be->free(r->bs, r->device, blocks[i]);
+    if (r->work)
+        r->be->free(r->bs, r->device, r->work);
+    free(r->y_off);
+    free(r->aux_off);
+    free(r->out);
+    free(r);
+}
+
+float *fg_replica_params(const fg_replica *r) { return r->params; }
+float *fg_replica_grads(const fg_replica *r) { return r->grads; }
+float *fg_replica_buffers(const fg_replica *r) { return r->buffers; }
+size_t fg_replica_arena_bytes(const fg_replica *r) { return r->arena_bytes; }
+int fg_replica_max_batch(const fg_replica *r) { return r->max_batch; }
+int fg_replica_device(const fg_replica *r) { return r->device; }
+const fg_model *fg_replica_model(const fg_replica *r) { return r->m; }
+void fg_replica_set_step(fg_replica *r, uint64_t step) { r->step = step; }
+const float *fg_replica_input_grad(const fg_replica *r) { return r->input_grad; }
+const float *fg_replica_probs(const fg_replica *r) { return (const float *)(r->arena + r->probs_off); }
+void fg_replica_set_need_input_grad(fg_replica *r, int on) { r->need_input_grad = on != 0; }
+
+void fg_replica_set_seed(fg_replica *r, uint64_t seed)
+{
+    r->seed = seed;
+    r->seed_set = 1;
+}
+
+void fg_replica_set_layer_memory_hook(fg_replica *r, fg_layer_memory_fn fn, void *user)
+{
+    r->mem_hook = fn;
+    r->mem_user = user;
+    r->mapped = 0;
+}
+
+/* Asks the memory hook where layer l's params and grads are (sharded strategies). */
+fg_status fg_replica_map_layer(fg_replica *r, const fg_layer *l, int phase, fg_error *err)
+{
+    r->mapped = 0;
+    if (!r->mem_hook || !l->param_count)
+        return FG_OK;
+    const fg_tensor_info *first = &r->m->tensors[l->param_tensor[0]];
+    const fg_tensor_info *last = &r->m->tensors[l->param_tensor[l->param_count - 1]];
+    size_t count = last->offset + last->numel - first->offset;
+    r->map_params = r->map_grads = NULL;
+    fg_status st = r->mem_hook(r->mem_user, l->index, phase, first->offset, count,
+                               &r->map_params, &r->map_grads, err);
+    if (st != FG_OK)
+        return st;
+    if (!r->map_params)
+        return fg_error_set(err, FG_INTERNAL, "the layer memory hook gave no parameters");
+    r->map_offset = first->offset;
+    r->mapped = 1;
+    return FG_OK;
+}
+
+void fg_replica_set_grad_ready_hook(fg_replica *r, fg_grad_ready_fn fn, void *user)
+{
+    r->hook = fn;
+    r->hook_user = user;
+}
+
+/* Half parameters ("true" modes) to or from f32 host values, through a temporary f32
+ * device buffer (setup and checkpoints only, never in a step); waits for the queue. */
+static fg_status half_params_io(fg_replica *r, void *queue, float *host, int up, fg_error *err)
+{
+    size_t n = r->param_hi - r->param_lo;
+    float *tmp = NULL;
+    fg_status st = r->be->alloc(r->bs, r->device, n * sizeof(float), (void **)&tmp, err);
+    if (st != FG_OK) return st;
+    if (up) {
+        st = r->be->copy(r->bs, queue, tmp, r->device, host, -1, n * sizeof(float), err);
+        if (st == FG_OK)
+            st = r->be->cast(r->bs, queue, r->params, r->dt->param, tmp, FG_F32, n, err);
+    } else {
+        st = r->be->cast(r->bs, queue, tmp, FG_F32, r->params, r->dt->param, n, err);
+        if (st == FG_OK)
+            st = r->be->copy(r->bs, queue, host, -1, tmp, r->device, n * sizeof(float), err);
+    }
+    fg_status sst = r->be->queue_sync(r->bs, queue, st == FG_OK ? err : NULL);
+    r->be->free(r->bs, r->device, tmp);
+    return st == FG_OK ? sst : st;
+}
+
+fg_status fg_replica_download_params(fg_replica *r, void *queue, float *host, fg_error *err)
+{
+    size_t n = r->param_hi - r->param_lo;
+    if (!n || !r->params) return FG_OK;
+    if (r->param_size != sizeof(float)) return half_params_io(r, queue, host, 0, err);
+    FG_BACKEND_NEED(r->be, copy, err);
+    fg_status st = r->be->copy(r->bs, queue, host, -1, r->params, r->device, n * sizeof(float),
+                               err);
+    return st == FG_OK ? r->be->queue_sync(r->bs, queue, err) : st;
+}
+
+fg_status fg_replica_upload(fg_replica *r, void *queue, const float *params,
+                            const float *buffers, fg_error *err)
+{
+    FG_BACKEND_NEED(r->be, copy, err);
+    fg_status st = FG_OK;
+    size_t pn = r->param_hi - r->param_lo, bn = r->buffer_hi - r->buffer_lo;
+    if (params && pn && r->params && r->param_size != sizeof(float))
+        st = half_params_io(r, queue, (float *)(uintptr_t)(params + r->param_lo), 1, err);
+    else if (params && pn && r->params)
+        st = r->be->copy(r->bs, queue, r->params, r->device, params + r->param_lo, -1,
+                         pn * sizeof(float), err);
+    if (st == FG_OK && buffers && bn)
+        st = r->be->copy(r->bs, queue, r->buffers, r->device, buffers + r->buffer_lo, -1,
+                         bn * sizeof(float), err);
+    return st;
+}
+
+/* The per-layer part of a context: tensor pointers and arena regions. */
+static void layer_ctx(const fg_replica *r, const fg_layer *l, fg_layer_ctx *c)
+{
+    for (int j = 0; j < l->param_count; j++) {
+        size_t off = r->m->tensors[l->param_tensor[j]].offset;
+        if (r->mapped) { /* the hook's memory holds working params and grads, maybe half */
+            size_t psz = r->dt ? fg_dtype_size((fg_dtype)r->dt->param) : sizeof(float);
+            c->param[j] = (float *)((char *)r->map_params + (off - r->map_offset) * psz);
+            c->grad[j] = r->map_grads ? (float *)((char *)r->map_grads +
+                                                  (off - r->map_offset) * r->grad_size) : NULL;
+            continue;
+        }
+        c->param[j] = (float *)((char *)r->params + (off - r->param_lo) * r->param_size);
+        c->grad[j] = (float *)((char *)r->grads + (off - r->param_lo) * r->grad_size);
+        if (r->work) /* the half working copy */
+            c->param[j] = (float *)((char *)r->work +
+                                    (off - r->param_lo) * fg_dtype_size((fg_dtype)r->dt->param));
+    }
+    c->dt = r->dt;
+    for (int j = 0; j < l->buffer_count; j++)
+        c->buffer[j] = r->buffers + (r->m->tensors[l->buffer_tensor[j]].offset - r->buffer_lo);
+    c->aux = r->arena + r->aux_off[l->index];
+    c->workspace = r->arena + r->ws_off;
+    uint64_t seed = r->seed_set ? r->seed : r->m->seed;
+    /* One dropout stream per layer; steps are 2^32 draws apart along it. */
+    c->dropout_seed = fg_rng_key(seed, 0x64726f706f7574ull + (uint64_t)l->index);
+    c->dropout_offset = (r->step << 32) + r->sample_offset * fg_shape_numel(&l->in);
+}
+
+static fg_status layer_failed(const fg_layer *l, const char *pass, fg_status st, fg_error *err)
+{
+    char why[FG_ERROR_MESSAGE_MAX];
+    snprintf(why, sizeof why, "%s", err ? err->message : "");
+    return fg_error_set(err, st, "[%s] (%s) %s: %s", l->section, l->ops->type, pass, why);
+}
+
+/* What backward needs of a forward that succeeded. */
+static fg_status forward_done(fg_replica *r, const float *x_dev, const int32_t *labels_dev,
+                              int batch, int training)
+{
+    r->x = x_dev;
+    r->labels = labels_dev;
+    r->fwd_batch = batch;
+    r->fwd_ready = training != 0;
+    return FG_OK;
+}
+
+fg_status fg_replica_forward(fg_replica *r, void *queue, const float *x_dev,
+                             const int32_t *labels_dev, int batch, int training,
+                             float *loss_sum_dev, float *correct_dev, fg_error *err)
+{
+    r->fwd_ready = 0;
+    if (batch < 1 || batch > r->max_batch)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "forward: batch %d is outside 1..%d (the replica's max batch)",
+                            batch, r->max_batch);
+    /* without a master copy (the strategy keeps it) the hook's memory is the half params */
+    if (r->dt && r->mem_hook && !r->m->no_master)
+        return fg_error_set(err, FG_UNAVAILABLE, "forward: parameters mapped by the strategy "
+                            "(sharded layers) are f32; %s working parameters are not supported "
+                            "with them", fg_dtype_name((fg_dtype)r->dt->param));
+    const fg_model *m = r->m;
+    const float *cur = x_dev;
+    for (size_t i = r->first; i < r->end; i++) {
+        const fg_layer *l = &m->layers[i];
+        unsigned flags = l->ops->flags;
+        if ((flags & FG_LAYER_ALIAS) || (!training && (flags & FG_LAYER_EVAL_IDENTITY))) {
+            r->out[i] = cur;
+            continue;
+        }
+        fg_layer_ctx c = {.be = r->be, .bs = r->bs, .queue = queue, .batch = batch,
+                          .training = training, .x = cur};
+        fg_status mst = fg_replica_map_layer(r, l, FG_LAYER_PHASE_FORWARD, err);
+        if (mst != FG_OK)
+            return layer_failed(l, "forward", mst, err);
+        layer_ctx(r, l, &c);
+        c.y = (float *)(r->arena + r->y_off[i]);
+        fg_status st = l->ops->forward(l, &c, err);
+        if (st != FG_OK)
+            return layer_failed(l, "forward", st, err);
+        r->out[i] = cur = c.y;
+    }
+    if (r->end < m->layer_count) /* a stage before the last: no loss here */
+        return forward_done(r, x_dev, labels_dev, batch, training);
+    float *probs = (float *)(r->arena + r->probs_off);
+    fg_status st = fg_xent_forward_dt(r->be, r->bs, queue, r->dt, cur, labels_dev, batch,
+                                      m->num_classes, probs, loss_sum_dev, correct_dev, err);
+    if (st != FG_OK)
+        return st;
+    return forward_done(r, x_dev, labels_dev, batch, training);
+}
+
+/* Backward through layer i: dy in, dx out (NULL when not wanted and allowed). */
+static fg_status layer_backward(fg_replica *r, void *queue, size_t i, const float *dy,
+                                float *dx, int accumulate, fg_error *err)
+{
+    const fg_layer *l = &r->m->layers[i];
+    fg_layer_ctx c = {.be = r->be, .bs = r->bs, .queue = queue, .batch = r->fwd_batch,
+                      .training = 1, .accumulate = accumulate, .dy = dy, .dx = dx};
+    fg_status mst = fg_replica_map_layer(r, l, FG_LAYER_PHASE_BACKWARD, err);
+    if (mst != FG_OK)
+        return layer_failed(l, "backward", mst, err);
+    layer_ctx(r, l, &c);
+    c.x = i > r->first ? r->out[i - 1] : r->x;
+    c.y = (float *)r->out[i];
+    fg_status st = l->ops->backward(l, &c, err);
+    if (st != FG_OK)
+        return layer_failed(l, "backward", st, err);
+    if (r->hook && l->param_count) {
+        const fg_tensor_info *first = &r->m->tensors[l->param_tensor[0]];
+        const fg_tensor_info *last = &r->m->tensors[l->param_tensor[l->param_count - 1]];
+        r->hook(r->hook_user, first->offset, last->offset + last->numel - first->offset);
+    }
+    return FG_OK;
+}
+
+/* Back through layers [first, end) from dy, the gradient at the range's output. */
+static fg_status backward_layers(fg_replica *r, void *queue, const float *dy, int accumulate,
+                                 fg_error *err)
+{
+    const fg_model *m = r->m;
+    float *g[2] = {(float *)(r->arena + r->grad_off[0]), (float *)(r->arena + r->grad_off[1])};
+    int next = dy == g[0]; /* dx goes to the ping-pong buffer dy is not in */
+    /* Layers before the first one with parameters need no backward, unless asked. */
+    int stop = r->need_input_grad ? (int)r->first : r->first_param_layer;
+    for (int i = (int)r->end - 1; i >= stop; i--) {
+        const fg_layer *l = &m->layers[i];
+        if (l->ops->flags & FG_LAYER_ALIAS)
+            continue; /* a reshape: the gradient is the same memory */
+        int want_dx = i > stop || r->need_input_grad;
+        float *dx = g[next];
+        if (!want_dx && (l->ops->flags & FG_LAYER_DX_OPTIONAL))
+            dx = NULL;
+        fg_status st = layer_backward(r, queue, (size_t)i, dy, dx, accumulate, err);
+        if (st != FG_OK)
+            return st;
+        dy = dx;
+        next = 1 - next;
+    }
+    if (r->need_input_grad)
+        r->input_grad = dy;
+    r->fwd_ready = 1; /* backward may run again (another loss_scale or accumulate) */
+    return FG_OK;
+}
+
+static fg_status backward_check(fg_replica *r, int batch, fg_error *err)
+{
+    if (!r->fwd_ready)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "backward: there is no training forward to go back through (the last "
+                            "forward had training = 0, failed, or was already used)");
+    if (batch != r->fwd_batch)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "backward: batch %d differs from the forward's batch %d", batch,
+                            r->fwd_batch);
+    r->input_grad = NULL;
+    r->fwd_ready = 0; /* a failure part-way leaves grads half written: forward again */
+    return FG_OK;
+}
+
+fg_status fg_replica_backward(fg_replica *r, void *queue, int batch, float loss_scale,
+                              int accumulate, fg_error *err)
+{
+    fg_status st = backward_check(r, batch, err);
+    if (st == FG_OK && r->end < r->m->layer_count)
+        st = fg_error_set(err, FG_INVALID_ARGUMENT, "backward: this replica ends at layer %zu "
+                          "of %zu and has no loss; go back from its output gradient",
+                          r->end, r->m->layer_count);
+    if (st != FG_OK)
+        return st;
+    float *dlogits = (float *)(r->arena + r->grad_off[0]);
+    st = fg_xent_backward_dt(r->be, r->bs, queue, r->dt,
+                             (const float *)(r->arena + r->probs_off), r->labels, batch,
+                             r->m->num_classes, loss_scale, dlogits, err);
+    return st == FG_OK ? backward_layers(r, queue, dlogits, accumulate, err) : st;
+}
+
+fg_status fg_replica_backward_from(fg_replica *r, void *queue, const float *dy, int batch,
+                                   int accumulate, fg_error *err)
+{
+    fg_status st = backward_check(r, batch, err);
+    return st == FG_OK ? backward_layers(r, queue, dy, accumulate, err) : st;
+}
+
+void fg_replica_param_range(const fg_replica *r, size_t *offset, size_t *size)
+{
+    *offset = r->param_lo;
+    *size = r->param_hi - r->param_lo;
+}
+
+void fg_replica_buffer_range(const fg_replica *r, size_t *offset, size_t *size)
+{
+    *offset = r->buffer_lo;
+    *size = r->buffer_hi - r->buffer_lo;
+}
+
+const float *fg_replica_output(const fg_replica *r) { return r->out[r->end - 1]; }
+void fg_replica_set_sample_offset(fg_replica *r, uint64_t first) { r->sample_offset = first; }
+
+/* The replica's dtypes, from its model; a half model needs the backend's _ex ops and a
+ * whole replica that holds its parameters. */
+static fg_status replica_dtypes(fg_replica *r, unsigned flags, fg_error *err)
+{
+    r->dt = fg_model_dtypes(r->m);
+    r->act_size = r->dt ? fg_dtype_size((fg_dtype)r->dt->act) : sizeof(float);
+    r->param_size = r->grad_size = sizeof(float);
+    if (!r->dt)
+        return FG_OK;
+    r->grad_size = fg_dtype_size((fg_dtype)r->dt->grad);
+    if (r->m->no_master)
+        r->param_size = fg_dtype_size((fg_dtype)r->dt->param);
+    FG_BACKEND_NEED(r->be, cast, err);
+    FG_BACKEND_NEED(r->be, softmax_xent_backward_ex, err);
+    /* no params (sharded): the layer memory hook gives half ones when the strategy keeps
+     * the master (no_master); a core master copy needs the whole flat buffer */
+    if (r->first != 0 || r->end != r->m->layer_count ||
+        ((flags & FG_REPLICA_NO_PARAMS) && !r->m->no_master))
+        return fg_error_set(err, FG_UNAVAILABLE, "%s activations are not supported for a "
+                            "replica of part of the model (pipeline stages, sharded "
+                            "parameters): only whole replicas run in half precision",
+                            fg_dtype_name((fg_dtype)r->dt->act));
+    if (r->dt->param != FG_F32 && !r->m->no_master)
+        r->work_bytes = (r->param_hi - r->param_lo) * fg_dtype_size((fg_dtype)r->dt->param);
+    return FG_OK;
+}
+
+fg_status fg_replica_cast_params(fg_replica *r, void *queue, fg_error *err)
+{
+    if (!r->work)
+        return FG_OK;
+    return r->be->cast(r->bs, queue, r->work, r->dt->param, r->params, FG_F32,
+                       r->param_hi - r->param_lo, err);
+}
+
+size_t fg_replica_work_bytes(const fg_replica *r) { return r->work_bytes; }
+uint32_t fg_replica_act_dtype(const fg_replica *r) { return r->dt ? r->dt->act : FG_F32; }
+uint32_t fg_replica_param_dtype(const fg_replica *r)
+{
+    return r->param_size != sizeof(float) ? r->dt->param : FG_F32;
+}
+
+uint32_t fg_replica_grad_dtype(const fg_replica *r)
+{
+    return r->grad_size != sizeof(float) ? r->dt->grad : FG_F32;
+}
