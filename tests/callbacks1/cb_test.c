@@ -2,13 +2,13 @@
  * plugin tests. */
 #define _POSIX_C_SOURCE 200809L
 #include "cb_test.h"
+#include "option_text.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -54,53 +54,22 @@ static void fake_log(const fg_host *host, int level, const char *fmt, ...)
 
 static fg_status fake_get_string(const fg_host *host, const char *key, const char **out)
 {
-    const char *v = lookup(host, key);
-    if (!v)
-        return FG_NOT_FOUND;
-    *out = v;
-    return FG_OK;
+    return fg_test_option_string(lookup(host, key), out);
 }
 
 static fg_status fake_get_int(const fg_host *host, const char *key, int64_t *out)
 {
-    const char *v = lookup(host, key);
-    if (!v)
-        return FG_NOT_FOUND;
-    char *end = NULL;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (end == v || *end != '\0' || errno != 0)
-        return FG_INVALID_ARGUMENT;
-    *out = x;
-    return FG_OK;
+    return fg_test_option_int(lookup(host, key), out);
 }
 
 static fg_status fake_get_float(const fg_host *host, const char *key, double *out)
 {
-    const char *v = lookup(host, key);
-    if (!v)
-        return FG_NOT_FOUND;
-    char *end = NULL;
-    double x = strtod(v, &end);
-    if (end == v || *end != '\0')
-        return FG_INVALID_ARGUMENT;
-    *out = x;
-    return FG_OK;
+    return fg_test_option_float(lookup(host, key), out);
 }
 
 static fg_status fake_get_bool(const fg_host *host, const char *key, int *out)
 {
-    const char *v = lookup(host, key);
-    if (!v)
-        return FG_NOT_FOUND;
-    if (!strcasecmp(v, "true") || !strcmp(v, "1") || !strcasecmp(v, "yes") || !strcasecmp(v, "on"))
-        *out = 1;
-    else if (!strcasecmp(v, "false") || !strcmp(v, "0") || !strcasecmp(v, "no") ||
-             !strcasecmp(v, "off"))
-        *out = 0;
-    else
-        return FG_INVALID_ARGUMENT;
-    return FG_OK;
+    return fg_test_option_bool(lookup(host, key), out);
 }
 
 static void fake_metric(const fg_host *host, const char *name, double value, int64_t step)

@@ -1,13 +1,12 @@
 /* The fake host and the dlopen loader of the data plugin tests. */
 #define _POSIX_C_SOURCE 200809L
 #include "data_test.h"
+#include "option_text.h"
 
 #include <dlfcn.h>
-#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
-#include <strings.h>
 
 int test_failures = 0;
 
@@ -43,58 +42,22 @@ static void fake_log(const fg_host *host, int level, const char *fmt, ...)
 
 static fg_status fake_get_string(const fg_host *host, const char *key, const char **out)
 {
-    const char *v = lookup(host, key);
-    if (!v)
-        return FG_NOT_FOUND;
-    *out = v;
-    return FG_OK;
+    return fg_test_option_string(lookup(host, key), out);
 }
 
 static fg_status fake_get_int(const fg_host *host, const char *key, int64_t *out)
 {
-    const char *v = lookup(host, key);
-    if (!v)
-        return FG_NOT_FOUND;
-    char *end = NULL;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (end == v || *end != '\0' || errno != 0)
-        return FG_INVALID_ARGUMENT;
-    *out = x;
-    return FG_OK;
+    return fg_test_option_int(lookup(host, key), out);
 }
 
 static fg_status fake_get_float(const fg_host *host, const char *key, double *out)
 {
-    const char *v = lookup(host, key);
-    if (!v)
-        return FG_NOT_FOUND;
-    char *end = NULL;
-    double x = strtod(v, &end);
-    if (end == v || *end != '\0')
-        return FG_INVALID_ARGUMENT;
-    *out = x;
-    return FG_OK;
+    return fg_test_option_float(lookup(host, key), out);
 }
 
 static fg_status fake_get_bool(const fg_host *host, const char *key, int *out)
 {
-    const char *v = lookup(host, key);
-    if (!v)
-        return FG_NOT_FOUND;
-    static const char *const yes[] = {"true", "1", "yes", "on"};
-    static const char *const no[] = {"false", "0", "no", "off"};
-    for (int i = 0; i < 4; i++) {
-        if (strcasecmp(v, yes[i]) == 0) {
-            *out = 1;
-            return FG_OK;
-        }
-        if (strcasecmp(v, no[i]) == 0) {
-            *out = 0;
-            return FG_OK;
-        }
-    }
-    return FG_INVALID_ARGUMENT;
+    return fg_test_option_bool(lookup(host, key), out);
 }
 
 void fake_host_init(fake_host *fh, const fg_plugin *plugin)
