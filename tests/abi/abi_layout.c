@@ -2,10 +2,15 @@
  * and size of each field, the values of the ABI's enums and constants. Checked against the
  * record of ABI major 1 (layout-v1.txt): a recorded line that changes means a field was
  * inserted, removed, reordered or retyped, and old plugins would read garbage.
- *   abi_layout --print        the current layout, in the record's format
- *   abi_layout --check FILE   compare with the record; exit 1 on a break
- * Allowed without failing: structs growing by appended fields, new enum values. Lines not
- * in the record are listed as "new, append to layout-v1.txt". */
+ *   abi_layout --print             the current layout, in the record's format
+ *   abi_layout --print-new FILE    what the headers add to the record, as lines to append
+ *   abi_layout --check FILE        compare with the record; exit 1 on a break
+ * The record is frozen at ABI 1.0 and grows in sections: `minor N` opens the lines that minor
+ * N appended (a struct that grew gets a new sizeof line there). The versioning rule it
+ * enforces: the headers' FG_ABI_MINOR must equal the record's last `minor`, and every line of
+ * the headers must be recorded; so appending a field fails until FG_ABI_MINOR is bumped and
+ * the new lines are recorded under the new minor. Inserting, removing, reordering or retyping
+ * a recorded field always fails. */
 #include <stdalign.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +50,9 @@ static const layout_line current[] = {
     FIELD(fg_plugin, version), FIELD(fg_plugin, description), FIELD(fg_plugin, options),
     FIELD(fg_plugin, option_count), FIELD(fg_plugin, option_size), FIELD(fg_plugin, init),
     FIELD(fg_plugin, deinit), FIELD(fg_plugin, vtable),
+#ifdef FG_LAYOUT_FIXTURE /* tests/abi/CMakeLists.txt: a field appended to a copy of plugin.h */
+    FIELD(fg_plugin, fixture_appended_field),
+#endif
 
     /* backend.h */
     SIZE(fg_device_info), FIELD(fg_device_info, struct_size), FIELD(fg_device_info, index),
@@ -326,7 +334,11 @@ typedef struct record_line {
     char key[128];
     long long value, size;
     int line;
+    int minor; /* the `minor N` section the line is in */
 } record_line;
+
+/* The record's last `minor N` section; -1 when it has none. */
+static int record_minor = -1;
 
 static int read_record(const char *path, record_line *rec, size_t *count)
 {
@@ -342,7 +354,19 @@ static int read_record(const char *path, record_line *rec, size_t *count)
         line++;
         if (buf[0] == '#' || buf[0] == '\n')
             continue;
+        int minor;
+        if (sscanf(buf, "minor %d", &minor) == 1) {
+            if (minor != record_minor + 1) {
+                fprintf(stderr, "%s:%d: FAIL: section minor %d follows minor %d: minors are "
+                        "recorded in order, one section each\n", path, line, minor, record_minor);
+                ok = 0;
+                break;
+            }
+            record_minor = minor;
+            continue;
+        }
         record_line *r = &rec[*count];
+        r->minor = record_minor;
         r->size = 0;
         r->line = line;
         int n = sscanf(buf, "%15s %127s %lld %lld", r->what, r->key, &r->value, &r->size);
@@ -361,14 +385,15 @@ static int read_record(const char *path, record_line *rec, size_t *count)
 static const record_line *find_record(const record_line *rec, size_t count, const char *what,
                                       const char *key)
 {
-    for (size_t i = 0; i < count; i++)
+    for (size_t i = count; i-- > 0;) /* the latest: a sizeof is recorded again as it grows */
         if (strcmp(rec[i].what, what) == 0 && strcmp(rec[i].key, key) == 0)
             return &rec[i];
     return NULL;
 }
 
-/* One recorded line against the headers; returns 1 when it still holds. */
-static int check_recorded(const char *path, const record_line *r)
+/* One recorded line against the headers; returns 1 when it still holds. A sizeof recorded
+ * again under a later minor is checked in its latest value only. */
+static int check_recorded(const char *path, const record_line *r, const record_line *latest)
 {
     const layout_line *c = find_current(r->what, r->key);
     if (c == NULL) {
@@ -382,9 +407,14 @@ static int check_recorded(const char *path, const record_line *r)
                     r->key, r->value, c->value);
             return 0;
         }
-        if (c->value > r->value)
-            printf("note: sizeof %s grew from %lld to %lld (fields appended)\n", r->key,
-                   r->value, c->value);
+        if (r != latest)
+            return 1;
+        if (c->value > r->value) {
+            fprintf(stderr, "%s:%d: FAIL: sizeof %s grew from %lld to %lld: fields were "
+                    "appended without recording them under a new minor\n", path, r->line,
+                    r->key, r->value, c->value);
+            return 0;
+        }
         return 1;
     }
     if (strcmp(r->what, "field") == 0) {
@@ -427,7 +457,25 @@ static int check_new(const char *path, const layout_line *c, const record_line *
             return 0;
         }
     }
-    printf("new, append to layout-v1.txt: %s\n", text);
+    fprintf(stderr, "%s: FAIL: %s is not recorded: an appended field needs FG_ABI_MINOR "
+            "bumped to %d and its lines recorded under `minor %d` (abi_layout --print-new)\n",
+            path, text, record_minor + 1, record_minor + 1);
+    return 0;
+}
+
+/* The headers' minor against the record's last section. */
+static int check_minor(const char *path)
+{
+    if (record_minor < 0) {
+        fprintf(stderr, "%s: FAIL: no `minor 0` section: the record is not frozen\n", path);
+        return 0;
+    }
+    if (FG_ABI_MINOR != record_minor) {
+        fprintf(stderr, "%s: FAIL: FG_ABI_MINOR is %d but the record's last section is minor "
+                "%d: record what minor %d appended (abi_layout --print-new) under `minor %d`\n",
+                path, FG_ABI_MINOR, record_minor, FG_ABI_MINOR, FG_ABI_MINOR);
+        return 0;
+    }
     return 1;
 }
 
@@ -460,9 +508,10 @@ static int check(const char *path)
         fprintf(stderr, "%s: FAIL: the record is empty\n", path);
         return 1;
     }
-    int failures = 0;
+    int failures = !check_minor(path);
     for (size_t i = 0; i < count; i++)
-        failures += !check_recorded(path, &rec[i]);
+        failures += !check_recorded(path, &rec[i],
+                                    find_record(rec, count, rec[i].what, rec[i].key));
     for (size_t i = 0; i < CURRENT_COUNT; i++)
         if (find_record(rec, count, current[i].what, current[i].key) == NULL)
             failures += !check_new(path, &current[i], rec, count);
@@ -471,15 +520,38 @@ static int check(const char *path)
         fprintf(stderr, "%d ABI layout break(s) against %s\n", failures, path);
         return 1;
     }
-    printf("abi layout: %zu recorded lines hold\n", count);
+    printf("abi layout: %zu recorded lines hold at ABI %d.%d\n", count, FG_ABI_MAJOR,
+           FG_ABI_MINOR);
+    return 0;
+}
+
+/* The lines of the headers the record lacks (a grown struct's sizeof included), to append
+ * under the new minor's section. */
+static int print_new(const char *path)
+{
+    static record_line rec[MAX_RECORD];
+    size_t count = 0;
+    if (!read_record(path, rec, &count))
+        return 1;
+    printf("minor %d\n", FG_ABI_MINOR);
+    char text[256];
+    for (size_t i = 0; i < CURRENT_COUNT; i++) {
+        const record_line *r = find_record(rec, count, current[i].what, current[i].key);
+        if (r && r->value == current[i].value)
+            continue;
+        format_line(&current[i], text, sizeof text);
+        printf("%s\n", text);
+    }
     return 0;
 }
 
 int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "--print") == 0) {
-        printf("# fulgur plugin ABI major 1: layout on LP64 (x86_64, aarch64).\n"
-               "# Written by `abi_layout --print`; checked by ctest abi.layout. Append only.\n");
+        printf("# fulgur plugin ABI major 1: layout on LP64 (x86_64, aarch64), frozen at 1.0.\n"
+               "# Written by `abi_layout --print`; checked by ctest abi.layout. Append only:\n"
+               "# a new minor appends a `minor N` section (abi_layout --print-new).\n"
+               "minor %d\n", FG_ABI_MINOR);
         char text[256];
         for (size_t i = 0; i < CURRENT_COUNT; i++) {
             format_line(&current[i], text, sizeof text);
@@ -489,6 +561,9 @@ int main(int argc, char **argv)
     }
     if (argc == 3 && strcmp(argv[1], "--check") == 0)
         return check(argv[2]);
-    fprintf(stderr, "usage: %s --print | --check LAYOUT_FILE\n", argv[0]);
+    if (argc == 3 && strcmp(argv[1], "--print-new") == 0)
+        return print_new(argv[2]);
+    fprintf(stderr, "usage: %s --print | --print-new LAYOUT_FILE | --check LAYOUT_FILE\n",
+            argv[0]);
     return 2;
 }
