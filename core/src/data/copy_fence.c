@@ -32,6 +32,9 @@ void fg_copy_fence_fini(fg_copy_fence *f)
 
 void fg_copy_fence_add(fg_copy_fence *f, fg_copy_fence_link *l)
 {
+    fg_copy_fence *old = atomic_load(&l->fence);
+    if (old && old != f) /* never two fences' locks at once */
+        fg_copy_fence_unlink(l);
     pthread_mutex_lock(&f->mu);
     if (atomic_load(&l->fence) != f) {
         l->next = f->head;

@@ -44,7 +44,7 @@ fg_status fg_copy_fence_init(fg_copy_fence *f, int id, fg_error *err);
 void fg_copy_fence_fini(fg_copy_fence *f);
 
 /* Links l (whose event was just recorded after a copy out of f's memory) unless it is
- * linked already. */
+ * linked there already; out of another fence first. */
 void fg_copy_fence_add(fg_copy_fence *f, fg_copy_fence_link *l);
 
 /* Waits on the host for every linked event, then empties the fence: the memory is free to
