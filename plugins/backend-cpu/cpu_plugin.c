@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cpu_backend.h"
+#include "cpu_event.h"
 
 static const fg_option fg_cpu_options[] = {
     { "devices", FG_OPT_INT, "1", 1, FG_CPU_MAX_DEVICES, NULL,
@@ -156,6 +157,11 @@ static const fg_backend_vtable fg_cpu_vtable = {
     .clamp_ex = fg_cpu_op_clamp_ex,
     .sgd_update_ex = fg_cpu_op_sgd_update_ex,
     .adamw_update_ex = fg_cpu_op_adamw_update_ex,
+    .event_create = fg_cpu_event_create,
+    .event_destroy = fg_cpu_event_destroy,
+    .event_record = fg_cpu_event_record,
+    .queue_wait_event = fg_cpu_queue_wait_event,
+    .event_sync = fg_cpu_event_sync,
 };
 
 FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {

@@ -1,6 +1,7 @@
 /* The CUDA backend plugin's instance state and functions, split by concern:
  * cuda_plugin.c (descriptor, options, init: driver and device probing), cuda_device.c
- * (devices, memory, queues, copies), cuda_gemm.c (cuBLASLt), cuda_conv.c (cuDNN),
+ * (devices, memory, queues, copies), cuda_event.c (events), cuda_gemm.c (cuBLASLt),
+ * cuda_conv.c (cuDNN),
  * cuda_ops.c (argument checks, then the kernels of kernels/cuda). Every op is written once
  * with element types (the _ex form); the fp32 vtable entries call it with all-f32 types. */
 #ifndef FG_CUDA_BACKEND_H
@@ -72,6 +73,7 @@ typedef struct fg_cuda_conv_plan {
 
 typedef struct fg_cuda_queue {
     int device;
+    int copy_only;               /* from copy_queue_create: a stream and nothing else */
     cudaStream_t stream;
     cublasLtHandle_t lt;
     cublasLtMatmulPreference_t lt_pref;
@@ -105,8 +107,19 @@ void fg_cuda_queue_destroy(void *state, void *queue);
 fg_status fg_cuda_queue_sync(void *state, void *queue, fg_error *err);
 fg_status fg_cuda_copy(void *state, void *queue, void *dst, int dst_device, const void *src,
                        int src_device, size_t bytes, fg_error *err);
-/* Makes the queue's device current on the calling thread (every op starts with it). */
+/* Makes the queue's device current on the calling thread (every op starts with it); a copy
+ * queue is refused. */
 fg_status fg_cuda_enter(void *queue, const char *op, fg_error *err);
+/* The same for copy, queue_sync and the event entries, which take copy queues too. */
+fg_status fg_cuda_enter_any(void *queue, const char *op, fg_error *err);
+fg_status fg_cuda_copy_queue_create(void *state, int device, void **queue, fg_error *err);
+
+/* cuda_event.c: events (cudaEventDisableTiming) */
+fg_status fg_cuda_event_create(void *state, int device, void **event, fg_error *err);
+void fg_cuda_event_destroy(void *state, void *event);
+fg_status fg_cuda_event_record(void *state, void *queue, void *event, fg_error *err);
+fg_status fg_cuda_queue_wait_event(void *state, void *queue, void *event, fg_error *err);
+fg_status fg_cuda_event_sync(void *state, void *event, fg_error *err);
 /* Grows the queue's staging buffer to at least `bytes`. */
 fg_status fg_cuda_stage(fg_cuda_queue *q, size_t bytes, const char *op, fg_error *err);
 

@@ -1,6 +1,6 @@
-/* Devices, memory, queues (a CUDA stream each, with its library handles and scratch) and
- * copies. Only queue_create creates a device context; counting and naming devices never
- * does. */
+/* Devices, memory, queues (a CUDA stream each, with its library handles and scratch; a
+ * copy queue is a bare stream) and copies. Only queue_create and copy_queue_create create
+ * a device context; counting and naming devices never does. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
@@ -31,11 +31,20 @@ static fg_status fg_cuda_set_device(int device, const char *what, fg_error *err)
     return e == cudaSuccess ? FG_OK : fg_cuda_fail(err, e, what);
 }
 
-fg_status fg_cuda_enter(void *queue, const char *op, fg_error *err)
+fg_status fg_cuda_enter_any(void *queue, const char *op, fg_error *err)
 {
     if (!queue)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "backend.cuda: %s: queue is NULL", op);
     return fg_cuda_set_device(((fg_cuda_queue *)queue)->device, op, err);
+}
+
+fg_status fg_cuda_enter(void *queue, const char *op, fg_error *err)
+{
+    if (queue && ((fg_cuda_queue *)queue)->copy_only)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "backend.cuda: %s: the queue is a copy "
+                            "queue (copy_queue_create); ops run on a queue from queue_create",
+                            op);
+    return fg_cuda_enter_any(queue, op, err);
 }
 
 fg_status fg_cuda_device_count(void *state, int *count, fg_error *err)
@@ -238,6 +247,36 @@ fg_status fg_cuda_queue_create(void *state, int device, void **queue, fg_error *
     return FG_OK;
 }
 
+/* A bare non-blocking stream: its copies run on the copy engines beside the compute
+ * streams' kernels. One per call (the core makes one per compute queue that reads
+ * batches). */
+fg_status fg_cuda_copy_queue_create(void *state, int device, void **queue, fg_error *err)
+{
+    fg_cuda_backend *be = state;
+    if (!queue)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "backend.cuda: copy_queue_create: queue is NULL");
+    *queue = NULL;
+    fg_status st = fg_cuda_check_device(be, "copy_queue_create", device, err);
+    if (st == FG_OK)
+        st = fg_cuda_set_device(device, "copy_queue_create", err);
+    if (st != FG_OK)
+        return st;
+    fg_cuda_queue *q = calloc(1, sizeof *q);
+    if (!q)
+        return fg_error_set(err, FG_OUT_OF_MEMORY,
+                            "backend.cuda: copy_queue_create: out of memory");
+    q->device = device;
+    q->copy_only = 1;
+    cudaError_t e = cudaStreamCreateWithFlags(&q->stream, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+        free(q);
+        return fg_cuda_fail(err, e, "copy_queue_create: cudaStreamCreate");
+    }
+    *queue = q;
+    return FG_OK;
+}
+
 void fg_cuda_queue_destroy(void *state, void *queue)
 {
     (void)state;
@@ -269,13 +308,15 @@ void fg_cuda_queue_destroy(void *state, void *queue)
 fg_status fg_cuda_queue_sync(void *state, void *queue, fg_error *err)
 {
     (void)state;
-    fg_status st = fg_cuda_enter(queue, "queue_sync", err);
+    fg_status st = fg_cuda_enter_any(queue, "queue_sync", err);
     if (st != FG_OK)
         return st;
     fg_cuda_queue *q = queue;
     cudaError_t e = cudaStreamSynchronize(q->stream);
     if (e != cudaSuccess)
         return fg_cuda_fail(err, e, "queue_sync (an earlier op on this queue failed)");
+    if (q->copy_only)
+        return FG_OK;
     unsigned long long bad = *(volatile unsigned long long *)q->bad_host;
     if (bad) {
         *q->bad_host = 0;
@@ -311,24 +352,16 @@ fg_status fg_cuda_stage(fg_cuda_queue *q, size_t bytes, const char *op, fg_error
 
 /* ---- copies ---------------------------------------------------------------------------- */
 
-/* A host buffer the caller may reuse as soon as copy returns: page-locked memory is read by
- * the DMA engine after the call (pageable memory is staged by the driver before it
- * returns). */
-static int fg_cuda_is_pinned(const void *p)
-{
-    struct cudaPointerAttributes a;
-    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    return a.type == cudaMemoryTypeHost;
-}
-
+/* Asynchronous on the queue's stream, as the ABI says: page-locked host memory is read by
+ * the DMA engine after the call returns, so its owner keeps it unchanged until an event
+ * recorded after the copy completed (the core's loader does: data/copy_fence.h), or the
+ * queue was synchronised. Pageable memory is staged by the driver before the call
+ * returns. */
 fg_status fg_cuda_copy(void *state, void *queue, void *dst, int dst_device, const void *src,
                        int src_device, size_t bytes, fg_error *err)
 {
     fg_cuda_backend *be = state;
-    fg_status st = fg_cuda_enter(queue, "copy", err);
+    fg_status st = fg_cuda_enter_any(queue, "copy", err);
     if (st != FG_OK)
         return st;
     if (dst_device < -1 || dst_device >= be->device_count || src_device < -1 ||
@@ -347,13 +380,5 @@ fg_status fg_cuda_copy(void *state, void *queue, void *dst, int dst_device, cons
     cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, q->stream);
     if (e != cudaSuccess)
         return fg_cuda_fail(err, e, "copy");
-    /* The ABI has no completion fence for a host source, and the trainer hands a batch's
-     * page-locked buffer back to the loader when train_step returns: wait for the DMA
-     * rather than let a loader thread overwrite it mid-copy. */
-    if (src_device == -1 && dst_device >= 0 && fg_cuda_is_pinned(src)) {
-        e = cudaStreamSynchronize(q->stream);
-        if (e != cudaSuccess)
-            return fg_cuda_fail(err, e, "copy (waiting for a host-to-device copy)");
-    }
     return FG_OK;
 }

@@ -245,6 +245,12 @@ static const fg_backend_vtable fg_cuda_vtable = {
     .clamp_ex = fg_cuda_op_clamp_ex,
     .sgd_update_ex = fg_cuda_op_sgd_update_ex,
     .adamw_update_ex = fg_cuda_op_adamw_update_ex,
+    .copy_queue_create = fg_cuda_copy_queue_create,
+    .event_create = fg_cuda_event_create,
+    .event_destroy = fg_cuda_event_destroy,
+    .event_record = fg_cuda_event_record,
+    .queue_wait_event = fg_cuda_queue_wait_event,
+    .event_sync = fg_cuda_event_sync,
 };
 
 FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {

@@ -8,6 +8,42 @@
 #include "parity.h"
 #include "parity_run.h"
 
+/* A copy queue and events, as the core's batch copier uses them: the copy on the copy
+ * queue, the compute queue waits for its event on the device, the host for the event; ops
+ * refuse the copy queue. a: values (CPU side), b: a device buffer, h: page-locked memory. */
+static void test_copy_queue(pair a, pair b, void *h)
+{
+    fg_error e = {0};
+    void *cq = NULL, *ev = NULL;
+    fg_status st = P.cuda->copy_queue_create(P.gs, 0, &cq, &e);
+    if (st == FG_OK)
+        st = P.cuda->event_create(P.gs, 0, &ev, &e);
+    memcpy(h, a.c, 4000);
+    ppoison(b);
+    if (st == FG_OK)
+        st = P.cuda->copy(P.gs, cq, b.g, 0, h, -1, 4000, &e);
+    if (st == FG_OK)
+        st = P.cuda->event_record(P.gs, cq, ev, &e);
+    if (st == FG_OK)
+        st = P.cuda->queue_wait_event(P.gs, P.gq, ev, &e);
+    if (st == FG_OK)
+        st = P.cuda->event_sync(P.gs, ev, &e);
+    memset(h, 0, 4000); /* the event completed: the buffer is the caller's again */
+    checks++;
+    if (st != FG_OK)
+        fail("copy on a copy queue, fenced by an event: %s", e.message);
+    compare_exact("copy on a copy queue, fenced by an event", b, 4000);
+    if (cq) {
+        st = P.cuda->fill(P.gs, cq, b.g, 0.0f, 1, &e);
+        checks++;
+        if (st != FG_INVALID_ARGUMENT || !strstr(e.message, "copy queue"))
+            fail("an op on a copy queue: %s: %s", fg_status_name(st), e.message);
+    }
+    P.cuda->event_destroy(P.gs, ev);
+    if (cq)
+        P.cuda->queue_destroy(P.gs, cq);
+}
+
 void test_device(void)
 {
     fg_error e = {0};
@@ -54,11 +90,15 @@ void test_device(void)
     memcpy(h, a.c, 4000);
     ppoison(b);
     st = P.cuda->copy(P.gs, P.gq, b.g, 0, h, -1, 4000, &e);
-    memset(h, 0, 4000); /* copy returned: the buffer is the caller's again */
+    /* asynchronous: the buffer is the caller's again once the queue is synchronised */
+    if (st == FG_OK)
+        st = P.cuda->queue_sync(P.gs, P.gq, &e);
+    memset(h, 0, 4000);
     checks++;
     if (st != FG_OK)
         fail("copy from page-locked memory: %s", e.message);
     compare_exact("copy from page-locked memory", b, 4000);
+    test_copy_queue(a, b, h);
     P.cuda->host_free(P.gs, h);
 }
 

@@ -1,6 +1,7 @@
 /* Sampler and data loader tests, against a fake in-test data vtable.
  * Usage: test_dataloader NAME (one ctest per NAME; see the table at the bottom). */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -764,6 +765,147 @@ static void test_loader_shapes(void)
     CHECK_EQ_I64(sum, 30);
 }
 
+/* ---- copy fences ---------------------------------------------------------------------- */
+
+/* A fake backend with events: event_sync marks the event synced (or fails), nothing else is
+ * used by the fences. read() checks, for the staging buffer it is about to rewrite, that
+ * the event the consumer linked into that slot's fence was synced first. */
+typedef struct fake_event {
+    atomic_int synced;
+    int fail;
+} fake_event;
+
+enum { FENCE_BATCHES = 40, FENCE_SLOTS = 3 };
+
+static struct {
+    pthread_mutex_t mu;
+    const void *buffer[FENCE_BATCHES]; /* staging buffers with a linked event */
+    fake_event *event[FENCE_BATCHES];
+    int pending;
+    atomic_int rewritten_early;
+    atomic_int checked;
+} g_fence = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static fg_status fake_event_sync(void *state, void *event, fg_error *err)
+{
+    (void)state;
+    fake_event *e = event;
+    if (e->fail)
+        return fg_error_set(err, FG_BACKEND_ERROR, "fake: device lost");
+    atomic_store(&e->synced, 1);
+    return FG_OK;
+}
+
+static const fg_backend_vtable fake_events_backend = {
+    .struct_size = sizeof(fg_backend_vtable),
+    .event_sync = fake_event_sync,
+};
+
+static fg_status fenced_read(void *state, void *dataset, const int64_t *indices, int count,
+                             void *samples, int32_t *labels, fg_error *err)
+{
+    pthread_mutex_lock(&g_fence.mu);
+    for (int i = 0; i < g_fence.pending; i++) {
+        if (g_fence.buffer[i] != samples)
+            continue;
+        if (!atomic_load(&g_fence.event[i]->synced))
+            atomic_fetch_add(&g_fence.rewritten_early, 1);
+        atomic_fetch_add(&g_fence.checked, 1);
+        g_fence.pending--;
+        g_fence.buffer[i] = g_fence.buffer[g_fence.pending];
+        g_fence.event[i] = g_fence.event[g_fence.pending];
+        break;
+    }
+    pthread_mutex_unlock(&g_fence.mu);
+    return fake_read(state, dataset, indices, count, samples, labels, err);
+}
+
+static const fg_data_vtable fenced_vtable = {
+    .struct_size = sizeof(fg_data_vtable),
+    .read = fenced_read,
+};
+
+/* Each delivered batch links an event into its slot's fence, as a device copy out of it
+ * would, and is released at once: the loader must wait for that event before it rewrites
+ * the slot (with workers, and inline), never before. */
+static void test_loader_copy_fence(void)
+{
+    for (int workers = 0; workers <= 2; workers += 2) {
+        fg_error err = {0};
+        fake_data d;
+        fake_init(&d, 8 * FENCE_BATCHES);
+        fg_dataloader_options o = loader_opts(&d, NULL, 8, workers, FENCE_SLOTS - workers);
+        if (workers == 0)
+            o.prefetch = FENCE_SLOTS;
+        o.data = &fenced_vtable;
+        o.fence_base = 5;
+        fg_dataloader *dl = NULL;
+        REQUIRE_OK(fg_dataloader_create(&o, &dl, &err));
+        CHECK_EQ_I64(fg_dataloader_slot_count(dl), FENCE_SLOTS);
+        CHECK_EQ_I64(fg_dataloader_slots_for(workers, o.prefetch), FENCE_SLOTS);
+        static fake_event events[FENCE_BATCHES];
+        fg_copy_fence_link links[FENCE_SLOTS + 5];
+        memset(links, 0, sizeof links);
+        atomic_store(&g_fence.rewritten_early, 0);
+        atomic_store(&g_fence.checked, 0);
+        g_fence.pending = 0;
+        REQUIRE_OK(fg_dataloader_start_epoch(dl, 0, 0, &err));
+        for (int b = 0; b < FENCE_BATCHES; b++) {
+            const fg_batch_view *v = NULL;
+            REQUIRE_OK(fg_dataloader_next(dl, &v, &err));
+            if (!v) break;
+            fg_batch batch = fg_dataloader_batch(dl, v);
+            fg_copy_fence *f = batch.staging;
+            CHECK(f == v->fence && f->id >= 5 && f->id < 5 + FENCE_SLOTS);
+            fg_copy_fence_link *l = &links[f->id];
+            atomic_init(&events[b].synced, 0);
+            events[b].fail = 0;
+            l->be = &fake_events_backend;
+            l->event = &events[b];
+            pthread_mutex_lock(&g_fence.mu);
+            g_fence.buffer[g_fence.pending] = v->samples;
+            g_fence.event[g_fence.pending++] = &events[b];
+            pthread_mutex_unlock(&g_fence.mu);
+            fg_copy_fence_add(f, l);
+            fg_copy_fence_add(f, l); /* a second copy out of the same slot: linked once */
+            fg_dataloader_release(dl, v);
+        }
+        fg_dataloader_destroy(dl);
+        CHECK_EQ_I64(atomic_load(&g_fence.rewritten_early), 0);
+        CHECK_EQ_I64(atomic_load(&g_fence.checked), FENCE_BATCHES - FENCE_SLOTS);
+        for (int i = 0; i < FENCE_SLOTS + 5; i++) /* destroy detached the last ones */
+            CHECK(atomic_load(&links[i].fence) == NULL);
+    }
+}
+
+/* A failed wait (the device copy failed) comes back from next(), naming the batch. */
+static void test_loader_copy_fence_error(void)
+{
+    fg_error err = {0};
+    fake_data d;
+    fake_init(&d, 64);
+    fg_dataloader_options o = loader_opts(&d, NULL, 8, 0, 1);
+    fg_dataloader *dl = NULL;
+    REQUIRE_OK(fg_dataloader_create(&o, &dl, &err));
+    REQUIRE_OK(fg_dataloader_start_epoch(dl, 3, 0, &err));
+    const fg_batch_view *v = NULL;
+    REQUIRE_OK(fg_dataloader_next(dl, &v, &err));
+    fake_event lost = {.fail = 1};
+    fg_copy_fence_link link = {.be = &fake_events_backend, .event = &lost};
+    fg_copy_fence_add(v->fence, &link);
+    fg_dataloader_release(dl, v);
+    CHECK(fg_dataloader_next(dl, &v, &err) == FG_BACKEND_ERROR);
+    CHECK_HAS(err.message, "batch 1 of epoch 3: waiting for the device copy out of its "
+                           "staging buffer failed: fake: device lost");
+    fg_copy_fence_unlink(&link); /* its owner goes away: the fence forgets it */
+    CHECK(atomic_load(&link.fence) == NULL);
+    REQUIRE_OK(fg_dataloader_start_epoch(dl, 4, 0, &err));
+    REQUIRE_OK(fg_dataloader_next(dl, &v, &err));
+    CHECK(v != NULL);
+    fg_dataloader_release(dl, v);
+    fg_dataloader_destroy(dl);
+}
+
 /* ---- driver -------------------------------------------------------------------------- */
 
 static const struct {
@@ -785,6 +927,8 @@ static const struct {
     {"loader_held_limit", test_loader_held_limit},
     {"loader_options", test_loader_options},
     {"loader_shapes", test_loader_shapes},
+    {"loader_copy_fence", test_loader_copy_fence},
+    {"loader_copy_fence_error", test_loader_copy_fence_error},
 };
 
 int main(int argc, char **argv)

@@ -5,7 +5,9 @@
  *     only when that slot is FREE (its previous batch was released);
  *   - the consumer takes batches in increasing order (next_deliver) and waits on READY;
  *   - a slot's buffers are touched outside the mutex only by the one thread that owns it
- *     (FILLING: its worker; HELD: the consumer), so the mutex orders every hand-over.
+ *     (FILLING: its worker; HELD: the consumer), so the mutex orders every hand-over;
+ *   - a slot is rewritten only after its copy fence was waited for (fg_fill_slot): device
+ *     copies of its previous batch may outlive the release.
  * No sleeps, no polling: workers wait on work_cv, the consumer on ready_cv, start_epoch on
  * idle_cv (no read in progress). */
 #if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
@@ -36,6 +38,7 @@ typedef struct fg_slot {
     int state;
     void *block;        /* the staging allocation: samples, then labels */
     fg_error error;
+    fg_copy_fence fence; /* copies out of the slot still running on a device */
 } fg_slot;
 
 typedef struct fg_worker {
@@ -116,7 +119,16 @@ static fg_status fg_fill_slot(fg_dataloader *dl, fg_slot *slot, int64_t epoch, i
 {
     fg_error inner = {FG_OK, ""};
     int count = 0;
-    fg_status st = fg_sampler_batch(dl->sampler, epoch, b, indices, &count, &inner);
+    /* The slot's last batch may still be copied out of: wait before rewriting it. */
+    fg_status st = fg_copy_fence_wait(&slot->fence, &inner);
+    if (st != FG_OK)
+        return fg_error_set(err, st,
+                            "data loader '%s': batch %" PRId64 " of epoch %" PRId64
+                            ": waiting for the device copy out of its staging buffer "
+                            "failed: %s",
+                            dl->name, b, epoch,
+                            inner.message[0] ? inner.message : fg_status_name(st));
+    st = fg_sampler_batch(dl->sampler, epoch, b, indices, &count, &inner);
     if (st == FG_OK)
         st = dl->opts.data->read(dl->opts.data_state, dl->opts.dataset, indices, count,
                                  slot->view.samples, slot->view.labels, &inner);
@@ -247,12 +259,15 @@ static fg_status fg_alloc_slots(fg_dataloader *dl, fg_error *err)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "data loader '%s': out of memory", dl->name);
     for (int i = 0; i < dl->slot_count; i++) {
         fg_slot *slot = &dl->slots[i];
-        fg_status st = dl->opts.alloc(dl->opts.alloc_ctx, sample_bytes + label_bytes,
-                                      &slot->block, err);
+        fg_status st = fg_copy_fence_init(&slot->fence, dl->opts.fence_base + i, err);
+        if (st == FG_OK)
+            st = dl->opts.alloc(dl->opts.alloc_ctx, sample_bytes + label_bytes, &slot->block,
+                                err);
         if (st != FG_OK) {
             slot->block = NULL;
             return st;
         }
+        slot->view.fence = &slot->fence;
         slot->view.samples = slot->block;
         slot->view.labels = label_bytes ? (int32_t *)((char *)slot->block + sample_bytes) : NULL;
     }
@@ -333,7 +348,7 @@ fg_status fg_dataloader_create(const fg_dataloader_options *opts, fg_dataloader 
     if (dl->opts.sampler.length == 0)
         dl->opts.sampler.length = opts->info.length;
     dl->sample_elems = elems;
-    dl->slot_count = opts->prefetch + opts->num_workers;
+    dl->slot_count = fg_dataloader_slots_for(opts->num_workers, opts->prefetch);
 
     if ((st = fg_init_sync(dl, err)) != FG_OK) {
         free(dl);
@@ -375,9 +390,11 @@ void fg_dataloader_destroy(fg_dataloader *dl)
         pthread_mutex_destroy(&dl->mu);
     }
     if (dl->slots) {
-        for (int i = 0; i < dl->slot_count; i++)
+        for (int i = 0; i < dl->slot_count; i++) {
+            fg_copy_fence_fini(&dl->slots[i].fence);
             if (dl->slots[i].block)
                 dl->opts.free(dl->opts.alloc_ctx, dl->slots[i].block);
+        }
         free(dl->slots);
     }
     free(dl->threads);
@@ -520,6 +537,18 @@ int64_t fg_dataloader_samples_per_rank(const fg_dataloader *dl)
 int fg_dataloader_slot_count(const fg_dataloader *dl)
 {
     return dl->slot_count;
+}
+
+int fg_dataloader_slots_for(int num_workers, int prefetch)
+{
+    return prefetch + num_workers;
+}
+
+fg_batch fg_dataloader_batch(const fg_dataloader *dl, const fg_batch_view *v)
+{
+    fg_batch b = {sizeof b, v->samples, v->labels, v->count,
+                  (int64_t)fg_dataloader_sample_elems(dl), v->fence};
+    return b;
 }
 
 size_t fg_dataloader_sample_elems(const fg_dataloader *dl)

@@ -5,6 +5,13 @@
  * and labels) through the caller's allocator: the backend's pinned host_alloc when
  * pin_memory is on, aligned host memory otherwise. Nothing is allocated per batch.
  *
+ * Each slot has a copy fence (copy_fence.h) with id fence_base + slot index: the copies
+ * out of a delivered batch (batch_copy.h) link their events into it, and the slot is
+ * rewritten only after fg_copy_fence_wait, by the worker about to read into it (or by
+ * next() when there are no workers). So a batch can be released as soon as its copies are
+ * enqueued: the loader, not the trainer, waits for them, and only when it needs the slot
+ * again, `slots` batches later.
+ *
  * Slots form a ring: batch b always lands in slot b % slots, workers claim batch numbers
  * in increasing order and the consumer takes them in increasing order, so batches come out
  * strictly in order (b before b + 1) whatever num_workers is, and training is bitwise the
@@ -20,7 +27,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "copy_fence.h"
 #include "fulgur/data.h"
+#include "fulgur/strategy.h"
 #include "sampler.h"
 
 /* Staging allocator: fills *ptr with `bytes` of host memory or fails with a message. */
@@ -42,6 +51,9 @@ typedef struct fg_dataloader_options {
     fg_staging_alloc_fn alloc;
     fg_staging_free_fn free;
     void *alloc_ctx;
+    /* The id of slot 0's copy fence; slot i's is fence_base + i. Loaders whose batches
+     * reach the same copiers take disjoint ranges (fg_dataloader_slots_for). */
+    int fence_base;
 } fg_dataloader_options;
 
 /* One delivered batch, valid until fg_dataloader_release(). */
@@ -52,6 +64,7 @@ typedef struct fg_batch_view {
     int64_t index;       /* batch number within the epoch */
     int64_t epoch;
     double wait_seconds; /* how long next() blocked for it (the read itself, no workers) */
+    struct fg_copy_fence *fence; /* the slot's: copies out of the view link into it */
 } fg_batch_view;
 
 typedef struct fg_dataloader fg_dataloader;
@@ -74,9 +87,9 @@ fg_status fg_dataloader_start_epoch(fg_dataloader *dl, int64_t epoch, int64_t fi
  * at once can leave no slot for the next batch: that fails instead of hanging. */
 fg_status fg_dataloader_next(fg_dataloader *dl, const fg_batch_view **batch, fg_error *err);
 
-/* Gives the batch's slot back to the workers, who may overwrite it at once: release only
- * after any asynchronous copy out of the view (H2D on a copy stream) has completed.
- * NULL is ignored. */
+/* Gives the batch's slot back to the workers. Copies out of the view may still be running
+ * if they linked their events into view->fence: the slot is rewritten only after they
+ * completed. Any other use of the view must be over. NULL is ignored. */
 void fg_dataloader_release(fg_dataloader *dl, const fg_batch_view *batch);
 
 /* Stops and joins the workers (a read in progress finishes first), frees every slot. */
@@ -86,7 +99,11 @@ int64_t fg_dataloader_batches_per_epoch(const fg_dataloader *dl);
 int64_t fg_dataloader_samples_per_rank(const fg_dataloader *dl);
 /* Slots allocated at create: prefetch + num_workers. */
 int fg_dataloader_slot_count(const fg_dataloader *dl);
+/* The slots (and copy fence ids) a loader with these options will have. */
+int fg_dataloader_slots_for(int num_workers, int prefetch);
 /* Elements in one sample (the product of info.shape). */
 size_t fg_dataloader_sample_elems(const fg_dataloader *dl);
+/* The view as the strategy-facing batch, its staging field the slot's copy fence. */
+fg_batch fg_dataloader_batch(const fg_dataloader *dl, const fg_batch_view *v);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch_copy.h"
 #include "optimizer.h"
 #include "train_services.h"
 
@@ -19,8 +20,8 @@ typedef struct train_stage {
     void *queue;
     size_t param_lo, param_n, buffer_lo, buffer_n; /* floats of the model's flat regions */
     size_t in_elems;        /* floats per sample at the stage's input */
-    float *x_dev;           /* (chunks, max_batch, in...) first stage only */
-    int32_t *y_dev;         /* (chunks, max_batch) last stage only */
+    fg_batch_copier *copier; /* an area per chunk: (max_batch, in...) samples on the first
+                              * stage, (max_batch) labels on the last; NULL on the others */
     float *metrics_dev;     /* (2): loss sum, correct predictions */
     float *scratch_dev;     /* (1): a reduction result */
     double count;           /* samples since the last metrics reset (last stage) */
@@ -55,7 +56,8 @@ static void stage_destroy(void *ctx, void *stage)
     if (!s) return;
     if (s->queue) c->be->queue_sync(c->bs, s->queue, NULL);
     fg_optimizer_destroy(s->opt);
-    void *blocks[] = {s->x_dev, s->y_dev, s->metrics_dev, s->scratch_dev};
+    fg_batch_copier_destroy(s->copier);
+    void *blocks[] = {s->metrics_dev, s->scratch_dev};
     for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++)
         if (blocks[i]) c->be->free(c->bs, s->device, blocks[i]);
     for (int i = s->chunks - 1; s->arena && i >= 0; i--) /* sharers before the owner */
@@ -83,11 +85,11 @@ static fg_status stage_memory_create(fg_train_ctx *c, train_stage *s, size_t fir
     if (st != FG_OK) return st;
     fg_replica_param_range(s->arena[0], &s->param_lo, &s->param_n);
     fg_replica_buffer_range(s->arena[0], &s->buffer_lo, &s->buffer_n);
-    size_t rows = (size_t)s->chunks * (size_t)s->max_batch;
-    if (s->is_first)
-        st = stage_alloc(c, s, rows * s->in_elems * sizeof(float), (void **)&s->x_dev, err);
-    if (st == FG_OK && s->is_last)
-        st = stage_alloc(c, s, rows * sizeof(int32_t), (void **)&s->y_dev, err);
+    size_t rows = (size_t)s->max_batch;
+    fg_batch_copier_options co = {c->be, c->bs, s->device, s->queue, c->fence_count, s->chunks,
+                                  s->is_first ? rows * s->in_elems * sizeof(float) : 0,
+                                  s->is_last ? rows * sizeof(int32_t) : 0};
+    if (s->is_first || s->is_last) st = fg_batch_copier_create(&co, &s->copier, err);
     if (st == FG_OK) st = stage_alloc(c, s, 2 * sizeof(float), (void **)&s->metrics_dev, err);
     if (st == FG_OK) st = stage_alloc(c, s, sizeof(float), (void **)&s->scratch_dev, err);
     if (st == FG_OK)
@@ -167,30 +169,21 @@ static fg_status check_chunk(const train_stage *s, int32_t chunk, int rows, fg_e
     return FG_OK;
 }
 
-/* Copies what this stage reads of the batch into chunk's staging: samples on the first
- * stage, labels on the last. */
-static fg_status upload_chunk(fg_train_ctx *c, train_stage *s, int32_t chunk,
-                              const fg_batch *b, const float **x, const int32_t **y,
-                              fg_error *err)
+/* Copies what this stage reads of the batch into chunk's area of the copier: samples on
+ * the first stage (*x), labels on the last (*y). */
+static fg_status upload_chunk(train_stage *s, int32_t chunk, const fg_batch *b,
+                              const float **x, const int32_t **y, fg_error *err)
 {
-    size_t at = (size_t)chunk * (size_t)s->max_batch;
-    fg_status st = FG_OK;
     *y = NULL;
-    if (s->is_first) {
-        if ((size_t)b->sample_elems != s->in_elems)
-            return fg_error_set(err, FG_INVALID_ARGUMENT, "a sample has %lld values, the "
-                                "model's input %zu", (long long)b->sample_elems, s->in_elems);
-        float *xs = s->x_dev + at * s->in_elems;
-        st = c->be->copy(c->bs, s->queue, xs, s->device, b->samples, -1,
-                         (size_t)b->count * s->in_elems * sizeof(float), err);
-        *x = xs;
-    }
-    if (st == FG_OK && s->is_last) {
-        int32_t *ys = s->y_dev + at;
-        st = c->be->copy(c->bs, s->queue, ys, s->device, b->labels, -1,
-                         (size_t)b->count * sizeof(int32_t), err);
-        *y = ys;
-    }
+    if (!s->copier) return FG_OK;
+    if (s->is_first && (size_t)b->sample_elems != s->in_elems)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "a sample has %lld values, the "
+                            "model's input %zu", (long long)b->sample_elems, s->in_elems);
+    float *xs = NULL;
+    int32_t *ys = NULL;
+    fg_status st = fg_batch_copier_upload(s->copier, chunk, b, &xs, &ys, err);
+    if (s->is_first) *x = xs;
+    *y = ys;
     return st;
 }
 
@@ -206,7 +199,7 @@ static fg_status stage_forward(void *ctx, void *stage, int32_t chunk, const fg_b
         return fg_error_set(err, FG_INVALID_ARGUMENT, "stage_forward: a stage after the first "
                             "needs its input activations (x_dev)");
     const int32_t *y = NULL;
-    st = upload_chunk(c, s, chunk, b, &x_dev, &y, err);
+    st = upload_chunk(s, chunk, b, &x_dev, &y, err);
     if (st != FG_OK) return st;
     fg_replica *r = s->arena[chunk];
     fg_replica_set_step(r, c->micro_step);
@@ -215,6 +208,8 @@ static fg_status stage_forward(void *ctx, void *stage, int32_t chunk, const fg_b
     st = fg_replica_forward(r, s->queue, x_dev, y, b->count, training, &s->metrics_dev[0],
                             &s->metrics_dev[1], err);
     if (s->is_last) s->count += b->count;
+    /* evaluation reads the chunk's copy no further; training's backward does */
+    if (st == FG_OK && !training && s->copier) st = fg_batch_copier_done(s->copier, chunk, err);
     return st;
 }
 
@@ -226,12 +221,13 @@ static fg_status stage_backward(void *ctx, void *stage, int32_t chunk, const flo
     fg_status st = check_chunk(s, chunk, s->rows[chunk] ? s->rows[chunk] : 1, err);
     if (st != FG_OK) return st;
     fg_replica *r = s->arena[chunk];
-    if (s->is_last)
-        return fg_replica_backward(r, s->queue, s->rows[chunk], grad_scale, accumulate, err);
-    if (!dy_dev)
+    if (!s->is_last && !dy_dev)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "stage_backward: a stage before the last "
                             "needs the gradient at its output (dy_dev)");
-    return fg_replica_backward_from(r, s->queue, dy_dev, s->rows[chunk], accumulate, err);
+    st = s->is_last ? fg_replica_backward(r, s->queue, s->rows[chunk], grad_scale, accumulate, err)
+                    : fg_replica_backward_from(r, s->queue, dy_dev, s->rows[chunk], accumulate, err);
+    if (st == FG_OK && s->copier) st = fg_batch_copier_done(s->copier, chunk, err);
+    return st;
 }
 
 static const float *stage_output(void *ctx, void *stage, int32_t chunk)
@@ -320,7 +316,7 @@ static fg_status stage_memory(void *ctx, void *stage, fg_memory_report *out, fg_
     (void)ctx;
     (void)err;
     const train_stage *s = stage;
-    size_t params = s->param_n * sizeof(float), rows = (size_t)s->chunks * (size_t)s->max_batch;
+    size_t params = s->param_n * sizeof(float);
     out->device = s->device;
     out->param_bytes = params;
     out->master_bytes = 0;
@@ -330,8 +326,7 @@ static fg_status stage_memory(void *ctx, void *stage, fg_memory_report *out, fg_
     for (int i = 0; i < s->chunks; i++)
         out->activation_bytes += fg_replica_arena_bytes(s->arena[i]);
     out->other_bytes = s->buffer_n * sizeof(float) + 3 * sizeof(float) +
-                       (s->is_first ? rows * s->in_elems * sizeof(float) : 0) +
-                       (s->is_last ? rows * sizeof(int32_t) : 0);
+                       (s->copier ? fg_batch_copier_device_bytes(s->copier) : 0);
     return FG_OK;
 }
 

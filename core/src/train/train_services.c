@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch_copy.h"
 #include "init.h"
 #include "optimizer.h"
 #include "step_sink.h"
@@ -16,8 +17,8 @@ typedef struct train_replica {
     void *queue;
     int device;
     int max_batch;
-    float *x_dev;       /* (max_batch, sample...) */
-    int32_t *y_dev;     /* (max_batch) */
+    fg_batch_copier *copier; /* the batch's device copy: (max_batch, sample...) samples,
+                              * (max_batch) labels */
     float *metrics_dev; /* (2): loss sum, correct predictions */
     float *scratch_dev; /* (1): a reduction result */
     double count;       /* samples since the last metrics reset: known on the host */
@@ -40,9 +41,8 @@ static void replica_destroy(void *ctx, void *replica)
     if (!t) return;
     if (t->queue) c->be->queue_sync(c->bs, t->queue, NULL);
     fg_optimizer_destroy(t->opt);
-    if (t->x_dev) c->be->free(c->bs, t->device, t->x_dev);
+    fg_batch_copier_destroy(t->copier);
     if (t->x_act) c->be->free(c->bs, t->device, t->x_act);
-    if (t->y_dev) c->be->free(c->bs, t->device, t->y_dev);
     if (t->metrics_dev) c->be->free(c->bs, t->device, t->metrics_dev);
     if (t->scratch_dev) c->be->free(c->bs, t->device, t->scratch_dev);
     fg_replica_destroy(t->replica);
@@ -82,9 +82,11 @@ static fg_status replica_create_spec(void *ctx, int device, int max_batch,
     fg_status st = c->be->queue_create(c->bs, device, &t->queue, err);
     if (st == FG_OK)
         st = fg_replica_create_ex(c->model, c->be, c->bs, device, max_batch, flags, &t->replica, err);
-    if (st == FG_OK) st = c->be->alloc(c->bs, device, (size_t)max_batch * sample * sizeof(float), (void **)&t->x_dev, err);
+    fg_batch_copier_options co = {c->be, c->bs, device, t->queue, c->fence_count, 1,
+                                  (size_t)max_batch * sample * sizeof(float),
+                                  (size_t)max_batch * sizeof(int32_t)};
+    if (st == FG_OK) st = fg_batch_copier_create(&co, &t->copier, err);
     if (st == FG_OK) st = alloc_x_act(c, t, sample, err);
-    if (st == FG_OK) st = c->be->alloc(c->bs, device, (size_t)max_batch * sizeof(int32_t), (void **)&t->y_dev, err);
     if (st == FG_OK) st = c->be->alloc(c->bs, device, 2 * sizeof(float), (void **)&t->metrics_dev, err);
     if (st == FG_OK) st = c->be->alloc(c->bs, device, sizeof(float), (void **)&t->scratch_dev, err);
     if (st == FG_OK)
@@ -115,17 +117,14 @@ static float *replica_params(void *ctx, void *r) { return fg_replica_params(((tr
 static float *replica_grads(void *ctx, void *r) { return fg_replica_grads(((train_replica *)r)->replica); }
 static void *replica_queue(void *ctx, void *r) { return ((train_replica *)r)->queue; }
 
-static fg_status upload_batch(fg_train_ctx *c, train_replica *t, const fg_batch *b, fg_error *err)
+/* The batch on the device: *x its samples, *y its labels (data/batch_copy.h). */
+static fg_status upload_batch(train_replica *t, const fg_batch *b, float **x, int32_t **y,
+                              fg_error *err)
 {
     if (b->count < 1 || b->count > t->max_batch)
         return fg_error_set(err, FG_INTERNAL, "batch of %d samples, the replica holds 1..%d",
                             (int)b->count, t->max_batch);
-    fg_status st = c->be->copy(c->bs, t->queue, t->x_dev, t->device, b->samples, -1,
-                               (size_t)b->count * (size_t)b->sample_elems * sizeof(float), err);
-    if (st == FG_OK)
-        st = c->be->copy(c->bs, t->queue, t->y_dev, t->device, b->labels, -1,
-                         (size_t)b->count * sizeof(int32_t), err);
-    return st;
+    return fg_batch_copier_upload(t->copier, 0, b, x, y, err);
 }
 
 /* With timing on: waits for the queue, adds the time since *since to phase p, moves
@@ -146,9 +145,9 @@ static fg_status phase_end(fg_train_ctx *c, train_replica *t, fg_phase p, double
  * step (the first forward after it), and the batch into the activation dtype. *x is what
  * the forward reads. */
 static fg_status precision_inputs(fg_train_ctx *c, train_replica *t, const fg_batch *b,
-                                  const float **x, fg_error *err)
+                                  const float *x_dev, const float **x, fg_error *err)
 {
-    *x = t->x_dev;
+    *x = x_dev;
     fg_status st = FG_OK;
     if (t->cast_tag != c->step_number) {
         st = fg_replica_cast_params(t->replica, t->queue, err);
@@ -156,7 +155,7 @@ static fg_status precision_inputs(fg_train_ctx *c, train_replica *t, const fg_ba
     }
     if (st != FG_OK || !t->x_act) return st;
     *x = t->x_act;
-    return c->be->cast(c->bs, t->queue, t->x_act, fg_replica_act_dtype(t->replica), t->x_dev,
+    return c->be->cast(c->bs, t->queue, t->x_act, fg_replica_act_dtype(t->replica), x_dev,
                        FG_F32, (size_t)b->count * (size_t)b->sample_elems, err);
 }
 
@@ -166,17 +165,20 @@ static fg_status forward_backward(void *ctx, void *replica, const fg_batch *b, f
     fg_train_ctx *c = CTX(ctx);
     train_replica *t = replica;
     double mark = c->timing ? fg_now_seconds() : 0;
-    fg_status st = upload_batch(c, t, b, err);
+    float *x_dev = NULL;
+    int32_t *y_dev = NULL;
+    fg_status st = upload_batch(t, b, &x_dev, &y_dev, err);
     st = phase_end(c, t, FG_PHASE_H2D, &mark, st, err);
     const float *x = NULL;
-    if (st == FG_OK) st = precision_inputs(c, t, b, &x, err);
+    if (st == FG_OK) st = precision_inputs(c, t, b, x_dev, &x, err);
     if (st != FG_OK) return st;
     fg_replica_set_step(t->replica, c->micro_step);
-    st = fg_replica_forward(t->replica, t->queue, x, t->y_dev, b->count, 1,
+    st = fg_replica_forward(t->replica, t->queue, x, y_dev, b->count, 1,
                             &t->metrics_dev[0], &t->metrics_dev[1], err);
     st = phase_end(c, t, FG_PHASE_FORWARD, &mark, st, err);
     if (st == FG_OK)
         st = fg_replica_backward(t->replica, t->queue, b->count, grad_scale, accumulate, err);
+    if (st == FG_OK) st = fg_batch_copier_done(t->copier, 0, err);
     st = phase_end(c, t, FG_PHASE_BACKWARD, &mark, st, err);
     t->count += b->count;
     return st;
@@ -186,12 +188,15 @@ static fg_status evaluate(void *ctx, void *replica, const fg_batch *b, fg_error 
 {
     fg_train_ctx *c = CTX(ctx);
     train_replica *t = replica;
-    fg_status st = upload_batch(c, t, b, err);
+    float *x_dev = NULL;
+    int32_t *y_dev = NULL;
+    fg_status st = upload_batch(t, b, &x_dev, &y_dev, err);
     const float *x = NULL;
-    if (st == FG_OK) st = precision_inputs(c, t, b, &x, err);
+    if (st == FG_OK) st = precision_inputs(c, t, b, x_dev, &x, err);
     if (st == FG_OK)
-        st = fg_replica_forward(t->replica, t->queue, x, t->y_dev, b->count, 0,
+        st = fg_replica_forward(t->replica, t->queue, x, y_dev, b->count, 0,
                                 &t->metrics_dev[0], &t->metrics_dev[1], err);
+    if (st == FG_OK) st = fg_batch_copier_done(t->copier, 0, err);
     t->count += b->count;
     return st;
 }
@@ -315,8 +320,7 @@ static fg_status replica_memory(void *ctx, void *replica, fg_memory_report *out,
     out->optimizer_bytes = fg_optimizer_state_count(t->opt) * (size_t)t->spec.opt_count * sizeof(float);
     out->activation_bytes = fg_replica_arena_bytes(t->replica);
     out->other_bytes = fg_model_buffers_size(c->model) * sizeof(float) +
-                       (size_t)t->max_batch * (sample * sizeof(float) + sizeof(int32_t)) +
-                       3 * sizeof(float);
+                       fg_batch_copier_device_bytes(t->copier) + 3 * sizeof(float);
     if (t->x_act) /* the batch again, in the activation dtype */
         out->other_bytes += (size_t)t->max_batch * sample *
                             fg_dtype_size((fg_dtype)fg_replica_act_dtype(t->replica));

@@ -30,6 +30,9 @@ typedef struct fg_train_ctx {
     /* The strategy keeps the f32 master weights (fg_strategy_info.own_master): replicas hold
      * half parameters only, and optimizer_step_at updates the strategy's f32 ones. */
     int own_master;
+    /* Copy fence ids the loaders' staging slots use (0 .. fence_count - 1): each replica
+     * and stage has an event per id for its batch copies (data/batch_copy.h). */
+    int fence_count;
 } fg_train_ctx;
 
 /* The backend device a replica created by these services lives on. */

@@ -120,6 +120,19 @@ static int overfitting(const fg_trainer *t)
     return t->overfit.is_fraction ? t->overfit.fraction > 0 : t->overfit.count > 0;
 }
 
+/* The loaders' copy fence ids, in the order make_loader creates them: the fences of the
+ * splits before `upto` (all of them when upto is NULL). The val split of overfit_batches
+ * is the train split's loader and takes none. */
+static int split_fences(const fg_trainer *t, const fg_data_split *upto)
+{
+    const fg_data_split *order[] = {&t->train, &t->val, &t->test, &t->predict};
+    int n = 0;
+    for (size_t i = 0; i < sizeof order / sizeof order[0] && order[i] != upto; i++)
+        if (order[i]->dataset && (order[i] != &t->val || t->val.dataset != t->train.dataset))
+            n += fg_dataloader_slots_for((int)t->num_workers, (int)t->prefetch);
+    return n;
+}
+
 static fg_status make_loader(fg_trainer *t, fg_data_split *s, int training, fg_error *err)
 {
     if (!s->dataset) return FG_OK;
@@ -140,6 +153,7 @@ static fg_status make_loader(fg_trainer *t, fg_data_split *s, int training, fg_e
     o.sampler.even_shards = training;
     o.num_workers = (int)t->num_workers;
     o.prefetch = (int)t->prefetch;
+    o.fence_base = split_fences(t, s);
     if (t->pin_memory && BE(t)->host_alloc && BE(t)->host_free) {
         o.alloc = pinned_alloc;
         o.free = pinned_free;
@@ -218,6 +232,7 @@ static fg_status setup_strategy(fg_trainer *t, fg_error *err)
     c->init_params = t->init_params;
     c->init_buffers = t->init_buffers;
     c->seed = (uint64_t)t->seed;
+    c->fence_count = split_fences(t, NULL);
     double lr;
     fg_status st = setup_schedule(t, &lr, err);
     if (st != FG_OK) return st;

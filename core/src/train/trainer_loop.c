@@ -105,11 +105,6 @@ fg_status fg_trainer_emit(fg_trainer *t, int type, const fg_metric *metrics, uin
     return FG_OK;
 }
 
-static fg_batch as_batch(const fg_batch_view *v, const fg_dataloader *dl)
-{
-    fg_batch b = {sizeof b, v->samples, v->labels, v->count, (int64_t)fg_dataloader_sample_elems(dl)};
-    return b;
-}
 
 /* Mean loss and accuracy of a pass over an evaluation split (every rank's shard summed). */
 static fg_status run_eval(fg_trainer *t, fg_data_split *s, int64_t max_batches, double *loss,
@@ -126,7 +121,7 @@ static fg_status run_eval(fg_trainer *t, fg_data_split *s, int64_t max_batches, 
         const fg_batch_view *v;
         st = fg_dataloader_next(s->loader, &v, err);
         if (st != FG_OK || !v) break;
-        fg_batch batch = as_batch(v, s->loader);
+        fg_batch batch = fg_dataloader_batch(s->loader, v);
         st = STRAT(t)->eval_step(t->strategy.state, &batch, err);
         fg_dataloader_release(s->loader, v);
     }
@@ -303,7 +298,7 @@ static fg_status train_epoch(fg_trainer *t, fg_error *err)
         wait += v->wait_seconds;
         w.data_wait += v->wait_seconds;
         samples += v->count;
-        fg_batch batch = as_batch(v, s->loader);
+        fg_batch batch = fg_dataloader_batch(s->loader, v);
         if (checked)
             t->nonfinite_inputs += fg_count_nonfinite(batch.samples, (size_t)batch.count * (size_t)batch.sample_elems);
         t->tctx.micro_step++;

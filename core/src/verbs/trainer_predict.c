@@ -51,7 +51,7 @@ static fg_status predict_batches(fg_trainer *t, FILE *f, float *host, int64_t *r
         const fg_batch_view *v;
         st = fg_dataloader_next(dl, &v, err);
         if (st != FG_OK || !v) break;
-        fg_batch b = {sizeof b, v->samples, v->labels, v->count, (int64_t)fg_dataloader_sample_elems(dl)};
+        fg_batch b = fg_dataloader_batch(dl, v);
         st = svc->evaluate(svc->ctx, primary, &b, err);
         size_t bytes = (size_t)v->count * (size_t)classes * sizeof(float);
         if (st == FG_OK)

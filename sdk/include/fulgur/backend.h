@@ -87,7 +87,10 @@ typedef struct fg_backend_vtable {
     void (*queue_destroy)(void *state, void *queue);
     fg_status (*queue_sync)(void *state, void *queue, fg_error *err);
 
-    /* copies: host (-1) or a device index on each side; async on queue ------------ */
+    /* copies: host (-1) or a device index on each side; async on queue ------------
+     * A host source must stay unchanged, and a host destination is valid, only once the
+     * copy has completed: after queue_sync, or event_sync of an event recorded after it
+     * (a backend without events completes copies before copy returns). */
     fg_status (*copy)(void *state, void *queue, void *dst, int dst_device, const void *src,
                       int src_device, size_t bytes, fg_error *err);
 
@@ -258,7 +261,52 @@ typedef struct fg_backend_vtable {
     fg_status (*adamw_update_ex)(void *state, void *queue, const fg_adamw_args *a, void *param,
                                  uint32_t param_dtype, const void *grad, uint32_t grad_dtype,
                                  float *m, float *v, size_t n, fg_error *err);
+
+    /* ---- queues and events (ABI 1.x append) -------------------------------------------
+     * What lets a batch's host-to-device copy overlap compute. An event marks a point in a
+     * queue. The core copies a batch out of its staging buffer on a copy queue, records an
+     * event after the copy, makes the compute queue wait for that event (on the device: the
+     * host goes on), and rewrites the staging buffer only after event_sync of that event
+     * returned. Events are created once at setup, never per step.
+     *
+     * Which entries: event_create, event_destroy, event_record, queue_wait_event and
+     * event_sync come together, all five or none. None (NULL, or a vtable too short to hold
+     * them) means "this backend is synchronous: a copy and an op have completed when they
+     * return", and the caller reuses a copy's host memory at once. copy_queue_create is
+     * optional on top of the five; NULL: copies run on the compute queue, still fenced by
+     * events.
+     *
+     * Thread rule: event_record and queue_wait_event follow their queue's rule (one host
+     * thread at a time). event_sync may be called from any thread, also while other threads
+     * use the queue the event was recorded on, but not at the same time as event_record or
+     * event_destroy of the same event. */
+    /* A queue of `device` for copies: copy, event_record, queue_wait_event, queue_sync and
+     * queue_destroy take it; ops on it fail with FG_INVALID_ARGUMENT. Its copies may run
+     * concurrently with the work of the device's other queues (CUDA: a stream of its own,
+     * served by the copy engines). Optional (see above). */
+    fg_status (*copy_queue_create)(void *state, int device, void **queue, fg_error *err);
+    /* An event of `device`, recorded on and waited for by that device's queues. An event
+     * never recorded is complete. */
+    fg_status (*event_create)(void *state, int device, void **event, fg_error *err);
+    /* May be called while the last recorded point is still pending (the backend releases
+     * the event once it completes); no queue may be made to wait on it afterwards. NULL is
+     * ignored. */
+    void (*event_destroy)(void *state, void *event);
+    /* Marks the point after all work enqueued on `queue` so far; a new record replaces the
+     * previous one (waits issued before keep the point they saw). */
+    fg_status (*event_record)(void *state, void *queue, void *event, fg_error *err);
+    /* Work enqueued on `queue` after this call starts only once the event's recorded point
+     * has completed. The host does not wait. */
+    fg_status (*queue_wait_event)(void *state, void *queue, void *event, fg_error *err);
+    /* The host waits until the event's recorded point has completed (at once when never
+     * recorded). A failure of the work before that point may be reported here. */
+    fg_status (*event_sync)(void *state, void *event, fg_error *err);
 } fg_backend_vtable;
+
+/* The five event entries (all or none: see "queues and events" above). */
+#define FG_BACKEND_HAS_EVENTS(vt)                                                           \
+    (FG_HAS_FIELD((vt), fg_backend_vtable, event_sync) && (vt)->event_create &&             \
+     (vt)->event_destroy && (vt)->event_record && (vt)->queue_wait_event && (vt)->event_sync)
 
 #ifdef __cplusplus
 }

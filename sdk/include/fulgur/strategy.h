@@ -43,6 +43,13 @@ typedef struct fg_batch {
     const int32_t *labels;  /* (count) */
     int32_t count;
     int64_t sample_elems;
+    /* ABI 1.x append: the core's handle on the staging buffer samples and labels lie in
+     * (opaque to strategies): the services fence their copies out of it with events, so
+     * the loader rewrites it only once they completed. A strategy that hands the services a
+     * part of the batch copies the whole struct and moves samples and labels, keeping this
+     * field. NULL (a batch in memory the caller owns): the services finish copying it
+     * before the call that takes it returns. */
+    void *staging;
 } fg_batch;
 
 /* Running sums since the last reset: loss summed over samples, correct predictions, samples. */
