@@ -11,9 +11,7 @@
 
 const fg_plugin *load_callback_plugin(const char *path, const char *name)
 {
-    const fg_plugin *p = fg_test_load_plugin(path, FG_KIND_CALLBACK, name);
-    if (!p)
-        exit(1);
+    const fg_plugin *p = fg_test_need_plugin(path, FG_KIND_CALLBACK, name);
     const fg_callback_vtable *vt = p->vtable;
     if (vt->struct_size < sizeof *vt || !vt->on_event) {
         fprintf(stderr, "%s: callback vtable without on_event\n", path);

@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const fg_plugin *fg_test_load_plugin(const char *path, uint32_t kind, const char *name)
@@ -28,5 +29,13 @@ const fg_plugin *fg_test_load_plugin(const char *path, uint32_t kind, const char
                 name ? name : "any");
         return NULL;
     }
+    return p;
+}
+
+const fg_plugin *fg_test_need_plugin(const char *path, uint32_t kind, const char *name)
+{
+    const fg_plugin *p = fg_test_load_plugin(path, kind, name);
+    if (!p)
+        exit(1);
     return p;
 }

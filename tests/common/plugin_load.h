@@ -9,5 +9,7 @@
  * and vtable present, options of this build's fg_option. NULL, and a message on stderr
  * naming the file and what is wrong, otherwise. */
 const fg_plugin *fg_test_load_plugin(const char *path, uint32_t kind, const char *name);
+/* The same, exiting the test (status 1) when the plugin does not load. */
+const fg_plugin *fg_test_need_plugin(const char *path, uint32_t kind, const char *name);
 
 #endif
