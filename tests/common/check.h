@@ -117,7 +117,8 @@ int fg_test_main(int argc, char **argv, const fg_test_case *cases, size_t count)
                                 fg_status_name(fg_x_));                                    \
     } while (0)
 
-#define CHECK_OK(...) FG_CHECK_ARG2_(__VA_ARGS__, FG_CHECK_OK_ERR_, FG_CHECK_OK_, unused)(__VA_ARGS__)
+#define CHECK_OK(...)                                                                      \
+    FG_CHECK_ARG2_(__VA_ARGS__, FG_CHECK_OK_ERR_, FG_CHECK_OK_, unused)(__VA_ARGS__)
 #define FG_CHECK_OK_(call) FG_CHECK_OK_ERR_(call, &fg_test_err)
 #define FG_CHECK_OK_ERR_(call, errp)                                                       \
     do {                                                                                   \

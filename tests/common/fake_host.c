@@ -86,13 +86,18 @@ static void metric(const fg_host *host, const char *name, double value, int64_t 
 
 static void *host_aligned_alloc(const fg_host *host, size_t align, size_t size)
 {
+    (void)host;
     void *p = NULL;
     if (align < sizeof(void *))
         align = sizeof(void *);
     return posix_memalign(&p, align, size ? size : 1) == 0 ? p : NULL;
 }
 
-static void host_aligned_free(const fg_host *host, void *ptr) { free(ptr); }
+static void host_aligned_free(const fg_host *host, void *ptr)
+{
+    (void)host;
+    free(ptr);
+}
 
 static fg_status find_plugin(const fg_host *host, uint32_t kind, const void **vtable,
                              void **state, fg_error *err)
