@@ -1,43 +1,13 @@
-/* A minimal assertion kit for the config tests: each failed check prints where and what,
- * and the test exits non-zero at the end. */
-#ifndef FG_TEST_CONFIG_CHECK_H
-#define FG_TEST_CONFIG_CHECK_H
+/* Helpers of the config tests (the checks are tests/common/check.h's): parsing a config
+ * from text, expecting a parse to fail with an exact message. */
+#ifndef FG_TEST_CONFIG_CONFIG_TEST_H
+#define FG_TEST_CONFIG_CONFIG_TEST_H
 
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "config.h"
-
-static int check_failures;
-
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);       \
-            check_failures++;                                                              \
-        }                                                                                  \
-    } while (0)
-
-#define CHECK_STR(actual, expected)                                                        \
-    do {                                                                                   \
-        const char *chk_got = (actual), *chk_want = (expected);                                       \
-        if (!chk_got || !chk_want || strcmp(chk_got, chk_want) != 0) {                                           \
-            fprintf(stderr, "%s:%d: CHECK_STR failed: %s\n  got:      %s%s%s\n  expected: %s\n", \
-                    __FILE__, __LINE__, #actual, chk_got ? "'" : "", chk_got ? chk_got : "(null)",          \
-                    chk_got ? "'" : "", chk_want ? chk_want : "(null)");                                    \
-            check_failures++;                                                              \
-        }                                                                                  \
-    } while (0)
-
-#define CHECK_HAS(actual, fragment)                                                        \
-    do {                                                                                   \
-        const char *chk_got = (actual), *chk_frag = (fragment);                                       \
-        if (!chk_got || !strstr(chk_got, chk_frag)) {                                                      \
-            fprintf(stderr, "%s:%d: CHECK_HAS failed: %s\n  got:     %s\n  missing: %s\n", \
-                    __FILE__, __LINE__, #actual, chk_got ? chk_got : "(null)", chk_frag);                  \
-            check_failures++;                                                              \
-        }                                                                                  \
-    } while (0)
 
 /* Parses `text` as "cfg.ini"; the config must be valid. */
 static inline fg_config *parse_ok(const char *text)
@@ -46,7 +16,7 @@ static inline fg_config *parse_ok(const char *text)
     fg_error err = { 0 };
     if (fg_config_parse_string(text, "cfg.ini", &cfg, &err) != FG_OK) {
         fprintf(stderr, "unexpected parse error: %s\n", err.message);
-        check_failures++;
+        fg_test_failures++;
     }
     return cfg;
 }
@@ -64,15 +34,5 @@ static inline fg_config *parse_ok(const char *text)
         if (st_ == FG_OK)                                                                  \
             fg_config_destroy(c_);                                                         \
     } while (0)
-
-static inline int check_report(const char *name)
-{
-    if (check_failures) {
-        fprintf(stderr, "%s: %d check(s) failed\n", name, check_failures);
-        return 1;
-    }
-    printf("%s: all checks passed\n", name);
-    return 0;
-}
 
 #endif
