@@ -77,9 +77,9 @@ static void tensorboard_deinit(void *state)
     tensorboard *tb = state;
     if (tb == NULL)
         return;
+    tb_bytes_free(&tb->record);
     if (tb->file != NULL)
         fclose(tb->file);
-    tb_bytes_free(&tb->record);
     free(tb);
 }
 

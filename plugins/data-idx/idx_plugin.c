@@ -107,12 +107,12 @@ static fg_status read_numbers(const fg_host *host, idx_state *s, fg_error *err)
 static void idx_deinit(void *state)
 {
     idx_state *s = state;
-    if (!s)
-        return;
-    free(s->train_images);
-    free(s->train_labels);
-    free(s->test_images);
-    free(s->test_labels);
+    if (s) {
+        free(s->train_images);
+        free(s->train_labels);
+        free(s->test_images);
+        free(s->test_labels);
+    }
     free(s);
 }
 
