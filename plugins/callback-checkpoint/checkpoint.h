@@ -12,6 +12,14 @@
 #define CKPT_PATH_MAX 512
 #define CKPT_EXTENSION ".safetensors"
 
+/* ---- growing tables (checkpoint_alloc.c) --------------------------------------------- */
+
+/* Room for item `count` in *items (doubling *cap from 8; `size` bytes an item), and a
+ * malloc'd copy of text; FG_OUT_OF_MEMORY "out of memory for <what>" otherwise. */
+fg_status ckpt_grow(void **items, size_t count, size_t *cap, size_t size, const char *what,
+                    fg_error *err);
+fg_status ckpt_copy_text(const char *text, char **copy, const char *what, fg_error *err);
+
 /* ---- the latest value of every metric seen so far (checkpoint_metrics.c) ----------- */
 
 typedef struct ckpt_metric {

@@ -10,19 +10,14 @@
 static fg_status add(ckpt_metrics *t, const char *name, double value, int64_t epoch,
                      fg_error *err)
 {
-    if (t->count == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 8;
-        ckpt_metric *items = realloc(t->items, cap * sizeof *items);
-        if (items == NULL)
-            return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory for the metric table");
-        t->items = items;
-        t->cap = cap;
-    }
-    size_t len = strlen(name);
-    char *copy = malloc(len + 1);
-    if (copy == NULL)
-        return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory for the metric table");
-    memcpy(copy, name, len + 1);
+    void *items = t->items;
+    char *copy = NULL;
+    fg_status st = ckpt_grow(&items, t->count, &t->cap, sizeof *t->items, "the metric table", err);
+    t->items = items;
+    if (st == FG_OK)
+        st = ckpt_copy_text(name, &copy, "the metric table", err);
+    if (st != FG_OK)
+        return st;
     t->items[t->count].name = copy;
     t->items[t->count].value = value;
     t->items[t->count].epoch = epoch;

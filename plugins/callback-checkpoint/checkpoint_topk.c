@@ -53,19 +53,15 @@ fg_status ckpt_topk_insert(ckpt_topk *t, const char *path, double score, char **
                            fg_error *err)
 {
     *evicted = NULL;
-    if (t->count == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 8;
-        ckpt_entry *items = realloc(t->items, cap * sizeof *items);
-        if (items == NULL)
-            return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory for the checkpoint list");
-        t->items = items;
-        t->cap = cap;
-    }
-    size_t len = strlen(path);
-    char *copy = malloc(len + 1);
-    if (copy == NULL)
-        return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory for the checkpoint list");
-    memcpy(copy, path, len + 1);
+    void *items = t->items;
+    char *copy = NULL;
+    fg_status st = ckpt_grow(&items, t->count, &t->cap, sizeof *t->items, "the checkpoint list",
+                             err);
+    t->items = items;
+    if (st == FG_OK)
+        st = ckpt_copy_text(path, &copy, "the checkpoint list", err);
+    if (st != FG_OK)
+        return st;
     /* The worst is chosen before the new entry joins: a newcomer is accepted only when it
      * beats the worst, so it never is the one to leave. */
     size_t leave = t->k > 0 && t->count == (size_t)t->k ? worst_index(t) : t->count;

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "number_text.h"
+
 static int fail(csv_failure *why, const char *what, const char *path)
 {
     why->errnum = errno ? errno : EIO;
@@ -44,9 +46,7 @@ static void write_number(FILE *out, double v)
         return;
     }
     char buf[40];
-    snprintf(buf, sizeof buf, "%.15g", v);
-    if (strtod(buf, NULL) != v)
-        snprintf(buf, sizeof buf, "%.17g", v);
+    fg_plugin_format_double(buf, sizeof buf, v);
     fputs(buf, out);
 }
 

@@ -24,8 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <fulgur/callback.h>
-
+#include "callback_plugin.h"
 #include "csv_file.h"
 #include "csv_table.h"
 #include "hparams_yaml.h"
@@ -67,11 +66,9 @@ static fg_status csv_logger_init(const fg_host *host, void **state, fg_error *er
                             "[%s] flush_every_n_events = %lld: must be an integer >= 1", section,
                             (long long)every);
     int hparams = 1;
-    if (host->get_bool(host, "hparams", &hparams) != FG_OK)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] hparams: not a boolean", section);
-    if (hparams && (!FG_HAS_FIELD(host, fg_host, config_entry) || host->config_entry == NULL))
-        return fg_error_set(err, FG_INCOMPATIBLE, "[%s] hparams = true needs a host with "
-                            "config_entry (fulgur ABI 1.x); set hparams = false", section);
+    fg_status st = fg_plugin_read_hparams(host, section, &hparams, err);
+    if (st != FG_OK)
+        return st;
     csv_logger *cl = calloc(1, sizeof *cl);
     if (cl == NULL)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "[%s] out of memory", section);
@@ -167,16 +164,12 @@ static fg_status csv_logger_on_event(void *state, const fg_event *event,
 {
     csv_logger *cl = state;
     (void)action; /* never stops training nor asks for a checkpoint */
-    if (!FG_HAS_FIELD(event, fg_event, run_dir))
-        return fg_error_set(err, FG_INCOMPATIBLE, "[%s] event struct of %u bytes is too old",
-                            cl->section, event ? (unsigned)event->struct_size : 0u);
-    if (!event->is_rank_zero)
-        return FG_OK;
-    if (!cl->have_path) {
-        fg_status st = resolve_path(cl, event->run_dir ? event->run_dir : ".", err);
-        if (st != FG_OK)
-            return st;
-    }
+    fg_status st = FG_PLUGIN_EVENT_NEEDS(event, run_dir, cl->section, err);
+    if (st != FG_OK || !event->is_rank_zero)
+        return st;
+    if (!cl->have_path &&
+        (st = resolve_path(cl, event->run_dir ? event->run_dir : ".", err)) != FG_OK)
+        return st;
     if (event->metric_count > 0 && event->metrics != NULL &&
         csv_table_add_row(&cl->table, event->epoch, event->global_step, event->metrics,
                           event->metric_count) != 0)

@@ -141,15 +141,15 @@ static fg_status early_stopping_init(const fg_host *host, void **state, fg_error
     if (es == NULL)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory");
     es->host = host;
-    fg_status st = read_options(es, host, err);
-    if (st != FG_OK) {
-        free(es);
-        return st;
-    }
-    es->best = es->maximize ? -INFINITY : INFINITY;
     es->best_epoch = -1;
-    *state = es;
-    return FG_OK;
+    fg_status st = read_options(es, host, err);
+    if (st == FG_OK) {
+        es->best = es->maximize ? -INFINITY : INFINITY;
+        *state = es;
+    } else {
+        free(es);
+    }
+    return st;
 }
 
 static void early_stopping_deinit(void *state) { free(state); }

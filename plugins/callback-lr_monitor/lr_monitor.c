@@ -17,6 +17,8 @@
 
 #include <fulgur/callback.h>
 
+#include "number_text.h"
+
 #ifndef LR_MONITOR_VERSION
 #define LR_MONITOR_VERSION "1.0.0"
 #endif
@@ -61,9 +63,7 @@ static fg_status lr_monitor_init(const fg_host *host, void **state, fg_error *er
 static void lr_monitor_deinit(void *state)
 {
     lr_monitor *lm = state;
-    if (lm == NULL)
-        return;
-    if (lm->file != NULL)
+    if (lm != NULL && lm->file != NULL)
         fclose(lm->file);
     free(lm);
 }
@@ -85,14 +85,6 @@ static fg_status open_file(lr_monitor *lm, const char *run_dir, fg_error *err)
     return FG_OK;
 }
 
-/* Shortest decimal that reads back as the same double (15 digits, else 17). */
-static void format_rate(char *buf, size_t cap, double v)
-{
-    snprintf(buf, cap, "%.15g", v);
-    if (strtod(buf, NULL) != v)
-        snprintf(buf, cap, "%.17g", v);
-}
-
 /* Thread rule (callback.h): the trainer's thread, every rank, in event order. */
 static fg_status lr_monitor_on_event(void *state, const fg_event *ev, fg_callback_action *action,
                                      fg_error *err)
@@ -110,7 +102,7 @@ static fg_status lr_monitor_on_event(void *state, const fg_event *ev, fg_callbac
             return st;
     }
     char rate[40];
-    format_rate(rate, sizeof rate, ev->learning_rate);
+    fg_plugin_format_double(rate, sizeof rate, ev->learning_rate);
     fprintf(lm->file, "%lld,%lld,%s\n", (long long)ev->global_step, (long long)ev->epoch, rate);
     /* Flushed per row: a crashed run keeps what it logged. */
     if (fflush(lm->file) != 0 || ferror(lm->file))

@@ -25,8 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <fulgur/callback.h>
-
+#include "callback_plugin.h"
 #include "progress_format.h"
 
 #ifndef PROGRESS_VERSION
@@ -207,11 +206,9 @@ static fg_status progress_on_event(void *state, const fg_event *event,
 {
     progress *p = state;
     (void)action; /* never stops training nor asks for a checkpoint */
-    if (!FG_HAS_FIELD(event, fg_event, is_rank_zero))
-        return fg_error_set(err, FG_INCOMPATIBLE, "[%s] event struct of %u bytes is too old",
-                            p->section, event ? (unsigned)event->struct_size : 0u);
-    if (!event->is_rank_zero)
-        return FG_OK;
+    fg_status st = FG_PLUGIN_EVENT_NEEDS(event, is_rank_zero, p->section, err);
+    if (st != FG_OK || !event->is_rank_zero)
+        return st;
     double now = monotonic_seconds();
     switch (event->type) {
     case FG_EVENT_FIT_START:

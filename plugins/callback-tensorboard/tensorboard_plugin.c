@@ -19,8 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <fulgur/callback.h>
-
+#include "callback_plugin.h"
 #include "tb_event.h"
 #include "tb_hparams.h"
 #include "tb_paths.h"
@@ -60,18 +59,14 @@ static fg_status tensorboard_init(const fg_host *host, void **state, fg_error *e
                             "[%s] subdir: missing or empty (the folder of the event files)",
                             section);
     int hparams = 1;
-    if (host->get_bool(host, "hparams", &hparams) != FG_OK)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] hparams: not a boolean", section);
-    if (hparams && (!FG_HAS_FIELD(host, fg_host, config_entry) || host->config_entry == NULL))
-        return fg_error_set(err, FG_INCOMPATIBLE, "[%s] hparams = true needs a host with "
-                            "config_entry (fulgur ABI 1.x); set hparams = false", section);
+    fg_status st = fg_plugin_read_hparams(host, section, &hparams, err);
+    if (st != FG_OK)
+        return st;
     tensorboard *tb = calloc(1, sizeof *tb);
     if (tb == NULL)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "[%s] out of memory", section);
-    tb->section = section;
-    tb->subdir = subdir;
-    tb->host = host;
-    tb->hparams = hparams != 0;
+    *tb = (tensorboard){.section = section, .subdir = subdir, .host = host,
+                        .hparams = hparams != 0};
     tfrecord_crc_init(&tb->crc);
     *state = tb;
     return FG_OK;
@@ -82,9 +77,9 @@ static void tensorboard_deinit(void *state)
     tensorboard *tb = state;
     if (tb == NULL)
         return;
+    tb_bytes_free(&tb->record);
     if (tb->file != NULL)
         fclose(tb->file);
-    tb_bytes_free(&tb->record);
     free(tb);
 }
 
@@ -163,17 +158,15 @@ static fg_status tensorboard_on_event(void *state, const fg_event *event,
 {
     tensorboard *tb = state;
     (void)action; /* never stops training nor asks for a checkpoint */
-    if (!FG_HAS_FIELD(event, fg_event, run_dir))
-        return fg_error_set(err, FG_INCOMPATIBLE, "[%s] event struct of %u bytes is too old",
-                            tb->section, event ? (unsigned)event->struct_size : 0u);
-    if (!event->is_rank_zero)
-        return FG_OK;
+    fg_status st = FG_PLUGIN_EVENT_NEEDS(event, run_dir, tb->section, err);
+    if (st != FG_OK || !event->is_rank_zero)
+        return st;
     if (tb->file == NULL) {
-        fg_status st = open_event_file(tb, event->run_dir ? event->run_dir : ".", err);
+        st = open_event_file(tb, event->run_dir ? event->run_dir : ".", err);
         if (st != FG_OK)
             return st;
     }
-    fg_status st = write_hparams(tb, event->type, err);
+    st = write_hparams(tb, event->type, err);
     if (st != FG_OK || event->metric_count == 0 || event->metrics == NULL)
         return st;
     if (tb_encode_scalars(&tb->record, wall_seconds(), event->global_step, event->metrics,

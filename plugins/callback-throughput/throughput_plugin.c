@@ -25,8 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <fulgur/callback.h>
-
+#include "callback_plugin.h"
 #include "throughput_format.h"
 #include "throughput_stats.h"
 
@@ -234,9 +233,9 @@ static fg_status throughput_on_event(void *state, const fg_event *event,
 {
     throughput *tp = state;
     (void)action; /* never stops training nor asks for a checkpoint */
-    if (!FG_HAS_FIELD(event, fg_event, is_rank_zero))
-        return fg_error_set(err, FG_INCOMPATIBLE, "[%s] event struct of %u bytes is too old",
-                            tp->section, event ? (unsigned)event->struct_size : 0u);
+    fg_status st = FG_PLUGIN_EVENT_NEEDS(event, is_rank_zero, tp->section, err);
+    if (st != FG_OK)
+        return st;
     switch (event->type) {
     case FG_EVENT_FIT_START:
         throughput_totals_reset(&tp->totals, event->global_step);

@@ -87,14 +87,16 @@ fg_status fg_mpi_reduce_scatter(void *state, void *queue, const void *send, void
     fg_mpi_comm *c = state;
     MPI_Datatype dt = MPI_DATATYPE_NULL;
     MPI_Op mop = MPI_OP_NULL;
-    fg_status st = prepare(recv_count * (size_t)c->size, dtype, "reduce_scatter", &dt, err);
+    size_t total = recv_count * (size_t)c->topo.world_size;
+    fg_status st = prepare(total, dtype, "reduce_scatter", &dt, err);
     if (st == FG_OK) st = fg_mpi_reduce_op_for(op, dtype, "reduce_scatter", &mop, err);
     if (st != FG_OK) return st;
-    fg_mpi_op what = collective(c, "reduce_scatter", recv_count * (size_t)c->size, dtype);
+    fg_mpi_op what = collective(c, "reduce_scatter", total, dtype);
     MPI_Request req;
     int rc = MPI_Ireduce_scatter_block(send, recv, (int)recv_count, dt, mop, c->world, &req);
     st = finish(c, rc, "MPI_Ireduce_scatter_block", &req, &what, err);
-    if (st == FG_OK && op == FG_REDUCE_AVG) fg_mpi_scale_average(recv, recv_count, dtype, c->size);
+    if (st == FG_OK && op == FG_REDUCE_AVG)
+        fg_mpi_scale_average(recv, recv_count, dtype, c->topo.world_size);
     return st;
 }
 
@@ -103,9 +105,9 @@ fg_status fg_mpi_all_gather(void *state, void *queue, const void *send, void *re
 {
     fg_mpi_comm *c = state;
     MPI_Datatype dt = MPI_DATATYPE_NULL;
-    fg_status st = prepare(send_count * (size_t)c->size, dtype, "all_gather", &dt, err);
+    fg_status st = prepare(send_count * (size_t)c->topo.world_size, dtype, "all_gather", &dt, err);
     if (st != FG_OK) return st;
-    fg_mpi_op what = collective(c, "all_gather", send_count * (size_t)c->size, dtype);
+    fg_mpi_op what = collective(c, "all_gather", send_count * (size_t)c->topo.world_size, dtype);
     MPI_Request req;
     int rc = MPI_Iallgather(send, (int)send_count, dt, recv, (int)send_count, dt, c->world, &req);
     return finish(c, rc, "MPI_Iallgather", &req, &what, err);
@@ -118,9 +120,9 @@ fg_status fg_mpi_broadcast(void *state, void *queue, void *buf, size_t count, ui
     MPI_Datatype dt = MPI_DATATYPE_NULL;
     fg_status st = prepare(count, dtype, "broadcast", &dt, err);
     if (st != FG_OK) return st;
-    if (root < 0 || root >= c->size)
+    if (root < 0 || root >= c->topo.world_size)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "comm.mpi: broadcast: root %d is not a "
-                            "rank of [0, %d)", root, c->size);
+                            "rank of [0, %d)", root, c->topo.world_size);
     fg_mpi_op what = collective(c, "broadcast", count, dtype);
     MPI_Request req;
     int rc = MPI_Ibcast(buf, (int)count, dt, root, c->world, &req);
@@ -133,9 +135,10 @@ static fg_status point_to_point(fg_mpi_comm *c, const char *name, void *buf, siz
     MPI_Datatype dt = MPI_DATATYPE_NULL;
     fg_status st = prepare(count, dtype, name, &dt, err);
     if (st != FG_OK) return st;
-    if (peer < 0 || peer >= c->size || peer == c->rank)
+    if (peer < 0 || peer >= c->topo.world_size || peer == c->topo.rank)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "comm.mpi: %s: peer %d is not another "
-                            "rank of [0, %d) (this is rank %d)", name, peer, c->size, c->rank);
+                            "rank of [0, %d) (this is rank %d)", name, peer, c->topo.world_size,
+                            c->topo.rank);
     fg_mpi_op what = {name, count, dtype, ++c->p2p_issued, peer};
     MPI_Request req;
     int is_send = name[0] == 's';
@@ -212,7 +215,8 @@ fg_status fg_mpi_wait(void *state, void *request, fg_error *err)
     if (!r) return fg_error_set(err, FG_INVALID_ARGUMENT, "comm.mpi: wait: request is NULL");
     fg_status st = r->done ? FG_OK : fg_mpi_complete(c, &r->req, &r->op, err);
     if (st == FG_OK && r->average)
-        fg_mpi_scale_average(r->buf, r->avg_count ? r->avg_count : r->op.count, r->op.dtype, c->size);
+        fg_mpi_scale_average(r->buf, r->avg_count ? r->avg_count : r->op.count, r->op.dtype,
+                             c->topo.world_size);
     st = fg_mpi_unstage_request(c, r, st, err);
     c->in_flight--;
     free(r);

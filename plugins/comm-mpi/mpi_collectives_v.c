@@ -16,15 +16,15 @@ static fg_status new_request(fg_mpi_comm *c, const char *name, const size_t *cou
     fg_status st = fg_mpi_datatype(dtype, name, dt, err);
     if (st != FG_OK) return st;
     size_t total = 0;
-    for (int i = 0; i < c->size; i++) total += counts[i];
+    for (int i = 0; i < c->topo.world_size; i++) total += counts[i];
     if ((st = fg_mpi_check_count(total, name, err)) != FG_OK) return st;
-    fg_mpi_request *r = calloc(1, sizeof *r + 2 * (size_t)c->size * sizeof(int));
+    fg_mpi_request *r = calloc(1, sizeof *r + 2 * (size_t)c->topo.world_size * sizeof(int));
     if (!r) return fg_error_set(err, FG_OUT_OF_MEMORY, "comm.mpi: %s: out of memory", name);
     r->counts = (int *)(r + 1);
     int at = 0;
-    for (int i = 0; i < c->size; i++) {
+    for (int i = 0; i < c->topo.world_size; i++) {
         r->counts[i] = (int)counts[i];
-        r->counts[c->size + i] = at;
+        r->counts[c->topo.world_size + i] = at;
         at += (int)counts[i];
     }
     r->op.name = name;
@@ -63,7 +63,7 @@ fg_status fg_mpi_reduce_scatter_v_start(void *state, void *queue, const void *se
     if (st != FG_OK) return st;
     r->buf = recv;
     r->average = op == FG_REDUCE_AVG;
-    r->avg_count = counts[c->rank];
+    r->avg_count = counts[c->topo.rank];
     const void *in = send == recv ? MPI_IN_PLACE : send;
     int rc = MPI_Ireduce_scatter(in, recv, r->counts, dt, mop, c->world, &r->req);
     return started(c, r, rc, "MPI_Ireduce_scatter", request, err);
@@ -80,7 +80,7 @@ fg_status fg_mpi_all_gather_v_start(void *state, void *queue, const void *send, 
     *request = NULL;
     fg_status st = new_request(c, "all_gather_v", counts, dtype, &dt, &r, err);
     if (st != FG_OK) return st;
-    int rc = MPI_Iallgatherv(send, r->counts[c->rank], dt, recv, r->counts,
-                             r->counts + c->size, dt, c->world, &r->req);
+    int rc = MPI_Iallgatherv(send, r->counts[c->topo.rank], dt, recv, r->counts,
+                             r->counts + c->topo.world_size, dt, c->world, &r->req);
     return started(c, r, rc, "MPI_Iallgatherv", request, err);
 }

@@ -24,8 +24,7 @@ typedef struct fg_mpi_comm {
     int owns_mpi;        /* this instance called MPI_Init_thread, so it finalizes */
     MPI_Comm world;      /* a duplicate of MPI_COMM_WORLD: our collectives, nobody else's */
     MPI_Comm diag;       /* a second duplicate: "which collective are you at?" on a timeout */
-    int rank, size;
-    int local_rank, local_size, node, node_count;
+    fg_comm_topology topo; /* this rank's place in the job (mpi_bootstrap.h) */
     double timeout_s;
     uint64_t issued;     /* collectives issued so far; the K of "collective #K" */
     uint64_t p2p_issued; /* send/recv issued so far (their order differs between ranks) */

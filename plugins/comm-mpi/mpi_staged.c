@@ -26,7 +26,7 @@ static fg_mpi_comm *staging(void *state, uint32_t dtype, size_t *es)
 static size_t sum(const fg_mpi_comm *c, const size_t *counts)
 {
     size_t total = 0;
-    for (int i = 0; i < c->size; i++) total += counts[i];
+    for (int i = 0; i < c->topo.world_size; i++) total += counts[i];
     return total;
 }
 
@@ -47,11 +47,12 @@ fg_status fg_mpi_staged_all_reduce(void *state, void *queue, void *buf, size_t c
     size_t es;
     fg_mpi_comm *c = staging(state, dtype, &es);
     if (!c) return fg_mpi_all_reduce(state, queue, buf, count, dtype, op, err);
+    size_t bytes = count * es;
     fg_mpi_stage s;
-    fg_status st = fg_mpi_stage_in(c, queue, buf, count * es, count * es, &s, err);
+    fg_status st = fg_mpi_stage_in(c, queue, buf, bytes, bytes, &s, err);
     if (st != FG_OK) return st;
     st = fg_mpi_all_reduce(c, NULL, s.host, count, dtype, op, err);
-    return back(c, st, &s, buf, 0, count * es, err);
+    return back(c, st, &s, buf, 0, bytes, err);
 }
 
 fg_status fg_mpi_staged_reduce_scatter(void *state, void *queue, const void *send, void *recv,
@@ -61,7 +62,7 @@ fg_status fg_mpi_staged_reduce_scatter(void *state, void *queue, const void *sen
     size_t es;
     fg_mpi_comm *c = staging(state, dtype, &es);
     if (!c) return fg_mpi_reduce_scatter(state, queue, send, recv, recv_count, dtype, op, err);
-    size_t in = recv_count * (size_t)c->size * es, out = recv_count * es;
+    size_t in = recv_count * (size_t)c->topo.world_size * es, out = recv_count * es;
     fg_mpi_stage s;
     fg_status st = fg_mpi_stage_in(c, queue, send, in, in + out, &s, err);
     if (st != FG_OK) return st;
@@ -75,7 +76,7 @@ fg_status fg_mpi_staged_all_gather(void *state, void *queue, const void *send, v
     size_t es;
     fg_mpi_comm *c = staging(state, dtype, &es);
     if (!c) return fg_mpi_all_gather(state, queue, send, recv, send_count, dtype, err);
-    size_t in = send_count * es, out = send_count * (size_t)c->size * es;
+    size_t in = send_count * es, out = send_count * (size_t)c->topo.world_size * es;
     fg_mpi_stage s;
     fg_status st = fg_mpi_stage_in(c, queue, send, in, in + out, &s, err);
     if (st != FG_OK) return st;
@@ -90,12 +91,12 @@ fg_status fg_mpi_staged_broadcast(void *state, void *queue, void *buf, size_t co
     fg_mpi_comm *c = staging(state, dtype, &es);
     if (!c) return fg_mpi_broadcast(state, queue, buf, count, dtype, root, err);
     /* Only the root's buffer is read; the others' are only written. */
-    size_t in = c->rank == root ? count * es : 0;
+    size_t in = c->topo.rank == root ? count * es : 0;
     fg_mpi_stage s;
     fg_status st = fg_mpi_stage_in(c, queue, buf, in, count * es, &s, err);
     if (st != FG_OK) return st;
     st = fg_mpi_broadcast(c, NULL, s.host, count, dtype, root, err);
-    if (st == FG_OK && c->rank == root) {
+    if (st == FG_OK && c->topo.rank == root) {
         fg_mpi_stage_release(c, &s); /* the root's buffer is unchanged */
         return FG_OK;
     }
@@ -110,9 +111,10 @@ fg_status fg_mpi_staged_send(void *state, void *queue, const void *buf, size_t c
     if (!c) return fg_mpi_send(state, queue, buf, count, dtype, peer, err);
     fg_mpi_stage s;
     fg_status st = fg_mpi_stage_in(c, queue, buf, count * es, count * es, &s, err);
-    if (st != FG_OK) return st;
-    st = fg_mpi_send(c, NULL, s.host, count, dtype, peer, err);
-    fg_mpi_stage_release(c, &s);
+    if (st == FG_OK) {
+        st = fg_mpi_send(c, NULL, s.host, count, dtype, peer, err);
+        fg_mpi_stage_release(c, &s); /* nothing comes back */
+    }
     return st;
 }
 
@@ -174,7 +176,7 @@ fg_status fg_mpi_staged_reduce_scatter_v_start(void *state, void *queue, const v
                                              request, err);
     *request = NULL;
     /* In place stays in place on the host copy: the result at the region's start. */
-    size_t in = sum(c, counts) * es, out = counts[c->rank] * es;
+    size_t in = sum(c, counts) * es, out = counts[c->topo.rank] * es;
     size_t at = send == recv ? 0 : in;
     fg_mpi_stage s;
     fg_status st = fg_mpi_stage_in(c, queue, send, in, at + (at ? out : in), &s, err);
@@ -193,7 +195,7 @@ fg_status fg_mpi_staged_all_gather_v_start(void *state, void *queue, const void 
     if (!c || !counts)
         return fg_mpi_all_gather_v_start(state, queue, send, recv, counts, dtype, request, err);
     *request = NULL;
-    size_t in = counts[c->rank] * es, out = sum(c, counts) * es;
+    size_t in = counts[c->topo.rank] * es, out = sum(c, counts) * es;
     fg_mpi_stage s;
     fg_status st = fg_mpi_stage_in(c, queue, send, in, in + out, &s, err);
     if (st != FG_OK) return st;

@@ -57,7 +57,7 @@ static fg_status bind_backend(fg_mpi_comm *c, const char *mode, fg_error *err)
     if (count < 1)
         return fg_error_set(err, FG_UNAVAILABLE, "[%s] stage_device_buffers: the backend has no "
                             "devices", h->section);
-    s->device = c->local_rank % count;
+    s->device = c->topo.local_rank % count;
     return FG_OK;
 }
 
@@ -73,7 +73,7 @@ fg_status fg_mpi_staging_init(fg_mpi_comm *c, fg_error *err)
     c->stage.enabled = want;
     if (c->stage.enabled)
         h->log(h, FG_LOG_DEBUG, "rank %d: staging device buffers through pinned host memory of "
-               "backend %s, device %d (stage_device_buffers = %s)", c->rank,
+               "backend %s, device %d (stage_device_buffers = %s)", c->topo.rank,
                backend ? backend : "?", c->stage.device, mode);
     return FG_OK;
 }
@@ -83,7 +83,7 @@ void fg_mpi_staging_deinit(fg_mpi_comm *c)
     fg_mpi_staging *s = &c->stage;
     if (!s->enabled) return;
     c->host->log(c->host, FG_LOG_DEBUG, "rank %d: staged %llu calls, %llu bytes in, %llu bytes "
-                 "out, through at most %zu bytes of pinned memory (%llu allocations)", c->rank,
+                 "out, through at most %zu bytes of pinned memory (%llu allocations)", c->topo.rank,
                  (unsigned long long)s->calls, (unsigned long long)s->bytes_in,
                  (unsigned long long)s->bytes_out, s->peak, (unsigned long long)s->allocations);
     for (int i = 0; i < s->chunks; i++) s->be->host_free(s->be_state, s->chunk[i].base);

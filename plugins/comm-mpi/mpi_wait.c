@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "mpi_bootstrap.h"
 #include "mpi_comm.h"
 
 enum { TAG_PROBE = 1, TAG_ANSWER = 2 };
@@ -36,10 +37,7 @@ static void nap(long ns)
 
 fg_status fg_mpi_fail(int rc, const char *call, fg_error *err)
 {
-    char text[MPI_MAX_ERROR_STRING] = "";
-    int len = 0;
-    if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "error %d", rc);
-    return fg_error_set(err, FG_FATAL, "comm.mpi: %s failed: %s", call, text);
+    return fg_mpi_error(FG_FATAL, "comm.mpi", call, rc, err);
 }
 
 /* Answers every probe that has arrived with this rank's collective counter. The answer
@@ -61,7 +59,7 @@ static void answer_probes(fg_mpi_comm *c)
  * e.g. "1 (no answer), 3 (at collective #6)". */
 static void find_laggards(fg_mpi_comm *c, uint64_t seq, char *out, size_t cap)
 {
-    int n = c->size;
+    int n = c->topo.world_size;
     uint64_t *at = calloc((size_t)n, sizeof *at);
     char *answered = calloc((size_t)n, 1);
     MPI_Request *sent = calloc((size_t)n, sizeof *sent);
@@ -71,7 +69,7 @@ static void find_laggards(fg_mpi_comm *c, uint64_t seq, char *out, size_t cap)
     int waiting_for = 0;
     for (int p = 0; p < n; p++) {
         sent[p] = MPI_REQUEST_NULL;
-        if (p == c->rank) continue;
+        if (p == c->topo.rank) continue;
         if (MPI_Isend(&c->probe_seq, 1, MPI_UINT64_T, p, TAG_PROBE, c->diag, &sent[p]) == MPI_SUCCESS)
             waiting_for++;
     }
@@ -93,7 +91,7 @@ static void find_laggards(fg_mpi_comm *c, uint64_t seq, char *out, size_t cap)
     size_t used = 0;
     out[0] = '\0';
     for (int p = 0; p < n && used + 1 < cap; p++) {
-        if (p == c->rank || (answered[p] && at[p] >= seq)) continue;
+        if (p == c->topo.rank || (answered[p] && at[p] >= seq)) continue;
         int w = answered[p]
                     ? snprintf(out + used, cap - used, "%s%d (at collective #%llu)",
                                used ? ", " : "", p, (unsigned long long)at[p])
@@ -136,8 +134,8 @@ static fg_status timed_out(fg_mpi_comm *c, const fg_mpi_op *op, fg_error *err)
         find_laggards(c, op->seq, laggards, sizeof laggards);
         snprintf(who, sizeof who, "ranks that did not arrive: %s", laggards);
     }
-    fg_error_set(err, FG_FATAL, "comm.mpi: rank %d: %s timed out after %g s; %s", c->rank, what,
-                 c->timeout_s, who);
+    fg_error_set(err, FG_FATAL, "comm.mpi: rank %d: %s timed out after %g s; %s", c->topo.rank,
+                 what, c->timeout_s, who);
     fprintf(stderr, "fulgur: %s\n", err ? err->message : what);
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, FG_MPI_ABORT_CODE);

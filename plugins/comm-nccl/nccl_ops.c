@@ -59,12 +59,41 @@ typedef struct call {
     size_t out_offset;   /* where in scratch the output lies */
 } call;
 
-typedef ncclResult_t (*enqueue_fn)(nccl_state *s, void *user, void *scratch, cudaStream_t stream);
+typedef enum op_kind { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, BROADCAST, SEND, RECV } op_kind;
+
+typedef struct args {
+    op_kind kind;
+    const void *send;
+    void *recv;
+    size_t count;
+    ncclDataType_t dt;
+    ncclRedOp_t op;
+    int root;      /* broadcast root, or the send/recv peer */
+    size_t split;  /* scratch offset of the output when staged */
+} args;
+
+/* Enqueues the operation on the caller's buffers, or on their staged copies in scratch
+ * (the input at 0, the output at split; in place when split is 0). */
+static ncclResult_t enqueue(nccl_state *s, const args *a, void *scratch, cudaStream_t st)
+{
+    const void *in = scratch ? scratch : a->send;
+    void *out = scratch ? (char *)scratch + a->split : a->recv;
+    ncclComm_t comm = s->world_group.comm;
+    switch (a->kind) {
+    case ALL_REDUCE: return ncclAllReduce(in, out, a->count, a->dt, a->op, comm, st);
+    case REDUCE_SCATTER: return ncclReduceScatter(in, out, a->count, a->dt, a->op, comm, st);
+    case ALL_GATHER: return ncclAllGather(in, out, a->count, a->dt, comm, st);
+    case BROADCAST: return ncclBroadcast(in, out, a->count, a->dt, a->root, comm, st);
+    case SEND: return ncclSend(in, a->count, a->dt, a->root, comm, st);
+    case RECV: return ncclRecv(out, a->count, a->dt, a->root, comm, st);
+    }
+    return ncclInvalidArgument;
+}
 
 /* Stages host buffers when there are any, enqueues, tracks, and waits unless the caller's
  * stream orders device buffers. */
-static fg_status run(nccl_state *s, cudaStream_t queue, int host, const call *c,
-                     enqueue_fn fn, void *user, fg_error *err)
+static fg_status run(nccl_state *s, cudaStream_t queue, int host, const call *c, const args *a,
+                     fg_error *err)
 {
     if (s->aborted) return fg_error_set(err, FG_FATAL, "%s", s->abort_message);
     nccl_group *g = &s->world_group;
@@ -83,7 +112,7 @@ static fg_status run(nccl_state *s, cudaStream_t queue, int host, const call *c,
     int ordered = !host && queue; /* returns once enqueued */
     nccl_op op = {c->name, c->count, c->dtype, c->peer >= 0 ? ++g->p2p_issued : ++g->issued,
                   c->peer, 0, 0, 0, !ordered};
-    ncclResult_t r = nccl_settle(s, g->comm, fn(s, user, host ? s->scratch : NULL, stream));
+    ncclResult_t r = nccl_settle(s, g->comm, enqueue(s, a, host ? s->scratch : NULL, stream));
     if (r != ncclSuccess) return nccl_fail(s, r, c->name, err);
     if (host && c->out)
         e = cudaMemcpyAsync(c->out, (char *)s->scratch + c->out_offset, c->out_bytes,
@@ -97,58 +126,6 @@ static fg_status run(nccl_state *s, cudaStream_t queue, int host, const call *c,
 
 /* ---- the operations ------------------------------------------------------------------ */
 
-typedef struct args {
-    const void *send;
-    void *recv;
-    size_t count;
-    ncclDataType_t dt;
-    ncclRedOp_t op;
-    int root;      /* broadcast root, or the send/recv peer */
-    size_t split;  /* scratch offset of the output when staged */
-} args;
-
-static ncclResult_t enq_all_reduce(nccl_state *s, void *u, void *scratch, cudaStream_t st)
-{
-    args *a = u;
-    void *b = scratch ? scratch : a->recv;
-    return ncclAllReduce(b, b, a->count, a->dt, a->op, s->world_group.comm, st);
-}
-
-static ncclResult_t enq_reduce_scatter(nccl_state *s, void *u, void *scratch, cudaStream_t st)
-{
-    args *a = u;
-    const void *in = scratch ? scratch : a->send;
-    void *out = scratch ? (char *)scratch + a->split : a->recv;
-    return ncclReduceScatter(in, out, a->count, a->dt, a->op, s->world_group.comm, st);
-}
-
-static ncclResult_t enq_all_gather(nccl_state *s, void *u, void *scratch, cudaStream_t st)
-{
-    args *a = u;
-    const void *in = scratch ? scratch : a->send;
-    void *out = scratch ? (char *)scratch + a->split : a->recv;
-    return ncclAllGather(in, out, a->count, a->dt, s->world_group.comm, st);
-}
-
-static ncclResult_t enq_broadcast(nccl_state *s, void *u, void *scratch, cudaStream_t st)
-{
-    args *a = u;
-    void *b = scratch ? scratch : a->recv;
-    return ncclBroadcast(b, b, a->count, a->dt, a->root, s->world_group.comm, st);
-}
-
-static ncclResult_t enq_send(nccl_state *s, void *u, void *scratch, cudaStream_t st)
-{
-    args *a = u;
-    return ncclSend(scratch ? scratch : a->send, a->count, a->dt, a->root, s->world_group.comm, st);
-}
-
-static ncclResult_t enq_recv(nccl_state *s, void *u, void *scratch, cudaStream_t st)
-{
-    args *a = u;
-    return ncclRecv(scratch ? scratch : a->recv, a->count, a->dt, a->root, s->world_group.comm, st);
-}
-
 static fg_status check_peer(const nccl_state *s, int peer, const char *what, fg_error *err)
 {
     if (peer >= 0 && peer < s->topo.world_size && peer != s->topo.rank) return FG_OK;
@@ -160,13 +137,13 @@ fg_status nccl_all_reduce(void *state, void *queue, void *buf, size_t count, uin
                           uint32_t op, fg_error *err)
 {
     nccl_state *s = state;
-    args a = {buf, buf, count, ncclFloat32, ncclSum, 0, 0};
+    args a = {ALL_REDUCE, buf, buf, count, ncclFloat32, ncclSum, 0, 0};
     fg_status st = map_dtype(dtype, "all_reduce", &a.dt, err);
     if (st == FG_OK) st = map_op(op, "all_reduce", &a.op, err);
     if (st != FG_OK) return st;
     size_t bytes = count * fg_dtype_size((fg_dtype)dtype);
     call c = {"all_reduce", count, dtype, -1, buf, bytes, buf, bytes, 0};
-    return run(s, queue, is_host(buf), &c, enq_all_reduce, &a, err);
+    return run(s, queue, is_host(buf), &c, &a, err);
 }
 
 fg_status nccl_reduce_scatter(void *state, void *queue, const void *send, void *recv,
@@ -174,12 +151,12 @@ fg_status nccl_reduce_scatter(void *state, void *queue, const void *send, void *
 {
     nccl_state *s = state;
     size_t es = fg_dtype_size((fg_dtype)dtype), in = recv_count * es * (size_t)s->topo.world_size;
-    args a = {send, recv, recv_count, ncclFloat32, ncclSum, 0, in};
+    args a = {REDUCE_SCATTER, send, recv, recv_count, ncclFloat32, ncclSum, 0, in};
     fg_status st = map_dtype(dtype, "reduce_scatter", &a.dt, err);
     if (st == FG_OK) st = map_op(op, "reduce_scatter", &a.op, err);
     if (st != FG_OK) return st;
     call c = {"reduce_scatter", recv_count, dtype, -1, send, in, recv, recv_count * es, in};
-    return run(s, queue, is_host(send) || is_host(recv), &c, enq_reduce_scatter, &a, err);
+    return run(s, queue, is_host(send) || is_host(recv), &c, &a, err);
 }
 
 fg_status nccl_all_gather(void *state, void *queue, const void *send, void *recv,
@@ -187,18 +164,18 @@ fg_status nccl_all_gather(void *state, void *queue, const void *send, void *recv
 {
     nccl_state *s = state;
     size_t es = fg_dtype_size((fg_dtype)dtype), in = send_count * es;
-    args a = {send, recv, send_count, ncclFloat32, ncclSum, 0, in};
+    args a = {ALL_GATHER, send, recv, send_count, ncclFloat32, ncclSum, 0, in};
     fg_status st = map_dtype(dtype, "all_gather", &a.dt, err);
     if (st != FG_OK) return st;
     call c = {"all_gather", send_count, dtype, -1, send, in, recv, in * (size_t)s->topo.world_size, in};
-    return run(s, queue, is_host(send) || is_host(recv), &c, enq_all_gather, &a, err);
+    return run(s, queue, is_host(send) || is_host(recv), &c, &a, err);
 }
 
 fg_status nccl_broadcast(void *state, void *queue, void *buf, size_t count, uint32_t dtype,
                          int root, fg_error *err)
 {
     nccl_state *s = state;
-    args a = {buf, buf, count, ncclFloat32, ncclSum, root, 0};
+    args a = {BROADCAST, buf, buf, count, ncclFloat32, ncclSum, root, 0};
     fg_status st = map_dtype(dtype, "broadcast", &a.dt, err);
     if (st == FG_OK && (root < 0 || root >= s->topo.world_size))
         st = fg_error_set(err, FG_INVALID_ARGUMENT, "comm.nccl: broadcast: root %d is not a rank "
@@ -206,40 +183,40 @@ fg_status nccl_broadcast(void *state, void *queue, void *buf, size_t count, uint
     if (st != FG_OK) return st;
     size_t bytes = count * fg_dtype_size((fg_dtype)dtype);
     call c = {"broadcast", count, dtype, -1, buf, bytes, buf, bytes, 0};
-    return run(s, queue, is_host(buf), &c, enq_broadcast, &a, err);
+    return run(s, queue, is_host(buf), &c, &a, err);
 }
 
 fg_status nccl_send(void *state, void *queue, const void *buf, size_t count, uint32_t dtype,
                     int peer, fg_error *err)
 {
     nccl_state *s = state;
-    args a = {buf, NULL, count, ncclFloat32, ncclSum, peer, 0};
+    args a = {SEND, buf, NULL, count, ncclFloat32, ncclSum, peer, 0};
     fg_status st = map_dtype(dtype, "send", &a.dt, err);
     if (st == FG_OK) st = check_peer(s, peer, "send", err);
     if (st != FG_OK) return st;
     call c = {"send", count, dtype, peer, buf, count * fg_dtype_size((fg_dtype)dtype), NULL, 0, 0};
-    return run(s, queue, is_host(buf), &c, enq_send, &a, err);
+    return run(s, queue, is_host(buf), &c, &a, err);
 }
 
 fg_status nccl_recv(void *state, void *queue, void *buf, size_t count, uint32_t dtype, int peer,
                     fg_error *err)
 {
     nccl_state *s = state;
-    args a = {NULL, buf, count, ncclFloat32, ncclSum, peer, 0};
+    args a = {RECV, NULL, buf, count, ncclFloat32, ncclSum, peer, 0};
     fg_status st = map_dtype(dtype, "recv", &a.dt, err);
     if (st == FG_OK) st = check_peer(s, peer, "recv", err);
     if (st != FG_OK) return st;
     call c = {"recv", count, dtype, peer, NULL, 0, buf, count * fg_dtype_size((fg_dtype)dtype), 0};
-    return run(s, queue, is_host(buf), &c, enq_recv, &a, err);
+    return run(s, queue, is_host(buf), &c, &a, err);
 }
 
 /* An all-reduce of one int on the scratch buffer, completed before returning. */
 fg_status nccl_barrier(void *state, fg_error *err)
 {
     nccl_state *s = state;
-    args a = {s->scratch, s->scratch, 1, ncclInt32, ncclSum, 0, 0};
+    args a = {ALL_REDUCE, s->scratch, s->scratch, 1, ncclInt32, ncclSum, 0, 0};
     call c = {"barrier", 1, FG_I32, -1, NULL, 0, NULL, 0, 0};
-    return run(s, NULL, 0, &c, enq_all_reduce, &a, err);
+    return run(s, NULL, 0, &c, &a, err);
 }
 
 /* The request is the operation's ring slot: valid until wait() retires it. */
@@ -248,7 +225,7 @@ fg_status nccl_all_reduce_start(void *state, void *queue, void *buf, size_t coun
 {
     nccl_state *s = state;
     nccl_group *g = &s->world_group;
-    args a = {buf, buf, count, ncclFloat32, ncclSum, 0, 0};
+    args a = {ALL_REDUCE, buf, buf, count, ncclFloat32, ncclSum, 0, 0};
     fg_status st = map_dtype(dtype, "all_reduce_start", &a.dt, err);
     if (st == FG_OK) st = map_op(op, "all_reduce_start", &a.op, err);
     if (st == FG_OK && is_host(buf))
@@ -258,7 +235,7 @@ fg_status nccl_all_reduce_start(void *state, void *queue, void *buf, size_t coun
     if (st != FG_OK) return st;
     cudaStream_t stream = queue ? (cudaStream_t)queue : s->stream;
     nccl_op rec = {"all_reduce", count, dtype, ++g->issued, -1, 0, 0, 0, 1};
-    ncclResult_t r = nccl_settle(s, g->comm, enq_all_reduce(s, &a, NULL, stream));
+    ncclResult_t r = nccl_settle(s, g->comm, enqueue(s, &a, NULL, stream));
     if (r != ncclSuccess) return nccl_fail(s, r, "all_reduce_start", err);
     nccl_op *slot;
     st = nccl_track(s, g, &rec, stream, &slot, err);

@@ -8,12 +8,13 @@
  * or is aborted. cudart is linked statically: nothing but libnccl and MPI is needed at
  * load time, and a machine without a driver loads the plugin and is told why it cannot run. */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "comm_topology.h"
+#include "mpi_bootstrap.h"
 #include "mpi_launcher.h"
 #include "nccl_comm.h"
 
@@ -62,60 +63,13 @@ ncclResult_t nccl_settle(nccl_state *s, ncclComm_t comm, ncclResult_t r)
     return s->aborted ? ncclInternalError : r;
 }
 
-static void make_libmpi_global(void)
-{
-    Dl_info info;
-    if (dladdr((void *)MPI_Init_thread, &info) && info.dli_fname)
-        dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
-}
-
-static fg_status start_mpi(nccl_state *s, fg_error *err)
-{
-    int started = 0, provided = 0;
-    MPI_Initialized(&started);
-    if (started) {
-        MPI_Query_thread(&provided);
-    } else {
-        make_libmpi_global();
-        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
-            return fg_error_set(err, FG_UNAVAILABLE, "comm.nccl: MPI_Init_thread failed");
-        s->owns_mpi = 1;
-    }
-    if (provided < MPI_THREAD_SERIALIZED)
-        return fg_error_set(err, FG_UNAVAILABLE, "comm.nccl: MPI provides thread level %d, "
-                            "the bootstrap needs MPI_THREAD_SERIALIZED", provided);
-    return FG_OK;
-}
-
-/* Rank, size, local rank and size from the shared-memory split, node from its lowest rank. */
+/* The world communicator (a duplicate of MPI_COMM_WORLD) and its topology. */
 static fg_status find_topology(nccl_state *s, fg_error *err)
 {
-    fg_comm_topology *t = &s->topo;
-    MPI_Comm local = MPI_COMM_NULL, leaders = MPI_COMM_NULL;
-    if (MPI_Comm_dup(MPI_COMM_WORLD, &s->world) != MPI_SUCCESS)
-        return fg_error_set(err, FG_INTERNAL, "comm.nccl: MPI_Comm_dup failed");
-    t->struct_size = sizeof *t;
-    MPI_Comm_rank(s->world, &t->rank);
-    MPI_Comm_size(s->world, &t->world_size);
-    int rc = MPI_Comm_split_type(s->world, MPI_COMM_TYPE_SHARED, t->rank, MPI_INFO_NULL, &local);
-    if (rc == MPI_SUCCESS) {
-        MPI_Comm_rank(local, &t->local_rank);
-        MPI_Comm_size(local, &t->local_size);
-        rc = MPI_Comm_split(s->world, t->local_rank == 0 ? 0 : MPI_UNDEFINED, t->rank, &leaders);
-    }
-    int node[2] = {0, 1};
-    if (rc == MPI_SUCCESS && leaders != MPI_COMM_NULL) {
-        MPI_Comm_rank(leaders, &node[0]);
-        MPI_Comm_size(leaders, &node[1]);
-        MPI_Comm_free(&leaders);
-    }
-    if (rc == MPI_SUCCESS) rc = MPI_Bcast(node, 2, MPI_INT, 0, local);
-    if (local != MPI_COMM_NULL) MPI_Comm_free(&local);
-    if (rc != MPI_SUCCESS)
-        return fg_error_set(err, FG_INTERNAL, "comm.nccl: finding the topology over MPI failed");
-    t->node = node[0];
-    t->node_count = node[1];
-    return FG_OK;
+    int rc = MPI_Comm_dup(MPI_COMM_WORLD, &s->world);
+    if (rc != MPI_SUCCESS) return fg_mpi_error(FG_FATAL, "comm.nccl", "MPI_Comm_dup", rc, err);
+    s->topo.struct_size = sizeof s->topo;
+    return fg_mpi_find_topology(s->world, &s->topo, "comm.nccl", err);
 }
 
 /* Rank 0's unique id to every rank, then a non-blocking init bounded by timeout_s. */
@@ -204,7 +158,7 @@ static fg_status nccl_init(const fg_host *host, void **state, fg_error *err)
     host->get_float(host, "timeout_s", &s->timeout_s);
     host->get_int(host, "device", &device);
     char launcher[512];
-    fg_status st = s->timeout_s > 0 ? start_mpi(s, err)
+    fg_status st = s->timeout_s > 0 ? fg_mpi_start("comm.nccl", &s->owns_mpi, err)
                                     : fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] timeout_s must "
                                                    "be > 0", host->section);
     if (st == FG_OK) st = find_topology(s, err);
@@ -229,15 +183,7 @@ static fg_status nccl_init(const fg_host *host, void **state, fg_error *err)
 
 static fg_status nccl_topology(void *state, fg_comm_topology *out, fg_error *err)
 {
-    const nccl_state *s = state;
-    if (!out) return fg_error_set(err, FG_INVALID_ARGUMENT, "comm.nccl: topology: out is NULL");
-    out->rank = s->topo.rank;
-    out->world_size = s->topo.world_size;
-    out->local_rank = s->topo.local_rank;
-    out->local_size = s->topo.local_size;
-    out->node = s->topo.node;
-    out->node_count = s->topo.node_count;
-    return FG_OK;
+    return fg_plugin_topology_copy(&((const nccl_state *)state)->topo, out, "comm.nccl", err);
 }
 
 /* reduce_scatter_v_start / all_gather_v_start (uneven shards) are not offered: NULL. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data_plugin.h"
 #include "idx_file.h"
 
 /* Image and label files describe the same items, or the pairing is meaningless. */
@@ -120,18 +121,13 @@ void idx_dataset_close(idx_dataset *ds)
 fg_status idx_dataset_read(const idx_dataset *ds, const int64_t *indices, int count,
                            float *samples, int32_t *labels, fg_error *err)
 {
-    if (count < 0 || (count > 0 && (!indices || !samples)))
-        return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "idx: read of the %s split: count %d with indices %p, samples %p",
-                            ds->split_name, count, (const void *)indices, (void *)samples);
+    fg_status st = fg_plugin_check_read("idx", ds->split_name, ds->length, indices, count,
+                                        samples, err);
+    if (st != FG_OK)
+        return st;
     const size_t pixels = (size_t)(ds->rows * ds->cols);
     for (int k = 0; k < count; k++) {
         int64_t i = indices[k];
-        if (i < 0 || i >= ds->length)
-            return fg_error_set(err, FG_INVALID_ARGUMENT,
-                                "idx: index %lld (position %d of %d) is out of range for the %s "
-                                "split of length %lld",
-                                (long long)i, k, count, ds->split_name, (long long)ds->length);
         const uint8_t *src = ds->images + (size_t)i * pixels;
         float *dst = samples + (size_t)k * pixels;
         for (size_t p = 0; p < pixels; p++)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "fulgur/data.h"
+#include "data_plugin.h"
 #include "idx_dataset.h"
 #include "idx_file.h"
 
@@ -106,27 +107,26 @@ static fg_status read_numbers(const fg_host *host, idx_state *s, fg_error *err)
 static void idx_deinit(void *state)
 {
     idx_state *s = state;
-    if (!s)
-        return;
-    free(s->train_images);
-    free(s->train_labels);
-    free(s->test_images);
-    free(s->test_labels);
+    if (s) {
+        free(s->train_images);
+        free(s->train_labels);
+        free(s->test_images);
+        free(s->test_labels);
+    }
     free(s);
 }
 
 static fg_status idx_init(const fg_host *host, void **state, fg_error *err)
 {
     *state = NULL;
-    idx_state *s = calloc(1, sizeof *s);
-    if (!s)
-        return fg_error_set(err, FG_OUT_OF_MEMORY, "idx: out of memory");
     const char *dir = NULL;
     fg_status st = host->get_string(host, "dir", &dir);
     if (st != FG_OK || !dir)
-        st = option_failure("dir", st, err);
-    if (st == FG_OK)
-        st = read_path(host, dir, "train_images", &s->train_images, err);
+        return option_failure("dir", st, err);
+    idx_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "idx: out of memory");
+    st = read_path(host, dir, "train_images", &s->train_images, err);
     if (st == FG_OK)
         st = read_path(host, dir, "train_labels", &s->train_labels, err);
     if (st == FG_OK)
@@ -182,16 +182,6 @@ static fg_status split_source(const idx_state *s, int split, idx_split_source *s
     return FG_OK;
 }
 
-/* Copies what the caller's struct has room for (it may be an older, shorter one). */
-static void copy_info(fg_dataset_info *dst, const fg_dataset_info *src)
-{
-    uint32_t size = dst->struct_size;
-    if (size == 0 || size > sizeof *src)
-        size = sizeof *src;
-    memcpy(dst, src, size);
-    dst->struct_size = size;
-}
-
 static fg_status idx_open(void *state, int split, void **dataset, fg_dataset_info *info,
                           fg_error *err)
 {
@@ -208,7 +198,7 @@ static fg_status idx_open(void *state, int split, void **dataset, fg_dataset_inf
     if (info) {
         fg_dataset_info full;
         idx_dataset_info(ds, s->transform.num_classes, &full);
-        copy_info(info, &full);
+        fg_plugin_copy_dataset_info(info, &full);
     }
     *dataset = ds;
     return FG_OK;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "fulgur/data.h"
+#include "data_plugin.h"
 #include "synthetic_gen.h"
 #include "synthetic_shape.h"
 
@@ -121,16 +122,6 @@ static const char *split_name(int split)
     return NULL;
 }
 
-/* Copies what the caller's struct has room for (it may be an older, shorter one). */
-static void copy_info(fg_dataset_info *dst, const fg_dataset_info *src)
-{
-    uint32_t size = dst->struct_size;
-    if (size == 0 || size > sizeof *src)
-        size = sizeof *src;
-    memcpy(dst, src, size);
-    dst->struct_size = size;
-}
-
 static fg_status synthetic_open(void *state, int split, void **dataset, fg_dataset_info *info,
                                 fg_error *err)
 {
@@ -158,7 +149,7 @@ static fg_status synthetic_open(void *state, int split, void **dataset, fg_datas
         memcpy(full.shape, s->shape, sizeof full.shape);
         full.sample_dtype = FG_F32;
         full.num_classes = s->model.num_classes;
-        copy_info(info, &full);
+        fg_plugin_copy_dataset_info(info, &full);
     }
     *dataset = ds;
     return FG_OK;
@@ -174,19 +165,13 @@ static fg_status synthetic_read(void *state, void *dataset, const int64_t *indic
 {
     const synthetic_dataset *ds = dataset;
     const synthetic_model *m = &ds->state->model;
-    if (count < 0 || (count > 0 && (!indices || !samples)))
-        return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "synthetic: read of the %s split: count %d with indices %p, samples %p",
-                            ds->name, count, (const void *)indices, samples);
+    fg_status st = fg_plugin_check_read("synthetic", ds->name, ds->length, indices, count,
+                                        samples, err);
+    if (st != FG_OK)
+        return st;
     for (int k = 0; k < count; k++) {
-        int64_t i = indices[k];
-        if (i < 0 || i >= ds->length)
-            return fg_error_set(err, FG_INVALID_ARGUMENT,
-                                "synthetic: index %lld (position %d of %d) is out of range for "
-                                "the %s split of length %lld",
-                                (long long)i, k, count, ds->name, (long long)ds->length);
         float *out = (float *)samples + (size_t)k * (size_t)m->elements;
-        synthetic_sample(m, ds->stream, i, out);
+        synthetic_sample(m, ds->stream, indices[k], out);
         if (labels)
             labels[k] = synthetic_label(m, out);
     }

@@ -3,8 +3,8 @@
  * accumulated in f32; the loss scaled dynamically (scaler.c) so that small gradients
  * survive float16, steps with inf/NaN gradients skipped. */
 #include <stdlib.h>
-#include <string.h>
 
+#include "precision_plugin.h"
 #include "scaler.h"
 
 typedef struct fp16_state {
@@ -50,21 +50,19 @@ static fg_status fp16_init(const fg_host *host, void **state, fg_error *err)
     if (!p)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "precision.fp16-mixed: out of memory");
     fg_scaler_config cfg;
-    const char *grad = "fp32";
     fg_status st = read_float(host, "init_scale", &cfg.init_scale, err);
     if (st == FG_OK) st = read_float(host, "growth_factor", &cfg.growth_factor, err);
     if (st == FG_OK) st = read_float(host, "backoff_factor", &cfg.backoff_factor, err);
     if (st == FG_OK) st = read_float(host, "min_scale", &cfg.min_scale, err);
     if (st == FG_OK) st = read_int(host, "growth_interval", &cfg.growth_interval, err);
     if (st == FG_OK) st = read_int(host, "hysteresis", &cfg.hysteresis, err);
-    if (st == FG_OK && host->get_string(host, "grad_dtype", &grad) != FG_OK)
-        st = fg_error_set(err, FG_INTERNAL, "precision.fp16-mixed: cannot read grad_dtype");
+    if (st == FG_OK)
+        st = fg_plugin_read_grad_dtype(host, FG_F16, "precision.fp16-mixed", &p->grad_dtype, err);
     if (st == FG_OK) st = fg_scaler_init(&p->scaler, &cfg, err);
     if (st != FG_OK) {
         free(p);
         return st;
     }
-    p->grad_dtype = strcmp(grad, "half") == 0 ? FG_F16 : FG_F32;
     *state = p;
     return FG_OK;
 }
@@ -73,13 +71,8 @@ static void fp16_deinit(void *state) { free(state); }
 
 static fg_status fp16_info(void *state, fg_precision_info *out, fg_error *err)
 {
-    const fp16_state *p = state;
-    out->param_dtype = FG_F16;
-    out->compute_dtype = FG_F16;
-    out->grad_dtype = p->grad_dtype;
-    out->master_weights = 1;
-    out->loss_scaling = 1;
-    return FG_OK;
+    uint32_t grad = ((const fp16_state *)state)->grad_dtype;
+    return fg_plugin_precision_info(out, FG_F16, FG_F16, grad, 1, 1);
 }
 
 static float fp16_loss_scale(void *state)

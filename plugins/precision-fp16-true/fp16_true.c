@@ -5,40 +5,18 @@
  * 16-true there is no loss scaler: gradients below float16's range (6e-8) flush to zero
  * and a value above 65504 becomes inf, so this suits models whose values stay in that
  * range; fp16-mixed is the safe choice. */
-#include "fulgur/precision.h"
-
-static fg_status fp16t_init(const fg_host *host, void **state, fg_error *err)
-{
-    *state = NULL;
-    return FG_OK;
-}
-
-static void fp16t_deinit(void *state) {}
+#include "precision_plugin.h"
 
 static fg_status fp16t_info(void *state, fg_precision_info *out, fg_error *err)
 {
-    out->param_dtype = FG_F16;
-    out->compute_dtype = FG_F16;
-    out->grad_dtype = FG_F16;
-    out->master_weights = 0;
-    out->loss_scaling = 0;
-    return FG_OK;
-}
-
-static float fp16t_loss_scale(void *state) { return 1.0f; }
-
-static fg_status fp16t_update_scale(void *state, int found_nonfinite, int *skip_step,
-                                    fg_error *err)
-{
-    *skip_step = found_nonfinite ? 1 : 0;
-    return FG_OK;
+    return fg_plugin_precision_info(out, FG_F16, FG_F16, FG_F16, 0, 0);
 }
 
 static const fg_precision_vtable vtable = {
     .struct_size = sizeof(fg_precision_vtable),
     .info = fp16t_info,
-    .loss_scale = fp16t_loss_scale,
-    .update_scale = fp16t_update_scale,
+    .loss_scale = fg_plugin_unscaled_loss_scale,
+    .update_scale = fg_plugin_unscaled_update_scale,
 };
 
 FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
@@ -48,7 +26,7 @@ FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
     .description = "IEEE float16 parameters, activations and gradients, no f32 master copy "
                    "(optimizer state stays f32; updates rounded to nearest even); no loss "
                    "scaling (values must stay within float16's range); strategy single",
-    .init = fp16t_init,
-    .deinit = fp16t_deinit,
+    .init = fg_plugin_stateless_init,
+    .deinit = fg_plugin_stateless_deinit,
     .vtable = &vtable,
 };

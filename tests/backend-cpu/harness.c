@@ -1,81 +1,31 @@
-/* Plugin loading, the fake host, checks and random inputs for the CPU backend tests. */
+/* Plugin loading, the options of the fake host and random inputs for the CPU backend tests. */
 #define _GNU_SOURCE
 #include "harness.h"
+#include "plugin_load.h"
 
-#include <dlfcn.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-int test_failures;
-fg_error test_err;
-
 static uint64_t test_rng = 0x9E3779B97F4A7C15ull;
-
-static void test_log(const fg_host *host, int level, const char *fmt, ...)
-{
-    (void)host;
-    if (level > FG_LOG_WARN)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "[plugin log %d] ", level);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-}
-
-static fg_status test_get_int(const fg_host *host, const char *key, int64_t *out)
-{
-    const test_host *t = (const test_host *)host;
-    if (strcmp(key, "devices") == 0)
-        *out = t->devices;
-    else if (strcmp(key, "threads") == 0)
-        *out = t->threads;
-    else if (strcmp(key, "memory_limit_mb") == 0)
-        *out = t->memory_limit_mb;
-    else
-        return FG_NOT_FOUND;
-    return FG_OK;
-}
-
-static const fg_plugin *test_load_plugin(void)
-{
-    static const fg_plugin *plugin; /* a test program's own state, loaded once */
-    if (plugin)
-        return plugin;
-    void *lib = dlopen(FG_CPU_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        fprintf(stderr, "cannot dlopen %s: %s\n", FG_CPU_PLUGIN_PATH, dlerror());
-        exit(1);
-    }
-    const fg_plugin *p = dlsym(lib, FG_PLUGIN_ENTRY_NAME);
-    if (!p || p->magic != FG_PLUGIN_MAGIC || p->kind != FG_KIND_BACKEND ||
-        strcmp(p->name, "cpu") != 0 || p->abi_major != FG_ABI_MAJOR || !p->init ||
-        !p->vtable) {
-        fprintf(stderr, "%s: bad or missing descriptor %s\n", FG_CPU_PLUGIN_PATH,
-                FG_PLUGIN_ENTRY_NAME);
-        exit(1);
-    }
-    plugin = p;
-    return plugin;
-}
 
 fg_status test_backend_try_open(test_backend *tb, int64_t devices, int64_t threads,
                                 int64_t memory_limit_mb)
 {
+    static const fg_plugin *plugin; /* a test program's own state, loaded once */
+    if (!plugin)
+        plugin = fg_test_need_plugin(FG_CPU_PLUGIN_PATH, FG_KIND_BACKEND, "cpu");
     memset(tb, 0, sizeof *tb);
-    tb->plugin = test_load_plugin();
-    tb->vt = tb->plugin->vtable;
-    tb->host.host = (fg_host){ .struct_size = sizeof(fg_host), .abi_major = FG_ABI_MAJOR,
-                               .abi_minor = FG_ABI_MINOR, .section = "backend",
-                               .log = test_log, .get_int = test_get_int };
-    tb->host.devices = devices;
-    tb->host.threads = threads;
-    tb->host.memory_limit_mb = memory_limit_mb;
+    tb->plugin = plugin;
+    tb->vt = plugin->vtable;
+    char options[160];
+    snprintf(options, sizeof options, "devices = %lld\nthreads = %lld\nmemory_limit_mb = %lld",
+             (long long)devices, (long long)threads, (long long)memory_limit_mb);
+    fg_fake_host_init(&tb->host, plugin, NULL);
+    fg_fake_host_set_text(&tb->host, options);
+    fg_fake_host_echo(&tb->host, stderr, FG_LOG_WARN);
     memset(&test_err, 0, sizeof test_err);
-    return tb->plugin->init(&tb->host.host, &tb->state, &test_err);
+    return plugin->init(&tb->host.host, &tb->state, &test_err);
 }
 
 void test_backend_open(test_backend *tb, int64_t devices, int64_t threads,

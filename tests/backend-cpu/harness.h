@@ -1,6 +1,6 @@
 /* Test harness for the CPU backend: loads fulgur-backend-cpu.so with dlopen exactly as the
- * host does, hands it a small fake host whose option getters answer what a test asks for,
- * and offers checks that count failures, random inputs and double-precision helpers. */
+ * host does, hands it the common fake host (tests/common) with the options a test asks
+ * for, and offers random inputs and double-precision comparisons. */
 #ifndef FG_TEST_CPU_HARNESS_H
 #define FG_TEST_CPU_HARNESS_H
 
@@ -8,12 +8,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "check.h"
+#include "fake_host.h"
 #include "fulgur/backend.h"
-
-typedef struct test_host {
-    fg_host host;
-    int64_t devices, threads, memory_limit_mb;
-} test_host;
 
 /* One plugin instance with one queue on device 0. */
 typedef struct test_backend {
@@ -21,34 +18,14 @@ typedef struct test_backend {
     const fg_backend_vtable *vt;
     void *state;
     void *queue;
-    test_host host;
+    fg_fake_host host; /* devices, threads, memory_limit_mb as the test asked */
 } test_backend;
 
-extern int test_failures;
-
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);        \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fprintf(stderr, "\n");                                                         \
-            test_failures++;                                                               \
-        }                                                                                  \
-    } while (0)
-
-/* A call that must succeed; on failure prints the plugin's message. */
-#define CHECK_OK(call)                                                                     \
-    do {                                                                                   \
-        fg_status s_ = (call);                                                             \
-        if (s_ != FG_OK) {                                                                 \
-            fprintf(stderr, "%s:%d: %s returned %s: %s\n", __FILE__, __LINE__, #call,      \
-                    fg_status_name(s_), test_err.message);                                 \
-            test_failures++;                                                               \
-        }                                                                                  \
-    } while (0)
-
-/* The error struct every call in a test passes; CHECK_OK prints it. */
-extern fg_error test_err;
+/* The checks are tests/common/check.h's. These names of the counter and of the error
+ * struct every call in a test passes (CHECK_OK(call) prints it) are kept for the test
+ * files. */
+#define test_failures fg_test_failures
+#define test_err fg_test_err
 
 /* Loads the plugin (once) and creates an instance; exits the test on failure. */
 void test_backend_open(test_backend *tb, int64_t devices, int64_t threads,

@@ -1,118 +1,17 @@
-/* The fake host, the dlopen loader, the event sender and file helpers of the callback
- * plugin tests. */
+/* The plugin loader, the event sender and file helpers of the callback plugin tests. */
 #define _POSIX_C_SOURCE 200809L
 #include "cb_test.h"
-#include "option_text.h"
+#include "plugin_load.h"
 
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-int test_failures = 0;
-
-/* ---- the fake host ------------------------------------------------------------------- */
-
-static const fake_host *as_fake(const fg_host *host) { return (const fake_host *)host; }
-
-/* The set value, else the schema default; NULL for a key the schema does not declare. */
-static const char *lookup(const fg_host *host, const char *key)
-{
-    const fake_host *fh = as_fake(host);
-    int declared = 0;
-    const char *def = NULL;
-    for (uint32_t i = 0; i < fh->plugin->option_count; i++) {
-        if (strcmp(fh->plugin->options[i].key, key) == 0) {
-            declared = 1;
-            def = fh->plugin->options[i].default_value;
-        }
-    }
-    if (!declared)
-        return NULL;
-    for (int i = 0; i < fh->count; i++)
-        if (strcmp(fh->keys[i], key) == 0)
-            return fh->values[i];
-    return def;
-}
-
-static void fake_log(const fg_host *host, int level, const char *fmt, ...)
-{
-    fake_host *fh = (fake_host *)host;
-    static const char *const names[] = {"error", "warning", "info", "debug"};
-    size_t used = strlen(fh->log);
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    snprintf(fh->log + used, sizeof fh->log - used, "%s: %s\n",
-             names[level < 0 ? 0 : level > 3 ? 3 : level], line);
-}
-
-static fg_status fake_get_string(const fg_host *host, const char *key, const char **out)
-{
-    return fg_test_option_string(lookup(host, key), out);
-}
-
-static fg_status fake_get_int(const fg_host *host, const char *key, int64_t *out)
-{
-    return fg_test_option_int(lookup(host, key), out);
-}
-
-static fg_status fake_get_float(const fg_host *host, const char *key, double *out)
-{
-    return fg_test_option_float(lookup(host, key), out);
-}
-
-static fg_status fake_get_bool(const fg_host *host, const char *key, int *out)
-{
-    return fg_test_option_bool(lookup(host, key), out);
-}
-
-static void fake_metric(const fg_host *host, const char *name, double value, int64_t step)
-{
-    fake_host *fh = (fake_host *)host;
-    fh->metric_calls++;
-    snprintf(fh->last_metric, sizeof fh->last_metric, "%s", name);
-    fh->last_metric_value = value;
-    fh->last_metric_step = step;
-}
-
-static void fake_host_init(fake_host *fh, const fg_plugin *plugin)
-{
-    memset(fh, 0, sizeof *fh);
-    fh->plugin = plugin;
-    fh->host.struct_size = sizeof fh->host;
-    fh->host.abi_major = FG_ABI_MAJOR;
-    fh->host.abi_minor = FG_ABI_MINOR;
-    fh->host.section = "callback.test";
-    fh->host.log = fake_log;
-    fh->host.get_bool = fake_get_bool;
-    fh->host.get_int = fake_get_int;
-    fh->host.get_float = fake_get_float;
-    fh->host.get_string = fake_get_string;
-    fh->host.metric = fake_metric;
-}
-
-/* ---- plugins and instances ----------------------------------------------------------- */
-
 const fg_plugin *load_callback_plugin(const char *path, const char *name)
 {
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
-        exit(1);
-    }
-    const fg_plugin *p = dlsym(lib, FG_PLUGIN_ENTRY_NAME);
-    if (!p || p->magic != FG_PLUGIN_MAGIC || p->abi_major != FG_ABI_MAJOR ||
-        p->kind != FG_KIND_CALLBACK || strcmp(p->name, name) != 0 ||
-        p->option_size != sizeof(fg_option) || !p->init || !p->vtable) {
-        fprintf(stderr, "%s: not a well-formed callback plugin called %s\n", path, name);
-        exit(1);
-    }
+    const fg_plugin *p = fg_test_need_plugin(path, FG_KIND_CALLBACK, name);
     const fg_callback_vtable *vt = p->vtable;
     if (vt->struct_size < sizeof *vt || !vt->on_event) {
         fprintf(stderr, "%s: callback vtable without on_event\n", path);
@@ -124,7 +23,7 @@ const fg_plugin *load_callback_plugin(const char *path, const char *name)
 void cb_prepare(cb_instance *in, const fg_plugin *plugin)
 {
     memset(in, 0, sizeof *in);
-    fake_host_init(&in->fh, plugin);
+    fg_fake_host_init(&in->fh, plugin, "callback.test");
     in->plugin = plugin;
     in->vt = plugin->vtable;
     in->is_rank_zero = 1;
@@ -135,18 +34,7 @@ void cb_prepare(cb_instance *in, const fg_plugin *plugin)
 
 void cb_set(cb_instance *in, const char *key, const char *value)
 {
-    fake_host *fh = &in->fh;
-    int i = 0;
-    while (i < fh->count && strcmp(fh->keys[i], key) != 0)
-        i++;
-    if (i == FAKE_HOST_MAX_KEYS) {
-        fprintf(stderr, "fake host: too many keys\n");
-        exit(1);
-    }
-    if (i == fh->count)
-        fh->count++;
-    snprintf(fh->keys[i], sizeof fh->keys[i], "%s", key);
-    snprintf(fh->values[i], sizeof fh->values[i], "%s", value);
+    fg_fake_host_set(&in->fh, key, value);
 }
 
 fg_status cb_init(cb_instance *in, fg_error *err)
@@ -277,7 +165,7 @@ void write_file(const char *dir, const char *rel, const char *text)
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "cannot write %s: %s\n", path, strerror(errno));
-        test_failures++;
+        fg_test_failures++;
         return;
     }
     fputs(text, f);
@@ -297,21 +185,12 @@ void read_file(const char *path, char *out, size_t cap)
 
 int run_case(const test_case *cases, size_t count, int argc, char **argv, const char *plugin_path)
 {
-    if (argc < 3) {
-        fprintf(stderr, "usage: %s CASE SCRATCH_DIR\n", argv[0]);
-        return 2;
-    }
-    for (size_t i = 0; i < count; i++) {
-        if (strcmp(cases[i].name, argv[1]) != 0)
-            continue;
-        cases[i].fn(plugin_path, argv[2]);
-        if (test_failures) {
-            fprintf(stderr, "%s: %d check(s) failed\n", argv[1], test_failures);
-            return 1;
+    for (size_t i = 0; argc == 3 && i < count; i++) {
+        if (strcmp(cases[i].name, argv[1]) == 0) {
+            cases[i].fn(plugin_path, argv[2]);
+            return fg_test_report(argv[1]);
         }
-        printf("%s: ok\n", argv[1]);
-        return 0;
     }
-    fprintf(stderr, "unknown case %s\n", argv[1]);
+    fprintf(stderr, "usage: %s CASE SCRATCH_DIR, CASE one of the test's table\n", argv[0]);
     return 2;
 }

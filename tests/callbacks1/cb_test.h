@@ -1,7 +1,6 @@
-/* Shared by the callback plugin tests: checks that count failures, a fake fg_host that
- * serves options (set by the test, else the plugin's schema defaults) and records log
- * lines, loading a callback plugin from its built .so with dlopen, and sending scripted
- * events to an instance. No plugin source is linked in. */
+/* Shared by the callback plugin tests: an instance of a callback plugin loaded from its
+ * built .so with dlopen, configured through the common fake host (tests/common), and sent
+ * scripted events; file helpers. No plugin source is linked in. */
 #ifndef FG_CB_TEST_H
 #define FG_CB_TEST_H
 
@@ -9,80 +8,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
+#include "fake_host.h"
 #include "fulgur/callback.h"
-
-extern int test_failures;
-
-#define CHECK(cond)                                                                        \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);       \
-            test_failures++;                                                               \
-        }                                                                                  \
-    } while (0)
-
-#define CHECK_EQ_INT(actual, expected)                                                     \
-    do {                                                                                   \
-        long long a_ = (long long)(actual), e_ = (long long)(expected);                    \
-        if (a_ != e_) {                                                                    \
-            fprintf(stderr, "%s:%d: %s = %lld, expected %lld\n", __FILE__, __LINE__,       \
-                    #actual, a_, e_);                                                      \
-            test_failures++;                                                               \
-        }                                                                                  \
-    } while (0)
-
-#define CHECK_EQ_STR(actual, expected)                                                     \
-    do {                                                                                   \
-        const char *a_ = (actual), *e_ = (expected);                                       \
-        if (!a_ || strcmp(a_, e_) != 0) {                                                  \
-            fprintf(stderr, "%s:%d: %s = \"%s\", expected \"%s\"\n", __FILE__, __LINE__,   \
-                    #actual, a_ ? a_ : "(null)", e_);                                      \
-            test_failures++;                                                               \
-        }                                                                                  \
-    } while (0)
-
-#define CHECK_STATUS(st, expected, err)                                                    \
-    do {                                                                                   \
-        fg_status s_ = (st), x_ = (expected);                                              \
-        if (s_ != x_) {                                                                    \
-            fprintf(stderr, "%s:%d: status %s (%s), expected %s\n", __FILE__, __LINE__,    \
-                    fg_status_name(s_), s_ == FG_OK ? "" : (err).message,                  \
-                    fg_status_name(x_));                                                   \
-            test_failures++;                                                               \
-        }                                                                                  \
-    } while (0)
-
-#define CHECK_CONTAINS(text, fragment)                                                     \
-    do {                                                                                   \
-        const char *t_ = (text), *f_ = (fragment);                                         \
-        if (!t_ || !strstr(t_, f_)) {                                                      \
-            fprintf(stderr, "%s:%d: \"%s\" does not contain \"%s\"\n", __FILE__, __LINE__, \
-                    t_ ? t_ : "(null)", f_);                                               \
-            test_failures++;                                                               \
-        }                                                                                  \
-    } while (0)
-
-/* ---- a fake host ------------------------------------------------------------------- */
-
-#define FAKE_HOST_MAX_KEYS 16
-
-typedef struct fake_host {
-    fg_host host; /* first: the plugin receives &fake->host */
-    const fg_plugin *plugin; /* its schema gives the defaults */
-    int count;
-    char keys[FAKE_HOST_MAX_KEYS][64];
-    char values[FAKE_HOST_MAX_KEYS][512];
-    char log[4096]; /* every log line, "level: text\n" */
-    int metric_calls;
-    char last_metric[64];
-    double last_metric_value;
-    int64_t last_metric_step;
-} fake_host;
 
 /* ---- an instance --------------------------------------------------------------------- */
 
 typedef struct cb_instance {
-    fake_host fh;
+    fg_fake_host fh; /* section "callback.test" */
     const fg_plugin *plugin;
     const fg_callback_vtable *vt;
     void *state;

@@ -49,7 +49,7 @@ static void trainer_write(const sim *s, const char *path, const char *content)
     FILE *f = fopen(tmp, "w");
     if (!f || fputs(content, f) < 0 || fclose(f) != 0 || rename(tmp, full) != 0) {
         fprintf(stderr, "trainer_write %s: %s\n", full, strerror(errno));
-        test_failures++;
+        fg_test_failures++;
     }
 }
 
@@ -79,7 +79,7 @@ static void trainer_link(const sim *s, const char *written, const char *also)
     snprintf(tmp, sizeof tmp, "%s.tmp.link", dst);
     if (link(src, tmp) != 0 || rename(tmp, dst) != 0) {
         fprintf(stderr, "trainer_link %s -> %s: %s\n", dst, src, strerror(errno));
-        test_failures++;
+        fg_test_failures++;
     }
 }
 
@@ -91,7 +91,7 @@ static const char *ev(sim *s, uint32_t type, int64_t epoch, int64_t step, const 
     s->status = cb_send(&s->in, type, epoch, step, m, n, &act, &s->err);
     s->asked[0] = '\0';
     snprintf(s->also, sizeof s->also, "%s", act.checkpoint_also_path);
-    CHECK_EQ_INT(act.stop, 0);
+    CHECK_EQ(act.stop, 0);
     CHECK(act.checkpoint_also_path[0] == '\0' || act.save_checkpoint);
     if (s->status == FG_OK && act.save_checkpoint) {
         snprintf(s->asked, sizeof s->asked, "%s", act.checkpoint_path);
@@ -114,7 +114,7 @@ static void expect_ok(const sim *s)
     do {                                                                                   \
         char listing_[4096];                                                               \
         list_dir((s)->ckpt_dir, listing_, sizeof listing_);                                \
-        CHECK_EQ_STR(listing_, expected);                                                  \
+        CHECK_STR(listing_, expected);                                                  \
     } while (0)
 
 /* An epoch as the trainer runs it: a logged step, epoch_end, validation_end. The two
@@ -123,13 +123,13 @@ static void epoch(sim *s, int64_t e, double train_loss, double val_loss, const c
                   const char *at_validation)
 {
     int64_t step = (e + 1) * 10;
-    CHECK_EQ_STR(ev(s, FG_EVENT_TRAIN_STEP_END, e, step - 5, METRICS({"train/step_loss", 2.0},
+    CHECK_STR(ev(s, FG_EVENT_TRAIN_STEP_END, e, step - 5, METRICS({"train/step_loss", 2.0},
                     {"train/step_acc", 0.5})), "");
     expect_ok(s);
-    CHECK_EQ_STR(ev(s, FG_EVENT_EPOCH_END, e, step, METRICS({"train/loss", train_loss},
+    CHECK_STR(ev(s, FG_EVENT_EPOCH_END, e, step, METRICS({"train/loss", train_loss},
                     {"train/acc", 0.5})), at_epoch_end);
     expect_ok(s);
-    CHECK_EQ_STR(ev(s, FG_EVENT_VALIDATION_END, e, step, METRICS({"val/loss", val_loss},
+    CHECK_STR(ev(s, FG_EVENT_VALIDATION_END, e, step, METRICS({"val/loss", val_loss},
                     {"val/acc", 1.0 - val_loss})), at_validation);
     expect_ok(s);
 }
@@ -139,22 +139,22 @@ static void epoch_val_first(sim *s, int64_t e, double train_loss, const double *
                             const char *at_validation, const char *at_epoch_end)
 {
     int64_t step = (e + 1) * 10;
-    CHECK_EQ_STR(ev(s, FG_EVENT_TRAIN_STEP_END, e, step - 5, METRICS({"train/step_loss", 2.0},
+    CHECK_STR(ev(s, FG_EVENT_TRAIN_STEP_END, e, step - 5, METRICS({"train/step_loss", 2.0},
                     {"train/step_acc", 0.5})), "");
     expect_ok(s);
     if (val_loss) {
-        CHECK_EQ_STR(ev(s, FG_EVENT_VALIDATION_END, e, step, METRICS({"val/loss", *val_loss},
+        CHECK_STR(ev(s, FG_EVENT_VALIDATION_END, e, step, METRICS({"val/loss", *val_loss},
                         {"val/acc", 1.0 - *val_loss})), at_validation);
         expect_ok(s);
     }
-    CHECK_EQ_STR(ev(s, FG_EVENT_EPOCH_END, e, step, METRICS({"train/loss", train_loss},
+    CHECK_STR(ev(s, FG_EVENT_EPOCH_END, e, step, METRICS({"train/loss", train_loss},
                     {"train/acc", 0.5})), at_epoch_end);
     expect_ok(s);
 }
 
 static void fit_end(sim *s, int64_t epochs)
 {
-    CHECK_EQ_STR(ev(s, FG_EVENT_FIT_END, epochs, epochs * 10, NO_METRICS), "");
+    CHECK_STR(ev(s, FG_EVENT_FIT_END, epochs, epochs * 10, NO_METRICS), "");
     expect_ok(s);
 }
 
@@ -273,30 +273,30 @@ static void case_save_last(const char *path, const char *scratch)
     /* A top-k save: the action carries its path, and last.safetensors as its second
      * name, which the trainer links at once. */
     epoch(&s, 0, 1.0, 0.5, "", "checkpoints/0-0.5000.safetensors");
-    CHECK_EQ_STR(s.also, "checkpoints/last.safetensors");
+    CHECK_STR(s.also, "checkpoints/last.safetensors");
     CHECK_DIR(&s, "0-0.5000.safetensors last.safetensors");
     CHECK(same_file(&s, "0-0.5000.safetensors", "last.safetensors"));
-    CHECK_EQ_STR(ev(&s, FG_EVENT_EPOCH_START, 1, 10, NO_METRICS), "");
-    CHECK_EQ_STR(s.also, "");
+    CHECK_STR(ev(&s, FG_EVENT_EPOCH_START, 1, 10, NO_METRICS), "");
+    CHECK_STR(s.also, "");
     expect_ok(&s);
     /* No top-k save: last.safetensors itself is asked for, and the kept file keeps its
      * own content (the trainer's rename replaced last's name, not the shared file). */
     epoch(&s, 1, 1.0, 0.7, "", "checkpoints/last.safetensors");
-    CHECK_EQ_STR(s.also, "");
+    CHECK_STR(s.also, "");
     CHECK_DIR(&s, "0-0.5000.safetensors last.safetensors");
     read_ckpt(&s, "last.safetensors", text, sizeof text);
-    CHECK_EQ_STR(text, "epoch 1 step 20");
+    CHECK_STR(text, "epoch 1 step 20");
     read_ckpt(&s, "0-0.5000.safetensors", text, sizeof text);
-    CHECK_EQ_STR(text, "epoch 0 step 10");
+    CHECK_STR(text, "epoch 0 step 10");
     /* A new best: the old one is deleted, last is the new one's second name. */
     epoch(&s, 2, 1.0, 0.25, "", "checkpoints/2-0.2500.safetensors");
-    CHECK_EQ_STR(s.also, "checkpoints/last.safetensors");
+    CHECK_STR(s.also, "checkpoints/last.safetensors");
     CHECK_DIR(&s, "2-0.2500.safetensors last.safetensors");
     CHECK(same_file(&s, "2-0.2500.safetensors", "last.safetensors"));
     fit_end(&s, 3);
     CHECK_DIR(&s, "2-0.2500.safetensors last.safetensors");
     read_ckpt(&s, "last.safetensors", text, sizeof text);
-    CHECK_EQ_STR(text, "epoch 2 step 30");
+    CHECK_STR(text, "epoch 2 step 30");
     CHECK(same_file(&s, "2-0.2500.safetensors", "last.safetensors"));
     cb_deinit(&s.in);
 
@@ -326,12 +326,12 @@ static void case_every_n_train_steps(const char *path, const char *scratch)
                                 [20] = "checkpoints/epoch=1-step=20.safetensors"};
     for (int64_t step = 2; step <= 20; step += 2) {
         int64_t e = (step - 1) / 10;
-        CHECK_EQ_STR(ev(&s, FG_EVENT_TRAIN_STEP_END, e, step, METRICS({"train/step_loss", 1.0})),
+        CHECK_STR(ev(&s, FG_EVENT_TRAIN_STEP_END, e, step, METRICS({"train/step_loss", 1.0})),
                      expected[step] ? expected[step] : "");
         expect_ok(&s);
         if (step % 10 == 0) { /* every_n_epochs = 0: no epoch checks */
-            CHECK_EQ_STR(ev(&s, FG_EVENT_EPOCH_END, e, step, METRICS({"train/loss", 1.0})), "");
-            CHECK_EQ_STR(ev(&s, FG_EVENT_VALIDATION_END, e, step, METRICS({"val/loss", 1.0})), "");
+            CHECK_STR(ev(&s, FG_EVENT_EPOCH_END, e, step, METRICS({"train/loss", 1.0})), "");
+            CHECK_STR(ev(&s, FG_EVENT_VALIDATION_END, e, step, METRICS({"val/loss", 1.0})), "");
         }
     }
     CHECK_DIR(&s, "epoch=0-step=10.safetensors epoch=0-step=6.safetensors "
@@ -347,14 +347,14 @@ static void case_one_save_per_step(const char *path, const char *scratch)
     cb_set(&s.in, "every_n_train_steps", "10");
     cb_set(&s.in, "save_top_k", "-1");
     sim_init(&s);
-    CHECK_EQ_STR(ev(&s, FG_EVENT_TRAIN_STEP_END, 0, 5, METRICS({"train/step_loss", 1.0})), "");
-    CHECK_EQ_STR(ev(&s, FG_EVENT_TRAIN_STEP_END, 0, 10, METRICS({"train/step_loss", 1.0})),
+    CHECK_STR(ev(&s, FG_EVENT_TRAIN_STEP_END, 0, 5, METRICS({"train/step_loss", 1.0})), "");
+    CHECK_STR(ev(&s, FG_EVENT_TRAIN_STEP_END, 0, 10, METRICS({"train/step_loss", 1.0})),
                  "checkpoints/epoch=0-step=10.safetensors");
-    CHECK_EQ_STR(ev(&s, FG_EVENT_EPOCH_END, 0, 10, METRICS({"train/loss", 1.0})), "");
+    CHECK_STR(ev(&s, FG_EVENT_EPOCH_END, 0, 10, METRICS({"train/loss", 1.0})), "");
     /* A short last epoch: its end is not a multiple of 10, so the epoch check saves. */
-    CHECK_EQ_STR(ev(&s, FG_EVENT_TRAIN_STEP_END, 1, 15, METRICS({"train/step_loss", 1.0})), "");
-    CHECK_EQ_STR(ev(&s, FG_EVENT_TRAIN_STEP_END, 1, 17, METRICS({"train/step_loss", 1.0})), "");
-    CHECK_EQ_STR(ev(&s, FG_EVENT_EPOCH_END, 1, 17, METRICS({"train/loss", 1.0})),
+    CHECK_STR(ev(&s, FG_EVENT_TRAIN_STEP_END, 1, 15, METRICS({"train/step_loss", 1.0})), "");
+    CHECK_STR(ev(&s, FG_EVENT_TRAIN_STEP_END, 1, 17, METRICS({"train/step_loss", 1.0})), "");
+    CHECK_STR(ev(&s, FG_EVENT_EPOCH_END, 1, 17, METRICS({"train/loss", 1.0})),
                  "checkpoints/epoch=1-step=17.safetensors");
     CHECK_DIR(&s, "epoch=0-step=10.safetensors epoch=1-step=17.safetensors");
     cb_deinit(&s.in);
@@ -385,18 +385,18 @@ static void case_steps_rank_by_validation(const char *path, const char *scratch)
     cb_set(&s.in, "every_n_train_steps", "5");
     cb_set(&s.in, "every_n_epochs", "0");
     sim_init(&s);
-    CHECK_EQ_STR(ev(&s, FG_EVENT_TRAIN_STEP_END, 0, 5, METRICS({"train/step_loss", 1.0})), "");
+    CHECK_STR(ev(&s, FG_EVENT_TRAIN_STEP_END, 0, 5, METRICS({"train/step_loss", 1.0})), "");
     expect_ok(&s);
-    CHECK_EQ_STR(ev(&s, FG_EVENT_TRAIN_STEP_END, 0, 10, METRICS({"train/step_loss", 1.0})), "");
+    CHECK_STR(ev(&s, FG_EVENT_TRAIN_STEP_END, 0, 10, METRICS({"train/step_loss", 1.0})), "");
     expect_ok(&s);
     ev(&s, FG_EVENT_EPOCH_END, 0, 10, METRICS({"train/loss", 1.0}));
     ev(&s, FG_EVENT_VALIDATION_END, 0, 10, METRICS({"val/loss", 0.5}));
-    CHECK_EQ_STR(ev(&s, FG_EVENT_TRAIN_STEP_END, 1, 15, METRICS({"train/step_loss", 1.0})),
+    CHECK_STR(ev(&s, FG_EVENT_TRAIN_STEP_END, 1, 15, METRICS({"train/step_loss", 1.0})),
                  "checkpoints/epoch=1-step=15.safetensors");
-    CHECK_EQ_STR(ev(&s, FG_EVENT_TRAIN_STEP_END, 1, 20, METRICS({"train/step_loss", 1.0})), "");
+    CHECK_STR(ev(&s, FG_EVENT_TRAIN_STEP_END, 1, 20, METRICS({"train/step_loss", 1.0})), "");
     ev(&s, FG_EVENT_EPOCH_END, 1, 20, METRICS({"train/loss", 1.0}));
     ev(&s, FG_EVENT_VALIDATION_END, 1, 20, METRICS({"val/loss", 0.25}));
-    CHECK_EQ_STR(ev(&s, FG_EVENT_TRAIN_STEP_END, 2, 25, METRICS({"train/step_loss", 1.0})),
+    CHECK_STR(ev(&s, FG_EVENT_TRAIN_STEP_END, 2, 25, METRICS({"train/step_loss", 1.0})),
                  "checkpoints/epoch=2-step=25.safetensors");
     CHECK_DIR(&s, "epoch=2-step=25.safetensors");
     cb_deinit(&s.in);
@@ -412,8 +412,8 @@ static void case_steps_rank_by_validation(const char *path, const char *scratch)
     ev(&s, FG_EVENT_VALIDATION_END, 0, 5, METRICS({"val/loss", 0.5}));
     expect_ok(&s);
     ev(&s, FG_EVENT_TRAIN_STEP_END, 1, 10, METRICS({"train/step_loss", 1.0}));
-    CHECK_EQ_INT(s.status, FG_INVALID_ARGUMENT);
-    CHECK_EQ_STR(s.err.message, "monitor names metric val/los, which no event has reported by "
+    CHECK_EQ(s.status, FG_INVALID_ARGUMENT);
+    CHECK_STR(s.err.message, "monitor names metric val/los, which no event has reported by "
                                 "step 10 (epoch 2); reported: train/step_loss, val/loss");
     cb_deinit(&s.in);
 }
@@ -425,14 +425,14 @@ static void case_sparse_validation(const char *path, const char *scratch)
     sim_start(&s, path, scratch, "sparse_validation");
     cb_set(&s.in, "monitor", "val/loss");
     sim_init(&s);
-    CHECK_EQ_STR(ev(&s, FG_EVENT_EPOCH_END, 0, 10, METRICS({"train/loss", 1.0})), "");
+    CHECK_STR(ev(&s, FG_EVENT_EPOCH_END, 0, 10, METRICS({"train/loss", 1.0})), "");
     expect_ok(&s);
-    CHECK_EQ_STR(ev(&s, FG_EVENT_EPOCH_END, 1, 20, METRICS({"train/loss", 1.0})), "");
-    CHECK_EQ_STR(ev(&s, FG_EVENT_VALIDATION_END, 1, 20, METRICS({"val/loss", 0.5})),
+    CHECK_STR(ev(&s, FG_EVENT_EPOCH_END, 1, 20, METRICS({"train/loss", 1.0})), "");
+    CHECK_STR(ev(&s, FG_EVENT_VALIDATION_END, 1, 20, METRICS({"val/loss", 0.5})),
                  "checkpoints/epoch=1-step=20.safetensors");
-    CHECK_EQ_STR(ev(&s, FG_EVENT_EPOCH_END, 2, 30, METRICS({"train/loss", 1.0})), "");
+    CHECK_STR(ev(&s, FG_EVENT_EPOCH_END, 2, 30, METRICS({"train/loss", 1.0})), "");
     /* A validation of another epoch than the pending one does not check. */
-    CHECK_EQ_STR(ev(&s, FG_EVENT_VALIDATION_END, 3, 40, METRICS({"val/loss", 0.25})), "");
+    CHECK_STR(ev(&s, FG_EVENT_VALIDATION_END, 3, 40, METRICS({"val/loss", 0.25})), "");
     fit_end(&s, 4);
     CHECK_DIR(&s, "epoch=1-step=20.safetensors");
     cb_deinit(&s.in);
@@ -472,12 +472,12 @@ static void case_mid_epoch_validation(const char *path, const char *scratch)
         int64_t base = e * 10;
         int due = e == 1;
         ev(&s, FG_EVENT_TRAIN_STEP_END, e, base + 5, METRICS({"train/step_loss", 1.0}));
-        CHECK_EQ_STR(ev(&s, FG_EVENT_VALIDATION_END, e, base + 5, METRICS({"val/loss", 0.5})),
+        CHECK_STR(ev(&s, FG_EVENT_VALIDATION_END, e, base + 5, METRICS({"val/loss", 0.5})),
                      due ? "checkpoints/epoch=1-step=15.safetensors" : "");
         expect_ok(&s);
         ev(&s, FG_EVENT_TRAIN_STEP_END, e, base + 10, METRICS({"train/step_loss", 1.0}));
-        CHECK_EQ_STR(ev(&s, FG_EVENT_VALIDATION_END, e, base + 10, METRICS({"val/loss", 0.25})), "");
-        CHECK_EQ_STR(ev(&s, FG_EVENT_EPOCH_END, e, base + 10, METRICS({"train/loss", 1.0})),
+        CHECK_STR(ev(&s, FG_EVENT_VALIDATION_END, e, base + 10, METRICS({"val/loss", 0.25})), "");
+        CHECK_STR(ev(&s, FG_EVENT_EPOCH_END, e, base + 10, METRICS({"train/loss", 1.0})),
                      due ? "checkpoints/epoch=1-step=20.safetensors" : "");
         expect_ok(&s);
     }
@@ -496,8 +496,8 @@ static void case_missing_metric(const char *path, const char *scratch)
     ev(&s, FG_EVENT_EPOCH_END, 0, 10, METRICS({"train/loss", 1.0}, {"train/acc", 0.5}));
     expect_ok(&s);
     ev(&s, FG_EVENT_VALIDATION_END, 0, 10, METRICS({"val/loss", 0.5}, {"val/acc", 0.5}));
-    CHECK_EQ_INT(s.status, FG_INVALID_ARGUMENT);
-    CHECK_EQ_STR(s.err.message, "monitor names metric val/los, which no event has reported by "
+    CHECK_EQ(s.status, FG_INVALID_ARGUMENT);
+    CHECK_STR(s.err.message, "monitor names metric val/los, which no event has reported by "
                                 "step 10 (epoch 1); reported: train/step_loss, train/step_acc, "
                                 "train/loss, train/acc, val/loss, val/acc");
     cb_deinit(&s.in);
@@ -509,7 +509,7 @@ static void case_missing_metric(const char *path, const char *scratch)
     ev(&s, FG_EVENT_EPOCH_END, 0, 10, METRICS({"train/loss", 1.0}));
     expect_ok(&s);
     ev(&s, FG_EVENT_VALIDATION_END, 0, 10, METRICS({"val/loss", 0.5}));
-    CHECK_EQ_INT(s.status, FG_INVALID_ARGUMENT);
+    CHECK_EQ(s.status, FG_INVALID_ARGUMENT);
     CHECK_CONTAINS(s.err.message, "filename names metric val/acc, which no event has reported");
     cb_deinit(&s.in);
 
@@ -522,8 +522,8 @@ static void case_missing_metric(const char *path, const char *scratch)
     ev(&s, FG_EVENT_EPOCH_END, 1, 20, METRICS({"train/loss", 1.0}));
     expect_ok(&s);
     ev(&s, FG_EVENT_FIT_END, 2, 20, NO_METRICS);
-    CHECK_EQ_INT(s.status, FG_INVALID_ARGUMENT);
-    CHECK_EQ_STR(s.err.message, "monitor names metric val/loss, which no event reported during "
+    CHECK_EQ(s.status, FG_INVALID_ARGUMENT);
+    CHECK_STR(s.err.message, "monitor names metric val/loss, which no event reported during "
                                 "fit (20 steps), so no check could run; reported: train/loss");
     cb_deinit(&s.in);
 }
@@ -553,7 +553,7 @@ static void case_file_names(const char *path, const char *scratch)
     char text[64], full[2048];
     snprintf(full, sizeof full, "%s/best.safetensors", s.ckpt_dir);
     read_file(full, text, sizeof text);
-    CHECK_EQ_STR(text, "epoch 2 step 30");
+    CHECK_STR(text, "epoch 2 step 30");
     epoch(&s, 3, 1.0, 0.2, "", "checkpoints/best-v1.safetensors");
     CHECK_DIR(&s, "best-v1.safetensors best.safetensors");
     cb_deinit(&s.in);
@@ -608,7 +608,7 @@ static void case_other_ranks(const char *path, const char *scratch)
     epoch(&s, 2, 1.0, 0.125, "", "checkpoints/2.safetensors");
     CHECK_DIR(&s, "0.safetensors 1.safetensors");
     fit_end(&s, 3);
-    CHECK_EQ_STR(s.in.fh.log, "");
+    CHECK_STR(s.in.fh.log, "");
     cb_deinit(&s.in);
 }
 
@@ -634,7 +634,7 @@ static void case_bad_options(const char *path, const char *scratch)
         cb_set(&in, bad[i].key, bad[i].value);
         fg_error err;
         fg_status st = cb_init(&in, &err);
-        CHECK_EQ_INT(st, FG_INVALID_ARGUMENT);
+        CHECK_EQ(st, FG_INVALID_ARGUMENT);
         CHECK_CONTAINS(err.message, bad[i].message);
         if (st == FG_OK)
             cb_deinit(&in);

@@ -46,7 +46,7 @@ static outcome run_sequence(cb_instance *in, const double *values, int n)
                 snprintf(o.message, sizeof o.message, "%s", err.message);
                 return o;
             }
-            CHECK_EQ_INT(act.save_checkpoint, 0);
+            CHECK_EQ(act.save_checkpoint, 0);
             if (act.stop) {
                 o.stop_epoch = e;
                 snprintf(o.reason, sizeof o.reason, "%s", act.reason);
@@ -94,7 +94,7 @@ static void case_defaults(const char *path, const char *scratch)
 {
     (void)scratch;
     const fg_plugin *p = load_callback_plugin(path, "early_stopping");
-    CHECK_EQ_INT(p->kind, FG_KIND_CALLBACK);
+    CHECK_EQ(p->kind, FG_KIND_CALLBACK);
     CHECK(p->option_count == 8);
     /* monitor val/loss, min, patience 3: best at epoch 2, then three checks without an
      * improvement (an equal value is none). */
@@ -104,8 +104,8 @@ static void case_defaults(const char *path, const char *scratch)
     init_ok(&in);
     outcome o = run_sequence(&in, v, 7);
     CHECK_STATUS(o.status, FG_OK, o);
-    CHECK_EQ_INT(o.stop_epoch, 5);
-    CHECK_EQ_STR(o.reason, "val/loss did not improve for 3 checks; best 0.5000 at epoch 3");
+    CHECK_EQ(o.stop_epoch, 5);
+    CHECK_STR(o.reason, "val/loss did not improve for 3 checks; best 0.5000 at epoch 3");
     cb_deinit(&in);
 }
 
@@ -115,22 +115,22 @@ static void case_patience(const char *path, const char *scratch)
     /* An improvement resets the count: 2 misses, a best, 2 misses, then the stop. */
     const double v[] = {1.0, 1.5, 1.25, 0.875, 0.9, 0.95, 0.875, 0.5};
     outcome o = RUN(path, v, "patience", "3");
-    CHECK_EQ_INT(o.stop_epoch, 6);
-    CHECK_EQ_STR(o.reason, "val/loss did not improve for 3 checks; best 0.8750 at epoch 4");
+    CHECK_EQ(o.stop_epoch, 6);
+    CHECK_STR(o.reason, "val/loss did not improve for 3 checks; best 0.8750 at epoch 4");
     /* patience 1 and 0 both stop at the first check that does not improve (Lightning). */
     o = RUN(path, v, "patience", "1");
-    CHECK_EQ_INT(o.stop_epoch, 1);
-    CHECK_EQ_STR(o.reason, "val/loss did not improve for 1 check; best 1.0000 at epoch 1");
+    CHECK_EQ(o.stop_epoch, 1);
+    CHECK_STR(o.reason, "val/loss did not improve for 1 check; best 1.0000 at epoch 1");
     o = RUN(path, v, "patience", "0");
-    CHECK_EQ_INT(o.stop_epoch, 1);
+    CHECK_EQ(o.stop_epoch, 1);
     /* Tiny values keep their significant digits in the reason. */
     const double tiny[] = {1e-5, 2e-5};
     o = RUN(path, tiny, "patience", "1");
-    CHECK_EQ_STR(o.reason, "val/loss did not improve for 1 check; best 1e-05 at epoch 1");
+    CHECK_STR(o.reason, "val/loss did not improve for 1 check; best 1e-05 at epoch 1");
     /* A long patience never stops within the run. */
     o = RUN(path, v, "patience", "100");
-    CHECK_EQ_INT(o.stop_epoch, -1);
-    CHECK_EQ_INT(o.status, FG_OK);
+    CHECK_EQ(o.stop_epoch, -1);
+    CHECK_EQ(o.status, FG_OK);
 }
 
 static void case_min_delta(const char *path, const char *scratch)
@@ -140,11 +140,11 @@ static void case_min_delta(const char *path, const char *scratch)
      * does, 2.875 and 2.8125 do not -> stop at epoch index 5. */
     const double v[] = {4.0, 3.5, 3.375, 3.0, 2.875, 2.8125, 1.0};
     outcome o = RUN(path, v, "patience", "2", "min_delta", "0.25");
-    CHECK_EQ_INT(o.stop_epoch, 5);
-    CHECK_EQ_STR(o.reason, "val/loss did not improve by 0.25 for 2 checks; best 3.0000 at epoch 4");
+    CHECK_EQ(o.stop_epoch, 5);
+    CHECK_STR(o.reason, "val/loss did not improve by 0.25 for 2 checks; best 3.0000 at epoch 4");
     /* Without min_delta every decrease counts. */
     o = RUN(path, v, "patience", "2");
-    CHECK_EQ_INT(o.stop_epoch, -1);
+    CHECK_EQ(o.stop_epoch, -1);
 }
 
 static void case_mode_max(const char *path, const char *scratch)
@@ -152,13 +152,13 @@ static void case_mode_max(const char *path, const char *scratch)
     (void)scratch;
     const double v[] = {0.5, 0.75, 0.875, 0.75, 0.875, 0.9};
     outcome o = RUN(path, v, "monitor", "val/acc", "mode", "max", "patience", "2");
-    CHECK_EQ_INT(o.stop_epoch, 4);
-    CHECK_EQ_STR(o.reason, "val/acc did not improve for 2 checks; best 0.8750 at epoch 3");
+    CHECK_EQ(o.stop_epoch, 4);
+    CHECK_STR(o.reason, "val/acc did not improve for 2 checks; best 0.8750 at epoch 3");
     /* min_delta counts upwards in max mode: 0.875 is not 0.25 better than 0.75. */
     const double w[] = {0.25, 0.75, 0.875, 1.0};
     o = RUN(path, w, "monitor", "val/acc", "mode", "max", "patience", "1", "min_delta", "0.25");
-    CHECK_EQ_INT(o.stop_epoch, 2);
-    CHECK_EQ_STR(o.reason, "val/acc did not improve by 0.25 for 1 check; best 0.7500 at epoch 2");
+    CHECK_EQ(o.stop_epoch, 2);
+    CHECK_STR(o.reason, "val/acc did not improve by 0.25 for 1 check; best 0.7500 at epoch 2");
 }
 
 static void case_stopping_threshold(const char *path, const char *scratch)
@@ -167,15 +167,15 @@ static void case_stopping_threshold(const char *path, const char *scratch)
     const double v[] = {1.0, 0.7, 0.5, 0.4, 0.3};
     /* 0.5 is not below 0.5; 0.4 is. */
     outcome o = RUN(path, v, "stopping_threshold", "0.5", "patience", "100");
-    CHECK_EQ_INT(o.stop_epoch, 3);
-    CHECK_EQ_STR(o.reason, "val/loss = 0.4000 at epoch 4 is below stopping_threshold 0.5");
+    CHECK_EQ(o.stop_epoch, 3);
+    CHECK_STR(o.reason, "val/loss = 0.4000 at epoch 4 is below stopping_threshold 0.5");
     const double acc[] = {0.5, 0.9, 0.95, 0.99};
     o = RUN(path, acc, "monitor", "val/acc", "mode", "max", "stopping_threshold", "0.9");
-    CHECK_EQ_INT(o.stop_epoch, 2);
-    CHECK_EQ_STR(o.reason, "val/acc = 0.9500 at epoch 3 is above stopping_threshold 0.9");
+    CHECK_EQ(o.stop_epoch, 2);
+    CHECK_STR(o.reason, "val/acc = 0.9500 at epoch 3 is above stopping_threshold 0.9");
     /* "off" and empty turn it off. */
     o = RUN(path, v, "stopping_threshold", "off");
-    CHECK_EQ_INT(o.stop_epoch, -1);
+    CHECK_EQ(o.stop_epoch, -1);
 }
 
 static void case_divergence_threshold(const char *path, const char *scratch)
@@ -183,13 +183,13 @@ static void case_divergence_threshold(const char *path, const char *scratch)
     (void)scratch;
     const double v[] = {1.0, 2.0, 2.5, 0.5};
     outcome o = RUN(path, v, "divergence_threshold", "2", "patience", "100");
-    CHECK_EQ_INT(o.stop_epoch, 2);
-    CHECK_EQ_STR(o.reason, "val/loss = 2.5000 at epoch 3 is above divergence_threshold 2");
+    CHECK_EQ(o.stop_epoch, 2);
+    CHECK_STR(o.reason, "val/loss = 2.5000 at epoch 3 is above divergence_threshold 2");
     const double acc[] = {0.5, 0.25, 0.0625};
     o = RUN(path, acc, "monitor", "val/acc", "mode", "max", "divergence_threshold", "0.1",
             "patience", "100");
-    CHECK_EQ_INT(o.stop_epoch, 2);
-    CHECK_EQ_STR(o.reason, "val/acc = 0.0625 at epoch 3 is below divergence_threshold 0.1");
+    CHECK_EQ(o.stop_epoch, 2);
+    CHECK_STR(o.reason, "val/acc = 0.0625 at epoch 3 is below divergence_threshold 0.1");
 }
 
 static void case_not_finite(const char *path, const char *scratch)
@@ -197,17 +197,17 @@ static void case_not_finite(const char *path, const char *scratch)
     (void)scratch;
     const double v[] = {1.0, 0.5, NAN, 0.25};
     outcome o = RUN(path, v, "patience", "100");
-    CHECK_EQ_INT(o.stop_epoch, 2);
-    CHECK_EQ_STR(o.reason, "val/loss is nan at epoch 3; best 0.5000 at epoch 2");
+    CHECK_EQ(o.stop_epoch, 2);
+    CHECK_STR(o.reason, "val/loss is nan at epoch 3; best 0.5000 at epoch 2");
     const double inf[] = {INFINITY};
     o = RUN(path, inf, "patience", "100");
-    CHECK_EQ_INT(o.stop_epoch, 0);
-    CHECK_EQ_STR(o.reason, "val/loss is inf at epoch 1; no earlier value to compare");
+    CHECK_EQ(o.stop_epoch, 0);
+    CHECK_STR(o.reason, "val/loss is inf at epoch 1; no earlier value to compare");
     /* check_finite = false: a NaN is merely no improvement. */
     const double nans[] = {1.0, NAN, NAN, 0.5};
     o = RUN(path, nans, "patience", "2", "check_finite", "false");
-    CHECK_EQ_INT(o.stop_epoch, 2);
-    CHECK_EQ_STR(o.reason, "val/loss did not improve for 2 checks; best 1.0000 at epoch 1");
+    CHECK_EQ(o.stop_epoch, 2);
+    CHECK_STR(o.reason, "val/loss did not improve for 2 checks; best 1.0000 at epoch 1");
 }
 
 static void case_check_on_epoch_end(const char *path, const char *scratch)
@@ -225,15 +225,15 @@ static void case_check_on_epoch_end(const char *path, const char *scratch)
     fg_error err;
     CHECK_STATUS(cb_send(&in, FG_EVENT_EPOCH_END, 0, 10, METRICS({"train/loss", 1.0}), &act, &err),
                  FG_OK, err);
-    CHECK_EQ_INT(act.stop, 0);
+    CHECK_EQ(act.stop, 0);
     /* validation_end is not looked at, even without train/loss in it. */
     CHECK_STATUS(cb_send(&in, FG_EVENT_VALIDATION_END, 0, 10, METRICS({"val/loss", 9.0}), &act, &err),
                  FG_OK, err);
-    CHECK_EQ_INT(act.stop, 0);
+    CHECK_EQ(act.stop, 0);
     CHECK_STATUS(cb_send(&in, FG_EVENT_EPOCH_END, 1, 20, METRICS({"train/loss", 1.5}), &act, &err),
                  FG_OK, err);
-    CHECK_EQ_INT(act.stop, 1);
-    CHECK_EQ_STR(act.reason, "train/loss did not improve for 1 check; best 1.0000 at epoch 1");
+    CHECK_EQ(act.stop, 1);
+    CHECK_STR(act.reason, "train/loss did not improve for 1 check; best 1.0000 at epoch 1");
     cb_deinit(&in);
 }
 
@@ -242,17 +242,17 @@ static void case_missing_metric(const char *path, const char *scratch)
     (void)scratch;
     const double v[] = {1.0, 0.5};
     outcome o = RUN(path, v, "monitor", "val/los");
-    CHECK_EQ_INT(o.status, FG_INVALID_ARGUMENT);
-    CHECK_EQ_INT(o.stop_epoch, -1);
-    CHECK_EQ_STR(o.message, "monitor = val/los: the validation_end event of epoch 1 has no such "
+    CHECK_EQ(o.status, FG_INVALID_ARGUMENT);
+    CHECK_EQ(o.stop_epoch, -1);
+    CHECK_STR(o.message, "monitor = val/los: the validation_end event of epoch 1 has no such "
                             "metric; present: val/loss, val/acc");
     /* A train metric checked at validation_end gets a hint. */
     o = RUN(path, v, "monitor", "train/loss");
-    CHECK_EQ_INT(o.status, FG_INVALID_ARGUMENT);
+    CHECK_EQ(o.status, FG_INVALID_ARGUMENT);
     CHECK_CONTAINS(o.message, "present: val/loss, val/acc (train/* metrics arrive at epoch_end: "
                               "set check_on = epoch_end)");
     o = RUN(path, v, "monitor", "val/loss", "check_on", "epoch_end");
-    CHECK_EQ_INT(o.status, FG_INVALID_ARGUMENT);
+    CHECK_EQ(o.status, FG_INVALID_ARGUMENT);
     CHECK_CONTAINS(o.message, "the epoch_end event of epoch 1 has no such metric; present: "
                               "train/loss, train/acc (val/* metrics arrive at validation_end");
 }
@@ -296,7 +296,7 @@ static void case_bad_options(const char *path, const char *scratch)
         cb_set(&in, bad[i].key, bad[i].value);
         fg_error err;
         fg_status st = cb_init(&in, &err);
-        CHECK_EQ_INT(st, FG_INVALID_ARGUMENT);
+        CHECK_EQ(st, FG_INVALID_ARGUMENT);
         CHECK_CONTAINS(err.message, bad[i].message);
         if (st == FG_OK)
             cb_deinit(&in);
@@ -318,10 +318,10 @@ static void case_ranks_agree(const char *path, const char *scratch)
         outcome o = run_sequence(&in, v, 6);
         if (rank == 0)
             first = o;
-        CHECK_EQ_INT(o.stop_epoch, 3);
-        CHECK_EQ_STR(o.reason, first.reason);
+        CHECK_EQ(o.stop_epoch, 3);
+        CHECK_STR(o.reason, first.reason);
         if (rank > 0)
-            CHECK_EQ_STR(in.fh.log, "");
+            CHECK_STR(in.fh.log, "");
         cb_deinit(&in);
     }
 }

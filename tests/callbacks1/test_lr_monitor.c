@@ -38,8 +38,8 @@ static void run_two_epochs(cb_instance *in)
                              &act, &err), FG_OK, err);
         CHECK_STATUS(cb_send(in, FG_EVENT_VALIDATION_END, e, e * 3 + 3,
                              METRICS({"val/loss", 1.0}), &act, &err), FG_OK, err);
-        CHECK_EQ_INT(act.stop, 0);
-        CHECK_EQ_INT(act.save_checkpoint, 0);
+        CHECK_EQ(act.stop, 0);
+        CHECK_EQ(act.save_checkpoint, 0);
     }
     CHECK_STATUS(cb_send(in, FG_EVENT_FIT_END, 2, 6, NO_METRICS, &act, &err), FG_OK, err);
 }
@@ -59,11 +59,11 @@ static void case_epoch(const char *path, const char *scratch)
     init_ok(&in);
     run_two_epochs(&in);
     read_in(&in, "lr.csv", text, sizeof text);
-    CHECK_EQ_STR(text, "step,epoch,lr\n3,0,0.5\n6,1,0.25\n");
-    CHECK_EQ_INT(in.fh.metric_calls, 2);
-    CHECK_EQ_STR(in.fh.last_metric, "lr");
+    CHECK_STR(text, "step,epoch,lr\n3,0,0.5\n6,1,0.25\n");
+    CHECK_EQ(in.fh.metric_calls, 2);
+    CHECK_STR(in.fh.last_metric, "lr");
     CHECK(in.fh.last_metric_value == 0.25 && in.fh.last_metric_step == 6);
-    CHECK_EQ_STR(in.fh.log, "");
+    CHECK_STR(in.fh.log, "");
     cb_deinit(&in);
 }
 
@@ -77,7 +77,7 @@ static void case_step(const char *path, const char *scratch)
     init_ok(&in);
     run_two_epochs(&in);
     read_in(&in, "rates.csv", text, sizeof text);
-    CHECK_EQ_STR(text, "step,epoch,lr\n1,0,0.5\n2,0,0.5\n3,0,0.5\n4,1,0.25\n5,1,0.25\n6,1,0.25\n");
+    CHECK_STR(text, "step,epoch,lr\n1,0,0.5\n2,0,0.5\n3,0,0.5\n4,1,0.25\n5,1,0.25\n6,1,0.25\n");
     cb_deinit(&in);
 }
 
@@ -93,7 +93,7 @@ static void case_exact_rate(const char *path, const char *scratch)
     fg_error err;
     CHECK_STATUS(cb_send(&in, FG_EVENT_EPOCH_END, 0, 469, NO_METRICS, &act, &err), FG_OK, err);
     read_in(&in, "lr.csv", text, sizeof text);
-    CHECK_EQ_STR(text, "step,epoch,lr\n469,0,0.0099999997764825821\n");
+    CHECK_STR(text, "step,epoch,lr\n469,0,0.0099999997764825821\n");
     cb_deinit(&in);
 }
 
@@ -106,8 +106,8 @@ static void case_other_ranks(const char *path, const char *scratch)
     init_ok(&in);
     run_two_epochs(&in);
     list_dir(in.run_dir, listing, sizeof listing);
-    CHECK_EQ_STR(listing, "");
-    CHECK_EQ_INT(in.fh.metric_calls, 0);
+    CHECK_STR(listing, "");
+    CHECK_EQ(in.fh.metric_calls, 0);
     cb_deinit(&in);
 }
 
@@ -125,7 +125,7 @@ static void case_paths(const char *path, const char *scratch)
     fg_error err;
     CHECK_STATUS(cb_send(&in, FG_EVENT_EPOCH_END, 0, 7, NO_METRICS, &act, &err), FG_OK, err);
     read_file(abs_path, text, sizeof text);
-    CHECK_EQ_STR(text, "step,epoch,lr\n7,0,0.1\n");
+    CHECK_STR(text, "step,epoch,lr\n7,0,0.1\n");
     cb_deinit(&in);
 
     /* A folder that does not exist: the error names the key and the path. */
@@ -133,7 +133,7 @@ static void case_paths(const char *path, const char *scratch)
     cb_set(&in, "filename", "no/such/dir/lr.csv");
     init_ok(&in);
     fg_status st = cb_send(&in, FG_EVENT_EPOCH_END, 0, 7, NO_METRICS, &act, &err);
-    CHECK_EQ_INT(st, FG_INVALID_ARGUMENT);
+    CHECK_EQ(st, FG_INVALID_ARGUMENT);
     CHECK_CONTAINS(err.message, "filename = no/such/dir/lr.csv: cannot open ");
     CHECK_CONTAINS(err.message, "/paths_missing/no/such/dir/lr.csv for writing: No such file");
     cb_deinit(&in);
@@ -146,11 +146,11 @@ static void case_bad_options(const char *path, const char *scratch)
     fg_error err;
     cb_prepare(&in, load_callback_plugin(path, "lr_monitor"));
     cb_set(&in, "logging_interval", "batch");
-    CHECK_EQ_INT(cb_init(&in, &err), FG_INVALID_ARGUMENT);
-    CHECK_EQ_STR(err.message, "logging_interval = 'batch': expected step or epoch");
+    CHECK_EQ(cb_init(&in, &err), FG_INVALID_ARGUMENT);
+    CHECK_STR(err.message, "logging_interval = 'batch': expected step or epoch");
     cb_prepare(&in, load_callback_plugin(path, "lr_monitor"));
     cb_set(&in, "filename", "");
-    CHECK_EQ_INT(cb_init(&in, &err), FG_INVALID_ARGUMENT);
+    CHECK_EQ(cb_init(&in, &err), FG_INVALID_ARGUMENT);
     CHECK_CONTAINS(err.message, "filename is empty");
 }
 

@@ -34,16 +34,16 @@ static void case_stop(const char *path, const char *scratch)
     CHECK_STATUS(cb_send(&in, FG_EVENT_FIT_START, 0, 0, NO_METRICS, &act, &err), FG_OK, err);
     CHECK_STATUS(cb_send(&in, FG_EVENT_TRAIN_STEP_END, 3, 1233, METRICS({"train/step_loss", 0.5},
                  {"train/step_acc", 0.9}), &act, &err), FG_OK, err);
-    CHECK_EQ_INT(act.stop, 0);
+    CHECK_EQ(act.stop, 0);
     CHECK_STATUS(cb_send(&in, FG_EVENT_TRAIN_STEP_END, 3, 1234, METRICS({"train/step_acc", 0.9},
                  {"train/step_loss", NAN}), &act, &err), FG_OK, err);
-    CHECK_EQ_INT(act.stop, 1);
-    CHECK_EQ_STR(act.reason, "train/step_loss is nan at step 1234 (epoch 4)");
-    CHECK_EQ_INT(act.save_checkpoint, 0);
+    CHECK_EQ(act.stop, 1);
+    CHECK_STR(act.reason, "train/step_loss is nan at step 1234 (epoch 4)");
+    CHECK_EQ(act.save_checkpoint, 0);
     /* What follows the first NaN is its consequence: reported once. */
     CHECK_STATUS(cb_send(&in, FG_EVENT_EPOCH_END, 3, 1234, METRICS({"train/loss", NAN}), &act, &err),
                  FG_OK, err);
-    CHECK_EQ_INT(act.stop, 0);
+    CHECK_EQ(act.stop, 0);
     cb_deinit(&in);
 }
 
@@ -57,15 +57,15 @@ static void case_inf(const char *path, const char *scratch)
     fg_error err;
     CHECK_STATUS(cb_send(&in, FG_EVENT_VALIDATION_END, 0, 100, METRICS({"val/loss", INFINITY},
                  {"val/acc", 0.1}), &act, &err), FG_OK, err);
-    CHECK_EQ_STR(act.reason, "val/loss is inf at step 100 (epoch 1)");
+    CHECK_STR(act.reason, "val/loss is inf at step 100 (epoch 1)");
     cb_deinit(&in);
 
     start(&in, path);
     init_ok(&in);
     CHECK_STATUS(cb_send(&in, FG_EVENT_TEST_END, 2, 300, METRICS({"test/loss", 1.0},
                  {"test/acc", -INFINITY}), &act, &err), FG_OK, err);
-    CHECK_EQ_INT(act.stop, 1);
-    CHECK_EQ_STR(act.reason, "test/acc is -inf at step 300 (epoch 3)");
+    CHECK_EQ(act.stop, 1);
+    CHECK_STR(act.reason, "test/acc is -inf at step 300 (epoch 3)");
     cb_deinit(&in);
 }
 
@@ -81,14 +81,14 @@ static void case_monitor(const char *path, const char *scratch)
     /* Unwatched metrics may be NaN. */
     CHECK_STATUS(cb_send(&in, FG_EVENT_TRAIN_STEP_END, 0, 10, METRICS({"train/step_loss", NAN}),
                  &act, &err), FG_OK, err);
-    CHECK_EQ_INT(act.stop, 0);
+    CHECK_EQ(act.stop, 0);
     CHECK_STATUS(cb_send(&in, FG_EVENT_VALIDATION_END, 0, 10, METRICS({"val/acc", NAN},
                  {"val/loss", 0.5}), &act, &err), FG_OK, err);
-    CHECK_EQ_INT(act.stop, 0);
+    CHECK_EQ(act.stop, 0);
     CHECK_STATUS(cb_send(&in, FG_EVENT_EPOCH_END, 1, 20, METRICS({"train/loss", NAN}), &act, &err),
                  FG_OK, err);
-    CHECK_EQ_INT(act.stop, 1);
-    CHECK_EQ_STR(act.reason, "train/loss is nan at step 20 (epoch 2)");
+    CHECK_EQ(act.stop, 1);
+    CHECK_STR(act.reason, "train/loss is nan at step 20 (epoch 2)");
     cb_deinit(&in);
 }
 
@@ -105,9 +105,9 @@ static void case_action_error(const char *path, const char *scratch)
                  &act, &err), FG_OK, err);
     fg_status st = cb_send(&in, FG_EVENT_TRAIN_STEP_END, 6, 777, METRICS({"train/step_loss", NAN}),
                            &act, &err);
-    CHECK_EQ_INT(st, FG_FATAL);
-    CHECK_EQ_STR(err.message, "train/step_loss is nan at step 777 (epoch 7)");
-    CHECK_EQ_INT(act.stop, 0);
+    CHECK_EQ(st, FG_FATAL);
+    CHECK_STR(err.message, "train/step_loss is nan at step 777 (epoch 7)");
+    CHECK_EQ(act.stop, 0);
     cb_deinit(&in);
 }
 
@@ -124,7 +124,7 @@ static void case_unseen_monitor(const char *path, const char *scratch)
                  {"val/acc", 0.5}), &act, &err), FG_OK, err);
     CHECK_STATUS(cb_send(&in, FG_EVENT_FIT_END, 1, 10, NO_METRICS, &act, &err), FG_OK, err);
     /* A typo is named; test/... metrics only come after fit and are not. */
-    CHECK_EQ_STR(in.fh.log, "warning: monitor names val/los, but no event carried it during "
+    CHECK_STR(in.fh.log, "warning: monitor names val/los, but no event carried it during "
                             "fit, so it was never checked\n");
     cb_deinit(&in);
 }
@@ -136,12 +136,12 @@ static void case_bad_options(const char *path, const char *scratch)
     start(&in, path);
     cb_set(&in, "monitor", "a,,b");
     fg_error err;
-    CHECK_EQ_INT(cb_init(&in, &err), FG_INVALID_ARGUMENT);
-    CHECK_EQ_STR(err.message, "monitor = 'a,,b' has an empty item");
+    CHECK_EQ(cb_init(&in, &err), FG_INVALID_ARGUMENT);
+    CHECK_STR(err.message, "monitor = 'a,,b' has an empty item");
     start(&in, path);
     cb_set(&in, "action", "panic");
-    CHECK_EQ_INT(cb_init(&in, &err), FG_INVALID_ARGUMENT);
-    CHECK_EQ_STR(err.message, "action = 'panic': expected stop or error");
+    CHECK_EQ(cb_init(&in, &err), FG_INVALID_ARGUMENT);
+    CHECK_STR(err.message, "action = 'panic': expected stop or error");
 }
 
 /* The trainer's finite check: the reason names the step, the epoch and the layer; later
@@ -157,13 +157,13 @@ static void case_layer(const char *path, const char *scratch)
     in.nonfinite_layer = "fc3";
     CHECK_STATUS(cb_send(&in, FG_EVENT_NONFINITE, 0, 4, METRICS({"train/step_loss", NAN},
                  {"grad/nonfinite_layers", 3}, {"input/nonfinite_values", 0}), &act, &err), FG_OK, err);
-    CHECK_EQ_INT(act.stop, 1);
-    CHECK_EQ_STR(act.reason, "step 4 (epoch 1): the loss is nan; non-finite gradients in layer fc3 "
+    CHECK_EQ(act.stop, 1);
+    CHECK_STR(act.reason, "step 4 (epoch 1): the loss is nan; non-finite gradients in layer fc3 "
                              "(the first in backward order, 3 layers affected)");
     in.nonfinite_layer = NULL;
     CHECK_STATUS(cb_send(&in, FG_EVENT_TRAIN_STEP_END, 0, 4, METRICS({"train/step_loss", NAN}),
                  &act, &err), FG_OK, err);
-    CHECK_EQ_INT(act.stop, 0);
+    CHECK_EQ(act.stop, 0);
     cb_deinit(&in);
 
     /* A finite loss, one layer, the input named; action = error fails the run with it. */
@@ -174,7 +174,7 @@ static void case_layer(const char *path, const char *scratch)
     CHECK_STATUS(cb_send(&in, FG_EVENT_NONFINITE, 2, 120, METRICS({"train/step_loss", 0.5},
                  {"grad/nonfinite_layers", 1}, {"input/nonfinite_values", 1}), &act, &err),
                  FG_FATAL, err);
-    CHECK_EQ_STR(err.message, "step 120 (epoch 3): non-finite gradients in layer conv1 (the "
+    CHECK_STR(err.message, "step 120 (epoch 3): non-finite gradients in layer conv1 (the "
                               "first in backward order, 1 layer affected); the input batch holds "
                               "1 non-finite value");
     cb_deinit(&in);
@@ -184,7 +184,7 @@ static void case_layer(const char *path, const char *scratch)
     init_ok(&in);
     CHECK_STATUS(cb_send(&in, FG_EVENT_NONFINITE, 0, 7, METRICS({"train/step_loss", INFINITY},
                  {"grad/nonfinite_layers", -1}, {"input/nonfinite_values", 0}), &act, &err), FG_OK, err);
-    CHECK_EQ_STR(act.reason, "step 7 (epoch 1): the loss is inf; non-finite gradients (the "
+    CHECK_STR(act.reason, "step 7 (epoch 1): the loss is inf; non-finite gradients (the "
                              "strategy cannot tell in which layer)");
     cb_deinit(&in);
 }
@@ -208,8 +208,8 @@ static void case_requests(const char *path, const char *scratch)
         r.struct_size = sizeof r;
         fg_error err;
         CHECK_STATUS(in.vt->requests(in.state, &r, &err), FG_OK, err);
-        CHECK_EQ_INT(r.flags, flags[i]);
-        CHECK_EQ_INT(r.finite_check_every, every[i]);
+        CHECK_EQ(r.flags, flags[i]);
+        CHECK_EQ(r.finite_check_every, every[i]);
         cb_deinit(&in);
     }
 }

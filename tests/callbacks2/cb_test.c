@@ -2,101 +2,16 @@
 #define _XOPEN_SOURCE 700 /* nftw */
 #include "cb_test.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-int cb_failures;
-
-const fg_plugin *cb_load(const char *path, const char *name)
-{
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) {
-        fprintf(stderr, "cannot dlopen %s: %s\n", path, dlerror());
-        exit(1);
-    }
-    const fg_plugin *p = dlsym(lib, FG_PLUGIN_ENTRY_NAME);
-    if (p == NULL || p->magic != FG_PLUGIN_MAGIC || p->abi_major != FG_ABI_MAJOR ||
-        p->kind != FG_KIND_CALLBACK || strcmp(p->name, name) != 0 || p->init == NULL ||
-        p->vtable == NULL || p->option_size != sizeof(fg_option)) {
-        fprintf(stderr, "%s: not a callback plugin named %s\n", path, name);
-        exit(1);
-    }
-    return p; /* never dlclose'd, as the host never unloads a plugin */
-}
-
-static void fake_log(const fg_host *host, int level, const char *fmt, ...)
-{
-    cb_host *h = (cb_host *)host;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(h->last_log, sizeof h->last_log, fmt, ap);
-    va_end(ap);
-    h->log_count++;
-    (void)level;
-}
-
-/* The option's value as the host would serve it: set by the test, else the schema's
- * default; NULL for a key the schema does not declare (FG_NOT_FOUND, as the real host). */
-static const char *option_value(const cb_host *h, const char *key, uint32_t type)
-{
-    const fg_option *o = NULL;
-    for (uint32_t i = 0; i < h->plugin->option_count; i++)
-        if (strcmp(h->plugin->options[i].key, key) == 0)
-            o = &h->plugin->options[i];
-    if (o == NULL || o->type != type)
-        return NULL;
-    for (int i = 0; i < h->option_count; i++)
-        if (strcmp(h->keys[i], key) == 0)
-            return h->values[i];
-    return o->default_value;
-}
-
-static fg_status get_bool(const fg_host *host, const char *key, int *out)
-{
-    const char *v = option_value((const cb_host *)host, key, FG_OPT_BOOL);
-    if (v == NULL)
-        return FG_NOT_FOUND;
-    *out = strcmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcmp(v, "yes") == 0 ||
-           strcmp(v, "on") == 0;
-    return FG_OK;
-}
-
-static fg_status get_int(const fg_host *host, const char *key, int64_t *out)
-{
-    const char *v = option_value((const cb_host *)host, key, FG_OPT_INT);
-    if (v == NULL)
-        return FG_NOT_FOUND;
-    *out = strtoll(v, NULL, 10);
-    return FG_OK;
-}
-
-static fg_status get_float(const fg_host *host, const char *key, double *out)
-{
-    const char *v = option_value((const cb_host *)host, key, FG_OPT_FLOAT);
-    if (v == NULL)
-        return FG_NOT_FOUND;
-    *out = strtod(v, NULL);
-    return FG_OK;
-}
-
-static fg_status get_string(const fg_host *host, const char *key, const char **out)
-{
-    const char *v = option_value((const cb_host *)host, key, FG_OPT_STRING);
-    if (v == NULL)
-        return FG_NOT_FOUND;
-    *out = v;
-    return FG_OK;
-}
-
-/* The resolved config: the triples set by cb_host_config, or a small default one. */
+/* The resolved config of a run, unless a test sets its own. */
 static const char *const default_config[] = {
     "trainer", "max_epochs", "3",
     "trainer", "seed", "1",
@@ -104,51 +19,10 @@ static const char *const default_config[] = {
     "optimizer", "lr", "0.02",
     NULL};
 
-static fg_status config_entry(const fg_host *host, size_t index, const char **section,
-                              const char **key, const char **value)
+void cb_host_init(fg_fake_host *h, const fg_plugin *plugin)
 {
-    const cb_host *h = (const cb_host *)host;
-    const char *const *c = h->config ? h->config : default_config;
-    for (size_t i = 0; c[3 * i] != NULL; i++) {
-        if (i != index) continue;
-        *section = c[3 * i];
-        *key = c[3 * i + 1];
-        *value = c[3 * i + 2];
-        return FG_OK;
-    }
-    return FG_NOT_FOUND;
-}
-
-void cb_host_config(cb_host *h, const char *const *triples)
-{
-    h->config = triples;
-}
-
-void cb_host_init(cb_host *h, const fg_plugin *plugin)
-{
-    memset(h, 0, sizeof *h);
-    snprintf(h->section, sizeof h->section, "callback.%s", plugin->name);
-    h->plugin = plugin;
-    h->host.struct_size = sizeof(fg_host);
-    h->host.abi_major = FG_ABI_MAJOR;
-    h->host.abi_minor = FG_ABI_MINOR;
-    h->host.section = h->section;
-    h->host.log = fake_log;
-    h->host.get_bool = get_bool;
-    h->host.get_int = get_int;
-    h->host.get_float = get_float;
-    h->host.get_string = get_string;
-    h->host.config_entry = config_entry;
-}
-
-void cb_host_set(cb_host *h, const char *key, const char *value)
-{
-    if (h->option_count == CB_MAX_OPTIONS) {
-        fprintf(stderr, "cb_host_set: too many options\n");
-        exit(1);
-    }
-    h->keys[h->option_count] = key;
-    h->values[h->option_count++] = value;
+    fg_fake_host_init(h, plugin, NULL);
+    h->config = default_config;
 }
 
 fg_event cb_event(uint32_t type, int64_t epoch, int64_t global_step, const char *run_dir)
@@ -268,25 +142,4 @@ char *cb_capture_end(void)
         exit(1);
     }
     return text;
-}
-
-int cb_main(int argc, char **argv, const cb_case *cases, size_t count)
-{
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s CASE SCRATCH_DIR\n", argv[0]);
-        return 2;
-    }
-    for (size_t i = 0; i < count; i++) {
-        if (strcmp(cases[i].name, argv[1]) != 0)
-            continue;
-        cases[i].run(argv[2]);
-        if (cb_failures > 0) {
-            fprintf(stderr, "%s: %d check(s) failed\n", argv[1], cb_failures);
-            return 1;
-        }
-        fprintf(stderr, "%s: ok\n", argv[1]);
-        return 0;
-    }
-    fprintf(stderr, "unknown case %s\n", argv[1]);
-    return 2;
 }

@@ -29,7 +29,7 @@ epoch 1/? [####################] 8/8  50.0 it/s  time T  loss 0.3000 acc 0.70
 trainer: epoch 1 summary
 epoch 2/? [##########..........] 4/8  50.0 it/s  time T  loss 0.2800 acc 0.69
 driver done
-tty_driver: ok
+tty_driver: all checks passed
 TXT
 if ! diff -u "$work/expected.txt" "$work/screen.txt"; then
     echo "FAIL: the terminal shows something else (screen above, as captured)" >&2

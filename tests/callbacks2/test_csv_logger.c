@@ -14,10 +14,10 @@
 
 static const fg_plugin *plugin(void)
 {
-    return cb_load(FG_TEST_PLUGIN, NAME);
+    return fg_test_need_plugin(FG_TEST_PLUGIN, FG_KIND_CALLBACK, NAME);
 }
 
-static void *start(const fg_plugin *p, cb_host *h)
+static void *start(const fg_plugin *p, fg_fake_host *h)
 {
     void *state = NULL;
     fg_error err = {0};
@@ -42,7 +42,7 @@ static void send(const fg_plugin *p, void *state, uint32_t type, int64_t epoch, 
 static void check_file(const char *path, const char *want)
 {
     char *got = cb_read_file(path);
-    CHECK_TEXT(got, want);
+    CHECK_STR(got, want);
     free(got);
 }
 
@@ -77,9 +77,9 @@ static void case_hparams(const char *base)
     snprintf(run, sizeof run, "%s/run", dir);
     snprintf(yaml, sizeof yaml, "%s/hparams.yaml", run);
     const fg_plugin *p = plugin();
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, p);
-    cb_host_config(&h, config);
+    h.config = config;
     void *s = start(p, &h);
     fg_event e = cb_event(FG_EVENT_FIT_START, 0, 0, run);
     e.is_rank_zero = 0;
@@ -98,7 +98,7 @@ static void case_hparams(const char *base)
     snprintf(run, sizeof run, "%s/run", dir);
     snprintf(yaml, sizeof yaml, "%s/hparams.yaml", run);
     cb_host_init(&h, p);
-    cb_host_set(&h, "hparams", "false");
+    fg_fake_host_set(&h, "hparams", "false");
     s = start(p, &h);
     send(p, s, FG_EVENT_FIT_START, 0, 0, run, NULL, 0);
     CHECK(!cb_exists(yaml), "hparams = false must not write hparams.yaml");
@@ -121,7 +121,7 @@ static void case_defaults(const char *base)
     snprintf(csv, sizeof csv, "%s/metrics.csv", run);
     snprintf(tmp, sizeof tmp, "%s.tmp", csv);
     const fg_plugin *p = plugin();
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, p);
     void *s = start(p, &h);
     fg_metric s1[] = {{"train/step_loss", 0.5}, {"train/step_acc", 0.25}};
@@ -161,10 +161,10 @@ static void case_widening(const char *base)
     snprintf(run, sizeof run, "%s/run", dir);
     snprintf(csv, sizeof csv, "%s/logs/deep/m.csv", run);
     const fg_plugin *p = plugin();
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, p);
-    cb_host_set(&h, "flush_every_n_events", "2");
-    cb_host_set(&h, "filename", "logs/deep/m.csv");
+    fg_fake_host_set(&h, "flush_every_n_events", "2");
+    fg_fake_host_set(&h, "filename", "logs/deep/m.csv");
     void *s = start(p, &h);
     fg_metric r1[] = {{"a", 1}, {"b", 2}}, r2[] = {{"a", 3}, {"b", 4}};
     fg_metric r3[] = {{"a", 5}, {"c", 6}}, r4[] = {{"b", 7}};
@@ -191,9 +191,9 @@ static void case_values(const char *base)
     cb_scratch(dir, sizeof dir, base, "values");
     snprintf(csv, sizeof csv, "%s/metrics.csv", dir);
     const fg_plugin *p = plugin();
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, p);
-    cb_host_set(&h, "flush_every_n_events", "1");
+    fg_fake_host_set(&h, "flush_every_n_events", "1");
     void *s = start(p, &h);
     fg_metric m[] = {{"v1", 0.1},      {"v2", 1.0 / 3},   {"v3", 1e-20},
                      {"v4", NAN},      {"v5", INFINITY},  {"v6", -INFINITY},
@@ -214,7 +214,7 @@ static void case_rank_nonzero(const char *base)
     cb_scratch(dir, sizeof dir, base, "rank_nonzero");
     snprintf(run, sizeof run, "%s/run", dir);
     const fg_plugin *p = plugin();
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, p);
     void *s = start(p, &h);
     fg_metric m[] = {{"train/loss", 1}};
@@ -237,7 +237,7 @@ static void case_truncate(const char *base)
     fputs("epoch,step,old\n7,7,7\n", f);
     fclose(f);
     const fg_plugin *p = plugin();
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, p);
     void *s = start(p, &h);
     fg_metric m[] = {{"train/loss", 0.5}};
@@ -268,7 +268,7 @@ static void case_bad_folder(const char *base)
     snprintf(run, sizeof run, "%s/not_a_dir", dir);
     fclose(fopen(run, "w"));
     const fg_plugin *p = plugin();
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, p);
     void *s = start(p, &h);
     fg_event e = cb_event(FG_EVENT_FIT_START, 0, 0, run);
@@ -286,7 +286,7 @@ static void case_write_error(const char *base)
     snprintf(csv, sizeof csv, "%s/metrics.csv", dir);
     mkdir(csv, 0777);
     const fg_plugin *p = plugin();
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, p);
     void *s = start(p, &h);
     fg_metric m[] = {{"train/loss", 0.5}};
@@ -301,14 +301,14 @@ static void case_bad_option(const char *base)
 {
     (void)base;
     const fg_plugin *p = plugin();
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, p);
-    cb_host_set(&h, "flush_every_n_events", "0");
+    fg_fake_host_set(&h, "flush_every_n_events", "0");
     void *s = NULL;
     fg_error err = {0};
     fg_status st = p->init(&h.host, &s, &err);
     CHECK(st == FG_INVALID_ARGUMENT, "status %s", fg_status_name(st));
-    CHECK_TEXT(err.message, "[callback.csv_logger] flush_every_n_events = 0: must be an "
+    CHECK_STR(err.message, "[callback.csv_logger] flush_every_n_events = 0: must be an "
                             "integer >= 1");
 }
 
@@ -318,7 +318,7 @@ static void case_old_event(const char *base)
     char dir[4096];
     cb_scratch(dir, sizeof dir, base, "old_event");
     const fg_plugin *p = plugin();
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, p);
     void *s = start(p, &h);
     fg_event e = cb_event(FG_EVENT_FIT_START, 0, 0, dir);
@@ -330,13 +330,18 @@ static void case_old_event(const char *base)
 
 int main(int argc, char **argv)
 {
-    static const cb_case cases[] = {
-        {"descriptor", case_descriptor},   {"defaults", case_defaults},
-        {"widening", case_widening},       {"values", case_values},
-        {"rank_nonzero", case_rank_nonzero}, {"truncate", case_truncate},
-        {"bad_folder", case_bad_folder},   {"write_error", case_write_error},
-        {"bad_option", case_bad_option},   {"old_event", case_old_event},
-        {"hparams", case_hparams},
+    static const fg_test_case cases[] = {
+        {"descriptor", .run_arg = case_descriptor},
+        {"defaults", .run_arg = case_defaults},
+        {"widening", .run_arg = case_widening},
+        {"values", .run_arg = case_values},
+        {"rank_nonzero", .run_arg = case_rank_nonzero},
+        {"truncate", .run_arg = case_truncate},
+        {"bad_folder", .run_arg = case_bad_folder},
+        {"write_error", .run_arg = case_write_error},
+        {"bad_option", .run_arg = case_bad_option},
+        {"old_event", .run_arg = case_old_event},
+        {"hparams", .run_arg = case_hparams},
     };
-    return cb_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
+    return fg_test_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

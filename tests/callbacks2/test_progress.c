@@ -14,7 +14,7 @@
 
 static const fg_plugin *plugin(void)
 {
-    return cb_load(FG_TEST_PLUGIN, NAME);
+    return fg_test_need_plugin(FG_TEST_PLUGIN, FG_KIND_CALLBACK, NAME);
 }
 
 /* One scripted event: a step event carries step time, loss and accuracy; an epoch end
@@ -80,7 +80,7 @@ static const scripted two_epochs[] = {
     {FG_EVENT_FIT_END, 1, 300, 100, 0, 0, 0},
 };
 
-static char *run_plain(const char *base, const char *name, cb_host *h, int rank0)
+static char *run_plain(const char *base, const char *name, fg_fake_host *h, int rank0)
 {
     char dir[4096], out[4200];
     cb_scratch(dir, sizeof dir, base, name);
@@ -105,11 +105,11 @@ static char *run_plain(const char *base, const char *name, cb_host *h, int rank0
  * or at its end event when it stopped early (epoch 2, the epoch's means). */
 static void case_plain(const char *base)
 {
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, plugin());
-    cb_host_set(&h, "refresh_every_n_steps", "100");
+    fg_fake_host_set(&h, "refresh_every_n_steps", "100");
     char *out = run_plain(base, "plain", &h, 1);
-    CHECK_TEXT(out, "epoch 1/? 100/200  50.0 it/s  ETA 0:02  loss 0.6000 acc 0.50\n"
+    CHECK_STR(out, "epoch 1/? 100/200  50.0 it/s  ETA 0:02  loss 0.6000 acc 0.50\n"
                     "epoch 1/? 200/200  50.0 it/s  time T  loss 0.4123 acc 0.86\n"
                     "epoch 2/? 100/200  40.0 it/s  ETA 0:03  loss 0.3000 acc 0.90\n"
                     "epoch 2/? 100/200  40.0 it/s  time T  loss 0.3200 acc 0.89\n");
@@ -119,11 +119,11 @@ static void case_plain(const char *base)
 /* Defaults (refresh 50): a line per step event; leave = false: no finished lines. */
 static void case_no_leave(const char *base)
 {
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, plugin());
-    cb_host_set(&h, "leave", "false");
+    fg_fake_host_set(&h, "leave", "false");
     char *out = run_plain(base, "no_leave", &h, 1);
-    CHECK_TEXT(out, "epoch 1/? 50/200  50.0 it/s  ETA 0:03  loss 0.9000 acc 0.25\n"
+    CHECK_STR(out, "epoch 1/? 50/200  50.0 it/s  ETA 0:03  loss 0.9000 acc 0.25\n"
                     "epoch 1/? 100/200  50.0 it/s  ETA 0:02  loss 0.6000 acc 0.50\n"
                     "epoch 1/? 150/200  50.0 it/s  ETA 0:01  loss 0.5000 acc 0.62\n"
                     "epoch 2/? 50/200  40.0 it/s  ETA 0:04  loss 0.3500 acc 0.88\n"
@@ -133,10 +133,10 @@ static void case_no_leave(const char *base)
 
 static void case_rank_nonzero(const char *base)
 {
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, plugin());
     char *out = run_plain(base, "rank_nonzero", &h, 0);
-    CHECK_TEXT(out, "");
+    CHECK_STR(out, "");
     free(out);
 }
 
@@ -144,13 +144,13 @@ static void case_bad_option(const char *base)
 {
     (void)base;
     const fg_plugin *p = plugin();
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, p);
-    cb_host_set(&h, "refresh_every_n_steps", "-3");
+    fg_fake_host_set(&h, "refresh_every_n_steps", "-3");
     void *s = NULL;
     fg_error err = {0};
     CHECK(p->init(&h.host, &s, &err) == FG_INVALID_ARGUMENT, "init must refuse -3");
-    CHECK_TEXT(err.message, "[callback.progress] refresh_every_n_steps = -3: must be an "
+    CHECK_STR(err.message, "[callback.progress] refresh_every_n_steps = -3: must be an "
                             "integer >= 1");
 }
 
@@ -174,7 +174,7 @@ static void case_tty_driver(const char *base)
     (void)base;
     if (!isatty(STDOUT_FILENO)) {
         fprintf(stderr, "tty_driver: stdout is not a terminal\n");
-        cb_failures++;
+        fg_test_failures++;
         return;
     }
     static const scripted ev[] = {
@@ -192,13 +192,13 @@ static void case_tty_driver(const char *base)
         {FG_EVENT_FIT_END, 1, 12, 4, 0, 0, 0},
     };
     const fg_plugin *p = plugin();
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, p);
     void *s = NULL;
     fg_error err = {0};
     if (p->init(&h.host, &s, &err) != FG_OK) {
         fprintf(stderr, "init: %s\n", err.message);
-        cb_failures++;
+        fg_test_failures++;
         return;
     }
     play(p, s, ev, (int)(sizeof ev / sizeof ev[0]), 8, 1);
@@ -212,10 +212,13 @@ static void case_tty_driver(const char *base)
 
 int main(int argc, char **argv)
 {
-    static const cb_case cases[] = {
-        {"descriptor", case_descriptor},     {"plain", case_plain},
-        {"no_leave", case_no_leave},         {"rank_nonzero", case_rank_nonzero},
-        {"bad_option", case_bad_option},     {"tty_driver", case_tty_driver},
+    static const fg_test_case cases[] = {
+        {"descriptor", .run_arg = case_descriptor},
+        {"plain", .run_arg = case_plain},
+        {"no_leave", .run_arg = case_no_leave},
+        {"rank_nonzero", .run_arg = case_rank_nonzero},
+        {"bad_option", .run_arg = case_bad_option},
+        {"tty_driver", .run_arg = case_tty_driver},
     };
-    return cb_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
+    return fg_test_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -15,10 +15,10 @@
 
 static const fg_plugin *plugin(void)
 {
-    return cb_load(FG_TEST_PLUGIN, NAME);
+    return fg_test_need_plugin(FG_TEST_PLUGIN, FG_KIND_CALLBACK, NAME);
 }
 
-static void *start(const fg_plugin *p, cb_host *h)
+static void *start(const fg_plugin *p, fg_fake_host *h)
 {
     void *state = NULL;
     fg_error err = {0};
@@ -118,9 +118,9 @@ static void case_write(const char *base)
         "0 _hparams_/session_start_info optimizer.name = \"sgd\"\n"
         "0 _hparams_/session_start_info data.dir = \"/x \\\"q\\\"\"\n";
     const fg_plugin *p = plugin();
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, p);
-    cb_host_config(&h, config);
+    h.config = config;
     void *s = start(p, &h);
     FILE *want = fopen(expected, "w");
     for (size_t i = 0; i < sizeof events / sizeof events[0]; i++) {
@@ -167,7 +167,7 @@ static void case_rank_nonzero(const char *base)
     cb_scratch(dir, sizeof dir, base, "rank_nonzero");
     snprintf(run, sizeof run, "%s/run", dir);
     const fg_plugin *p = plugin();
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, p);
     void *s = start(p, &h);
     fg_metric m[] = {{"train/loss", 1}};
@@ -187,7 +187,7 @@ static void case_two_writers(const char *base)
     cb_scratch(dir, sizeof dir, base, "two_writers");
     snprintf(tb, sizeof tb, "%s/tb", dir);
     const fg_plugin *p = plugin();
-    cb_host h1, h2;
+    fg_fake_host h1, h2;
     cb_host_init(&h1, p);
     cb_host_init(&h2, p);
     void *a = start(p, &h1), *b = start(p, &h2);
@@ -208,9 +208,9 @@ static void case_absolute_subdir(const char *base)
     cb_scratch(dir, sizeof dir, base, "absolute_subdir");
     snprintf(abs, sizeof abs, "%s/elsewhere/tb", dir);
     const fg_plugin *p = plugin();
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, p);
-    cb_host_set(&h, "subdir", abs);
+    fg_fake_host_set(&h, "subdir", abs);
     void *s = start(p, &h);
     fg_event e = cb_event(FG_EVENT_FIT_START, 0, 0, "/nonexistent/run/dir");
     fg_error err = {0};
@@ -239,7 +239,7 @@ static void case_bad_folder(const char *base)
     snprintf(run, sizeof run, "%s/not_a_dir", dir);
     fclose(fopen(run, "w"));
     const fg_plugin *p = plugin();
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, p);
     void *s = start(p, &h);
     fg_event e = cb_event(FG_EVENT_FIT_START, 0, 0, run);
@@ -253,7 +253,7 @@ static void case_old_event(const char *base)
     char dir[4096];
     cb_scratch(dir, sizeof dir, base, "old_event");
     const fg_plugin *p = plugin();
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, p);
     void *s = start(p, &h);
     fg_event e = cb_event(FG_EVENT_FIT_START, 0, 0, dir);
@@ -274,11 +274,14 @@ static void case_descriptor(const char *base)
 
 int main(int argc, char **argv)
 {
-    static const cb_case cases[] = {
-        {"descriptor", case_descriptor},       {"write", case_write},
-        {"rank_nonzero", case_rank_nonzero},   {"two_writers", case_two_writers},
-        {"absolute_subdir", case_absolute_subdir}, {"bad_folder", case_bad_folder},
-        {"old_event", case_old_event},
+    static const fg_test_case cases[] = {
+        {"descriptor", .run_arg = case_descriptor},
+        {"write", .run_arg = case_write},
+        {"rank_nonzero", .run_arg = case_rank_nonzero},
+        {"two_writers", .run_arg = case_two_writers},
+        {"absolute_subdir", .run_arg = case_absolute_subdir},
+        {"bad_folder", .run_arg = case_bad_folder},
+        {"old_event", .run_arg = case_old_event},
     };
-    return cb_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
+    return fg_test_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -12,7 +12,7 @@
 
 static const fg_plugin *plugin(void)
 {
-    return cb_load(FG_TEST_PLUGIN, NAME);
+    return fg_test_need_plugin(FG_TEST_PLUGIN, FG_KIND_CALLBACK, NAME);
 }
 
 /* One logged interval: the trainer's three time metrics (a negative value: absent). */
@@ -23,7 +23,7 @@ typedef struct interval {
 
 /* Runs fit start, the intervals, and fit end (when fit_end), with stdout captured under
  * dir; returns what was printed. */
-static char *run(const char *dir, cb_host *h, const interval *iv, int n, int fit_end, int rank0)
+static char *run(const char *dir, fg_fake_host *h, const interval *iv, int n, int fit_end, int rank0)
 {
     char out[4200];
     snprintf(out, sizeof out, "%s/stdout.txt", dir);
@@ -73,10 +73,10 @@ static void case_lines(const char *base)
 {
     char dir[4096];
     cb_scratch(dir, sizeof dir, base, "lines");
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, plugin());
     char *out = run(dir, &h, mixed, 4, 1, 1);
-    CHECK_TEXT(out,
+    CHECK_STR(out,
         "throughput: 41k samples/s; step 3.1 ms = data wait 0.2 ms (6%) + compute 2.9 ms\n"
         "throughput: 13k samples/s; step 10.0 ms = data wait 5.0 ms (50%) + compute 5.0 ms\n"
         "throughput: advice: the loader is the bottleneck: " ADVICE "\n"
@@ -94,12 +94,12 @@ static void case_every_n(const char *base)
 {
     char dir[4096];
     cb_scratch(dir, sizeof dir, base, "every_n");
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, plugin());
-    cb_host_set(&h, "log_every_n_events", "2");
-    cb_host_set(&h, "advise", "false");
+    fg_fake_host_set(&h, "log_every_n_events", "2");
+    fg_fake_host_set(&h, "advise", "false");
     char *out = run(dir, &h, mixed, 4, 1, 1);
-    CHECK_TEXT(out,
+    CHECK_STR(out,
         "throughput: 13k samples/s; step 10.0 ms = data wait 5.0 ms (50%) + compute 5.0 ms\n"
         "throughput: 950 samples/s; step 1.50 s = data wait 40 us (0%) + compute 1.50 s\n"
         "throughput: run mean over 200 steps: 1.2k samples/s; step 386.1 ms = data wait "
@@ -119,10 +119,10 @@ static void case_advice_summary(const char *base)
     };
     char dir[4096];
     cb_scratch(dir, sizeof dir, base, "advice_summary");
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, plugin());
     char *out = run(dir, &h, bound, 4, 1, 1);
-    CHECK_TEXT(out,
+    CHECK_STR(out,
         "throughput: 1.0k samples/s; step 4.0 ms = data wait 2.0 ms (50%) + compute 2.0 ms\n"
         "throughput: advice: the loader is the bottleneck: " ADVICE "\n"
         "throughput: 2.0k samples/s; step 2.0 ms = data wait 0.1 ms (5%) + compute 1.9 ms\n"
@@ -149,10 +149,10 @@ static void case_units(const char *base)
     };
     char dir[4096];
     cb_scratch(dir, sizeof dir, base, "units");
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, plugin());
     char *out = run(dir, &h, units, 5, 0, 1);
-    CHECK_TEXT(out,
+    CHECK_STR(out,
         "throughput: 9.5 samples/s; step 105.0 ms\n"
         "throughput: 1.2M samples/s; step 50 us\n"
         "throughput: 25M samples/s; step 2.50 s\n"
@@ -168,12 +168,12 @@ static void case_no_metrics(const char *base)
     static const interval none[] = {{50, -1, -1, -1}, {100, -1, -1, -1}};
     char dir[4096];
     cb_scratch(dir, sizeof dir, base, "no_metrics");
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, plugin());
     char *out = run(dir, &h, none, 2, 1, 1);
-    CHECK_TEXT(out, "");
+    CHECK_STR(out, "");
     CHECK(h.log_count == 1, "%d log messages, want 1", h.log_count);
-    CHECK_TEXT(h.last_log, "[callback.throughput] the trainer sends no "
+    CHECK_STR(h.last_log, "[callback.throughput] the trainer sends no "
                            "throughput/samples_per_s or time/step_s metrics: nothing to report");
     free(out);
 }
@@ -182,10 +182,10 @@ static void case_rank_nonzero(const char *base)
 {
     char dir[4096];
     cb_scratch(dir, sizeof dir, base, "rank_nonzero");
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, plugin());
     char *out = run(dir, &h, mixed, 4, 1, 0);
-    CHECK_TEXT(out, "");
+    CHECK_STR(out, "");
     free(out);
 }
 
@@ -193,13 +193,13 @@ static void case_bad_option(const char *base)
 {
     (void)base;
     const fg_plugin *p = plugin();
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, p);
-    cb_host_set(&h, "log_every_n_events", "0");
+    fg_fake_host_set(&h, "log_every_n_events", "0");
     void *s = NULL;
     fg_error err = {0};
     CHECK(p->init(&h.host, &s, &err) == FG_INVALID_ARGUMENT, "init must refuse 0");
-    CHECK_TEXT(err.message, "[callback.throughput] log_every_n_events = 0: must be an integer "
+    CHECK_STR(err.message, "[callback.throughput] log_every_n_events = 0: must be an integer "
                             ">= 1");
 }
 
@@ -218,7 +218,7 @@ static void case_descriptor(const char *base)
 
 /* Sends fit start (with `start` metrics), the step events (one metric list each, ended by
  * a NULL name) and fit end, with stdout captured; returns what was printed. */
-static char *run_lists(const char *dir, cb_host *h, const fg_metric *start, uint32_t nstart,
+static char *run_lists(const char *dir, fg_fake_host *h, const fg_metric *start, uint32_t nstart,
                        const int64_t *steps, const fg_metric (*lists)[12], int n)
 {
     char out[4200];
@@ -266,10 +266,10 @@ static void case_split(const char *base)
     };
     char dir[4096];
     cb_scratch(dir, sizeof dir, base, "split");
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, plugin());
     char *out = run_lists(dir, &h, NULL, 0, steps, lists, 3);
-    CHECK_TEXT(out,
+    CHECK_STR(out,
         "throughput: 64k samples/s; step 1.0 ms = data wait 10 us (1%) + h2d 10 us (1%) + "
         "forward 0.4 ms (40%) + backward 0.3 ms (30%) + optimizer 0.3 ms (26%) + other 20 us (2%)\n"
         "throughput: 32k samples/s; step 2.0 ms = data wait 10 us (0%) + h2d 10 us (0%) + "
@@ -296,7 +296,7 @@ static void case_compute_bound(const char *base)
     };
     char dir[4096];
     cb_scratch(dir, sizeof dir, base, "compute_bound");
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, plugin());
     char *out = run_lists(dir, &h, NULL, 0, steps, lists, 2);
     const char *line = "throughput: 64k samples/s; step 1.0 ms = data wait 10 us (1%) + h2d 10 us "
@@ -310,7 +310,7 @@ static void case_compute_bound(const char *base)
              "throughput: advice: the step is compute-bound (forward + backward 90%%): use mixed "
              "precision ([precision] name = bf16-mixed on a GPU) or more devices ([strategy] "
              "name = ddp)\n", line, line);
-    CHECK_TEXT(out, want);
+    CHECK_STR(out, want);
     free(out);
 }
 
@@ -327,10 +327,10 @@ static void case_comm(const char *base)
     };
     char dir[4096];
     cb_scratch(dir, sizeof dir, base, "comm");
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, plugin());
     char *out = run_lists(dir, &h, NULL, 0, steps, lists, 2);
-    CHECK_TEXT(out,
+    CHECK_STR(out,
         "throughput: 50k samples/s; step 2.0 ms = data wait 0 us (0%) + h2d 10 us (0%) + "
         "forward 0.5 ms (25%) + backward 0.6 ms (30%) + grad sync 0.2 ms (10%) + optimizer "
         "0.2 ms (10%) + other 0.5 ms (25%)\n"
@@ -367,16 +367,16 @@ static void case_strategy_advice(const char *base)
     static const char *const ddp[] = {"strategy", "name", "ddp", NULL};
     char dir[4096];
     cb_scratch(dir, sizeof dir, base, "strategy_advice");
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, plugin());
-    cb_host_config(&h, dp);
+    h.config = dp;
     char *out = run_lists(dir, &h, NULL, 0, steps, sync_bound, 1);
     CHECK(strstr(out, "throughput: advice: gradient sync is the bottleneck: use [strategy] "
                       "name = ddp (one process per device") != NULL,
           "dp, sync-bound: no ddp advice in:\n%s", out);
     free(out);
     cb_host_init(&h, plugin());
-    cb_host_config(&h, ddp);
+    h.config = ddp;
     out = run_lists(dir, &h, NULL, 0, steps, compute_bound, 1);
     CHECK(strstr(out, "compute-bound") != NULL && strstr(out, "name = ddp") == NULL &&
               strstr(out, "(more ranks)") != NULL,
@@ -395,15 +395,15 @@ static void case_memory(const char *base)
         {"memory/dev1/param_bytes", 262144}, {"memory/dev1/total_bytes", 786432}};
     char dir[4096];
     cb_scratch(dir, sizeof dir, base, "memory");
-    cb_host h;
+    fg_fake_host h;
     cb_host_init(&h, plugin());
     char *out = run_lists(dir, &h, one, 5, NULL, NULL, 0);
-    CHECK_TEXT(out, "throughput: memory: param 1.00 MiB, grad 1.00 MiB, optimizer 2.00 MiB, "
+    CHECK_STR(out, "throughput: memory: param 1.00 MiB, grad 1.00 MiB, optimizer 2.00 MiB, "
                     "total 4.50 MiB\n");
     free(out);
     cb_scratch(dir, sizeof dir, base, "memory2");
     out = run_lists(dir, &h, two, 4, NULL, NULL, 0);
-    CHECK_TEXT(out, "throughput: memory (dev0): param 0.50 MiB, total 1.00 MiB\n"
+    CHECK_STR(out, "throughput: memory (dev0): param 0.50 MiB, total 1.00 MiB\n"
                     "throughput: memory (dev1): param 0.25 MiB, total 0.75 MiB\n");
     free(out);
 }
@@ -418,10 +418,10 @@ static void case_requests(const char *base)
     if (vt->requests == NULL)
         return;
     for (int split = 1; split >= 0; split--) {
-        cb_host h;
+        fg_fake_host h;
         cb_host_init(&h, p);
         if (!split)
-            cb_host_set(&h, "split", "false");
+            fg_fake_host_set(&h, "split", "false");
         void *s = NULL;
         fg_error err = {0};
         CHECK(p->init(&h.host, &s, &err) == FG_OK, "init: %s", err.message);
@@ -437,14 +437,21 @@ static void case_requests(const char *base)
 
 int main(int argc, char **argv)
 {
-    static const cb_case cases[] = {
-        {"descriptor", case_descriptor}, {"lines", case_lines},
-        {"every_n", case_every_n},       {"advice_summary", case_advice_summary},
-        {"units", case_units},           {"no_metrics", case_no_metrics},
-        {"rank_nonzero", case_rank_nonzero}, {"bad_option", case_bad_option},
-        {"split", case_split},           {"compute_bound", case_compute_bound},
-        {"comm", case_comm},             {"memory", case_memory},
-        {"requests", case_requests},     {"strategy_advice", case_strategy_advice},
+    static const fg_test_case cases[] = {
+        {"descriptor", .run_arg = case_descriptor},
+        {"lines", .run_arg = case_lines},
+        {"every_n", .run_arg = case_every_n},
+        {"advice_summary", .run_arg = case_advice_summary},
+        {"units", .run_arg = case_units},
+        {"no_metrics", .run_arg = case_no_metrics},
+        {"rank_nonzero", .run_arg = case_rank_nonzero},
+        {"bad_option", .run_arg = case_bad_option},
+        {"split", .run_arg = case_split},
+        {"compute_bound", .run_arg = case_compute_bound},
+        {"comm", .run_arg = case_comm},
+        {"memory", .run_arg = case_memory},
+        {"requests", .run_arg = case_requests},
+        {"strategy_advice", .run_arg = case_strategy_advice},
     };
-    return cb_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
+    return fg_test_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "check.h"
+#include "ckpt_test.h"
 
 #define PATH "ckpt.safetensors"
 #define BIG_TENSORS 4
@@ -85,7 +85,7 @@ static int check_and_remove_leftovers(void)
             continue;
         if (!fg_ckpt_is_temporary(e->d_name)) {
             fprintf(stderr, "leftover '%s' is not recognised as a temporary\n", e->d_name);
-            check_failures++;
+            fg_test_failures++;
         }
         unlink(e->d_name);
         n++;
@@ -128,7 +128,7 @@ static int attempt(void)
     pid_t child = fork();
     if (child < 0) {
         perror("fork");
-        check_failures++;
+        fg_test_failures++;
         return 0;
     }
     if (child == 0)
@@ -163,7 +163,7 @@ int main(void)
     char dir[512];
     test_dir_enter(dir, sizeof dir, "ckpt-atomic");
     int landed = 0;
-    for (int i = 0; i < 3 && !landed && check_failures == 0; i++)
+    for (int i = 0; i < 3 && !landed && fg_test_failures == 0; i++)
         landed = attempt();
     CHECK(landed);
 
@@ -173,7 +173,7 @@ int main(void)
     check_path_is(1);
     CHECK(check_and_remove_leftovers() == 0);
 
-    if (check_failures == 0)
+    if (fg_test_failures == 0)
         test_dir_remove(dir);
-    return check_report("checkpoint.atomic");
+    return fg_test_report("checkpoint.atomic");
 }

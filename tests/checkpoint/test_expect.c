@@ -1,7 +1,7 @@
 /* The caller's expectation against the file: a wrong dtype, shape or rank, or a missing
  * name, is refused with a message naming the tensor, what was expected and what was found,
  * and the destination is left untouched. */
-#include "check.h"
+#include "ckpt_test.h"
 
 static const char *const path = "ckpt.safetensors";
 
@@ -21,7 +21,7 @@ static void expect_read(int line, fg_ckpt *c, const char *name, fg_dtype dtype, 
         fprintf(stderr, "line %d: %s\n  got:      %s: %s%s\n  expected: %s: %s\n", line, name,
                 fg_status_name(st), err.message, untouched ? "" : " (dst written)",
                 fg_status_name(status), message);
-        check_failures++;
+        fg_test_failures++;
     }
 }
 #define EXPECT_READ(...) expect_read(__LINE__, __VA_ARGS__)
@@ -43,7 +43,7 @@ int main(void)
     fg_ckpt *c = NULL;
     CHECK_STATUS(fg_ckpt_open(path, &c, &err), FG_OK);
     if (!c)
-        return check_report("checkpoint.expect");
+        return fg_test_report("checkpoint.expect");
 
     const int64_t s23[] = { 2, 3 }, s32[] = { 3, 2 }, s6[] = { 6 }, s1[] = { 1 }, s3[] = { 3 };
     const int64_t s231[] = { 2, 3, 1 };
@@ -95,11 +95,11 @@ int main(void)
     /* The file shrinks under an open reader: a read error, not a short read. */
     CHECK(truncate(path, 8 + 8) == 0);
     CHECK_STATUS(fg_ckpt_read_tensor(c, "s", FG_F64, 0, NULL, &sr, &err), FG_INVALID_ARGUMENT);
-    CHECK_HAS(err.message, "ckpt.safetensors: reading tensor 's' at byte ");
-    CHECK_HAS(err.message, ": unexpected end of file");
+    CHECK_CONTAINS(err.message, "ckpt.safetensors: reading tensor 's' at byte ");
+    CHECK_CONTAINS(err.message, ": unexpected end of file");
     fg_ckpt_close(c);
 
-    if (check_failures == 0)
+    if (fg_test_failures == 0)
         test_dir_remove(dir);
-    return check_report("checkpoint.expect");
+    return fg_test_report("checkpoint.expect");
 }

@@ -2,7 +2,7 @@
  * length, some files cut short), each opened and, when it opens, read tensor by tensor.
  * Nothing may crash or read out of bounds (the _asan build checks that); every refusal
  * names the file; every file that opens must read back in full. Fixed seed: reproducible. */
-#include "check.h"
+#include "ckpt_test.h"
 
 #define ITERATIONS 5000
 
@@ -58,7 +58,7 @@ static void read_all(fg_ckpt *c, size_t file_len, int iteration)
         if (st != FG_OK) {
             fprintf(stderr, "iteration %d: tensor '%s' opened but does not read: %s\n",
                     iteration, name, err.message);
-            check_failures++;
+            fg_test_failures++;
         }
         free(dst);
     }
@@ -94,7 +94,7 @@ int main(void)
     unsigned char *base = read_bytes("base.safetensors", &base_len);
     CHECK(base != NULL && base_len > 8);
     if (!base)
-        return check_report("checkpoint.fuzz");
+        return fg_test_report("checkpoint.fuzz");
     uint64_t header_len = 0;
     for (int i = 7; i >= 0; i--)
         header_len = (header_len << 8) | base[i];
@@ -118,7 +118,7 @@ int main(void)
             refused++;
             if (st != FG_INVALID_ARGUMENT || strncmp(err.message, "fuzz.safetensors: ", 18) != 0) {
                 fprintf(stderr, "iteration %d: %s: %s\n", it, fg_status_name(st), err.message);
-                check_failures++;
+                fg_test_failures++;
             }
         }
     }
@@ -127,7 +127,7 @@ int main(void)
     free(p);
     free(base);
 
-    if (check_failures == 0)
+    if (fg_test_failures == 0)
         test_dir_remove(dir);
-    return check_report("checkpoint.fuzz");
+    return fg_test_report("checkpoint.fuzz");
 }

@@ -3,7 +3,7 @@
  * odd-but-valid files must open. */
 #include <fcntl.h>
 
-#include "check.h"
+#include "ckpt_test.h"
 
 static const char *const path = "bad.safetensors";
 
@@ -105,7 +105,7 @@ static void run_case(size_t i, const hostile_case *hc)
     unsigned char data[4096] = { 0 };
     if (write_raw_ckpt(path, hc->header, data, hc->data_len) != 0) {
         fprintf(stderr, "case %zu: cannot write %s\n", i, path);
-        check_failures++;
+        fg_test_failures++;
         return;
     }
     fg_ckpt *c = (fg_ckpt *)data; /* open must clear it on failure */
@@ -119,13 +119,13 @@ static void run_case(size_t i, const hostile_case *hc)
         if (!ok) {
             fprintf(stderr, "case %zu: %s\n  got:      %s: %s\n  expected: invalid argument: %s\n",
                     i, hc->header, fg_status_name(st), err.message, want);
-            check_failures++;
+            fg_test_failures++;
         }
         return;
     }
     if (st != FG_OK) {
         fprintf(stderr, "case %zu: %s\n  expected to open, got: %s\n", i, hc->header, err.message);
-        check_failures++;
+        fg_test_failures++;
         return;
     }
     for (size_t k = 0; k < fg_ckpt_tensor_count(c); k++) {
@@ -146,14 +146,14 @@ static void expect_raw(int line, const void *bytes, size_t n, const char *messag
     fg_error err = { 0 };
     if (write_bytes(path, bytes, n) != 0) {
         fprintf(stderr, "line %d: cannot write %s\n", line, path);
-        check_failures++;
+        fg_test_failures++;
         return;
     }
     fg_status st = fg_ckpt_open(path, &c, &err);
     if (st != FG_INVALID_ARGUMENT || c != NULL || strncmp(err.message, message, strlen(message))) {
         fprintf(stderr, "line %d:\n  got:      %s: %s\n  expected: %s\n", line,
                 fg_status_name(st), err.message, message);
-        check_failures++;
+        fg_test_failures++;
         fg_ckpt_close(c);
     }
 }
@@ -204,7 +204,7 @@ int main(void)
     memset(deep + 8, '[', 20000);
     expect_raw(__LINE__, deep, sizeof deep, "bad.safetensors: header is not valid JSON: ");
 
-    if (check_failures == 0)
+    if (fg_test_failures == 0)
         test_dir_remove(dir);
-    return check_report("checkpoint.hostile");
+    return fg_test_report("checkpoint.hostile");
 }

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <sys/stat.h>
 
-#include "check.h"
+#include "ckpt_test.h"
 
 #define NT 9
 
@@ -191,7 +191,7 @@ int main(void)
     free(p);
     fg_ckpt_close(NULL); /* closing nothing is allowed, as free(NULL) is */
 
-    if (check_failures == 0)
+    if (fg_test_failures == 0)
         test_dir_remove(dir);
-    return check_report("checkpoint.roundtrip");
+    return fg_test_report("checkpoint.roundtrip");
 }

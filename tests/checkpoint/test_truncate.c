@@ -1,7 +1,7 @@
 /* Every prefix of a small valid checkpoint, from 0 bytes to the whole file: all but the
  * whole file must be refused (the header length or a tensor's end lies beyond the end),
  * each with a message naming the file; the whole file opens and reads back. */
-#include "check.h"
+#include "ckpt_test.h"
 
 int main(void)
 {
@@ -24,7 +24,7 @@ int main(void)
     unsigned char *full = read_bytes("full.safetensors", &full_len);
     CHECK(full != NULL && full_len > 8);
     if (!full)
-        return check_report("checkpoint.truncate");
+        return fg_test_report("checkpoint.truncate");
 
     const char *path = "trunc.safetensors";
     int refused = 0;
@@ -37,7 +37,7 @@ int main(void)
                 strncmp(err.message, "trunc.safetensors: ", 19) != 0) {
                 fprintf(stderr, "length %zu of %zu: got %s: %s\n", len, full_len,
                         fg_status_name(st), st == FG_OK ? "(opened)" : err.message);
-                check_failures++;
+                fg_test_failures++;
             }
             refused += st != FG_OK;
             fg_ckpt_close(c);
@@ -67,16 +67,16 @@ int main(void)
     CHECK(write_bytes(path, full, 20) == 0);
     CHECK_STATUS(fg_ckpt_open(path, &c, &err), FG_INVALID_ARGUMENT);
     fg_ckpt_close(c); /* NULL unless the check above failed */
-    CHECK_HAS(err.message, "trunc.safetensors: header length ");
-    CHECK_HAS(err.message, " exceeds the 12 bytes after it");
+    CHECK_CONTAINS(err.message, "trunc.safetensors: header length ");
+    CHECK_CONTAINS(err.message, " exceeds the 12 bytes after it");
     CHECK(write_bytes(path, full, full_len - 1) == 0);
     CHECK_STATUS(fg_ckpt_open(path, &c, &err), FG_INVALID_ARGUMENT);
     fg_ckpt_close(c); /* NULL unless the check above failed */
-    CHECK_HAS(err.message, "trunc.safetensors: tensor 'mask': data_offsets [68, 71] end beyond the "
+    CHECK_CONTAINS(err.message, "trunc.safetensors: tensor 'mask': data_offsets [68, 71] end beyond the "
                            "data section's 70 bytes");
     free(full);
 
-    if (check_failures == 0)
+    if (fg_test_failures == 0)
         test_dir_remove(dir);
-    return check_report("checkpoint.truncate");
+    return fg_test_report("checkpoint.truncate");
 }

@@ -3,7 +3,7 @@
  * fg_ckpt_is_temporary and the reader's answer for a missing file. */
 #include <sys/stat.h>
 
-#include "check.h"
+#include "ckpt_test.h"
 
 static const char *const path = "ckpt.safetensors";
 
@@ -35,7 +35,7 @@ static void expect_refused(int line, const fg_ckpt_tensor *t, size_t n, const ch
         !folder_is_empty()) {
         fprintf(stderr, "line %d: expected a refusal\n  got:      %s: %s\n  expected: %s\n",
                 line, fg_status_name(st), err.message, message);
-        check_failures++;
+        fg_test_failures++;
     }
 }
 #define EXPECT_REFUSED(t, n, k, v, m, msg) expect_refused(__LINE__, t, n, k, v, m, msg)
@@ -106,15 +106,15 @@ int main(void)
     fg_error err = { 0 };
     CHECK_STATUS(fg_ckpt_write_atomic("no/such/ckpt.safetensors", &ok, 1, k1, v1, 1, &err),
                  FG_INVALID_ARGUMENT);
-    CHECK_HAS(err.message, "no/such/ckpt.safetensors.tmp.");
-    CHECK_HAS(err.message, ": cannot create: No such file or directory");
+    CHECK_CONTAINS(err.message, "no/such/ckpt.safetensors.tmp.");
+    CHECK_CONTAINS(err.message, ": cannot create: No such file or directory");
     CHECK_STATUS(fg_ckpt_write_atomic("", &ok, 1, k1, v1, 1, &err), FG_INVALID_ARGUMENT);
     CHECK_STR(err.message, "checkpoint path is empty");
 
     /* PATH is a folder: the rename fails, the temporary is removed. */
     CHECK(mkdir("taken", 0755) == 0);
     CHECK_STATUS(fg_ckpt_write_atomic("taken", &ok, 1, k1, v1, 1, &err), FG_INVALID_ARGUMENT);
-    CHECK_HAS(err.message, "taken: cannot rename taken.tmp.");
+    CHECK_CONTAINS(err.message, "taken: cannot rename taken.tmp.");
     CHECK(rmdir("taken") == 0);
     CHECK(folder_is_empty());
 
@@ -133,7 +133,7 @@ int main(void)
     CHECK(!fg_ckpt_is_temporary("/runs/x.tmp.y/ckpt.safetensors"));
     CHECK(!fg_ckpt_is_temporary("ckpt.tmp"));
 
-    if (check_failures == 0)
+    if (fg_test_failures == 0)
         test_dir_remove(dir);
-    return check_report("checkpoint.write_errors");
+    return fg_test_report("checkpoint.write_errors");
 }

@@ -1,7 +1,7 @@
 /* Writes the sample checkpoint that read_safetensors.py (an independent, stdlib-only
  * reader) checks: every dtype holding 0, 1, 2, ... so the script can verify values and byte
  * order, an empty tensor, a name that needs JSON escaping, and two metadata entries. */
-#include "check.h"
+#include "ckpt_test.h"
 
 int main(int argc, char **argv)
 {

@@ -1,7 +1,7 @@
 /* Levenshtein distance and the nearest-candidate rule behind every "did you mean". */
 #include <stdlib.h>
 
-#include "check.h"
+#include "config_test.h"
 
 static void test_distance(void)
 {
@@ -57,5 +57,5 @@ int main(void)
 {
     test_distance();
     test_nearest();
-    return check_report("config.edit_distance");
+    return fg_test_report("config.edit_distance");
 }

@@ -2,7 +2,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "check.h"
+#include "config_test.h"
 
 static const fg_option opt_epochs = { "max_epochs", FG_OPT_INT, "1000", 0, 1000000, NULL, "" };
 static const fg_option opt_seed = { "seed", FG_OPT_INT, "0", 1, 0, NULL, "no range" };
@@ -169,5 +169,5 @@ int main(void)
     test_enum();
     test_list_and_string();
     test_odd_options();
-    return check_report("config.options");
+    return fg_test_report("config.options");
 }

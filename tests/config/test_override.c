@@ -1,5 +1,5 @@
 /* Command-line overrides and values set from code. */
-#include "check.h"
+#include "config_test.h"
 
 #define CHECK_OVERRIDE_FAILS(cfg, arg, expected_)                                            \
     do {                                                                                   \
@@ -129,5 +129,5 @@ int main(void)
     test_splitting();
     test_malformed();
     test_set();
-    return check_report("config.override");
+    return fg_test_report("config.override");
 }

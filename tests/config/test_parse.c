@@ -1,7 +1,7 @@
 /* Parsing: entry order, values, origins, comments, and every syntax error with its place. */
 #include <stdlib.h>
 
-#include "check.h"
+#include "config_test.h"
 
 static void test_order_values_origins(void)
 {
@@ -116,7 +116,7 @@ static void test_empty_inputs(void)
     fg_config *cfg = NULL;
     fg_error err = { 0 };
     CHECK(fg_config_parse_string("x = 1\n", NULL, &cfg, &err) == FG_INVALID_ARGUMENT);
-    CHECK_HAS(err.message, "<string>:1:");
+    CHECK_CONTAINS(err.message, "<string>:1:");
 }
 
 static void test_syntax_errors(void)
@@ -154,7 +154,7 @@ static void test_syntax_errors(void)
     fg_error err = { 0 };
     CHECK(fg_config_parse_string(text, "cfg.ini", &cfg, &err) == FG_INVALID_ARGUMENT);
     CHECK(cfg == NULL);
-    CHECK_HAS(err.message, "cfg.ini:3: line is longer than ");
+    CHECK_CONTAINS(err.message, "cfg.ini:3: line is longer than ");
 }
 
 static void test_files(void)
@@ -198,7 +198,7 @@ static void test_files(void)
     CHECK(fg_config_load("nul_byte.ini", &cfg, &err) == FG_INVALID_ARGUMENT);
     CHECK_STR(err.message, "nul_byte.ini:2: contains a NUL byte (not a text file?)");
     CHECK(fg_config_load(".", &cfg, &err) != FG_OK); /* a directory is no config */
-    CHECK_HAS(err.message, ".: ");
+    CHECK_CONTAINS(err.message, ".: ");
 }
 
 int main(void)
@@ -209,5 +209,5 @@ int main(void)
     test_empty_inputs();
     test_syntax_errors();
     test_files();
-    return check_report("config.parse");
+    return fg_test_report("config.parse");
 }

@@ -1,5 +1,5 @@
 /* Section names against the known list and the named-family prefixes. */
-#include "check.h"
+#include "config_test.h"
 
 static const char *const known[] = { "trainer", "backend", "precision", "strategy", "comm",
                                      "data", "model", "optimizer", "scheduler", "plugins" };
@@ -69,5 +69,5 @@ int main(void)
 {
     test_accepted();
     test_unknown();
-    return check_report("config.sections");
+    return fg_test_report("config.sections");
 }

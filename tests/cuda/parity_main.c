@@ -1,7 +1,6 @@
 /* cuda.parity: loads the CPU and CUDA backends, runs every op on both, compares.
  * Exits 77 (ctest SKIP) when the CUDA backend is unavailable (no driver, no device). */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <stddef.h>
 #include <math.h>
 #include <stdarg.h>
@@ -9,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fake_host.h"
 #include "parity.h"
+#include "plugin_load.h"
 
 parity P;
 int checks, failures;
@@ -273,60 +274,12 @@ int compare_exact(const char *what, pair p, size_t bytes)
 
 /* ---- plugins ------------------------------------------------------------------------- */
 
-static void host_log(const fg_host *host, int level, const char *fmt, ...)
-{
-    (void)host;
-    if (level > FG_LOG_WARN)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "[plugin] ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-}
-
-static fg_status host_get_int(const fg_host *host, const char *key, int64_t *out)
-{
-    (void)host;
-    if (strcmp(key, "devices") == 0)
-        *out = 1;
-    else if (strcmp(key, "threads") == 0 || strcmp(key, "memory_limit_mb") == 0)
-        *out = 0;
-    else
-        return FG_NOT_FOUND;
-    return FG_OK;
-}
-
-static fg_status host_get_bool(const fg_host *host, const char *key, int *out)
-{
-    (void)host;
-    if (strcmp(key, "allow_tf32") != 0)
-        return FG_NOT_FOUND;
-    *out = 0; /* the 1e-5 comparisons need true fp32 */
-    return FG_OK;
-}
-
-static const fg_host test_host = {
-    .struct_size = sizeof(fg_host), .abi_major = FG_ABI_MAJOR, .abi_minor = FG_ABI_MINOR,
-    .section = "backend", .log = host_log, .get_bool = host_get_bool,
-    .get_int = host_get_int,
-};
+/* The common fake host of each backend: the schema's defaults, warnings echoed. */
+static fg_fake_host cuda_host, cpu_host;
 
 static const fg_plugin *load(const char *path, const char *name)
 {
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        fprintf(stderr, "cannot dlopen %s: %s\n", path, dlerror());
-        exit(1);
-    }
-    const fg_plugin *p = dlsym(lib, FG_PLUGIN_ENTRY_NAME);
-    if (!p || p->magic != FG_PLUGIN_MAGIC || p->kind != FG_KIND_BACKEND ||
-        strcmp(p->name, name) != 0 || !p->init || !p->vtable) {
-        fprintf(stderr, "%s: bad or missing descriptor\n", path);
-        exit(1);
-    }
-    return p;
+    return fg_test_need_plugin(path, FG_KIND_BACKEND, name);
 }
 
 /* The built paths, unless the environment names others (a bundle moved to a GPU machine:
@@ -340,8 +293,11 @@ static const char *plugin_path(const char *env, const char *built)
 static void open_backends(void)
 {
     const fg_plugin *gp = load(plugin_path("FG_TEST_CUDA_PLUGIN", FG_CUDA_PLUGIN_PATH), "cuda");
+    fg_fake_host_init(&cuda_host, gp, NULL);
+    fg_fake_host_set(&cuda_host, "allow_tf32", "false"); /* the 1e-5 comparisons need true fp32 */
+    fg_fake_host_echo(&cuda_host, stderr, FG_LOG_WARN);
     fg_error e = {0};
-    fg_status st = gp->init(&test_host, &P.gs, &e);
+    fg_status st = gp->init(&cuda_host.host, &P.gs, &e);
     if (st == FG_UNAVAILABLE) {
         printf("SKIP: %s\n", e.message);
         exit(77);
@@ -349,7 +305,9 @@ static void open_backends(void)
     if (st != FG_OK)
         die("cuda init", st, &e);
     const fg_plugin *cp = load(plugin_path("FG_TEST_CPU_PLUGIN", FG_CPU_PLUGIN_PATH), "cpu");
-    st = cp->init(&test_host, &P.cs, &e);
+    fg_fake_host_init(&cpu_host, cp, NULL);
+    fg_fake_host_echo(&cpu_host, stderr, FG_LOG_WARN);
+    st = cp->init(&cpu_host.host, &P.cs, &e);
     if (st != FG_OK)
         die("cpu init", st, &e);
     P.cpu = cp->vtable;

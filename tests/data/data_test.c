@@ -1,121 +1,24 @@
-/* The fake host and the dlopen loader of the data plugin tests. */
+/* The plugin loader, concurrent reads and the case runner of the data plugin tests. */
 #define _POSIX_C_SOURCE 200809L
 #include "data_test.h"
-#include "option_text.h"
+#include "plugin_load.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdlib.h>
-
-int test_failures = 0;
-
-/* ---- a fake host ------------------------------------------------------------------- */
-
-static const fake_host *as_fake(const fg_host *host)
-{
-    return (const fake_host *)host; /* fg_host is its first member */
-}
-
-/* The set value, else the schema default; NULL for a key the schema does not declare. */
-static const char *lookup(const fg_host *host, const char *key)
-{
-    const fake_host *fh = as_fake(host);
-    for (int i = 0; i < fh->count; i++)
-        if (strcmp(fh->keys[i], key) == 0)
-            return fh->values[i];
-    for (uint32_t i = 0; i < fh->plugin->option_count; i++)
-        if (strcmp(fh->plugin->options[i].key, key) == 0)
-            return fh->plugin->options[i].default_value;
-    return NULL;
-}
-
-static void fake_log(const fg_host *host, int level, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "[plugin log %d] ", level);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-static fg_status fake_get_string(const fg_host *host, const char *key, const char **out)
-{
-    return fg_test_option_string(lookup(host, key), out);
-}
-
-static fg_status fake_get_int(const fg_host *host, const char *key, int64_t *out)
-{
-    return fg_test_option_int(lookup(host, key), out);
-}
-
-static fg_status fake_get_float(const fg_host *host, const char *key, double *out)
-{
-    return fg_test_option_float(lookup(host, key), out);
-}
-
-static fg_status fake_get_bool(const fg_host *host, const char *key, int *out)
-{
-    return fg_test_option_bool(lookup(host, key), out);
-}
-
-void fake_host_init(fake_host *fh, const fg_plugin *plugin)
-{
-    memset(fh, 0, sizeof *fh);
-    fh->plugin = plugin;
-    fh->host.struct_size = sizeof fh->host;
-    fh->host.abi_major = FG_ABI_MAJOR;
-    fh->host.abi_minor = FG_ABI_MINOR;
-    fh->host.section = "data";
-    fh->host.log = fake_log;
-    fh->host.get_bool = fake_get_bool;
-    fh->host.get_int = fake_get_int;
-    fh->host.get_float = fake_get_float;
-    fh->host.get_string = fake_get_string;
-}
-
-void fake_host_set(fake_host *fh, const char *key, const char *value)
-{
-    int i = 0;
-    while (i < fh->count && strcmp(fh->keys[i], key) != 0)
-        i++;
-    if (i == FAKE_HOST_MAX_KEYS) {
-        fprintf(stderr, "fake_host_set: more than %d keys\n", FAKE_HOST_MAX_KEYS);
-        test_failures++;
-        return;
-    }
-    snprintf(fh->keys[i], sizeof fh->keys[i], "%s", key);
-    snprintf(fh->values[i], sizeof fh->values[i], "%s", value);
-    if (i == fh->count)
-        fh->count++;
-}
 
 /* ---- plugins ----------------------------------------------------------------------- */
 
 const fg_plugin *load_data_plugin(const char *path, const char *name)
 {
-    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-        fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
-        return NULL;
-    }
-    const fg_plugin *p = dlsym(handle, FG_PLUGIN_ENTRY_NAME);
-    if (!p) {
-        fprintf(stderr, "%s: no %s\n", path, FG_PLUGIN_ENTRY_NAME);
-        return NULL;
-    }
-    if (p->magic != FG_PLUGIN_MAGIC || p->abi_major != FG_ABI_MAJOR ||
-        p->struct_size < sizeof *p || p->kind != FG_KIND_DATA || strcmp(p->name, name) != 0 ||
-        p->option_size != sizeof(fg_option) || !p->init || !p->vtable ||
-        data_vtable(p)->struct_size < sizeof(fg_data_vtable)) {
-        fprintf(stderr, "%s: not the data plugin \"%s\" this test was built for\n", path, name);
+    const fg_plugin *p = fg_test_load_plugin(path, FG_KIND_DATA, name);
+    if (p && data_vtable(p)->struct_size < sizeof(fg_data_vtable)) {
+        fprintf(stderr, "%s: a data vtable of %u bytes\n", path, data_vtable(p)->struct_size);
         return NULL;
     }
     return p;
 }
 
-fg_status instance_init(test_instance *in, const fg_plugin *plugin, fake_host *fh,
+fg_status instance_init(test_instance *in, const fg_plugin *plugin, fg_fake_host *fh,
                         fg_error *err)
 {
     memset(in, 0, sizeof *in);
@@ -194,9 +97,25 @@ void check_concurrent_reads(const test_instance *in, void *ds, int64_t n, int64_
     for (int t = 0; t < CONC_THREADS; t++) {
         pthread_join(threads[t], NULL);
         CHECK_STATUS(jobs[t].status, FG_OK, jobs[t].err);
-        CHECK_EQ_INT(jobs[t].mismatches, 0);
+        CHECK_EQ(jobs[t].mismatches, 0);
     }
     free(order);
     free(ref);
     free(ref_labels);
+}
+
+int data_test_main(int argc, char **argv, const data_case *cases, size_t count)
+{
+    for (size_t i = 0; argc == 2 && i < count; i++) {
+        if (strcmp(argv[1], cases[i].name) != 0)
+            continue;
+        int rc = cases[i].run();
+        if (rc == TEST_SKIPPED)
+            return rc;
+        if (rc != 0)
+            fg_test_failures++;
+        return fg_test_report(argv[1]);
+    }
+    fprintf(stderr, "usage: %s CASE, CASE one of the test's table\n", argv[0]);
+    return 2;
 }

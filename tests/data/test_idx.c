@@ -17,7 +17,7 @@
 typedef struct idx_case {
     const fg_plugin *plugin;
     fixture fx;
-    fake_host fh;
+    fg_fake_host fh;
     test_instance in;
     fg_error err;
 } idx_case;
@@ -28,11 +28,11 @@ static int setup(idx_case *c, int with_fixture)
     c->plugin = load_data_plugin(FG_TEST_IDX_PLUGIN, "idx");
     if (!c->plugin)
         return -1;
-    fake_host_init(&c->fh, c->plugin);
+    fg_fake_host_init(&c->fh, c->plugin, NULL);
     if (with_fixture) {
         if (fixture_create(&c->fx) != 0)
             return -1;
-        fake_host_set(&c->fh, "dir", c->fx.dir);
+        fg_fake_host_set(&c->fh, "dir", c->fx.dir);
     }
     return 0;
 }
@@ -47,10 +47,10 @@ static void teardown(idx_case *c)
 /* The same files for the train and the test split: each case needs one pair. */
 static void use_files(idx_case *c, const char *images, const char *labels)
 {
-    fake_host_set(&c->fh, "train_images", images);
-    fake_host_set(&c->fh, "train_labels", labels);
-    fake_host_set(&c->fh, "test_images", images);
-    fake_host_set(&c->fh, "test_labels", labels);
+    fg_fake_host_set(&c->fh, "train_images", images);
+    fg_fake_host_set(&c->fh, "train_labels", labels);
+    fg_fake_host_set(&c->fh, "test_images", images);
+    fg_fake_host_set(&c->fh, "test_labels", labels);
 }
 
 /* init (once) then open; the status, with c->err filled on failure. */
@@ -82,7 +82,7 @@ static void expect_open_failure(idx_case *c, fg_status st, const char *const *fr
     fg_dataset_info info;
     CHECK_STATUS(open_split(c, FG_SPLIT_TRAIN, &ds, &info), st, c->err);
     CHECK(ds == NULL);
-    CHECK_EQ_INT(c->err.status, st);
+    CHECK_EQ(c->err.status, st);
     for (int i = 0; fragments[i]; i++)
         CHECK_CONTAINS(c->err.message, fragments[i]);
     close_split(c, ds);
@@ -122,14 +122,14 @@ static void check_fashion_split(idx_case *c, int split, int64_t length, int64_t 
     CHECK_STATUS(open_split(c, split, &ds, &info), FG_OK, c->err);
     if (!ds)
         return;
-    CHECK_EQ_INT(info.struct_size, sizeof info);
-    CHECK_EQ_INT(info.length, length);
-    CHECK_EQ_INT(info.rank, 3);
-    CHECK_EQ_INT(info.shape[0], 1);
-    CHECK_EQ_INT(info.shape[1], 28);
-    CHECK_EQ_INT(info.shape[2], 28);
-    CHECK_EQ_INT(info.sample_dtype, FG_F32);
-    CHECK_EQ_INT(info.num_classes, 10);
+    CHECK_EQ(info.struct_size, sizeof info);
+    CHECK_EQ(info.length, length);
+    CHECK_EQ(info.rank, 3);
+    CHECK_EQ(info.shape[0], 1);
+    CHECK_EQ(info.shape[1], 28);
+    CHECK_EQ(info.shape[2], 28);
+    CHECK_EQ(info.sample_dtype, FG_F32);
+    CHECK_EQ(info.num_classes, 10);
 
     enum { BATCH = 1000 };
     float *samples = malloc((size_t)BATCH * 784 * sizeof *samples);
@@ -147,7 +147,7 @@ static void check_fashion_split(idx_case *c, int split, int64_t length, int64_t 
             if (labels[k] >= 0 && labels[k] < 10)
                 histogram[labels[k]]++;
             else
-                CHECK_EQ_INT(labels[k], -1);
+                CHECK_EQ(labels[k], -1);
         }
         for (size_t p = 0; p < (size_t)n * 784; p++) {
             lo = samples[p] < lo ? samples[p] : lo;
@@ -155,7 +155,7 @@ static void check_fashion_split(idx_case *c, int split, int64_t length, int64_t 
         }
     }
     for (int k = 0; k < 10; k++)
-        CHECK_EQ_INT(histogram[k], per_class);
+        CHECK_EQ(histogram[k], per_class);
     CHECK(lo == 0.0f);
     CHECK(hi == 1.0f);
 
@@ -164,14 +164,14 @@ static void check_fashion_split(idx_case *c, int split, int64_t length, int64_t 
     indices[1] = length - 1;
     CHECK_STATUS(c->in.vt->read(c->in.state, ds, indices, 2, samples, labels, &c->err), FG_OK,
                  c->err);
-    CHECK_EQ_INT(labels[0], 9);
+    CHECK_EQ(labels[0], 9);
     uint8_t ref[784];
     for (int k = 0; k < 2; k++) {
         CHECK(reference_image(images_file, indices[k], ref) == 0);
         int bad = 0;
         for (int p = 0; p < 784; p++)
             bad += fabsf(samples[k * 784 + p] - (float)(ref[p] / 255.0)) > 1e-7f;
-        CHECK_EQ_INT(bad, 0);
+        CHECK_EQ(bad, 0);
     }
     free(samples);
     close_split(c, ds);
@@ -202,11 +202,11 @@ static void check_generated(idx_case *c, int split, int64_t first_item, int64_t 
     CHECK_STATUS(open_split(c, split, &ds, &info), FG_OK, c->err);
     if (!ds)
         return;
-    CHECK_EQ_INT(info.length, length);
-    CHECK_EQ_INT(info.rank, 3);
-    CHECK_EQ_INT(info.shape[0], 1);
-    CHECK_EQ_INT(info.shape[1], 4);
-    CHECK_EQ_INT(info.shape[2], 5);
+    CHECK_EQ(info.length, length);
+    CHECK_EQ(info.rank, 3);
+    CHECK_EQ(info.shape[0], 1);
+    CHECK_EQ(info.shape[1], 4);
+    CHECK_EQ(info.shape[2], 5);
     float samples[20 * 20];
     int32_t labels[20];
     int64_t indices[20];
@@ -217,11 +217,11 @@ static void check_generated(idx_case *c, int split, int64_t first_item, int64_t 
     int bad = 0;
     for (int k = 0; k < length; k++) {
         int64_t item = first_item + indices[k];
-        CHECK_EQ_INT(labels[k], item % 10);
+        CHECK_EQ(labels[k], item % 10);
         for (int p = 0; p < 20; p++)
             bad += samples[k * 20 + p] != (float)(fixture_pixel(item, p) / 255.0);
     }
-    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ(bad, 0);
     /* labels may be NULL */
     CHECK_STATUS(c->in.vt->read(c->in.state, ds, indices, 1, samples, NULL, &c->err), FG_OK, c->err);
     close_split(c, ds);
@@ -238,10 +238,10 @@ static int case_plain_and_gzip(void)
     CHECK(write_gzip(&c.fx, "gz-images", &images) == 0);
     CHECK(write_plain(&c.fx, "plain-labels", &labels) == 0);
     CHECK(write_gzip(&c.fx, "gz-labels.idx", &labels) == 0);
-    fake_host_set(&c.fh, "train_images", "plain-images.gz");
-    fake_host_set(&c.fh, "train_labels", "gz-labels.idx");
-    fake_host_set(&c.fh, "test_images", "gz-images");
-    fake_host_set(&c.fh, "test_labels", "plain-labels");
+    fg_fake_host_set(&c.fh, "train_images", "plain-images.gz");
+    fg_fake_host_set(&c.fh, "train_labels", "gz-labels.idx");
+    fg_fake_host_set(&c.fh, "test_images", "gz-images");
+    fg_fake_host_set(&c.fh, "test_labels", "plain-labels");
     check_generated(&c, FG_SPLIT_TRAIN, 0, 20);
     check_generated(&c, FG_SPLIT_TEST, 0, 20);
     check_generated(&c, FG_SPLIT_PREDICT, 0, 20);
@@ -260,7 +260,7 @@ static int case_absolute_paths(void)
     CHECK(write_gzip(&c.fx, "i", &images) == 0);
     CHECK(write_gzip(&c.fx, "l", &labels) == 0);
     char pi[512], pl[512];
-    fake_host_set(&c.fh, "dir", "/nonexistent-dir");
+    fg_fake_host_set(&c.fh, "dir", "/nonexistent-dir");
     use_files(&c, fixture_path(&c.fx, "i", pi, sizeof pi), fixture_path(&c.fx, "l", pl, sizeof pl));
     check_generated(&c, FG_SPLIT_TRAIN, 0, 20);
     bytes_free(&images);
@@ -280,21 +280,21 @@ static int case_val_fraction(void)
     CHECK(write_gzip(&c.fx, "train-l", &labels) == 0);
     CHECK(write_gzip(&c.fx, "test-i", &test_images) == 0);
     CHECK(write_gzip(&c.fx, "test-l", &test_labels) == 0);
-    fake_host_set(&c.fh, "train_images", "train-i");
-    fake_host_set(&c.fh, "train_labels", "train-l");
-    fake_host_set(&c.fh, "test_images", "test-i");
-    fake_host_set(&c.fh, "test_labels", "test-l");
+    fg_fake_host_set(&c.fh, "train_images", "train-i");
+    fg_fake_host_set(&c.fh, "train_labels", "train-l");
+    fg_fake_host_set(&c.fh, "test_images", "test-i");
+    fg_fake_host_set(&c.fh, "test_labels", "test-l");
     /* Default: val reads the test files. */
     check_generated(&c, FG_SPLIT_VAL, 0, 10);
     instance_deinit(&c.in);
     /* 0.25: train is items [0, 15), val [15, 20) of the train files. */
-    fake_host_set(&c.fh, "val_fraction", "0.25");
+    fg_fake_host_set(&c.fh, "val_fraction", "0.25");
     check_generated(&c, FG_SPLIT_TRAIN, 0, 15);
     check_generated(&c, FG_SPLIT_VAL, 15, 5);
     check_generated(&c, FG_SPLIT_TEST, 0, 10);
     instance_deinit(&c.in);
     /* Out of the schema's range: the plugin refuses it even from a lax host. */
-    fake_host_set(&c.fh, "val_fraction", "0.75");
+    fg_fake_host_set(&c.fh, "val_fraction", "0.75");
     void *ds = NULL;
     fg_dataset_info info;
     CHECK_STATUS(open_split(&c, FG_SPLIT_TRAIN, &ds, &info), FG_INVALID_ARGUMENT, c.err);
@@ -316,7 +316,7 @@ static int case_empty_split(void)
     CHECK(write_gzip(&c.fx, "i", &images) == 0);
     CHECK(write_gzip(&c.fx, "l", &labels) == 0);
     use_files(&c, "i", "l");
-    fake_host_set(&c.fh, "test_images", "");
+    fg_fake_host_set(&c.fh, "test_images", "");
     void *ds = NULL;
     fg_dataset_info info;
     CHECK_STATUS(open_split(&c, FG_SPLIT_TEST, &ds, &info), FG_NOT_FOUND, c.err);
@@ -340,9 +340,9 @@ static int case_normalize(void)
     CHECK(write_plain(&c.fx, "i", &images) == 0);
     CHECK(write_plain(&c.fx, "l", &labels) == 0);
     use_files(&c, "i", "l");
-    fake_host_set(&c.fh, "normalize", "true");
-    fake_host_set(&c.fh, "mean", "0.5");
-    fake_host_set(&c.fh, "std", "0.25");
+    fg_fake_host_set(&c.fh, "normalize", "true");
+    fg_fake_host_set(&c.fh, "mean", "0.5");
+    fg_fake_host_set(&c.fh, "std", "0.25");
     void *ds = NULL;
     fg_dataset_info info;
     CHECK_STATUS(open_split(&c, FG_SPLIT_TRAIN, &ds, &info), FG_OK, c.err);
@@ -352,7 +352,7 @@ static int case_normalize(void)
     int bad = 0;
     for (int p = 0; p < 20; p++)
         bad += fabsf(samples[p] - (float)((fixture_pixel(2, p) / 255.0 - 0.5) / 0.25)) > 1e-6f;
-    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ(bad, 0);
     close_split(&c, ds);
     bytes_free(&images);
     bytes_free(&labels);
@@ -632,16 +632,16 @@ static int case_label_range(void)
     instance_deinit(&c.in);
 
     /* With 11 classes the same file is fine. */
-    fake_host_set(&c.fh, "num_classes", "11");
+    fg_fake_host_set(&c.fh, "num_classes", "11");
     void *ds = NULL;
     fg_dataset_info info;
     CHECK_STATUS(open_split(&c, FG_SPLIT_TRAIN, &ds, &info), FG_OK, c.err);
-    CHECK_EQ_INT(info.num_classes, 11);
+    CHECK_EQ(info.num_classes, 11);
     int64_t index = 7;
     int32_t label = -1;
     float samples[20];
     CHECK_STATUS(c.in.vt->read(c.in.state, ds, &index, 1, samples, &label, &c.err), FG_OK, c.err);
-    CHECK_EQ_INT(label, 10);
+    CHECK_EQ(label, 10);
     close_split(&c, ds);
     bytes_free(&images);
     bytes_free(&labels);
@@ -691,7 +691,7 @@ static int case_concurrent(void)
     if (fashion_present()) {
         if (setup(&c, 0) != 0)
             return 1;
-        fake_host_set(&c.fh, "normalize", "true");
+        fg_fake_host_set(&c.fh, "normalize", "true");
     } else {
         /* Without the package: a generated file of the same size. */
         if (setup(&c, 1) != 0)
@@ -715,12 +715,7 @@ static int case_concurrent(void)
 
 /* ---- main -------------------------------------------------------------------------- */
 
-typedef struct test_case {
-    const char *name;
-    int (*run)(void);
-} test_case;
-
-static const test_case cases[] = {
+static const data_case cases[] = {
     {"fashion_mnist", case_fashion_mnist},
     {"plain_and_gzip", case_plain_and_gzip},
     {"absolute_paths", case_absolute_paths},
@@ -743,22 +738,5 @@ static const test_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s <case>\n", argv[0]);
-        return 2;
-    }
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        if (strcmp(argv[1], cases[i].name) == 0) {
-            int rc = cases[i].run();
-            if (rc == TEST_SKIPPED)
-                return rc;
-            if (rc != 0 || test_failures != 0) {
-                fprintf(stderr, "%s: %d check(s) failed\n", argv[1], test_failures);
-                return 1;
-            }
-            return 0;
-        }
-    }
-    fprintf(stderr, "unknown case %s\n", argv[1]);
-    return 2;
+    return data_test_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -10,7 +10,7 @@
 
 typedef struct syn_case {
     const fg_plugin *plugin;
-    fake_host fh;
+    fg_fake_host fh;
     test_instance in;
     fg_error err;
 } syn_case;
@@ -21,7 +21,7 @@ static int setup(syn_case *c)
     c->plugin = load_data_plugin(FG_TEST_SYNTHETIC_PLUGIN, "synthetic");
     if (!c->plugin)
         return -1;
-    fake_host_init(&c->fh, c->plugin);
+    fg_fake_host_init(&c->fh, c->plugin, NULL);
     return 0;
 }
 
@@ -61,19 +61,19 @@ static int case_defaults(void)
     void *train = NULL, *test = NULL, *predict = NULL, *val = NULL;
     fg_dataset_info info;
     CHECK_STATUS(open_split(&c, FG_SPLIT_TRAIN, &train, &info), FG_OK, c.err);
-    CHECK_EQ_INT(info.struct_size, sizeof info);
-    CHECK_EQ_INT(info.length, 60000);
-    CHECK_EQ_INT(info.rank, 3);
-    CHECK_EQ_INT(info.shape[0], 1);
-    CHECK_EQ_INT(info.shape[1], 28);
-    CHECK_EQ_INT(info.shape[2], 28);
-    CHECK_EQ_INT(info.shape[3], 0);
-    CHECK_EQ_INT(info.sample_dtype, FG_F32);
-    CHECK_EQ_INT(info.num_classes, 10);
+    CHECK_EQ(info.struct_size, sizeof info);
+    CHECK_EQ(info.length, 60000);
+    CHECK_EQ(info.rank, 3);
+    CHECK_EQ(info.shape[0], 1);
+    CHECK_EQ(info.shape[1], 28);
+    CHECK_EQ(info.shape[2], 28);
+    CHECK_EQ(info.shape[3], 0);
+    CHECK_EQ(info.sample_dtype, FG_F32);
+    CHECK_EQ(info.num_classes, 10);
     CHECK_STATUS(open_split(&c, FG_SPLIT_TEST, &test, &info), FG_OK, c.err);
-    CHECK_EQ_INT(info.length, 10000);
+    CHECK_EQ(info.length, 10000);
     CHECK_STATUS(open_split(&c, FG_SPLIT_PREDICT, &predict, &info), FG_OK, c.err);
-    CHECK_EQ_INT(info.length, 10000);
+    CHECK_EQ(info.length, 10000);
     CHECK_STATUS(open_split(&c, FG_SPLIT_VAL, &val, &info), FG_NOT_FOUND, c.err);
     CHECK(val == NULL);
     CHECK_CONTAINS(c.err.message, "val split is not configured");
@@ -100,24 +100,24 @@ static int case_sizes(void)
     syn_case c;
     if (setup(&c) != 0)
         return 1;
-    fake_host_set(&c.fh, "shape", "3, 2,5");
-    fake_host_set(&c.fh, "train_size", "7");
-    fake_host_set(&c.fh, "test_size", "0");
-    fake_host_set(&c.fh, "val_size", "5");
-    fake_host_set(&c.fh, "num_classes", "3");
+    fg_fake_host_set(&c.fh, "shape", "3, 2,5");
+    fg_fake_host_set(&c.fh, "train_size", "7");
+    fg_fake_host_set(&c.fh, "test_size", "0");
+    fg_fake_host_set(&c.fh, "val_size", "5");
+    fg_fake_host_set(&c.fh, "num_classes", "3");
     CHECK_STATUS(init(&c), FG_OK, c.err);
     void *ds = NULL;
     fg_dataset_info info;
     CHECK_STATUS(open_split(&c, FG_SPLIT_VAL, &ds, &info), FG_OK, c.err);
-    CHECK_EQ_INT(info.length, 5);
-    CHECK_EQ_INT(info.rank, 3);
-    CHECK_EQ_INT(info.shape[0], 3);
-    CHECK_EQ_INT(info.shape[1], 2);
-    CHECK_EQ_INT(info.shape[2], 5);
-    CHECK_EQ_INT(info.num_classes, 3);
+    CHECK_EQ(info.length, 5);
+    CHECK_EQ(info.rank, 3);
+    CHECK_EQ(info.shape[0], 3);
+    CHECK_EQ(info.shape[1], 2);
+    CHECK_EQ(info.shape[2], 5);
+    CHECK_EQ(info.num_classes, 3);
     c.in.vt->close(c.in.state, ds);
     CHECK_STATUS(open_split(&c, FG_SPLIT_TRAIN, &ds, &info), FG_OK, c.err);
-    CHECK_EQ_INT(info.length, 7);
+    CHECK_EQ(info.length, 7);
     c.in.vt->close(c.in.state, ds);
     ds = NULL;
     CHECK_STATUS(open_split(&c, FG_SPLIT_TEST, &ds, &info), FG_NOT_FOUND, c.err);
@@ -131,10 +131,10 @@ static int case_sizes(void)
     old.struct_size = (uint32_t)offsetof(fg_dataset_info, num_classes);
     old.num_classes = -7;
     CHECK_STATUS(c.in.vt->open(c.in.state, FG_SPLIT_TRAIN, &ds, &old, &c.err), FG_OK, c.err);
-    CHECK_EQ_INT(old.struct_size, offsetof(fg_dataset_info, num_classes));
-    CHECK_EQ_INT(old.length, 7);
-    CHECK_EQ_INT(old.sample_dtype, FG_F32);
-    CHECK_EQ_INT(old.num_classes, -7);
+    CHECK_EQ(old.struct_size, offsetof(fg_dataset_info, num_classes));
+    CHECK_EQ(old.length, 7);
+    CHECK_EQ(old.sample_dtype, FG_F32);
+    CHECK_EQ(old.num_classes, -7);
     c.in.vt->close(c.in.state, ds);
     instance_deinit(&c.in);
     return 0;
@@ -147,9 +147,9 @@ static int case_determinism(void)
     syn_case c, d;
     if (setup(&c) != 0 || setup(&d) != 0)
         return 1;
-    fake_host_set(&c.fh, "seed", "42");
-    fake_host_set(&c.fh, "val_size", "100");
-    fake_host_set(&d.fh, "seed", "42");
+    fg_fake_host_set(&c.fh, "seed", "42");
+    fg_fake_host_set(&c.fh, "val_size", "100");
+    fg_fake_host_set(&d.fh, "seed", "42");
     CHECK_STATUS(init(&c), FG_OK, c.err);
     CHECK_STATUS(init(&d), FG_OK, d.err);
     void *c_train, *d_train, *c_test, *c_val;
@@ -173,7 +173,7 @@ static int case_determinism(void)
         int32_t l = -1;
         CHECK_STATUS(d.in.vt->read(d.in.state, d_train, &i, 1, y, &l, &d.err), FG_OK, d.err);
         CHECK(memcmp(y, x + k * E, E * sizeof *y) == 0);
-        CHECK_EQ_INT(l, lx[k]);
+        CHECK_EQ(l, lx[k]);
     }
 
     /* other split, same indices: different samples */
@@ -189,7 +189,7 @@ static int case_determinism(void)
     c.in.vt->close(c.in.state, c_test);
     c.in.vt->close(c.in.state, c_val);
     d.in.vt->close(d.in.state, d_train);
-    fake_host_set(&d.fh, "seed", "43");
+    fg_fake_host_set(&d.fh, "seed", "43");
     CHECK_STATUS(init(&d), FG_OK, d.err);
     CHECK_STATUS(open_split(&d, FG_SPLIT_TRAIN, &d_train, &info), FG_OK, d.err);
     read_range(&d, d_train, 1000, N, y, ly);
@@ -230,11 +230,11 @@ static void check_ranges(syn_case *c, int classes, int64_t elems, int n)
         else
             histogram[l[k]]++;
     }
-    CHECK_EQ_INT(out_of_range, 0);
+    CHECK_EQ(out_of_range, 0);
     for (int k = 0; k < classes; k++)
         if (histogram[k] < n / classes / 4) {
             fprintf(stderr, "class %d has %d of %d samples\n", k, histogram[k], n);
-            test_failures++;
+            fg_test_failures++;
         }
     free(histogram);
     free(x);
@@ -250,13 +250,13 @@ static int case_ranges(void)
     CHECK_STATUS(init(&c), FG_OK, c.err);
     check_ranges(&c, 10, 784, 5000);
     /* More elements than the projection reads (strided features). */
-    fake_host_set(&c.fh, "shape", "3,64,64");
-    fake_host_set(&c.fh, "num_classes", "7");
+    fg_fake_host_set(&c.fh, "shape", "3,64,64");
+    fg_fake_host_set(&c.fh, "num_classes", "7");
     CHECK_STATUS(init(&c), FG_OK, c.err);
     check_ranges(&c, 7, 3 * 64 * 64, 700);
     /* Many classes: fewer features each, still every label in range. */
-    fake_host_set(&c.fh, "shape", "16");
-    fake_host_set(&c.fh, "num_classes", "65535");
+    fg_fake_host_set(&c.fh, "shape", "16");
+    fg_fake_host_set(&c.fh, "num_classes", "65535");
     CHECK_STATUS(init(&c), FG_OK, c.err);
     void *ds = NULL;
     fg_dataset_info info;
@@ -267,7 +267,7 @@ static int case_ranges(void)
     int bad = 0;
     for (int k = 0; k < 100; k++)
         bad += l[k] < 0 || l[k] >= 65535;
-    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ(bad, 0);
     c.in.vt->close(c.in.state, ds);
     instance_deinit(&c.in);
     return 0;
@@ -281,8 +281,8 @@ static int case_learnable(void)
     syn_case c;
     if (setup(&c) != 0)
         return 1;
-    fake_host_set(&c.fh, "shape", "1,8,8");
-    fake_host_set(&c.fh, "seed", "7");
+    fg_fake_host_set(&c.fh, "shape", "1,8,8");
+    fg_fake_host_set(&c.fh, "seed", "7");
     CHECK_STATUS(init(&c), FG_OK, c.err);
     void *train = NULL, *test = NULL;
     fg_dataset_info info;
@@ -344,7 +344,7 @@ static int case_learnable(void)
 static void expect_init_failure(syn_case *c, const char *key, const char *value,
                                 const char *fragment)
 {
-    fake_host_set(&c->fh, key, value);
+    fg_fake_host_set(&c->fh, key, value);
     CHECK_STATUS(init(c), FG_INVALID_ARGUMENT, c->err);
     CHECK(c->in.state == NULL);
     CHECK_CONTAINS(c->err.message, fragment);
@@ -362,11 +362,11 @@ static int case_bad_options(void)
     expect_init_failure(&c, "shape", "1;28", "unexpected ';' after dimension 0");
     expect_init_failure(&c, "shape", "1,1,1,1,1,1,1,1,1", "has more than 8 dimensions");
     expect_init_failure(&c, "shape", "4096,4097", "holds more than 16777216 elements");
-    fake_host_set(&c.fh, "shape", "1,1,1,1,1,1,1,2");
+    fg_fake_host_set(&c.fh, "shape", "1,1,1,1,1,1,1,2");
     CHECK_STATUS(init(&c), FG_OK, c.err);
     /* Out of the schema's ranges: refused even when the host lets it through. */
     expect_init_failure(&c, "num_classes", "0", "option num_classes = 0 is outside [1, 65535]");
-    fake_host_set(&c.fh, "num_classes", "10");
+    fg_fake_host_set(&c.fh, "num_classes", "10");
     expect_init_failure(&c, "train_size", "-1", "option train_size = -1 is outside");
     instance_deinit(&c.in);
     return 0;
@@ -377,7 +377,7 @@ static int case_index_out_of_range(void)
     syn_case c;
     if (setup(&c) != 0)
         return 1;
-    fake_host_set(&c.fh, "train_size", "100");
+    fg_fake_host_set(&c.fh, "train_size", "100");
     CHECK_STATUS(init(&c), FG_OK, c.err);
     void *ds = NULL;
     fg_dataset_info info;
@@ -401,7 +401,7 @@ static int case_concurrent(void)
     syn_case c;
     if (setup(&c) != 0)
         return 1;
-    fake_host_set(&c.fh, "test_size", "3000");
+    fg_fake_host_set(&c.fh, "test_size", "3000");
     CHECK_STATUS(init(&c), FG_OK, c.err);
     void *ds = NULL;
     fg_dataset_info info;
@@ -415,12 +415,7 @@ static int case_concurrent(void)
 
 /* ---- main -------------------------------------------------------------------------- */
 
-typedef struct test_case {
-    const char *name;
-    int (*run)(void);
-} test_case;
-
-static const test_case cases[] = {
+static const data_case cases[] = {
     {"defaults", case_defaults},
     {"sizes", case_sizes},
     {"determinism", case_determinism},
@@ -433,20 +428,5 @@ static const test_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s <case>\n", argv[0]);
-        return 2;
-    }
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        if (strcmp(argv[1], cases[i].name) == 0) {
-            int rc = cases[i].run();
-            if (rc != 0 || test_failures != 0) {
-                fprintf(stderr, "%s: %d check(s) failed\n", argv[1], test_failures);
-                return 1;
-            }
-            return 0;
-        }
-    }
-    fprintf(stderr, "unknown case %s\n", argv[1]);
-    return 2;
+    return data_test_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -5,86 +5,55 @@
  * laggard: the last rank skips the first all_reduce and waits in a receive instead, so
  * the others time out (COMM_DRIVER_TIMEOUT_S, default 30; the laggard's own is 10 times
  * that) and must name it, then abort. */
-#include <dlfcn.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
+#include "fake_host.h"
 #include "fulgur/comm.h"
+#include "plugin_load.h"
 
-static int failures;
+/* ---- the hosts: the common fake host, every log line (debug too) on stdout for the
+ * tests to grep ------------------------------------------------------------------------ */
 
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                           \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fputc('\n', stderr);                                                           \
-            failures++;                                                                    \
-        }                                                                                  \
-    } while (0)
+static fg_fake_host comm_host, backend_host;
 
-/* ---- a minimal host ------------------------------------------------------------------ */
-
-/* The plugin's log lines (debug ones included), for the tests to grep. */
-static void host_log(const fg_host *h, int level, const char *fmt, ...)
+/* timeout_s from COMM_DRIVER_TIMEOUT_S (default 30): the laggard (the last rank, as Open
+ * MPI's launcher numbers it) waits 10 times longer, so the ranks that arrived are the ones
+ * that time out. stage_device_buffers from COMM_DRIVER_STAGE when set. */
+static void comm_options(fg_fake_host *h)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("[%s] ", h->section);
-    vprintf(fmt, ap);
-    putchar('\n');
-    va_end(ap);
-}
-static fg_status host_get_float(const fg_host *h, const char *key, double *out)
-{
-    if (strcmp(key, "timeout_s") != 0) return FG_NOT_FOUND;
     const char *v = getenv("COMM_DRIVER_TIMEOUT_S");
-    *out = v ? atof(v) : 30;
-    /* The laggard (the last rank, as Open MPI's launcher numbers it) waits 10 times longer,
-     * so the ranks that arrived are the ones that time out. */
+    double timeout = v ? atof(v) : 30;
     const char *rank = getenv("OMPI_COMM_WORLD_RANK"), *size = getenv("OMPI_COMM_WORLD_SIZE");
-    if (rank && size && atoi(rank) == atoi(size) - 1) *out *= 10;
-    return FG_OK;
+    if (rank && size && atoi(rank) == atoi(size) - 1) timeout *= 10;
+    char text[64];
+    snprintf(text, sizeof text, "%g", timeout);
+    fg_fake_host_set(h, "timeout_s", text);
+    const char *stage = getenv("COMM_DRIVER_STAGE");
+    if (stage) fg_fake_host_set(h, "stage_device_buffers", stage);
 }
-static fg_status host_not_found_int(const fg_host *h, const char *k, int64_t *o) { return FG_NOT_FOUND; }
-static fg_status host_not_found_bool(const fg_host *h, const char *k, int *o) { return FG_NOT_FOUND; }
-static fg_status host_not_found_str(const fg_host *h, const char *k, const char **o) { return FG_NOT_FOUND; }
-/* COMM_DRIVER_STAGE sets stage_device_buffers (unset: the key is unknown, as before). */
-static fg_status host_get_string(const fg_host *h, const char *k, const char **o)
-{
-    *o = getenv("COMM_DRIVER_STAGE");
-    return strcmp(k, "stage_device_buffers") == 0 && *o ? FG_OK : FG_NOT_FOUND;
-}
-/* The backend the comm stages through (COMM_DRIVER_BACKEND: its .so), loaded by main. */
-static const void *backend_vtable;
-static void *backend_state;
-static fg_status host_find_plugin(const fg_host *h, uint32_t kind, const void **vt, void **state,
-                                  fg_error *err)
-{
-    if (kind != FG_KIND_BACKEND || !backend_vtable)
-        return fg_error_set(err, FG_NOT_FOUND, "comm_driver: no plugin of kind %u", kind);
-    *vt = backend_vtable;
-    *state = backend_state;
-    return FG_OK;
-}
-static int load_backend(const fg_host *comm_host, fg_host *host)
+
+/* The backend the comm stages through (COMM_DRIVER_BACKEND: its .so), found by the comm's
+ * find_plugin. */
+static int load_backend(void)
 {
     const char *path = getenv("COMM_DRIVER_BACKEND");
     if (!path) return 0;
-    void *so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    const fg_plugin *p = so ? dlsym(so, FG_PLUGIN_ENTRY_NAME) : NULL;
+    const fg_plugin *p = fg_test_load_plugin(path, FG_KIND_BACKEND, NULL);
+    void *state = NULL;
     fg_error err = {0};
-    *host = *comm_host;
-    host->section = "backend";
-    host->get_string = host_not_found_str;
-    if (!p || p->init(host, &backend_state, &err) != FG_OK) {
-        fprintf(stderr, "cannot load the backend %s: %s%s\n", path, so ? "" : dlerror(), err.message);
+    if (p) {
+        fg_fake_host_init(&backend_host, p, NULL);
+        fg_fake_host_echo(&backend_host, stdout, FG_LOG_DEBUG);
+    }
+    if (!p || p->init(&backend_host.host, &state, &err) != FG_OK) {
+        fprintf(stderr, "cannot load the backend %s: %s\n", path, err.message);
         return 1;
     }
-    backend_vtable = p->vtable;
+    fg_fake_host_add_plugin(&comm_host, FG_KIND_BACKEND, p->vtable, state);
     return 0;
 }
 
@@ -95,13 +64,6 @@ typedef struct comm {
     void *s;
     int rank, size;
 } comm;
-
-#define OK(call)                                                                           \
-    do {                                                                                   \
-        fg_error e = {0};                                                                  \
-        fg_status st_ = (call);                                                            \
-        CHECK(st_ == FG_OK, "%s -> %s: %s", #call, fg_status_name(st_), e.message);        \
-    } while (0)
 
 static void check_all_reduce(const comm *c)
 {
@@ -117,10 +79,10 @@ static void check_all_reduce(const comm *c)
         i64[k] = (int64_t)(r + 1) * (k + 1) * 10000000000LL;
     }
     double tri = n * (n + 1) / 2.0; /* sum of (r + 1) over ranks */
-    OK(c->vt->all_reduce(c->s, NULL, f, 5, FG_F32, FG_REDUCE_SUM, &e));
-    OK(c->vt->all_reduce(c->s, NULL, d, 5, FG_F64, FG_REDUCE_AVG, &e));
-    OK(c->vt->all_reduce(c->s, NULL, i32, 5, FG_I32, FG_REDUCE_MAX, &e));
-    OK(c->vt->all_reduce(c->s, NULL, i64, 5, FG_I64, FG_REDUCE_SUM, &e));
+    CHECK_OK(c->vt->all_reduce(c->s, NULL, f, 5, FG_F32, FG_REDUCE_SUM, &fg_test_err));
+    CHECK_OK(c->vt->all_reduce(c->s, NULL, d, 5, FG_F64, FG_REDUCE_AVG, &fg_test_err));
+    CHECK_OK(c->vt->all_reduce(c->s, NULL, i32, 5, FG_I32, FG_REDUCE_MAX, &fg_test_err));
+    CHECK_OK(c->vt->all_reduce(c->s, NULL, i64, 5, FG_I64, FG_REDUCE_SUM, &fg_test_err));
     for (int k = 0; k < 5; k++) {
         CHECK(f[k] == (float)(tri * (k + 1)), "f32 sum [%d] = %g, want %g", k, f[k], tri * (k + 1));
         CHECK(fabs(d[k] - tri / n * (k + 1)) < 1e-12, "f64 avg [%d] = %g", k, d[k]);
@@ -138,15 +100,15 @@ static void check_started(const comm *c)
     for (int k = 0; k < 7; k++) b[k] = (float)k;
     for (int k = 0; k < 3; k++) x[k] = (float)(c->rank * 3 + k);
     void *ra = NULL, *rb = NULL, *rx = NULL;
-    OK(c->vt->all_reduce_start(c->s, NULL, a, 100, FG_F32, FG_REDUCE_SUM, &ra, &e));
-    OK(c->vt->all_reduce_start(c->s, NULL, b, 7, FG_F32, FG_REDUCE_AVG, &rb, &e));
-    OK(c->vt->all_reduce_start(c->s, NULL, x, 3, FG_F32, FG_REDUCE_MAX, &rx, &e));
+    CHECK_OK(c->vt->all_reduce_start(c->s, NULL, a, 100, FG_F32, FG_REDUCE_SUM, &ra, &fg_test_err));
+    CHECK_OK(c->vt->all_reduce_start(c->s, NULL, b, 7, FG_F32, FG_REDUCE_AVG, &rb, &fg_test_err));
+    CHECK_OK(c->vt->all_reduce_start(c->s, NULL, x, 3, FG_F32, FG_REDUCE_MAX, &rx, &fg_test_err));
     int done = 0;
-    for (long spins = 0; !done && spins < 100000000L; spins++) OK(c->vt->test(c->s, rb, &done, &e));
+    for (long spins = 0; !done && spins < 100000000L; spins++) CHECK_OK(c->vt->test(c->s, rb, &done, &fg_test_err));
     CHECK(done, "test() never reported the started all_reduce done");
-    OK(c->vt->wait(c->s, rx, &e));
-    OK(c->vt->wait(c->s, ra, &e));
-    OK(c->vt->wait(c->s, rb, &e));
+    CHECK_OK(c->vt->wait(c->s, rx, &fg_test_err));
+    CHECK_OK(c->vt->wait(c->s, ra, &fg_test_err));
+    CHECK_OK(c->vt->wait(c->s, rb, &fg_test_err));
     float sum = (float)(c->size * (c->size - 1) / 2);
     for (int k = 0; k < 100; k++) CHECK(a[k] == sum, "started sum [%d] = %g, want %g", k, a[k], sum);
     for (int k = 0; k < 7; k++) CHECK(b[k] == (float)k, "started avg [%d] = %g", k, b[k]);
@@ -166,14 +128,14 @@ static void check_v(const comm *c)
     float mine[17];
     for (size_t i = 0; i < total; i++) send[i] = (float)((r + 1) * (int)(i + 1));
     void *req = NULL;
-    OK(c->vt->reduce_scatter_v_start(c->s, NULL, send, mine, counts, FG_F32, FG_REDUCE_AVG, &req, &e));
-    if (req) OK(c->vt->wait(c->s, req, &e));
+    CHECK_OK(c->vt->reduce_scatter_v_start(c->s, NULL, send, mine, counts, FG_F32, FG_REDUCE_AVG, &req, &fg_test_err));
+    if (req) CHECK_OK(c->vt->wait(c->s, req, &fg_test_err));
     for (size_t i = 0; i < counts[r]; i++) {
         float want = (float)(at + i + 1) * (float)(n + 1) / 2;
         CHECK(mine[i] == want, "reduce_scatter_v avg [%zu] = %g, want %g", i, mine[i], want);
     }
-    OK(c->vt->all_gather_v_start(c->s, NULL, mine, all, counts, FG_F32, &req, &e));
-    if (req) OK(c->vt->wait(c->s, req, &e));
+    CHECK_OK(c->vt->all_gather_v_start(c->s, NULL, mine, all, counts, FG_F32, &req, &fg_test_err));
+    if (req) CHECK_OK(c->vt->wait(c->s, req, &fg_test_err));
     for (size_t i = 0; i < total; i++)
         CHECK(all[i] == (float)(i + 1) * (float)(n + 1) / 2, "all_gather_v [%zu] = %g", i, all[i]);
     free(send);
@@ -186,12 +148,12 @@ static void check_scatter_gather(const comm *c)
     double *send = malloc(sizeof(double) * 2 * (size_t)n), recv[2];
     int32_t mine[2] = {r, -r}, *all = malloc(sizeof(int32_t) * 2 * (size_t)n);
     for (int k = 0; k < 2 * n; k++) send[k] = k + 0.5 * r;
-    OK(c->vt->reduce_scatter(c->s, NULL, send, recv, 2, FG_F64, FG_REDUCE_SUM, &e));
+    CHECK_OK(c->vt->reduce_scatter(c->s, NULL, send, recv, 2, FG_F64, FG_REDUCE_SUM, &fg_test_err));
     for (int k = 0; k < 2; k++) {
         double want = n * (2.0 * r + k) + 0.5 * n * (n - 1) / 2.0;
         CHECK(fabs(recv[k] - want) < 1e-12, "reduce_scatter [%d] = %g, want %g", k, recv[k], want);
     }
-    OK(c->vt->all_gather(c->s, NULL, mine, all, 2, FG_I32, &e));
+    CHECK_OK(c->vt->all_gather(c->s, NULL, mine, all, 2, FG_I32, &fg_test_err));
     for (int p = 0; p < n; p++)
         CHECK(all[2 * p] == p && all[2 * p + 1] == -p, "all_gather block %d = %d %d", p,
               all[2 * p], all[2 * p + 1]);
@@ -203,7 +165,7 @@ static void check_broadcast_p2p(const comm *c)
 {
     int64_t v[3] = {c->rank, c->rank, c->rank};
     int root = c->size - 1;
-    OK(c->vt->broadcast(c->s, NULL, v, 3, FG_I64, root, &e));
+    CHECK_OK(c->vt->broadcast(c->s, NULL, v, 3, FG_I64, root, &fg_test_err));
     for (int k = 0; k < 3; k++) CHECK(v[k] == root, "broadcast [%d] = %lld", k, (long long)v[k]);
     /* A ring: send to the next rank, receive from the previous; even ranks send first. */
     float out[4], in[4];
@@ -211,15 +173,15 @@ static void check_broadcast_p2p(const comm *c)
     int next = (c->rank + 1) % c->size, prev = (c->rank + c->size - 1) % c->size;
     if (c->size > 1) {
         if (c->rank % 2 == 0) {
-            OK(c->vt->send(c->s, NULL, out, 4, FG_F32, next, &e));
-            OK(c->vt->recv(c->s, NULL, in, 4, FG_F32, prev, &e));
+            CHECK_OK(c->vt->send(c->s, NULL, out, 4, FG_F32, next, &fg_test_err));
+            CHECK_OK(c->vt->recv(c->s, NULL, in, 4, FG_F32, prev, &fg_test_err));
         } else {
-            OK(c->vt->recv(c->s, NULL, in, 4, FG_F32, prev, &e));
-            OK(c->vt->send(c->s, NULL, out, 4, FG_F32, next, &e));
+            CHECK_OK(c->vt->recv(c->s, NULL, in, 4, FG_F32, prev, &fg_test_err));
+            CHECK_OK(c->vt->send(c->s, NULL, out, 4, FG_F32, next, &fg_test_err));
         }
         for (int k = 0; k < 4; k++) CHECK(in[k] == (float)(prev * 10 + k), "recv [%d] = %g", k, in[k]);
     }
-    OK(c->vt->barrier(c->s, &e));
+    CHECK_OK(c->vt->barrier(c->s, &fg_test_err));
 }
 
 /* f16 / bf16 (bit patterns): sums in f32 rounded to nearest even, so the pairs below test
@@ -249,9 +211,9 @@ static void check_half(const comm *c)
     bf[3] = bf_int[r % 4];
     h[4] = h_int[r % 4];
     void *req = NULL;
-    OK(c->vt->all_reduce(c->s, NULL, bf, K, FG_BF16, FG_REDUCE_SUM, &e));
-    OK(c->vt->all_reduce_start(c->s, NULL, h, K, FG_F16, FG_REDUCE_SUM, &req, &e));
-    if (req) OK(c->vt->wait(c->s, req, &e));
+    CHECK_OK(c->vt->all_reduce(c->s, NULL, bf, K, FG_BF16, FG_REDUCE_SUM, &fg_test_err));
+    CHECK_OK(c->vt->all_reduce_start(c->s, NULL, h, K, FG_F16, FG_REDUCE_SUM, &req, &fg_test_err));
+    if (req) CHECK_OK(c->vt->wait(c->s, req, &fg_test_err));
     uint16_t bf_sum = 0, h_sum = 0; /* n(n+1)/2 for n <= 4: 3, 6, 10 */
     if (n <= 4) {
         const uint16_t bf_tri[5] = {0, 0x3f80, 0x4040, 0x40c0, 0x4120};
@@ -266,8 +228,8 @@ static void check_half(const comm *c)
     }
     /* AVG and MAX: rank r holds r + 1 (n <= 4): avg (n + 1) / 2, max n */
     uint16_t avg[2] = {bf_int[r % 4], bf_int[r % 4]}, mx[2] = {h_int[r % 4], 0xfc00};
-    OK(c->vt->all_reduce(c->s, NULL, avg, 2, FG_BF16, FG_REDUCE_AVG, &e));
-    OK(c->vt->all_reduce(c->s, NULL, mx, 2, FG_F16, FG_REDUCE_MAX, &e));
+    CHECK_OK(c->vt->all_reduce(c->s, NULL, avg, 2, FG_BF16, FG_REDUCE_AVG, &fg_test_err));
+    CHECK_OK(c->vt->all_reduce(c->s, NULL, mx, 2, FG_F16, FG_REDUCE_MAX, &fg_test_err));
     const uint16_t bf_avg[5] = {0, 0x3f80, 0x3fc0, 0x4000, 0x4020}; /* 1 1.5 2 2.5 */
     if (n <= 4) {
         CHECK(avg[0] == bf_avg[n] && avg[1] == bf_avg[n], "bf16 avg = 0x%04x", avg[0]);
@@ -280,15 +242,15 @@ static void check_half(const comm *c)
     uint16_t *buf = malloc(2 * total), *all = malloc(2 * total);
     for (size_t i = 0; i < total; i++) buf[i] = 0x3f80;
     for (int k = 0; k < r; k++) at += counts[k];
-    OK(c->vt->reduce_scatter_v_start(c->s, NULL, buf, buf, counts, FG_BF16, FG_REDUCE_SUM, &req,
-                                     &e));
-    if (req) OK(c->vt->wait(c->s, req, &e));
+    CHECK_OK(c->vt->reduce_scatter_v_start(c->s, NULL, buf, buf, counts, FG_BF16, FG_REDUCE_SUM,
+                                           &req, &fg_test_err));
+    if (req) CHECK_OK(c->vt->wait(c->s, req, &fg_test_err));
     if (n <= 4)
         for (size_t i = 0; i < counts[r]; i++)
             CHECK(buf[i] == bf_int[n - 1], "reduce_scatter_v bf16 [%zu] = 0x%04x", i, buf[i]);
     for (size_t i = 0; i < counts[r]; i++) buf[i] = (uint16_t)(0x7e01 + at + i); /* NaN bits */
-    OK(c->vt->all_gather_v_start(c->s, NULL, buf, all, counts, FG_F16, &req, &e));
-    if (req) OK(c->vt->wait(c->s, req, &e));
+    CHECK_OK(c->vt->all_gather_v_start(c->s, NULL, buf, all, counts, FG_F16, &req, &fg_test_err));
+    if (req) CHECK_OK(c->vt->wait(c->s, req, &fg_test_err));
     for (size_t i = 0; i < total; i++)
         CHECK(all[i] == (uint16_t)(0x7e01 + i), "all_gather_v f16 [%zu] = 0x%04x", i, all[i]);
     /* blocking reduce_scatter / all_gather / broadcast: copies are bit exact */
@@ -296,13 +258,13 @@ static void check_half(const comm *c)
     uint16_t *blocks = malloc(2 * (size_t)n * 2);
     uint16_t *sends = malloc(2 * (size_t)n);
     for (int k = 0; k < n; k++) sends[k] = one[0];
-    OK(c->vt->reduce_scatter(c->s, NULL, sends, &got, 1, FG_BF16, FG_REDUCE_SUM, &e));
+    CHECK_OK(c->vt->reduce_scatter(c->s, NULL, sends, &got, 1, FG_BF16, FG_REDUCE_SUM, &fg_test_err));
     if (n <= 4) CHECK(got == bf_int[n - 1], "reduce_scatter bf16 = 0x%04x", got);
-    OK(c->vt->all_gather(c->s, NULL, bits, blocks, 2, FG_BF16, &e));
+    CHECK_OK(c->vt->all_gather(c->s, NULL, bits, blocks, 2, FG_BF16, &fg_test_err));
     for (int k = 0; k < n; k++)
         CHECK(blocks[2 * k] == 0x1234 + k && blocks[2 * k + 1] == 0xffff,
               "all_gather bf16 block %d = 0x%04x 0x%04x", k, blocks[2 * k], blocks[2 * k + 1]);
-    OK(c->vt->broadcast(c->s, NULL, bits, 2, FG_F16, 0, &e));
+    CHECK_OK(c->vt->broadcast(c->s, NULL, bits, 2, FG_F16, 0, &fg_test_err));
     CHECK(bits[0] == 0x1234 && bits[1] == 0xffff, "broadcast f16 = 0x%04x", bits[0]);
     free(counts);
     free(buf);
@@ -330,35 +292,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s fulgur-comm-mpi.so [laggard]\n", argv[0]);
         return 2;
     }
-    void *so = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    const fg_plugin *p = so ? dlsym(so, FG_PLUGIN_ENTRY_NAME) : NULL;
-    if (!p) {
-        fprintf(stderr, "cannot load %s: %s\n", argv[1], dlerror());
-        return 1;
-    }
-    fg_host host;
-    memset(&host, 0, sizeof host);
-    host.struct_size = sizeof host;
-    host.abi_major = FG_ABI_MAJOR;
-    host.abi_minor = FG_ABI_MINOR;
-    host.section = "comm";
-    host.log = host_log;
-    host.get_float = host_get_float;
-    host.get_int = host_not_found_int;
-    host.get_bool = host_not_found_bool;
-    host.get_string = host_get_string;
-    host.find_plugin = host_find_plugin;
-    fg_host backend_host;
-    if (load_backend(&host, &backend_host)) return 1;
+    const fg_plugin *p = fg_test_need_plugin(argv[1], FG_KIND_COMM, NULL);
+    fg_fake_host_init(&comm_host, p, NULL);
+    fg_fake_host_echo(&comm_host, stdout, FG_LOG_DEBUG);
+    comm_options(&comm_host);
+    if (load_backend()) return 1;
     void *state = NULL;
     fg_error err = {0};
-    if (p->init(&host, &state, &err) != FG_OK) {
+    if (p->init(&comm_host.host, &state, &err) != FG_OK) {
         fprintf(stderr, "init: %s\n", err.message);
         return 1;
     }
     comm c = {p->vtable, state, 0, 0};
     fg_comm_topology t = {sizeof t, 0, 0, 0, 0, 0, 0};
-    OK(c.vt->topology(state, &t, &e));
+    CHECK_OK(c.vt->topology(state, &t, &fg_test_err));
     c.rank = t.rank;
     c.size = t.world_size;
     CHECK(t.world_size >= 2 && t.rank >= 0 && t.rank < t.world_size, "topology %d of %d", t.rank,
@@ -369,9 +316,9 @@ int main(int argc, char **argv)
     if (laggard) {
         float v[4] = {0};
         if (c.rank == c.size - 1)
-            OK(c.vt->recv(state, NULL, v, 4, FG_F32, 0, &e)); /* rank 0 never sends */
+            CHECK_OK(c.vt->recv(state, NULL, v, 4, FG_F32, 0, &fg_test_err)); /* rank 0 never sends */
         else
-            OK(c.vt->all_reduce(state, NULL, v, 4, FG_F32, FG_REDUCE_SUM, &e));
+            CHECK_OK(c.vt->all_reduce(state, NULL, v, 4, FG_F32, FG_REDUCE_SUM, &fg_test_err));
         fprintf(stderr, "rank %d: laggard mode returned instead of aborting\n", c.rank);
         return 1;
     }
@@ -383,8 +330,8 @@ int main(int argc, char **argv)
     check_half(&c);
     check_refusals(&c);
     p->deinit(state);
-    if (failures) {
-        fprintf(stderr, "rank %d: %d check(s) failed\n", t.rank, failures);
+    if (fg_test_failures) {
+        fprintf(stderr, "rank %d: %d check(s) failed\n", t.rank, fg_test_failures);
         return 1;
     }
     printf("rank %d of %d: every collective checked\n", t.rank, t.world_size);

@@ -8,33 +8,15 @@
  *                                       0's watchdog must abort naming it; exit 77 without 2 GPUs
  * Exit 0 when every check holds. */
 #include <cuda_runtime.h>
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
+#include "fake_host.h"
 #include "fulgur/comm.h"
-
-static int failures;
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                           \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fputc('\n', stderr);                                                           \
-            failures++;                                                                    \
-        }                                                                                  \
-    } while (0)
-
-static void host_log(const fg_host *h, int level, const char *fmt, ...) {}
-static fg_status host_get_float(const fg_host *h, const char *key, double *out)
-{
-    if (strcmp(key, "timeout_s") != 0) return FG_NOT_FOUND;
-    *out = 2;
-    return FG_OK;
-}
-static fg_status host_get_int(const fg_host *h, const char *k, int64_t *o) { return FG_NOT_FOUND; }
+#include "plugin_load.h"
 
 static int env_int(const char *name, int fallback)
 {
@@ -56,13 +38,6 @@ static float at(const float *dev, int i)
     return x;
 }
 
-#define OK(call)                                                                           \
-    do {                                                                                   \
-        fg_error e = {0};                                                                  \
-        fg_status st_ = (call);                                                            \
-        CHECK(st_ == FG_OK, "%s -> %s: %s", #call, fg_status_name(st_), e.message);        \
-    } while (0)
-
 static void collectives(const fg_comm_vtable *vt, void *s, int rank, int size)
 {
     cudaStream_t q;
@@ -72,44 +47,44 @@ static void collectives(const fg_comm_vtable *vt, void *s, int rank, int size)
     cudaMalloc((void **)&b, 64 * sizeof(float));
     /* all_reduce: sum stream-ordered, avg and max completed */
     fill(a, 8, (float)rank);
-    OK(vt->all_reduce(s, q, a, 8, FG_F32, FG_REDUCE_SUM, &e));
+    CHECK_OK(vt->all_reduce(s, q, a, 8, FG_F32, FG_REDUCE_SUM, &fg_test_err));
     cudaStreamSynchronize(q);
     CHECK(at(a, 3) == 2 * 3 + 1, "sum: %g", at(a, 3));
     fill(a, 8, (float)rank);
-    OK(vt->all_reduce(s, NULL, a, 8, FG_F32, FG_REDUCE_AVG, &e));
+    CHECK_OK(vt->all_reduce(s, NULL, a, 8, FG_F32, FG_REDUCE_AVG, &fg_test_err));
     CHECK(at(a, 0) == 0.5f, "avg: %g", at(a, 0));
     fill(a, 8, (float)rank);
-    OK(vt->all_reduce(s, NULL, a, 8, FG_F32, FG_REDUCE_MAX, &e));
+    CHECK_OK(vt->all_reduce(s, NULL, a, 8, FG_F32, FG_REDUCE_MAX, &fg_test_err));
     CHECK(at(a, 2) == 3, "max: %g", at(a, 2));
     /* a host buffer (staged), as strategy.ddp passes metric sums */
     double h[3] = {rank + 1.0, 2.0, 3.0};
-    OK(vt->all_reduce(s, NULL, h, 3, FG_F64, FG_REDUCE_SUM, &e));
+    CHECK_OK(vt->all_reduce(s, NULL, h, 3, FG_F64, FG_REDUCE_SUM, &fg_test_err));
     CHECK(h[0] == 3 && h[2] == 6, "host all_reduce: %g %g", h[0], h[2]);
     /* broadcast from rank 1 */
     fill(a, 4, (float)(10 * rank));
-    OK(vt->broadcast(s, NULL, a, 4, FG_F32, 1, &e));
+    CHECK_OK(vt->broadcast(s, NULL, a, 4, FG_F32, 1, &fg_test_err));
     CHECK(at(a, 1) == 11, "broadcast: %g", at(a, 1));
     /* all_gather: block r from rank r */
     fill(a, 2, (float)(100 * rank));
-    OK(vt->all_gather(s, NULL, a, b, 2, FG_F32, &e));
+    CHECK_OK(vt->all_gather(s, NULL, a, b, 2, FG_F32, &fg_test_err));
     CHECK(at(b, 0) == 0 && at(b, 2) == 100 && at(b, 3) == 101, "all_gather: %g %g", at(b, 2), at(b, 3));
     /* reduce_scatter: rank r gets block r summed */
     fill(a, 4, 1.0f);
-    OK(vt->reduce_scatter(s, NULL, a, b, 2, FG_F32, FG_REDUCE_SUM, &e));
+    CHECK_OK(vt->reduce_scatter(s, NULL, a, b, 2, FG_F32, FG_REDUCE_SUM, &fg_test_err));
     CHECK(at(b, 0) == 2 * (1 + 2 * rank), "reduce_scatter: %g", at(b, 0));
     /* send/recv */
     fill(a, 4, 7.0f);
-    if (rank == 0) OK(vt->send(s, NULL, a, 4, FG_F32, 1, &e));
-    else OK(vt->recv(s, NULL, b, 4, FG_F32, 0, &e));
+    if (rank == 0) CHECK_OK(vt->send(s, NULL, a, 4, FG_F32, 1, &fg_test_err));
+    else CHECK_OK(vt->recv(s, NULL, b, 4, FG_F32, 0, &fg_test_err));
     if (rank == 1) CHECK(at(b, 3) == 10, "recv: %g", at(b, 3));
-    OK(vt->barrier(s, &e));
+    CHECK_OK(vt->barrier(s, &fg_test_err));
     /* started all-reduce, tested then waited */
     void *req = NULL;
     fill(a, 8, 1.0f);
-    OK(vt->all_reduce_start(s, q, a, 8, FG_F32, FG_REDUCE_SUM, &req, &e));
+    CHECK_OK(vt->all_reduce_start(s, q, a, 8, FG_F32, FG_REDUCE_SUM, &req, &fg_test_err));
     int done = 0;
-    OK(vt->test(s, req, &done, &e));
-    OK(vt->wait(s, req, &e));
+    CHECK_OK(vt->test(s, req, &done, &fg_test_err));
+    CHECK_OK(vt->wait(s, req, &fg_test_err));
     CHECK(at(a, 7) == 16, "started all_reduce: %g", at(a, 7));
     /* the watchdog: rank 1 skips one all_reduce; rank 0 must time out naming it */
     if (rank == 0) {
@@ -143,27 +118,19 @@ int main(int argc, char **argv)
         printf("SKIP: comm.nccl collectives need 2 GPUs on the node (found %d)\n", gpus);
         return 77;
     }
-    void *so = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    if (!so) {
-        fprintf(stderr, "FAIL: dlopen %s: %s\n", argv[1], dlerror());
-        return 1;
-    }
-    const fg_plugin *p = dlsym(so, "fulgur_plugin_v1");
-    if (!p || p->kind != FG_KIND_COMM || strcmp(p->name, "nccl") != 0) {
-        fprintf(stderr, "FAIL: no comm.nccl descriptor in %s\n", argv[1]);
-        return 1;
-    }
-    fg_host host = {.struct_size = sizeof host, .abi_major = FG_ABI_MAJOR,
-                    .abi_minor = FG_ABI_MINOR, .section = "comm", .log = host_log,
-                    .get_int = host_get_int, .get_float = host_get_float};
+    const fg_plugin *p = fg_test_load_plugin(argv[1], FG_KIND_COMM, "nccl");
+    if (!p) return 1;
+    fg_fake_host host;
+    fg_fake_host_init(&host, p, NULL);
+    fg_fake_host_set(&host, "timeout_s", "2");
     void *state = NULL;
     fg_error e = {0};
-    fg_status st = p->init(&host, &state, &e);
+    fg_status st = p->init(&host.host, &state, &e);
     if (no_device) {
         CHECK(st == FG_UNAVAILABLE && strstr(e.message, "comm.nccl: no CUDA device/driver"),
               "init without a GPU: %s: %s", fg_status_name(st), e.message);
-        if (!failures) printf("ok: loaded without a driver; init says: %s\n", e.message);
-        return failures ? 1 : 0;
+        if (!fg_test_failures) printf("ok: loaded without a driver; init says: %s\n", e.message);
+        return fg_test_failures ? 1 : 0;
     }
     if (st != FG_OK) {
         fprintf(stderr, "FAIL: init: %s: %s\n", fg_status_name(st), e.message);
@@ -175,6 +142,7 @@ int main(int argc, char **argv)
     cudaSetDevice(t.local_rank % gpus);
     collectives(vt, state, t.rank, t.world_size);
     p->deinit(state);
-    if (!failures) printf("rank %d: every nccl collective checked\n", env_int("OMPI_COMM_WORLD_RANK", t.rank));
-    return failures ? 1 : 0;
+    if (!fg_test_failures)
+        printf("rank %d: every nccl collective checked\n", env_int("OMPI_COMM_WORLD_RANK", t.rank));
+    return fg_test_failures ? 1 : 0;
 }

@@ -237,5 +237,5 @@ int main(void)
     test_keys();
     test_layout();
     test_schemas();
-    return tk_finish("model.build");
+    return fg_test_report("model.build");
 }

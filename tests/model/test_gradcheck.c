@@ -107,7 +107,7 @@ static void check_range(tk_net *n, float *host, float *dev, const float *analyti
     if (s.failed) {
         fprintf(stderr, "%s: %d of %d gradients differ from finite differences\n", what, s.failed,
                 s.checked);
-        tk_failures++;
+        fg_test_failures++;
     }
 }
 
@@ -157,5 +157,5 @@ int main(int argc, char **argv)
     printf("gradcheck %s\n", c->name);
     run_case(&b, c);
     tk_backend_close(&b);
-    return tk_finish(c->name);
+    return fg_test_report(c->name);
 }

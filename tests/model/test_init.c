@@ -52,7 +52,7 @@ static const fg_tensor_info *find(const fg_model *m, const char *name)
         if (strcmp(fg_model_tensor(m, i)->name, name) == 0)
             return fg_model_tensor(m, i);
     fprintf(stderr, "no tensor %s\n", name);
-    tk_failures++;
+    fg_test_failures++;
     return NULL;
 }
 
@@ -120,7 +120,7 @@ int main(void)
 
     init_net a, b, c;
     if (init_net_create(&a, 1234) || init_net_create(&b, 1234) || init_net_create(&c, 1235))
-        return tk_finish("model.init");
+        return fg_test_report("model.init");
     check_uniform(&a, "conv.weight", 3 * 5 * 5);
     check_uniform(&a, "conv.bias", 3 * 5 * 5);
     check_uniform(&a, "fc.weight", 40 * 8 * 8);
@@ -155,5 +155,5 @@ int main(void)
     init_net_destroy(&a);
     init_net_destroy(&b);
     init_net_destroy(&c);
-    return tk_finish("model.init");
+    return fg_test_report("model.init");
 }

@@ -192,5 +192,5 @@ int main(int argc, char **argv)
         test_state(&b);
         tk_backend_close(&b);
     }
-    return tk_finish(argc > 1 ? "model.optimizer" : "model.optimizer_config");
+    return fg_test_report(argc > 1 ? "model.optimizer" : "model.optimizer_config");
 }

@@ -261,5 +261,5 @@ int main(int argc, char **argv)
     test_batchnorm_running(&b);
     test_hook(&b);
     tk_backend_close(&b);
-    return tk_finish("model.replica");
+    return fg_test_report("model.replica");
 }

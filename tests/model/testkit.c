@@ -2,22 +2,11 @@
 #define _POSIX_C_SOURCE 200809L
 #include "testkit.h"
 
-#include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
 
 #include "init.h"
-
-int tk_failures;
-
-int tk_finish(const char *name)
-{
-    if (tk_failures)
-        fprintf(stderr, "%s: %d check(s) failed\n", name, tk_failures);
-    else
-        printf("%s: all checks passed\n", name);
-    return tk_failures ? 1 : 0;
-}
+#include "plugin_load.h"
 
 fg_config *tk_config(const char *text)
 {
@@ -25,88 +14,22 @@ fg_config *tk_config(const char *text)
     fg_error err = {0};
     if (fg_config_parse_string(text, "cfg.ini", &cfg, &err) != FG_OK) {
         fprintf(stderr, "config does not parse: %s\n", err.message);
-        tk_failures++;
+        fg_test_failures++;
         return NULL;
     }
     return cfg;
 }
 
-/* ---- a fake host: defaults for every option, logs to stderr ------------------------- */
-
-static void host_log(const fg_host *host, int level, const char *fmt, ...)
-{
-    (void)host;
-    if (level > FG_LOG_WARN)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
-
-static fg_status host_get_int(const fg_host *host, const char *key, int64_t *out)
-{
-    (void)host;
-    (void)out;
-    (void)key;
-    return FG_NOT_FOUND;
-}
-
-static fg_status host_get_bool(const fg_host *h, const char *k, int *o)
-{
-    (void)h; (void)k; (void)o;
-    return FG_NOT_FOUND;
-}
-
-static fg_status host_get_float(const fg_host *h, const char *k, double *o)
-{
-    (void)h; (void)k; (void)o;
-    return FG_NOT_FOUND;
-}
-
-static fg_status host_get_string(const fg_host *h, const char *k, const char **o)
-{
-    (void)h; (void)k; (void)o;
-    return FG_NOT_FOUND;
-}
-
-static void *host_aligned_alloc(const fg_host *h, size_t align, size_t size)
-{
-    (void)h;
-    void *p = NULL;
-    return posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size ? size : 1)
-               ? NULL
-               : p;
-}
-
-static void host_aligned_free(const fg_host *h, void *p)
-{
-    (void)h;
-    free(p);
-}
-
 int tk_backend_open(tk_backend *b, const char *path)
 {
     memset(b, 0, sizeof *b);
-    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!dl) {
-        fprintf(stderr, "cannot open the backend %s: %s\n", path, dlerror());
+    b->plugin = fg_test_load_plugin(path, FG_KIND_BACKEND, NULL);
+    if (!b->plugin)
         return -1;
-    }
-    b->plugin = dlsym(dl, FG_PLUGIN_ENTRY_NAME);
-    if (!b->plugin || b->plugin->kind != FG_KIND_BACKEND) {
-        fprintf(stderr, "%s is not a backend plugin\n", path);
-        return -1;
-    }
-    b->host = (fg_host){.struct_size = sizeof(fg_host), .abi_major = FG_ABI_MAJOR,
-                        .abi_minor = FG_ABI_MINOR, .section = "backend", .log = host_log,
-                        .get_bool = host_get_bool, .get_int = host_get_int,
-                        .get_float = host_get_float, .get_string = host_get_string,
-                        .aligned_alloc = host_aligned_alloc,
-                        .aligned_free = host_aligned_free};
+    fg_fake_host_init(&b->host, b->plugin, NULL);
+    fg_fake_host_echo(&b->host, stderr, FG_LOG_WARN);
     fg_error err = {0};
-    if (b->plugin->init(&b->host, &b->bs, &err) != FG_OK) {
+    if (b->plugin->init(&b->host.host, &b->bs, &err) != FG_OK) {
         fprintf(stderr, "backend init failed: %s\n", err.message);
         return -1;
     }
@@ -177,12 +100,12 @@ int tk_net_create(tk_net *n, tk_backend *b, const char *cfg_text, const int64_t 
         return -1;
     if (fg_model_build(n->cfg, shape, rank, classes, &n->model, &err) != FG_OK) {
         fprintf(stderr, "model build failed: %s\n", err.message);
-        tk_failures++;
+        fg_test_failures++;
         return -1;
     }
     if (fg_replica_create(n->model, b->be, b->bs, 0, batch, &n->rep, &err) != FG_OK) {
         fprintf(stderr, "replica create failed: %s\n", err.message);
-        tk_failures++;
+        fg_test_failures++;
         return -1;
     }
     n->sample = fg_shape_numel(fg_model_input_shape(n->model));
@@ -238,7 +161,7 @@ double tk_net_loss(tk_net *n, int training)
                                       training, &n->scalars_dev[0], &n->scalars_dev[1], &err);
     if (st != FG_OK) {
         fprintf(stderr, "forward failed: %s\n", err.message);
-        tk_failures++;
+        fg_test_failures++;
         return NAN;
     }
     tk_download(n->b, got, n->scalars_dev, sizeof got);
@@ -253,7 +176,7 @@ int tk_net_grads(tk_net *n, int accumulate, float *grads)
     fg_status st = fg_replica_backward(n->rep, n->b->queue, n->batch, 1.0f, accumulate, &err);
     if (st != FG_OK) {
         fprintf(stderr, "backward failed: %s\n", err.message);
-        tk_failures++;
+        fg_test_failures++;
         return -1;
     }
     if (grads)

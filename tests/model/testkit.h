@@ -1,47 +1,17 @@
-/* A small kit for the model tests: checks that count failures, a CPU backend opened from
- * its .so with a fake host, device buffers, and one-call forward/backward helpers. */
+/* A small kit for the model tests (checks: tests/common/check.h): a CPU backend opened
+ * from its .so with the common fake host, device buffers, and one-call forward/backward
+ * helpers. */
 #ifndef FG_TEST_MODEL_TESTKIT_H
 #define FG_TEST_MODEL_TESTKIT_H
 
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "config.h"
+#include "fake_host.h"
 #include "fulgur/backend.h"
 #include "model.h"
-
-extern int tk_failures;
-
-#define CHECK(cond)                                                                           \
-    do {                                                                                      \
-        if (!(cond)) {                                                                        \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);          \
-            tk_failures++;                                                                    \
-        }                                                                                     \
-    } while (0)
-
-#define CHECK_STR(actual, expected)                                                           \
-    do {                                                                                      \
-        const char *tk_got = (actual), *tk_want = (expected);                                 \
-        if (!tk_got || strcmp(tk_got, tk_want) != 0) {                                       \
-            fprintf(stderr, "%s:%d: CHECK_STR failed: %s\n  got:      %s\n  expected: %s\n",  \
-                    __FILE__, __LINE__, #actual, tk_got ? tk_got : "(null)", tk_want);        \
-            tk_failures++;                                                                    \
-        }                                                                                     \
-    } while (0)
-
-#define CHECK_OK(expr, err)                                                                   \
-    do {                                                                                      \
-        fg_status tk_st = (expr);                                                             \
-        if (tk_st != FG_OK) {                                                                 \
-            fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #expr,          \
-                    fg_status_name(tk_st), (err)->message);                                   \
-            tk_failures++;                                                                    \
-        }                                                                                     \
-    } while (0)
-
-/* Prints the verdict; the exit status of main. */
-int tk_finish(const char *name);
 
 /* Parses text as "cfg.ini"; NULL (and a failure counted) on a syntax error. */
 fg_config *tk_config(const char *text);
@@ -51,7 +21,7 @@ typedef struct tk_backend {
     void *bs;
     void *queue;
     const fg_plugin *plugin;
-    fg_host host;
+    fg_fake_host host; /* the schema's defaults; warnings and errors echoed to stderr */
 } tk_backend;
 
 /* Opens the backend .so at path (argv[1] of a test), inits it and creates a queue on

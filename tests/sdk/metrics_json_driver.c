@@ -1,10 +1,10 @@
 /* sdk.metrics_json: drives the out-of-tree example plugin through its ABI alone, the way
  * a host does (dlopen, read the descriptor, init with a host table, send events), and
- * checks the exact lines it writes. Built against the installed headers only.
+ * checks the exact lines it writes. Built against the installed headers only, with
+ * tests/common (the fake host and checks need nothing but the SDK headers).
  *
  * usage: metrics_json_driver PLUGIN.so SCRATCH_DIR */
 #define _POSIX_C_SOURCE 200809L
-#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,64 +12,19 @@
 
 #include <fulgur/sdk.h>
 
-/* The options one fake host instance answers with; NULL path: key not set. */
-typedef struct fake_host {
-    fg_host host; /* first: the plugin gets &fake->host */
-    const char *path;
-    int64_t every_n_events;
-} fake_host;
+#include "check.h"
+#include "fake_host.h"
+#include "plugin_load.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);       \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fputc('\n', stderr);                                                           \
-            failures++;                                                                    \
-        }                                                                                  \
-    } while (0)
-
-static void fake_log(const fg_host *host, int level, const char *fmt, ...)
+/* The common fake host with path (NULL: not set) and every_n_events. */
+static void make_host(fg_fake_host *h, const fg_plugin *p, const char *path, int64_t every)
 {
-    (void)host;
-    (void)level;
-    (void)fmt;
-}
-
-static fg_status fake_get_string(const fg_host *host, const char *key, const char **out)
-{
-    const fake_host *f = (const fake_host *)host;
-    if (strcmp(key, "path") != 0 || f->path == NULL)
-        return FG_NOT_FOUND;
-    *out = f->path;
-    return FG_OK;
-}
-
-static fg_status fake_get_int(const fg_host *host, const char *key, int64_t *out)
-{
-    const fake_host *f = (const fake_host *)host;
-    if (strcmp(key, "every_n_events") != 0)
-        return FG_NOT_FOUND;
-    *out = f->every_n_events;
-    return FG_OK;
-}
-
-static fake_host make_host(const char *path, int64_t every)
-{
-    fake_host f;
-    memset(&f, 0, sizeof f);
-    f.host.struct_size = sizeof(fg_host);
-    f.host.abi_major = FG_ABI_MAJOR;
-    f.host.abi_minor = FG_ABI_MINOR;
-    f.host.section = "callback.metrics_json";
-    f.host.log = fake_log;
-    f.host.get_string = fake_get_string;
-    f.host.get_int = fake_get_int;
-    f.path = path;
-    f.every_n_events = every;
-    return f;
+    char n[32];
+    snprintf(n, sizeof n, "%lld", (long long)every);
+    fg_fake_host_init(h, p, NULL);
+    fg_fake_host_set(h, "every_n_events", n);
+    if (path != NULL)
+        fg_fake_host_set(h, "path", path);
 }
 
 static fg_event make_event(uint32_t type, int64_t step, const fg_metric *m, uint32_t n, int rank0)
@@ -104,7 +59,7 @@ static char *read_file(const char *path)
 }
 
 /* Sends `count` events (global_step = 10 + i) to a fresh instance, then deinit. */
-static fg_status run_events(const fg_plugin *p, fake_host *h, const fg_event *events, int count,
+static fg_status run_events(const fg_plugin *p, fg_fake_host *h, const fg_event *events, int count,
                             fg_error *err)
 {
     void *state = NULL;
@@ -150,7 +105,8 @@ static void check_all_events(const fg_plugin *p, const char *dir)
     fg_metric m[] = {{"train/loss", 0.25}, {"train/acc", NAN}, {"odd\"name\\\n", -3e-7}};
     fg_event ev[] = {make_event(FG_EVENT_FIT_START, 10, NULL, 0, 1),
                      make_event(FG_EVENT_TRAIN_STEP_END, 11, m, 3, 1)};
-    fake_host h = make_host(path, 1);
+    fg_fake_host h;
+    make_host(&h, p, path, 1);
     fg_error err = {0};
     fg_status st = run_events(p, &h, ev, 2, &err);
     CHECK(st == FG_OK, "status %s: %s", fg_status_name(st), err.message);
@@ -174,7 +130,8 @@ static void check_every_n(const fg_plugin *p, const char *dir)
     fg_event ev[7];
     for (int i = 0; i < 7; i++)
         ev[i] = make_event(FG_EVENT_VALIDATION_END, 10 + i, m, 1, 1);
-    fake_host h = make_host(path, 3);
+    fg_fake_host h;
+    make_host(&h, p, path, 3);
     fg_error err = {0};
     fg_status st = run_events(p, &h, ev, 7, &err);
     CHECK(st == FG_OK, "status %s: %s", fg_status_name(st), err.message);
@@ -194,7 +151,8 @@ static void check_not_rank_zero(const fg_plugin *p, const char *dir)
     char path[4096];
     snprintf(path, sizeof path, "%s/rank1.jsonl", dir);
     fg_event ev[] = {make_event(FG_EVENT_EPOCH_END, 10, NULL, 0, 0)};
-    fake_host h = make_host(path, 1);
+    fg_fake_host h;
+    make_host(&h, p, path, 1);
     fg_error err = {0};
     CHECK(run_events(p, &h, ev, 1, &err) == FG_OK, "%s", err.message);
     char *text = read_file(path);
@@ -209,20 +167,21 @@ static void check_errors(const fg_plugin *p, const char *dir)
 
     char bad[4096];
     snprintf(bad, sizeof bad, "%s/no-such-dir/m.jsonl", dir);
-    fake_host h = make_host(bad, 1);
+    fg_fake_host h;
+    make_host(&h, p, bad, 1);
     fg_status st = run_events(p, &h, ev, 1, &err);
     char want[4200];
     snprintf(want, sizeof want, "[callback.metrics_json] path = %s: cannot open for writing: ", bad);
     CHECK(st == FG_INVALID_ARGUMENT && strstr(err.message, want) != NULL,
           "unwritable path: %s: %s", fg_status_name(st), err.message);
 
-    h = make_host(NULL, 1);
+    make_host(&h, p, NULL, 1);
     memset(&err, 0, sizeof err);
     st = run_events(p, &h, ev, 1, &err);
     CHECK(st == FG_INVALID_ARGUMENT && strstr(err.message, "[callback.metrics_json] path: required"),
           "missing path: %s: %s", fg_status_name(st), err.message);
 
-    h = make_host(bad, 0);
+    make_host(&h, p, bad, 0);
     memset(&err, 0, sizeof err);
     st = run_events(p, &h, ev, 1, &err);
     CHECK(st == FG_INVALID_ARGUMENT && strstr(err.message, "every_n_events = 0: must be an integer >= 1"),
@@ -235,26 +194,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s PLUGIN.so SCRATCH_DIR\n", argv[0]);
         return 2;
     }
-    void *lib = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) {
-        fprintf(stderr, "dlopen %s: %s\n", argv[1], dlerror());
+    const fg_plugin *p = fg_test_load_plugin(argv[1], FG_KIND_CALLBACK, "metrics_json");
+    if (p == NULL)
         return 1;
-    }
-    const fg_plugin *p = dlsym(lib, FG_PLUGIN_ENTRY_NAME);
-    if (p == NULL) {
-        fprintf(stderr, "%s: no symbol %s\n", argv[1], FG_PLUGIN_ENTRY_NAME);
-        return 1;
-    }
     check_descriptor(p);
-    if (failures == 0) {
+    if (fg_test_failures == 0) {
         check_all_events(p, argv[2]);
         check_every_n(p, argv[2]);
         check_not_rank_zero(p, argv[2]);
         check_errors(p, argv[2]);
     }
-    if (failures)
-        fprintf(stderr, "metrics_json: %d check(s) failed\n", failures);
-    else
-        printf("metrics_json: all checks passed\n");
-    return failures ? 1 : 0;
+    return fg_test_report("metrics_json");
 }

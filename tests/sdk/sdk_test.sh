@@ -219,8 +219,10 @@ step_metrics_json() {
     cflags=$("$PKG_CONFIG" --cflags fulgur) || fail "pkg-config --cflags fulgur failed"
     driver=$SDK_WORK/metrics_json_driver
     # shellcheck disable=SC2086 # cflags is a list of flags
-    logged "$driver-build" "$SDK_CC" -std=c11 -Wall -Wextra -Werror $cflags \
-        "$SDK_TESTS/metrics_json_driver.c" -o "$driver" -ldl
+    common=$SDK_TESTS/../common # the fake host and checks: SDK headers only
+    logged "$driver-build" "$SDK_CC" -std=c11 -Wall -Wextra -Werror $cflags -I"$common" \
+        "$SDK_TESTS/metrics_json_driver.c" "$common/check.c" "$common/fake_host.c" \
+        "$common/option_text.c" "$common/plugin_load.c" -o "$driver" -ldl
     scratch=$SDK_WORK/metrics_json
     rm -rf "$scratch"
     mkdir -p "$scratch"

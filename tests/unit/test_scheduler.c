@@ -3,19 +3,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "config.h"
 #include "scheduler.h"
 
-static int failures;
-
-#define CHECK_NEAR(got, want, what)                                                         \
-    do {                                                                                    \
-        double g_ = (got), w_ = (want);                                                     \
-        if (!(fabs(g_ - w_) <= 1e-12 + 1e-9 * fabs(w_))) {                                  \
-            printf("FAIL %s:%d: %s = %.17g, expected %.17g\n", __FILE__, __LINE__, what, g_, w_); \
-            failures++;                                                                     \
-        }                                                                                   \
-    } while (0)
+/* A learning rate as PyTorch's formula gives it, to double rounding. */
+#define CHECK_LR(got, want) CHECK_NEAR((got), (want), 1e-12 + 1e-9 * fabs(want))
 
 static fg_scheduler *make(const char *ini, double lr, int64_t steps, int64_t epochs)
 {
@@ -25,7 +18,7 @@ static fg_scheduler *make(const char *ini, double lr, int64_t steps, int64_t epo
     if (fg_config_parse_string(ini, "sched.ini", &cfg, &err) != FG_OK ||
         fg_scheduler_create(cfg, lr, steps, epochs, &s, &err) != FG_OK) {
         printf("FAIL: %s\n", err.message);
-        failures++;
+        fg_test_failures++;
     }
     fg_config_destroy(cfg);
     return s;
@@ -34,7 +27,7 @@ static fg_scheduler *make(const char *ini, double lr, int64_t steps, int64_t epo
 static void test_step(void)
 {
     fg_scheduler *s = make("[scheduler]\nname = step\nstep_size = 3\ngamma = 0.5\n", 0.1, 100, 10);
-    for (int e = 0; s && e < 10; e++) CHECK_NEAR(fg_scheduler_lr(s, 1000, e), 0.1 * pow(0.5, e / 3), "step lr");
+    for (int e = 0; s && e < 10; e++) CHECK_LR(fg_scheduler_lr(s, 1000, e), 0.1 * pow(0.5, e / 3));
     fg_scheduler_destroy(s);
 }
 
@@ -43,7 +36,7 @@ static void test_multistep_per_step(void)
     fg_scheduler *s = make("[scheduler]\nname = multistep\ninterval = step\nmilestones = 2, 5\ngamma = 0.1\n",
                            1.0, 100, 10);
     const double want[] = {1, 1, 0.1, 0.1, 0.1, 0.01, 0.01};
-    for (int t = 0; s && t < 7; t++) CHECK_NEAR(fg_scheduler_lr(s, t, 0), want[t], "multistep lr");
+    for (int t = 0; s && t < 7; t++) CHECK_LR(fg_scheduler_lr(s, t, 0), want[t]);
     fg_scheduler_destroy(s);
 }
 
@@ -55,12 +48,12 @@ static void test_cosine_with_warmup(void)
         int tc = t < 10 ? t : 10;
         double lr = 0.01 + (0.1 - 0.01) * 0.5 * (1 + cos(M_PI * tc / 10.0));
         if (t < 4) lr *= 0.25 + 0.75 * t / 4.0;
-        CHECK_NEAR(fg_scheduler_lr(s, t, 0), lr, "cosine lr");
+        CHECK_LR(fg_scheduler_lr(s, t, 0), lr);
     }
     fg_scheduler_destroy(s);
     /* t_max = 0: the whole run, in the schedule's interval */
     s = make("[scheduler]\nname = cosine\n", 0.1, 100, 4);
-    if (s) CHECK_NEAR(fg_scheduler_lr(s, 0, 2), 0.05, "cosine halfway over 4 epochs");
+    if (s) CHECK_LR(fg_scheduler_lr(s, 0, 2), 0.05);
     fg_scheduler_destroy(s);
 }
 
@@ -75,18 +68,18 @@ static void test_plateau(void)
     for (int i = 0; i < 8; i++) {
         fg_scheduler_observe(s, "val/loss", losses[i]);
         fg_scheduler_observe(s, "train/loss", 100.0); /* not the monitor: ignored */
-        CHECK_NEAR(fg_scheduler_lr(s, 0, i), want[i], "plateau lr");
+        CHECK_LR(fg_scheduler_lr(s, 0, i), want[i]);
     }
     fg_scheduler_state st;
     fg_scheduler_get_state(s, &st);
-    CHECK_NEAR(st.scale, 0.25, "plateau scale");
+    CHECK_LR(st.scale, 0.25);
     fg_scheduler_destroy(s);
 }
 
 static void test_exponential(void)
 {
     fg_scheduler *s = make("[scheduler]\nname = exponential\ninterval = step\ngamma = 1.5\n", 1e-4, 100, 1);
-    for (int t = 0; s && t < 20; t++) CHECK_NEAR(fg_scheduler_lr(s, t, 0), 1e-4 * pow(1.5, t), "exponential lr");
+    for (int t = 0; s && t < 20; t++) CHECK_LR(fg_scheduler_lr(s, t, 0), 1e-4 * pow(1.5, t));
     fg_scheduler_destroy(s);
 }
 
@@ -99,14 +92,14 @@ static void test_refusals(void)
     if (fg_scheduler_create(cfg, 0.1, 10, 1, &s, &err) != FG_INVALID_ARGUMENT ||
         !strstr(err.message, "sched.ini:3: [scheduler] step_size does not apply to name = cosine")) {
         printf("FAIL: a step key under cosine: '%s'\n", err.message);
-        failures++;
+        fg_test_failures++;
     }
     fg_config_destroy(cfg);
     fg_config_parse_string("[scheduler]\nname = multistep\nmilestones = 5, 2\n", "sched.ini", &cfg, &err);
     if (fg_scheduler_create(cfg, 0.1, 10, 1, &s, &err) != FG_INVALID_ARGUMENT ||
         !strstr(err.message, "milestones = '5, 2' must be up to 64 increasing")) {
         printf("FAIL: decreasing milestones: '%s'\n", err.message);
-        failures++;
+        fg_test_failures++;
     }
     fg_config_destroy(cfg);
 }
@@ -119,7 +112,5 @@ int main(void)
     test_plateau();
     test_exponential();
     test_refusals();
-    if (failures) return 1;
-    printf("scheduler: all checks passed\n");
-    return 0;
+    return fg_test_report("scheduler");
 }

@@ -9,19 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "trainer_internal.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond);                     \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fputc('\n', stderr);                                                           \
-            failures++;                                                                    \
-        }                                                                                  \
-    } while (0)
 
 static void write_file(const char *path, const char *text)
 {
@@ -81,14 +71,9 @@ int main(int argc, char **argv)
         unlink(dst);
         skipped = 0;
     }
-    if (failures) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
-        return 1;
-    }
-    if (argc > 2 && skipped) {
+    if (!fg_test_failures && argc > 2 && skipped) {
         printf("SKIP: %s is not another file system than %s\n", argv[2], argv[1]);
         return 77;
     }
-    printf("ok\n");
-    return 0;
+    return fg_test_report("workflow.checkpoint_link");
 }

@@ -5,19 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "step_sink.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                   \
-    do {                                                                                   \
-        if (!(cond)) {                                                                     \
-            fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, #cond);                     \
-            fprintf(stderr, __VA_ARGS__);                                                  \
-            fputc('\n', stderr);                                                           \
-            failures++;                                                                    \
-        }                                                                                  \
-    } while (0)
 
 static double value_of(const fg_metric *m, uint32_t n, const char *name)
 {
@@ -72,7 +62,5 @@ int main(void)
     }
     CHECK(refused == 1, "%d refusals", refused);
     fg_step_sink_destroy(&s);
-    if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
-    else printf("ok\n");
-    return failures != 0;
+    return fg_test_report("workflow.step_sink");
 }

@@ -1,7 +1,7 @@
 /* The launcher's view of this process (srun, mpirun, PMIx, Hydra), cross-checked against
  * MPI's own topology at start-up. Shared by comm.mpi and comm.nccl (their bootstrap). */
-#ifndef FULGUR_COMM_MPI_LAUNCHER_H
-#define FULGUR_COMM_MPI_LAUNCHER_H
+#ifndef FULGUR_PLUGIN_COMMON_MPI_LAUNCHER_H
+#define FULGUR_PLUGIN_COMMON_MPI_LAUNCHER_H
 
 #include <mpi.h>
 #include <stddef.h>

@@ -1,0 +1,28 @@
+/* What the precision plugins share: init/deinit of a plugin without state, the answer to
+ * info(), and the two vtable entries of a precision without loss scaling. */
+#ifndef FULGUR_PLUGIN_COMMON_PRECISION_H
+#define FULGUR_PLUGIN_COMMON_PRECISION_H
+
+#include "fulgur/precision.h"
+
+/* init and deinit of a plugin that keeps no state (*state = NULL). */
+fg_status fg_plugin_stateless_init(const fg_host *host, void **state, fg_error *err);
+void fg_plugin_stateless_deinit(void *state);
+
+/* Fills info()'s answer and returns FG_OK; out->struct_size is the caller's and stays. */
+fg_status fg_plugin_precision_info(fg_precision_info *out, uint32_t param_dtype,
+                                   uint32_t compute_dtype, uint32_t grad_dtype,
+                                   int master_weights, int loss_scaling);
+
+/* The enum option "grad_dtype" (fp32|half) of the mixed modes: FG_F32, or half_dtype for
+ * "half". FG_INTERNAL "who: cannot read grad_dtype" when the host does not serve it. */
+fg_status fg_plugin_read_grad_dtype(const fg_host *host, uint32_t half_dtype, const char *who,
+                                    uint32_t *out, fg_error *err);
+
+/* loss_scale and update_scale without loss scaling: the factor is 1, and a step whose
+ * gradients hold an inf or NaN is skipped. */
+float fg_plugin_unscaled_loss_scale(void *state);
+fg_status fg_plugin_unscaled_update_scale(void *state, int found_nonfinite, int *skip_step,
+                                          fg_error *err);
+
+#endif
