@@ -25,7 +25,7 @@ void progress_format_duration(char *buf, size_t cap, double s)
 /* Which parts a line shows; fitting removes them one by one. */
 typedef struct layout {
     int bar_width; /* 0: no bar */
-    int speed, time, train, train_acc, val;
+    int speed, time, train, acc, val;
 } layout;
 
 /* Appends to buf at *len, keeping it terminated; stops quietly when full. */
@@ -110,7 +110,7 @@ static void render(char *buf, size_t cap, const progress_view *v, const layout *
         snprintf(part, sizeof part, "  ETA %s", t);
         append(buf, cap, &len, part);
     }
-    int loss = l->train && v->has_loss, acc = l->train && l->train_acc && v->has_acc;
+    int loss = l->train && v->has_loss, acc = l->train && l->acc && v->has_acc;
     if (loss) {
         snprintf(part, sizeof part, "  loss %.4f", v->loss);
         append(buf, cap, &len, part);
@@ -119,13 +119,13 @@ static void render(char *buf, size_t cap, const progress_view *v, const layout *
         snprintf(part, sizeof part, "%sacc %.2f", loss ? " " : "  ", v->acc);
         append(buf, cap, &len, part);
     }
-    if (l->val && (v->has_val_loss || v->has_val_acc)) {
+    if (l->val && (v->has_val_loss || (v->has_val_acc && l->acc))) {
         append(buf, cap, &len, "  val");
         if (v->has_val_loss) {
             snprintf(part, sizeof part, " loss %.4f", v->val_loss);
             append(buf, cap, &len, part);
         }
-        if (v->has_val_acc) {
+        if (v->has_val_acc && l->acc) {
             snprintf(part, sizeof part, " acc %.2f", v->val_acc);
             append(buf, cap, &len, part);
         }
@@ -135,10 +135,10 @@ static void render(char *buf, size_t cap, const progress_view *v, const layout *
 /* Removes the next part in the fitting order; 0 when nothing is left to remove. */
 static int drop_one(layout *l)
 {
-    if (l->val) l->val = 0;
-    else if (l->speed) l->speed = 0;
-    else if (l->train_acc) l->train_acc = 0;
+    if (l->speed) l->speed = 0;
+    else if (l->acc) l->acc = 0;
     else if (l->bar_width > 0) l->bar_width = 0;
+    else if (l->val) l->val = 0;
     else if (l->time) l->time = 0;
     else if (l->train) l->train = 0;
     else return 0;

@@ -3,8 +3,8 @@
  * and an epoch's summary line, with the validation metrics when the epoch had them:
  *   epoch 2/3 [####################] 469/469  34.1 it/s  time 0:13  loss 0.4011 acc 0.86  val loss 0.3900 acc 0.87
  * The line is fitted to the terminal's width: the bar narrows first (down to
- * PROGRESS_BAR_MIN), then the validation metrics, the speed, the accuracy, the bar, the
- * time and the training metrics are dropped in that order, and only then is the text cut. */
+ * PROGRESS_BAR_MIN), then the speed, the accuracies, the bar, the validation loss, the
+ * time and the training loss are dropped in that order, and only then is the text cut. */
 #ifndef PROGRESS_FORMAT_H
 #define PROGRESS_FORMAT_H
 

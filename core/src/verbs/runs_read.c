@@ -285,7 +285,7 @@ static double mtime_of(const char *dir, const char *file)
     char path[4400];
     struct stat st;
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    return stat(path, &st) == 0 ? (double)st.st_mtime : -1;
+    return stat(path, &st) == 0 ? (double)st.st_mtim.tv_sec + 1e-9 * (double)st.st_mtim.tv_nsec : -1;
 }
 
 static void read_status(fg_run_info *run)
