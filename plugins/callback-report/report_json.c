@@ -29,21 +29,22 @@ void report_json_string(FILE *out, const char *text)
     fputc('"', out);
 }
 
+size_t report_json_number_text(char *buf, double v)
+{
+    if (isnan(v))
+        return (size_t)snprintf(buf, REPORT_NUMBER_CHARS, "\"nan\"");
+    if (isinf(v))
+        return (size_t)snprintf(buf, REPORT_NUMBER_CHARS, v > 0 ? "\"inf\"" : "\"-inf\"");
+    int n = snprintf(buf, REPORT_NUMBER_CHARS, "%.15g", v);
+    if (strtod(buf, NULL) != v)
+        n = snprintf(buf, REPORT_NUMBER_CHARS, "%.17g", v);
+    return (size_t)n;
+}
+
 void report_json_number(FILE *out, double v)
 {
-    if (isnan(v)) {
-        fputs("\"nan\"", out);
-        return;
-    }
-    if (isinf(v)) {
-        fputs(v > 0 ? "\"inf\"" : "\"-inf\"", out);
-        return;
-    }
-    char buf[40];
-    snprintf(buf, sizeof buf, "%.15g", v);
-    if (strtod(buf, NULL) != v)
-        snprintf(buf, sizeof buf, "%.17g", v);
-    fputs(buf, out);
+    char buf[REPORT_NUMBER_CHARS];
+    fwrite(buf, 1, report_json_number_text(buf, v), out);
 }
 
 void report_json_raw(FILE *out, const char *json)

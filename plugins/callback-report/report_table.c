@@ -37,27 +37,64 @@ static long column_of(report_table *t, const char *name)
     return (long)t->column_count++;
 }
 
+static int append(report_table *t, const char *s, size_t n)
+{
+    if (grow((void **)&t->text, &t->text_cap, t->text_len + n, 1) != 0)
+        return -1;
+    memcpy(t->text + t->text_len, s, n);
+    t->text_len += n;
+    return 0;
+}
+
+static int write_row(report_table *t, int64_t epoch, int64_t step, const fg_metric *m, uint32_t n,
+                     const long *cols, size_t width);
+
 int report_table_add(report_table *t, int64_t epoch, int64_t step, const fg_metric *m, uint32_t n)
 {
     if (m == NULL || n == 0)
         return 0;
-    if (grow((void **)&t->rows, &t->row_cap, t->row_count + 1, sizeof *t->rows) != 0 ||
-        grow((void **)&t->cells, &t->cell_cap, t->cell_count + n, sizeof *t->cells) != 0)
+    long *cols = malloc(n * sizeof *cols); /* each metric's column; -2: no name, skipped */
+    if (cols == NULL)
+        return -1;
+    size_t width = 0;
+    int rc = 0;
+    for (uint32_t i = 0; i < n && rc == 0; i++) {
+        cols[i] = m[i].name != NULL ? column_of(t, m[i].name) : -2;
+        if (cols[i] == -1)
+            rc = -1;
+        else if (cols[i] >= 0 && (size_t)cols[i] + 1 > width)
+            width = (size_t)cols[i] + 1;
+    }
+    if (rc == 0)
+        rc = write_row(t, epoch, step, m, n, cols, width);
+    free(cols);
+    return rc;
+}
+
+/* The row's text: "[epoch,step" and a value or null for each of the first `width` columns. */
+static int write_row(report_table *t, int64_t epoch, int64_t step, const fg_metric *m, uint32_t n,
+                     const long *cols, size_t width)
+{
+    if (grow((void **)&t->rows, &t->row_cap, t->row_count + 1, sizeof *t->rows) != 0)
         return -1;
     report_row *r = &t->rows[t->row_count];
-    r->epoch = epoch;
-    r->step = step;
-    r->first = t->cell_count;
-    r->count = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        if (m[i].name == NULL)
-            continue;
-        long c = column_of(t, m[i].name);
-        if (c < 0)
+    r->offset = t->text_len;
+    r->columns = width;
+    char buf[64 + REPORT_NUMBER_CHARS];
+    int len = snprintf(buf, sizeof buf, "[%lld,%lld", (long long)epoch, (long long)step);
+    if (append(t, buf, (size_t)len) != 0)
+        return -1;
+    for (size_t c = 0; c < width; c++) {
+        uint32_t i = 0;
+        while (i < n && cols[i] != (long)c)
+            i++;
+        buf[0] = ',';
+        size_t k = i < n ? 1 + report_json_number_text(buf + 1, m[i].value)
+                         : (size_t)snprintf(buf, sizeof buf, ",null");
+        if (append(t, buf, k) != 0)
             return -1;
-        t->cells[t->cell_count++] = (report_cell){(uint32_t)c, m[i].value};
-        r->count++;
     }
+    r->length = t->text_len - r->offset;
     t->row_count++;
     return 0;
 }
@@ -72,19 +109,11 @@ void report_table_write_json(const report_table *t, FILE *out)
     fputs("],\n\"rows\": [", out);
     for (size_t r = 0; r < t->row_count; r++) {
         const report_row *row = &t->rows[r];
-        fprintf(out, "%s\n[%lld,%lld", r ? "," : "", (long long)row->epoch, (long long)row->step);
-        /* cells in column order; an event names each metric once */
-        for (size_t c = 0; c < t->column_count; c++) {
-            const report_cell *cell = NULL;
-            for (uint32_t k = 0; k < row->count && cell == NULL; k++)
-                if (t->cells[row->first + k].column == c)
-                    cell = &t->cells[row->first + k];
-            fputc(',', out);
-            if (cell != NULL)
-                report_json_number(out, cell->value);
-            else
-                fputs("null", out);
-        }
+        if (r)
+            fputs(",\n", out);
+        fwrite(t->text + row->offset, 1, row->length, out);
+        for (size_t c = row->columns; c < t->column_count; c++)
+            fputs(",null", out); /* columns that appeared after this row */
         fputc(']', out);
     }
     fputs("]", out);
@@ -96,6 +125,6 @@ void report_table_free(report_table *t)
         free(t->columns[i]);
     free(t->columns);
     free(t->rows);
-    free(t->cells);
+    free(t->text);
     memset(t, 0, sizeof *t);
 }

@@ -1,6 +1,11 @@
 /* The run's metrics as metrics.csv holds them: columns epoch, step, then every metric name
  * in order of first appearance; one row per event that carried metrics, with a value for
- * the metrics of that event only. */
+ * the metrics of that event only.
+ *
+ * Each row is turned into its JSON text once, when it is added: "[epoch,step,v,null,..."
+ * up to the columns known then (a new metric name only ever adds a column at the end), so
+ * writing the table costs its bytes, and the page can be rewritten at every validation of
+ * a long run. */
 #ifndef REPORT_TABLE_H
 #define REPORT_TABLE_H
 
@@ -10,15 +15,9 @@
 
 #include <fulgur/callback.h>
 
-typedef struct report_cell {
-    uint32_t column; /* index into columns */
-    double value;
-} report_cell;
-
 typedef struct report_row {
-    int64_t epoch, step;
-    size_t first;  /* its cells: cells[first .. first + count) */
-    uint32_t count;
+    size_t offset, length; /* its text in report_table.text */
+    size_t columns;        /* metric columns it was written with */
 } report_row;
 
 typedef struct report_table {
@@ -26,8 +25,8 @@ typedef struct report_table {
     size_t column_count, column_cap;
     report_row *rows;
     size_t row_count, row_cap;
-    report_cell *cells;
-    size_t cell_count, cell_cap;
+    char *text;       /* every row's JSON text, back to back */
+    size_t text_len, text_cap;
 } report_table;
 
 /* Appends the event's metrics as a row (none: nothing). 0, or -1 when out of memory. */
