@@ -207,7 +207,7 @@ fg_status fg_runtime_runs(fg_runtime *rt, const fg_runs_options *o, FILE *out, f
     fg_status st = find_runs(o->root, 0, &l, err);
     if (st == FG_OK) st = read_runs(&l, o, &runs, &count, err);
     if (st == FG_OK && count == 0)
-        fprintf(out, "no runs under %s%s\n", o->root, o->pattern_count ? " match" : "");
+        fprintf(out, "no runs under %s%s\n", o->root, o->pattern_count ? " match the names given" : "");
     else if (st == FG_OK)
         print_runs(out, runs, count);
     if (st == FG_OK && o->report_path && count == 0)

@@ -106,14 +106,20 @@ fg_status fg_runs_write_report(fg_runtime *rt, fg_run_info *const *runs, int cou
 {
     json_t *doc = document(runs, count, title);
     if (!doc) return fg_error_set(err, FG_OUT_OF_MEMORY, "%s: out of memory", out_path);
+    /* the data document goes to the plugin as a file in the temporary folder */
+    const char *tmpdir = getenv("TMPDIR");
     char data[4300];
-    snprintf(data, sizeof data, "%s.data.%ld.json", out_path, (long)getpid());
+    snprintf(data, sizeof data, "%s/fulgur-runs-XXXXXX", tmpdir && tmpdir[0] ? tmpdir : "/tmp");
+    int fd = mkstemp(data);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     fg_status st = FG_OK;
-    if (json_dump_file(doc, data, JSON_COMPACT) != 0)
-        st = fg_error_set(err, FG_INVALID_ARGUMENT, "%s: cannot write: %s", data,
+    if (!f || json_dumpf(doc, f, JSON_COMPACT) != 0 || fflush(f) != 0 || ferror(f))
+        st = fg_error_set(err, FG_INTERNAL, "%s: cannot write the runs' data: %s", data,
                           strerror(errno ? errno : EIO));
+    if (f) fclose(f);
+    else if (fd >= 0) close(fd);
     json_decref(doc);
     if (st == FG_OK) st = render(rt, data, out_path, err);
-    unlink(data);
+    if (fd >= 0) unlink(data);
     return st;
 }
