@@ -29,11 +29,15 @@ static const char usage_text[] =
     "  tune lr CONFIG [overrides]...           a learning-rate range test and a suggested lr\n"
     "  ckpt merge INDEX|DIR -o OUT.safetensors one checkpoint from the per-rank files of\n"
     "                                          [strategy] sharded_checkpoint = true\n"
+    "  runs DIR [RUN...] [--report OUT.html]   the runs under DIR: status, steps, best metric,\n"
+    "                                          wall time; --report overlays their curves on one\n"
+    "                                          page (RUN: NAME or NAME/version_N, globs allowed)\n"
     "\n"
     "options:\n"
     "  --plugin-path DIR   search DIR for plugins first (repeatable)\n"
     "  --ckpt-path X       fit: resume from X; test/validate: evaluate X. X is last, best\n"
     "                      (by [callback.checkpoint] monitor) or a .safetensors file\n"
+    "  --report FILE       runs: write the comparison page to FILE\n"
     "  -q, --quiet         warnings and errors only\n"
     "  -v, --verbose       debug output\n"
     "  --version           print the version and the plugin ABI\n"
@@ -50,6 +54,7 @@ typedef struct cli {
     const char *args[MAX_ARGS];
     int arg_count;
     char ckpt_override[4200]; /* --ckpt-path X becomes the override trainer.ckpt_path=X */
+    const char *report;       /* runs --report FILE */
 } cli;
 
 static int usage_error(const char *fmt, const char *arg)
@@ -75,6 +80,10 @@ static int parse_args(int argc, char **argv, cli *c)
             const char *v = a[11] == '=' ? a + 12 : (i + 1 < argc ? argv[++i] : NULL);
             if (!v || !*v) return usage_error("%s needs last, best or a FILE", "--ckpt-path");
             snprintf(c->ckpt_override, sizeof c->ckpt_override, "trainer.ckpt_path=%s", v);
+        } else if (strcmp(a, "--report") == 0 || strncmp(a, "--report=", 9) == 0) {
+            const char *v = a[8] == '=' ? a + 9 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v || !*v) return usage_error("%s needs a FILE", "--report");
+            c->report = v;
         } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
             c->verbosity = FG_LOG_WARN;
         } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
@@ -147,11 +156,23 @@ static int run_ckpt(const cli *c)
     return st == FG_OK ? EXIT_OK : fail(&err, st, 1);
 }
 
+/* runs DIR [RUN...] [--report FILE] */
+static int run_runs(fg_runtime *rt, const cli *c)
+{
+    if (c->arg_count < 2) return usage_error("%s", "usage: fulgur runs DIR [RUN...] [--report OUT.html]");
+    fg_runs_options o = {sizeof o, c->args[1], c->args + 2, c->arg_count - 2, c->report};
+    fg_error err = {0};
+    fg_status st = fg_runtime_runs(rt, &o, stdout, &err);
+    return st == FG_OK ? EXIT_OK : fail(&err, st, 0);
+}
+
 static int run_command(fg_runtime *rt, const cli *c)
 {
     const char *cmd = c->args[0];
     fg_error err = {0};
     fg_status st;
+    if (c->report && strcmp(cmd, "runs") != 0) return usage_error("%s", "--report belongs to 'fulgur runs'");
+    if (strcmp(cmd, "runs") == 0) return run_runs(rt, c);
     if (strcmp(cmd, "plugins") == 0) {
         if (c->arg_count > 1) return usage_error("'plugins' takes no argument (got '%s')", c->args[1]);
         st = fg_runtime_list_plugins(rt, stdout, &err);

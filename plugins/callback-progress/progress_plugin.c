@@ -2,18 +2,29 @@
  *
  *   [callback.progress]
  *   refresh_every_n_steps = 50   ; logs only: steps between two plain lines
- *   leave = true                 ; keep each finished epoch's line
+ *   leave = true                 ; keep the bar in each epoch's summary line
  *
- * On a terminal (stdout is a tty) one line is redrawn in place with "\r" at every step
- * event the trainer sends (one per log_every_n_steps):
- *   epoch 2/? [#######.............] 180/469  34.1 it/s  ETA 0:08  loss 0.4123 acc 0.86
- * The epoch's line is finished at its last step event (or at the epoch's end when the run
- * stopped early): drawn full with the time the epoch took and ended with a newline
- * (leave = true) or erased (leave = false). Finishing at the last step, before the epoch
- * end event, matters: the trainer prints its epoch summary in between, and it must start
- * on a line of its own.
+ * The trainer runs this callback without a section when stdout is a terminal (unless
+ * [trainer] enable_progress_bar = false); a config may also name it.
+ *
+ * On a terminal (stdout is a tty) one line is redrawn in place ("\r", the line, erase to
+ * the end of the line) at every step and validation event the trainer sends:
+ *   epoch 2/3 [#######.............] 180/469  34.1 it/s  ETA 0:08  loss 0.4123 acc 0.86
+ * At the epoch's end event (after its validation) the line becomes the epoch's summary and
+ * stays: the epoch's mean training loss and accuracy, the validation metrics, the time the
+ * epoch took, ended with a newline; with leave = false the summary is written without the
+ * bar. The line is fitted to the terminal's width (progress_format.h), read at every draw,
+ * so a narrow or resized terminal never wraps it. The bar's done part is coloured unless
+ * NO_COLOR is set (to anything but an empty string) or TERM is "dumb".
+ *
+ * The terminal is shared: while a bar is drawn the trainer prints no per-step, epoch or
+ * validation lines of its own, erases the bar's line before each event's callbacks run and
+ * calls this callback last, so whatever other callbacks print lands on a clean line and
+ * the bar is drawn again below it.
+ *
  * Anywhere else (a log file, CI), plain lines without the bar, at most one per
- * refresh_every_n_steps steps, and the finished line when leave is set.
+ * refresh_every_n_steps steps, and the finished line of each epoch at its last step when
+ * leave is set (the trainer prints its own epoch summary after it).
  *
  * it/s comes from the trainer's time/step_s metric when it sends one, else from the wall
  * clock between events; the ETA is the epoch's remaining steps over it/s. Only rank 0
@@ -22,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,16 +41,17 @@
 #include "progress_format.h"
 
 #ifndef PROGRESS_VERSION
-#define PROGRESS_VERSION "1.0.0"
+#define PROGRESS_VERSION "1.1.0"
 #endif
 
-#define LINE_CHARS 256
+#define LINE_CHARS 640
 
 typedef struct progress {
     const char *section;
     int64_t refresh_every; /* >= 1; plain lines only */
     int leave;
     int tty;               /* stdout is a terminal: draw the bar in place */
+    int color;             /* colour the bar (a terminal without NO_COLOR) */
     int bar_open;          /* a bar is on screen without its newline */
     double last_time;      /* monotonic seconds of the previous event */
     int64_t last_step;     /* global_step of the previous event */
@@ -47,13 +60,14 @@ typedef struct progress {
     int64_t last_printed;  /* global_step of the last plain line */
     double it_per_s;       /* the last known speed; 0: unknown */
     int64_t finished_epoch; /* the epoch whose line was finished; -1: none yet */
+    progress_view view;    /* the latest state of the epoch on screen (terminals) */
 } progress;
 
 static const fg_option progress_options[] = {
     {.key = "refresh_every_n_steps", .type = FG_OPT_INT, .default_value = "50", .min = 1,
      .max = 1e9, .help = "when stdout is not a terminal: steps between two plain lines"},
     {.key = "leave", .type = FG_OPT_BOOL, .default_value = "true", .min = 1, .max = 0,
-     .help = "keep each finished epoch's progress line"},
+     .help = "keep the bar in each epoch's summary line (logs: keep each finished line)"},
 };
 
 static double monotonic_seconds(void)
@@ -61,6 +75,13 @@ static double monotonic_seconds(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* https://no-color.org: present and not empty switches colour off. */
+static int color_wanted(void)
+{
+    const char *no = getenv("NO_COLOR"), *term = getenv("TERM");
+    return !(no != NULL && no[0] != '\0') && !(term != NULL && strcmp(term, "dumb") == 0);
 }
 
 static fg_status progress_init(const fg_host *host, void **state, fg_error *err)
@@ -81,6 +102,7 @@ static fg_status progress_init(const fg_host *host, void **state, fg_error *err)
     p->refresh_every = every;
     p->leave = leave != 0;
     p->tty = isatty(STDOUT_FILENO);
+    p->color = p->tty && color_wanted();
     p->last_time = p->epoch_start = monotonic_seconds();
     p->finished_epoch = -1;
     *state = p;
@@ -95,6 +117,22 @@ static void progress_deinit(void *state)
         fflush(stdout);
     }
     free(p);
+}
+
+/* Columns a line may use: one less than the terminal's, so the cursor never wraps. */
+static int line_width(void)
+{
+    struct winsize ws;
+    int cols = 0;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0)
+        cols = ws.ws_col;
+    if (cols <= 0) {
+        const char *env = getenv("COLUMNS");
+        cols = env != NULL ? atoi(env) : 0;
+    }
+    if (cols <= 0)
+        cols = 80;
+    return cols > 1 ? cols - 1 : 1;
 }
 
 /* The value of a named metric, when the event carries it. */
@@ -119,12 +157,14 @@ static void update_speed(progress *p, const fg_event *e, double now)
         p->it_per_s = (double)(e->global_step - p->last_step) / (now - p->last_time);
 }
 
-/* "\r", the line, and erase-to-end-of-line so a shorter line leaves no stale tail. */
-static void draw_bar(progress *p, const char *line)
+static void draw_bar(progress *p, const progress_view *v)
 {
+    char line[LINE_CHARS];
+    progress_style style = {1, line_width(), p->color};
+    progress_format_line(line, sizeof line, v, &style);
     fputc('\r', stdout);
     fputs(line, stdout);
-    fputs("\033[K", stdout);
+    fputs("\033[K", stdout); /* a shorter line leaves no stale tail */
     fflush(stdout);
     p->bar_open = 1;
 }
@@ -136,68 +176,141 @@ static void print_line(const char *line)
     fflush(stdout);
 }
 
+/* The bar as last drawn, kept with a newline: what prints next gets its own line. Drawn
+ * again first, as the trainer may have erased it before this event. */
 static void end_open_bar(progress *p)
 {
     if (!p->bar_open)
         return;
+    if (p->tty && p->view.epoch > 0)
+        draw_bar(p, &p->view);
     fputc('\n', stdout);
     fflush(stdout);
     p->bar_open = 0;
 }
 
-/* The epoch's last line: full, with the time the epoch took; kept or erased (leave). */
-static void finish_epoch(progress *p, const fg_event *e, progress_view v, double now)
+static progress_view epoch_view(const progress *p, const fg_event *e)
 {
+    progress_view v = {.epoch = e->epoch + 1, .done = e->step_in_epoch,
+                       .total = e->steps_per_epoch, .it_per_s = p->it_per_s};
+    if (FG_HAS_FIELD(e, fg_event, max_epochs))
+        v.max_epochs = e->max_epochs;
+    return v;
+}
+
+/* ---- terminals: one line redrawn in place, a summary line left per epoch ------------- */
+
+static void tty_step(progress *p, const fg_event *e)
+{
+    progress_view v = epoch_view(p, e);
+    if (p->view.epoch == v.epoch) { /* keep the epoch's validation metrics */
+        v.has_val_loss = p->view.has_val_loss;
+        v.val_loss = p->view.val_loss;
+        v.has_val_acc = p->view.has_val_acc;
+        v.val_acc = p->view.val_acc;
+    }
+    v.has_loss = find_metric(e, "train/step_loss", &v.loss);
+    v.has_acc = find_metric(e, "train/step_acc", &v.acc);
+    p->view = v;
+    draw_bar(p, &p->view);
+}
+
+static void tty_validation(progress *p, const fg_event *e)
+{
+    if (p->view.epoch != e->epoch + 1 || p->finished_epoch == e->epoch)
+        return; /* no bar of this epoch on screen (e.g. `fulgur validate`) */
+    p->view.has_val_loss = find_metric(e, "val/loss", &p->view.val_loss);
+    p->view.has_val_acc = find_metric(e, "val/acc", &p->view.val_acc);
+    draw_bar(p, &p->view);
+}
+
+static void tty_epoch_end(progress *p, const fg_event *e, double now)
+{
+    progress_view v = epoch_view(p, e);
+    if (p->view.epoch == v.epoch) {
+        v.has_val_loss = p->view.has_val_loss;
+        v.val_loss = p->view.val_loss;
+        v.has_val_acc = p->view.has_val_acc;
+        v.val_acc = p->view.val_acc;
+    }
+    v.has_loss = find_metric(e, "train/loss", &v.loss);
+    v.has_acc = find_metric(e, "train/acc", &v.acc);
     v.finished = 1;
     v.elapsed_s = now - p->epoch_start;
     char line[LINE_CHARS];
-    progress_format_line(line, sizeof line, &v, p->tty);
-    if (p->tty && p->leave) {
-        draw_bar(p, line);
-        end_open_bar(p);
-    } else if (p->tty) {
-        fputs("\r\033[K", stdout); /* erase the bar: the next output starts clean */
-        fflush(stdout);
-        p->bar_open = 0;
-    } else if (p->leave) {
+    progress_style style = {p->leave, line_width(), p->color};
+    progress_format_line(line, sizeof line, &v, &style);
+    fputc('\r', stdout);
+    fputs(line, stdout);
+    fputs("\033[K\n", stdout);
+    fflush(stdout);
+    p->bar_open = 0;
+    p->finished_epoch = e->epoch;
+    memset(&p->view, 0, sizeof p->view);
+}
+
+/* ---- logs: plain periodic lines -------------------------------------------------------- */
+
+/* The epoch's last line: full, with the time the epoch took; kept when leave is set. */
+static void plain_finish(progress *p, const fg_event *e, progress_view v, double now)
+{
+    v.finished = 1;
+    v.elapsed_s = now - p->epoch_start;
+    if (p->leave) {
+        char line[LINE_CHARS];
+        progress_style style = {0, 0, 0};
+        progress_format_line(line, sizeof line, &v, &style);
         print_line(line);
     }
     p->last_printed = e->global_step;
     p->finished_epoch = e->epoch;
 }
 
-static void on_step(progress *p, const fg_event *e, double now)
+/* The epoch's line is finished at its last step event, before the trainer prints its own
+ * epoch summary, or at the epoch's end when the run stopped early. */
+static void plain_step(progress *p, const fg_event *e, double now)
 {
-    progress_view v = {.epoch = e->epoch + 1, .done = e->step_in_epoch,
-                       .total = e->steps_per_epoch, .it_per_s = p->it_per_s};
+    progress_view v = epoch_view(p, e);
     v.has_loss = find_metric(e, "train/step_loss", &v.loss);
     v.has_acc = find_metric(e, "train/step_acc", &v.acc);
     if (v.total > 0 && v.done >= v.total) {
-        finish_epoch(p, e, v, now);
+        plain_finish(p, e, v, now);
         return;
     }
-    char line[LINE_CHARS];
-    if (p->tty) {
-        progress_format_line(line, sizeof line, &v, 1);
-        draw_bar(p, line);
-    } else if (e->global_step - p->last_printed >= p->refresh_every) {
-        progress_format_line(line, sizeof line, &v, 0);
+    if (e->global_step - p->last_printed >= p->refresh_every) {
+        char line[LINE_CHARS];
+        progress_style style = {0, 0, 0};
+        progress_format_line(line, sizeof line, &v, &style);
         print_line(line);
         p->last_printed = e->global_step;
     }
 }
 
-/* An epoch that ended before its last step (max_steps, a callback's stop) is finished
- * here, with the epoch's mean loss and accuracy. */
-static void on_epoch_end(progress *p, const fg_event *e, double now)
+/* An epoch that ended before its last step (max_steps, a callback's stop), with the
+ * epoch's mean loss and accuracy. */
+static void plain_epoch_end(progress *p, const fg_event *e, double now)
 {
     if (p->finished_epoch == e->epoch)
         return;
-    progress_view v = {.epoch = e->epoch + 1, .done = e->step_in_epoch,
-                       .total = e->steps_per_epoch, .it_per_s = p->it_per_s};
+    progress_view v = epoch_view(p, e);
     v.has_loss = find_metric(e, "train/loss", &v.loss);
     v.has_acc = find_metric(e, "train/acc", &v.acc);
-    finish_epoch(p, e, v, now);
+    plain_finish(p, e, v, now);
+}
+
+static void on_step(progress *p, const fg_event *e, double now)
+{
+    /* A new epoch's clock starts when the trainer was done with the previous one's events
+     * (its validation included); a validation inside an epoch does not reset it. */
+    if (e->epoch != p->epoch) {
+        p->epoch = e->epoch;
+        p->epoch_start = p->last_time;
+    }
+    update_speed(p, e, now);
+    if (p->tty)
+        tty_step(p, e);
+    else
+        plain_step(p, e, now);
 }
 
 /* Thread rule (callback.h): called from the trainer's thread, on every rank, in order. */
@@ -217,20 +330,20 @@ static fg_status progress_on_event(void *state, const fg_event *event,
         p->epoch = event->epoch;
         break;
     case FG_EVENT_TRAIN_STEP_END:
-        /* A new epoch's clock starts when the trainer was done with the previous one's
-         * events (its validation included); a validation inside an epoch does not reset it. */
-        if (event->epoch != p->epoch) {
-            p->epoch = event->epoch;
-            p->epoch_start = p->last_time;
-        }
-        update_speed(p, event, now);
         on_step(p, event, now);
         break;
+    case FG_EVENT_VALIDATION_END:
+        if (p->tty)
+            tty_validation(p, event);
+        break;
     case FG_EVENT_EPOCH_END:
-        on_epoch_end(p, event, now);
+        if (p->tty)
+            tty_epoch_end(p, event, now);
+        else
+            plain_epoch_end(p, event, now);
         break;
     default:
-        /* Validation, fit end, test, exception: whatever prints next gets its own line. */
+        /* Fit end, test, exception: the bar, if one is open, stays as it was. */
         end_open_bar(p);
         break;
     }

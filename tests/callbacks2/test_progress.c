@@ -18,17 +18,23 @@ static const fg_plugin *plugin(void)
 }
 
 /* One scripted event: a step event carries step time, loss and accuracy; an epoch end
- * the epoch's means. */
+ * the epoch's means; a validation end its loss and accuracy. */
 typedef struct scripted {
     uint32_t type;
     int64_t epoch, global_step, step_in_epoch;
     double step_s, loss, acc;
 } scripted;
 
+static int erase_before_events; /* as the trainer does while a bar is drawn (tty_driver) */
+
 static void play(const fg_plugin *p, void *s, const scripted *ev, int n, int64_t steps_per_epoch,
                  int rank0)
 {
     for (int i = 0; i < n; i++) {
+        if (erase_before_events) {
+            fputs("\r\033[K", stdout);
+            fflush(stdout);
+        }
         fg_event e = cb_event(ev[i].type, ev[i].epoch, ev[i].global_step, ".");
         e.step_in_epoch = ev[i].step_in_epoch;
         e.steps_per_epoch = steps_per_epoch;
@@ -42,6 +48,9 @@ static void play(const fg_plugin *p, void *s, const scripted *ev, int n, int64_t
         } else if (ev[i].type == FG_EVENT_EPOCH_END) {
             m[count++] = (fg_metric){"train/loss", ev[i].loss};
             m[count++] = (fg_metric){"train/acc", ev[i].acc};
+        } else if (ev[i].type == FG_EVENT_VALIDATION_END) {
+            m[count++] = (fg_metric){"val/loss", ev[i].loss};
+            m[count++] = (fg_metric){"val/acc", ev[i].acc};
         }
         cb_event_metrics(&e, m, count);
         fg_error err = {0};
@@ -165,10 +174,13 @@ static void case_descriptor(const char *base)
               strcmp(p->options[1].default_value, "true") == 0, "leave option");
 }
 
-/* Run by progress_tmux.sh on a tmux terminal. The first bar is drawn long (a 2000 s step:
- * "s/it" and a three-field ETA) and the finished line is shorter, so a redraw that did
- * not erase to the end of the line would leave a visible stale tail. A line printed after
- * the epoch's last step, as the trainer prints its summary, must start on its own line. */
+/* Run by progress_tmux.sh on a tmux terminal, as the trainer drives the bar: its line
+ * erased before each event, no epoch or validation line of the trainer's own. The first
+ * bar is drawn long (a 2000 s step: "s/it" and a three-field ETA) and the later ones are
+ * shorter, so a redraw that did not erase to the end of the line would leave a visible
+ * stale tail. A line another callback prints at an event lands on a line of its own, the
+ * bar drawn again below it; the epoch's summary (mean loss, validation metrics) stays at
+ * its end event. */
 static void case_tty_driver(const char *base)
 {
     (void)base;
@@ -181,10 +193,10 @@ static void case_tty_driver(const char *base)
         {FG_EVENT_FIT_START, 0, 0, 0, 0, 0, 0},
         {FG_EVENT_TRAIN_STEP_END, 0, 2, 2, 2000, 0.9, 0.1},
         {FG_EVENT_TRAIN_STEP_END, 0, 4, 4, 0.02, 0.5, 0.5},
-        {FG_EVENT_TRAIN_STEP_END, 0, 8, 8, 0.02, 0.3, 0.7},
     };
     static const scripted ev2[] = {
-        {FG_EVENT_VALIDATION_END, 0, 8, 8, 0, 0, 0},
+        {FG_EVENT_TRAIN_STEP_END, 0, 8, 8, 0.02, 0.3, 0.7},
+        {FG_EVENT_VALIDATION_END, 0, 8, 8, 0, 0.35, 0.75},
         {FG_EVENT_EPOCH_END, 0, 8, 8, 0, 0.4, 0.6},
         {FG_EVENT_TRAIN_STEP_END, 1, 10, 2, 0.02, 0.25, 0.7},
         {FG_EVENT_TRAIN_STEP_END, 1, 12, 4, 0.02, 0.25, 0.7},
@@ -201,9 +213,11 @@ static void case_tty_driver(const char *base)
         fg_test_failures++;
         return;
     }
+    erase_before_events = 1;
     play(p, s, ev, (int)(sizeof ev / sizeof ev[0]), 8, 1);
-    /* As the trainer does after an epoch's last step, before its epoch end event. */
-    printf("trainer: epoch 1 summary\n");
+    /* Another callback, called before the bar at the next event, prints a line. */
+    fputs("\r\033[K", stdout);
+    printf("checkpoint: a line of another callback\n");
     play(p, s, ev2, (int)(sizeof ev2 / sizeof ev2[0]), 8, 1);
     p->deinit(s);
     printf("driver done\n");

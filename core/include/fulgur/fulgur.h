@@ -82,6 +82,26 @@ FG_API fg_status fg_tune_lr(const fg_runtime_options *opts, const char *path,
                             const char *const *overrides, int override_count, int steps,
                             FILE *out, double *suggestion, fg_error *err);
 
+/* `fulgur runs DIR [RUN...] [--report OUT]`: every run folder under root (a root of
+ * families ROOT/NAME/version_N, one family, or one run folder), a line each to out: name,
+ * version, status (running, finished, failed, interrupted: killed, or stopped for a
+ * requeue), steps, the best value of the metric its checkpoint or early-stopping callback
+ * ranks by (val/loss otherwise), wall time and notes. A file that cannot be read (a run
+ * killed while writing metrics.csv, a malformed status.json) is a note on its run, never
+ * an error. Patterns (fnmatch, on NAME or NAME/version_N) choose runs; none: all. With
+ * report_path, the chosen runs' curves are overlaid on one page written there by the
+ * report callback plugin (found in rt's plugin search path). */
+typedef struct fg_runs_options {
+    uint32_t struct_size;
+    const char *root;
+    const char *const *patterns;
+    int pattern_count;
+    const char *report_path; /* NULL: list only */
+} fg_runs_options;
+
+FG_API fg_status fg_runtime_runs(fg_runtime *rt, const fg_runs_options *opts, FILE *out,
+                                 fg_error *err);
+
 /* `fulgur ckpt merge`: a checkpoint written one file per rank ([strategy] sharded_checkpoint
  * = true; its index file, or a folder holding exactly one index) into one ordinary
  * checkpoint at out_path, the file the gathered path writes. Every shard file is checked

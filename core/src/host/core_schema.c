@@ -34,6 +34,7 @@ static const fg_option trainer_options[] = {
     {"ckpt_path", FG_OPT_STRING, "", NO_RANGE, NULL, "resume fit (or load for test/validate) from last, best or a FILE"},
     {"final_checkpoint", FG_OPT_STRING, "", NO_RANGE, NULL, "also write the model when fit ends to this file (relative to the run folder)"},
     {"save_on_exception", FG_OPT_BOOL, "false", NO_RANGE, NULL, "write checkpoints/on_exception.safetensors when training fails"},
+    {"enable_progress_bar", FG_OPT_BOOL, "true", NO_RANGE, NULL, "a live progress bar when stdout is a terminal (callback.progress without a section); false: plain lines"},
     {"requeue_signal", FG_OPT_ENUM, "auto", NO_RANGE, "auto|SIGUSR1|SIGUSR2|none", "on this signal, checkpoint at the next step and requeue the SLURM job; auto: SIGUSR1 when SLURM_JOB_ID is set"},
 };
 
@@ -64,6 +65,11 @@ static const fg_option plugins_options[] = {
     {"path", FG_OPT_LIST, "", NO_RANGE, NULL, "extra plugin folders, searched after --plugin-path; relative to the config file"},
 };
 
+/* Every [callback.NAME] section has these beside the plugin's own keys. */
+static const fg_option callback_options[] = {
+    {"enabled", FG_OPT_BOOL, "true", NO_RANGE, NULL, "false: the plugin is loaded and its keys checked, but it does not run"},
+};
+
 typedef struct section_schema {
     const char *section;
     const fg_option *options;
@@ -88,6 +94,10 @@ const size_t fg_core_section_prefix_count = COUNT(fg_core_section_prefixes);
 
 const fg_option *fg_core_schema(const char *section, size_t *count)
 {
+    if (strncmp(section, "callback.", 9) == 0) {
+        *count = COUNT(callback_options);
+        return callback_options;
+    }
     for (size_t i = 0; i < COUNT(core_schemas); i++) {
         if (strcmp(core_schemas[i].section, section) == 0) {
             *count = core_schemas[i].count;

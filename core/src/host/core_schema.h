@@ -6,8 +6,8 @@
 
 #include "fulgur/plugin.h"
 
-/* The core's keys of a section ("trainer", "data", "backend", ...); NULL with *count = 0
- * for a section the core has no keys in. */
+/* The core's keys of a section ("trainer", "data", "backend", ..., and `enabled` of every
+ * "callback.NAME"); NULL with *count = 0 for a section the core has no keys in. */
 const fg_option *fg_core_schema(const char *section, size_t *count);
 
 /* Sections the core knows by exact name, and the prefixes of named families. */

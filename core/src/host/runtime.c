@@ -87,8 +87,8 @@ static fg_status add_config_plugin_paths(fg_runtime *rt, fg_error *err)
     return st;
 }
 
-static fg_status add_instance(fg_runtime *rt, const char *section, int kind, const char *name,
-                              fg_error *err)
+fg_status fg_runtime_add_instance(fg_runtime *rt, const char *section, int kind, const char *name,
+                                  fg_error *err)
 {
     if (rt->instance_count >= FG_MAX_INSTANCES)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: more than %d plugin sections",
@@ -139,7 +139,7 @@ static fg_status load_configured_plugins(fg_runtime *rt, fg_error *err)
         if (!name || !*name)
             return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s] is missing required key 'name'",
                                 fg_config_origin(rt->cfg, section, NULL), section);
-        fg_status st = add_instance(rt, section, kind, name, err);
+        fg_status st = fg_runtime_add_instance(rt, section, kind, name, err);
         if (st != FG_OK) return st;
     }
     return FG_OK;
@@ -180,6 +180,7 @@ fg_status fg_runtime_configure(fg_runtime *rt, const char *path, const char *con
     if (st == FG_OK) st = fg_loader_add_default_paths(rt->loader, err);
     if (st == FG_OK) st = load_configured_plugins(rt, err);
     if (st == FG_OK) st = validate_sections(rt, err);
+    if (st == FG_OK) st = fg_runtime_add_default_callbacks(rt, err);
     return st;
 }
 
@@ -201,7 +202,7 @@ fg_status fg_runtime_init_plugins(fg_runtime *rt, fg_error *err)
     for (int rank = 0; rank <= 5; rank++) {
         for (int i = 0; i < rt->instance_count; i++) {
             fg_instance *inst = rt->instances[i];
-            if (inst->initialized || init_rank(inst->kind) != rank) continue;
+            if (inst->initialized || inst->disabled || init_rank(inst->kind) != rank) continue;
             fg_error perr = {0};
             fg_status st = inst->plugin->init(&inst->host, &inst->state, &perr);
             if (st != FG_OK) {

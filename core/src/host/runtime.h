@@ -21,6 +21,7 @@ typedef struct fg_instance {
     const char *path;
     void *state;
     int initialized;
+    int disabled; /* [callback.NAME] enabled = false: loaded and checked, never started */
 } fg_instance;
 
 struct fg_runtime {
@@ -49,6 +50,15 @@ fg_instance *fg_runtime_instance_of_kind(fg_runtime *rt, int kind);
  * plugin that answers FG_UNAVAILABLE is an error: nothing falls back silently. */
 fg_status fg_runtime_init_plugins(fg_runtime *rt, fg_error *err);
 void fg_runtime_deinit_plugins(fg_runtime *rt);
+
+/* default_callbacks.c: after the config is validated, the callbacks that run without a
+ * section (progress on a terminal, report), each switched off by its own key; and
+ * `enabled = false` of configured callback sections. */
+fg_status fg_runtime_add_default_callbacks(fg_runtime *rt, fg_error *err);
+
+/* Loads the plugin of `section` into a new instance (its host table filled, not started). */
+fg_status fg_runtime_add_instance(fg_runtime *rt, const char *section, int kind, const char *name,
+                                  fg_error *err);
 
 /* Fills the host table of an instance (also used for throw-away instances). */
 void fg_host_fill(fg_instance *inst);

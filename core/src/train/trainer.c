@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "optimizer.h"
+#include "run_status.h"
 #include "trainer_internal.h"
 
 #define BE(t) ((const fg_backend_vtable *)(t)->backend.vt)
@@ -257,16 +258,22 @@ static void report_model(fg_trainer *t)
     if (t->run_dir[0]) fprintf(t->out, "run folder: %s\n", t->run_dir);
 }
 
+/* In config order, the progress bar last: it draws after whatever the others print
+ * (trainer_loop.c erases its line before each event). */
 static void bind_callbacks(fg_trainer *t)
 {
-    for (int i = 0; i < t->rt->instance_count && t->callback_count < FG_MAX_CALLBACKS; i++) {
-        fg_instance *inst = t->rt->instances[i];
-        if (inst->kind != FG_KIND_CALLBACK || !inst->initialized) continue;
-        fg_plugin_ref *r = &t->callbacks[t->callback_count++];
-        if (strcmp(inst->name, "progress") == 0 && isatty(fileno(t->out))) t->progress_bar = 1;
-        r->vt = inst->plugin->vtable;
-        r->state = inst->state;
-        r->inst = inst;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < t->rt->instance_count && t->callback_count < FG_MAX_CALLBACKS; i++) {
+            fg_instance *inst = t->rt->instances[i];
+            if (inst->kind != FG_KIND_CALLBACK || !inst->initialized) continue;
+            int bar = strcmp(inst->name, "progress") == 0;
+            if (bar != pass) continue;
+            fg_plugin_ref *r = &t->callbacks[t->callback_count++];
+            if (bar && isatty(fileno(t->out))) t->progress_bar = 1;
+            r->vt = inst->plugin->vtable;
+            r->state = inst->state;
+            r->inst = inst;
+        }
     }
 }
 
@@ -276,8 +283,26 @@ static fg_status make_run_dir(fg_trainer *t, fg_error *err)
     const char *root = fg_config_get(t->cfg, "trainer", "default_root_dir");
     const char *name = fg_config_get(t->cfg, "trainer", "name");
     if (t->rank != 0) return FG_OK;
-    return fg_run_dir_create(t->cfg, root ? root : "runs", name ? name : "default", t->run_dir,
-                             sizeof t->run_dir, err);
+    fg_status st = fg_run_dir_create(t->cfg, root ? root : "runs", name ? name : "default",
+                                     t->run_dir, sizeof t->run_dir, err);
+    return st == FG_OK ? fg_run_status_begin(t->run_dir, t->rt, t->verb, err) : st;
+}
+
+/* status.json: finished, failed, or interrupted by a requeue signal. */
+static fg_status record_outcome(fg_trainer *t, fg_status st, const fg_error *why, fg_error *err)
+{
+    if (!t->run_dir[0]) return st;
+    char stopped[160];
+    snprintf(stopped, sizeof stopped, "stopped by the requeue signal after step %lld",
+             (long long)t->global_step);
+    int requeued = st == FG_OK && t->requeue.stopped;
+    fg_run_outcome o = {st != FG_OK ? "failed" : requeued ? "interrupted" : "finished",
+                        st != FG_OK ? why->message : requeued ? stopped : NULL,
+                        fg_status_exit_code(st, 0), t->global_step, t->epoch};
+    fg_error e = {0};
+    fg_status wst = fg_run_status_end(t->run_dir, &o, &e);
+    if (wst == FG_OK || st != FG_OK) return st; /* the run's own error comes first */
+    return fg_error_set(err, wst, "%s", e.message);
 }
 
 static fg_status setup(fg_trainer *t, fg_error *err)
@@ -409,6 +434,7 @@ fg_status fg_trainer_run(fg_runtime *rt, fg_verb verb, fg_error *err)
         if (verb == FG_VERB_FIT || verb == FG_VERB_CHECK) st = fg_trainer_report_memory(&t, err);
         if (st == FG_OK) st = run_verb(&t, err);
     }
+    st = record_outcome(&t, st, err, err);
     teardown(&t);
     return st;
 }

@@ -95,7 +95,8 @@ typedef struct fg_trainer {
     double epoch_sum_loss, epoch_sum_correct, epoch_sum_n;
     double fit_start_time;
     int stop;
-    int progress_bar; /* a progress callback draws on the terminal: no per-step lines */
+    int progress_bar; /* a progress callback draws on the terminal: no per-step, epoch or
+                       * validation lines of a fit, its line erased before each event */
     fg_resume_point resume;
     fg_metric_table metrics;
     struct fg_ckpt *loaded; /* the checkpoint being resumed from, between the two loads */

@@ -74,6 +74,10 @@ static fg_status honour_action(fg_trainer *t, const fg_plugin_ref *cb, const fg_
 fg_status fg_trainer_emit(fg_trainer *t, int type, const fg_metric *metrics, uint32_t n, fg_error *err)
 {
     remember_metrics(t, metrics, n);
+    if (t->progress_bar) { /* the bar's line, erased: what callbacks print starts clean */
+        fputs("\r\033[K", t->out);
+        fflush(t->out);
+    }
     for (int i = 0; i < t->callback_count; i++) {
         const fg_callback_vtable *vt = t->callbacks[i].vt;
         if (!vt->on_event) continue;
@@ -141,8 +145,9 @@ fg_status fg_trainer_evaluate_split(fg_trainer *t, fg_data_split *s, const fg_ba
     double loss, acc, n;
     fg_status st = run_eval(t, s, batches, &loss, &acc, &n, err);
     if (st != FG_OK) return st;
-    fprintf(t->out, "%-5s loss %.4f  acc %.4f  (%.0f samples, after step %lld)\n", prefix, loss,
-            acc, n, (long long)t->global_step);
+    if (!(t->progress_bar && t->verb == FG_VERB_FIT && event == FG_EVENT_VALIDATION_END))
+        fprintf(t->out, "%-5s loss %.4f  acc %.4f  (%.0f samples, after step %lld)\n", prefix,
+                loss, acc, n, (long long)t->global_step); /* a bar shows them in its line */
     char ln[64], an[64];
     snprintf(ln, sizeof ln, "%s/loss", prefix);
     snprintf(an, sizeof an, "%s/acc", prefix);
@@ -329,9 +334,10 @@ static fg_status train_epoch(fg_trainer *t, fg_error *err)
     t->epoch_training_done = t->batches_done >= batches;
     double secs = fg_now_seconds() - t0, n = t->epoch_sum_n;
     double loss = n > 0 ? t->epoch_sum_loss / n : NAN, acc = n > 0 ? t->epoch_sum_correct / n : NAN;
-    fprintf(t->out, "epoch %lld/%lld  train loss %.4f  acc %.4f  (%.1f s, %.0f samples/s, data wait %.1f%%)\n",
-            (long long)t->epoch + 1, (long long)t->max_epochs, loss, acc, secs,
-            samples * t->world_size / (secs > 0 ? secs : 1), 100.0 * wait / (secs > 0 ? secs : 1));
+    if (!t->progress_bar) /* a bar leaves its own summary line at the epoch's end */
+        fprintf(t->out, "epoch %lld/%lld  train loss %.4f  acc %.4f  (%.1f s, %.0f samples/s, data wait %.1f%%)\n",
+                (long long)t->epoch + 1, (long long)t->max_epochs, loss, acc, secs,
+                samples * t->world_size / (secs > 0 ? secs : 1), 100.0 * wait / (secs > 0 ? secs : 1));
     if (validation_due_this_epoch(t) && !t->stop) st = validate(t, err);
     fg_metric metrics[] = {{"train/loss", loss}, {"train/acc", acc}};
     if (st == FG_OK) st = fg_trainer_emit(t, FG_EVENT_EPOCH_END, metrics, 2, err);

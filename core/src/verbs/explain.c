@@ -74,7 +74,9 @@ fg_status fg_runtime_explain(fg_runtime *rt, const char *what, FILE *out, fg_err
             (unsigned)p->abi_minor, (unsigned)p->min_host_minor,
             p->description ? p->description : "", path);
     size_t core_count;
-    const char *section = kind == FG_KIND_CALLBACK ? NULL : fg_kind_name(kind);
+    char cb_section[160];
+    snprintf(cb_section, sizeof cb_section, "callback.%s", p->name);
+    const char *section = kind == FG_KIND_CALLBACK ? cb_section : fg_kind_name(kind);
     const fg_option *core = section ? fg_core_schema(section, &core_count) : NULL;
     if (core) {
         fprintf(out, "options of [%s] from the core:\n", section);

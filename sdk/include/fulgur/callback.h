@@ -1,6 +1,9 @@
 /* Callback plugins: react to trainer events; may stop training or ask for a checkpoint.
  * Thread rule: called from the trainer's thread, on every rank, in event order. Metrics
- * are already reduced across ranks, so every rank can take the same decision. */
+ * are already reduced across ranks, so every rank can take the same decision.
+ * The terminal: while callback.progress draws its bar on a terminal, fulgur's trainer
+ * erases the bar's line ("\r\033[K") before each event and calls the progress callback
+ * last, so a callback that prints a line gets a clean line of its own. */
 #ifndef FULGUR_CALLBACK_H
 #define FULGUR_CALLBACK_H
 
