@@ -14,6 +14,8 @@
 #define TEST_SKIPPED 77
 
 extern int test_failures;
+/* Args for a read() outside a loader: the test split, seed 0, epoch 0. */
+extern const fg_data_read_args test_read_args;
 
 #define CHECK(cond)                                                                        \
     do {                                                                                   \
