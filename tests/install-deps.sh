@@ -3,7 +3,8 @@
 # are present. Runs apt-get as root, or through sudo.
 set -euo pipefail
 packages=(build-essential cmake pkg-config libinih-dev zlib1g-dev libopenblas-dev
-          libopenmpi-dev openmpi-bin libjansson-dev dataset-fashion-mnist tmux python3)
+          libopenmpi-dev openmpi-bin libjansson-dev dataset-fashion-mnist tmux python3
+          libpng-dev libjpeg-dev python3-pil python3-torchvision)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

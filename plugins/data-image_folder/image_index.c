@@ -71,7 +71,8 @@ static fg_status list_folder(const char *path, name_list *out, fg_error *err)
         name_list_free(out);
         return st;
     }
-    qsort(out->names, out->count, sizeof *out->names, compare_names);
+    if (out->count > 1)
+        qsort(out->names, out->count, sizeof *out->names, compare_names);
     return FG_OK;
 }
 
