@@ -6,7 +6,8 @@
 # FULGUR_DEPS_NO_BROWSER=1 leaves it out.
 set -euo pipefail
 packages=(build-essential cmake pkg-config libinih-dev zlib1g-dev libopenblas-dev
-          libopenmpi-dev openmpi-bin libjansson-dev dataset-fashion-mnist tmux python3)
+          libopenmpi-dev openmpi-bin libjansson-dev dataset-fashion-mnist tmux python3
+          libpng-dev libjpeg-dev python3-pil python3-torchvision)
 browser=(chromium)
 [ "${FULGUR_DEPS_NO_BROWSER:-0}" = 1 ] && browser=()
 missing() {

@@ -149,4 +149,6 @@ void idx_dataset_info(const idx_dataset *ds, int64_t num_classes, fg_dataset_inf
     info->shape[2] = ds->cols;
     info->sample_dtype = FG_F32;
     info->num_classes = (int32_t)num_classes;
+    info->label_dtype = FG_I32;
+    info->label_elems = 1;
 }

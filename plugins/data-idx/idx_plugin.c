@@ -209,8 +209,10 @@ static void idx_close(void *state, void *dataset)
     idx_dataset_close(dataset);
 }
 
-static fg_status idx_read(void *state, void *dataset, const int64_t *indices, int count,
-                          void *samples, int32_t *labels, fg_error *err)
+/* No augmentation: args is not needed. */
+static fg_status idx_read(void *state, void *dataset, const fg_data_read_args *args,
+                          const int64_t *indices, int count, void *samples, void *labels,
+                          fg_error *err)
 {
     return idx_dataset_read(dataset, indices, count, samples, labels, err);
 }

@@ -149,6 +149,8 @@ static fg_status synthetic_open(void *state, int split, void **dataset, fg_datas
         memcpy(full.shape, s->shape, sizeof full.shape);
         full.sample_dtype = FG_F32;
         full.num_classes = s->model.num_classes;
+        full.label_dtype = FG_I32;
+        full.label_elems = 1;
         fg_plugin_copy_dataset_info(info, &full);
     }
     *dataset = ds;
@@ -160,8 +162,10 @@ static void synthetic_close(void *state, void *dataset)
     free(dataset);
 }
 
-static fg_status synthetic_read(void *state, void *dataset, const int64_t *indices, int count,
-                                void *samples, int32_t *labels, fg_error *err)
+/* Samples are a function of (seed, split, index) only: args (epoch) is not needed. */
+static fg_status synthetic_read(void *state, void *dataset, const fg_data_read_args *args,
+                                const int64_t *indices, int count, void *samples, void *labels,
+                                fg_error *err)
 {
     const synthetic_dataset *ds = dataset;
     const synthetic_model *m = &ds->state->model;
@@ -173,7 +177,7 @@ static fg_status synthetic_read(void *state, void *dataset, const int64_t *indic
         float *out = (float *)samples + (size_t)k * (size_t)m->elements;
         synthetic_sample(m, ds->stream, indices[k], out);
         if (labels)
-            labels[k] = synthetic_label(m, out);
+            ((int32_t *)labels)[k] = synthetic_label(m, out);
     }
     return FG_OK;
 }

@@ -144,6 +144,11 @@ static const layout_line current[] = {
     SIZE(fg_dataset_info), FIELD(fg_dataset_info, struct_size), FIELD(fg_dataset_info, length),
     FIELD(fg_dataset_info, rank), FIELD(fg_dataset_info, shape),
     FIELD(fg_dataset_info, sample_dtype), FIELD(fg_dataset_info, num_classes),
+    FIELD(fg_dataset_info, label_dtype), FIELD(fg_dataset_info, label_elems),
+
+    SIZE(fg_data_read_args), FIELD(fg_data_read_args, struct_size),
+    FIELD(fg_data_read_args, split), FIELD(fg_data_read_args, seed),
+    FIELD(fg_data_read_args, epoch),
 
     SIZE(fg_data_vtable), FIELD(fg_data_vtable, struct_size), FIELD(fg_data_vtable, open),
     FIELD(fg_data_vtable, close), FIELD(fg_data_vtable, read),
@@ -290,7 +295,8 @@ static const struct_align aligns[] = {
     STRUCT_ALIGN(fg_precision_info), STRUCT_ALIGN(fg_precision_vtable),
     STRUCT_ALIGN(fg_op_dtypes), STRUCT_ALIGN(fg_loss_scaler_state),
     STRUCT_ALIGN(fg_comm_topology), STRUCT_ALIGN(fg_comm_vtable),
-    STRUCT_ALIGN(fg_dataset_info), STRUCT_ALIGN(fg_data_vtable), STRUCT_ALIGN(fg_metric),
+    STRUCT_ALIGN(fg_dataset_info), STRUCT_ALIGN(fg_data_read_args),
+    STRUCT_ALIGN(fg_data_vtable), STRUCT_ALIGN(fg_metric),
     STRUCT_ALIGN(fg_event), STRUCT_ALIGN(fg_callback_action),
     STRUCT_ALIGN(fg_callback_requests),
     STRUCT_ALIGN(fg_callback_vtable), STRUCT_ALIGN(fg_strategy_info),

@@ -6,6 +6,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+const fg_data_read_args test_read_args = {sizeof(fg_data_read_args), FG_SPLIT_TEST, 0, 0};
+
 /* ---- plugins ----------------------------------------------------------------------- */
 
 const fg_plugin *load_data_plugin(const char *path, const char *name)
@@ -63,8 +65,8 @@ static void *reader_main(void *arg)
     for (int64_t b = 0; b < batches && job->status == FG_OK; b++) {
         int64_t start = ((job->first_batch + b) % batches) * CONC_BATCH;
         int n = (int)(job->n - start < CONC_BATCH ? job->n - start : CONC_BATCH);
-        job->status = job->in->vt->read(job->in->state, job->ds, job->order + start, n, buf,
-                                        labels, &job->err);
+        job->status = job->in->vt->read(job->in->state, job->ds, &test_read_args,
+                                        job->order + start, n, buf, labels, &job->err);
         if (memcmp(buf, job->ref + start * job->elems, (size_t)n * (size_t)job->elems * sizeof *buf) != 0 ||
             memcmp(labels, job->ref_labels + start, (size_t)n * sizeof *labels) != 0)
             job->mismatches++;
@@ -83,7 +85,8 @@ void check_concurrent_reads(const test_instance *in, void *ds, int64_t n, int64_
     fg_error err;
     for (int64_t s = 0; s < n; s += CONC_BATCH) {
         int cnt = (int)(n - s < CONC_BATCH ? n - s : CONC_BATCH);
-        CHECK_STATUS(in->vt->read(in->state, ds, order + s, cnt, ref + s * elems, ref_labels + s, &err),
+        CHECK_STATUS(in->vt->read(in->state, ds, &test_read_args, order + s, cnt,
+                                  ref + s * elems, ref_labels + s, &err),
                      FG_OK, err);
     }
     pthread_t threads[CONC_THREADS];

@@ -15,6 +15,9 @@
 /* ctest's SKIP_RETURN_CODE: the data a case needs is not installed. */
 #define TEST_SKIPPED 77
 
+/* Args for a read() outside a loader: the test split, seed 0, epoch 0. */
+extern const fg_data_read_args test_read_args;
+
 /* ---- plugins ----------------------------------------------------------------------- */
 
 /* dlopens path, checks the descriptor is a data plugin called name (with a whole data

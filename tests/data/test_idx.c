@@ -130,6 +130,8 @@ static void check_fashion_split(idx_case *c, int split, int64_t length, int64_t 
     CHECK_EQ(info.shape[2], 28);
     CHECK_EQ(info.sample_dtype, FG_F32);
     CHECK_EQ(info.num_classes, 10);
+    CHECK_EQ(info.label_dtype, FG_I32);
+    CHECK_EQ(info.label_elems, 1);
 
     enum { BATCH = 1000 };
     float *samples = malloc((size_t)BATCH * 784 * sizeof *samples);
@@ -141,7 +143,7 @@ static void check_fashion_split(idx_case *c, int split, int64_t length, int64_t 
         int n = (int)(length - start < BATCH ? length - start : BATCH);
         for (int k = 0; k < n; k++)
             indices[k] = start + k;
-        CHECK_STATUS(c->in.vt->read(c->in.state, ds, indices, n, samples, labels, &c->err), FG_OK,
+        CHECK_STATUS(c->in.vt->read(c->in.state, ds, &test_read_args, indices, n, samples, labels, &c->err), FG_OK,
                      c->err);
         for (int k = 0; k < n; k++) {
             if (labels[k] >= 0 && labels[k] < 10)
@@ -162,7 +164,7 @@ static void check_fashion_split(idx_case *c, int split, int64_t length, int64_t 
     /* First label of both files: 9 (ankle boot), read from the files themselves. */
     indices[0] = 0;
     indices[1] = length - 1;
-    CHECK_STATUS(c->in.vt->read(c->in.state, ds, indices, 2, samples, labels, &c->err), FG_OK,
+    CHECK_STATUS(c->in.vt->read(c->in.state, ds, &test_read_args, indices, 2, samples, labels, &c->err), FG_OK,
                  c->err);
     CHECK_EQ(labels[0], 9);
     uint8_t ref[784];
@@ -212,7 +214,7 @@ static void check_generated(idx_case *c, int split, int64_t first_item, int64_t 
     int64_t indices[20];
     for (int k = 0; k < length; k++)
         indices[k] = length - 1 - k; /* any order */
-    CHECK_STATUS(c->in.vt->read(c->in.state, ds, indices, (int)length, samples, labels, &c->err),
+    CHECK_STATUS(c->in.vt->read(c->in.state, ds, &test_read_args, indices, (int)length, samples, labels, &c->err),
                  FG_OK, c->err);
     int bad = 0;
     for (int k = 0; k < length; k++) {
@@ -223,7 +225,7 @@ static void check_generated(idx_case *c, int split, int64_t first_item, int64_t 
     }
     CHECK_EQ(bad, 0);
     /* labels may be NULL */
-    CHECK_STATUS(c->in.vt->read(c->in.state, ds, indices, 1, samples, NULL, &c->err), FG_OK, c->err);
+    CHECK_STATUS(c->in.vt->read(c->in.state, ds, &test_read_args, indices, 1, samples, NULL, &c->err), FG_OK, c->err);
     close_split(c, ds);
 }
 
@@ -348,7 +350,7 @@ static int case_normalize(void)
     CHECK_STATUS(open_split(&c, FG_SPLIT_TRAIN, &ds, &info), FG_OK, c.err);
     float samples[20];
     int64_t index = 2;
-    CHECK_STATUS(c.in.vt->read(c.in.state, ds, &index, 1, samples, NULL, &c.err), FG_OK, c.err);
+    CHECK_STATUS(c.in.vt->read(c.in.state, ds, &test_read_args, &index, 1, samples, NULL, &c.err), FG_OK, c.err);
     int bad = 0;
     for (int p = 0; p < 20; p++)
         bad += fabsf(samples[p] - (float)((fixture_pixel(2, p) / 255.0 - 0.5) / 0.25)) > 1e-6f;
@@ -640,7 +642,7 @@ static int case_label_range(void)
     int64_t index = 7;
     int32_t label = -1;
     float samples[20];
-    CHECK_STATUS(c.in.vt->read(c.in.state, ds, &index, 1, samples, &label, &c.err), FG_OK, c.err);
+    CHECK_STATUS(c.in.vt->read(c.in.state, ds, &test_read_args, &index, 1, samples, &label, &c.err), FG_OK, c.err);
     CHECK_EQ(label, 10);
     close_split(&c, ds);
     bytes_free(&images);
@@ -664,18 +666,18 @@ static int case_index_out_of_range(void)
     float samples[3 * 20];
     int32_t labels_out[3];
     int64_t past[3] = {0, 20, 1};
-    CHECK_STATUS(c.in.vt->read(c.in.state, ds, past, 3, samples, labels_out, &c.err),
+    CHECK_STATUS(c.in.vt->read(c.in.state, ds, &test_read_args, past, 3, samples, labels_out, &c.err),
                  FG_INVALID_ARGUMENT, c.err);
     CHECK_CONTAINS(c.err.message, "index 20 (position 1 of 3) is out of range for the train split "
                                   "of length 20");
     int64_t negative[1] = {-1};
-    CHECK_STATUS(c.in.vt->read(c.in.state, ds, negative, 1, samples, labels_out, &c.err),
+    CHECK_STATUS(c.in.vt->read(c.in.state, ds, &test_read_args, negative, 1, samples, labels_out, &c.err),
                  FG_INVALID_ARGUMENT, c.err);
     CHECK_CONTAINS(c.err.message, "index -1 (position 0 of 1)");
-    CHECK_STATUS(c.in.vt->read(c.in.state, ds, negative, -2, samples, labels_out, &c.err),
+    CHECK_STATUS(c.in.vt->read(c.in.state, ds, &test_read_args, negative, -2, samples, labels_out, &c.err),
                  FG_INVALID_ARGUMENT, c.err);
     CHECK_CONTAINS(c.err.message, "count -2");
-    CHECK_STATUS(c.in.vt->read(c.in.state, ds, NULL, 0, NULL, NULL, &c.err), FG_OK, c.err);
+    CHECK_STATUS(c.in.vt->read(c.in.state, ds, &test_read_args, NULL, 0, NULL, NULL, &c.err), FG_OK, c.err);
     close_split(&c, ds);
     bytes_free(&images);
     bytes_free(&labels);

@@ -46,7 +46,7 @@ static void read_range(syn_case *c, void *ds, int64_t first, int n, float *sampl
     int64_t *idx = malloc((size_t)n * sizeof *idx);
     for (int k = 0; k < n; k++)
         idx[k] = first + k;
-    CHECK_STATUS(c->in.vt->read(c->in.state, ds, idx, n, samples, labels, &c->err), FG_OK, c->err);
+    CHECK_STATUS(c->in.vt->read(c->in.state, ds, &test_read_args, idx, n, samples, labels, &c->err), FG_OK, c->err);
     free(idx);
 }
 
@@ -70,6 +70,8 @@ static int case_defaults(void)
     CHECK_EQ(info.shape[3], 0);
     CHECK_EQ(info.sample_dtype, FG_F32);
     CHECK_EQ(info.num_classes, 10);
+    CHECK_EQ(info.label_dtype, FG_I32);
+    CHECK_EQ(info.label_elems, 1);
     CHECK_STATUS(open_split(&c, FG_SPLIT_TEST, &test, &info), FG_OK, c.err);
     CHECK_EQ(info.length, 10000);
     CHECK_STATUS(open_split(&c, FG_SPLIT_PREDICT, &predict, &info), FG_OK, c.err);
@@ -171,7 +173,7 @@ static int case_determinism(void)
     for (int k = N - 1; k >= 0; k--) {
         int64_t i = 1000 + k;
         int32_t l = -1;
-        CHECK_STATUS(d.in.vt->read(d.in.state, d_train, &i, 1, y, &l, &d.err), FG_OK, d.err);
+        CHECK_STATUS(d.in.vt->read(d.in.state, d_train, &test_read_args, &i, 1, y, &l, &d.err), FG_OK, d.err);
         CHECK(memcmp(y, x + k * E, E * sizeof *y) == 0);
         CHECK_EQ(l, lx[k]);
     }
@@ -385,11 +387,11 @@ static int case_index_out_of_range(void)
     float x[2 * 784];
     int32_t l[2];
     int64_t idx[2] = {99, 100};
-    CHECK_STATUS(c.in.vt->read(c.in.state, ds, idx, 2, x, l, &c.err), FG_INVALID_ARGUMENT, c.err);
+    CHECK_STATUS(c.in.vt->read(c.in.state, ds, &test_read_args, idx, 2, x, l, &c.err), FG_INVALID_ARGUMENT, c.err);
     CHECK_CONTAINS(c.err.message,
                    "index 100 (position 1 of 2) is out of range for the train split of length 100");
     idx[0] = -5;
-    CHECK_STATUS(c.in.vt->read(c.in.state, ds, idx, 1, x, NULL, &c.err), FG_INVALID_ARGUMENT, c.err);
+    CHECK_STATUS(c.in.vt->read(c.in.state, ds, &test_read_args, idx, 1, x, NULL, &c.err), FG_INVALID_ARGUMENT, c.err);
     CHECK_CONTAINS(c.err.message, "index -5 (position 0 of 1)");
     c.in.vt->close(c.in.state, ds);
     instance_deinit(&c.in);

@@ -305,6 +305,10 @@ typedef struct fake_data {
     int64_t length;
     _Atomic int64_t fail_index; /* read() fails for a batch that holds it; -1: never */
     atomic_long reads;       /* read() calls, from every thread */
+    atomic_long args_seen;   /* reads whose args matched want_* below */
+    uint64_t want_seed;
+    int want_split;
+    int64_t want_epoch;
 } fake_data;
 
 /* Sample i is (i * FAKE_ELEMS + j) / 8 for j in [0, FAKE_ELEMS), exactly representable;
@@ -314,12 +318,16 @@ static float fake_value(int64_t i, int j)
     return (float)(i * FAKE_ELEMS + j) * 0.125f;
 }
 
-static fg_status fake_read(void *state, void *dataset, const int64_t *indices, int count,
-                           void *samples, int32_t *labels, fg_error *err)
+static fg_status fake_read(void *state, void *dataset, const fg_data_read_args *args,
+                           const int64_t *indices, int count, void *samples, void *labels,
+                           fg_error *err)
 {
     fake_data *d = dataset;
     (void)state;
     atomic_fetch_add(&d->reads, 1);
+    if (FG_HAS_FIELD(args, fg_data_read_args, epoch) && args->seed == d->want_seed &&
+        args->split == d->want_split && args->epoch == d->want_epoch)
+        atomic_fetch_add(&d->args_seen, 1);
     float *out = samples;
     for (int k = 0; k < count; k++) {
         if (indices[k] < 0 || indices[k] >= d->length)
@@ -331,7 +339,7 @@ static fg_status fake_read(void *state, void *dataset, const int64_t *indices, i
         for (int j = 0; j < FAKE_ELEMS; j++)
             out[k * FAKE_ELEMS + j] = fake_value(indices[k], j);
         if (labels)
-            labels[k] = (int32_t)(indices[k] % 10);
+            ((int32_t *)labels)[k] = (int32_t)(indices[k] % 10);
     }
     return FG_OK;
 }
@@ -383,6 +391,8 @@ static fg_dataloader_options loader_opts(fake_data *d, counting_alloc *ca, int b
     o.info.shape[1] = 3;
     o.info.sample_dtype = FG_F32;
     o.info.num_classes = 10;
+    o.info.label_dtype = FG_I32;
+    o.info.label_elems = 1;
     o.name = "train";
     o.sampler = sampler_opts(0, batch, 1, 0);
     o.num_workers = workers;
@@ -400,6 +410,10 @@ static void fake_init(fake_data *d, int64_t length)
     d->length = length;
     atomic_init(&d->fail_index, -1);
     atomic_init(&d->reads, 0);
+    atomic_init(&d->args_seen, 0);
+    d->want_seed = 0;
+    d->want_split = 0;
+    d->want_epoch = -1;
 }
 
 /* Checks one delivered batch against what the sampler says it must hold. */
@@ -704,6 +718,7 @@ static void test_loader_shapes(void)
     fg_dataloader *dl = NULL;
     fg_dataloader_options o = loader_opts(&d, NULL, 4, 2, 2);
     o.info.num_classes = 0;
+    o.info.label_elems = 0;
     o.sampler.length = 10; /* the first 10 samples only */
     o.sampler.shuffle = 0;
     REQUIRE_OK(fg_dataloader_create(&o, &dl, &err));
@@ -778,8 +793,9 @@ static const fg_backend_vtable fake_events_backend = {
     .event_sync = fake_event_sync,
 };
 
-static fg_status fenced_read(void *state, void *dataset, const int64_t *indices, int count,
-                             void *samples, int32_t *labels, fg_error *err)
+static fg_status fenced_read(void *state, void *dataset, const fg_data_read_args *args,
+                             const int64_t *indices, int count, void *samples, void *labels,
+                             fg_error *err)
 {
     pthread_mutex_lock(&g_fence.mu);
     for (int i = 0; i < g_fence.pending; i++) {
@@ -794,7 +810,7 @@ static fg_status fenced_read(void *state, void *dataset, const int64_t *indices,
         break;
     }
     pthread_mutex_unlock(&g_fence.mu);
-    return fake_read(state, dataset, indices, count, samples, labels, err);
+    return fake_read(state, dataset, args, indices, count, samples, labels, err);
 }
 
 static const fg_data_vtable fenced_vtable = {
@@ -883,6 +899,36 @@ static void test_loader_copy_fence_error(void)
     fg_dataloader_destroy(dl);
 }
 
+/* read() is told the seed, the split and the epoch of every batch, with or without
+ * workers (a plugin's augmentation is keyed on them). */
+static void test_loader_read_args(void)
+{
+    for (int workers = 0; workers <= 2; workers += 2) {
+        fg_error err = {0};
+        fake_data d;
+        fake_init(&d, 20);
+        fg_dataloader_options o = loader_opts(&d, NULL, 4, workers, 2);
+        o.split = FG_SPLIT_TRAIN;
+        o.sampler.seed = 1234;
+        d.want_seed = 1234;
+        d.want_split = FG_SPLIT_TRAIN;
+        d.want_epoch = 3;
+        fg_dataloader *dl = NULL;
+        REQUIRE_OK(fg_dataloader_create(&o, &dl, &err));
+        REQUIRE_OK(fg_dataloader_start_epoch(dl, 3, 1, &err));
+        const fg_batch_view *v = NULL;
+        int batches = 0;
+        while (fg_dataloader_next(dl, &v, &err) == FG_OK && v) {
+            batches++;
+            fg_dataloader_release(dl, v);
+        }
+        fg_dataloader_destroy(dl);
+        CHECK_EQ_I64(batches, 4);
+        CHECK_EQ_I64(atomic_load(&d.args_seen), 4);
+        CHECK_EQ_I64(atomic_load(&d.reads), 4);
+    }
+}
+
 /* ---- driver -------------------------------------------------------------------------- */
 
 static const struct {
@@ -906,6 +952,7 @@ static const struct {
     {"loader_shapes", test_loader_shapes},
     {"loader_copy_fence", test_loader_copy_fence},
     {"loader_copy_fence_error", test_loader_copy_fence_error},
+    {"loader_read_args", test_loader_read_args},
 };
 
 int main(int argc, char **argv)

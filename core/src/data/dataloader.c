@@ -129,8 +129,9 @@ static fg_status fg_fill_slot(fg_dataloader *dl, fg_slot *slot, int64_t epoch, i
                             dl->name, b, epoch,
                             inner.message[0] ? inner.message : fg_status_name(st));
     st = fg_sampler_batch(dl->sampler, epoch, b, indices, &count, &inner);
+    fg_data_read_args args = {sizeof args, dl->opts.split, dl->opts.sampler.seed, epoch};
     if (st == FG_OK)
-        st = dl->opts.data->read(dl->opts.data_state, dl->opts.dataset, indices, count,
+        st = dl->opts.data->read(dl->opts.data_state, dl->opts.dataset, &args, indices, count,
                                  slot->view.samples, slot->view.labels, &inner);
     if (st != FG_OK)
         return fg_error_set(err, st,
@@ -226,6 +227,12 @@ static fg_status fg_check_options(const fg_dataloader_options *o, const char *na
         return fg_error_set(err, FG_INVALID_ARGUMENT,
                             "data loader '%s': num_classes = %d, must be >= 0", name,
                             info->num_classes);
+    if (info->label_elems < 0 || info->label_elems > 1 << 20 ||
+        (info->label_elems > 0 && info->label_dtype != FG_I32 && info->label_dtype != FG_F32))
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "data loader '%s': labels of %d x %s per sample are not supported "
+                            "(i32 classes or f32 targets, at most 2^20 per sample)",
+                            name, info->label_elems, fg_dtype_name((fg_dtype)info->label_dtype));
     return FG_OK;
 }
 
@@ -253,7 +260,8 @@ static fg_status fg_alloc_slots(fg_dataloader *dl, fg_error *err)
 {
     size_t batch = (size_t)dl->opts.sampler.batch_size;
     size_t sample_bytes = fg_align_up(batch * dl->sample_elems * sizeof(float), FG_STAGING_ALIGN);
-    size_t label_bytes = dl->opts.info.num_classes > 0 ? batch * sizeof(int32_t) : 0;
+    /* i32 classes and f32 targets are both 4 bytes; the view's pointer is typed for the former */
+    size_t label_bytes = batch * (size_t)dl->opts.info.label_elems * sizeof(int32_t);
     dl->slots = calloc((size_t)dl->slot_count, sizeof *dl->slots);
     if (!dl->slots)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "data loader '%s': out of memory", dl->name);

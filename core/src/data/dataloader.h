@@ -40,8 +40,11 @@ typedef struct fg_dataloader_options {
     const fg_data_vtable *data; /* the data plugin's vtable (read() is used) */
     void *data_state;           /* the plugin instance */
     void *dataset;              /* from data->open() */
-    fg_dataset_info info;       /* from data->open(): sample shape; sample_dtype FG_F32 */
+    fg_dataset_info info;       /* from data->open(): sample shape; sample_dtype FG_F32;
+                                 * label_dtype FG_I32 or FG_F32, label_elems per sample */
     const char *name;           /* names the loader in messages ("train"); may be NULL */
+    int split;                  /* fg_split the batches serve, passed to read() (TRAIN:
+                                 * augmented); 0: none */
     /* length = 0 takes info.length; a smaller length uses the first `length` samples
      * (overfit_batches); a larger one fails. */
     fg_sampler_options sampler;
@@ -59,7 +62,8 @@ typedef struct fg_dataloader_options {
 /* One delivered batch, valid until fg_dataloader_release(). */
 typedef struct fg_batch_view {
     float *samples;      /* (count, sample elements) */
-    int32_t *labels;     /* (count); NULL when the dataset has no labels (num_classes 0) */
+    int32_t *labels;     /* (count, info.label_elems) of info.label_dtype (f32 targets are
+                          * read through a cast); NULL when label_elems = 0 */
     int count;           /* <= batch_size; the last batch may be short */
     int64_t index;       /* batch number within the epoch */
     int64_t epoch;

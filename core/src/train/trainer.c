@@ -86,9 +86,17 @@ static fg_status open_split(fg_trainer *t, fg_data_split *s, int which, const ch
         return fg_error_set(err, FG_INCOMPATIBLE, "[data] %s: the %s split delivers %s samples; "
                             "the loader takes f32", t->data.inst->name, name,
                             fg_dtype_name((fg_dtype)s->info.sample_dtype));
-    if (s->info.num_classes < 1)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "[data] %s: the %s split has no labels; "
-                            "classification needs them", t->data.inst->name, name);
+    if (s->info.label_elems > 0 && s->info.label_dtype == FG_F32)
+        return fg_error_set(err, FG_INCOMPATIBLE, "[data] %s: the %s split has f32 regression "
+                            "targets; they need a regression loss ([model] loss = mse), which is "
+                            "not yet supported: only classification (i32 class labels) trains",
+                            t->data.inst->name, name);
+    if (s->info.num_classes < 1 || s->info.label_elems != 1 || s->info.label_dtype != FG_I32)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "[data] %s: the %s split has no labels "
+                            "(num_classes %d, %d label(s) of %s per sample); classification "
+                            "needs one i32 class per sample", t->data.inst->name, name,
+                            s->info.num_classes, s->info.label_elems,
+                            fg_dtype_name((fg_dtype)s->info.label_dtype));
     return FG_OK;
 }
 
@@ -144,6 +152,8 @@ static fg_status make_loader(fg_trainer *t, fg_data_split *s, int training, fg_e
     o.dataset = s->dataset;
     o.info = s->info;
     o.name = s->name;
+    o.split = training ? FG_SPLIT_TRAIN : s == &t->val ? FG_SPLIT_VAL
+            : s == &t->test ? FG_SPLIT_TEST : FG_SPLIT_PREDICT;
     o.sampler.length = s->info.length;
     o.sampler.batch_size = (int)(training ? t->batch_size : t->eval_batch_size);
     o.sampler.shuffle = training && t->shuffle && !overfitting(t);
