@@ -19,7 +19,7 @@
 typedef struct csv_case {
     const fg_plugin *plugin;
     char dir[64];
-    fake_host fh;
+    fg_fake_host fh;
     test_instance in;
     fg_error err;
 } csv_case;
@@ -31,9 +31,9 @@ static int setup(csv_case *c)
     snprintf(c->dir, sizeof c->dir, "/tmp/fulgur-csv-XXXXXX");
     if (!c->plugin || !mkdtemp(c->dir))
         return -1;
-    fake_host_init(&c->fh, c->plugin);
-    fake_host_set(&c->fh, "dir", c->dir);
-    fake_host_set(&c->fh, "target", "y");
+    fg_fake_host_init(&c->fh, c->plugin, NULL);
+    fg_fake_host_set(&c->fh, "dir", c->dir);
+    fg_fake_host_set(&c->fh, "target", "y");
     return 0;
 }
 
@@ -86,7 +86,7 @@ static void check_floats(const float *got, const float *want, int n)
     for (int i = 0; i < n; i++)
         if (got[i] != want[i]) {
             fprintf(stderr, "value %d: %g, expected %g\n", i, (double)got[i], (double)want[i]);
-            test_failures++;
+            fg_test_failures++;
         }
 }
 
@@ -105,45 +105,45 @@ static int case_basic(void)
                "\r\n"
                " 4e1 ,0,\"5\",plain\r\n"
                "0x10,1,  .25 ,\r\n");
-    fake_host_set(&c.fh, "train_file", "train.csv");
-    fake_host_set(&c.fh, "features", "b, a");
+    fg_fake_host_set(&c.fh, "train_file", "train.csv");
+    fg_fake_host_set(&c.fh, "features", "b, a");
     void *ds = NULL;
     fg_dataset_info info;
     CHECK_STATUS(open_split(&c, FG_SPLIT_TRAIN, &ds, &info), FG_OK, c.err);
     if (ds) {
-        CHECK_EQ_INT(info.length, 3);
-        CHECK_EQ_INT(info.rank, 1);
-        CHECK_EQ_INT(info.shape[0], 2);
-        CHECK_EQ_INT(info.sample_dtype, FG_F32);
-        CHECK_EQ_INT(info.num_classes, 3); /* the largest class + 1 */
-        CHECK_EQ_INT(info.label_dtype, FG_I32);
-        CHECK_EQ_INT(info.label_elems, 1);
+        CHECK_EQ(info.length, 3);
+        CHECK_EQ(info.rank, 1);
+        CHECK_EQ(info.shape[0], 2);
+        CHECK_EQ(info.sample_dtype, FG_F32);
+        CHECK_EQ(info.num_classes, 3); /* the largest class + 1 */
+        CHECK_EQ(info.label_dtype, FG_I32);
+        CHECK_EQ(info.label_elems, 1);
         float x[6];
         int32_t y[3];
         read_all(&c, ds, 3, x, y);
         const float want[] = {-3, 1.5f, 5, 40, 0.25f, 16};
         check_floats(x, want, 6);
-        CHECK_EQ_INT(y[0], 2);
-        CHECK_EQ_INT(y[1], 0);
-        CHECK_EQ_INT(y[2], 1);
+        CHECK_EQ(y[0], 2);
+        CHECK_EQ(y[1], 0);
+        CHECK_EQ(y[2], 1);
         c.in.vt->close(c.in.state, ds);
     }
     /* tab-separated, every column but the target, classes written as 2.0 */
     write_file(&c, "train.csv", "y\tp\tq\n2.0\t1\t2\n0\t3\t4\n");
-    fake_host_set(&c.fh, "features", "");
-    fake_host_set(&c.fh, "delimiter", "tab");
-    fake_host_set(&c.fh, "num_classes", "5");
+    fg_fake_host_set(&c.fh, "features", "");
+    fg_fake_host_set(&c.fh, "delimiter", "tab");
+    fg_fake_host_set(&c.fh, "num_classes", "5");
     CHECK_STATUS(open_split(&c, FG_SPLIT_TRAIN, &ds, &info), FG_OK, c.err);
     if (ds) {
-        CHECK_EQ_INT(info.shape[0], 2);
-        CHECK_EQ_INT(info.num_classes, 5);
+        CHECK_EQ(info.shape[0], 2);
+        CHECK_EQ(info.num_classes, 5);
         float x[4];
         int32_t y[2];
         read_all(&c, ds, 2, x, y);
         const float want[] = {1, 2, 3, 4};
         check_floats(x, want, 4);
-        CHECK_EQ_INT(y[0], 2);
-        CHECK_EQ_INT(y[1], 0);
+        CHECK_EQ(y[0], 2);
+        CHECK_EQ(y[1], 0);
         c.in.vt->close(c.in.state, ds);
     }
     CHECK_STATUS(open_split(&c, FG_SPLIT_VAL, &ds, &info), FG_NOT_FOUND, c.err);
@@ -159,15 +159,15 @@ static int case_regression(void)
     if (setup(&c) != 0)
         return 1;
     write_file(&c, "train.csv", "x1,x2,y\n1,2,0.5\n3,4,-1.25e2\n");
-    fake_host_set(&c.fh, "train_file", "train.csv");
-    fake_host_set(&c.fh, "task", "regression");
+    fg_fake_host_set(&c.fh, "train_file", "train.csv");
+    fg_fake_host_set(&c.fh, "task", "regression");
     void *ds = NULL;
     fg_dataset_info info;
     CHECK_STATUS(open_split(&c, FG_SPLIT_TRAIN, &ds, &info), FG_OK, c.err);
     if (ds) {
-        CHECK_EQ_INT(info.num_classes, 0);
-        CHECK_EQ_INT(info.label_dtype, FG_F32);
-        CHECK_EQ_INT(info.label_elems, 1);
+        CHECK_EQ(info.num_classes, 0);
+        CHECK_EQ(info.label_dtype, FG_F32);
+        CHECK_EQ(info.label_elems, 1);
         float x[4], y[2];
         read_all(&c, ds, 2, x, y);
         const float want_x[] = {1, 2, 3, 4}, want_y[] = {0.5f, -125.0f};
@@ -187,15 +187,15 @@ static int case_standardize(void)
         return 1;
     write_file(&c, "train.csv", "a,b,y\n1,5,0\n3,5,1\n");
     write_file(&c, "test.csv", "a,b,y\n5,6,1\n");
-    fake_host_set(&c.fh, "train_file", "train.csv");
-    fake_host_set(&c.fh, "test_file", "test.csv");
-    fake_host_set(&c.fh, "standardize", "true");
+    fg_fake_host_set(&c.fh, "train_file", "train.csv");
+    fg_fake_host_set(&c.fh, "test_file", "test.csv");
+    fg_fake_host_set(&c.fh, "standardize", "true");
     void *ds = NULL;
     fg_dataset_info info;
     /* the test split first: the train file is read for its statistics */
     CHECK_STATUS(open_split(&c, FG_SPLIT_TEST, &ds, &info), FG_OK, c.err);
     if (ds) {
-        CHECK_EQ_INT(info.num_classes, 2);
+        CHECK_EQ(info.num_classes, 2);
         float x[2];
         int32_t y[1];
         read_all(&c, ds, 1, x, y);
@@ -249,10 +249,10 @@ static const bad_table bad_tables[] = {
 static void check_bad_table(csv_case *c, const bad_table *b)
 {
     write_file(c, "train.csv", b->text);
-    fake_host saved = c->fh;
-    fake_host_set(&c->fh, "train_file", "train.csv");
+    fg_fake_host saved = c->fh;
+    fg_fake_host_set(&c->fh, "train_file", "train.csv");
     if (b->key)
-        fake_host_set(&c->fh, b->key, b->value);
+        fg_fake_host_set(&c->fh, b->key, b->value);
     void *ds = NULL;
     fg_dataset_info info;
     fg_status st = open_split(c, FG_SPLIT_TRAIN, &ds, &info);
@@ -277,8 +277,8 @@ static int case_bad_inputs(void)
     /* a test class the train file does not have, with num_classes inferred */
     write_file(&c, "train.csv", "a,y\n1,0\n2,1\n");
     write_file(&c, "test.csv", "a,y\n1,0\n\n2,2\n");
-    fake_host_set(&c.fh, "train_file", "train.csv");
-    fake_host_set(&c.fh, "test_file", "test.csv");
+    fg_fake_host_set(&c.fh, "train_file", "train.csv");
+    fg_fake_host_set(&c.fh, "test_file", "test.csv");
     void *ds = NULL;
     fg_dataset_info info;
     CHECK_STATUS(open_split(&c, FG_SPLIT_TEST, &ds, &info), FG_INVALID_ARGUMENT, c.err);
@@ -289,16 +289,16 @@ static int case_bad_inputs(void)
     CHECK_STATUS(open_split(&c, FG_SPLIT_TEST, &ds, &info), FG_INVALID_ARGUMENT, c.err);
     CHECK_CONTAINS(c.err.message, "has 2 feature columns, the train file");
     /* the class count without a train file */
-    fake_host_set(&c.fh, "train_file", "");
+    fg_fake_host_set(&c.fh, "train_file", "");
     CHECK_STATUS(open_split(&c, FG_SPLIT_TEST, &ds, &info), FG_INVALID_ARGUMENT, c.err);
     CHECK_CONTAINS(c.err.message, "num_classes = 0 takes the class count from the train file");
     /* a missing file */
-    fake_host_set(&c.fh, "train_file", "nope.csv");
+    fg_fake_host_set(&c.fh, "train_file", "nope.csv");
     CHECK_STATUS(open_split(&c, FG_SPLIT_TRAIN, &ds, &info), FG_INVALID_ARGUMENT, c.err);
     CHECK_CONTAINS(c.err.message, "nope.csv: cannot open");
     /* an index out of range */
     write_file(&c, "train.csv", "a,y\n1,0\n");
-    fake_host_set(&c.fh, "train_file", "train.csv");
+    fg_fake_host_set(&c.fh, "train_file", "train.csv");
     CHECK_STATUS(open_split(&c, FG_SPLIT_TRAIN, &ds, &info), FG_OK, c.err);
     if (ds) {
         int64_t idx = 1;
@@ -325,12 +325,12 @@ static int case_concurrent(void)
         p += sprintf(p, "%d,%d.5,%d,%d\n", i, i * 3, -i, i % 7);
     write_file(&c, "train.csv", text);
     free(text);
-    fake_host_set(&c.fh, "train_file", "train.csv");
+    fg_fake_host_set(&c.fh, "train_file", "train.csv");
     void *ds = NULL;
     fg_dataset_info info;
     CHECK_STATUS(open_split(&c, FG_SPLIT_TRAIN, &ds, &info), FG_OK, c.err);
     if (ds) {
-        CHECK_EQ_INT(info.num_classes, 7);
+        CHECK_EQ(info.num_classes, 7);
         check_concurrent_reads(&c.in, ds, ROWS, 3);
         c.in.vt->close(c.in.state, ds);
     }
@@ -355,8 +355,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         if (strcmp(argv[1], cases[i].name) == 0) {
             int rc = cases[i].run();
-            if (rc != 0 || test_failures != 0) {
-                fprintf(stderr, "%s: %d check(s) failed\n", argv[1], test_failures);
+            if (rc != 0 || fg_test_failures != 0) {
+                fprintf(stderr, "%s: %d check(s) failed\n", argv[1], fg_test_failures);
                 return 1;
             }
             return 0;

@@ -24,7 +24,7 @@
 typedef struct img_case {
     const fg_plugin *plugin;
     image_tree tree;
-    fake_host fh;
+    fg_fake_host fh;
     test_instance in;
     fg_error err;
 } img_case;
@@ -35,8 +35,8 @@ static int setup(img_case *c)
     c->plugin = load_data_plugin(FG_TEST_IMAGE_FOLDER_PLUGIN, "image_folder");
     if (!c->plugin || image_tree_create(&c->tree) != 0)
         return -1;
-    fake_host_init(&c->fh, c->plugin);
-    fake_host_set(&c->fh, "dir", c->tree.root);
+    fg_fake_host_init(&c->fh, c->plugin, NULL);
+    fg_fake_host_set(&c->fh, "dir", c->tree.root);
     return 0;
 }
 
@@ -127,7 +127,7 @@ static int case_classes(void)
     char path[1024];
     CHECK(write_text(image_tree_path(&c.tree, "train/a/notes.txt", path, sizeof path), "x") == 0);
     CHECK(write_text(image_tree_path(&c.tree, "train/README", path, sizeof path), "x") == 0);
-    fake_host_set(&c.fh, "train_dir", "train");
+    fg_fake_host_set(&c.fh, "train_dir", "train");
     void *ds = NULL;
     fg_dataset_info info;
     CHECK_STATUS(open_split(&c, FG_SPLIT_TRAIN, &ds, &info), FG_OK, c.err);
@@ -135,20 +135,20 @@ static int case_classes(void)
         teardown(&c);
         return 1;
     }
-    CHECK_EQ_INT(info.length, N);
-    CHECK_EQ_INT(info.num_classes, 4);
-    CHECK_EQ_INT(info.rank, 3);
-    CHECK_EQ_INT(info.shape[0], 3);
-    CHECK_EQ_INT(info.shape[1], H);
-    CHECK_EQ_INT(info.shape[2], W);
-    CHECK_EQ_INT(info.label_dtype, FG_I32);
-    CHECK_EQ_INT(info.label_elems, 1);
+    CHECK_EQ(info.length, N);
+    CHECK_EQ(info.num_classes, 4);
+    CHECK_EQ(info.rank, 3);
+    CHECK_EQ(info.shape[0], 3);
+    CHECK_EQ(info.shape[1], H);
+    CHECK_EQ(info.shape[2], W);
+    CHECK_EQ(info.label_dtype, FG_I32);
+    CHECK_EQ(info.label_elems, 1);
     fg_data_read_args a = read_args(FG_SPLIT_TEST, 0, 0);
     float x[3 * H * W];
     for (int k = 0; k < N; k++) {
         int32_t label = -1;
         CHECK_STATUS(read_one(&c, ds, &a, k, x, &label), FG_OK, c.err);
-        CHECK_EQ_INT(label, expected_order[k].label);
+        CHECK_EQ(label, expected_order[k].label);
         /* the pixels tell which file it was: exact for PNG, nearest pattern for JPEG */
         unsigned nearest = 0;
         double best = 1e30;
@@ -163,7 +163,7 @@ static int case_classes(void)
         if (nearest != expected_order[k].seed || (!jpeg && best != 0.0)) {
             fprintf(stderr, "sample %d is not %s (nearest pattern %u, mean abs diff %.2f)\n",
                     k, expected_order[k].rel, nearest, best);
-            test_failures++;
+            fg_test_failures++;
         }
     }
     c.in.vt->close(c.in.state, ds);
@@ -219,13 +219,13 @@ static void write_bad_files(img_case *c)
 
 static void check_bad_reads(img_case *c)
 {
-    fake_host_set(&c->fh, "train_dir", "train");
+    fg_fake_host_set(&c->fh, "train_dir", "train");
     void *ds = NULL;
     fg_dataset_info info;
     CHECK_STATUS(open_split(c, FG_SPLIT_TRAIN, &ds, &info), FG_OK, c->err);
     if (!ds)
         return;
-    CHECK_EQ_INT(info.length, sizeof bad_files / sizeof bad_files[0]);
+    CHECK_EQ(info.length, sizeof bad_files / sizeof bad_files[0]);
     fg_data_read_args a = read_args(FG_SPLIT_TRAIN, 1, 0);
     float x[3 * 6 * 8];
     for (size_t k = 0; k < sizeof bad_files / sizeof bad_files[0]; k++) {
@@ -244,7 +244,7 @@ static void check_bad_reads(img_case *c)
 /* Opens the train split from train_dir = dir and expects the failure. */
 static void expect_open_failure(img_case *c, const char *dir, const char *fragment)
 {
-    fake_host_set(&c->fh, "train_dir", dir);
+    fg_fake_host_set(&c->fh, "train_dir", dir);
     void *ds = NULL;
     fg_dataset_info info;
     CHECK(reinit(c) == FG_OK);
@@ -258,7 +258,7 @@ static void expect_open_failure(img_case *c, const char *dir, const char *fragme
 static void expect_init_failure(img_case *c, const char *key, const char *value,
                                 const char *fragment)
 {
-    fake_host_set(&c->fh, key, value);
+    fg_fake_host_set(&c->fh, key, value);
     CHECK_STATUS(reinit(c), FG_INVALID_ARGUMENT, c->err);
     CHECK_CONTAINS(c->err.message, fragment);
     fprintf(stderr, "ok: %s = %s -> %s\n", key, value, c->err.message);
@@ -284,8 +284,8 @@ static int case_bad_inputs(void)
     /* val's classes must be train's */
     CHECK(write_pattern(&c.tree, "val/ok/a.png", 6, 8, 3, 1) == 0);
     CHECK(write_pattern(&c.tree, "val/zz/a.png", 6, 8, 3, 1) == 0);
-    fake_host_set(&c.fh, "train_dir", "train");
-    fake_host_set(&c.fh, "val_dir", "val");
+    fg_fake_host_set(&c.fh, "train_dir", "train");
+    fg_fake_host_set(&c.fh, "val_dir", "val");
     CHECK(reinit(&c) == FG_OK);
     void *ds = NULL;
     fg_dataset_info info;
@@ -296,15 +296,15 @@ static int case_bad_inputs(void)
     CHECK_CONTAINS(c.err.message, "test split is not configured (option test_dir is empty)");
 
     expect_init_failure(&c, "resize", "32", "set center_crop");
-    fake_host_set(&c.fh, "resize", "");
+    fg_fake_host_set(&c.fh, "resize", "");
     expect_init_failure(&c, "mean", "0.5,0.5", "give 1 or 3");
-    fake_host_set(&c.fh, "mean", "0.5,x,1");
+    fg_fake_host_set(&c.fh, "mean", "0.5,x,1");
     CHECK_STATUS(reinit(&c), FG_INVALID_ARGUMENT, c.err);
-    fake_host_set(&c.fh, "mean", "0");
+    fg_fake_host_set(&c.fh, "mean", "0");
     expect_init_failure(&c, "std", "0", "must be > 0");
-    fake_host_set(&c.fh, "std", "1");
+    fg_fake_host_set(&c.fh, "std", "1");
     expect_init_failure(&c, "rrc_scale", "0.5,0.1", "0 < LOW <= HIGH");
-    fake_host_set(&c.fh, "rrc_scale", "0.08,1");
+    fg_fake_host_set(&c.fh, "rrc_scale", "0.08,1");
     expect_init_failure(&c, "center_crop", "0", "is not a size");
     teardown(&c);
     return 0;
@@ -321,7 +321,7 @@ static void write_aug_tree(img_case *c)
         snprintf(rel, sizeof rel, "train/%c/%02d.%s", 'a' + i % 3, i, i % 2 ? "png" : "jpg");
         CHECK(write_pattern(&c->tree, rel, AUG_H, AUG_W, 3, (unsigned)i) == 0);
     }
-    fake_host_set(&c->fh, "train_dir", "train");
+    fg_fake_host_set(&c->fh, "train_dir", "train");
 }
 
 typedef struct aug_job {
@@ -376,7 +376,7 @@ static void check_determinism(img_case *c, size_t elems)
     CHECK_STATUS(open_split(c, FG_SPLIT_TRAIN, &ds, &info), FG_OK, c->err);
     if (!ds)
         return;
-    CHECK_EQ_INT((int64_t)(info.shape[0] * info.shape[1] * info.shape[2]), (int64_t)elems);
+    CHECK_EQ((int64_t)(info.shape[0] * info.shape[1] * info.shape[2]), (int64_t)elems);
     size_t total = AUG_N * elems;
     float *ref = malloc(total * sizeof *ref), *other = malloc(total * sizeof *other);
     fg_data_read_args a = read_args(FG_SPLIT_TRAIN, 5, 2);
@@ -391,7 +391,7 @@ static void check_determinism(img_case *c, size_t elems)
     for (int t = 0; t < 4; t++) {
         pthread_join(threads[t], NULL);
         CHECK_STATUS(jobs[t].status, FG_OK, jobs[t].err);
-        CHECK_EQ_INT(jobs[t].mismatches, 0);
+        CHECK_EQ(jobs[t].mismatches, 0);
     }
     fg_data_read_args e3 = read_args(FG_SPLIT_TRAIN, 5, 3), s6 = read_args(FG_SPLIT_TRAIN, 6, 2);
     read_each(c, ds, &e3, elems, other);
@@ -407,11 +407,11 @@ static void check_determinism(img_case *c, size_t elems)
     read_each(c, ds, &v, elems, other);
     CHECK(differs(ref, other, total));
     float *plain = malloc(total * sizeof *plain);
-    fake_host plain_host = c->fh;
+    fg_fake_host plain_host = c->fh;
     const char *aug_keys[] = {"random_crop_padding", "hflip", "random_resized_crop",
                               "brightness", "contrast"};
     for (size_t k = 0; k < sizeof aug_keys / sizeof aug_keys[0]; k++)
-        fake_host_set(&c->fh, aug_keys[k], k == 2 ? "false" : "0");
+        fg_fake_host_set(&c->fh, aug_keys[k], k == 2 ? "false" : "0");
     test_instance keep = c->in;
     memset(&c->in, 0, sizeof c->in);
     void *plain_ds = NULL;
@@ -436,16 +436,16 @@ static int case_augment_determinism(void)
     if (setup(&c) != 0)
         return 1;
     write_aug_tree(&c);
-    fake_host_set(&c.fh, "random_crop_padding", "3");
-    fake_host_set(&c.fh, "hflip", "0.5");
-    fake_host_set(&c.fh, "brightness", "0.4");
-    fake_host_set(&c.fh, "contrast", "0.4");
+    fg_fake_host_set(&c.fh, "random_crop_padding", "3");
+    fg_fake_host_set(&c.fh, "hflip", "0.5");
+    fg_fake_host_set(&c.fh, "brightness", "0.4");
+    fg_fake_host_set(&c.fh, "contrast", "0.4");
     check_determinism(&c, 3 * AUG_H * AUG_W);
     /* RandomResizedCrop to 10 x 10, with the resize and crop of evaluation */
-    fake_host_set(&c.fh, "random_resized_crop", "true");
-    fake_host_set(&c.fh, "resize", "11");
-    fake_host_set(&c.fh, "center_crop", "10");
-    fake_host_set(&c.fh, "mode", "grayscale");
+    fg_fake_host_set(&c.fh, "random_resized_crop", "true");
+    fg_fake_host_set(&c.fh, "resize", "11");
+    fg_fake_host_set(&c.fh, "center_crop", "10");
+    fg_fake_host_set(&c.fh, "mode", "grayscale");
     check_determinism(&c, 10 * 10);
     teardown(&c);
     return 0;
@@ -457,9 +457,9 @@ static int case_augment_determinism(void)
 static void read_with(img_case *c, const char *key, const char *value, int64_t i, int64_t epoch,
                       float *out)
 {
-    fake_host saved = c->fh;
+    fg_fake_host saved = c->fh;
     if (key)
-        fake_host_set(&c->fh, key, value);
+        fg_fake_host_set(&c->fh, key, value);
     CHECK(reinit(c) == FG_OK);
     void *ds = NULL;
     fg_dataset_info info;
@@ -483,7 +483,7 @@ static void check_flip(img_case *c, const float *plain, int64_t i)
         for (int y = 0; y < AUG_H; y++)
             for (int xx = 0; xx < AUG_W; xx++)
                 bad += PX(x, ch, y, xx) != PX(plain, ch, y, AUG_W - 1 - xx);
-    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ(bad, 0);
 }
 
 /* The sample is the plain one shifted by some (dy, dx) in [-2, 2]^2, zeros coming in. */
@@ -537,7 +537,7 @@ static void check_brightness(img_case *c, const float *plain, int64_t i)
         float want = plain[k] * f > 1.0f ? 1.0f : plain[k] * f;
         bad += fabsf(x[k] - want) > 1e-5f;
     }
-    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ(bad, 0);
 }
 
 static int case_augment_semantics(void)
@@ -557,8 +557,8 @@ static int case_augment_semantics(void)
         CHECK(differs(x, plain, 3 * AUG_H * AUG_W));
     }
     /* RandomResizedCrop with scale 1 and ratio W/H takes the whole image: no change */
-    fake_host_set(&c.fh, "rrc_scale", "1,1");
-    fake_host_set(&c.fh, "rrc_ratio", "1.3333333333333333,1.3333333333333333");
+    fg_fake_host_set(&c.fh, "rrc_scale", "1,1");
+    fg_fake_host_set(&c.fh, "rrc_ratio", "1.3333333333333333,1.3333333333333333");
     read_with(&c, NULL, NULL, 4, 0, plain);
     read_with(&c, "random_resized_crop", "true", 4, 0, x);
     CHECK(!differs(x, plain, 3 * AUG_H * AUG_W));
@@ -593,22 +593,22 @@ static void check_reference_case(const char *dir, const char *line)
     if (sscanf(line, "%63s %255s %15s %31s %31s %d %d %d %d %d", name, train, mode, resize, crop,
                &tol, &count, &ch, &h, &w) != 10) {
         fprintf(stderr, "cases.txt: bad line: %s\n", line);
-        test_failures++;
+        fg_test_failures++;
         return;
     }
     img_case c;
     memset(&c, 0, sizeof c);
     c.plugin = load_data_plugin(FG_TEST_IMAGE_FOLDER_PLUGIN, "image_folder");
     if (!c.plugin) {
-        test_failures++;
+        fg_test_failures++;
         return;
     }
-    fake_host_init(&c.fh, c.plugin);
-    fake_host_set(&c.fh, "dir", dir);
-    fake_host_set(&c.fh, "train_dir", train);
-    fake_host_set(&c.fh, "mode", mode);
-    fake_host_set(&c.fh, "resize", strcmp(resize, "-") ? resize : "");
-    fake_host_set(&c.fh, "center_crop", strcmp(crop, "-") ? crop : "");
+    fg_fake_host_init(&c.fh, c.plugin, NULL);
+    fg_fake_host_set(&c.fh, "dir", dir);
+    fg_fake_host_set(&c.fh, "train_dir", train);
+    fg_fake_host_set(&c.fh, "mode", mode);
+    fg_fake_host_set(&c.fh, "resize", strcmp(resize, "-") ? resize : "");
+    fg_fake_host_set(&c.fh, "center_crop", strcmp(crop, "-") ? crop : "");
     void *ds = NULL;
     fg_dataset_info info;
     CHECK_STATUS(open_split(&c, FG_SPLIT_TRAIN, &ds, &info), FG_OK, c.err);
@@ -621,13 +621,13 @@ static void check_reference_case(const char *dir, const char *line)
     size_t elems = (size_t)ch * (size_t)h * (size_t)w;
     if (!ds || !want || !labels || size != (size_t)count * elems) {
         fprintf(stderr, "%s: no dataset or reference (%zu bytes)\n", name, size);
-        test_failures++;
+        fg_test_failures++;
     } else {
         labels[lsize] = '\0';
-        CHECK_EQ_INT(info.length, count);
-        CHECK_EQ_INT(info.shape[0], ch);
-        CHECK_EQ_INT(info.shape[1], h);
-        CHECK_EQ_INT(info.shape[2], w);
+        CHECK_EQ(info.length, count);
+        CHECK_EQ(info.shape[0], ch);
+        CHECK_EQ(info.shape[1], h);
+        CHECK_EQ(info.shape[2], w);
         float *x = malloc(elems * sizeof *x);
         fg_data_read_args a = read_args(FG_SPLIT_TEST, 0, 0);
         int worst = 0;
@@ -635,7 +635,7 @@ static void check_reference_case(const char *dir, const char *line)
         for (int k = 0; k < count && info.length == count; k++) {
             int32_t label = -1;
             CHECK_STATUS(read_one(&c, ds, &a, k, x, &label), FG_OK, c.err);
-            CHECK_EQ_INT(label, strtol(lp, &lp, 10));
+            CHECK_EQ(label, strtol(lp, &lp, 10));
             for (size_t e = 0; e < elems; e++) {
                 int d = abs((int)to_byte(x[e]) - (int)want[(size_t)k * elems + e]);
                 worst = d > worst ? d : worst;
@@ -694,10 +694,10 @@ static int case_fashion_png(const char *dir)
     c.plugin = load_data_plugin(FG_TEST_IMAGE_FOLDER_PLUGIN, "image_folder");
     if (!c.plugin)
         return 1;
-    fake_host_init(&c.fh, c.plugin);
-    fake_host_set(&c.fh, "dir", dir);
-    fake_host_set(&c.fh, "test_dir", "test");
-    fake_host_set(&c.fh, "mode", "grayscale");
+    fg_fake_host_init(&c.fh, c.plugin, NULL);
+    fg_fake_host_set(&c.fh, "dir", dir);
+    fg_fake_host_set(&c.fh, "test_dir", "test");
+    fg_fake_host_set(&c.fh, "mode", "grayscale");
     void *ds = NULL;
     fg_dataset_info info;
     CHECK_STATUS(open_split(&c, FG_SPLIT_TEST, &ds, &info), FG_OK, c.err);
@@ -723,9 +723,9 @@ static int case_fashion_png(const char *dir)
             for (int p = 0; p < 784; p++)
                 bad += x[p] != (float)pixels[i * 784 + p] / 255.0f;
         }
-    CHECK_EQ_INT(k, n);
-    CHECK_EQ_INT(bad, 0);
-    CHECK_EQ_INT(info.num_classes, 10);
+    CHECK_EQ(k, n);
+    CHECK_EQ(bad, 0);
+    CHECK_EQ(info.num_classes, 10);
     fprintf(stderr, "fashion_png: %lld test images equal the IDX files\n", (long long)n);
     free(pixels);
     free(labels);
@@ -759,8 +759,8 @@ int main(int argc, char **argv)
     }
     if (rc == TEST_SKIPPED)
         return rc;
-    if (rc != 0 || test_failures != 0) {
-        fprintf(stderr, "%s: %d check(s) failed\n", argv[1], test_failures);
+    if (rc != 0 || fg_test_failures != 0) {
+        fprintf(stderr, "%s: %d check(s) failed\n", argv[1], fg_test_failures);
         return 1;
     }
     return 0;
