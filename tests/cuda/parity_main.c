@@ -1,5 +1,14 @@
-/* cuda.parity: loads the CPU and CUDA backends, runs every op on both, compares.
- * Exits 77 (ctest SKIP) when the CUDA backend is unavailable (no driver, no device). */
+/* The parity harness: loads the CPU backend (the reference) and a backend under test, runs
+ * every op on both from the same inputs, compares (ggml's test-backend-ops, for fulgur).
+ *
+ *   test_parity [--backend NAME] [--plugin PATH] GROUP | all | --vtable
+ *
+ * NAME defaults to $FG_PARITY_BACKEND, else cuda. The plugins are fulgur-backend-NAME.so and
+ * fulgur-backend-cpu.so in $FG_TEST_PLUGIN_DIR, else the build's plugin folder; --plugin
+ * (or $FG_TEST_PLUGIN) names the tested one's file, $FG_TEST_CPU_PLUGIN the reference's.
+ * Against the CPU backend itself every output must be bitwise equal; against another,
+ * within each check's tolerance. Exits 77 (ctest SKIP) when the tested backend is
+ * unavailable here (the CUDA backend without a driver or device), 2 on a usage error. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stddef.h>
@@ -36,7 +45,7 @@ int both_ok(const char *what, fg_status sc, const fg_error *ec, fg_status sg,
     checks++;
     if (sc == FG_OK && sg == FG_OK)
         return 1;
-    fail("%s: cpu %s (%s), cuda %s (%s)", what, fg_status_name(sc), sc ? ec->message : "",
+    fail("%s: cpu %s (%s), %s %s (%s)", what, fg_status_name(sc), sc ? ec->message : "", P.dut_name,
          fg_status_name(sg), sg ? eg->message : "");
     return 0;
 }
@@ -47,24 +56,24 @@ static void die(const char *what, fg_status st, const fg_error *e)
     exit(1);
 }
 
-static void sync_cuda(void)
+static void sync_dut(void)
 {
     fg_error e = {0};
-    fg_status st = P.cuda->queue_sync(P.gs, P.gq, &e);
+    fg_status st = P.dut->queue_sync(P.ds, P.dq, &e);
     if (st != FG_OK)
-        die("cuda queue_sync", st, &e);
+        die("queue_sync of the backend under test", st, &e);
 }
 
 pair pnew(size_t bytes)
 {
     pair p = { NULL, NULL, bytes };
     fg_error e = {0};
-    fg_status st = P.cpu->alloc(P.cs, 0, bytes ? bytes : 4, &p.c, &e);
+    fg_status st = P.ref->alloc(P.rs, 0, bytes ? bytes : 4, &p.c, &e);
     if (st != FG_OK)
         die("cpu alloc", st, &e);
-    st = P.cuda->alloc(P.gs, 0, bytes ? bytes : 4, &p.g, &e);
+    st = P.dut->alloc(P.ds, 0, bytes ? bytes : 4, &p.g, &e);
     if (st != FG_OK)
-        die("cuda alloc", st, &e);
+        die("alloc on the backend under test", st, &e);
     if (live_count == MAX_PAIRS) {
         fprintf(stderr, "test: more than %d live buffers\n", MAX_PAIRS);
         exit(1);
@@ -76,19 +85,19 @@ pair pnew(size_t bytes)
 static void upload(void *dst, const void *host, size_t bytes)
 {
     fg_error e = {0};
-    fg_status st = P.cuda->copy(P.gs, P.gq, dst, 0, host, -1, bytes, &e);
+    fg_status st = P.dut->copy(P.ds, P.dq, dst, 0, host, -1, bytes, &e);
     if (st != FG_OK)
-        die("cuda copy H2D", st, &e);
-    sync_cuda();
+        die("copy to the backend under test", st, &e);
+    sync_dut();
 }
 
 void download(pair p, void *host)
 {
     fg_error e = {0};
-    fg_status st = P.cuda->copy(P.gs, P.gq, host, -1, p.g, 0, p.bytes, &e);
+    fg_status st = P.dut->copy(P.ds, P.dq, host, -1, p.g, 0, p.bytes, &e);
     if (st != FG_OK)
-        die("cuda copy D2H", st, &e);
-    sync_cuda();
+        die("copy from the backend under test", st, &e);
+    sync_dut();
 }
 
 void pput(pair p, const void *host)
@@ -112,10 +121,10 @@ void ppoison(pair p)
 
 void release_all(void)
 {
-    sync_cuda();
+    sync_dut();
     for (int i = 0; i < live_count; i++) {
-        P.cpu->free(P.cs, 0, live[i].c);
-        P.cuda->free(P.gs, 0, live[i].g);
+        P.ref->free(P.rs, 0, live[i].c);
+        P.dut->free(P.ds, 0, live[i].g);
     }
     live_count = 0;
 }
@@ -148,11 +157,11 @@ static pair typed_from_f32(const float *v, size_t n, uint32_t dtype)
     } else {
         void *tmp = NULL;
         fg_error e = {0};
-        fg_status st = P.cpu->alloc(P.cs, 0, n * 4 + 4, &tmp, &e);
+        fg_status st = P.ref->alloc(P.rs, 0, n * 4 + 4, &tmp, &e);
         if (st == FG_OK) {
             memcpy(tmp, v, n * 4);
-            st = P.cpu->cast(P.cs, P.cq, p.c, dtype, tmp, FG_F32, n, &e);
-            P.cpu->free(P.cs, 0, tmp);
+            st = P.ref->cast(P.rs, P.rq, dtype, FG_F32, p.c, tmp, n, &e);
+            P.ref->free(P.rs, 0, tmp);
         }
         if (st != FG_OK)
             die("cpu cast (making inputs)", st, &e);
@@ -212,6 +221,8 @@ double tol_of(uint32_t dtype)
 
 int compare(const char *what, pair p, size_t n, uint32_t dtype, double tol)
 {
+    if (P.exact)
+        return compare_exact(what, p, n * dtype_size(dtype));
     checks++;
     void *g = malloc(p.bytes ? p.bytes : 1);
     download(p, g);
@@ -237,14 +248,15 @@ int compare(const char *what, pair p, size_t n, uint32_t dtype, double tol)
     }
     int ok = 1;
     if (bad_at != (size_t)-1) {
-        fail("%s: element %zu of %zu: cuda %g, cpu %g (NaN/inf on one side only; unwritten?)",
-             what, bad_at, n, to_double(g, dtype, bad_at), to_double(p.c, dtype, bad_at));
+        fail("%s: element %zu of %zu: %s %g, cpu %g (NaN/inf on one side only; unwritten?)", what,
+             bad_at, n, P.dut_name, to_double(g, dtype, bad_at), to_double(p.c, dtype, bad_at));
         ok = 0;
     } else {
         double err = norm > 0.0 ? sqrt(diff / norm) : sqrt(diff);
         if (!(err <= tol)) {
-            fail("%s: relative error %.3g > %.3g over %zu values (worst element %zu: cuda "
-                 "%.9g, cpu %.9g)", what, err, tol, n, worst, to_double(g, dtype, worst),
+            fail("%s: relative error %.3g > %.3g over %zu values (worst element %zu: %s "
+                 "%.9g, cpu %.9g)",
+                 what, err, tol, n, worst, P.dut_name, to_double(g, dtype, worst),
                  to_double(p.c, dtype, worst));
             ok = 0;
         }
@@ -262,8 +274,8 @@ int compare_exact(const char *what, pair p, size_t bytes)
     int ok = 1;
     for (size_t i = 0; i < bytes; i++)
         if (g[i] != c[i]) {
-            fail("%s: byte %zu of %zu differs: cuda 0x%02x, cpu 0x%02x", what, i, bytes, g[i],
-                 c[i]);
+            fail("%s: byte %zu of %zu differs: %s 0x%02x, cpu 0x%02x", what, i, bytes, P.dut_name,
+                 g[i], c[i]);
             ok = 0;
             break;
         }
@@ -329,35 +341,45 @@ static const fg_plugin *load(const char *path, const char *name)
     return p;
 }
 
-/* The built paths, unless the environment names others (a bundle moved to a GPU machine:
- * tests/cuda/gpu_checks.sh). */
-static const char *plugin_path(const char *env, const char *built)
+/* A plugin's file: the environment's, else fulgur-backend-NAME.so in $FG_TEST_PLUGIN_DIR or
+ * the build's plugin folder (a bundle moved to a GPU machine: tests/cuda/gpu_checks.sh). */
+static const char *plugin_path(const char *given, const char *env, const char *name)
 {
-    const char *v = getenv(env);
-    return v && *v ? v : built;
+    static char buf[2][4096];
+    static int next;
+    const char *v = given ? given : getenv(env);
+    if (v && *v)
+        return v;
+    const char *dir = getenv("FG_TEST_PLUGIN_DIR");
+    char *out = buf[next++ % 2];
+    snprintf(out, sizeof buf[0], "%s/fulgur-backend-%s.so",
+             dir && *dir ? dir : FG_PARITY_PLUGIN_DIR, name);
+    return out;
 }
+
+static const char *dut_path;
 
 static void open_backends(void)
 {
-    const fg_plugin *gp = load(plugin_path("FG_TEST_CUDA_PLUGIN", FG_CUDA_PLUGIN_PATH), "cuda");
+    const fg_plugin *tp = load(plugin_path(dut_path, "FG_TEST_PLUGIN", P.dut_name), P.dut_name);
     fg_error e = {0};
-    fg_status st = gp->init(&test_host, &P.gs, &e);
+    fg_status st = tp->init(&test_host, &P.ds, &e);
     if (st == FG_UNAVAILABLE) {
         printf("SKIP: %s\n", e.message);
         exit(77);
     }
     if (st != FG_OK)
-        die("cuda init", st, &e);
-    const fg_plugin *cp = load(plugin_path("FG_TEST_CPU_PLUGIN", FG_CPU_PLUGIN_PATH), "cpu");
-    st = cp->init(&test_host, &P.cs, &e);
+        die("init of the backend under test", st, &e);
+    const fg_plugin *cp = load(plugin_path(NULL, "FG_TEST_CPU_PLUGIN", "cpu"), "cpu");
+    st = cp->init(&test_host, &P.rs, &e);
     if (st != FG_OK)
         die("cpu init", st, &e);
-    P.cpu = cp->vtable;
-    P.cuda = gp->vtable;
-    if ((st = P.cpu->queue_create(P.cs, 0, &P.cq, &e)) != FG_OK)
+    P.ref = cp->vtable;
+    P.dut = tp->vtable;
+    if ((st = P.ref->queue_create(P.rs, 0, &P.rq, &e)) != FG_OK)
         die("cpu queue_create", st, &e);
-    if ((st = P.cuda->queue_create(P.gs, 0, &P.gq, &e)) != FG_OK)
-        die("cuda queue_create", st, &e);
+    if ((st = P.dut->queue_create(P.ds, 0, &P.dq, &e)) != FG_OK)
+        die("queue_create on the backend under test", st, &e);
 }
 
 static const struct {
@@ -374,8 +396,8 @@ static const struct {
  * without a device: the descriptor is read, init is not called). */
 static int check_vtable(void)
 {
-    const char *path = plugin_path("FG_TEST_CUDA_PLUGIN", FG_CUDA_PLUGIN_PATH);
-    const fg_backend_vtable *vt = load(path, "cuda")->vtable;
+    const char *path = plugin_path(dut_path, "FG_TEST_PLUGIN", P.dut_name);
+    const fg_backend_vtable *vt = load(path, P.dut_name)->vtable;
     if (vt->struct_size != sizeof *vt) {
         fprintf(stderr, "FAIL: vtable struct_size %u, backend.h's is %zu\n",
                 (unsigned)vt->struct_size, sizeof *vt);
@@ -396,14 +418,46 @@ static int check_vtable(void)
     return missing ? 1 : 0;
 }
 
+static int usage(void)
+{
+    fprintf(stderr, "usage: test_parity [--backend NAME] [--plugin PATH] GROUP|all|--vtable\n"
+                    "groups:");
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
+        fprintf(stderr, " %s", groups[i].name);
+    fprintf(stderr, "\n");
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "--vtable") == 0)
+    const char *env = getenv("FG_PARITY_BACKEND"), *what = NULL;
+    P.dut_name = env && *env ? env : "cuda";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
+            P.dut_name = argv[++i];
+        else if (strcmp(argv[i], "--plugin") == 0 && i + 1 < argc)
+            dut_path = argv[++i];
+        else if (!what && argv[i][0] != '-')
+            what = argv[i];
+        else if (!what && strcmp(argv[i], "--vtable") == 0)
+            what = argv[i];
+        else
+            return usage();
+    }
+    if (!what)
+        return usage();
+    P.exact = strcmp(P.dut_name, "cpu") == 0; /* the reference against itself */
+    if (strcmp(what, "--vtable") == 0)
         return check_vtable();
+    int all = strcmp(what, "all") == 0, known = all;
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
+        known = known || strcmp(what, groups[i].name) == 0;
+    if (!known)
+        return usage();
     open_backends();
-    int ran = 0;
+    printf("backend.%s against backend.cpu%s\n", P.dut_name, P.exact ? " (bitwise)" : "");
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
-        if (argc > 1 && strcmp(argv[1], groups[i].name) != 0)
+        if (!all && strcmp(what, groups[i].name) != 0)
             continue;
         int before = failures, checks_before = checks;
         rng_seed(0x5EED0000ull + i);
@@ -411,14 +465,9 @@ int main(int argc, char **argv)
         release_all();
         printf("%-10s %4d checks, %d failed\n", groups[i].name, checks - checks_before,
                failures - before);
-        ran++;
     }
-    if (!ran) {
-        fprintf(stderr, "unknown group '%s'\n", argc > 1 ? argv[1] : "");
-        return 2;
-    }
-    P.cuda->queue_destroy(P.gs, P.gq);
-    P.cpu->queue_destroy(P.cs, P.cq);
+    P.dut->queue_destroy(P.ds, P.dq);
+    P.ref->queue_destroy(P.rs, P.rq);
     printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }
