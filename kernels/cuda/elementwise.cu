@@ -1,6 +1,7 @@
 /* Elementwise kernels: fill/scale/axpy/clamp, conversions, activations, bias add, dropout
- * and the fused optimizer updates. Each follows its kernels/cpu counterpart formula for
- * formula (built with --fmad=false, so the arithmetic rounds as the CPU's does). */
+ * and the fused optimizer updates, each templated on its storage types (f32 arithmetic).
+ * Each follows its kernels/cpu counterpart formula for formula (built with --fmad=false,
+ * so the arithmetic rounds as the CPU's does). */
 #include "fg_cuda_common.cuh"
 
 using namespace fgcu;
@@ -10,28 +11,30 @@ namespace {
 #define GELU_K0 0.7978845608028654f /* sqrt(2/pi) */
 #define GELU_K1 0.044715f
 
-__global__ void fill_k(float *x, float v, size_t n)
+template <typename T> __global__ void fill_k(T *x, float v, size_t n)
 {
-    FGCU_FOR(i, n) x[i] = v;
+    FGCU_FOR(i, n) st(x, i, v);
 }
 
-__global__ void scale_k(float *x, float a, size_t n)
+template <typename T> __global__ void scale_k(T *x, float a, size_t n)
 {
-    FGCU_FOR(i, n) x[i] *= a;
+    FGCU_FOR(i, n) st(x, i, ld(x, i) * a);
 }
 
-__global__ void axpy_k(float a, const float *x, float *y, size_t n)
+template <typename X, typename Y>
+__global__ void axpy_k(float a, const X *x, Y *y, size_t n)
 {
-    FGCU_FOR(i, n) y[i] += a * x[i];
+    FGCU_FOR(i, n) st(y, i, ld(y, i) + a * ld(x, i));
 }
 
-__global__ void clamp_k(float *x, float lo, float hi, size_t n)
+/* NaN stays NaN: both comparisons are false for it (fminf/fmaxf would drop it). */
+template <typename T> __global__ void clamp_k(T *x, float lo, float hi, size_t n)
 {
     FGCU_FOR(i, n)
     {
-        float v = x[i];
+        float v = ld(x, i);
         v = v < lo ? lo : v;
-        x[i] = v > hi ? hi : v;
+        st(x, i, v > hi ? hi : v);
     }
 }
 
@@ -151,39 +154,44 @@ __global__ void dropout_backward_k(float scale, const uint8_t *__restrict__ mask
     }
 }
 
-__global__ void sgd_k(fg_cu_sgd a, float *__restrict__ param, const float *__restrict__ grad,
+/* Each element's update in f32 from the widened parameter, rounded back into P. */
+template <typename P, typename G>
+__global__ void sgd_k(fg_cu_sgd a, P *__restrict__ param, const G *__restrict__ grad,
                       float *__restrict__ buf, size_t n)
 {
     float lr = a.lr, wd = a.weight_decay, mom = a.momentum, damp = 1.0f - a.dampening;
     FGCU_FOR(i, n)
     {
-        float g = grad[i] + wd * param[i];
+        float p = ld(param, i);
+        float g = ld(grad, i) + wd * p;
         if (mom == 0.0f) {
-            param[i] -= lr * g;
+            p -= lr * g;
         } else if (a.first_step) {
             buf[i] = g;
-            param[i] -= lr * (a.nesterov ? g + mom * g : g);
+            p -= lr * (a.nesterov ? g + mom * g : g);
         } else {
             float nb = mom * buf[i] + damp * g;
             buf[i] = nb;
-            param[i] -= lr * (a.nesterov ? g + mom * nb : nb);
+            p -= lr * (a.nesterov ? g + mom * nb : nb);
         }
+        st(param, i, p);
     }
 }
 
-__global__ void adamw_k(fg_cu_adamw a, float *__restrict__ param, const float *__restrict__ grad,
+template <typename P, typename G>
+__global__ void adamw_k(fg_cu_adamw a, P *__restrict__ param, const G *__restrict__ grad,
                         float *__restrict__ m, float *__restrict__ v, size_t n)
 {
     float decay = 1.0f - a.lr * a.weight_decay, b1 = a.beta1, b2 = a.beta2;
     float step_size = a.lr / a.bc1;
     FGCU_FOR(i, n)
     {
-        float g = grad[i];
+        float g = ld(grad, i);
         float mi = b1 * m[i] + (1.0f - b1) * g;
         float vi = b2 * v[i] + (1.0f - b2) * g * g;
         m[i] = mi;
         v[i] = vi;
-        param[i] = param[i] * decay - step_size * mi / (sqrtf(vi) / a.bc2_sqrt + a.eps);
+        st(param, i, ld(param, i) * decay - step_size * mi / (sqrtf(vi) / a.bc2_sqrt + a.eps));
     }
 }
 
@@ -209,27 +217,31 @@ cudaError_t accumulate_to(cudaStream_t s, D *dst, const void *src, int src_type,
 
 extern "C" {
 
-cudaError_t fg_cu_fill(cudaStream_t s, float *x, float value, size_t n)
+cudaError_t fg_cu_fill(cudaStream_t s, int type, void *x, float value, size_t n)
 {
-    fill_k<<<grid_for(n), kThreads, 0, s>>>(x, value, n);
+    FGCU_DISPATCH(type, T, fill_k<T><<<grid_for(n), kThreads, 0, s>>>((T *)x, value, n));
     return cudaGetLastError();
 }
 
-cudaError_t fg_cu_scale(cudaStream_t s, float *x, float alpha, size_t n)
+cudaError_t fg_cu_scale(cudaStream_t s, int type, void *x, float alpha, size_t n)
 {
-    scale_k<<<grid_for(n), kThreads, 0, s>>>(x, alpha, n);
+    FGCU_DISPATCH(type, T, scale_k<T><<<grid_for(n), kThreads, 0, s>>>((T *)x, alpha, n));
     return cudaGetLastError();
 }
 
-cudaError_t fg_cu_axpy(cudaStream_t s, float alpha, const float *x, float *y, size_t n)
+cudaError_t fg_cu_axpy(cudaStream_t s, int x_type, int y_type, float alpha, const void *x,
+                       void *y, size_t n)
 {
-    axpy_k<<<grid_for(n), kThreads, 0, s>>>(alpha, x, y, n);
+    FGCU_DISPATCH(y_type, Y,
+                  FGCU_DISPATCH(x_type, X,
+                                axpy_k<X, Y><<<grid_for(n), kThreads, 0, s>>>(
+                                    alpha, (const X *)x, (Y *)y, n)));
     return cudaGetLastError();
 }
 
-cudaError_t fg_cu_clamp(cudaStream_t s, float *x, float lo, float hi, size_t n)
+cudaError_t fg_cu_clamp(cudaStream_t s, int type, void *x, float lo, float hi, size_t n)
 {
-    clamp_k<<<grid_for(n), kThreads, 0, s>>>(x, lo, hi, n);
+    FGCU_DISPATCH(type, T, clamp_k<T><<<grid_for(n), kThreads, 0, s>>>((T *)x, lo, hi, n));
     return cudaGetLastError();
 }
 
@@ -310,17 +322,24 @@ cudaError_t fg_cu_dropout_backward(cudaStream_t s, int type, float scale, const 
     return cudaGetLastError();
 }
 
-cudaError_t fg_cu_sgd_update(cudaStream_t s, const fg_cu_sgd *a, float *param,
-                             const float *grad, float *buf, size_t n)
+cudaError_t fg_cu_sgd_update(cudaStream_t s, const fg_cu_sgd *a, void *param, int param_type,
+                             const void *grad, int grad_type, float *buf, size_t n)
 {
-    sgd_k<<<grid_for(n), kThreads, 0, s>>>(*a, param, grad, buf, n);
+    FGCU_DISPATCH(param_type, P,
+                  FGCU_DISPATCH(grad_type, G,
+                                sgd_k<P, G><<<grid_for(n), kThreads, 0, s>>>(
+                                    *a, (P *)param, (const G *)grad, buf, n)));
     return cudaGetLastError();
 }
 
-cudaError_t fg_cu_adamw_update(cudaStream_t s, const fg_cu_adamw *a, float *param,
-                               const float *grad, float *m, float *v, size_t n)
+cudaError_t fg_cu_adamw_update(cudaStream_t s, const fg_cu_adamw *a, void *param,
+                               int param_type, const void *grad, int grad_type, float *m,
+                               float *v, size_t n)
 {
-    adamw_k<<<grid_for(n), kThreads, 0, s>>>(*a, param, grad, m, v, n);
+    FGCU_DISPATCH(param_type, P,
+                  FGCU_DISPATCH(grad_type, G,
+                                adamw_k<P, G><<<grid_for(n), kThreads, 0, s>>>(
+                                    *a, (P *)param, (const G *)grad, m, v, n)));
     return cudaGetLastError();
 }
 

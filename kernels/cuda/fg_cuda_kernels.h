@@ -28,11 +28,15 @@ extern "C" {
 #define FG_CU_SCRATCH_DOUBLES (2 * FG_CU_XENT_CHUNK + FG_CU_REDUCE_BLOCKS)
 
 /* ---- elementwise (elementwise.cu) ------------------------------------------------------ */
-cudaError_t fg_cu_fill(cudaStream_t s, float *x, float value, size_t n);
-cudaError_t fg_cu_scale(cudaStream_t s, float *x, float alpha, size_t n);
-cudaError_t fg_cu_axpy(cudaStream_t s, float alpha, const float *x, float *y, size_t n);
+/* x(n) (type) = value */
+cudaError_t fg_cu_fill(cudaStream_t s, int type, void *x, float value, size_t n);
+/* x(n) (type) *= alpha */
+cudaError_t fg_cu_scale(cudaStream_t s, int type, void *x, float alpha, size_t n);
+/* y(n) (y_type) += alpha * x (x_type) */
+cudaError_t fg_cu_axpy(cudaStream_t s, int x_type, int y_type, float alpha, const void *x,
+                       void *y, size_t n);
 /* As torch.clamp: max with lo, then min with hi; NaN stays NaN. */
-cudaError_t fg_cu_clamp(cudaStream_t s, float *x, float lo, float hi, size_t n);
+cudaError_t fg_cu_clamp(cudaStream_t s, int type, void *x, float lo, float hi, size_t n);
 /* dst(n) = src(n) converted (same type: a copy). */
 cudaError_t fg_cu_convert(cudaStream_t s, void *dst, int dst_type, const void *src,
                           int src_type, size_t n);
@@ -68,14 +72,17 @@ typedef struct fg_cu_adamw {
     float bc1, bc2_sqrt; /* 1 - beta1^step, sqrt(1 - beta2^step), computed as the CPU does */
 } fg_cu_adamw;
 
-cudaError_t fg_cu_sgd_update(cudaStream_t s, const fg_cu_sgd *a, float *param,
-                             const float *grad, float *buf, size_t n);
-cudaError_t fg_cu_adamw_update(cudaStream_t s, const fg_cu_adamw *a, float *param,
-                               const float *grad, float *m, float *v, size_t n);
+/* The fused updates: param (param_type) and grad (grad_type), the state (buf; m, v) f32;
+ * each element's update in f32 from the widened parameter, rounded back into param. */
+cudaError_t fg_cu_sgd_update(cudaStream_t s, const fg_cu_sgd *a, void *param, int param_type,
+                             const void *grad, int grad_type, float *buf, size_t n);
+cudaError_t fg_cu_adamw_update(cudaStream_t s, const fg_cu_adamw *a, void *param,
+                               int param_type, const void *grad, int grad_type, float *m,
+                               float *v, size_t n);
 
 /* ---- reductions (reduce.cu) ------------------------------------------------------------- */
-/* *out = (float) sum of x^2 in f64; scratch: FG_CU_REDUCE_BLOCKS doubles. */
-cudaError_t fg_cu_sum_squares(cudaStream_t s, const float *x, size_t n, float *out,
+/* *out = (float) sum of x^2 (type) in f64; scratch: FG_CU_REDUCE_BLOCKS doubles. */
+cudaError_t fg_cu_sum_squares(cudaStream_t s, int type, const void *x, size_t n, float *out,
                               double *scratch);
 /* dbias(cols) (dbias_type) (+)= sum over rows and spatial of dy (type), in f64. */
 cudaError_t fg_cu_bias_grad(cudaStream_t s, int type, int dbias_type, void *dbias,
@@ -121,18 +128,6 @@ cudaError_t fg_cu_bn_backward(cudaStream_t s, int type, int param_type, int grad
                               const float *saved_mean, const float *saved_invstd,
                               const void *dy, void *dx, void *dgamma, void *dbeta,
                               int accumulate);
-
-/* ---- half gradients and "true" half parameters (half_storage.cu) ---------------------- */
-/* x of `type` (1 f32, 2 f16, 3 bf16); arithmetic in f32, stores rounded to nearest even */
-cudaError_t fg_cu_sum_squares_ex(cudaStream_t s, const void *x, int type, size_t n,
-                                 float *out, double *scratch);
-/* x = x * alpha, then clamped to [lo, hi] when clamp */
-cudaError_t fg_cu_scale_clamp_ex(cudaStream_t s, void *x, int type, float alpha, float lo,
-                                 float hi, int clamp, size_t n);
-cudaError_t fg_cu_sgd_update_ex(cudaStream_t s, const fg_cu_sgd *a, void *param, int pt,
-                                const void *grad, int gt, float *buf, size_t n);
-cudaError_t fg_cu_adamw_update_ex(cudaStream_t s, const fg_cu_adamw *a, void *param, int pt,
-                                  const void *grad, int gt, float *m, float *v, size_t n);
 
 #ifdef __cplusplus
 }

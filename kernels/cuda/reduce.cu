@@ -13,14 +13,15 @@ constexpr int kReduceThreads = 256;
 
 /* ---- sum of squares: contiguous chunks, one per block, then the chunks in order -------- */
 
-__global__ void sumsq_partial_k(const float *__restrict__ x, size_t n, size_t chunk,
+template <typename T>
+__global__ void sumsq_partial_k(const T *__restrict__ x, size_t n, size_t chunk,
                                 double *partial)
 {
     __shared__ double sh[kReduceThreads];
     size_t lo = (size_t)blockIdx.x * chunk, hi = lo + chunk < n ? lo + chunk : n;
     double acc = 0.0;
     for (size_t i = lo + threadIdx.x; i < hi; i += kReduceThreads) {
-        double v = (double)x[i];
+        double v = (double)ld(x, i);
         acc += v * v;
     }
     double total = block_sum<kReduceThreads>(acc, sh);
@@ -114,10 +115,12 @@ __device__ __forceinline__ argmax_t argmax_join(argmax_t a, argmax_t b)
     return second.v > first.v ? second : first;
 }
 
-/* One warp per row: probs, the row's loss and hit into scratch (loss[row], hit[row]). */
+/* One warp per row of a chunk that starts at row `first` of the whole batch: probs, the
+ * row's loss and hit into scratch (loss[row], hit[row], chunk-relative); a bad label is
+ * reported with its row in the whole batch. */
 template <typename T>
 __global__ void xent_rows_k(const T *logits, const int32_t *__restrict__ labels, int rows,
-                            int classes, float *probs, double *loss, double *hit,
+                            int first, int classes, float *probs, double *loss, double *hit,
                             unsigned long long *bad)
 {
     int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
@@ -156,7 +159,7 @@ __global__ void xent_rows_k(const T *logits, const int32_t *__restrict__ labels,
         probs[base + j] *= inv;
     if (lane == 0) {
         if (!valid) {
-            *bad = bad_word(warp, label);
+            *bad = bad_word(first + warp, label);
             loss[warp] = NAN;
             hit[warp] = 0.0;
         } else {
@@ -212,16 +215,20 @@ __global__ void xent_backward_k(const float *probs, const int32_t *__restrict__ 
 
 extern "C" {
 
-cudaError_t fg_cu_sum_squares(cudaStream_t s, const float *x, size_t n, float *out,
+cudaError_t fg_cu_sum_squares(cudaStream_t s, int type, const void *x, size_t n, float *out,
                               double *scratch)
 {
+    if (!known_type(type))
+        return cudaErrorInvalidValue;
     if (n == 0)
         return cudaMemsetAsync(out, 0, sizeof *out, s);
     size_t chunk = (n + FG_CU_REDUCE_BLOCKS - 1) / FG_CU_REDUCE_BLOCKS;
     if (chunk < 8192)
         chunk = 8192;
     unsigned blocks = (unsigned)((n + chunk - 1) / chunk);
-    sumsq_partial_k<<<blocks, kReduceThreads, 0, s>>>(x, n, chunk, scratch);
+    FGCU_DISPATCH(type, T,
+                  sumsq_partial_k<T><<<blocks, kReduceThreads, 0, s>>>((const T *)x, n, chunk,
+                                                                       scratch));
     sum_partials_k<<<1, kReduceThreads, 0, s>>>(scratch, (int)blocks, out);
     return cudaGetLastError();
 }
@@ -260,8 +267,8 @@ cudaError_t fg_cu_xent_forward(cudaStream_t s, int type, const void *logits,
         double *loss = scratch, *hit = scratch + FG_CU_XENT_CHUNK;
         FGCU_DISPATCH(type, T,
                       xent_rows_k<T><<<blocks, 256, 0, s>>>((const T *)lg, labels + first,
-                                                            count, classes, probs + off, loss,
-                                                            hit, bad));
+                                                            count, first, classes, probs + off,
+                                                            loss, hit, bad));
         xent_sum_k<<<1, kReduceThreads, 0, s>>>(loss, hit, count, loss_sum, correct);
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess)

@@ -1,6 +1,7 @@
 /* The CPU backend plugin's instance state and the vtable functions, split by concern:
  * cpu_plugin.c (descriptor, options, init/deinit), cpu_device.c (devices, memory, queues,
- * copies), cpu_ops.c (argument checks, then the kernels of kernels/cpu). */
+ * copies), cpu_ops.c (the vtable's ops in every dtype) over cpu_ops_f32.c (the ops in f32:
+ * argument checks, then the kernels of kernels/cpu). */
 #ifndef FG_CPU_BACKEND_H
 #define FG_CPU_BACKEND_H
 
@@ -26,7 +27,7 @@ typedef struct fg_cpu_backend {
 /* A queue only names its device: ops run synchronously on the calling thread. */
 typedef struct fg_cpu_queue {
     int device;
-    /* f32 copies of half operands for the _ex ops (cpu_ops_ex.c): grown to the largest
+    /* f32 copies of half operands for the ops (cpu_ops.c): grown to the largest
      * op's need on its first call, then reused; host memory of the emulation, outside the
      * device's accounting. */
     float *scratch;
@@ -48,146 +49,149 @@ fg_status fg_cpu_copy(void *state, void *queue, void *dst, int dst_device, const
 /* Reads the CPU model and the physical memory size into the state. */
 void fg_cpu_probe_machine(fg_cpu_backend *be);
 
-/* cpu_ops.c */
-fg_status fg_cpu_op_gemm(void *state, void *queue, int trans_a, int trans_b, int m, int n,
-                         int k, float alpha, const float *a, int lda, const float *b, int ldb,
-                         float beta, float *c, int ldc, fg_error *err);
-fg_status fg_cpu_op_bias_add(void *state, void *queue, float *y, const float *bias, int rows,
-                             int cols, int spatial, fg_error *err);
-fg_status fg_cpu_op_bias_grad(void *state, void *queue, float *dbias, const float *dy,
-                              int rows, int cols, int spatial, int accumulate, fg_error *err);
-fg_status fg_cpu_op_activation_forward(void *state, void *queue, int act, const float *x,
-                                       float *y, size_t n, fg_error *err);
-fg_status fg_cpu_op_activation_backward(void *state, void *queue, int act, const float *x,
-                                        const float *y, const float *dy, float *dx, size_t n,
-                                        fg_error *err);
-size_t fg_cpu_op_conv2d_workspace(void *state, const fg_conv2d_desc *d);
-fg_status fg_cpu_op_conv2d_forward(void *state, void *queue, const fg_conv2d_desc *d,
-                                   const float *x, const float *w, const float *bias,
-                                   float *y, void *workspace, fg_error *err);
-fg_status fg_cpu_op_conv2d_backward(void *state, void *queue, const fg_conv2d_desc *d,
-                                    const float *x, const float *w, const float *dy,
-                                    float *dx, float *dw, float *dbias, int accumulate,
-                                    void *workspace, fg_error *err);
-fg_status fg_cpu_op_pool2d_forward(void *state, void *queue, int mode,
-                                   const fg_conv2d_desc *d, const float *x, float *y,
-                                   int32_t *argmax, fg_error *err);
-fg_status fg_cpu_op_pool2d_backward(void *state, void *queue, int mode,
-                                    const fg_conv2d_desc *d, const float *dy,
-                                    const int32_t *argmax, float *dx, fg_error *err);
-fg_status fg_cpu_op_batchnorm_forward(void *state, void *queue, int training, int n, int c,
-                                      int spatial, const float *x, const float *gamma,
-                                      const float *beta, float *running_mean,
-                                      float *running_var, float momentum, float eps,
-                                      float *saved_mean, float *saved_invstd, float *y,
-                                      fg_error *err);
-fg_status fg_cpu_op_batchnorm_backward(void *state, void *queue, int n, int c, int spatial,
-                                       const float *x, const float *gamma,
-                                       const float *saved_mean, const float *saved_invstd,
-                                       const float *dy, float *dx, float *dgamma,
-                                       float *dbeta, int accumulate, fg_error *err);
-fg_status fg_cpu_op_dropout_forward(void *state, void *queue, float p, uint64_t seed,
-                                    uint64_t offset, const float *x, float *y, uint8_t *mask,
-                                    size_t n, fg_error *err);
-fg_status fg_cpu_op_dropout_backward(void *state, void *queue, float p, const uint8_t *mask,
-                                     const float *dy, float *dx, size_t n, fg_error *err);
-fg_status fg_cpu_op_softmax_xent_forward(void *state, void *queue, const float *logits,
-                                         const int32_t *labels, int rows, int classes,
-                                         float *probs, float *loss_sum, float *correct,
+/* cpu_ops_f32.c: the ops in f32 (argument checks, then kernels/cpu) */
+fg_status fg_cpu_f32_gemm(void *state, void *queue, int trans_a, int trans_b, int m, int n,
+                          int k, float alpha, const float *a, int lda, const float *b, int ldb,
+                          float beta, float *c, int ldc, fg_error *err);
+fg_status fg_cpu_f32_bias_add(void *state, void *queue, float *y, const float *bias, int rows,
+                              int cols, int spatial, fg_error *err);
+fg_status fg_cpu_f32_bias_grad(void *state, void *queue, float *dbias, const float *dy,
+                               int rows, int cols, int spatial, int accumulate, fg_error *err);
+fg_status fg_cpu_f32_activation_forward(void *state, void *queue, int act, const float *x,
+                                        float *y, size_t n, fg_error *err);
+fg_status fg_cpu_f32_activation_backward(void *state, void *queue, int act, const float *x,
+                                         const float *y, const float *dy, float *dx, size_t n,
                                          fg_error *err);
-fg_status fg_cpu_op_softmax_xent_backward(void *state, void *queue, const float *probs,
+size_t fg_cpu_op_conv2d_workspace(void *state, const fg_conv2d_desc *d);
+fg_status fg_cpu_f32_conv2d_forward(void *state, void *queue, const fg_conv2d_desc *d,
+                                    const float *x, const float *w, const float *bias,
+                                    float *y, void *workspace, fg_error *err);
+fg_status fg_cpu_f32_conv2d_backward(void *state, void *queue, const fg_conv2d_desc *d,
+                                     const float *x, const float *w, const float *dy,
+                                     float *dx, float *dw, float *dbias, int accumulate,
+                                     void *workspace, fg_error *err);
+fg_status fg_cpu_f32_pool2d_forward(void *state, void *queue, int mode,
+                                    const fg_conv2d_desc *d, const float *x, float *y,
+                                    int32_t *argmax, fg_error *err);
+fg_status fg_cpu_f32_pool2d_backward(void *state, void *queue, int mode,
+                                     const fg_conv2d_desc *d, const float *dy,
+                                     const int32_t *argmax, float *dx, fg_error *err);
+fg_status fg_cpu_f32_batchnorm_forward(void *state, void *queue, int training, int n, int c,
+                                       int spatial, const float *x, const float *gamma,
+                                       const float *beta, float *running_mean,
+                                       float *running_var, float momentum, float eps,
+                                       float *saved_mean, float *saved_invstd, float *y,
+                                       fg_error *err);
+fg_status fg_cpu_f32_batchnorm_backward(void *state, void *queue, int n, int c, int spatial,
+                                        const float *x, const float *gamma,
+                                        const float *saved_mean, const float *saved_invstd,
+                                        const float *dy, float *dx, float *dgamma,
+                                        float *dbeta, int accumulate, fg_error *err);
+fg_status fg_cpu_f32_dropout_forward(void *state, void *queue, float p, uint64_t seed,
+                                     uint64_t offset, const float *x, float *y, uint8_t *mask,
+                                     size_t n, fg_error *err);
+fg_status fg_cpu_f32_dropout_backward(void *state, void *queue, float p, const uint8_t *mask,
+                                      const float *dy, float *dx, size_t n, fg_error *err);
+fg_status fg_cpu_f32_softmax_xent_forward(void *state, void *queue, const float *logits,
                                           const int32_t *labels, int rows, int classes,
-                                          float scale, float *dlogits, fg_error *err);
-fg_status fg_cpu_op_fill(void *state, void *queue, float *x, float value, size_t n,
-                         fg_error *err);
-fg_status fg_cpu_op_scale(void *state, void *queue, float *x, float alpha, size_t n,
+                                          float *probs, float *loss_sum, float *correct,
+                                          fg_error *err);
+fg_status fg_cpu_f32_softmax_xent_backward(void *state, void *queue, const float *probs,
+                                           const int32_t *labels, int rows, int classes,
+                                           float scale, float *dlogits, fg_error *err);
+fg_status fg_cpu_f32_fill(void *state, void *queue, float *x, float value, size_t n,
                           fg_error *err);
-fg_status fg_cpu_op_axpy(void *state, void *queue, float alpha, const float *x, float *y,
-                         size_t n, fg_error *err);
-fg_status fg_cpu_op_clamp(void *state, void *queue, float *x, float lo, float hi, size_t n,
-                          fg_error *err);
-fg_status fg_cpu_op_sum_squares(void *state, void *queue, const float *x, size_t n,
-                                float *out, fg_error *err);
-fg_status fg_cpu_op_sgd_update(void *state, void *queue, const fg_sgd_args *a, float *param,
-                               const float *grad, float *momentum_buf, size_t n,
-                               fg_error *err);
-fg_status fg_cpu_op_adamw_update(void *state, void *queue, const fg_adamw_args *a,
-                                 float *param, const float *grad, float *m, float *v,
-                                 size_t n, fg_error *err);
-
-/* cpu_ops_ex.c: the dtype-taking ops (half storage, f32 arithmetic) */
-fg_status fg_cpu_op_cast(void *state, void *queue, void *dst, uint32_t dst_dtype,
-                         const void *src, uint32_t src_dtype, size_t n, fg_error *err);
-fg_status fg_cpu_op_gemm_ex(void *state, void *queue, int trans_a, int trans_b, int m, int n,
-                            int k, float alpha, const void *a, uint32_t a_dtype, int lda,
-                            const void *b, uint32_t b_dtype, int ldb, float beta, void *c,
-                            uint32_t c_dtype, int ldc, fg_error *err);
-fg_status fg_cpu_op_bias_add_ex(void *state, void *queue, const fg_op_dtypes *dt, void *y,
-                                const void *bias, int rows, int cols, int spatial,
+fg_status fg_cpu_f32_scale(void *state, void *queue, float *x, float alpha, size_t n,
+                           fg_error *err);
+fg_status fg_cpu_f32_axpy(void *state, void *queue, float alpha, const float *x, float *y,
+                          size_t n, fg_error *err);
+fg_status fg_cpu_f32_clamp(void *state, void *queue, float *x, float lo, float hi, size_t n,
+                           fg_error *err);
+fg_status fg_cpu_f32_sum_squares(void *state, void *queue, const float *x, size_t n,
+                                 float *out, fg_error *err);
+fg_status fg_cpu_f32_sgd_update(void *state, void *queue, const fg_sgd_args *a, float *param,
+                                const float *grad, float *momentum_buf, size_t n,
                                 fg_error *err);
-fg_status fg_cpu_op_bias_grad_ex(void *state, void *queue, const fg_op_dtypes *dt, void *dbias,
-                                 const void *dy, int rows, int cols, int spatial,
-                                 int accumulate, fg_error *err);
-fg_status fg_cpu_op_activation_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                          int act, const void *x, void *y, size_t n,
-                                          fg_error *err);
-fg_status fg_cpu_op_activation_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                           int act, const void *x, const void *y,
-                                           const void *dy, void *dx, size_t n, fg_error *err);
-fg_status fg_cpu_op_conv2d_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                      const fg_conv2d_desc *d, const void *x, const void *w,
-                                      const void *bias, void *y, void *workspace,
-                                      fg_error *err);
-fg_status fg_cpu_op_conv2d_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                       const fg_conv2d_desc *d, const void *x, const void *w,
-                                       const void *dy, void *dx, void *dw, void *dbias,
-                                       int accumulate, void *workspace, fg_error *err);
-fg_status fg_cpu_op_pool2d_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                      int mode, const fg_conv2d_desc *d, const void *x,
-                                      void *y, int32_t *argmax, fg_error *err);
-fg_status fg_cpu_op_pool2d_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                       int mode, const fg_conv2d_desc *d, const void *dy,
-                                       const int32_t *argmax, void *dx, fg_error *err);
-fg_status fg_cpu_op_batchnorm_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                         int training, int n, int c, int spatial,
-                                         const void *x, const void *gamma, const void *beta,
-                                         float *running_mean, float *running_var,
-                                         float momentum, float eps, float *saved_mean,
-                                         float *saved_invstd, void *y, fg_error *err);
-fg_status fg_cpu_op_batchnorm_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                          int n, int c, int spatial, const void *x,
-                                          const void *gamma, const float *saved_mean,
-                                          const float *saved_invstd, const void *dy, void *dx,
-                                          void *dgamma, void *dbeta, int accumulate,
-                                          fg_error *err);
-fg_status fg_cpu_op_dropout_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                       float p, uint64_t seed, uint64_t offset, const void *x,
-                                       void *y, uint8_t *mask, size_t n, fg_error *err);
-fg_status fg_cpu_op_dropout_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                        float p, const uint8_t *mask, const void *dy, void *dx,
-                                        size_t n, fg_error *err);
-fg_status fg_cpu_op_softmax_xent_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                            const void *logits, const int32_t *labels,
-                                            int rows, int classes, float *probs,
-                                            float *loss_sum, float *correct, fg_error *err);
-fg_status fg_cpu_op_softmax_xent_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                             const float *probs, const int32_t *labels,
-                                             int rows, int classes, float scale,
-                                             void *dlogits, fg_error *err);
+fg_status fg_cpu_f32_adamw_update(void *state, void *queue, const fg_adamw_args *a,
+                                  float *param, const float *grad, float *m, float *v,
+                                  size_t n, fg_error *err);
 
-/* cpu_ops_ex.c: half gradients and "true" half parameters */
-fg_status fg_cpu_op_sum_squares_ex(void *state, void *queue, const void *x, uint32_t dtype,
-                                   size_t n, float *out, fg_error *err);
-fg_status fg_cpu_op_scale_ex(void *state, void *queue, void *x, uint32_t dtype, float alpha,
-                             size_t n, fg_error *err);
-fg_status fg_cpu_op_clamp_ex(void *state, void *queue, void *x, uint32_t dtype, float lo,
-                             float hi, size_t n, fg_error *err);
-fg_status fg_cpu_op_sgd_update_ex(void *state, void *queue, const fg_sgd_args *a, void *param,
-                                  uint32_t param_dtype, const void *grad, uint32_t grad_dtype,
-                                  float *momentum_buf, size_t n, fg_error *err);
-fg_status fg_cpu_op_adamw_update_ex(void *state, void *queue, const fg_adamw_args *a,
-                                    void *param, uint32_t param_dtype, const void *grad,
-                                    uint32_t grad_dtype, float *m, float *v, size_t n,
-                                    fg_error *err);
+/* cpu_ops.c: the vtable's ops in every dtype (f32 views, then the f32 ops) */
+int fg_cpu_supports(void *state, uint32_t op, const uint32_t *dtypes);
+fg_status fg_cpu_op_cast(void *state, void *queue, uint32_t dst_dtype, uint32_t src_dtype,
+                         void *dst, const void *src, size_t n, fg_error *err);
+fg_status fg_cpu_op_gemm(void *state, void *queue, uint32_t a_dtype, uint32_t b_dtype,
+                         uint32_t c_dtype, int trans_a, int trans_b, int m, int n, int k,
+                         float alpha, const void *a, int lda, const void *b, int ldb,
+                         float beta, void *c, int ldc, fg_error *err);
+fg_status fg_cpu_op_bias_add(void *state, void *queue, uint32_t y_dtype, uint32_t bias_dtype,
+                             void *y, const void *bias, int rows, int cols, int spatial,
+                             fg_error *err);
+fg_status fg_cpu_op_bias_grad(void *state, void *queue, uint32_t dbias_dtype,
+                              uint32_t dy_dtype, void *dbias, const void *dy, int rows,
+                              int cols, int spatial, int accumulate, fg_error *err);
+fg_status fg_cpu_op_activation_forward(void *state, void *queue, uint32_t dtype, int act,
+                                       const void *x, void *y, size_t n, fg_error *err);
+fg_status fg_cpu_op_activation_backward(void *state, void *queue, uint32_t dtype, int act,
+                                        const void *x, const void *y, const void *dy,
+                                        void *dx, size_t n, fg_error *err);
+fg_status fg_cpu_op_conv2d_forward(void *state, void *queue, uint32_t x_dtype,
+                                   uint32_t param_dtype, const fg_conv2d_desc *d,
+                                   const void *x, const void *w, const void *bias, void *y,
+                                   void *workspace, fg_error *err);
+fg_status fg_cpu_op_conv2d_backward(void *state, void *queue, uint32_t x_dtype,
+                                    uint32_t param_dtype, uint32_t grad_dtype,
+                                    const fg_conv2d_desc *d, const void *x, const void *w,
+                                    const void *dy, void *dx, void *dw, void *dbias,
+                                    int accumulate, void *workspace, fg_error *err);
+fg_status fg_cpu_op_pool2d_forward(void *state, void *queue, uint32_t dtype, int mode,
+                                   const fg_conv2d_desc *d, const void *x, void *y,
+                                   int32_t *argmax, fg_error *err);
+fg_status fg_cpu_op_pool2d_backward(void *state, void *queue, uint32_t dtype, int mode,
+                                    const fg_conv2d_desc *d, const void *dy,
+                                    const int32_t *argmax, void *dx, fg_error *err);
+fg_status fg_cpu_op_batchnorm_forward(void *state, void *queue, uint32_t x_dtype,
+                                      uint32_t param_dtype, int training, int n, int c,
+                                      int spatial, const void *x, const void *gamma,
+                                      const void *beta, float *running_mean,
+                                      float *running_var, float momentum, float eps,
+                                      float *saved_mean, float *saved_invstd, void *y,
+                                      fg_error *err);
+fg_status fg_cpu_op_batchnorm_backward(void *state, void *queue, uint32_t x_dtype,
+                                       uint32_t param_dtype, uint32_t grad_dtype, int n, int c,
+                                       int spatial, const void *x, const void *gamma,
+                                       const float *saved_mean, const float *saved_invstd,
+                                       const void *dy, void *dx, void *dgamma, void *dbeta,
+                                       int accumulate, fg_error *err);
+fg_status fg_cpu_op_dropout_forward(void *state, void *queue, uint32_t dtype, float p,
+                                    uint64_t seed, uint64_t offset, const void *x, void *y,
+                                    uint8_t *mask, size_t n, fg_error *err);
+fg_status fg_cpu_op_dropout_backward(void *state, void *queue, uint32_t dtype, float p,
+                                     const uint8_t *mask, const void *dy, void *dx, size_t n,
+                                     fg_error *err);
+fg_status fg_cpu_op_softmax_xent_forward(void *state, void *queue, uint32_t logits_dtype,
+                                         const void *logits, const int32_t *labels, int rows,
+                                         int classes, float *probs, float *loss_sum,
+                                         float *correct, fg_error *err);
+fg_status fg_cpu_op_softmax_xent_backward(void *state, void *queue, uint32_t dlogits_dtype,
+                                          const float *probs, const int32_t *labels, int rows,
+                                          int classes, float scale, void *dlogits,
+                                          fg_error *err);
+fg_status fg_cpu_op_fill(void *state, void *queue, uint32_t dtype, void *x, float value,
+                         size_t n, fg_error *err);
+fg_status fg_cpu_op_scale(void *state, void *queue, uint32_t dtype, void *x, float alpha,
+                          size_t n, fg_error *err);
+fg_status fg_cpu_op_axpy(void *state, void *queue, uint32_t x_dtype, uint32_t y_dtype,
+                         float alpha, const void *x, void *y, size_t n, fg_error *err);
+fg_status fg_cpu_op_clamp(void *state, void *queue, uint32_t dtype, void *x, float lo,
+                          float hi, size_t n, fg_error *err);
+fg_status fg_cpu_op_sum_squares(void *state, void *queue, uint32_t dtype, const void *x,
+                                size_t n, float *out, fg_error *err);
+fg_status fg_cpu_op_sgd_update(void *state, void *queue, uint32_t param_dtype,
+                               uint32_t grad_dtype, const fg_sgd_args *a, void *param,
+                               const void *grad, float *momentum_buf, size_t n, fg_error *err);
+fg_status fg_cpu_op_adamw_update(void *state, void *queue, uint32_t param_dtype,
+                                 uint32_t grad_dtype, const fg_adamw_args *a, void *param,
+                                 const void *grad, float *m, float *v, size_t n, fg_error *err);
 
 #endif

@@ -1,479 +1,457 @@
-/* The ops of the vtable: each checks its arguments at the border (a bad call gets an
- * error naming the op and the argument, never a crash in a kernel), then runs the kernel
- * of kernels/cpu synchronously on the calling thread and the pool. */
+/* The vtable's ops, one entry each for every dtype: half operands are converted to f32 in
+ * the queue's scratch, the f32 op of cpu_ops_f32.c runs on those copies (its argument
+ * checks included), and the outputs are rounded to nearest even back into their storage.
+ * f32 operands are used in place, so an op whose dtypes are all f32 is the f32 op, bit for
+ * bit. Every op runs with any mix of f32, f16 and bf16 (fg_cpu_supports). */
+#include <stdint.h>
+#include <stdlib.h>
+
 #include "cpu_backend.h"
+#include "half.h"
 
-#define FG_CPU_REQUIRE(cond, ...)                                              \
-    do {                                                                       \
-        if (!(cond))                                                           \
-            return fg_error_set(err, FG_INVALID_ARGUMENT, "cpu backend: " __VA_ARGS__); \
-    } while (0)
+#define POOL(state) (((fg_cpu_backend *)(state))->pool)
 
-#define FG_CPU_NOT_NULL(op, ptr) FG_CPU_REQUIRE((ptr) != NULL, "%s: %s is NULL", op, #ptr)
+/* One tensor of an op: read from `in` before it (NULL: not read), written to `out` after
+ * it (NULL: not written); `f` is what the f32 op sees. */
+typedef struct operand {
+    const void *in;
+    void *out;
+    uint32_t dtype;
+    size_t n;
+    float *f;
+} operand;
 
-/* A NULL queue is refused: ops belong to a device through their queue. */
-#define FG_CPU_QUEUE(op) FG_CPU_REQUIRE(queue != NULL, "%s: queue is NULL", op)
+#define ARG_IN(p, t, count) {(p), NULL, (t), (count), NULL}
+#define ARG_OUT(p, t, count) {NULL, (p), (t), (count), NULL}
+#define ARG_INOUT(p, t, count) {(p), (p), (t), (count), NULL}
+#define ARG_ACC(p, t, count, acc) {(acc) ? (p) : NULL, (p), (t), (count), NULL}
+#define NARGS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-#define FG_CPU_POOL(state) (((fg_cpu_backend *)(state))->pool)
+static int storable(uint32_t t)
+{
+    return t == FG_F32 || t == FG_F16 || t == FG_BF16;
+}
 
-fg_status fg_cpu_op_gemm(void *state, void *queue, int trans_a, int trans_b, int m, int n,
-                         int k, float alpha, const float *a, int lda, const float *b, int ldb,
-                         float beta, float *c, int ldc, fg_error *err)
+int fg_cpu_supports(void *state, uint32_t op, const uint32_t *dtypes)
 {
     (void)state;
-    FG_CPU_QUEUE("gemm");
-    FG_CPU_REQUIRE(m >= 0 && n >= 0 && k >= 0, "gemm: m = %d, n = %d, k = %d must be >= 0", m,
-                   n, k);
-    int a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
-    FG_CPU_REQUIRE(lda >= (a_cols > 1 ? a_cols : 1),
-                   "gemm: lda = %d is smaller than the %d columns of A", lda, a_cols);
-    FG_CPU_REQUIRE(ldb >= (b_cols > 1 ? b_cols : 1),
-                   "gemm: ldb = %d is smaller than the %d columns of B", ldb, b_cols);
-    FG_CPU_REQUIRE(ldc >= (n > 1 ? n : 1), "gemm: ldc = %d is smaller than n = %d", ldc, n);
-    if (m == 0 || n == 0)
-        return FG_OK;
-    FG_CPU_NOT_NULL("gemm", c);
-    if (k > 0) {
-        FG_CPU_NOT_NULL("gemm", a);
-        FG_CPU_NOT_NULL("gemm", b);
-    }
-    fg_cpu_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    return FG_OK;
-}
-
-fg_status fg_cpu_op_bias_add(void *state, void *queue, float *y, const float *bias, int rows,
-                             int cols, int spatial, fg_error *err)
-{
-    FG_CPU_QUEUE("bias_add");
-    FG_CPU_REQUIRE(rows >= 0 && cols >= 0 && spatial >= 0,
-                   "bias_add: rows = %d, cols = %d, spatial = %d must be >= 0", rows, cols,
-                   spatial);
-    if ((size_t)rows * (size_t)cols * (size_t)spatial == 0)
-        return FG_OK;
-    FG_CPU_NOT_NULL("bias_add", y);
-    FG_CPU_NOT_NULL("bias_add", bias);
-    fg_cpu_bias_add(FG_CPU_POOL(state), y, bias, rows, cols, spatial);
-    return FG_OK;
-}
-
-fg_status fg_cpu_op_bias_grad(void *state, void *queue, float *dbias, const float *dy,
-                              int rows, int cols, int spatial, int accumulate, fg_error *err)
-{
-    FG_CPU_QUEUE("bias_grad");
-    FG_CPU_REQUIRE(rows >= 0 && cols >= 0 && spatial >= 0,
-                   "bias_grad: rows = %d, cols = %d, spatial = %d must be >= 0", rows, cols,
-                   spatial);
-    if (cols == 0)
-        return FG_OK;
-    FG_CPU_NOT_NULL("bias_grad", dbias);
-    if ((size_t)rows * (size_t)spatial > 0)
-        FG_CPU_NOT_NULL("bias_grad", dy);
-    fg_cpu_bias_grad(FG_CPU_POOL(state), dbias, dy, rows, cols, spatial, accumulate);
-    return FG_OK;
-}
-
-static fg_status fg_cpu_check_act(const char *op, int act, fg_error *err)
-{
-    FG_CPU_REQUIRE(act >= FG_ACT_NONE && act <= FG_ACT_SIGMOID,
-                   "%s: unknown activation %d (none 0, relu 1, gelu 2, tanh 3, sigmoid 4)", op,
-                   act);
-    return FG_OK;
-}
-
-fg_status fg_cpu_op_activation_forward(void *state, void *queue, int act, const float *x,
-                                       float *y, size_t n, fg_error *err)
-{
-    FG_CPU_QUEUE("activation_forward");
-    fg_status st = fg_cpu_check_act("activation_forward", act, err);
-    if (st != FG_OK || n == 0)
-        return st;
-    FG_CPU_NOT_NULL("activation_forward", x);
-    FG_CPU_NOT_NULL("activation_forward", y);
-    fg_cpu_activation_forward(FG_CPU_POOL(state), act, x, y, n);
-    return FG_OK;
-}
-
-fg_status fg_cpu_op_activation_backward(void *state, void *queue, int act, const float *x,
-                                        const float *y, const float *dy, float *dx, size_t n,
-                                        fg_error *err)
-{
-    FG_CPU_QUEUE("activation_backward");
-    fg_status st = fg_cpu_check_act("activation_backward", act, err);
-    if (st != FG_OK || n == 0)
-        return st;
-    FG_CPU_NOT_NULL("activation_backward", dy);
-    FG_CPU_NOT_NULL("activation_backward", dx);
-    if (act == FG_ACT_RELU || act == FG_ACT_GELU)
-        FG_CPU_NOT_NULL("activation_backward", x);
-    if (act == FG_ACT_TANH || act == FG_ACT_SIGMOID)
-        FG_CPU_NOT_NULL("activation_backward", y);
-    fg_cpu_activation_backward(FG_CPU_POOL(state), act, x, y, dy, dx, n);
-    return FG_OK;
-}
-
-/* ---- windows: conv and pooling ---------------------------------------------------------- */
-
-/* Checks a window descriptor and copies it into the kernels' shape. */
-static fg_status fg_cpu_window(const char *op, const fg_conv2d_desc *d, int need_k,
-                               fg_cpu_conv_shape *s, fg_error *err)
-{
-    FG_CPU_REQUIRE(d != NULL, "%s: descriptor is NULL", op);
-    FG_CPU_REQUIRE(d->struct_size >= offsetof(fg_conv2d_desc, out_w) + sizeof d->out_w,
-                   "%s: descriptor struct_size %u is smaller than fg_conv2d_desc v1.0", op,
-                   (unsigned)d->struct_size);
-    FG_CPU_REQUIRE(d->n >= 1 && d->c >= 1 && d->h >= 1 && d->w >= 1,
-                   "%s: input n = %d, c = %d, h = %d, w = %d must all be >= 1", op, d->n, d->c,
-                   d->h, d->w);
-    FG_CPU_REQUIRE(!need_k || d->k >= 1, "%s: output channels k = %d must be >= 1", op, d->k);
-    FG_CPU_REQUIRE(d->r >= 1 && d->s >= 1, "%s: window r = %d, s = %d must be >= 1", op, d->r,
-                   d->s);
-    FG_CPU_REQUIRE(d->stride_h >= 1 && d->stride_w >= 1,
-                   "%s: stride_h = %d, stride_w = %d must be >= 1", op, d->stride_h,
-                   d->stride_w);
-    FG_CPU_REQUIRE(d->pad_h >= 0 && d->pad_w >= 0, "%s: pad_h = %d, pad_w = %d must be >= 0",
-                   op, d->pad_h, d->pad_w);
-    int eh = d->h + 2 * d->pad_h - d->r, ew = d->w + 2 * d->pad_w - d->s;
-    FG_CPU_REQUIRE(eh >= 0 && ew >= 0,
-                   "%s: window %dx%d is larger than the padded input %dx%d", op, d->r, d->s,
-                   d->h + 2 * d->pad_h, d->w + 2 * d->pad_w);
-    int oh = eh / d->stride_h + 1, ow = ew / d->stride_w + 1;
-    FG_CPU_REQUIRE(d->out_h == oh && d->out_w == ow,
-                   "%s: out_h = %d, out_w = %d, but the window gives %dx%d", op, d->out_h,
-                   d->out_w, oh, ow);
-    *s = (fg_cpu_conv_shape){ d->n, d->c, d->h, d->w, need_k ? d->k : 0, d->r, d->s,
-                              d->pad_h, d->pad_w, d->stride_h, d->stride_w, oh, ow };
-    return FG_OK;
-}
-
-size_t fg_cpu_op_conv2d_workspace(void *state, const fg_conv2d_desc *d)
-{
-    (void)state;
-    fg_cpu_conv_shape s;
-    if (fg_cpu_window("conv2d_workspace", d, 1, &s, NULL) != FG_OK)
+    const fg_backend_op_desc *d = fg_backend_op_info(op);
+    if (!d || !dtypes)
         return 0;
-    return fg_cpu_conv2d_workspace(&s);
+    for (int i = 0; i < d->dtype_count; i++)
+        if (!storable(dtypes[i]))
+            return 0;
+    return 1;
 }
 
-fg_status fg_cpu_op_conv2d_forward(void *state, void *queue, const fg_conv2d_desc *d,
-                                   const float *x, const float *w, const float *bias,
-                                   float *y, void *workspace, fg_error *err)
+static size_t scratch_size(size_t n)
 {
-    FG_CPU_QUEUE("conv2d_forward");
-    fg_cpu_conv_shape s;
-    fg_status st = fg_cpu_window("conv2d_forward", d, 1, &s, err);
-    if (st != FG_OK)
-        return st;
-    FG_CPU_NOT_NULL("conv2d_forward", x);
-    FG_CPU_NOT_NULL("conv2d_forward", w);
-    FG_CPU_NOT_NULL("conv2d_forward", y);
-    FG_CPU_NOT_NULL("conv2d_forward", workspace);
-    fg_cpu_conv2d_forward(FG_CPU_POOL(state), &s, x, w, bias, y, workspace);
+    return (n * sizeof(float) + 63) / 64 * 64;
+}
+
+/* Makes the f32 views of the operands, growing the queue's scratch when this op needs more
+ * than any before it. */
+static fg_status stage(void *state, void *queue, const char *op, operand *o, int count,
+                       fg_error *err)
+{
+    if (!queue)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "cpu backend: %s: queue is NULL", op);
+    fg_cpu_queue *q = queue;
+    size_t need = 0;
+    for (int i = 0; i < count; i++) {
+        if (!storable(o[i].dtype))
+            return fg_error_set(err, FG_UNAVAILABLE,
+                                "cpu backend: %s: operand %d has dtype %s; this backend stores "
+                                "f32, f16 and bf16", op, i, fg_dtype_name((fg_dtype)o[i].dtype));
+        if ((o[i].in || o[i].out) && o[i].dtype != FG_F32)
+            need += scratch_size(o[i].n);
+    }
+    if (need > q->scratch_bytes) {
+        free(q->scratch);
+        q->scratch_bytes = 0;
+        q->scratch = aligned_alloc(64, need);
+        if (!q->scratch)
+            return fg_error_set(err, FG_OUT_OF_MEMORY,
+                                "cpu backend: %s: no memory for %zu bytes of f32 scratch", op,
+                                need);
+        q->scratch_bytes = need;
+    }
+    size_t off = 0;
+    for (int i = 0; i < count; i++) {
+        const void *p = o[i].in ? o[i].in : o[i].out;
+        if (!p || o[i].dtype == FG_F32) {
+            o[i].f = o[i].out ? (float *)o[i].out : (float *)(uintptr_t)o[i].in;
+            continue;
+        }
+        o[i].f = (float *)((char *)q->scratch + off);
+        off += scratch_size(o[i].n);
+        if (o[i].in)
+            fg_cpu_convert(POOL(state), o[i].f, FG_CPU_F32, o[i].in, (int)o[i].dtype, o[i].n);
+    }
     return FG_OK;
 }
 
-fg_status fg_cpu_op_conv2d_backward(void *state, void *queue, const fg_conv2d_desc *d,
-                                    const float *x, const float *w, const float *dy,
-                                    float *dx, float *dw, float *dbias, int accumulate,
-                                    void *workspace, fg_error *err)
+/* Rounds the outputs back into their storage, after the op succeeded. */
+static fg_status unstage(void *state, const operand *o, int count, fg_status st)
 {
-    FG_CPU_QUEUE("conv2d_backward");
-    fg_cpu_conv_shape s;
-    fg_status st = fg_cpu_window("conv2d_backward", d, 1, &s, err);
-    if (st != FG_OK)
-        return st;
-    FG_CPU_NOT_NULL("conv2d_backward", dy);
-    FG_CPU_NOT_NULL("conv2d_backward", workspace);
-    if (dw)
-        FG_CPU_NOT_NULL("conv2d_backward", x);
-    if (dx)
-        FG_CPU_NOT_NULL("conv2d_backward", w);
-    fg_cpu_conv2d_backward(FG_CPU_POOL(state), &s, x, w, dy, dx, dw, dbias, accumulate,
-                           workspace);
+    for (int i = 0; st == FG_OK && i < count; i++)
+        if (o[i].out && o[i].dtype != FG_F32)
+            fg_cpu_convert(POOL(state), o[i].out, (int)o[i].dtype, o[i].f, FG_CPU_F32, o[i].n);
+    return st;
+}
+
+/* ---- cast --------------------------------------------------------------------------- */
+
+fg_status fg_cpu_op_cast(void *state, void *queue, uint32_t dst_dtype, uint32_t src_dtype,
+                         void *dst, const void *src, size_t n, fg_error *err)
+{
+    if (!queue)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "cpu backend: cast: queue is NULL");
+    if (!storable(dst_dtype) || !storable(src_dtype))
+        return fg_error_set(err, FG_UNAVAILABLE, "cpu backend: cast from %s to %s: this backend "
+                            "stores f32, f16 and bf16", fg_dtype_name((fg_dtype)src_dtype),
+                            fg_dtype_name((fg_dtype)dst_dtype));
+    if (n == 0)
+        return FG_OK;
+    if (!dst || !src)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "cpu backend: cast: %s is NULL",
+                            dst ? "src" : "dst");
+    fg_cpu_convert(POOL(state), dst, (int)dst_dtype, src, (int)src_dtype, n);
     return FG_OK;
 }
 
-static fg_status fg_cpu_check_pool_mode(const char *op, int mode, int32_t const *argmax,
-                                        fg_error *err)
+/* ---- gemm --------------------------------------------------------------------------- */
+
+/* Elements a row-major (rows, cols) matrix with leading dimension ld spans. */
+static size_t span(int rows, int cols, int ld)
 {
-    FG_CPU_REQUIRE(mode == FG_POOL_MAX || mode == FG_POOL_AVG,
-                   "%s: unknown mode %d (max 1, avg 2)", op, mode);
-    FG_CPU_REQUIRE(mode != FG_POOL_MAX || argmax != NULL,
-                   "%s: max pooling needs the argmax buffer", op);
-    return FG_OK;
+    return rows > 0 && cols > 0 ? (size_t)(rows - 1) * (size_t)ld + (size_t)cols : 0;
 }
 
-fg_status fg_cpu_op_pool2d_forward(void *state, void *queue, int mode,
-                                   const fg_conv2d_desc *d, const float *x, float *y,
+fg_status fg_cpu_op_gemm(void *state, void *queue, uint32_t a_dtype, uint32_t b_dtype,
+                         uint32_t c_dtype, int trans_a, int trans_b, int m, int n, int k,
+                         float alpha, const void *a, int lda, const void *b, int ldb,
+                         float beta, void *c, int ldc, fg_error *err)
+{
+    int a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
+    int b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
+    int shaped = m >= 0 && n >= 0 && k >= 0 && lda >= (a_cols > 1 ? a_cols : 1) &&
+                 ldb >= (b_cols > 1 ? b_cols : 1) && ldc >= (n > 1 ? n : 1);
+    if (!shaped) /* the f32 op names the bad argument */
+        return fg_cpu_f32_gemm(state, queue, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+                               beta, c, ldc, err);
+    operand o[] = {ARG_IN(a, a_dtype, span(a_rows, a_cols, lda)),
+                   ARG_IN(b, b_dtype, span(b_rows, b_cols, ldb)),
+                   ARG_ACC(c, c_dtype, span(m, n, ldc), beta != 0.0f)};
+    fg_status st = stage(state, queue, "gemm", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_f32_gemm(state, queue, trans_a, trans_b, m, n, k, alpha, o[0].f, lda,
+                             o[1].f, ldb, beta, o[2].f, ldc, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+/* ---- bias and activations ------------------------------------------------------------- */
+
+static size_t volume3(int a, int b, int c)
+{
+    return a > 0 && b > 0 && c > 0 ? (size_t)a * (size_t)b * (size_t)c : 0;
+}
+
+fg_status fg_cpu_op_bias_add(void *state, void *queue, uint32_t y_dtype, uint32_t bias_dtype,
+                             void *y, const void *bias, int rows, int cols, int spatial,
+                             fg_error *err)
+{
+    operand o[] = {ARG_INOUT(y, y_dtype, volume3(rows, cols, spatial)),
+                   ARG_IN(bias, bias_dtype, cols > 0 ? (size_t)cols : 0)};
+    fg_status st = stage(state, queue, "bias_add", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_f32_bias_add(state, queue, o[0].f, o[1].f, rows, cols, spatial, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+fg_status fg_cpu_op_bias_grad(void *state, void *queue, uint32_t dbias_dtype,
+                              uint32_t dy_dtype, void *dbias, const void *dy, int rows,
+                              int cols, int spatial, int accumulate, fg_error *err)
+{
+    operand o[] = {ARG_ACC(dbias, dbias_dtype, cols > 0 ? (size_t)cols : 0, accumulate),
+                   ARG_IN(dy, dy_dtype, volume3(rows, cols, spatial))};
+    fg_status st = stage(state, queue, "bias_grad", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_f32_bias_grad(state, queue, o[0].f, o[1].f, rows, cols, spatial,
+                                  accumulate, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+fg_status fg_cpu_op_activation_forward(void *state, void *queue, uint32_t dtype, int act,
+                                       const void *x, void *y, size_t n, fg_error *err)
+{
+    operand o[] = {ARG_IN(x, dtype, n), ARG_OUT(y, dtype, n)};
+    fg_status st = stage(state, queue, "activation_forward", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_f32_activation_forward(state, queue, act, o[0].f, o[1].f, n, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+fg_status fg_cpu_op_activation_backward(void *state, void *queue, uint32_t dtype, int act,
+                                        const void *x, const void *y, const void *dy,
+                                        void *dx, size_t n, fg_error *err)
+{
+    /* relu and gelu read x, tanh and sigmoid y: stage only what is read */
+    int reads_x = act == FG_ACT_RELU || act == FG_ACT_GELU;
+    operand o[] = {ARG_IN(reads_x ? x : NULL, dtype, n), ARG_IN(reads_x ? NULL : y, dtype, n),
+                   ARG_IN(dy, dtype, n), ARG_OUT(dx, dtype, n)};
+    fg_status st = stage(state, queue, "activation_backward", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_f32_activation_backward(state, queue, act, reads_x ? o[0].f : x,
+                                            reads_x ? y : o[1].f, o[2].f, o[3].f, n, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+/* ---- windows: conv and pooling -------------------------------------------------------- */
+
+/* A descriptor the f32 op will accept; otherwise that op is called to say why. */
+static int window_ok(const fg_conv2d_desc *d, int need_k)
+{
+    if (!d || d->struct_size < offsetof(fg_conv2d_desc, out_w) + sizeof d->out_w)
+        return 0;
+    if (d->n < 1 || d->c < 1 || d->h < 1 || d->w < 1 || (need_k && d->k < 1) || d->r < 1 ||
+        d->s < 1 || d->stride_h < 1 || d->stride_w < 1 || d->pad_h < 0 || d->pad_w < 0)
+        return 0;
+    int eh = d->h + 2 * d->pad_h - d->r, ew = d->w + 2 * d->pad_w - d->s;
+    return eh >= 0 && ew >= 0 && d->out_h == eh / d->stride_h + 1 &&
+           d->out_w == ew / d->stride_w + 1;
+}
+
+static size_t volume4(int a, int b, int c, int d)
+{
+    return (size_t)a * (size_t)b * (size_t)c * (size_t)d;
+}
+
+fg_status fg_cpu_op_conv2d_forward(void *state, void *queue, uint32_t x_dtype,
+                                   uint32_t param_dtype, const fg_conv2d_desc *d,
+                                   const void *x, const void *w, const void *bias, void *y,
+                                   void *workspace, fg_error *err)
+{
+    if (!window_ok(d, 1))
+        return fg_cpu_f32_conv2d_forward(state, queue, d, x, w, bias, y, workspace, err);
+    operand o[] = {ARG_IN(x, x_dtype, volume4(d->n, d->c, d->h, d->w)),
+                   ARG_IN(w, param_dtype, volume4(d->k, d->c, d->r, d->s)),
+                   ARG_IN(bias, param_dtype, (size_t)d->k),
+                   ARG_OUT(y, x_dtype, volume4(d->n, d->k, d->out_h, d->out_w))};
+    fg_status st = stage(state, queue, "conv2d_forward", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_f32_conv2d_forward(state, queue, d, o[0].f, o[1].f, o[2].f, o[3].f,
+                                       workspace, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+fg_status fg_cpu_op_conv2d_backward(void *state, void *queue, uint32_t x_dtype,
+                                    uint32_t param_dtype, uint32_t grad_dtype,
+                                    const fg_conv2d_desc *d, const void *x, const void *w,
+                                    const void *dy, void *dx, void *dw, void *dbias,
+                                    int accumulate, void *workspace, fg_error *err)
+{
+    if (!window_ok(d, 1))
+        return fg_cpu_f32_conv2d_backward(state, queue, d, x, w, dy, dx, dw, dbias, accumulate,
+                                          workspace, err);
+    size_t xn = volume4(d->n, d->c, d->h, d->w), wn = volume4(d->k, d->c, d->r, d->s);
+    operand o[] = {ARG_IN(x, x_dtype, xn), ARG_IN(w, param_dtype, wn),
+                   ARG_IN(dy, x_dtype, volume4(d->n, d->k, d->out_h, d->out_w)),
+                   ARG_OUT(dx, x_dtype, xn), ARG_ACC(dw, grad_dtype, wn, accumulate),
+                   ARG_ACC(dbias, grad_dtype, (size_t)d->k, accumulate)};
+    fg_status st = stage(state, queue, "conv2d_backward", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_f32_conv2d_backward(state, queue, d, o[0].f, o[1].f, o[2].f, o[3].f,
+                                        o[4].f, o[5].f, accumulate, workspace, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+fg_status fg_cpu_op_pool2d_forward(void *state, void *queue, uint32_t dtype, int mode,
+                                   const fg_conv2d_desc *d, const void *x, void *y,
                                    int32_t *argmax, fg_error *err)
 {
-    FG_CPU_QUEUE("pool2d_forward");
-    fg_cpu_conv_shape s;
-    fg_status st = fg_cpu_check_pool_mode("pool2d_forward", mode, argmax, err);
+    if (!window_ok(d, 0))
+        return fg_cpu_f32_pool2d_forward(state, queue, mode, d, x, y, argmax, err);
+    operand o[] = {ARG_IN(x, dtype, volume4(d->n, d->c, d->h, d->w)),
+                   ARG_OUT(y, dtype, volume4(d->n, d->c, d->out_h, d->out_w))};
+    fg_status st = stage(state, queue, "pool2d_forward", o, NARGS(o), err);
     if (st == FG_OK)
-        st = fg_cpu_window("pool2d_forward", d, 0, &s, err);
-    if (st != FG_OK)
-        return st;
-    FG_CPU_NOT_NULL("pool2d_forward", x);
-    FG_CPU_NOT_NULL("pool2d_forward", y);
-    fg_cpu_pool2d_forward(FG_CPU_POOL(state), mode == FG_POOL_MAX, &s, x, y, argmax);
-    return FG_OK;
+        st = fg_cpu_f32_pool2d_forward(state, queue, mode, d, o[0].f, o[1].f, argmax, err);
+    return unstage(state, o, NARGS(o), st);
 }
 
-fg_status fg_cpu_op_pool2d_backward(void *state, void *queue, int mode,
-                                    const fg_conv2d_desc *d, const float *dy,
-                                    const int32_t *argmax, float *dx, fg_error *err)
+fg_status fg_cpu_op_pool2d_backward(void *state, void *queue, uint32_t dtype, int mode,
+                                    const fg_conv2d_desc *d, const void *dy,
+                                    const int32_t *argmax, void *dx, fg_error *err)
 {
-    FG_CPU_QUEUE("pool2d_backward");
-    fg_cpu_conv_shape s;
-    fg_status st = fg_cpu_check_pool_mode("pool2d_backward", mode, argmax, err);
+    if (!window_ok(d, 0))
+        return fg_cpu_f32_pool2d_backward(state, queue, mode, d, dy, argmax, dx, err);
+    operand o[] = {ARG_IN(dy, dtype, volume4(d->n, d->c, d->out_h, d->out_w)),
+                   ARG_OUT(dx, dtype, volume4(d->n, d->c, d->h, d->w))};
+    fg_status st = stage(state, queue, "pool2d_backward", o, NARGS(o), err);
     if (st == FG_OK)
-        st = fg_cpu_window("pool2d_backward", d, 0, &s, err);
-    if (st != FG_OK)
-        return st;
-    FG_CPU_NOT_NULL("pool2d_backward", dy);
-    FG_CPU_NOT_NULL("pool2d_backward", dx);
-    fg_cpu_pool2d_backward(FG_CPU_POOL(state), mode == FG_POOL_MAX, &s, dy, argmax, dx);
-    return FG_OK;
+        st = fg_cpu_f32_pool2d_backward(state, queue, mode, d, o[0].f, argmax, o[1].f, err);
+    return unstage(state, o, NARGS(o), st);
 }
 
-/* ---- batch norm --------------------------------------------------------------------------- */
+/* ---- batch norm, dropout, loss ---------------------------------------------------------- */
 
-fg_status fg_cpu_op_batchnorm_forward(void *state, void *queue, int training, int n, int c,
-                                      int spatial, const float *x, const float *gamma,
-                                      const float *beta, float *running_mean,
+fg_status fg_cpu_op_batchnorm_forward(void *state, void *queue, uint32_t x_dtype,
+                                      uint32_t param_dtype, int training, int n, int c,
+                                      int spatial, const void *x, const void *gamma,
+                                      const void *beta, float *running_mean,
                                       float *running_var, float momentum, float eps,
-                                      float *saved_mean, float *saved_invstd, float *y,
+                                      float *saved_mean, float *saved_invstd, void *y,
                                       fg_error *err)
 {
-    FG_CPU_QUEUE("batchnorm_forward");
-    FG_CPU_REQUIRE(n >= 1 && c >= 1 && spatial >= 1,
-                   "batchnorm_forward: n = %d, c = %d, spatial = %d must be >= 1", n, c,
-                   spatial);
-    FG_CPU_REQUIRE(eps >= 0.0f, "batchnorm_forward: eps = %g must be >= 0", (double)eps);
-    FG_CPU_NOT_NULL("batchnorm_forward", x);
-    FG_CPU_NOT_NULL("batchnorm_forward", y);
-    if (training) {
-        FG_CPU_REQUIRE((size_t)n * (size_t)spatial > 1,
-                       "batchnorm_forward: training needs more than 1 value per channel "
-                       "(n = %d, spatial = %d)", n, spatial);
-        FG_CPU_NOT_NULL("batchnorm_forward", saved_mean);
-        FG_CPU_NOT_NULL("batchnorm_forward", saved_invstd);
-        FG_CPU_REQUIRE((running_mean == NULL) == (running_var == NULL),
-                       "batchnorm_forward: running_mean and running_var must both be given "
-                       "or both be NULL");
-    } else {
-        FG_CPU_NOT_NULL("batchnorm_forward", running_mean);
-        FG_CPU_NOT_NULL("batchnorm_forward", running_var);
-    }
-    fg_cpu_batchnorm_forward(FG_CPU_POOL(state), training, n, c, spatial, x, gamma, beta,
-                             running_mean, running_var, momentum, eps, saved_mean,
-                             saved_invstd, y);
-    return FG_OK;
+    size_t xn = volume3(n, c, spatial), cn = c > 0 ? (size_t)c : 0;
+    operand o[] = {ARG_IN(x, x_dtype, xn), ARG_IN(gamma, param_dtype, cn),
+                   ARG_IN(beta, param_dtype, cn), ARG_OUT(y, x_dtype, xn)};
+    fg_status st = stage(state, queue, "batchnorm_forward", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_f32_batchnorm_forward(state, queue, training, n, c, spatial, o[0].f,
+                                          o[1].f, o[2].f, running_mean, running_var, momentum,
+                                          eps, saved_mean, saved_invstd, o[3].f, err);
+    return unstage(state, o, NARGS(o), st);
 }
 
-fg_status fg_cpu_op_batchnorm_backward(void *state, void *queue, int n, int c, int spatial,
-                                       const float *x, const float *gamma,
+fg_status fg_cpu_op_batchnorm_backward(void *state, void *queue, uint32_t x_dtype,
+                                       uint32_t param_dtype, uint32_t grad_dtype, int n, int c,
+                                       int spatial, const void *x, const void *gamma,
                                        const float *saved_mean, const float *saved_invstd,
-                                       const float *dy, float *dx, float *dgamma,
-                                       float *dbeta, int accumulate, fg_error *err)
+                                       const void *dy, void *dx, void *dgamma, void *dbeta,
+                                       int accumulate, fg_error *err)
 {
-    FG_CPU_QUEUE("batchnorm_backward");
-    FG_CPU_REQUIRE(n >= 1 && c >= 1 && spatial >= 1,
-                   "batchnorm_backward: n = %d, c = %d, spatial = %d must be >= 1", n, c,
-                   spatial);
-    FG_CPU_NOT_NULL("batchnorm_backward", x);
-    FG_CPU_NOT_NULL("batchnorm_backward", saved_mean);
-    FG_CPU_NOT_NULL("batchnorm_backward", saved_invstd);
-    FG_CPU_NOT_NULL("batchnorm_backward", dy);
-    fg_cpu_batchnorm_backward(FG_CPU_POOL(state), n, c, spatial, x, gamma, saved_mean,
-                              saved_invstd, dy, dx, dgamma, dbeta, accumulate);
-    return FG_OK;
+    size_t xn = volume3(n, c, spatial), cn = c > 0 ? (size_t)c : 0;
+    operand o[] = {ARG_IN(x, x_dtype, xn), ARG_IN(gamma, param_dtype, cn),
+                   ARG_IN(dy, x_dtype, xn), ARG_OUT(dx, x_dtype, xn),
+                   ARG_ACC(dgamma, grad_dtype, cn, accumulate),
+                   ARG_ACC(dbeta, grad_dtype, cn, accumulate)};
+    fg_status st = stage(state, queue, "batchnorm_backward", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_f32_batchnorm_backward(state, queue, n, c, spatial, o[0].f, o[1].f,
+                                           saved_mean, saved_invstd, o[2].f, o[3].f, o[4].f,
+                                           o[5].f, accumulate, err);
+    return unstage(state, o, NARGS(o), st);
 }
 
-/* ---- dropout ------------------------------------------------------------------------------ */
-
-static fg_status fg_cpu_check_p(const char *op, float p, fg_error *err)
+fg_status fg_cpu_op_dropout_forward(void *state, void *queue, uint32_t dtype, float p,
+                                    uint64_t seed, uint64_t offset, const void *x, void *y,
+                                    uint8_t *mask, size_t n, fg_error *err)
 {
-    FG_CPU_REQUIRE(p >= 0.0f && p <= 1.0f, "%s: p = %g is outside [0, 1]", op, (double)p);
-    return FG_OK;
+    operand o[] = {ARG_IN(x, dtype, n), ARG_OUT(y, dtype, n)};
+    fg_status st = stage(state, queue, "dropout_forward", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_f32_dropout_forward(state, queue, p, seed, offset, o[0].f, o[1].f, mask, n,
+                                        err);
+    return unstage(state, o, NARGS(o), st);
 }
 
-fg_status fg_cpu_op_dropout_forward(void *state, void *queue, float p, uint64_t seed,
-                                    uint64_t offset, const float *x, float *y, uint8_t *mask,
-                                    size_t n, fg_error *err)
+fg_status fg_cpu_op_dropout_backward(void *state, void *queue, uint32_t dtype, float p,
+                                     const uint8_t *mask, const void *dy, void *dx, size_t n,
+                                     fg_error *err)
 {
-    FG_CPU_QUEUE("dropout_forward");
-    fg_status st = fg_cpu_check_p("dropout_forward", p, err);
-    if (st != FG_OK || n == 0)
-        return st;
-    FG_CPU_NOT_NULL("dropout_forward", x);
-    FG_CPU_NOT_NULL("dropout_forward", y);
-    FG_CPU_NOT_NULL("dropout_forward", mask);
-    fg_cpu_dropout_forward(FG_CPU_POOL(state), p, seed, offset, x, y, mask, n);
-    return FG_OK;
+    operand o[] = {ARG_IN(dy, dtype, n), ARG_OUT(dx, dtype, n)};
+    fg_status st = stage(state, queue, "dropout_backward", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_f32_dropout_backward(state, queue, p, mask, o[0].f, o[1].f, n, err);
+    return unstage(state, o, NARGS(o), st);
 }
 
-fg_status fg_cpu_op_dropout_backward(void *state, void *queue, float p, const uint8_t *mask,
-                                     const float *dy, float *dx, size_t n, fg_error *err)
+fg_status fg_cpu_op_softmax_xent_forward(void *state, void *queue, uint32_t logits_dtype,
+                                         const void *logits, const int32_t *labels, int rows,
+                                         int classes, float *probs, float *loss_sum,
+                                         float *correct, fg_error *err)
 {
-    FG_CPU_QUEUE("dropout_backward");
-    fg_status st = fg_cpu_check_p("dropout_backward", p, err);
-    if (st != FG_OK || n == 0)
-        return st;
-    FG_CPU_NOT_NULL("dropout_backward", mask);
-    FG_CPU_NOT_NULL("dropout_backward", dy);
-    FG_CPU_NOT_NULL("dropout_backward", dx);
-    fg_cpu_dropout_backward(FG_CPU_POOL(state), p, mask, dy, dx, n);
-    return FG_OK;
+    operand o[] = {ARG_IN(logits, logits_dtype, volume3(rows, classes, 1))};
+    fg_status st = stage(state, queue, "softmax_xent_forward", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_f32_softmax_xent_forward(state, queue, o[0].f, labels, rows, classes,
+                                             probs, loss_sum, correct, err);
+    return unstage(state, o, NARGS(o), st);
 }
 
-/* ---- softmax cross-entropy ---------------------------------------------------------------- */
-
-static fg_status fg_cpu_check_labels(const char *op, const int32_t *labels, int rows,
-                                     int classes, fg_error *err)
+fg_status fg_cpu_op_softmax_xent_backward(void *state, void *queue, uint32_t dlogits_dtype,
+                                          const float *probs, const int32_t *labels, int rows,
+                                          int classes, float scale, void *dlogits,
+                                          fg_error *err)
 {
-    FG_CPU_REQUIRE(rows >= 0 && classes >= 1, "%s: rows = %d must be >= 0, classes = %d >= 1",
-                   op, rows, classes);
-    if (rows == 0)
-        return FG_OK;
-    FG_CPU_NOT_NULL(op, labels);
-    int64_t bad = fg_cpu_find_bad_label(labels, rows, classes);
-    FG_CPU_REQUIRE(bad < 0, "%s: row %lld has label %d, outside [0, %d)", op, (long long)bad,
-                   bad < 0 ? 0 : labels[bad], classes);
-    return FG_OK;
+    operand o[] = {ARG_OUT(dlogits, dlogits_dtype, volume3(rows, classes, 1))};
+    fg_status st = stage(state, queue, "softmax_xent_backward", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_f32_softmax_xent_backward(state, queue, probs, labels, rows, classes, scale,
+                                              o[0].f, err);
+    return unstage(state, o, NARGS(o), st);
 }
 
-fg_status fg_cpu_op_softmax_xent_forward(void *state, void *queue, const float *logits,
-                                         const int32_t *labels, int rows, int classes,
-                                         float *probs, float *loss_sum, float *correct,
-                                         fg_error *err)
-{
-    FG_CPU_QUEUE("softmax_xent_forward");
-    fg_status st = fg_cpu_check_labels("softmax_xent_forward", labels, rows, classes, err);
-    if (st != FG_OK || rows == 0)
-        return st;
-    FG_CPU_NOT_NULL("softmax_xent_forward", logits);
-    FG_CPU_NOT_NULL("softmax_xent_forward", probs);
-    fg_cpu_softmax_xent_forward(FG_CPU_POOL(state), logits, labels, rows, classes, probs,
-                                loss_sum, correct);
-    return FG_OK;
-}
+/* ---- flat buffers: elementwise, reductions, optimizer updates ------------------------- */
 
-fg_status fg_cpu_op_softmax_xent_backward(void *state, void *queue, const float *probs,
-                                          const int32_t *labels, int rows, int classes,
-                                          float scale, float *dlogits, fg_error *err)
-{
-    FG_CPU_QUEUE("softmax_xent_backward");
-    fg_status st = fg_cpu_check_labels("softmax_xent_backward", labels, rows, classes, err);
-    if (st != FG_OK || rows == 0)
-        return st;
-    FG_CPU_NOT_NULL("softmax_xent_backward", probs);
-    FG_CPU_NOT_NULL("softmax_xent_backward", dlogits);
-    fg_cpu_softmax_xent_backward(FG_CPU_POOL(state), probs, labels, rows, classes, scale,
-                                 dlogits);
-    return FG_OK;
-}
-
-/* ---- elementwise and reductions ------------------------------------------------------------ */
-
-fg_status fg_cpu_op_fill(void *state, void *queue, float *x, float value, size_t n,
-                         fg_error *err)
-{
-    FG_CPU_QUEUE("fill");
-    if (n == 0)
-        return FG_OK;
-    FG_CPU_NOT_NULL("fill", x);
-    fg_cpu_fill(FG_CPU_POOL(state), x, value, n);
-    return FG_OK;
-}
-
-fg_status fg_cpu_op_scale(void *state, void *queue, float *x, float alpha, size_t n,
-                          fg_error *err)
-{
-    FG_CPU_QUEUE("scale");
-    if (n == 0)
-        return FG_OK;
-    FG_CPU_NOT_NULL("scale", x);
-    fg_cpu_scale(FG_CPU_POOL(state), x, alpha, n);
-    return FG_OK;
-}
-
-fg_status fg_cpu_op_axpy(void *state, void *queue, float alpha, const float *x, float *y,
+fg_status fg_cpu_op_fill(void *state, void *queue, uint32_t dtype, void *x, float value,
                          size_t n, fg_error *err)
 {
-    FG_CPU_QUEUE("axpy");
-    if (n == 0)
-        return FG_OK;
-    FG_CPU_NOT_NULL("axpy", x);
-    FG_CPU_NOT_NULL("axpy", y);
-    fg_cpu_axpy(FG_CPU_POOL(state), alpha, x, y, n);
-    return FG_OK;
+    operand o[] = {ARG_OUT(x, dtype, n)};
+    fg_status st = stage(state, queue, "fill", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_f32_fill(state, queue, o[0].f, value, n, err);
+    return unstage(state, o, NARGS(o), st);
 }
 
-fg_status fg_cpu_op_clamp(void *state, void *queue, float *x, float lo, float hi, size_t n,
-                          fg_error *err)
+fg_status fg_cpu_op_scale(void *state, void *queue, uint32_t dtype, void *x, float alpha,
+                          size_t n, fg_error *err)
 {
-    FG_CPU_QUEUE("clamp");
-    if (n == 0)
-        return FG_OK;
-    FG_CPU_NOT_NULL("clamp", x);
-    fg_cpu_clamp(FG_CPU_POOL(state), x, lo, hi, n);
-    return FG_OK;
+    operand o[] = {ARG_INOUT(x, dtype, n)};
+    fg_status st = stage(state, queue, "scale", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_f32_scale(state, queue, o[0].f, alpha, n, err);
+    return unstage(state, o, NARGS(o), st);
 }
 
-fg_status fg_cpu_op_sum_squares(void *state, void *queue, const float *x, size_t n,
-                                float *out, fg_error *err)
+fg_status fg_cpu_op_axpy(void *state, void *queue, uint32_t x_dtype, uint32_t y_dtype,
+                         float alpha, const void *x, void *y, size_t n, fg_error *err)
 {
-    FG_CPU_QUEUE("sum_squares");
-    FG_CPU_NOT_NULL("sum_squares", out);
-    if (n > 0)
-        FG_CPU_NOT_NULL("sum_squares", x);
-    *out = n ? (float)fg_cpu_sum_squares(FG_CPU_POOL(state), x, n) : 0.0f;
-    return FG_OK;
+    operand o[] = {ARG_IN(x, x_dtype, n), ARG_INOUT(y, y_dtype, n)};
+    fg_status st = stage(state, queue, "axpy", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_f32_axpy(state, queue, alpha, o[0].f, o[1].f, n, err);
+    return unstage(state, o, NARGS(o), st);
 }
 
-fg_status fg_cpu_op_sgd_update(void *state, void *queue, const fg_sgd_args *a, float *param,
-                               const float *grad, float *momentum_buf, size_t n,
-                               fg_error *err)
+fg_status fg_cpu_op_clamp(void *state, void *queue, uint32_t dtype, void *x, float lo,
+                          float hi, size_t n, fg_error *err)
 {
-    FG_CPU_QUEUE("sgd_update");
-    FG_CPU_REQUIRE(a != NULL && a->struct_size >= offsetof(fg_sgd_args, first_step) +
-                                                       sizeof a->first_step,
-                   "sgd_update: args are NULL or older than fg_sgd_args v1.0");
-    FG_CPU_REQUIRE(!a->nesterov || (a->momentum > 0.0f && a->dampening == 0.0f),
-                   "sgd_update: nesterov needs momentum > 0 and dampening = 0 (momentum = %g, "
-                   "dampening = %g)", (double)a->momentum, (double)a->dampening);
-    if (n == 0)
-        return FG_OK;
-    FG_CPU_NOT_NULL("sgd_update", param);
-    FG_CPU_NOT_NULL("sgd_update", grad);
-    if (a->momentum != 0.0f)
-        FG_CPU_NOT_NULL("sgd_update", momentum_buf);
-    fg_cpu_sgd s = { a->lr, a->momentum, a->dampening, a->weight_decay, a->nesterov,
-                     a->first_step };
-    fg_cpu_sgd_update(FG_CPU_POOL(state), &s, param, grad, momentum_buf, n);
-    return FG_OK;
+    operand o[] = {ARG_INOUT(x, dtype, n)};
+    fg_status st = stage(state, queue, "clamp", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_f32_clamp(state, queue, o[0].f, lo, hi, n, err);
+    return unstage(state, o, NARGS(o), st);
 }
 
-fg_status fg_cpu_op_adamw_update(void *state, void *queue, const fg_adamw_args *a,
-                                 float *param, const float *grad, float *m, float *v,
-                                 size_t n, fg_error *err)
+fg_status fg_cpu_op_sum_squares(void *state, void *queue, uint32_t dtype, const void *x,
+                                size_t n, float *out, fg_error *err)
 {
-    FG_CPU_QUEUE("adamw_update");
-    FG_CPU_REQUIRE(a != NULL && a->struct_size >= offsetof(fg_adamw_args, step) + sizeof a->step,
-                   "adamw_update: args are NULL or older than fg_adamw_args v1.0");
-    FG_CPU_REQUIRE(a->step >= 1, "adamw_update: step = %lld must be >= 1 (1-based)",
-                   (long long)a->step);
-    FG_CPU_REQUIRE(a->beta1 >= 0.0f && a->beta1 < 1.0f && a->beta2 >= 0.0f && a->beta2 < 1.0f,
-                   "adamw_update: beta1 = %g, beta2 = %g must lie in [0, 1)", (double)a->beta1,
-                   (double)a->beta2);
-    if (n == 0)
-        return FG_OK;
-    FG_CPU_NOT_NULL("adamw_update", param);
-    FG_CPU_NOT_NULL("adamw_update", grad);
-    FG_CPU_NOT_NULL("adamw_update", m);
-    FG_CPU_NOT_NULL("adamw_update", v);
-    fg_cpu_adamw s = { a->lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->step };
-    fg_cpu_adamw_update(FG_CPU_POOL(state), &s, param, grad, m, v, n);
-    return FG_OK;
+    operand o[] = {ARG_IN(x, dtype, n)};
+    fg_status st = stage(state, queue, "sum_squares", o, NARGS(o), err);
+    return st == FG_OK ? fg_cpu_f32_sum_squares(state, queue, o[0].f, n, out, err) : st;
+}
+
+fg_status fg_cpu_op_sgd_update(void *state, void *queue, uint32_t param_dtype,
+                               uint32_t grad_dtype, const fg_sgd_args *a, void *param,
+                               const void *grad, float *momentum_buf, size_t n, fg_error *err)
+{
+    operand o[] = {ARG_INOUT(param, param_dtype, n), ARG_IN(grad, grad_dtype, n)};
+    fg_status st = stage(state, queue, "sgd_update", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_f32_sgd_update(state, queue, a, o[0].f, o[1].f, momentum_buf, n, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+fg_status fg_cpu_op_adamw_update(void *state, void *queue, uint32_t param_dtype,
+                                 uint32_t grad_dtype, const fg_adamw_args *a, void *param,
+                                 const void *grad, float *m, float *v, size_t n, fg_error *err)
+{
+    operand o[] = {ARG_INOUT(param, param_dtype, n), ARG_IN(grad, grad_dtype, n)};
+    fg_status st = stage(state, queue, "adamw_update", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_f32_adamw_update(state, queue, a, o[0].f, o[1].f, m, v, n, err);
+    return unstage(state, o, NARGS(o), st);
 }

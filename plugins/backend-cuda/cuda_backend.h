@@ -1,9 +1,8 @@
 /* The CUDA backend plugin's instance state and functions, split by concern:
  * cuda_plugin.c (descriptor, options, init: driver and device probing), cuda_device.c
  * (devices, memory, queues, copies), cuda_event.c (events), cuda_gemm.c (cuBLASLt),
- * cuda_conv.c (cuDNN),
- * cuda_ops.c (argument checks, then the kernels of kernels/cuda). Every op is written once
- * with element types (the _ex form); the fp32 vtable entries call it with all-f32 types. */
+ * cuda_conv.c (cuDNN), cuda_ops.c and cuda_layer_ops.c (argument checks, then the kernels of
+ * kernels/cuda). Every op is one vtable entry for every dtype (f32, f16, bf16). */
 #ifndef FG_CUDA_BACKEND_H
 #define FG_CUDA_BACKEND_H
 
@@ -124,39 +123,32 @@ fg_status fg_cuda_event_sync(void *state, void *event, fg_error *err);
 fg_status fg_cuda_stage(fg_cuda_queue *q, size_t bytes, const char *op, fg_error *err);
 
 /* cuda_gemm.c */
-fg_status fg_cuda_gemm_ex(void *state, void *queue, int trans_a, int trans_b, int m, int n,
-                          int k, float alpha, const void *a, uint32_t a_type, int lda,
-                          const void *b, uint32_t b_type, int ldb, float beta, void *c,
-                          uint32_t c_type, int ldc, fg_error *err);
-fg_status fg_cuda_gemm(void *state, void *queue, int trans_a, int trans_b, int m, int n, int k,
-                       float alpha, const float *a, int lda, const float *b, int ldb,
-                       float beta, float *c, int ldc, fg_error *err);
+fg_status fg_cuda_gemm(void *state, void *queue, uint32_t a_type, uint32_t b_type,
+                       uint32_t c_type, int trans_a, int trans_b, int m, int n, int k,
+                       float alpha, const void *a, int lda, const void *b, int ldb, float beta,
+                       void *c, int ldc, fg_error *err);
 void fg_cuda_gemm_plans_destroy(fg_cuda_queue *q);
 
 /* cuda_conv.c */
 size_t fg_cuda_conv2d_workspace(void *state, const fg_conv2d_desc *d);
-fg_status fg_cuda_conv2d_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                    const fg_conv2d_desc *d, const void *x, const void *w,
-                                    const void *bias, void *y, void *workspace,
-                                    fg_error *err);
-fg_status fg_cuda_conv2d_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                     const fg_conv2d_desc *d, const void *x, const void *w,
-                                     const void *dy, void *dx, void *dw, void *dbias,
-                                     int accumulate, void *workspace, fg_error *err);
-fg_status fg_cuda_conv2d_forward(void *state, void *queue, const fg_conv2d_desc *d,
-                                 const float *x, const float *w, const float *bias, float *y,
-                                 void *workspace, fg_error *err);
-fg_status fg_cuda_conv2d_backward(void *state, void *queue, const fg_conv2d_desc *d,
-                                  const float *x, const float *w, const float *dy, float *dx,
-                                  float *dw, float *dbias, int accumulate, void *workspace,
-                                  fg_error *err);
+fg_status fg_cuda_conv2d_forward(void *state, void *queue, uint32_t x_dtype,
+                                 uint32_t param_dtype, const fg_conv2d_desc *d, const void *x,
+                                 const void *w, const void *bias, void *y, void *workspace,
+                                 fg_error *err);
+fg_status fg_cuda_conv2d_backward(void *state, void *queue, uint32_t x_dtype,
+                                  uint32_t param_dtype, uint32_t grad_dtype,
+                                  const fg_conv2d_desc *d, const void *x, const void *w,
+                                  const void *dy, void *dx, void *dw, void *dbias,
+                                  int accumulate, void *workspace, fg_error *err);
 void fg_cuda_conv_plans_destroy(fg_cuda_queue *q);
 /* Checks a window descriptor (conv when need_k) the way the CPU backend does. */
 fg_status fg_cuda_window(const char *op, const fg_conv2d_desc *d, int need_k, fg_error *err);
 
-/* cuda_ops.c: the vtable's remaining ops, f32 and _ex forms */
-extern const fg_op_dtypes fg_cuda_all_f32;
-fg_status fg_cuda_check_dtypes(const char *op, const fg_op_dtypes **dt, fg_error *err);
+/* cuda_ops.c: what every op shares (the ops themselves: cuda_ops.h) */
+/* The capability query: every op runs with any mix of f32, f16 and bf16. */
+int fg_cuda_supports(void *state, uint32_t op, const uint32_t *dtypes);
+/* FG_UNAVAILABLE naming op and the first dtype this backend does not store. */
+fg_status fg_cuda_check_types(const char *op, int count, const uint32_t *types, fg_error *err);
 fg_status fg_cuda_launched(cudaError_t e, const char *op, fg_error *err);
 
 #endif

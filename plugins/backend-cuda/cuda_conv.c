@@ -259,13 +259,13 @@ static fg_status fg_cuda_conv_plan_get(const fg_cuda_backend *be, fg_cuda_queue 
 
 /* ---- ops ---------------------------------------------------------------------------------- */
 
-static fg_status fg_cuda_conv_begin(const char *op, void *queue, const fg_op_dtypes **dt,
-                                    const fg_conv2d_desc *d, const void *workspace,
-                                    fg_error *err)
+static fg_status fg_cuda_conv_begin(const char *op, void *queue, int type_count,
+                                    const uint32_t *types, const fg_conv2d_desc *d,
+                                    const void *workspace, fg_error *err)
 {
     fg_status st = fg_cuda_enter(queue, op, err);
     if (st == FG_OK)
-        st = fg_cuda_check_dtypes(op, dt, err);
+        st = fg_cuda_check_types(op, type_count, types, err);
     if (st == FG_OK)
         st = fg_cuda_window(op, d, 1, err);
     if (st == FG_OK && !workspace)
@@ -276,27 +276,28 @@ static fg_status fg_cuda_conv_begin(const char *op, void *queue, const fg_op_dty
 }
 
 /* w in the activations' type: w itself, or a copy in the workspace's filter slot. */
-static fg_status fg_cuda_conv_filter(fg_cuda_queue *q, const fg_op_dtypes *dt,
+static fg_status fg_cuda_conv_filter(fg_cuda_queue *q, uint32_t x_dtype, uint32_t param_dtype,
                                      const fg_conv2d_desc *d, const void *w, void *workspace,
                                      const void **out, fg_error *err)
 {
     *out = w;
-    if (dt->param == dt->act)
+    if (param_dtype == x_dtype)
         return FG_OK;
     void *copy = (char *)workspace + fg_cuda_conv_budget(d);
     size_t n = (size_t)d->k * (size_t)d->c * (size_t)d->r * (size_t)d->s;
-    cudaError_t e = fg_cu_convert(q->stream, copy, (int)dt->act, w, (int)dt->param, n);
+    cudaError_t e = fg_cu_convert(q->stream, copy, (int)x_dtype, w, (int)param_dtype, n);
     *out = copy;
     return e == cudaSuccess ? FG_OK : fg_cuda_fail(err, e, "conv2d: converting w");
 }
 
-fg_status fg_cuda_conv2d_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                    const fg_conv2d_desc *d, const void *x, const void *w,
-                                    const void *bias, void *y, void *workspace,
-                                    fg_error *err)
+fg_status fg_cuda_conv2d_forward(void *state, void *queue, uint32_t x_dtype,
+                                 uint32_t param_dtype, const fg_conv2d_desc *d, const void *x,
+                                 const void *w, const void *bias, void *y, void *workspace,
+                                 fg_error *err)
 {
     const char *op = "conv2d_forward";
-    fg_status st = fg_cuda_conv_begin(op, queue, &dt, d, workspace, err);
+    const uint32_t types[] = { x_dtype, param_dtype };
+    fg_status st = fg_cuda_conv_begin(op, queue, 2, types, d, workspace, err);
     if (st != FG_OK)
         return st;
     if (!x || !w || !y)
@@ -305,9 +306,9 @@ fg_status fg_cuda_conv2d_forward_ex(void *state, void *queue, const fg_op_dtypes
     fg_cuda_queue *q = queue;
     fg_cuda_conv_plan *p;
     const void *wa;
-    st = fg_cuda_conv_plan_get(state, q, d, dt->act, &p, err);
+    st = fg_cuda_conv_plan_get(state, q, d, x_dtype, &p, err);
     if (st == FG_OK)
-        st = fg_cuda_conv_filter(q, dt, d, w, workspace, &wa, err);
+        st = fg_cuda_conv_filter(q, x_dtype, param_dtype, d, w, workspace, &wa, err);
     if (st != FG_OK)
         return st;
     float one = 1.0f, zero = 0.0f;
@@ -319,18 +320,20 @@ fg_status fg_cuda_conv2d_forward_ex(void *state, void *queue, const fg_op_dtypes
         return fg_cuda_dnn_fail(err, s, "conv2d_forward");
     if (!bias)
         return FG_OK;
-    cudaError_t e = fg_cu_bias_add(q->stream, (int)dt->act, (int)dt->param, y, bias, d->n, d->k,
-                                   d->out_h * d->out_w);
+    cudaError_t e = fg_cu_bias_add(q->stream, (int)x_dtype, (int)param_dtype, y, bias, d->n,
+                                   d->k, d->out_h * d->out_w);
     return fg_cuda_launched(e, "conv2d_forward (bias)", err);
 }
 
-fg_status fg_cuda_conv2d_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                     const fg_conv2d_desc *d, const void *x, const void *w,
-                                     const void *dy, void *dx, void *dw, void *dbias,
-                                     int accumulate, void *workspace, fg_error *err)
+fg_status fg_cuda_conv2d_backward(void *state, void *queue, uint32_t x_dtype,
+                                  uint32_t param_dtype, uint32_t grad_dtype,
+                                  const fg_conv2d_desc *d, const void *x, const void *w,
+                                  const void *dy, void *dx, void *dw, void *dbias,
+                                  int accumulate, void *workspace, fg_error *err)
 {
     const char *op = "conv2d_backward";
-    fg_status st = fg_cuda_conv_begin(op, queue, &dt, d, workspace, err);
+    const uint32_t types[] = { x_dtype, param_dtype, grad_dtype };
+    fg_status st = fg_cuda_conv_begin(op, queue, 3, types, d, workspace, err);
     if (st != FG_OK)
         return st;
     if (!dy || (dw && !x) || (dx && !w))
@@ -338,14 +341,14 @@ fg_status fg_cuda_conv2d_backward_ex(void *state, void *queue, const fg_op_dtype
                             !dy ? "dy" : (dw && !x) ? "x (dw needs it)" : "w (dx needs it)");
     fg_cuda_queue *q = queue;
     fg_cuda_conv_plan *p;
-    st = fg_cuda_conv_plan_get(state, q, d, dt->act, &p, err);
+    st = fg_cuda_conv_plan_get(state, q, d, x_dtype, &p, err);
     if (st != FG_OK)
         return st;
     float one = 1.0f, zero = 0.0f;
     cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
     if (dx) {
         const void *wa;
-        st = fg_cuda_conv_filter(q, dt, d, w, workspace, &wa, err);
+        st = fg_cuda_conv_filter(q, x_dtype, param_dtype, d, w, workspace, &wa, err);
         if (st != FG_OK)
             return st;
         s = cudnnSetConvolutionMathType(p->conv, p->bwd_data_math);
@@ -357,7 +360,7 @@ fg_status fg_cuda_conv2d_backward_ex(void *state, void *queue, const fg_op_dtype
             return fg_cuda_dnn_fail(err, s, "conv2d_backward (dx)");
     }
     if (dw) {
-        int direct = dt->grad == dt->act;
+        int direct = grad_dtype == x_dtype;
         void *target = direct ? dw
                               : (char *)workspace + fg_cuda_conv_budget(d) +
                                     fg_cuda_filter_bytes(d);
@@ -371,32 +374,15 @@ fg_status fg_cuda_conv2d_backward_ex(void *state, void *queue, const fg_op_dtype
             return fg_cuda_dnn_fail(err, s, "conv2d_backward (dw)");
         if (!direct) {
             size_t n = (size_t)d->k * (size_t)d->c * (size_t)d->r * (size_t)d->s;
-            cudaError_t e = fg_cu_accumulate(q->stream, dw, (int)dt->grad, target,
-                                             (int)dt->act, n, accumulate);
+            cudaError_t e = fg_cu_accumulate(q->stream, dw, (int)grad_dtype, target,
+                                             (int)x_dtype, n, accumulate);
             if (e != cudaSuccess)
                 return fg_cuda_launched(e, "conv2d_backward (dw)", err);
         }
     }
     if (!dbias)
         return FG_OK;
-    cudaError_t e = fg_cu_bias_grad(q->stream, (int)dt->act, (int)dt->grad, dbias, dy, d->n,
+    cudaError_t e = fg_cu_bias_grad(q->stream, (int)x_dtype, (int)grad_dtype, dbias, dy, d->n,
                                     d->k, d->out_h * d->out_w, accumulate);
     return fg_cuda_launched(e, "conv2d_backward (dbias)", err);
-}
-
-fg_status fg_cuda_conv2d_forward(void *state, void *queue, const fg_conv2d_desc *d,
-                                 const float *x, const float *w, const float *bias, float *y,
-                                 void *workspace, fg_error *err)
-{
-    return fg_cuda_conv2d_forward_ex(state, queue, &fg_cuda_all_f32, d, x, w, bias, y,
-                                     workspace, err);
-}
-
-fg_status fg_cuda_conv2d_backward(void *state, void *queue, const fg_conv2d_desc *d,
-                                  const float *x, const float *w, const float *dy, float *dx,
-                                  float *dw, float *dbias, int accumulate, void *workspace,
-                                  fg_error *err)
-{
-    return fg_cuda_conv2d_backward_ex(state, queue, &fg_cuda_all_f32, d, x, w, dy, dx, dw,
-                                      dbias, accumulate, workspace, err);
 }

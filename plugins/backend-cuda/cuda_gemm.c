@@ -182,7 +182,7 @@ static fg_status fg_cuda_gemm_staged(const fg_cuda_backend *be, fg_cuda_queue *q
     size_t round = 64;
     size_t a_off = 0, b_off = (an * 4 + round - 1) / round * round;
     size_t c_off = b_off + (bn * 4 + round - 1) / round * round;
-    fg_status st = fg_cuda_stage(q, c_off + cn * 4 + 4, "gemm_ex", err);
+    fg_status st = fg_cuda_stage(q, c_off + cn * 4 + 4, "gemm", err);
     if (st != FG_OK)
         return st;
     float *fa = (float *)((char *)q->stage + a_off), *fb = (float *)((char *)q->stage + b_off);
@@ -193,7 +193,7 @@ static fg_status fg_cuda_gemm_staged(const fg_cuda_backend *be, fg_cuda_queue *q
     if (e == cudaSuccess && ct != FG_F32 && beta != 0.0f)
         e = fg_cu_convert(q->stream, fc, FG_F32, c, (int)ct, cn);
     if (e != cudaSuccess)
-        return fg_cuda_fail(err, e, "gemm_ex: converting operands to f32");
+        return fg_cuda_fail(err, e, "gemm: converting operands to f32");
     st = fg_cuda_matmul(be, q, trans_a, trans_b, m, n, k, alpha, fa, FG_F32, lda, fb, FG_F32,
                         ldb, beta, fc, FG_F32, ldc, err);
     if (st != FG_OK || ct == FG_F32)
@@ -208,7 +208,7 @@ static fg_status fg_cuda_gemm_staged(const fg_cuda_backend *be, fg_cuda_queue *q
                           (size_t)n);
     }
     if (e != cudaSuccess)
-        return fg_cuda_fail(err, e, "gemm_ex: converting C back");
+        return fg_cuda_fail(err, e, "gemm: converting C back");
     return st;
 }
 
@@ -217,10 +217,10 @@ static int fg_cuda_storable(uint32_t t)
     return t == FG_F32 || t == FG_F16 || t == FG_BF16;
 }
 
-fg_status fg_cuda_gemm_ex(void *state, void *queue, int trans_a, int trans_b, int m, int n,
-                          int k, float alpha, const void *a, uint32_t a_type, int lda,
-                          const void *b, uint32_t b_type, int ldb, float beta, void *c,
-                          uint32_t c_type, int ldc, fg_error *err)
+fg_status fg_cuda_gemm(void *state, void *queue, uint32_t a_type, uint32_t b_type,
+                       uint32_t c_type, int trans_a, int trans_b, int m, int n, int k,
+                       float alpha, const void *a, int lda, const void *b, int ldb, float beta,
+                       void *c, int ldc, fg_error *err)
 {
     const fg_cuda_backend *be = state;
     fg_status st = fg_cuda_enter(queue, "gemm", err);
@@ -228,7 +228,7 @@ fg_status fg_cuda_gemm_ex(void *state, void *queue, int trans_a, int trans_b, in
         return st;
     if (!fg_cuda_storable(a_type) || !fg_cuda_storable(b_type) || !fg_cuda_storable(c_type))
         return fg_error_set(err, FG_UNAVAILABLE,
-                            "backend.cuda: gemm_ex: %s x %s -> %s: this backend stores f32, "
+                            "backend.cuda: gemm: %s x %s -> %s: this backend stores f32, "
                             "f16 and bf16", fg_dtype_name((fg_dtype)a_type),
                             fg_dtype_name((fg_dtype)b_type), fg_dtype_name((fg_dtype)c_type));
     if (m < 0 || n < 0 || k < 0)
@@ -256,12 +256,4 @@ fg_status fg_cuda_gemm_ex(void *state, void *queue, int trans_a, int trans_b, in
                               b_type, ldb, beta, c, c_type, ldc, err);
     return fg_cuda_gemm_staged(be, q, trans_a, trans_b, m, n, k, alpha, a, a_type, lda, b,
                                b_type, ldb, beta, c, c_type, ldc, err);
-}
-
-fg_status fg_cuda_gemm(void *state, void *queue, int trans_a, int trans_b, int m, int n, int k,
-                       float alpha, const float *a, int lda, const float *b, int ldb,
-                       float beta, float *c, int ldc, fg_error *err)
-{
-    return fg_cuda_gemm_ex(state, queue, trans_a, trans_b, m, n, k, alpha, a, FG_F32, lda, b,
-                           FG_F32, ldb, beta, c, FG_F32, ldc, err);
 }

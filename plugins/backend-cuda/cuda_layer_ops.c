@@ -1,6 +1,5 @@
-/* The layers' own-kernel ops, each once with element types (_ex) and as the fp32 vtable
- * entry that calls it with all-f32 types: bias, activations, pooling, batch norm, dropout
- * and softmax cross-entropy. Checks mirror the CPU backend's (plugins/backend-cpu/
+/* The layers' own-kernel ops, each once for every dtype: bias, activations, pooling, batch
+ * norm, dropout and softmax cross-entropy. Checks mirror the CPU backend's (plugins/backend-cpu/
  * cpu_ops.c), except labels: they live on the device, so a kernel flags a bad one (the
  * row's loss becomes NaN) and the next queue_sync reports it. */
 #include "cuda_backend.h"
@@ -17,23 +16,25 @@
 #define FG_CUDA_NOT_NULL(op, ptr) FG_CUDA_REQUIRE((ptr) != NULL, "%s: %s is NULL", op, #ptr)
 
 /* Device and dtypes of an op; returns on failure. */
-#define FG_CUDA_BEGIN(op)                                                                  \
+#define FG_CUDA_BEGIN(op, ...)                                                             \
     do {                                                                                   \
+        const uint32_t types_[] = { __VA_ARGS__ };                                         \
         fg_status st_ = fg_cuda_enter(queue, op, err);                                     \
         if (st_ == FG_OK)                                                                  \
-            st_ = fg_cuda_check_dtypes(op, &dt, err);                                      \
+            st_ = fg_cuda_check_types(op, (int)(sizeof types_ / sizeof types_[0]), types_, \
+                                      err);                                                \
         if (st_ != FG_OK)                                                                  \
             return st_;                                                                    \
     } while (0)
 
 /* ---- bias ------------------------------------------------------------------------------ */
 
-fg_status fg_cuda_op_bias_add_ex(void *state, void *queue, const fg_op_dtypes *dt, void *y,
-                                 const void *bias, int rows, int cols, int spatial,
-                                 fg_error *err)
+fg_status fg_cuda_op_bias_add(void *state, void *queue, uint32_t y_dtype, uint32_t bias_dtype,
+                              void *y, const void *bias, int rows, int cols, int spatial,
+                              fg_error *err)
 {
     (void)state;
-    FG_CUDA_BEGIN("bias_add");
+    FG_CUDA_BEGIN("bias_add", y_dtype, bias_dtype);
     FG_CUDA_REQUIRE(rows >= 0 && cols >= 0 && spatial >= 0,
                     "bias_add: rows = %d, cols = %d, spatial = %d must be >= 0", rows, cols,
                     spatial);
@@ -41,17 +42,17 @@ fg_status fg_cuda_op_bias_add_ex(void *state, void *queue, const fg_op_dtypes *d
         return FG_OK;
     FG_CUDA_NOT_NULL("bias_add", y);
     FG_CUDA_NOT_NULL("bias_add", bias);
-    return fg_cuda_launched(fg_cu_bias_add(STREAM(queue), (int)dt->act, (int)dt->param, y, bias,
+    return fg_cuda_launched(fg_cu_bias_add(STREAM(queue), (int)y_dtype, (int)bias_dtype, y, bias,
                                            rows, cols, spatial),
                             "bias_add", err);
 }
 
-fg_status fg_cuda_op_bias_grad_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                  void *dbias, const void *dy, int rows, int cols, int spatial,
-                                  int accumulate, fg_error *err)
+fg_status fg_cuda_op_bias_grad(void *state, void *queue, uint32_t dbias_dtype, uint32_t dy_dtype,
+                               void *dbias, const void *dy, int rows, int cols, int spatial,
+                               int accumulate, fg_error *err)
 {
     (void)state;
-    FG_CUDA_BEGIN("bias_grad");
+    FG_CUDA_BEGIN("bias_grad", dbias_dtype, dy_dtype);
     FG_CUDA_REQUIRE(rows >= 0 && cols >= 0 && spatial >= 0,
                     "bias_grad: rows = %d, cols = %d, spatial = %d must be >= 0", rows, cols,
                     spatial);
@@ -60,22 +61,9 @@ fg_status fg_cuda_op_bias_grad_ex(void *state, void *queue, const fg_op_dtypes *
     FG_CUDA_NOT_NULL("bias_grad", dbias);
     if ((size_t)rows * (size_t)spatial > 0)
         FG_CUDA_NOT_NULL("bias_grad", dy);
-    return fg_cuda_launched(fg_cu_bias_grad(STREAM(queue), (int)dt->act, (int)dt->grad, dbias,
+    return fg_cuda_launched(fg_cu_bias_grad(STREAM(queue), (int)dy_dtype, (int)dbias_dtype, dbias,
                                             dy, rows, cols, spatial, accumulate),
                             "bias_grad", err);
-}
-
-fg_status fg_cuda_op_bias_add(void *state, void *queue, float *y, const float *bias, int rows,
-                              int cols, int spatial, fg_error *err)
-{
-    return fg_cuda_op_bias_add_ex(state, queue, NULL, y, bias, rows, cols, spatial, err);
-}
-
-fg_status fg_cuda_op_bias_grad(void *state, void *queue, float *dbias, const float *dy,
-                               int rows, int cols, int spatial, int accumulate, fg_error *err)
-{
-    return fg_cuda_op_bias_grad_ex(state, queue, NULL, dbias, dy, rows, cols, spatial,
-                                   accumulate, err);
 }
 
 /* ---- activations --------------------------------------------------------------------------- */
@@ -88,27 +76,26 @@ static fg_status fg_cuda_check_act(const char *op, int act, fg_error *err)
     return FG_OK;
 }
 
-fg_status fg_cuda_op_activation_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                           int act, const void *x, void *y, size_t n,
-                                           fg_error *err)
+fg_status fg_cuda_op_activation_forward(void *state, void *queue, uint32_t dtype, int act,
+                                        const void *x, void *y, size_t n, fg_error *err)
 {
     (void)state;
-    FG_CUDA_BEGIN("activation_forward");
+    FG_CUDA_BEGIN("activation_forward", dtype);
     fg_status st = fg_cuda_check_act("activation_forward", act, err);
     if (st != FG_OK || n == 0)
         return st;
     FG_CUDA_NOT_NULL("activation_forward", x);
     FG_CUDA_NOT_NULL("activation_forward", y);
-    return fg_cuda_launched(fg_cu_act_forward(STREAM(queue), (int)dt->act, act, x, y, n),
+    return fg_cuda_launched(fg_cu_act_forward(STREAM(queue), (int)dtype, act, x, y, n),
                             "activation_forward", err);
 }
 
-fg_status fg_cuda_op_activation_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                            int act, const void *x, const void *y,
-                                            const void *dy, void *dx, size_t n, fg_error *err)
+fg_status fg_cuda_op_activation_backward(void *state, void *queue, uint32_t dtype, int act,
+                                         const void *x, const void *y, const void *dy,
+                                         void *dx, size_t n, fg_error *err)
 {
     (void)state;
-    FG_CUDA_BEGIN("activation_backward");
+    FG_CUDA_BEGIN("activation_backward", dtype);
     fg_status st = fg_cuda_check_act("activation_backward", act, err);
     if (st != FG_OK || n == 0)
         return st;
@@ -118,22 +105,9 @@ fg_status fg_cuda_op_activation_backward_ex(void *state, void *queue, const fg_o
         FG_CUDA_NOT_NULL("activation_backward", x);
     if (act == FG_ACT_TANH || act == FG_ACT_SIGMOID)
         FG_CUDA_NOT_NULL("activation_backward", y);
-    return fg_cuda_launched(fg_cu_act_backward(STREAM(queue), (int)dt->act, act, x, y, dy, dx,
+    return fg_cuda_launched(fg_cu_act_backward(STREAM(queue), (int)dtype, act, x, y, dy, dx,
                                                n),
                             "activation_backward", err);
-}
-
-fg_status fg_cuda_op_activation_forward(void *state, void *queue, int act, const float *x,
-                                        float *y, size_t n, fg_error *err)
-{
-    return fg_cuda_op_activation_forward_ex(state, queue, NULL, act, x, y, n, err);
-}
-
-fg_status fg_cuda_op_activation_backward(void *state, void *queue, int act, const float *x,
-                                         const float *y, const float *dy, float *dx, size_t n,
-                                         fg_error *err)
-{
-    return fg_cuda_op_activation_backward_ex(state, queue, NULL, act, x, y, dy, dx, n, err);
 }
 
 /* ---- pooling ---------------------------------------------------------------------------------- */
@@ -153,65 +127,52 @@ static fg_status fg_cuda_pool_check(const char *op, int mode, const int32_t *arg
     return FG_OK;
 }
 
-fg_status fg_cuda_op_pool2d_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                       int mode, const fg_conv2d_desc *d, const void *x,
-                                       void *y, int32_t *argmax, fg_error *err)
+fg_status fg_cuda_op_pool2d_forward(void *state, void *queue, uint32_t dtype, int mode,
+                                    const fg_conv2d_desc *d, const void *x, void *y,
+                                    int32_t *argmax, fg_error *err)
 {
     (void)state;
-    FG_CUDA_BEGIN("pool2d_forward");
+    FG_CUDA_BEGIN("pool2d_forward", dtype);
     fg_cu_window w;
     fg_status st = fg_cuda_pool_check("pool2d_forward", mode, argmax, d, &w, err);
     if (st != FG_OK)
         return st;
     FG_CUDA_NOT_NULL("pool2d_forward", x);
     FG_CUDA_NOT_NULL("pool2d_forward", y);
-    return fg_cuda_launched(fg_cu_pool_forward(STREAM(queue), (int)dt->act,
+    return fg_cuda_launched(fg_cu_pool_forward(STREAM(queue), (int)dtype,
                                                mode == FG_POOL_MAX, &w, x, y, argmax),
                             "pool2d_forward", err);
 }
 
-fg_status fg_cuda_op_pool2d_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                        int mode, const fg_conv2d_desc *d, const void *dy,
-                                        const int32_t *argmax, void *dx, fg_error *err)
+fg_status fg_cuda_op_pool2d_backward(void *state, void *queue, uint32_t dtype, int mode,
+                                     const fg_conv2d_desc *d, const void *dy,
+                                     const int32_t *argmax, void *dx, fg_error *err)
 {
     (void)state;
-    FG_CUDA_BEGIN("pool2d_backward");
+    FG_CUDA_BEGIN("pool2d_backward", dtype);
     fg_cu_window w;
     fg_status st = fg_cuda_pool_check("pool2d_backward", mode, argmax, d, &w, err);
     if (st != FG_OK)
         return st;
     FG_CUDA_NOT_NULL("pool2d_backward", dy);
     FG_CUDA_NOT_NULL("pool2d_backward", dx);
-    return fg_cuda_launched(fg_cu_pool_backward(STREAM(queue), (int)dt->act,
+    return fg_cuda_launched(fg_cu_pool_backward(STREAM(queue), (int)dtype,
                                                 mode == FG_POOL_MAX, &w, dy, argmax, dx),
                             "pool2d_backward", err);
 }
 
-fg_status fg_cuda_op_pool2d_forward(void *state, void *queue, int mode,
-                                    const fg_conv2d_desc *d, const float *x, float *y,
-                                    int32_t *argmax, fg_error *err)
-{
-    return fg_cuda_op_pool2d_forward_ex(state, queue, NULL, mode, d, x, y, argmax, err);
-}
-
-fg_status fg_cuda_op_pool2d_backward(void *state, void *queue, int mode,
-                                     const fg_conv2d_desc *d, const float *dy,
-                                     const int32_t *argmax, float *dx, fg_error *err)
-{
-    return fg_cuda_op_pool2d_backward_ex(state, queue, NULL, mode, d, dy, argmax, dx, err);
-}
-
 /* ---- batch norm -------------------------------------------------------------------------------- */
 
-fg_status fg_cuda_op_batchnorm_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                          int training, int n, int c, int spatial,
-                                          const void *x, const void *gamma, const void *beta,
-                                          float *running_mean, float *running_var,
-                                          float momentum, float eps, float *saved_mean,
-                                          float *saved_invstd, void *y, fg_error *err)
+fg_status fg_cuda_op_batchnorm_forward(void *state, void *queue, uint32_t x_dtype,
+                                       uint32_t param_dtype, int training, int n, int c,
+                                       int spatial, const void *x, const void *gamma,
+                                       const void *beta, float *running_mean,
+                                       float *running_var, float momentum, float eps,
+                                       float *saved_mean, float *saved_invstd, void *y,
+                                       fg_error *err)
 {
     (void)state;
-    FG_CUDA_BEGIN("batchnorm_forward");
+    FG_CUDA_BEGIN("batchnorm_forward", x_dtype, param_dtype);
     FG_CUDA_REQUIRE(n >= 1 && c >= 1 && spatial >= 1,
                     "batchnorm_forward: n = %d, c = %d, spatial = %d must be >= 1", n, c,
                     spatial);
@@ -231,22 +192,22 @@ fg_status fg_cuda_op_batchnorm_forward_ex(void *state, void *queue, const fg_op_
         FG_CUDA_NOT_NULL("batchnorm_forward", running_mean);
         FG_CUDA_NOT_NULL("batchnorm_forward", running_var);
     }
-    return fg_cuda_launched(fg_cu_bn_forward(STREAM(queue), (int)dt->act, (int)dt->param,
+    return fg_cuda_launched(fg_cu_bn_forward(STREAM(queue), (int)x_dtype, (int)param_dtype,
                                              training, n, c, spatial, x, gamma, beta,
                                              running_mean, running_var, momentum, eps,
                                              saved_mean, saved_invstd, y),
                             "batchnorm_forward", err);
 }
 
-fg_status fg_cuda_op_batchnorm_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                           int n, int c, int spatial, const void *x,
-                                           const void *gamma, const float *saved_mean,
-                                           const float *saved_invstd, const void *dy, void *dx,
-                                           void *dgamma, void *dbeta, int accumulate,
-                                           fg_error *err)
+fg_status fg_cuda_op_batchnorm_backward(void *state, void *queue, uint32_t x_dtype,
+                                        uint32_t param_dtype, uint32_t grad_dtype, int n,
+                                        int c, int spatial, const void *x, const void *gamma,
+                                        const float *saved_mean, const float *saved_invstd,
+                                        const void *dy, void *dx, void *dgamma, void *dbeta,
+                                        int accumulate, fg_error *err)
 {
     (void)state;
-    FG_CUDA_BEGIN("batchnorm_backward");
+    FG_CUDA_BEGIN("batchnorm_backward", x_dtype, param_dtype, grad_dtype);
     FG_CUDA_REQUIRE(n >= 1 && c >= 1 && spatial >= 1,
                     "batchnorm_backward: n = %d, c = %d, spatial = %d must be >= 1", n, c,
                     spatial);
@@ -254,34 +215,11 @@ fg_status fg_cuda_op_batchnorm_backward_ex(void *state, void *queue, const fg_op
     FG_CUDA_NOT_NULL("batchnorm_backward", saved_mean);
     FG_CUDA_NOT_NULL("batchnorm_backward", saved_invstd);
     FG_CUDA_NOT_NULL("batchnorm_backward", dy);
-    return fg_cuda_launched(fg_cu_bn_backward(STREAM(queue), (int)dt->act, (int)dt->param,
-                                              (int)dt->grad, n, c, spatial, x, gamma,
+    return fg_cuda_launched(fg_cu_bn_backward(STREAM(queue), (int)x_dtype, (int)param_dtype,
+                                              (int)grad_dtype, n, c, spatial, x, gamma,
                                               saved_mean, saved_invstd, dy, dx, dgamma, dbeta,
                                               accumulate),
                             "batchnorm_backward", err);
-}
-
-fg_status fg_cuda_op_batchnorm_forward(void *state, void *queue, int training, int n, int c,
-                                       int spatial, const float *x, const float *gamma,
-                                       const float *beta, float *running_mean,
-                                       float *running_var, float momentum, float eps,
-                                       float *saved_mean, float *saved_invstd, float *y,
-                                       fg_error *err)
-{
-    return fg_cuda_op_batchnorm_forward_ex(state, queue, NULL, training, n, c, spatial, x, gamma,
-                                           beta, running_mean, running_var, momentum, eps,
-                                           saved_mean, saved_invstd, y, err);
-}
-
-fg_status fg_cuda_op_batchnorm_backward(void *state, void *queue, int n, int c, int spatial,
-                                        const float *x, const float *gamma,
-                                        const float *saved_mean, const float *saved_invstd,
-                                        const float *dy, float *dx, float *dgamma,
-                                        float *dbeta, int accumulate, fg_error *err)
-{
-    return fg_cuda_op_batchnorm_backward_ex(state, queue, NULL, n, c, spatial, x, gamma,
-                                            saved_mean, saved_invstd, dy, dx, dgamma, dbeta,
-                                            accumulate, err);
 }
 
 /* ---- dropout: the CPU backend's counter-based draws (kernels/cpu/dropout.c) ------------------ */
@@ -313,12 +251,12 @@ static fg_status fg_cuda_check_p(const char *op, float p, fg_error *err)
     return FG_OK;
 }
 
-fg_status fg_cuda_op_dropout_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                        float p, uint64_t seed, uint64_t offset, const void *x,
-                                        void *y, uint8_t *mask, size_t n, fg_error *err)
+fg_status fg_cuda_op_dropout_forward(void *state, void *queue, uint32_t dtype, float p,
+                                     uint64_t seed, uint64_t offset, const void *x, void *y,
+                                     uint8_t *mask, size_t n, fg_error *err)
 {
     (void)state;
-    FG_CUDA_BEGIN("dropout_forward");
+    FG_CUDA_BEGIN("dropout_forward", dtype);
     fg_status st = fg_cuda_check_p("dropout_forward", p, err);
     if (st != FG_OK || n == 0)
         return st;
@@ -326,41 +264,27 @@ fg_status fg_cuda_op_dropout_forward_ex(void *state, void *queue, const fg_op_dt
     FG_CUDA_NOT_NULL("dropout_forward", y);
     FG_CUDA_NOT_NULL("dropout_forward", mask);
     uint64_t key = fg_cuda_mix64(seed ^ 0x6A09E667F3BCC909ull);
-    return fg_cuda_launched(fg_cu_dropout_forward(STREAM(queue), (int)dt->act, key, offset,
+    return fg_cuda_launched(fg_cu_dropout_forward(STREAM(queue), (int)dtype, key, offset,
                                                   fg_cuda_dropout_threshold(p),
                                                   fg_cuda_dropout_scale(p), x, y, mask, n),
                             "dropout_forward", err);
 }
 
-fg_status fg_cuda_op_dropout_backward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                         float p, const uint8_t *mask, const void *dy, void *dx,
-                                         size_t n, fg_error *err)
+fg_status fg_cuda_op_dropout_backward(void *state, void *queue, uint32_t dtype, float p,
+                                      const uint8_t *mask, const void *dy, void *dx, size_t n,
+                                      fg_error *err)
 {
     (void)state;
-    FG_CUDA_BEGIN("dropout_backward");
+    FG_CUDA_BEGIN("dropout_backward", dtype);
     fg_status st = fg_cuda_check_p("dropout_backward", p, err);
     if (st != FG_OK || n == 0)
         return st;
     FG_CUDA_NOT_NULL("dropout_backward", mask);
     FG_CUDA_NOT_NULL("dropout_backward", dy);
     FG_CUDA_NOT_NULL("dropout_backward", dx);
-    return fg_cuda_launched(fg_cu_dropout_backward(STREAM(queue), (int)dt->act,
+    return fg_cuda_launched(fg_cu_dropout_backward(STREAM(queue), (int)dtype,
                                                    fg_cuda_dropout_scale(p), mask, dy, dx, n),
                             "dropout_backward", err);
-}
-
-fg_status fg_cuda_op_dropout_forward(void *state, void *queue, float p, uint64_t seed,
-                                     uint64_t offset, const float *x, float *y, uint8_t *mask,
-                                     size_t n, fg_error *err)
-{
-    return fg_cuda_op_dropout_forward_ex(state, queue, NULL, p, seed, offset, x, y, mask, n,
-                                         err);
-}
-
-fg_status fg_cuda_op_dropout_backward(void *state, void *queue, float p, const uint8_t *mask,
-                                      const float *dy, float *dx, size_t n, fg_error *err)
-{
-    return fg_cuda_op_dropout_backward_ex(state, queue, NULL, p, mask, dy, dx, n, err);
 }
 
 /* ---- softmax cross-entropy ------------------------------------------------------------------- */
@@ -375,56 +299,41 @@ static fg_status fg_cuda_check_rows(const char *op, const int32_t *labels, int r
     return FG_OK;
 }
 
-fg_status fg_cuda_op_softmax_xent_forward_ex(void *state, void *queue, const fg_op_dtypes *dt,
-                                             const void *logits, const int32_t *labels,
-                                             int rows, int classes, float *probs,
-                                             float *loss_sum, float *correct, fg_error *err)
+fg_status fg_cuda_op_softmax_xent_forward(void *state, void *queue, uint32_t logits_dtype,
+                                          const void *logits, const int32_t *labels, int rows,
+                                          int classes, float *probs, float *loss_sum,
+                                          float *correct, fg_error *err)
 {
     (void)state;
-    FG_CUDA_BEGIN("softmax_xent_forward");
+    FG_CUDA_BEGIN("softmax_xent_forward", logits_dtype);
     fg_status st = fg_cuda_check_rows("softmax_xent_forward", labels, rows, classes, err);
     if (st != FG_OK || rows == 0)
         return st;
     FG_CUDA_NOT_NULL("softmax_xent_forward", logits);
     FG_CUDA_NOT_NULL("softmax_xent_forward", probs);
     fg_cuda_queue *q = queue;
-    return fg_cuda_launched(fg_cu_xent_forward(q->stream, (int)dt->act, logits, labels, rows,
+    return fg_cuda_launched(fg_cu_xent_forward(q->stream, (int)logits_dtype, logits, labels, rows,
                                                classes, probs, loss_sum, correct, q->scratch,
                                                q->bad_dev),
                             "softmax_xent_forward", err);
 }
 
-fg_status fg_cuda_op_softmax_xent_backward_ex(void *state, void *queue,
-                                              const fg_op_dtypes *dt, const float *probs,
-                                              const int32_t *labels, int rows, int classes,
-                                              float scale, void *dlogits, fg_error *err)
+fg_status fg_cuda_op_softmax_xent_backward(void *state, void *queue, uint32_t dlogits_dtype,
+                                           const float *probs, const int32_t *labels, int rows,
+                                           int classes, float scale, void *dlogits,
+                                           fg_error *err)
 {
     (void)state;
-    FG_CUDA_BEGIN("softmax_xent_backward");
+    FG_CUDA_BEGIN("softmax_xent_backward", dlogits_dtype);
     fg_status st = fg_cuda_check_rows("softmax_xent_backward", labels, rows, classes, err);
     if (st != FG_OK || rows == 0)
         return st;
     FG_CUDA_NOT_NULL("softmax_xent_backward", probs);
     FG_CUDA_NOT_NULL("softmax_xent_backward", dlogits);
     fg_cuda_queue *q = queue;
-    return fg_cuda_launched(fg_cu_xent_backward(q->stream, (int)dt->act, probs, labels, rows,
+    return fg_cuda_launched(fg_cu_xent_backward(q->stream, (int)dlogits_dtype, probs, labels, rows,
                                                 classes, scale, dlogits, q->bad_dev),
                             "softmax_xent_backward", err);
 }
 
-fg_status fg_cuda_op_softmax_xent_forward(void *state, void *queue, const float *logits,
-                                          const int32_t *labels, int rows, int classes,
-                                          float *probs, float *loss_sum, float *correct,
-                                          fg_error *err)
-{
-    return fg_cuda_op_softmax_xent_forward_ex(state, queue, NULL, logits, labels, rows, classes,
-                                              probs, loss_sum, correct, err);
-}
 
-fg_status fg_cuda_op_softmax_xent_backward(void *state, void *queue, const float *probs,
-                                           const int32_t *labels, int rows, int classes,
-                                           float scale, float *dlogits, fg_error *err)
-{
-    return fg_cuda_op_softmax_xent_backward_ex(state, queue, NULL, probs, labels, rows, classes,
-                                               scale, dlogits, err);
-}

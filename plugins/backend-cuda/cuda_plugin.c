@@ -29,6 +29,10 @@ fg_status fg_cuda_fail(fg_error *err, cudaError_t e, const char *what)
              e == cudaErrorMisalignedAddress || e == cudaErrorInvalidPc ||
              e == cudaErrorECCUncorrectable || e == cudaErrorDevicesUnavailable)
         st = FG_FATAL; /* the context is lost: nothing on this device can go on */
+    /* A non-sticky error stays pending until read: clear it, or the next op's launch check
+     * (cudaGetLastError) would report it against that op. */
+    if (st != FG_FATAL)
+        (void)cudaGetLastError();
     return fg_error_set(err, st, "backend.cuda: %s: %s (%s, CUDA error %d)", what,
                         cudaGetErrorString(e), cudaGetErrorName(e), (int)e);
 }
@@ -201,6 +205,7 @@ static const fg_backend_vtable fg_cuda_vtable = {
     .queue_destroy = fg_cuda_queue_destroy,
     .queue_sync = fg_cuda_queue_sync,
     .copy = fg_cuda_copy,
+    .supports = fg_cuda_supports,
     .gemm = fg_cuda_gemm,
     .bias_add = fg_cuda_op_bias_add,
     .bias_grad = fg_cuda_op_bias_grad,
@@ -220,31 +225,11 @@ static const fg_backend_vtable fg_cuda_vtable = {
     .fill = fg_cuda_op_fill,
     .scale = fg_cuda_op_scale,
     .axpy = fg_cuda_op_axpy,
+    .clamp = fg_cuda_op_clamp,
     .sum_squares = fg_cuda_op_sum_squares,
+    .cast = fg_cuda_op_cast,
     .sgd_update = fg_cuda_op_sgd_update,
     .adamw_update = fg_cuda_op_adamw_update,
-    .clamp = fg_cuda_op_clamp,
-    .cast = fg_cuda_op_cast,
-    .gemm_ex = fg_cuda_gemm_ex,
-    .bias_add_ex = fg_cuda_op_bias_add_ex,
-    .bias_grad_ex = fg_cuda_op_bias_grad_ex,
-    .activation_forward_ex = fg_cuda_op_activation_forward_ex,
-    .activation_backward_ex = fg_cuda_op_activation_backward_ex,
-    .conv2d_forward_ex = fg_cuda_conv2d_forward_ex,
-    .conv2d_backward_ex = fg_cuda_conv2d_backward_ex,
-    .pool2d_forward_ex = fg_cuda_op_pool2d_forward_ex,
-    .pool2d_backward_ex = fg_cuda_op_pool2d_backward_ex,
-    .batchnorm_forward_ex = fg_cuda_op_batchnorm_forward_ex,
-    .batchnorm_backward_ex = fg_cuda_op_batchnorm_backward_ex,
-    .dropout_forward_ex = fg_cuda_op_dropout_forward_ex,
-    .dropout_backward_ex = fg_cuda_op_dropout_backward_ex,
-    .softmax_xent_forward_ex = fg_cuda_op_softmax_xent_forward_ex,
-    .softmax_xent_backward_ex = fg_cuda_op_softmax_xent_backward_ex,
-    .sum_squares_ex = fg_cuda_op_sum_squares_ex,
-    .scale_ex = fg_cuda_op_scale_ex,
-    .clamp_ex = fg_cuda_op_clamp_ex,
-    .sgd_update_ex = fg_cuda_op_sgd_update_ex,
-    .adamw_update_ex = fg_cuda_op_adamw_update_ex,
     .copy_queue_create = fg_cuda_copy_queue_create,
     .event_create = fg_cuda_event_create,
     .event_destroy = fg_cuda_event_destroy,

@@ -197,8 +197,8 @@ static fg_status ddp_sync_grads(void *state, fg_error *err)
     if (st != FG_OK) return st;
     ddp_report_step(d);
     if (d->topo.world_size > 1)
-        st = d->be->scale(d->be_state, d->queue, d->grads, 1.0f / (float)d->topo.world_size,
-                          (size_t)d->svc->param_count, err);
+        st = d->be->scale(d->be_state, d->queue, FG_F32, d->grads,
+                          1.0f / (float)d->topo.world_size, (size_t)d->svc->param_count, err);
     d->synced = st == FG_OK;
     return st;
 }

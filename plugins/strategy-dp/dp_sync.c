@@ -46,7 +46,9 @@ fg_status dp_reduce(dp *d, fg_error *err)
         if (!w->has_grads) continue; /* no shard since the last step: nothing of this step */
         st = d->be->copy(d->be_state, w0->queue, d->recv, w0->device, w->grads, w->device,
                          n * sizeof(float), err);
-        if (st == FG_OK) st = d->be->axpy(d->be_state, w0->queue, 1.0f, d->recv, w0->grads, n, err);
+        if (st == FG_OK)
+            st = d->be->axpy(d->be_state, w0->queue, FG_F32, FG_F32, 1.0f, d->recv, w0->grads, n,
+                             err);
     }
     if (st == FG_OK) st = d->be->queue_sync(d->be_state, w0->queue, err);
     d->reduce_s = dp_now() - t0;

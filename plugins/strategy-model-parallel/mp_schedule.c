@@ -146,7 +146,9 @@ static fg_status reduce(mp_stage *g, fg_error *err)
         if (!o->has_grads) continue;
         st = d->be->copy(d->be_state, g->queue, g->recv_grad, g->device, o->grads, o->device,
                          n * sizeof(float), err);
-        if (st == FG_OK) st = d->be->axpy(d->be_state, g->queue, 1.0f, g->recv_grad, g->grads, n, err);
+        if (st == FG_OK)
+            st = d->be->axpy(d->be_state, g->queue, FG_F32, FG_F32, 1.0f, g->recv_grad, g->grads,
+                             n, err);
     }
     return st == FG_OK ? d->be->queue_sync(d->be_state, g->queue, err) : st;
 }

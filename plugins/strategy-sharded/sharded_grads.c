@@ -116,15 +116,9 @@ static fg_status acquire(sharded *s, int i, fg_error *err)
     if (st != FG_OK || !b->piece_n) return st;
     const float *piece = sh_at(b->buf, s->cap - (b->hi - b->lo), s->gsz); /* in place */
     float *dst = sh_at(s->gshard, b->piece_lo - s->lo, s->gsz);
-    if (b->accumulate && s->gdt != FG_F32) {
-        /* dst += piece in f32, rounded into the half shard: the backend has no half axpy,
-         * but an SGD step of lr -1 without momentum or weight decay is exactly that */
-        fg_sgd_args add = {sizeof add, -1.0f, 0.0f, 0.0f, 0.0f, 0, 0};
-        return s->be->sgd_update_ex(s->be_state, s->queue, &add, dst, s->gdt, piece, s->gdt,
-                                    NULL, (size_t)b->piece_n, err);
-    }
-    if (b->accumulate)
-        return s->be->axpy(s->be_state, s->queue, 1.0f, piece, dst, (size_t)b->piece_n, err);
+    if (b->accumulate) /* dst += piece in f32, rounded into the shard's dtype */
+        return s->be->axpy(s->be_state, s->queue, s->gdt, s->gdt, 1.0f, piece, dst,
+                           (size_t)b->piece_n, err);
     return s->be->copy(s->be_state, s->queue, dst, s->device, piece, s->device,
                        (size_t)b->piece_n * s->gsz, err);
 }
@@ -173,7 +167,8 @@ fg_status sh_rs_map(sharded *s, int64_t offset, float **grads, fg_error *err)
         st = s->be->copy(s->be_state, s->queue, at, s->device, s->zeros, s->device,
                          (size_t)(s->cur_lo - offset) * s->gsz, err);
     else if (s->cur_lo > offset)
-        st = s->be->fill(s->be_state, s->queue, at, 0.0f, (size_t)(s->cur_lo - offset), err);
+        st = s->be->fill(s->be_state, s->queue, FG_F32, at, 0.0f, (size_t)(s->cur_lo - offset),
+                         err);
     s->cur_lo = offset;
     *grads = at;
     return st;

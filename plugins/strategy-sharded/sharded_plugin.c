@@ -169,7 +169,7 @@ static fg_status alloc_buffers(sharded *s, fg_error *err)
     if (st == FG_OK && s->stage == 3 && !s->master)
         st = svc->read_init_params(svc->ctx, s->replica, s->lo, s->mine, s->pshard, err);
     if (st == FG_OK && s->stage == 3 && s->master && s->mine) /* the half working shard */
-        st = s->be->cast(s->be_state, s->queue, s->pshard, s->pdt, s->master, FG_F32,
+        st = s->be->cast(s->be_state, s->queue, s->pdt, FG_F32, s->pshard, s->master,
                          (size_t)s->mine, err);
     return st;
 }
@@ -203,18 +203,23 @@ static fg_status setup_storage(sharded *s, fg_error *err)
                             s->host->section, s->stage, fg_dtype_name((fg_dtype)s->pdt),
                             fg_dtype_name((fg_dtype)s->gdt),
                             owned ? "" : " and no f32 master (a 'true' half mode)");
-    if (!FG_HAS_FIELD(s->be, fg_backend_vtable, sgd_update_ex) || !s->be->cast ||
-        !s->be->scale_ex || !s->be->sum_squares_ex || !s->be->clamp_ex || !s->be->sgd_update_ex)
+    const uint32_t half[2] = {s->gdt, s->gdt}, to_half[2] = {s->pdt, FG_F32};
+    if (!fg_backend_can(s->be, s->be_state, FG_OP_CAST, to_half) ||
+        !fg_backend_can(s->be, s->be_state, FG_OP_SCALE, half) ||
+        !fg_backend_can(s->be, s->be_state, FG_OP_SUM_SQUARES, half) ||
+        !fg_backend_can(s->be, s->be_state, FG_OP_CLAMP, half) ||
+        !fg_backend_can(s->be, s->be_state, FG_OP_AXPY, half))
         return fg_error_set(err, FG_INCOMPATIBLE, "strategy.sharded: half storage needs the "
-                            "backend's cast, scale_ex, sum_squares_ex, clamp_ex and "
-                            "sgd_update_ex");
+                            "backend's cast, scale, sum_squares, clamp and axpy in %s",
+                            fg_dtype_name((fg_dtype)s->gdt));
     fg_status st = dev_alloc(s, s->mine, &s->master, "f32 master shard", err);
     if (st == FG_OK)
         st = svc->read_init_params(svc->ctx, s->replica, s->lo, s->mine, s->master, err);
     if (st == FG_OK && s->stage >= 2)
         st = dev_alloc(s, half_floats(s->cap), &s->zeros, "zero padding", err);
     if (st == FG_OK && s->stage >= 2)
-        st = s->be->fill(s->be_state, s->queue, s->zeros, 0.0f, (size_t)half_floats(s->cap), err);
+        st = s->be->fill(s->be_state, s->queue, FG_F32, s->zeros, 0.0f,
+                         (size_t)half_floats(s->cap), err);
     return st;
 }
 
@@ -329,10 +334,8 @@ static float *shard_grads(sharded *s)
 
 static fg_status scale_shard(sharded *s, float factor, fg_error *err)
 {
-    if (s->gdt != FG_F32)
-        return s->be->scale_ex(s->be_state, s->queue, shard_grads(s), s->gdt, factor,
-                               (size_t)s->mine, err);
-    return s->be->scale(s->be_state, s->queue, shard_grads(s), factor, (size_t)s->mine, err);
+    return s->be->scale(s->be_state, s->queue, s->gdt, shard_grads(s), factor, (size_t)s->mine,
+                        err);
 }
 
 static fg_status sh_sync_grads(void *state, fg_error *err)
@@ -359,9 +362,9 @@ static fg_status sh_optimizer_step(void *state, fg_error *err)
                                        s->mine, err);
     /* mixed precision: the updated f32 master shard, rounded, is this rank's working shard */
     if (st == FG_OK && s->master && s->mine)
-        st = s->be->cast(s->be_state, s->queue,
+        st = s->be->cast(s->be_state, s->queue, s->pdt, FG_F32,
                          s->stage == 3 ? (void *)s->pshard : sh_at(s->params, s->lo, s->psz),
-                         s->pdt, s->master, FG_F32, (size_t)s->mine, err);
+                         s->master, (size_t)s->mine, err);
     if (s->stage == 3) sh_slots_invalidate(s);
     else if (st == FG_OK) st = sh_gather_params(s, shard_grads(s), err);
     return st;
@@ -374,11 +377,8 @@ static fg_status sh_grad_norm_sq(void *state, double *out, fg_error *err)
     float host = 0;
     fg_status st = FG_OK;
     if (s->mine) {
-        st = s->gdt != FG_F32
-            ? s->be->sum_squares_ex(s->be_state, s->queue, shard_grads(s), s->gdt,
-                                    (size_t)s->mine, s->scalar, err)
-            : s->be->sum_squares(s->be_state, s->queue, shard_grads(s), (size_t)s->mine,
-                                 s->scalar, err);
+        st = s->be->sum_squares(s->be_state, s->queue, s->gdt, shard_grads(s), (size_t)s->mine,
+                                s->scalar, err);
         if (st == FG_OK) st = s->be->copy(s->be_state, s->queue, &host, -1, s->scalar, s->device, sizeof host, err);
         if (st == FG_OK) st = s->be->queue_sync(s->be_state, s->queue, err);
     }
@@ -394,14 +394,12 @@ static fg_status sh_scale_grads(void *state, float factor, float clamp, fg_error
     fg_status st = FG_OK;
     if (!s->mine) return FG_OK;
     if (factor != 1.0f) st = scale_shard(s, factor, err);
-    if (st == FG_OK && clamp > 0 && s->gdt != FG_F32)
-        return s->be->clamp_ex(s->be_state, s->queue, shard_grads(s), s->gdt, -clamp, clamp,
-                               (size_t)s->mine, err);
     if (st == FG_OK && clamp > 0) {
         if (!FG_HAS_FIELD(s->be, fg_backend_vtable, clamp) || !s->be->clamp)
             return fg_error_set(err, FG_UNAVAILABLE, "the backend cannot clamp gradients "
                                 "(gradient_clip_algorithm = value); use norm");
-        st = s->be->clamp(s->be_state, s->queue, shard_grads(s), -clamp, clamp, (size_t)s->mine, err);
+        st = s->be->clamp(s->be_state, s->queue, s->gdt, shard_grads(s), -clamp, clamp,
+                          (size_t)s->mine, err);
     }
     return st;
 }

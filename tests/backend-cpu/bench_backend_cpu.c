@@ -115,37 +115,46 @@ static float mlp_step(mlp *m, int first)
     const float *in = m->x;
     for (int l = 0; l < 3; l++) {
         int k = dims[l], n = dims[l + 1];
-        TIMED(m, OP_GEMM_FWD, vt->gemm(st, q, 0, 1, B, n, k, 1.0f, in, k, m->w[l], k, 0.0f,
-                                       m->h[l], n, &test_err));
-        TIMED(m, OP_BIAS_ADD, vt->bias_add(st, q, m->h[l], m->b[l], B, n, 1, &test_err));
+        TIMED(m, OP_GEMM_FWD,
+              vt->gemm(st, q, FG_F32, FG_F32, FG_F32, 0, 1, B, n, k, 1.0f, in, k, m->w[l], k, 0.0f,
+                       m->h[l], n, &test_err));
+        TIMED(m, OP_BIAS_ADD,
+              vt->bias_add(st, q, FG_F32, FG_F32, m->h[l], m->b[l], B, n, 1, &test_err));
         if (l < 2) {
-            TIMED(m, OP_RELU_FWD, vt->activation_forward(st, q, FG_ACT_RELU, m->h[l], m->a[l],
-                                                         (size_t)B * n, &test_err));
+            TIMED(m, OP_RELU_FWD,
+                  vt->activation_forward(st, q, FG_F32, FG_ACT_RELU, m->h[l], m->a[l],
+                                         (size_t)B * n, &test_err));
             in = m->a[l];
         }
     }
     float loss = 0.0f, correct = 0.0f;
-    TIMED(m, OP_XENT_FWD, vt->softmax_xent_forward(st, q, m->h[2], m->labels, B, OUT,
-                                                   m->probs, &loss, &correct, &test_err));
-    TIMED(m, OP_XENT_BWD, vt->softmax_xent_backward(st, q, m->probs, m->labels, B, OUT,
-                                                    1.0f / B, m->dh[2], &test_err));
+    TIMED(m, OP_XENT_FWD,
+          vt->softmax_xent_forward(st, q, FG_F32, m->h[2], m->labels, B, OUT, m->probs, &loss,
+                                   &correct, &test_err));
+    TIMED(m, OP_XENT_BWD,
+          vt->softmax_xent_backward(st, q, FG_F32, m->probs, m->labels, B, OUT, 1.0f / B, m->dh[2],
+                                    &test_err));
     for (int l = 2; l >= 0; l--) {
         int k = dims[l], n = dims[l + 1];
         const float *layer_in = l ? m->a[l - 1] : m->x;
-        TIMED(m, OP_GEMM_DW, vt->gemm(st, q, 1, 0, n, k, B, 1.0f, m->dh[l], n, layer_in, k,
-                                      0.0f, m->dw[l], k, &test_err));
-        TIMED(m, OP_BIAS_GRAD, vt->bias_grad(st, q, m->db[l], m->dh[l], B, n, 1, 0, &test_err));
+        TIMED(m, OP_GEMM_DW,
+              vt->gemm(st, q, FG_F32, FG_F32, FG_F32, 1, 0, n, k, B, 1.0f, m->dh[l], n, layer_in, k,
+                       0.0f, m->dw[l], k, &test_err));
+        TIMED(m, OP_BIAS_GRAD,
+              vt->bias_grad(st, q, FG_F32, FG_F32, m->db[l], m->dh[l], B, n, 1, 0, &test_err));
         if (l == 0)
             break;
-        TIMED(m, OP_GEMM_DX, vt->gemm(st, q, 0, 0, B, k, n, 1.0f, m->dh[l], n, m->w[l], k,
-                                      0.0f, m->da[l - 1], k, &test_err));
-        TIMED(m, OP_RELU_BWD, vt->activation_backward(st, q, FG_ACT_RELU, m->h[l - 1],
-                                                      m->a[l - 1], m->da[l - 1], m->dh[l - 1],
-                                                      (size_t)B * k, &test_err));
+        TIMED(m, OP_GEMM_DX,
+              vt->gemm(st, q, FG_F32, FG_F32, FG_F32, 0, 0, B, k, n, 1.0f, m->dh[l], n, m->w[l], k,
+                       0.0f, m->da[l - 1], k, &test_err));
+        TIMED(m, OP_RELU_BWD,
+              vt->activation_backward(st, q, FG_F32, FG_ACT_RELU, m->h[l - 1], m->a[l - 1],
+                                      m->da[l - 1], m->dh[l - 1], (size_t)B * k, &test_err));
     }
     fg_sgd_args a = { sizeof a, 0.05f, 0.9f, 0.0f, 0.0f, 0, first };
-    TIMED(m, OP_SGD, vt->sgd_update(st, q, &a, m->params, m->grads, m->mom, m->nparams,
-                                    &test_err));
+    TIMED(m, OP_SGD,
+          vt->sgd_update(st, q, FG_F32, FG_F32, &a, m->params, m->grads, m->mom, m->nparams,
+                         &test_err));
     return loss / B;
 }
 
@@ -216,10 +225,11 @@ static void bench_conv(test_backend *tb, fg_conv2d_desc d, int with_dx, int reps
     double tf = 1e30, tbk = 1e30;
     for (int i = 0; i < reps; i++) {
         double t0 = now();
-        CHECK_OK(vt->conv2d_forward(tb->state, tb->queue, &d, x, w, b, y, work, &test_err));
+        CHECK_OK(vt->conv2d_forward(tb->state, tb->queue, FG_F32, FG_F32, &d, x, w, b, y, work,
+                                    &test_err));
         double t1 = now();
-        CHECK_OK(vt->conv2d_backward(tb->state, tb->queue, &d, x, w, y, with_dx ? dx : NULL,
-                                     dw, db, 0, work, &test_err));
+        CHECK_OK(vt->conv2d_backward(tb->state, tb->queue, FG_F32, FG_F32, FG_F32, &d, x, w, y,
+                                     with_dx ? dx : NULL, dw, db, 0, work, &test_err));
         double t2 = now();
         tf = t1 - t0 < tf ? t1 - t0 : tf;
         tbk = t2 - t1 < tbk ? t2 - t1 : tbk;

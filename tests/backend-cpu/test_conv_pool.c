@@ -92,10 +92,11 @@ static void test_conv_case(fg_conv2d_desc d, int with_bias)
     char what[128];
     snprintf(what, sizeof what, "conv n%d c%d %dx%d k%d %dx%d pad %d,%d stride %d,%d", d.n,
              d.c, d.h, d.w, d.k, d.r, d.s, d.pad_h, d.pad_w, d.stride_h, d.stride_w);
-    CHECK_OK(tb.vt->conv2d_forward(Q, &d, x, w, b, y, work, &test_err));
+    CHECK_OK(tb.vt->conv2d_forward(Q, FG_F32, FG_F32, &d, x, w, b, y, work, &test_err));
     test_compare_terms(what, y, wy, t.y, ys, 1e-5);
     test_fill_uniform(dx, xs, 5, 6); /* dx must be overwritten */
-    CHECK_OK(tb.vt->conv2d_backward(Q, &d, x, w, dy, dx, dw, db, 0, work, &test_err));
+    CHECK_OK(tb.vt->conv2d_backward(Q, FG_F32, FG_F32, FG_F32, &d, x, w, dy, dx, dw, db, 0, work,
+                                    &test_err));
     test_compare_terms("conv dx", dx, wdx, t.dx, xs, 1e-5);
     test_compare_terms("conv dw", dw, wdw, t.dw, ws, 1e-5);
     test_compare_terms("conv dbias", db, wdb, t.db, (size_t)d.k, 1e-5);
@@ -108,7 +109,8 @@ static void test_conv_case(fg_conv2d_desc d, int with_bias)
         wdb[k] += db[k];
         t.db[k] += fabs(db[k]);
     }
-    CHECK_OK(tb.vt->conv2d_backward(Q, &d, x, w, dy, NULL, dw, db, 1, work, &test_err));
+    CHECK_OK(tb.vt->conv2d_backward(Q, FG_F32, FG_F32, FG_F32, &d, x, w, dy, NULL, dw, db, 1, work,
+                                    &test_err));
     test_compare_terms("conv dw accumulate", dw, wdw, t.dw, ws, 1e-5);
     test_compare_terms("conv dbias accumulate", db, wdb, t.db, (size_t)d.k, 1e-5);
     free(x); free(w); free(bias); free(y); free(dy); free(dx); free(dw); free(db);
@@ -128,7 +130,8 @@ static void test_conv(void)
     fg_conv2d_desc bad = make_desc(1, 1, 5, 5, 1, 3, 3, 0, 0, 1, 1);
     bad.out_h = 4;
     float buf[64] = { 0 };
-    fg_status st = tb.vt->conv2d_forward(Q, &bad, buf, buf, NULL, buf, buf, &test_err);
+    fg_status st = tb.vt->conv2d_forward(Q, FG_F32, FG_F32, &bad, buf, buf, NULL, buf, buf,
+                                         &test_err);
     CHECK(st == FG_INVALID_ARGUMENT && strstr(test_err.message, "out_h = 4"), "%s",
           test_err.message);
 }
@@ -188,10 +191,10 @@ static void test_pool_case(int mode, fg_conv2d_desc d)
     char what[96];
     snprintf(what, sizeof what, "%s pool %dx%d stride %d pad %d on %dx%d",
              mode == FG_POOL_MAX ? "max" : "avg", d.r, d.s, d.stride_h, d.pad_h, d.h, d.w);
-    CHECK_OK(tb.vt->pool2d_forward(Q, mode, &d, x, y, mode == FG_POOL_MAX ? am : NULL,
+    CHECK_OK(tb.vt->pool2d_forward(Q, FG_F32, mode, &d, x, y, mode == FG_POOL_MAX ? am : NULL,
                                    &test_err));
     test_compare(what, y, wy, ys, 1e-6);
-    CHECK_OK(tb.vt->pool2d_backward(Q, mode, &d, dy, mode == FG_POOL_MAX ? am : NULL, dx,
+    CHECK_OK(tb.vt->pool2d_backward(Q, FG_F32, mode, &d, dy, mode == FG_POOL_MAX ? am : NULL, dx,
                                     &test_err));
     test_compare("pool dx", dx, wdx, xs, 1e-6);
     free(x); free(y); free(dy); free(dx); free(am); free(wy); free(wdx);
@@ -207,7 +210,7 @@ static void test_pool(void)
     }
     fg_conv2d_desc d = make_desc(1, 1, 4, 4, 0, 2, 2, 0, 0, 2, 2);
     float buf[16] = { 0 };
-    fg_status st = tb.vt->pool2d_forward(Q, FG_POOL_MAX, &d, buf, buf, NULL, &test_err);
+    fg_status st = tb.vt->pool2d_forward(Q, FG_F32, FG_POOL_MAX, &d, buf, buf, NULL, &test_err);
     CHECK(st == FG_INVALID_ARGUMENT && strstr(test_err.message, "argmax"), "%s",
           test_err.message);
 }

@@ -95,8 +95,9 @@ static void test_conv_grad(void)
     test_fill_uniform(b, (size_t)d.k, -1, 1);
     test_fill_uniform(dy, ys, -1, 1);
     void *work = test_alloc(tb.vt->conv2d_workspace(tb.state, &d));
-    CHECK_OK(tb.vt->conv2d_forward(Q, &d, x, w, b, y, work, &test_err));
-    CHECK_OK(tb.vt->conv2d_backward(Q, &d, x, w, dy, dx, dw, db, 0, work, &test_err));
+    CHECK_OK(tb.vt->conv2d_forward(Q, FG_F32, FG_F32, &d, x, w, b, y, work, &test_err));
+    CHECK_OK(tb.vt->conv2d_backward(Q, FG_F32, FG_F32, FG_F32, &d, x, w, dy, dx, dw, db, 0, work,
+                                    &test_err));
     conv_ctx c = { d, to_double(x, xs), to_double(w, ws), to_double(b, (size_t)d.k),
                    to_double(dy, ys) };
     check_fd("conv dx vs finite differences", conv_loss, &c, c.x, dx, xs);
@@ -158,8 +159,8 @@ static void test_pool_grad(int mode, int r, int stride, int pad)
         x[j] = t;
     }
     test_fill_uniform(dy, ys, -1, 1);
-    CHECK_OK(tb.vt->pool2d_forward(Q, mode, &d, x, y, am, &test_err));
-    CHECK_OK(tb.vt->pool2d_backward(Q, mode, &d, dy, am, dx, &test_err));
+    CHECK_OK(tb.vt->pool2d_forward(Q, FG_F32, mode, &d, x, y, am, &test_err));
+    CHECK_OK(tb.vt->pool2d_backward(Q, FG_F32, mode, &d, dy, am, dx, &test_err));
     pool_ctx c = { d, mode == FG_POOL_MAX, to_double(x, xs), to_double(dy, ys) };
     char what[80];
     snprintf(what, sizeof what, "%s pool %dx%d stride %d dx vs finite differences",
@@ -214,10 +215,10 @@ static void test_bn_grad(int n, int c, int sp)
     test_fill_uniform(g, (size_t)c, 0.5, 1.5);
     test_fill_uniform(be, (size_t)c, -1, 1);
     float eps = 1e-3f;
-    CHECK_OK(tb.vt->batchnorm_forward(Q, 1, n, c, sp, x, g, be, NULL, NULL, 0.1f, eps, sm, si,
-                                      y, &test_err));
-    CHECK_OK(tb.vt->batchnorm_backward(Q, n, c, sp, x, g, sm, si, dy, dx, dg, db, 0,
-                                       &test_err));
+    CHECK_OK(tb.vt->batchnorm_forward(Q, FG_F32, FG_F32, 1, n, c, sp, x, g, be, NULL, NULL, 0.1f,
+                                      eps, sm, si, y, &test_err));
+    CHECK_OK(tb.vt->batchnorm_backward(Q, FG_F32, FG_F32, FG_F32, n, c, sp, x, g, sm, si, dy, dx,
+                                       dg, db, 0, &test_err));
     bn_ctx b = { n, c, sp, eps, to_double(x, total), to_double(g, (size_t)c),
                  to_double(be, (size_t)c), to_double(dy, total) };
     check_fd("bn dx vs finite differences", bn_loss, &b, b.x, dx, total);
@@ -267,8 +268,8 @@ static void test_act_grad(void)
             x[i] = (float)(i % 2 ? v : -v); /* away from relu's kink */
         }
         test_fill_uniform(dy, n, -1, 1);
-        CHECK_OK(tb.vt->activation_forward(Q, act, x, y, n, &test_err));
-        CHECK_OK(tb.vt->activation_backward(Q, act, x, y, dy, dx, n, &test_err));
+        CHECK_OK(tb.vt->activation_forward(Q, FG_F32, act, x, y, n, &test_err));
+        CHECK_OK(tb.vt->activation_backward(Q, FG_F32, act, x, y, dy, dx, n, &test_err));
         act_ctx a = { act, n, to_double(x, n), to_double(dy, n) };
         char what[64];
         snprintf(what, sizeof what, "activation %d dx vs finite differences", act);
@@ -315,9 +316,9 @@ static void test_xent_grad(void)
     for (int r = 0; r < rows; r++)
         labels[r] = (r * 7) % classes;
     float loss = 0, correct = 0, scale = 1.0f / (float)rows;
-    CHECK_OK(tb.vt->softmax_xent_forward(Q, logits, labels, rows, classes, probs, &loss,
+    CHECK_OK(tb.vt->softmax_xent_forward(Q, FG_F32, logits, labels, rows, classes, probs, &loss,
                                          &correct, &test_err));
-    CHECK_OK(tb.vt->softmax_xent_backward(Q, probs, labels, rows, classes, scale, dl,
+    CHECK_OK(tb.vt->softmax_xent_backward(Q, FG_F32, probs, labels, rows, classes, scale, dl,
                                           &test_err));
     xent_ctx c = { rows, classes, scale, to_double(logits, n), labels };
     check_fd("softmax xent dlogits vs finite differences", xent_loss, &c, c.logits, dl, n);

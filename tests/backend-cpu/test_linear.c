@@ -31,7 +31,8 @@ static void test_gemm_case(int ta, int tb_, int m, int n, int k, int pad)
             /* columns past n (padding) must stay untouched */
             want[o] = j < n ? alpha * acc + (beta == 0.0f ? 0.0 : beta * c[o]) : c[o];
         }
-    CHECK_OK(tb.vt->gemm(Q, ta, tb_, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, &test_err));
+    CHECK_OK(tb.vt->gemm(Q, FG_F32, FG_F32, FG_F32, ta, tb_, m, n, k, alpha, a, lda, b, ldb, beta,
+                         c, ldc, &test_err));
     char what[64];
     snprintf(what, sizeof what, "gemm ta=%d tb=%d m=%d n=%d k=%d pad=%d", ta, tb_, m, n, k, pad);
     test_compare(what, c, want, (size_t)m * (size_t)ldc, 1e-5);
@@ -52,7 +53,8 @@ static void test_gemm(void)
                         test_gemm_case(ta, tb_, sizes[i], sizes[j], sizes[l], (i + j + l) % 3);
     /* bad leading dimension */
     float x[4] = { 0 };
-    fg_status st = tb.vt->gemm(Q, 0, 0, 2, 2, 2, 1.0f, x, 1, x, 2, 0.0f, x, 2, &test_err);
+    fg_status st = tb.vt->gemm(Q, FG_F32, FG_F32, FG_F32, 0, 0, 2, 2, 2, 1.0f, x, 1, x, 2, 0.0f, x,
+                               2, &test_err);
     CHECK(st == FG_INVALID_ARGUMENT && strstr(test_err.message, "lda = 1"), "got %s: %s",
           fg_status_name(st), test_err.message);
 }
@@ -71,7 +73,7 @@ static void test_bias(void)
         test_fill_uniform(bias, (size_t)cols, -1, 1);
         for (size_t i = 0; i < n; i++)
             want[i] = (double)y[i] + bias[(i / sp) % cols];
-        CHECK_OK(tb.vt->bias_add(Q, y, bias, rows, cols, sp, &test_err));
+        CHECK_OK(tb.vt->bias_add(Q, FG_F32, FG_F32, y, bias, rows, cols, sp, &test_err));
         test_compare("bias_add", y, want, n, 1e-6);
         for (int accumulate = 0; accumulate < 2; accumulate++) {
             test_fill_uniform(db, (size_t)cols, -1, 1);
@@ -79,7 +81,8 @@ static void test_bias(void)
                 wdb[c] = accumulate ? db[c] : 0.0;
             for (size_t i = 0; i < n; i++)
                 wdb[(i / sp) % cols] += y[i];
-            CHECK_OK(tb.vt->bias_grad(Q, db, y, rows, cols, sp, accumulate, &test_err));
+            CHECK_OK(
+                tb.vt->bias_grad(Q, FG_F32, FG_F32, db, y, rows, cols, sp, accumulate, &test_err));
             test_compare(accumulate ? "bias_grad accumulate" : "bias_grad", db, wdb,
                          (size_t)cols, 1e-5);
         }
@@ -94,7 +97,7 @@ static void test_bias(void)
 static void test_clamp_nan(void)
 {
     float v[4] = { NAN, -5.0f, 5.0f, 0.25f };
-    CHECK_OK(tb.vt->clamp(Q, v, -1.0f, 0.5f, 4, &test_err));
+    CHECK_OK(tb.vt->clamp(Q, FG_F32, v, -1.0f, 0.5f, 4, &test_err));
     CHECK(isnan(v[0]) && v[1] == -1.0f && v[2] == 0.5f && v[3] == 0.25f,
           "clamp gave %g %g %g %g", (double)v[0], (double)v[1], (double)v[2], (double)v[3]);
 }
@@ -106,7 +109,7 @@ static void test_elementwise(void)
         size_t n = sizes[t];
         float *x = test_alloc(n * 4), *y = test_alloc(n * 4);
         double *want = test_alloc(n * 8);
-        CHECK_OK(tb.vt->fill(Q, x, 2.5f, n, &test_err));
+        CHECK_OK(tb.vt->fill(Q, FG_F32, x, 2.5f, n, &test_err));
         for (size_t i = 0; i < n; i++)
             want[i] = 2.5;
         test_compare("fill", x, want, n, 0);
@@ -114,24 +117,24 @@ static void test_elementwise(void)
         test_fill_uniform(y, n, -2, 2);
         for (size_t i = 0; i < n; i++)
             want[i] = (double)x[i] * -0.3f;
-        CHECK_OK(tb.vt->scale(Q, x, -0.3f, n, &test_err));
+        CHECK_OK(tb.vt->scale(Q, FG_F32, x, -0.3f, n, &test_err));
         test_compare("scale", x, want, n, 1e-7);
         for (size_t i = 0; i < n; i++)
             want[i] = (double)y[i] + 1.7f * (double)x[i];
-        CHECK_OK(tb.vt->axpy(Q, 1.7f, x, y, n, &test_err));
+        CHECK_OK(tb.vt->axpy(Q, FG_F32, FG_F32, 1.7f, x, y, n, &test_err));
         test_compare("axpy", y, want, n, 1e-6);
         for (size_t i = 0; i < n; i++)
             want[i] = y[i] < -1.0f ? -1.0 : y[i] > 0.5f ? 0.5 : y[i];
         float *z = test_alloc(n * 4);
         memcpy(z, y, n * 4);
-        CHECK_OK(tb.vt->clamp(Q, z, -1.0f, 0.5f, n, &test_err));
+        CHECK_OK(tb.vt->clamp(Q, FG_F32, z, -1.0f, 0.5f, n, &test_err));
         test_compare("clamp", z, want, n, 0);
         free(z);
         double ss = 0.0;
         for (size_t i = 0; i < n; i++)
             ss += (double)y[i] * y[i];
         float out = -1.0f;
-        CHECK_OK(tb.vt->sum_squares(Q, y, n, &out, &test_err));
+        CHECK_OK(tb.vt->sum_squares(Q, FG_F32, y, n, &out, &test_err));
         test_compare_scalar("sum_squares", out, ss, 1e-6);
         free(x);
         free(y);
@@ -173,7 +176,7 @@ static void test_sgd(void)
             wb[i] = b[i];
         }
         sgd_reference(&cases[t], wp, g, wb, n);
-        CHECK_OK(tb.vt->sgd_update(Q, &cases[t], p, g, b, n, &test_err));
+        CHECK_OK(tb.vt->sgd_update(Q, FG_F32, FG_F32, &cases[t], p, g, b, n, &test_err));
         char what[48];
         snprintf(what, sizeof what, "sgd case %zu param", t);
         test_compare(what, p, wp, n, 1e-6);
@@ -183,7 +186,7 @@ static void test_sgd(void)
         }
     }
     fg_sgd_args bad = { sizeof bad, 0.1f, 0.0f, 0.0f, 0.0f, 1, 0 };
-    fg_status st = tb.vt->sgd_update(Q, &bad, p, g, b, n, &test_err);
+    fg_status st = tb.vt->sgd_update(Q, FG_F32, FG_F32, &bad, p, g, b, n, &test_err);
     CHECK(st == FG_INVALID_ARGUMENT && strstr(test_err.message, "nesterov"), "%s",
           test_err.message);
     free(p);
@@ -214,13 +217,13 @@ static void test_adamw(void)
             double vhat = wv[i] / (1.0 - pow(a.beta2, step));
             wp[i] -= a.lr * mhat / (sqrt(vhat) + a.eps);
         }
-        CHECK_OK(tb.vt->adamw_update(Q, &a, p, g, m, v, n, &test_err));
+        CHECK_OK(tb.vt->adamw_update(Q, FG_F32, FG_F32, &a, p, g, m, v, n, &test_err));
     }
     test_compare("adamw param", p, wp, n, 1e-6);
     test_compare("adamw m", m, wm, n, 1e-6);
     test_compare("adamw v", v, wv, n, 1e-6);
     a.step = 0;
-    fg_status st = tb.vt->adamw_update(Q, &a, p, g, m, v, n, &test_err);
+    fg_status st = tb.vt->adamw_update(Q, FG_F32, FG_F32, &a, p, g, m, v, n, &test_err);
     CHECK(st == FG_INVALID_ARGUMENT && strstr(test_err.message, "step = 0"), "%s",
           test_err.message);
     free(p);

@@ -63,15 +63,15 @@ static void test_batchnorm_case(int n, int c, int sp)
                 wdx[o] = gamma[ch] * invstd * (dy[o] - sdy / m_count - xh * sdyx / m_count);
             }
     }
-    CHECK_OK(tb.vt->batchnorm_forward(Q, 1, n, c, sp, x, gamma, beta, rm, rv, momentum, eps,
-                                      sm, si, y, &test_err));
+    CHECK_OK(tb.vt->batchnorm_forward(Q, FG_F32, FG_F32, 1, n, c, sp, x, gamma, beta, rm, rv,
+                                      momentum, eps, sm, si, y, &test_err));
     test_compare("bn train y", y, wy, total, 1e-5);
     test_compare("bn saved_mean", sm, wsm, (size_t)c, 1e-6);
     test_compare("bn saved_invstd", si, wsi, (size_t)c, 1e-5);
     test_compare("bn running_mean", rm, wrm, (size_t)c, 1e-6);
     test_compare("bn running_var (unbiased)", rv, wrv, (size_t)c, 1e-6);
-    CHECK_OK(tb.vt->batchnorm_backward(Q, n, c, sp, x, gamma, sm, si, dy, dx, dg, dbt, 0,
-                                       &test_err));
+    CHECK_OK(tb.vt->batchnorm_backward(Q, FG_F32, FG_F32, FG_F32, n, c, sp, x, gamma, sm, si, dy,
+                                       dx, dg, dbt, 0, &test_err));
     test_compare("bn dx", dx, wdx, total, 1e-4);
     test_compare("bn dgamma", dg, wdg, (size_t)c, 1e-5);
     test_compare("bn dbeta", dbt, wdb, (size_t)c, 1e-5);
@@ -79,8 +79,8 @@ static void test_batchnorm_case(int n, int c, int sp)
         wdg[ch] += dg[ch];
         wdb[ch] += dbt[ch];
     }
-    CHECK_OK(tb.vt->batchnorm_backward(Q, n, c, sp, x, gamma, sm, si, dy, NULL, dg, dbt, 1,
-                                       &test_err));
+    CHECK_OK(tb.vt->batchnorm_backward(Q, FG_F32, FG_F32, FG_F32, n, c, sp, x, gamma, sm, si, dy,
+                                       NULL, dg, dbt, 1, &test_err));
     test_compare("bn dgamma accumulate", dg, wdg, (size_t)c, 1e-5);
     test_compare("bn dbeta accumulate", dbt, wdb, (size_t)c, 1e-5);
     /* eval: the running statistics */
@@ -88,8 +88,8 @@ static void test_batchnorm_case(int n, int c, int sp)
         int ch = (int)(o / sp % c);
         wy[o] = ((double)x[o] - rm[ch]) / sqrt((double)rv[ch] + eps) * gamma[ch] + beta[ch];
     }
-    CHECK_OK(tb.vt->batchnorm_forward(Q, 0, n, c, sp, x, gamma, beta, rm, rv, momentum, eps,
-                                      NULL, NULL, y, &test_err));
+    CHECK_OK(tb.vt->batchnorm_forward(Q, FG_F32, FG_F32, 0, n, c, sp, x, gamma, beta, rm, rv,
+                                      momentum, eps, NULL, NULL, y, &test_err));
     test_compare("bn eval y", y, wy, total, 1e-5);
     free(x); free(y); free(dy); free(dx); free(gamma); free(beta); free(rm); free(rv);
     free(sm); free(si); free(dg); free(dbt); free(wy); free(wdx); free(wrm); free(wrv);
@@ -102,8 +102,8 @@ static void test_batchnorm(void)
     test_batchnorm_case(33, 129, 1);
     test_batchnorm_case(7, 4, 169);
     float one = 1.0f;
-    fg_status st = tb.vt->batchnorm_forward(Q, 1, 1, 1, 1, &one, NULL, NULL, NULL, NULL, 0.1f,
-                                            1e-5f, &one, &one, &one, &test_err);
+    fg_status st = tb.vt->batchnorm_forward(Q, FG_F32, FG_F32, 1, 1, 1, 1, &one, NULL, NULL, NULL,
+                                            NULL, 0.1f, 1e-5f, &one, &one, &one, &test_err);
     CHECK(st == FG_INVALID_ARGUMENT && strstr(test_err.message, "more than 1 value"), "%s",
           test_err.message);
 }
@@ -151,16 +151,16 @@ static void test_activations(void)
         }
         char what[48];
         snprintf(what, sizeof what, "%s forward", names[act]);
-        CHECK_OK(tb.vt->activation_forward(Q, act, x, y, n, &test_err));
+        CHECK_OK(tb.vt->activation_forward(Q, FG_F32, act, x, y, n, &test_err));
         test_compare(what, y, wy, n, 1e-6);
         snprintf(what, sizeof what, "%s backward", names[act]);
-        CHECK_OK(tb.vt->activation_backward(Q, act, x, y, dy, dx, n, &test_err));
+        CHECK_OK(tb.vt->activation_backward(Q, FG_F32, act, x, y, dy, dx, n, &test_err));
         test_compare(what, dx, wdx, n, 2e-6);
         /* in place: y over x, dx over dy */
-        CHECK_OK(tb.vt->activation_forward(Q, act, x, x, n, &test_err));
+        CHECK_OK(tb.vt->activation_forward(Q, FG_F32, act, x, x, n, &test_err));
         test_compare("in-place forward", x, wy, n, 1e-6);
     }
-    fg_status st = tb.vt->activation_forward(Q, 9, x, y, n, &test_err);
+    fg_status st = tb.vt->activation_forward(Q, FG_F32, 9, x, y, n, &test_err);
     CHECK(st == FG_INVALID_ARGUMENT && strstr(test_err.message, "unknown activation 9"), "%s",
           test_err.message);
     free(x); free(y); free(dy); free(dx); free(wy); free(wdx);
@@ -174,8 +174,8 @@ static void test_dropout(void)
     float *dx = test_alloc(n * 4);
     uint8_t *m1 = test_alloc(n), *m2 = test_alloc(n), *m3 = test_alloc(n);
     test_fill_uniform(x, n, -1, 1);
-    CHECK_OK(tb.vt->dropout_forward(Q, p, 42, 1000, x, y, m1, n, &test_err));
-    CHECK_OK(tb.vt->dropout_forward(Q, p, 42, 1000, x, y2, m2, n, &test_err));
+    CHECK_OK(tb.vt->dropout_forward(Q, FG_F32, p, 42, 1000, x, y, m1, n, &test_err));
+    CHECK_OK(tb.vt->dropout_forward(Q, FG_F32, p, 42, 1000, x, y2, m2, n, &test_err));
     CHECK(memcmp(m1, m2, n) == 0 && memcmp(y, y2, n * 4) == 0,
           "same seed and offset gave different masks");
     size_t kept = 0, bad_scale = 0;
@@ -189,20 +189,20 @@ static void test_dropout(void)
           1.0 - p);
     CHECK(bad_scale == 0, "%zu outputs are not x/(1-p) or 0", bad_scale);
     /* element i depends only on (seed, offset + i): shifting the offset shifts the mask */
-    CHECK_OK(tb.vt->dropout_forward(Q, p, 42, 1001, x, y2, m3, n, &test_err));
+    CHECK_OK(tb.vt->dropout_forward(Q, FG_F32, p, 42, 1001, x, y2, m3, n, &test_err));
     CHECK(memcmp(m1 + 1, m3, n - 1) == 0, "offset+1 is not the mask shifted by one");
     size_t same = 0;
     for (size_t i = 0; i < n; i++)
         same += m1[i] == m3[i];
     CHECK(same < n * 0.7, "a different offset gave a nearly identical mask (%zu of %zu)", same,
           n);
-    CHECK_OK(tb.vt->dropout_forward(Q, p, 43, 1000, x, y2, m3, n, &test_err));
+    CHECK_OK(tb.vt->dropout_forward(Q, FG_F32, p, 43, 1000, x, y2, m3, n, &test_err));
     CHECK(memcmp(m1, m3, n) != 0, "a different seed gave the same mask");
-    CHECK_OK(tb.vt->dropout_backward(Q, p, m1, x, dx, n, &test_err));
+    CHECK_OK(tb.vt->dropout_backward(Q, FG_F32, p, m1, x, dx, n, &test_err));
     CHECK(memcmp(dx, y, n * 4) == 0, "dropout backward of dy = x differs from forward");
-    CHECK_OK(tb.vt->dropout_forward(Q, 0.0f, 42, 0, x, y, m1, n, &test_err));
+    CHECK_OK(tb.vt->dropout_forward(Q, FG_F32, 0.0f, 42, 0, x, y, m1, n, &test_err));
     CHECK(memcmp(x, y, n * 4) == 0, "p = 0 changed values");
-    fg_status st = tb.vt->dropout_forward(Q, 1.5f, 42, 0, x, y, m1, n, &test_err);
+    fg_status st = tb.vt->dropout_forward(Q, FG_F32, 1.5f, 42, 0, x, y, m1, n, &test_err);
     CHECK(st == FG_INVALID_ARGUMENT && strstr(test_err.message, "p = 1.5"), "%s",
           test_err.message);
     free(x); free(y); free(y2); free(dx); free(m1); free(m2); free(m3);
@@ -237,16 +237,16 @@ static void test_xent_case(int rows, int classes)
         }
     }
     float loss_sum = 1.5f, correct = 2.0f; /* accumulated into */
-    CHECK_OK(tb.vt->softmax_xent_forward(Q, logits, labels, rows, classes, probs, &loss_sum,
+    CHECK_OK(tb.vt->softmax_xent_forward(Q, FG_F32, logits, labels, rows, classes, probs, &loss_sum,
                                          &correct, &test_err));
     test_compare("xent probs", probs, wp, n, 1e-6);
     test_compare_scalar("xent loss_sum", loss_sum, 1.5 + loss, 1e-5);
     test_compare_scalar("xent correct", correct, 2.0 + hits, 0);
-    CHECK_OK(tb.vt->softmax_xent_backward(Q, probs, labels, rows, classes, scale, dl,
+    CHECK_OK(tb.vt->softmax_xent_backward(Q, FG_F32, probs, labels, rows, classes, scale, dl,
                                           &test_err));
     test_compare("xent dlogits", dl, wdl, n, 1e-6);
     /* in place: dlogits over probs */
-    CHECK_OK(tb.vt->softmax_xent_backward(Q, probs, labels, rows, classes, scale, probs,
+    CHECK_OK(tb.vt->softmax_xent_backward(Q, FG_F32, probs, labels, rows, classes, scale, probs,
                                           &test_err));
     test_compare("xent dlogits in place", probs, wdl, n, 1e-6);
     free(logits); free(probs); free(dl); free(labels); free(wp); free(wdl);
@@ -261,13 +261,13 @@ static void test_xent(void)
     test_xent_case(5000, 10);
     float logits[30] = { 0 }, probs[30], loss = 0, correct = 0;
     int32_t labels[3] = { 1, 9, 10 };
-    fg_status st = tb.vt->softmax_xent_forward(Q, logits, labels, 3, 10, probs, &loss,
+    fg_status st = tb.vt->softmax_xent_forward(Q, FG_F32, logits, labels, 3, 10, probs, &loss,
                                                &correct, &test_err);
     CHECK(st == FG_INVALID_ARGUMENT && strstr(test_err.message, "row 2 has label 10") &&
               strstr(test_err.message, "[0, 10)"),
           "%s", test_err.message);
     labels[2] = -1;
-    st = tb.vt->softmax_xent_backward(Q, probs, labels, 3, 10, 1.0f, probs, &test_err);
+    st = tb.vt->softmax_xent_backward(Q, FG_F32, probs, labels, 3, 10, 1.0f, probs, &test_err);
     CHECK(st == FG_INVALID_ARGUMENT && strstr(test_err.message, "row 2 has label -1"), "%s",
           test_err.message);
 }

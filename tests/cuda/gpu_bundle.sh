@@ -6,7 +6,7 @@
 #
 # Writes .gpu/ in the repository root (and adds /.gpu/ to .git/info/exclude, so it is an
 # ignored path the device tool can carry):
-#   .gpu/bundle.tar.xz  bin/fulgur, bin/test_cuda_parity, lib/libfulgur.so*, the plugins,
+#   .gpu/bundle.tar.xz  bin/fulgur, bin/test_parity, lib/libfulgur.so*, the plugins,
 #                       and lib/deps/: the shared libraries they need beyond glibc, libstdc++
 #                       and CUDA's own (inih, jansson, OpenBLAS, gfortran, quadmath, zlib)
 #   .gpu/data/          Fashion-MNIST (the four .gz files of dataset-fashion-mnist)
@@ -20,14 +20,14 @@ data=/usr/share/datasets/fashion-mnist
 die() { echo "gpu_bundle: $*" >&2; exit 2; }
 
 [[ -x $build/bin/fulgur ]] || die "no $build/bin/fulgur: build first (cmake --build $build --target fulgur_cli ...)"
-[[ -x $build/bin/test_cuda_parity ]] || die "no $build/bin/test_cuda_parity (cmake --build $build --target test_cuda_parity)"
+[[ -x $build/bin/test_parity ]] || die "no $build/bin/test_parity (cmake --build $build --target test_parity)"
 [[ -f $build/lib/fulgur/plugins/fulgur-backend-cuda.so ]] || die "the CUDA backend is not built in $build"
 [[ -r $data/train-images-idx3-ubyte.gz ]] || die "no Fashion-MNIST in $data (Debian package dataset-fashion-mnist)"
 
 stage=$(mktemp -d /tmp/fulgur-gpu-bundle.XXXXXX)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib/fulgur/plugins" "$stage/lib/deps"
-cp "$build/bin/fulgur" "$build/bin/test_cuda_parity" "$stage/bin/"
+cp "$build/bin/fulgur" "$build/bin/test_parity" "$stage/bin/"
 cp -P "$build"/lib/libfulgur.so* "$stage/lib/"
 cp "$build"/lib/fulgur/plugins/*.so "$stage/lib/fulgur/plugins/"
 # debug sections only cost transfer size here

@@ -71,10 +71,9 @@ grep -E "^cuda +[0-9]+ device" "$OUT/gpu.txt" >/dev/null ||
 
 # 1. tests ------------------------------------------------------------------------------
 if (( tests )); then
-export FG_TEST_CUDA_PLUGIN=$fg/lib/fulgur/plugins/fulgur-backend-cuda.so
-export FG_TEST_CPU_PLUGIN=$fg/lib/fulgur/plugins/fulgur-backend-cpu.so
+export FG_TEST_PLUGIN_DIR=$fg/lib/fulgur/plugins
 parity_group() {
-    "$fg/bin/test_cuda_parity" "$1" >>"$OUT/parity.log" 2>&1
+    "$fg/bin/test_parity" --backend cuda "$1" >>"$OUT/parity.log" 2>&1
     local rc=$?
     (( rc == 77 )) && { echo "  (skipped: no usable device)" >>"$OUT/parity.log"; return 77; }
     return $rc

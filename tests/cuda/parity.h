@@ -1,9 +1,10 @@
-/* CUDA-vs-CPU parity tests: both backend plugins are loaded with dlopen from their built
- * paths, exactly as the host loads them, and every op runs on both from the same inputs.
- * CPU "device" memory is host memory, so the reference is read in place; CUDA outputs
- * are poisoned (all bits set: NaN in every float type) before each op, downloaded after. */
-#ifndef FG_TEST_CUDA_PARITY_H
-#define FG_TEST_CUDA_PARITY_H
+/* Parity tests of a backend against the CPU backend: both plugins are loaded with dlopen,
+ * exactly as the host loads them, and every op runs on both from the same inputs. CPU
+ * "device" memory is host memory, so the reference is read in place; the tested backend's
+ * outputs are poisoned (all bits set: NaN in every float type) before each op, downloaded
+ * after. */
+#ifndef FG_TEST_PARITY_H
+#define FG_TEST_PARITY_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -13,14 +14,19 @@
 /* One tensor on both backends. */
 typedef struct pair {
     void *c; /* CPU backend memory (host addressable) */
-    void *g; /* CUDA device memory */
+    void *g; /* the tested backend's device memory */
     size_t bytes;
 } pair;
 
 typedef struct parity {
-    const fg_backend_vtable *cpu, *cuda;
-    void *cs, *gs; /* instance states */
-    void *cq, *gq; /* queues on device 0 */
+    const char *dut_name;              /* the backend under test: backend.NAME */
+    int exact;                         /* every output bitwise (the CPU backend itself) */
+    int partial;      /* it declares some op or dtype unsupported: FG_UNAVAILABLE skips */
+    int skipped;      /* cases skipped so */
+    int skip_outputs; /* the last BOTH was skipped: its compares are too */
+    const fg_backend_vtable *ref, *dut; /* the CPU backend, the backend under test */
+    void *rs, *ds; /* instance states */
+    void *rq, *dq; /* queues on device 0 */
 } parity;
 
 extern parity P;
@@ -28,15 +34,16 @@ extern int checks, failures;
 
 /* A failed check: prints and counts. */
 void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Both calls must succeed (the second is the CUDA backend's); prints and counts. */
+/* Both calls must succeed (the second is the tested backend's); prints and counts. A
+ * partial backend's FG_UNAVAILABLE skips the case (and its compares) instead. */
 int both_ok(const char *what, fg_status sc, const fg_error *ec, fg_status sg,
             const fg_error *eg);
 
 /* Buffers (released together by release_all()). */
 pair pnew(size_t bytes);
 void pput(pair p, const void *host);   /* same bytes into both */
-void ppoison(pair p);                  /* CUDA side all 0xFF bytes (NaN) */
-void pmirror(pair p);                  /* CPU side's bytes copied to the CUDA side */
+void ppoison(pair p);                  /* tested side all 0xFF bytes (NaN) */
+void pmirror(pair p);                  /* CPU side's bytes copied to the tested side */
 void release_all(void);
 /* n random values in [lo, hi) of dtype (made on the CPU side, then mirrored). */
 pair prandom(size_t n, uint32_t dtype, double lo, double hi);
@@ -44,12 +51,13 @@ pair pfill(size_t n, uint32_t dtype, float value);
 void rng_seed(uint64_t s);
 double rng_uniform(double lo, double hi);
 
-/* ||cuda - cpu|| / ||cpu|| <= tol over n values of dtype (absolute when ||cpu|| is 0);
+/* ||tested - cpu|| / ||cpu|| <= tol over n values of dtype (absolute when ||cpu|| is 0;
+ * bitwise when P.exact);
  * a NaN on one side only, or any NaN in a place the CPU wrote a number, fails. */
 int compare(const char *what, pair p, size_t n, uint32_t dtype, double tol);
 /* Bytes equal. */
 int compare_exact(const char *what, pair p, size_t bytes);
-/* Downloads the CUDA side into host memory. */
+/* Downloads the tested side into host memory. */
 void download(pair p, void *host);
 double to_double(const void *base, uint32_t dtype, size_t i);
 size_t dtype_size(uint32_t t);

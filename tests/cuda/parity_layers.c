@@ -1,6 +1,6 @@
 /* Parity groups of the layers' ops: bias, activations, conv2d, pooling, batch norm,
  * dropout and softmax cross-entropy, in fp32 and in the half-precision mixes the
- * precision plugins use (the _ex entries). */
+ * precision plugins use. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,15 +11,19 @@
 
 /* f32; bf16-mixed and fp16-mixed (half activations and parameters, f32 gradients); and
  * half activations over f32 parameters. */
-static const fg_op_dtypes mixes[] = {
-    { sizeof(fg_op_dtypes), FG_F32, FG_F32, FG_F32 },
-    { sizeof(fg_op_dtypes), FG_BF16, FG_BF16, FG_F32 },
-    { sizeof(fg_op_dtypes), FG_F16, FG_F16, FG_F32 },
-    { sizeof(fg_op_dtypes), FG_BF16, FG_F32, FG_F32 },
+typedef struct mix {
+    uint32_t act, param, grad;
+} mix;
+
+static const mix mixes[] = {
+    {FG_F32, FG_F32, FG_F32},
+    {FG_BF16, FG_BF16, FG_F32},
+    {FG_F16, FG_F16, FG_F32},
+    {FG_BF16, FG_F32, FG_F32},
 };
 #define MIXES ((int)(sizeof mixes / sizeof mixes[0]))
 
-static const char *mix_name(const fg_op_dtypes *dt)
+static const char *mix_name(const mix *dt)
 {
     static char buf[32];
     snprintf(buf, sizeof buf, "%s/%s/%s", fg_dtype_name((fg_dtype)dt->act),
@@ -28,7 +32,7 @@ static const char *mix_name(const fg_op_dtypes *dt)
 }
 
 /* Outputs made from half inputs carry the half tolerance. */
-static double tol_mix(const fg_op_dtypes *dt)
+static double tol_mix(const mix *dt)
 {
     double t = tol_of(dt->act);
     return tol_of(dt->param) > t ? tol_of(dt->param) : t;
@@ -42,20 +46,21 @@ static const int bias_shapes[][3] = { { 1, 1, 1 }, { 7, 13, 1 }, { 64, 256, 1 },
 void test_bias_act(void)
 {
     for (int x = 0; x < MIXES; x++) {
-        const fg_op_dtypes *dt = &mixes[x];
+        const mix *dt = &mixes[x];
         for (size_t s = 0; s < sizeof bias_shapes / sizeof bias_shapes[0]; s++) {
             int rows = bias_shapes[s][0], cols = bias_shapes[s][1], sp = bias_shapes[s][2];
             size_t n = (size_t)rows * (size_t)cols * (size_t)sp;
             pair y = prandom(n, dt->act, -1, 1), b = prandom((size_t)cols, dt->param, -1, 1);
             const char *what = W("bias_add %d x %d x %d %s", rows, cols, sp, mix_name(dt));
-            BOTH(what, V->bias_add_ex(S, Q, dt, X(y), X(b), rows, cols, sp, E));
+            BOTH(what, V->bias_add(S, Q, dt->act, dt->param, X(y), X(b), rows, cols, sp, E));
             compare(what, y, n, dt->act, tol_of(dt->act));
             for (int acc = 0; acc < 2; acc++) {
                 pair db = prandom((size_t)cols, dt->grad, -1, 1);
                 if (!acc)
                     ppoison(db);
                 what = W("bias_grad %d x %d x %d acc=%d %s", rows, cols, sp, acc, mix_name(dt));
-                BOTH(what, V->bias_grad_ex(S, Q, dt, X(db), X(y), rows, cols, sp, acc, E));
+                BOTH(what,
+                     V->bias_grad(S, Q, dt->grad, dt->act, X(db), X(y), rows, cols, sp, acc, E));
                 compare(what, db, (size_t)cols, dt->grad, 1e-6);
             }
             release_all();
@@ -67,34 +72,34 @@ void test_bias_act(void)
                 pair in = prandom(n, dt->act, -4, 4), out = pnew(n * dtype_size(dt->act));
                 ppoison(out);
                 const char *what = W("activation %d forward n=%zu %s", act, n, mix_name(dt));
-                BOTH(what, V->activation_forward_ex(S, Q, dt, act, X(in), X(out), n, E));
+                BOTH(what, V->activation_forward(S, Q, dt->act, act, X(in), X(out), n, E));
                 compare(what, out, n, dt->act, tol_of(dt->act));
                 pmirror(out); /* backward from the same y on both sides */
                 pair dy = prandom(n, dt->act, -1, 1), dx = pnew(n * dtype_size(dt->act));
                 ppoison(dx);
                 what = W("activation %d backward n=%zu %s", act, n, mix_name(dt));
-                BOTH(what, V->activation_backward_ex(S, Q, dt, act, X(in), X(out), X(dy), X(dx),
-                                                     n, E));
+                BOTH(what,
+                     V->activation_backward(S, Q, dt->act, act, X(in), X(out), X(dy), X(dx), n, E));
                 compare(what, dx, n, dt->act, tol_of(dt->act));
                 release_all();
             }
     }
     /* the fp32 entries */
     pair y = prandom(64 * 10, FG_F32, -1, 1), b = prandom(10, FG_F32, -1, 1);
-    BOTH("bias_add fp32 entry", V->bias_add(S, Q, X(y), X(b), 64, 10, 1, E));
+    BOTH("bias_add fp32 entry", V->bias_add(S, Q, FG_F32, FG_F32, X(y), X(b), 64, 10, 1, E));
     compare("bias_add fp32 entry", y, 640, FG_F32, 0);
     pair db = pnew(40);
     ppoison(db);
-    BOTH("bias_grad fp32 entry", V->bias_grad(S, Q, X(db), X(y), 64, 10, 1, 0, E));
+    BOTH("bias_grad fp32 entry", V->bias_grad(S, Q, FG_F32, FG_F32, X(db), X(y), 64, 10, 1, 0, E));
     compare("bias_grad fp32 entry", db, 10, FG_F32, 1e-6);
     pair o = pnew(640 * 4);
     ppoison(o);
-    BOTH("gelu fp32 entry", V->activation_forward(S, Q, FG_ACT_GELU, X(y), X(o), 640, E));
+    BOTH("gelu fp32 entry", V->activation_forward(S, Q, FG_F32, FG_ACT_GELU, X(y), X(o), 640, E));
     compare("gelu fp32 entry", o, 640, FG_F32, 1e-5);
     pair dx = pnew(640 * 4);
     ppoison(dx);
     BOTH("gelu backward fp32 entry",
-         V->activation_backward(S, Q, FG_ACT_GELU, X(y), X(o), X(y), X(dx), 640, E));
+         V->activation_backward(S, Q, FG_F32, FG_ACT_GELU, X(y), X(o), X(y), X(dx), 640, E));
     compare("gelu backward fp32 entry", dx, 640, FG_F32, 1e-5);
     release_all();
 }
@@ -118,12 +123,12 @@ void test_conv(void)
         window(1, 2, 4, 4, 3, 4, 4, 0, 0, 1, 1),     window(5, 3, 9, 9, 7, 1, 1, 0, 0, 2, 2),
     };
     for (int x = 0; x < 3; x++) { /* f32, bf16-mixed, fp16-mixed */
-        const fg_op_dtypes *dt = &mixes[x];
+        const mix *dt = &mixes[x];
         for (size_t i = 0; i < sizeof descs / sizeof descs[0]; i++) {
             const fg_conv2d_desc *d = &descs[i];
             size_t xn = (size_t)d->n * d->c * d->h * d->w, wn = (size_t)d->k * d->c * d->r * d->s;
             size_t yn = (size_t)d->n * d->k * d->out_h * d->out_w;
-            size_t wc = P.cpu->conv2d_workspace(P.cs, d), wg = P.cuda->conv2d_workspace(P.gs, d);
+            size_t wc = P.ref->conv2d_workspace(P.rs, d), wg = P.dut->conv2d_workspace(P.ds, d);
             checks++;
             if (!wg)
                 fail("conv2d_workspace of a valid window is 0");
@@ -134,8 +139,8 @@ void test_conv(void)
             ppoison(y);
             const char *what = W("conv2d_forward desc %zu bias=%d %s", i, with_bias,
                                  mix_name(dt));
-            BOTH(what, V->conv2d_forward_ex(S, Q, dt, d, X(in), X(w), XN(with_bias, b), X(y),
-                                            X(ws), E));
+            BOTH(what, V->conv2d_forward(S, Q, dt->act, dt->param, d, X(in), X(w), XN(with_bias, b),
+                                         X(y), X(ws), E));
             compare(what, y, yn, dt->act, tol_mix(dt));
             for (int acc = 0; acc < 2; acc++) {
                 int with_dx = !(i == 1 && acc == 0); /* a first layer: no dx */
@@ -148,8 +153,8 @@ void test_conv(void)
                 }
                 what = W("conv2d_backward desc %zu acc=%d dx=%d %s", i, acc, with_dx,
                          mix_name(dt));
-                BOTH(what, V->conv2d_backward_ex(S, Q, dt, d, X(in), X(w), X(dy),
-                                                 XN(with_dx, dx), X(dw), X(db), acc, X(ws), E));
+                BOTH(what, V->conv2d_backward(S, Q, dt->act, dt->param, dt->grad, d, X(in), X(w),
+                                              X(dy), XN(with_dx, dx), X(dw), X(db), acc, X(ws), E));
                 if (with_dx)
                     compare(W("conv2d_backward desc %zu acc=%d %s (dx)", i, acc, mix_name(dt)),
                             dx, xn, dt->act, tol_mix(dt));
@@ -165,18 +170,21 @@ void test_conv(void)
     const fg_conv2d_desc *d = &descs[3];
     size_t xn = (size_t)d->n * d->c * d->h * d->w, wn = (size_t)d->k * d->c * d->r * d->s;
     size_t yn = (size_t)d->n * d->k * d->out_h * d->out_w;
-    size_t wc = P.cpu->conv2d_workspace(P.cs, d), wg = P.cuda->conv2d_workspace(P.gs, d);
+    size_t wc = P.ref->conv2d_workspace(P.rs, d), wg = P.dut->conv2d_workspace(P.ds, d);
     pair ws = pnew(wc > wg ? wc : wg), in = prandom(xn, FG_F32, -1, 1);
     pair w = prandom(wn, FG_F32, -1, 1), y = pnew(yn * 4), dw = pnew(wn * 4);
     ppoison(y);
-    BOTH("conv2d_forward fp32 entry", V->conv2d_forward(S, Q, d, X(in), X(w), NULL, X(y), X(ws), E));
+    BOTH("conv2d_forward fp32 entry",
+         V->conv2d_forward(S, Q, FG_F32, FG_F32, d, X(in), X(w), NULL, X(y), X(ws), E));
     compare("conv2d_forward fp32 entry", y, yn, FG_F32, 1e-5);
-    BOTH("conv2d_backward fp32 entry", V->conv2d_backward(S, Q, d, X(in), X(w), X(y), NULL, X(dw),
-                                                          NULL, 0, X(ws), E));
+    BOTH("conv2d_backward fp32 entry",
+         V->conv2d_backward(S, Q, FG_F32, FG_F32, FG_F32, d, X(in), X(w), X(y), NULL, X(dw), NULL,
+                            0, X(ws), E));
     compare("conv2d_backward fp32 entry (dw)", dw, wn, FG_F32, 1e-5);
     pair dw2 = pnew(wn * 4);
     fg_error e = {0};
-    P.cuda->conv2d_backward(P.gs, P.gq, d, in.g, w.g, y.g, NULL, dw2.g, NULL, 0, ws.g, &e);
+    P.dut->conv2d_backward(P.ds, P.dq, FG_F32, FG_F32, FG_F32, d, in.g, w.g, y.g, NULL, dw2.g, NULL,
+                           0, ws.g, &e);
     download(dw, dw2.c);
     compare_exact("conv2d_backward twice gives the same bits", dw2, wn * 4);
     release_all();
@@ -192,7 +200,7 @@ void test_pool(void)
         window(3, 4, 13, 11, 0, 3, 2, 0, 1, 3, 2),
     };
     for (int x = 0; x < 3; x++) {
-        const fg_op_dtypes *dt = &mixes[x];
+        const mix *dt = &mixes[x];
         for (size_t i = 0; i < sizeof descs / sizeof descs[0]; i++)
             for (int mode = FG_POOL_MAX; mode <= FG_POOL_AVG; mode++) {
                 const fg_conv2d_desc *d = &descs[i];
@@ -203,8 +211,8 @@ void test_pool(void)
                 ppoison(y);
                 ppoison(am);
                 const char *what = W("pool2d_forward desc %zu mode %d %s", i, mode, mix_name(dt));
-                BOTH(what, V->pool2d_forward_ex(S, Q, dt, mode, d, X(in), X(y),
-                                                XN(mode == FG_POOL_MAX, am), E));
+                BOTH(what, V->pool2d_forward(S, Q, dt->act, mode, d, X(in), X(y),
+                                             XN(mode == FG_POOL_MAX, am), E));
                 compare(what, y, yn, dt->act, 0);
                 if (mode == FG_POOL_MAX) {
                     compare_exact(W("pool2d_forward desc %zu %s (argmax)", i, mix_name(dt)), am,
@@ -214,8 +222,8 @@ void test_pool(void)
                 pair dy = prandom(yn, dt->act, -1, 1), dx = pnew(xn * dtype_size(dt->act));
                 ppoison(dx);
                 what = W("pool2d_backward desc %zu mode %d %s", i, mode, mix_name(dt));
-                BOTH(what, V->pool2d_backward_ex(S, Q, dt, mode, d, X(dy),
-                                                 XN(mode == FG_POOL_MAX, am), X(dx), E));
+                BOTH(what, V->pool2d_backward(S, Q, dt->act, mode, d, X(dy),
+                                              XN(mode == FG_POOL_MAX, am), X(dx), E));
                 compare(what, dx, xn, dt->act, 0);
                 release_all();
             }
@@ -224,11 +232,12 @@ void test_pool(void)
     size_t xn = (size_t)d->n * d->c * d->h * d->w, yn = (size_t)d->n * d->c * d->out_h * d->out_w;
     pair in = prandom(xn, FG_F32, -1, 1), y = pnew(yn * 4), am = pnew(yn * 4), dx = pnew(xn * 4);
     ppoison(y);
-    BOTH("maxpool fp32 entry", V->pool2d_forward(S, Q, FG_POOL_MAX, d, X(in), X(y), X(am), E));
+    BOTH("maxpool fp32 entry",
+         V->pool2d_forward(S, Q, FG_F32, FG_POOL_MAX, d, X(in), X(y), X(am), E));
     compare("maxpool fp32 entry", y, yn, FG_F32, 0);
     ppoison(dx);
     BOTH("maxpool backward fp32 entry",
-         V->pool2d_backward(S, Q, FG_POOL_MAX, d, X(y), X(am), X(dx), E));
+         V->pool2d_backward(S, Q, FG_F32, FG_POOL_MAX, d, X(y), X(am), X(dx), E));
     compare("maxpool backward fp32 entry", dx, xn, FG_F32, 0);
     release_all();
 }
@@ -240,7 +249,7 @@ static const int bn_shapes[][3] = { { 2, 3, 1 }, { 8, 16, 49 }, { 32, 4, 1 }, { 
 void test_batchnorm(void)
 {
     for (int x = 0; x < MIXES; x++) {
-        const fg_op_dtypes *dt = &mixes[x];
+        const mix *dt = &mixes[x];
         for (size_t s = 0; s < sizeof bn_shapes / sizeof bn_shapes[0]; s++)
             for (int variant = 0; variant < 3; variant++) {
                 /* 0: training with affine and running stats; 1: training without either;
@@ -258,10 +267,10 @@ void test_batchnorm(void)
                 ppoison(si);
                 const char *what = W("batchnorm_forward %d x %d x %d variant %d %s", n, c, sp,
                                      variant, mix_name(dt));
-                BOTH(what, V->batchnorm_forward_ex(S, Q, dt, training, n, c, sp, X(in),
-                                                   XN(affine, gamma), XN(affine, beta),
-                                                   XN(running, rm), XN(running, rv), 0.1f, 1e-5f,
-                                                   XN(training, sm), XN(training, si), X(y), E));
+                BOTH(what, V->batchnorm_forward(S, Q, dt->act, dt->param, training, n, c, sp, X(in),
+                                                XN(affine, gamma), XN(affine, beta),
+                                                XN(running, rm), XN(running, rv), 0.1f, 1e-5f,
+                                                XN(training, sm), XN(training, si), X(y), E));
                 compare(what, y, xn, dt->act, tol_mix(dt));
                 if (training) {
                     compare(W("batchnorm_forward %d x %d x %d %s (saved mean)", n, c, sp,
@@ -290,9 +299,9 @@ void test_batchnorm(void)
                     }
                     what = W("batchnorm_backward %d x %d x %d variant %d acc=%d %s", n, c, sp,
                              variant, acc, mix_name(dt));
-                    BOTH(what, V->batchnorm_backward_ex(S, Q, dt, n, c, sp, X(in),
-                                                        XN(affine, gamma), X(sm), X(si), X(dy),
-                                                        XN(with_dx, dx), X(dg), X(db), acc, E));
+                    BOTH(what, V->batchnorm_backward(S, Q, dt->act, dt->param, dt->grad, n, c, sp,
+                                                     X(in), XN(affine, gamma), X(sm), X(si), X(dy),
+                                                     XN(with_dx, dx), X(dg), X(db), acc, E));
                     if (with_dx)
                         compare(what, dx, xn, dt->act, tol_mix(dt));
                     compare(W("batchnorm_backward %d x %d x %d acc=%d %s (dgamma)", n, c, sp,
@@ -312,7 +321,7 @@ void test_dropout(void)
     static const float ps[] = { 0.0f, 0.1f, 0.5f, 1.0f };
     static const size_t sizes[] = { 1, 1000, 100003 };
     for (int x = 0; x < 3; x++) {
-        const fg_op_dtypes *dt = &mixes[x];
+        const mix *dt = &mixes[x];
         for (size_t pi = 0; pi < 4; pi++)
             for (size_t si = 0; si < 3; si++) {
                 size_t n = sizes[si];
@@ -323,8 +332,8 @@ void test_dropout(void)
                 ppoison(mask);
                 const char *what = W("dropout_forward p=%g n=%zu %s", (double)ps[pi], n,
                                      mix_name(dt));
-                BOTH(what, V->dropout_forward_ex(S, Q, dt, ps[pi], seed, offset, X(in), X(y),
-                                                 X(mask), n, E));
+                BOTH(what, V->dropout_forward(S, Q, dt->act, ps[pi], seed, offset, X(in), X(y),
+                                              X(mask), n, E));
                 compare_exact(W("dropout_forward p=%g n=%zu %s (mask)", (double)ps[pi], n,
                                 mix_name(dt)), mask, n);
                 compare(W("dropout_forward p=%g n=%zu %s", (double)ps[pi], n, mix_name(dt)), y,
@@ -332,14 +341,15 @@ void test_dropout(void)
                 pair dy = prandom(n, dt->act, -1, 1), dx = pnew(n * dtype_size(dt->act));
                 ppoison(dx);
                 what = W("dropout_backward p=%g n=%zu %s", (double)ps[pi], n, mix_name(dt));
-                BOTH(what, V->dropout_backward_ex(S, Q, dt, ps[pi], X(mask), X(dy), X(dx), n, E));
+                BOTH(what, V->dropout_backward(S, Q, dt->act, ps[pi], X(mask), X(dy), X(dx), n, E));
                 compare(what, dx, n, dt->act, 0);
                 release_all();
             }
     }
     pair in = prandom(4097, FG_F32, -1, 1), y = pnew(4097 * 4), mask = pnew(4097);
     ppoison(mask);
-    BOTH("dropout fp32 entry", V->dropout_forward(S, Q, 0.3f, 99, 7, X(in), X(y), X(mask), 4097, E));
+    BOTH("dropout fp32 entry",
+         V->dropout_forward(S, Q, FG_F32, 0.3f, 99, 7, X(in), X(y), X(mask), 4097, E));
     compare_exact("dropout fp32 entry (mask)", mask, 4097);
     release_all();
 }
@@ -360,7 +370,7 @@ void test_xent(void)
 {
     static const int shapes[][2] = { { 1, 1 }, { 7, 10 }, { 128, 10 }, { 33, 1000 }, { 1024, 10 } };
     for (int x = 0; x < 3; x++) {
-        const fg_op_dtypes *dt = &mixes[x];
+        const mix *dt = &mixes[x];
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             int rows = shapes[s][0], classes = shapes[s][1];
             size_t n = (size_t)rows * classes;
@@ -370,8 +380,8 @@ void test_xent(void)
             pput(sums, start);
             ppoison(probs);
             const char *what = W("softmax_xent_forward %d x %d %s", rows, classes, mix_name(dt));
-            BOTH(what, V->softmax_xent_forward_ex(S, Q, dt, X(logits), X(labels), rows, classes,
-                                                  X(probs), X(sums), (float *)X(sums) + 1, E));
+            BOTH(what, V->softmax_xent_forward(S, Q, dt->act, X(logits), X(labels), rows, classes,
+                                               X(probs), X(sums), (float *)X(sums) + 1, E));
             compare(what, probs, n, FG_F32, 1e-5);
             compare(W("softmax_xent_forward %d x %d %s (loss, hits)", rows, classes,
                       mix_name(dt)), sums, 2, FG_F32, 1e-5);
@@ -379,8 +389,8 @@ void test_xent(void)
             pair dl = pnew(n * dtype_size(dt->act));
             ppoison(dl);
             what = W("softmax_xent_backward %d x %d %s", rows, classes, mix_name(dt));
-            BOTH(what, V->softmax_xent_backward_ex(S, Q, dt, X(probs), X(labels), rows, classes,
-                                                   1.0f / (float)rows, X(dl), E));
+            BOTH(what, V->softmax_xent_backward(S, Q, dt->act, X(probs), X(labels), rows, classes,
+                                                1.0f / (float)rows, X(dl), E));
             compare(what, dl, n, dt->act, tol_of(dt->act));
             release_all();
         }
@@ -390,23 +400,24 @@ void test_xent(void)
     pair probs = pnew(640 * 4);
     memcpy(probs.c, logits.c, 640 * 4);
     pmirror(probs);
-    BOTH("softmax_xent_forward in place", V->softmax_xent_forward(S, Q, X(probs), X(labels), 64,
-                                                                  10, X(probs), NULL, NULL, E));
+    BOTH("softmax_xent_forward in place", V->softmax_xent_forward(S, Q, FG_F32, X(probs), X(labels),
+                                                                  64, 10, X(probs), NULL, NULL, E));
     compare("softmax_xent_forward in place", probs, 640, FG_F32, 1e-5);
-    /* a label outside [0, classes): the CUDA backend reports it at the next queue_sync */
+    /* a label outside [0, classes): reported by the op, or (a device backend) at the next
+     * queue_sync */
     ((int32_t *)labels.c)[2] = 10;
     pmirror(labels);
     pair sums = pnew(8);
     fg_error e = {0};
-    fg_status st = P.cuda->softmax_xent_forward(P.gs, P.gq, logits.g, labels.g, 64, 10, probs.g,
-                                                sums.g, NULL, &e);
+    fg_status st = P.dut->softmax_xent_forward(P.ds, P.dq, FG_F32, logits.g, labels.g, 64, 10,
+                                               probs.g, sums.g, NULL, &e);
     if (st == FG_OK)
-        st = P.cuda->queue_sync(P.gs, P.gq, &e);
+        st = P.dut->queue_sync(P.ds, P.dq, &e);
     checks++;
     if (st != FG_INVALID_ARGUMENT || !strstr(e.message, "row 2 has label 10"))
         fail("a bad label: queue_sync answered %s: %s", fg_status_name(st), e.message);
     checks++;
-    if ((st = P.cuda->queue_sync(P.gs, P.gq, &e)) != FG_OK)
+    if ((st = P.dut->queue_sync(P.ds, P.dq, &e)) != FG_OK)
         fail("queue_sync after a reported bad label: %s", e.message);
     release_all();
 }

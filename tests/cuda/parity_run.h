@@ -1,8 +1,8 @@
 /* Running one op on both backends: BOTH(what, expr) evaluates expr twice, with V, S, Q
- * and E naming the vtable, state, queue and error of the CPU backend, then the CUDA
- * backend, and X(p) the pair's pointer on that side. W() formats a case name. */
-#ifndef FG_TEST_CUDA_PARITY_RUN_H
-#define FG_TEST_CUDA_PARITY_RUN_H
+ * and E naming the vtable, state, queue and error of the CPU backend, then the backend
+ * under test, and X(p) the pair's pointer on that side. W() formats a case name. */
+#ifndef FG_TEST_PARITY_RUN_H
+#define FG_TEST_PARITY_RUN_H
 
 #include <stdio.h>
 
@@ -13,9 +13,9 @@
         fg_error e_[2] = { { 0 }, { 0 } };                                                 \
         fg_status s_[2];                                                                   \
         for (int side_ = 0; side_ < 2; side_++) {                                          \
-            const fg_backend_vtable *V = side_ ? P.cuda : P.cpu;                           \
-            void *S = side_ ? P.gs : P.cs;                                                 \
-            void *Q = side_ ? P.gq : P.cq;                                                 \
+            const fg_backend_vtable *V = side_ ? P.dut : P.ref;                            \
+            void *S = side_ ? P.ds : P.rs;                                                 \
+            void *Q = side_ ? P.dq : P.rq;                                                 \
             fg_error *E = &e_[side_];                                                      \
             s_[side_] = (expr);                                                            \
         }                                                                                  \

@@ -6,7 +6,7 @@
 #include "harness.h"
 
 void test_group_half(void);   /* test_half.c: conversions */
-void test_group_ops(void);    /* test_ops_ex.c: the CPU backend's dtype ops */
+void test_group_ops(void);    /* test_ops_dtypes.c: the CPU backend's dtype ops */
 void test_group_scaler(void); /* test_scaler.c: the fp16-mixed loss scaler */
 
 #endif

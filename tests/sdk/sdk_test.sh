@@ -7,6 +7,9 @@
 #                later step proves the tree relocatable); checks what is and is not there
 # oot_plugin     builds examples/oot-plugin against the prefix; exports; fulgur plugins/explain
 # template       the same for sdk/template
+# template_backend  sdk/template/backend against the prefix: exports, listing; `fulgur check`
+#                accepts an MLP config and refuses a conv2d one (exit 2, naming conv2d_forward);
+#                a short fit on it
 # oot_fit        the installed `fulgur` checks a config against the example's schema, then
 #                a short fit on synthetic data writes its JSON lines
 # metrics_json   drives the built example plugin through its ABI (metrics_json_driver.c)
@@ -212,6 +215,64 @@ step_template() {
         "stop_below_loss +float +default=0 .*stop training once train/loss is below this"
 }
 
+# The backend template: built against the prefix alone, then used by the installed fulgur.
+step_template_backend() {
+    bdir=$SDK_WORK/template-backend-build
+    build_against_prefix "$FULGUR_SRC/sdk/template/backend" "$bdir"
+    check_exports "$bdir/fulgur-backend-my_backend.so"
+    check_listed "$bdir" backend my_backend 0.1.0
+    dir=$SDK_WORK/template-backend
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    write_backend_config() { # $1: file, $2: the layers
+        cat >"$1" <<INI
+[backend]
+name = my_backend
+[trainer]
+max_epochs = 1
+limit_train_batches = 4
+limit_val_batches = 2
+default_root_dir = $dir/runs
+[data]
+name = synthetic
+train_size = 256
+test_size = 64
+batch_size = 32
+num_workers = 0
+$2
+INI
+    }
+    write_backend_config "$dir/mlp.ini" "[layer.flat]
+type = flatten
+[layer.hidden]
+type = linear
+out_features = 32
+[layer.act]
+type = relu
+[layer.out]
+type = linear
+out_features = 10"
+    write_backend_config "$dir/conv.ini" "[layer.conv1]
+type = conv2d
+out_channels = 4
+kernel_size = 3
+[layer.flat]
+type = flatten
+[layer.out]
+type = linear
+out_features = 10"
+    out=$("$FULGUR" --plugin-path "$bdir" check "$dir/mlp.ini" 2>&1) || fail "fulgur check mlp.ini with backend.my_backend: exit $?: $out"
+    out=$("$FULGUR" --plugin-path "$bdir" fit "$dir/mlp.ini" 2>&1) || fail "fulgur fit mlp.ini with backend.my_backend: exit $?: $out"
+    case $out in *"weights:"*) ;; *) fail "fulgur fit with backend.my_backend printed no weights line: $out" ;; esac
+    rc=0
+    out=$("$FULGUR" --plugin-path "$bdir" check "$dir/conv.ini" 2>&1) || rc=$?
+    [ "$rc" -eq 2 ] || fail "fulgur check conv.ini with backend.my_backend: exit $rc, want 2: $out"
+    for frag in "backend.my_backend lacks:" "conv2d_forward(f32) for [layer.conv1]" \
+        "conv2d_backward(f32) for [layer.conv1]"; do
+        case $out in *"$frag"*) ;; *) fail "fulgur check conv.ini: no '$frag' in: $out" ;; esac
+    done
+}
+
 step_metrics_json() {
     so=$SDK_WORK/oot-build/fulgur-callback-metrics_json.so
     [ -f "$so" ] || fail "not built: $so (sdk.oot_plugin builds it)"
@@ -325,7 +386,7 @@ step_cmake_embed() {
 }
 
 case $step in
-install | oot_plugin | oot_fit | template | metrics_json | pkg_config | cmake_embed) "step_$step" ;;
+install | oot_plugin | oot_fit | template | template_backend | metrics_json | pkg_config | cmake_embed) "step_$step" ;;
 *) fail "unknown step '$step'" ;;
 esac
 echo "ok [sdk.$step]"

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "fulgur/backend.h"
+#include "op_needs.h"
 
 #define FG_LAYER_NAME_MAX 64
 #define FG_LAYER_SECTION_MAX (FG_LAYER_NAME_MAX + 8)
@@ -45,29 +46,37 @@ enum {
 typedef struct fg_layer fg_layer;
 typedef struct fg_model fg_model;
 
-/* What a layer sees while it runs. Pointers are device memory of the queue's device. */
+/* Element types of a model's tensors by role, each FG_F32, FG_F16 or FG_BF16: activations
+ * and their gradients (x, y, dy, dx, logits, dlogits), the parameters the layers read
+ * (weights, biases, gamma, beta), and the parameter gradients. */
+typedef struct fg_role_dtypes {
+    uint32_t act;
+    uint32_t param;
+    uint32_t grad;
+} fg_role_dtypes;
+
+/* What a layer sees while it runs. Pointers are device memory of the queue's device; the
+ * `void *` ones hold dt's types (x, y, dy, dx: dt.act; param: dt.param; grad: dt.grad),
+ * buffer and aux are f32. */
 typedef struct fg_layer_ctx {
     const fg_backend_vtable *be;
     void *bs; /* backend state */
     void *queue;
     int batch;
     int training;
-    int accumulate;                     /* backward: add into the parameter gradients */
-    float *param[FG_LAYER_MAX_TENSORS]; /* the layer's parameters, in declaration order */
-    float *grad[FG_LAYER_MAX_TENSORS];  /* their gradients, same layout */
+    int accumulate;                      /* backward: add into the parameter gradients */
+    fg_role_dtypes dt;
+    void *param[FG_LAYER_MAX_TENSORS];   /* the layer's parameters, in declaration order */
+    void *grad[FG_LAYER_MAX_TENSORS];    /* their gradients, same layout */
     float *buffer[FG_LAYER_MAX_TENSORS]; /* running statistics and such, never trained */
-    const float *x;                     /* (batch, in...) */
-    float *y;                           /* (batch, out...) */
-    const float *dy;                    /* (batch, out...) backward only */
-    float *dx;                          /* (batch, in...); NULL: not wanted (DX_OPTIONAL) */
+    const void *x;                       /* (batch, in...) */
+    void *y;                             /* (batch, out...) */
+    const void *dy;                      /* (batch, out...) backward only */
+    void *dx;                            /* (batch, in...); NULL: not wanted (DX_OPTIONAL) */
     void *aux;       /* the layer's own arena bytes: aux_fixed + aux_per_sample * batch */
     void *workspace; /* scratch shared by all layers, workspace_bytes(max batch) */
     uint64_t dropout_seed;
     uint64_t dropout_offset;
-    /* Element types of the tensors above (x, y, dy, dx in dt->act, param in dt->param,
-     * grad in dt->grad; buffer and aux stay f32). NULL: all f32, the float pointers mean
-     * what they say. Otherwise they name half storage: reach it only through fg_op_*. */
-    const fg_op_dtypes *dt;
 } fg_layer_ctx;
 
 typedef struct fg_layer_ops {
@@ -85,6 +94,10 @@ typedef struct fg_layer_ops {
                               int batch);
     fg_status (*forward)(const fg_layer *l, const fg_layer_ctx *c, fg_error *err);
     fg_status (*backward)(const fg_layer *l, const fg_layer_ctx *c, fg_error *err);
+    /* Adds the backend ops forward (and backward when training) call, in dt's types;
+     * NULL: none (an alias). */
+    void (*op_needs)(const fg_layer *l, const fg_role_dtypes *dt, int training,
+                     fg_op_needs *needs);
 } fg_layer_ops;
 
 struct fg_layer {
@@ -167,68 +180,44 @@ static inline int64_t fg_window_out(int64_t in, int kernel, int stride, int padd
 /* Fills a conv/pool descriptor for an (c, h, w) input at `batch`. */
 void fg_layer_window_desc(const fg_layer *l, int batch, fg_conv2d_desc *d);
 
-/* Fails with FG_UNAVAILABLE naming the op when the backend lacks it. */
+/* Whether the backend has vtable entry fn. */
 #define FG_BACKEND_HAS(be, fn) (FG_HAS_FIELD(be, fg_backend_vtable, fn) && (be)->fn != NULL)
+
+/* FG_UNAVAILABLE naming the entry the backend lacks. */
+static inline fg_status fg_backend_lacks(fg_error *err, const char *fn)
+{
+    return fg_error_set(err, FG_UNAVAILABLE, "the backend does not implement %s", fn);
+}
+
+/* Fails with FG_UNAVAILABLE naming the op when the backend lacks it. */
 #define FG_BACKEND_NEED(be, fn, err)                                                        \
     do {                                                                                    \
         if (!FG_BACKEND_HAS(be, fn))                                                        \
-            return fg_error_set(err, FG_UNAVAILABLE, "the backend does not implement %s",   \
-                                #fn);                                                       \
+            return fg_backend_lacks(err, #fn);                                              \
     } while (0)
 
-/* ---- backend ops in the context's dtypes (layer_ops.c) ------------------------------
- * Layers call the backend through these: with c->dt NULL the fp32 op runs, bit for bit as
- * a direct call; otherwise its _ex variant with c->dt (FG_UNAVAILABLE naming the op when
- * the backend has none). A gemm operand's role says which of c->dt's types it has. */
-typedef enum fg_tensor_role { FG_ROLE_ACT = 0, FG_ROLE_PARAM = 1, FG_ROLE_GRAD = 2 } fg_tensor_role;
-
-fg_status fg_op_gemm(const fg_layer_ctx *c, int trans_a, int trans_b, int m, int n, int k,
-                     float alpha, const void *a, fg_tensor_role ra, int lda, const void *b,
-                     fg_tensor_role rb, int ldb, float beta, void *cm, fg_tensor_role rc,
-                     int ldc, fg_error *err);
-fg_status fg_op_bias_add(const fg_layer_ctx *c, void *y, const void *bias, int rows, int cols,
-                         int spatial, fg_error *err);
-fg_status fg_op_bias_grad(const fg_layer_ctx *c, void *dbias, const void *dy, int rows,
-                          int cols, int spatial, fg_error *err);
-fg_status fg_op_activation_forward(const fg_layer_ctx *c, int act, size_t n, fg_error *err);
-fg_status fg_op_activation_backward(const fg_layer_ctx *c, int act, size_t n, fg_error *err);
-fg_status fg_op_conv2d_forward(const fg_layer_ctx *c, const fg_conv2d_desc *d,
-                               const void *bias, fg_error *err);
-fg_status fg_op_conv2d_backward(const fg_layer_ctx *c, const fg_conv2d_desc *d, void *dbias,
-                                fg_error *err);
-fg_status fg_op_pool2d_forward(const fg_layer_ctx *c, int mode, const fg_conv2d_desc *d,
-                               int32_t *argmax, fg_error *err);
-fg_status fg_op_pool2d_backward(const fg_layer_ctx *c, int mode, const fg_conv2d_desc *d,
-                                const int32_t *argmax, fg_error *err);
-fg_status fg_op_batchnorm_forward(const fg_layer_ctx *c, int n, int ch, int spatial,
-                                  float momentum, float eps, float *saved_mean,
-                                  float *saved_invstd, fg_error *err);
-fg_status fg_op_batchnorm_backward(const fg_layer_ctx *c, int n, int ch, int spatial,
-                                   const float *saved_mean, const float *saved_invstd,
-                                   fg_error *err);
-fg_status fg_op_dropout_forward(const fg_layer_ctx *c, float p, uint8_t *mask, size_t n,
-                                fg_error *err);
-fg_status fg_op_dropout_backward(const fg_layer_ctx *c, float p, const uint8_t *mask, size_t n,
-                                 fg_error *err);
+/* A backend op on the context's queue: c->be->fn(c->bs, c->queue, args..., err), or
+ * FG_UNAVAILABLE naming fn when the backend lacks it. (A run's setup has already checked
+ * every op it needs, with its dtypes; this guards callers that skip the setup, as tests.) */
+#define FG_OP(c, err, fn, ...)                                                              \
+    (FG_BACKEND_HAS((c)->be, fn) ? (c)->be->fn((c)->bs, (c)->queue, __VA_ARGS__, (err))      \
+                                 : fg_backend_lacks((err), #fn))
 
 /* ---- loss (loss_xent.c) ------------------------------------------------------------- */
 
-/* Softmax cross-entropy over (rows, classes) logits: loss_sum and correct accumulated. */
+/* Softmax cross-entropy over (rows, classes) logits in logits_dtype: loss_sum and correct
+ * accumulated; probs f32. */
 fg_status fg_xent_forward(const fg_backend_vtable *be, void *bs, void *queue,
-                          const float *logits, const int32_t *labels, int rows, int classes,
-                          float *probs, float *loss_sum, float *correct, fg_error *err);
-/* dlogits = (probs - onehot) * loss_scale / rows: the gradient of the mean loss. */
+                          uint32_t logits_dtype, const void *logits, const int32_t *labels,
+                          int rows, int classes, float *probs, float *loss_sum, float *correct,
+                          fg_error *err);
+/* dlogits (logits_dtype) = (probs - onehot) * loss_scale / rows: the gradient of the mean
+ * loss. */
 fg_status fg_xent_backward(const fg_backend_vtable *be, void *bs, void *queue,
-                           const float *probs, const int32_t *labels, int rows, int classes,
-                           float loss_scale, float *dlogits, fg_error *err);
-/* The same with logits and dlogits in dt->act (dt NULL: f32, the calls above). */
-fg_status fg_xent_forward_dt(const fg_backend_vtable *be, void *bs, void *queue,
-                             const fg_op_dtypes *dt, const void *logits, const int32_t *labels,
-                             int rows, int classes, float *probs, float *loss_sum,
-                             float *correct, fg_error *err);
-fg_status fg_xent_backward_dt(const fg_backend_vtable *be, void *bs, void *queue,
-                              const fg_op_dtypes *dt, const float *probs,
-                              const int32_t *labels, int rows, int classes, float loss_scale,
-                              void *dlogits, fg_error *err);
+                           uint32_t logits_dtype, const float *probs, const int32_t *labels,
+                           int rows, int classes, float loss_scale, void *dlogits,
+                           fg_error *err);
+/* The ops the loss calls (training: backward too). */
+void fg_xent_op_needs(uint32_t logits_dtype, int training, fg_op_needs *n);
 
 #endif

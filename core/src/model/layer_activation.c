@@ -36,13 +36,21 @@ static fg_status act_plan(fg_layer *l, fg_model *m, fg_error *err)
 static fg_status act_forward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
     size_t n = (size_t)c->batch * fg_shape_numel(&l->in);
-    return fg_op_activation_forward(c, l->act, n, err);
+    return FG_OP(c, err, activation_forward, c->dt.act, l->act, c->x, c->y, n);
 }
 
 static fg_status act_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
     size_t n = (size_t)c->batch * fg_shape_numel(&l->in);
-    return fg_op_activation_backward(c, l->act, n, err);
+    return FG_OP(c, err, activation_backward, c->dt.act, l->act, c->x, c->y, c->dy, c->dx, n);
+}
+
+static void act_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int training,
+                         fg_op_needs *n)
+{
+    FG_NEED(n, l->section, FG_OP_ACTIVATION_FORWARD, dt->act);
+    if (training)
+        FG_NEED(n, l->section, FG_OP_ACTIVATION_BACKWARD, dt->act);
 }
 
 #define ACT_KIND(name_)                                                                       \
@@ -54,6 +62,7 @@ static fg_status act_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error
         .plan = act_plan,                                                                     \
         .forward = act_forward,                                                               \
         .backward = act_backward,                                                             \
+        .op_needs = act_op_needs,                                                             \
     }
 
 ACT_KIND(relu);

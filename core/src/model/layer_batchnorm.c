@@ -57,15 +57,26 @@ static fg_status batchnorm_forward(const fg_layer *l, const fg_layer_ctx *c, fg_
                             "training needs more than one value per channel, got batch %d x %d",
                             c->batch, sp);
     float *saved = c->aux; /* (2, c): mean, invstd */
-    return fg_op_batchnorm_forward(c, c->batch, ch, sp, (float)l->momentum, (float)l->eps,
-                                   saved, saved + ch, err);
+    return FG_OP(c, err, batchnorm_forward, c->dt.act, c->dt.param, c->training, c->batch, ch,
+                 sp, c->x, c->param[0], c->param[1], c->buffer[0], c->buffer[1],
+                 (float)l->momentum, (float)l->eps, saved, saved + ch, c->y);
 }
 
 static fg_status batchnorm_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
     int ch = bn_channels(l), sp = bn_spatial(l);
-    const float *saved = c->aux;
-    return fg_op_batchnorm_backward(c, c->batch, ch, sp, saved, saved + ch, err);
+    const float *saved = c->aux; /* (2, c): mean, invstd */
+    return FG_OP(c, err, batchnorm_backward, c->dt.act, c->dt.param, c->dt.grad, c->batch, ch,
+                 sp, c->x, c->param[0], saved, saved + ch, c->dy, c->dx, c->grad[0],
+                 c->grad[1], c->accumulate);
+}
+
+static void batchnorm_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int training,
+                               fg_op_needs *n)
+{
+    FG_NEED(n, l->section, FG_OP_BATCHNORM_FORWARD, dt->act, dt->param);
+    if (training)
+        FG_NEED(n, l->section, FG_OP_BATCHNORM_BACKWARD, dt->act, dt->param, dt->grad);
 }
 
 const fg_layer_ops fg_layer_batchnorm = {
@@ -76,4 +87,5 @@ const fg_layer_ops fg_layer_batchnorm = {
     .plan = batchnorm_plan,
     .forward = batchnorm_forward,
     .backward = batchnorm_backward,
+    .op_needs = batchnorm_op_needs,
 };

@@ -76,14 +76,25 @@ static fg_status conv2d_forward(const fg_layer *l, const fg_layer_ctx *c, fg_err
 {
     fg_conv2d_desc d;
     fg_layer_window_desc(l, c->batch, &d);
-    return fg_op_conv2d_forward(c, &d, l->bias ? c->param[1] : NULL, err);
+    return FG_OP(c, err, conv2d_forward, c->dt.act, c->dt.param, &d, c->x, c->param[0],
+                 l->bias ? c->param[1] : NULL, c->y, c->workspace);
 }
 
 static fg_status conv2d_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
     fg_conv2d_desc d;
     fg_layer_window_desc(l, c->batch, &d);
-    return fg_op_conv2d_backward(c, &d, l->bias ? c->grad[1] : NULL, err);
+    return FG_OP(c, err, conv2d_backward, c->dt.act, c->dt.param, c->dt.grad, &d, c->x,
+                 c->param[0], c->dy, c->dx, c->grad[0], l->bias ? c->grad[1] : NULL,
+                 c->accumulate, c->workspace);
+}
+
+static void conv2d_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int training,
+                            fg_op_needs *n)
+{
+    FG_NEED(n, l->section, FG_OP_CONV2D_FORWARD, dt->act, dt->param);
+    if (training)
+        FG_NEED(n, l->section, FG_OP_CONV2D_BACKWARD, dt->act, dt->param, dt->grad);
 }
 
 const fg_layer_ops fg_layer_conv2d = {
@@ -96,4 +107,5 @@ const fg_layer_ops fg_layer_conv2d = {
     .workspace_bytes = conv2d_workspace,
     .forward = conv2d_forward,
     .backward = conv2d_backward,
+    .op_needs = conv2d_op_needs,
 };

@@ -31,13 +31,23 @@ static fg_status dropout_plan(fg_layer *l, fg_model *m, fg_error *err)
 static fg_status dropout_forward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
     size_t n = (size_t)c->batch * fg_shape_numel(&l->in);
-    return fg_op_dropout_forward(c, (float)l->p, c->aux, n, err);
+    return FG_OP(c, err, dropout_forward, c->dt.act, (float)l->p, c->dropout_seed,
+                 c->dropout_offset, c->x, c->y, c->aux, n);
 }
 
 static fg_status dropout_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
     size_t n = (size_t)c->batch * fg_shape_numel(&l->in);
-    return fg_op_dropout_backward(c, (float)l->p, c->aux, n, err);
+    return FG_OP(c, err, dropout_backward, c->dt.act, (float)l->p, c->aux, c->dy, c->dx, n);
+}
+
+static void dropout_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int training,
+                             fg_op_needs *n)
+{
+    if (!training) /* evaluation skips the layer: its output is its input */
+        return;
+    FG_NEED(n, l->section, FG_OP_DROPOUT_FORWARD, dt->act);
+    FG_NEED(n, l->section, FG_OP_DROPOUT_BACKWARD, dt->act);
 }
 
 const fg_layer_ops fg_layer_dropout = {
@@ -49,4 +59,5 @@ const fg_layer_ops fg_layer_dropout = {
     .plan = dropout_plan,
     .forward = dropout_forward,
     .backward = dropout_backward,
+    .op_needs = dropout_op_needs,
 };

@@ -50,28 +50,44 @@ static fg_status linear_plan(fg_layer *l, fg_model *m, fg_error *err)
 static fg_status linear_forward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
     int in = (int)l->in.dims[0], out = (int)l->units;
+    uint32_t act = c->dt.act, param = c->dt.param;
     /* y = x W^T */
-    fg_status st = fg_op_gemm(c, 0, 1, c->batch, out, in, 1.0f, c->x, FG_ROLE_ACT, in,
-                              c->param[0], FG_ROLE_PARAM, in, 0.0f, c->y, FG_ROLE_ACT, out, err);
+    fg_status st = FG_OP(c, err, gemm, act, param, act, 0, 1, c->batch, out, in, 1.0f, c->x, in,
+                         c->param[0], in, 0.0f, c->y, out);
     if (st != FG_OK || !l->bias)
         return st;
-    return fg_op_bias_add(c, c->y, c->param[1], c->batch, out, 1, err);
+    return FG_OP(c, err, bias_add, act, param, c->y, c->param[1], c->batch, out, 1);
 }
 
 static fg_status linear_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
     int in = (int)l->in.dims[0], out = (int)l->units;
+    uint32_t act = c->dt.act, param = c->dt.param, grad = c->dt.grad;
     float beta = c->accumulate ? 1.0f : 0.0f;
     /* dW(out, in) (+)= dy^T x */
-    fg_status st = fg_op_gemm(c, 1, 0, out, in, c->batch, 1.0f, c->dy, FG_ROLE_ACT, out, c->x,
-                              FG_ROLE_ACT, in, beta, c->grad[0], FG_ROLE_GRAD, in, err);
+    fg_status st = FG_OP(c, err, gemm, act, act, grad, 1, 0, out, in, c->batch, 1.0f, c->dy, out,
+                         c->x, in, beta, c->grad[0], in);
     if (st == FG_OK && l->bias)
-        st = fg_op_bias_grad(c, c->grad[1], c->dy, c->batch, out, 1, err);
+        st = FG_OP(c, err, bias_grad, grad, act, c->grad[1], c->dy, c->batch, out, 1,
+                   c->accumulate);
     /* dx(batch, in) = dy W */
     if (st == FG_OK && c->dx)
-        st = fg_op_gemm(c, 0, 0, c->batch, in, out, 1.0f, c->dy, FG_ROLE_ACT, out, c->param[0],
-                        FG_ROLE_PARAM, in, 0.0f, c->dx, FG_ROLE_ACT, in, err);
+        st = FG_OP(c, err, gemm, act, param, act, 0, 0, c->batch, in, out, 1.0f, c->dy, out,
+                   c->param[0], in, 0.0f, c->dx, in);
     return st;
+}
+
+static void linear_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int training,
+                            fg_op_needs *n)
+{
+    FG_NEED(n, l->section, FG_OP_GEMM, dt->act, dt->param, dt->act);
+    if (l->bias)
+        FG_NEED(n, l->section, FG_OP_BIAS_ADD, dt->act, dt->param);
+    if (!training)
+        return;
+    FG_NEED(n, l->section, FG_OP_GEMM, dt->act, dt->act, dt->grad);
+    if (l->bias)
+        FG_NEED(n, l->section, FG_OP_BIAS_GRAD, dt->grad, dt->act);
 }
 
 const fg_layer_ops fg_layer_linear = {
@@ -83,4 +99,5 @@ const fg_layer_ops fg_layer_linear = {
     .plan = linear_plan,
     .forward = linear_forward,
     .backward = linear_backward,
+    .op_needs = linear_op_needs,
 };

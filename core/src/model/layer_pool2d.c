@@ -73,8 +73,8 @@ static fg_status pool_forward(const fg_layer *l, const fg_layer_ctx *c, fg_error
     fg_conv2d_desc d;
     fg_layer_window_desc(l, c->batch, &d);
     int mode = pool_mode(l);
-    return fg_op_pool2d_forward(c, mode, &d, mode == FG_POOL_MAX ? (int32_t *)c->aux : NULL,
-                                err);
+    return FG_OP(c, err, pool2d_forward, c->dt.act, mode, &d, c->x, c->y,
+                 mode == FG_POOL_MAX ? (int32_t *)c->aux : NULL);
 }
 
 static fg_status pool_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
@@ -82,8 +82,16 @@ static fg_status pool_backward(const fg_layer *l, const fg_layer_ctx *c, fg_erro
     fg_conv2d_desc d;
     fg_layer_window_desc(l, c->batch, &d);
     int mode = pool_mode(l);
-    return fg_op_pool2d_backward(c, mode, &d,
-                                 mode == FG_POOL_MAX ? (const int32_t *)c->aux : NULL, err);
+    return FG_OP(c, err, pool2d_backward, c->dt.act, mode, &d, c->dy,
+                 mode == FG_POOL_MAX ? (const int32_t *)c->aux : NULL, c->dx);
+}
+
+static void pool_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int training,
+                          fg_op_needs *n)
+{
+    FG_NEED(n, l->section, FG_OP_POOL2D_FORWARD, dt->act);
+    if (training)
+        FG_NEED(n, l->section, FG_OP_POOL2D_BACKWARD, dt->act);
 }
 
 const fg_layer_ops fg_layer_maxpool2d = {
@@ -94,6 +102,7 @@ const fg_layer_ops fg_layer_maxpool2d = {
     .plan = pool_plan,
     .forward = pool_forward,
     .backward = pool_backward,
+    .op_needs = pool_op_needs,
 };
 
 const fg_layer_ops fg_layer_avgpool2d = {
@@ -104,4 +113,5 @@ const fg_layer_ops fg_layer_avgpool2d = {
     .plan = pool_plan,
     .forward = pool_forward,
     .backward = pool_backward,
+    .op_needs = pool_op_needs,
 };

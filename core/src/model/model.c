@@ -393,7 +393,7 @@ fg_status fg_model_set_dtypes(fg_model *m, uint32_t act, uint32_t param, uint32_
         return fg_error_set(err, FG_INVALID_ARGUMENT, "model dtypes %s/%s/%s: each must be "
                             "f32, f16 or bf16", fg_dtype_name((fg_dtype)act),
                             fg_dtype_name((fg_dtype)param), fg_dtype_name((fg_dtype)grad));
-    m->dt = (fg_op_dtypes){sizeof(fg_op_dtypes), act, param, grad};
+    m->dt = (fg_role_dtypes){act, param, grad};
     m->typed = act != FG_F32 || param != FG_F32 || grad != FG_F32;
     m->no_master = 0;
     return FG_OK;
@@ -408,7 +408,7 @@ fg_status fg_model_set_master_weights(fg_model *m, int on, fg_error *err)
     return FG_OK;
 }
 
-const fg_op_dtypes *fg_model_dtypes(const fg_model *m)
+const fg_role_dtypes *fg_model_dtypes(const fg_model *m)
 {
     return m->typed ? &m->dt : NULL;
 }

@@ -110,13 +110,14 @@ void fg_replica_set_grad_ready_hook(fg_replica *r, fg_grad_ready_fn fn, void *us
 void fg_replica_set_need_input_grad(fg_replica *r, int on);
 /* (batch, classes) softmax of the last forward, on the device. */
 const float *fg_replica_probs(const fg_replica *r);
-/* (batch, sample...) on the device, written by the last backward when asked for. */
-const float *fg_replica_input_grad(const fg_replica *r);
+/* (batch, sample...) on the device (act dtype), written by the last backward when asked
+ * for. */
+const void *fg_replica_input_grad(const fg_replica *r);
 
 /* x_dev (batch, sample...) and labels_dev (batch) must stay valid until backward. Adds
  * the summed loss and the number of correct argmax predictions to the device scalars.
  * training = 0: dropout is the identity, batchnorm uses its running statistics. */
-fg_status fg_replica_forward(fg_replica *r, void *queue, const float *x_dev,
+fg_status fg_replica_forward(fg_replica *r, void *queue, const void *x_dev,
                              const int32_t *labels_dev, int batch, int training,
                              float *loss_sum_dev, float *correct_dev, fg_error *err);
 /* Back from the last training forward (same batch): d(mean loss)/d(logits) times
@@ -132,9 +133,9 @@ enum { FG_LAYER_PHASE_FORWARD = 0, FG_LAYER_PHASE_BACKWARD = 1 };
 
 /* fg_replica_create, without the flat params and/or grads (flags): a layer memory hook
  * then says where each layer's are. */
-fg_status fg_replica_create_ex(const fg_model *m, const fg_backend_vtable *be, void *bs,
-                               int device, int max_batch, unsigned flags, fg_replica **out,
-                               fg_error *err);
+fg_status fg_replica_create_flags(const fg_model *m, const fg_backend_vtable *be, void *bs,
+                                  int device, int max_batch, unsigned flags, fg_replica **out,
+                                  fg_error *err);
 /* Called before each layer with parameters runs forward (eval too) or backward, with the
  * layer's range [offset, offset + count) of the flat regions: sets *params and *grads to
  * where element `offset` of each is for this pass (*grads may stay NULL in forward). */
@@ -160,11 +161,12 @@ fg_status fg_replica_create_range(const fg_model *m, const fg_backend_vtable *be
 /* [*offset, *offset + *size) floats of the model's flat regions this replica holds. */
 void fg_replica_param_range(const fg_replica *r, size_t *offset, size_t *size);
 void fg_replica_buffer_range(const fg_replica *r, size_t *offset, size_t *size);
-/* (batch, out...) on the device: the range's last layer's output of the last forward. */
-const float *fg_replica_output(const fg_replica *r);
+/* (batch, out...) on the device (act dtype): the range's last layer's output of the last
+ * forward. */
+const void *fg_replica_output(const fg_replica *r);
 /* Backward from dy = d(loss)/d(output) (batch, out...) on the device, kept valid until it
  * returns. Gradients as fg_replica_backward. */
-fg_status fg_replica_backward_from(fg_replica *r, void *queue, const float *dy, int batch,
+fg_status fg_replica_backward_from(fg_replica *r, void *queue, const void *dy, int batch,
                                    int accumulate, fg_error *err);
 /* This replica's batch starts at sample `first` of a larger batch (a shard or a
  * micro-batch): dropout then draws for each sample what the whole batch would. */
@@ -181,7 +183,7 @@ void fg_replica_set_sample_offset(fg_replica *r, uint64_t first);
 fg_status fg_model_set_dtypes(fg_model *m, uint32_t act, uint32_t param, uint32_t grad,
                               fg_error *err);
 /* NULL when every dtype is f32. */
-const fg_op_dtypes *fg_model_dtypes(const fg_model *m);
+const fg_role_dtypes *fg_model_dtypes(const fg_model *m);
 /* Working parameters = the f32 parameters rounded to the param dtype (nothing when f32).
  * Enqueued on queue; once after each change of the parameters. */
 fg_status fg_replica_cast_params(fg_replica *r, void *queue, fg_error *err);
@@ -197,6 +199,9 @@ uint32_t fg_replica_param_dtype(const fg_replica *r);
 uint32_t fg_replica_grad_dtype(const fg_replica *r);
 /* The dtypes whole replicas of the model store parameters and gradients in. */
 void fg_model_storage_dtypes(const fg_model *m, uint32_t *param, uint32_t *grad);
+/* Adds the backend ops the model's replicas call (layers, loss, gradient zeroing, metric
+ * sums, casts of a half model), in the dtypes set above; training: backward's too. */
+fg_status fg_model_op_needs(const fg_model *m, int training, fg_op_needs *n);
 /* Host copy of the replica's parameters as f32 (cast from half ones), waiting for queue. */
 fg_status fg_replica_download_params(fg_replica *r, void *queue, float *host, fg_error *err);
 

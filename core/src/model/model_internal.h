@@ -21,7 +21,7 @@ struct fg_model {
     size_t params_size, buffers_size; /* floats, padding included */
     size_t param_count;               /* trainable values */
     uint64_t seed;                    /* of the last fg_model_init_params */
-    fg_op_dtypes dt;                  /* of activations, working params, grads */
+    fg_role_dtypes dt;                /* of activations, working params, grads */
     int typed;                        /* some dtype of dt is not f32 */
     int no_master;                    /* half params are the only copy ("true" modes) */
 };

@@ -137,7 +137,7 @@ static fg_status zero_state(fg_optimizer *opt, fg_error *err)
     if (st != FG_OK)
         return st;
     for (size_t i = 0; i < opt->state_count && st == FG_OK; i++)
-        st = opt->be->fill(opt->bs, q, opt->state[i], 0.0f, opt->count, err);
+        st = opt->be->fill(opt->bs, q, FG_F32, opt->state[i], 0.0f, opt->count, err);
     if (st == FG_OK)
         st = opt->be->queue_sync(opt->bs, q, err);
     opt->be->queue_destroy(opt->bs, q);
@@ -242,12 +242,12 @@ fg_status fg_optimizer_step(fg_optimizer *opt, void *queue, float lr, float *par
 fg_status fg_optimizer_set_dtypes(fg_optimizer *opt, uint32_t param, uint32_t grad,
                                   fg_error *err)
 {
-    if (param != FG_F32 || grad != FG_F32) {
-        if (opt->oc.kind == FG_OPTIMIZER_SGD)
-            FG_BACKEND_NEED(opt->be, sgd_update_ex, err);
-        else
-            FG_BACKEND_NEED(opt->be, adamw_update_ex, err);
-    }
+    const uint32_t dtypes[2] = {param, grad};
+    uint32_t op = opt->oc.kind == FG_OPTIMIZER_SGD ? FG_OP_SGD_UPDATE : FG_OP_ADAMW_UPDATE;
+    if (!fg_backend_can(opt->be, opt->bs, op, dtypes))
+        return fg_error_set(err, FG_UNAVAILABLE, "the backend cannot run %s with %s parameters "
+                            "and %s gradients", fg_backend_op_info(op)->name,
+                            fg_dtype_name((fg_dtype)param), fg_dtype_name((fg_dtype)grad));
     opt->param_dtype = param;
     opt->grad_dtype = grad;
     return FG_OK;
@@ -282,17 +282,23 @@ fg_status fg_optimizer_step_at(fg_optimizer *opt, void *queue, float lr, float *
         fg_sgd_args a = {sizeof a, lr, (float)oc->momentum, (float)oc->dampening,
                          (float)oc->weight_decay, oc->nesterov, opt->step == 1};
         float *buf = opt->state_count ? opt->state[0] + offset : NULL;
-        if (opt->param_dtype != FG_F32 || opt->grad_dtype != FG_F32)
-            return opt->be->sgd_update_ex(opt->bs, queue, &a, params, opt->param_dtype, grads,
-                                          opt->grad_dtype, buf, count, err);
-        return opt->be->sgd_update(opt->bs, queue, &a, params, grads, buf, count, err);
+        return opt->be->sgd_update(opt->bs, queue, opt->param_dtype, opt->grad_dtype, &a, params,
+                                   grads, buf, count, err);
     }
     fg_adamw_args a = {sizeof a, lr, (float)oc->beta1, (float)oc->beta2, (float)oc->eps,
                        (float)oc->weight_decay, opt->step};
-    if (opt->param_dtype != FG_F32 || opt->grad_dtype != FG_F32)
-        return opt->be->adamw_update_ex(opt->bs, queue, &a, params, opt->param_dtype, grads,
-                                        opt->grad_dtype, opt->state[0] + offset,
-                                        opt->state[1] + offset, count, err);
-    return opt->be->adamw_update(opt->bs, queue, &a, params, grads, opt->state[0] + offset,
-                                 opt->state[1] + offset, count, err);
+    return opt->be->adamw_update(opt->bs, queue, opt->param_dtype, opt->grad_dtype, &a, params,
+                                 grads, opt->state[0] + offset, opt->state[1] + offset, count,
+                                 err);
+}
+
+void fg_optimizer_op_needs(const fg_optimizer_config *oc, uint32_t param, uint32_t grad,
+                           fg_op_needs *n)
+{
+    if (oc->kind == FG_OPTIMIZER_SGD)
+        FG_NEED(n, "[optimizer] name = sgd", FG_OP_SGD_UPDATE, param, grad);
+    else
+        FG_NEED(n, "[optimizer] name = adamw", FG_OP_ADAMW_UPDATE, param, grad);
+    if (fg_optimizer_config_state_count(oc))
+        FG_NEED(n, "the optimizer state", FG_OP_FILL, FG_F32);
 }

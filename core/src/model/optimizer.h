@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "fulgur/backend.h"
+#include "op_needs.h"
 
 typedef enum fg_optimizer_kind { FG_OPTIMIZER_SGD = 1, FG_OPTIMIZER_ADAMW = 2 } fg_optimizer_kind;
 
@@ -60,11 +61,15 @@ fg_status fg_optimizer_step(fg_optimizer *opt, void *queue, float lr, float *par
  * state's offset): for parameters held outside one flat buffer (sharded strategies). */
 fg_status fg_optimizer_step_at(fg_optimizer *opt, void *queue, float lr, float *params,
                                const float *grads, size_t offset, size_t count, fg_error *err);
-/* The dtypes of the params and grads the steps are given (FG_F32 by default): half ones
- * ("true" half modes, half gradients) go through the backend's *_update_ex ops, the state
- * staying f32. Pointers and offsets of fg_optimizer_step count elements of those dtypes. */
+/* The dtypes of the params and grads the steps are given (FG_F32 by default; half ones in
+ * "true" half modes and with half gradients), the state staying f32; FG_UNAVAILABLE when
+ * the backend's update does not take them. Pointers and offsets of fg_optimizer_step count
+ * elements of those dtypes. */
 fg_status fg_optimizer_set_dtypes(fg_optimizer *opt, uint32_t param, uint32_t grad,
                                   fg_error *err);
+/* The backend ops the optimizer of `oc` calls, with params and grads in these dtypes. */
+void fg_optimizer_op_needs(const fg_optimizer_config *oc, uint32_t param, uint32_t grad,
+                           fg_op_needs *n);
 /* State slots a config needs, and their names, without an optimizer (checkpoints of
  * sharded state). */
 size_t fg_optimizer_config_state_count(const fg_optimizer_config *oc);

@@ -27,11 +27,11 @@ struct fg_replica {
     size_t grad_off[2]; /* ping-pong d(loss)/d(activation), the largest activation each */
     size_t probs_off;   /* (batch, classes) softmax kept for backward */
     size_t ws_off;      /* shared workspace */
-    const float **out;  /* per layer: where this forward left its output */
+    const void **out;   /* per layer: where this forward left its output (act dtype) */
     int first_param_layer;
 
     /* the last forward, for backward */
-    const float *x;
+    const void *x;
     const int32_t *labels;
     int fwd_batch;
     int fwd_ready; /* a training forward succeeded and no backward failed since */
@@ -41,7 +41,7 @@ struct fg_replica {
     fg_grad_ready_fn hook;
     void *hook_user;
     int need_input_grad;
-    const float *input_grad;
+    const void *input_grad;
     /* sharded memory: where the running layer's params and grads are (model_hooks) */
     fg_layer_memory_fn mem_hook;
     void *mem_user;
@@ -57,7 +57,7 @@ struct fg_replica {
     uint64_t sample_offset; /* dropout: this batch starts at that sample of the full one */
     /* precision: activations in dt->act (act_size bytes each); the layers read the working
      * parameters `work` (dt->param), a copy of params made by fg_replica_cast_params */
-    const fg_op_dtypes *dt; /* NULL: every tensor f32 */
+    const fg_role_dtypes *dt; /* NULL: every tensor f32 */
     size_t act_size;
     void *work;
     size_t work_bytes;
@@ -129,8 +129,7 @@ static fg_status zero_grads(fg_replica *r, fg_error *err)
     fg_status st = r->be->queue_create(r->bs, r->device, &q, err);
     if (st != FG_OK)
         return st;
-    /* all-zero bits are 0 in every dtype; regions are FG_TENSOR_ALIGN-padded */
-    st = r->be->fill(r->bs, q, r->grads, 0.0f, n * r->grad_size / sizeof(float), err);
+    st = r->be->fill(r->bs, q, fg_replica_grad_dtype(r), r->grads, 0.0f, n, err);
     if (st == FG_OK)
         st = r->be->queue_sync(r->bs, q, err);
     r->be->queue_destroy(r->bs, q);
@@ -198,12 +197,12 @@ fg_status fg_replica_create_range(const fg_model *m, const fg_backend_vtable *be
 fg_status fg_replica_create(const fg_model *m, const fg_backend_vtable *be, void *bs,
                             int device, int max_batch, fg_replica **out, fg_error *err)
 {
-    return fg_replica_create_ex(m, be, bs, device, max_batch, 0, out, err);
+    return fg_replica_create_flags(m, be, bs, device, max_batch, 0, out, err);
 }
 
-fg_status fg_replica_create_ex(const fg_model *m, const fg_backend_vtable *be, void *bs,
-                               int device, int max_batch, unsigned flags, fg_replica **out,
-                               fg_error *err)
+fg_status fg_replica_create_flags(const fg_model *m, const fg_backend_vtable *be, void *bs,
+                                  int device, int max_batch, unsigned flags, fg_replica **out,
+                                  fg_error *err)
 {
     return create_replica(m, be, bs, device, max_batch, flags, 0, m->layer_count, NULL, out,
                           err);
@@ -295,7 +294,7 @@ int fg_replica_max_batch(const fg_replica *r) { return r->max_batch; }
 int fg_replica_device(const fg_replica *r) { return r->device; }
 const fg_model *fg_replica_model(const fg_replica *r) { return r->m; }
 void fg_replica_set_step(fg_replica *r, uint64_t step) { r->step = step; }
-const float *fg_replica_input_grad(const fg_replica *r) { return r->input_grad; }
+const void *fg_replica_input_grad(const fg_replica *r) { return r->input_grad; }
 const float *fg_replica_probs(const fg_replica *r) { return (const float *)(r->arena + r->probs_off); }
 void fg_replica_set_need_input_grad(fg_replica *r, int on) { r->need_input_grad = on != 0; }
 
@@ -350,9 +349,9 @@ static fg_status half_params_io(fg_replica *r, void *queue, float *host, int up,
     if (up) {
         st = r->be->copy(r->bs, queue, tmp, r->device, host, -1, n * sizeof(float), err);
         if (st == FG_OK)
-            st = r->be->cast(r->bs, queue, r->params, r->dt->param, tmp, FG_F32, n, err);
+            st = r->be->cast(r->bs, queue, r->dt->param, FG_F32, r->params, tmp, n, err);
     } else {
-        st = r->be->cast(r->bs, queue, tmp, FG_F32, r->params, r->dt->param, n, err);
+        st = r->be->cast(r->bs, queue, FG_F32, r->dt->param, tmp, r->params, n, err);
         if (st == FG_OK)
             st = r->be->copy(r->bs, queue, host, -1, tmp, r->device, n * sizeof(float), err);
     }
@@ -389,25 +388,24 @@ fg_status fg_replica_upload(fg_replica *r, void *queue, const float *params,
     return st;
 }
 
-/* The per-layer part of a context: tensor pointers and arena regions. */
+/* The per-layer part of a context: dtypes, tensor pointers and arena regions. */
 static void layer_ctx(const fg_replica *r, const fg_layer *l, fg_layer_ctx *c)
 {
+    c->dt = r->dt ? *r->dt : (fg_role_dtypes){FG_F32, FG_F32, FG_F32};
+    size_t work_size = fg_dtype_size((fg_dtype)c->dt.param);
     for (int j = 0; j < l->param_count; j++) {
         size_t off = r->m->tensors[l->param_tensor[j]].offset;
         if (r->mapped) { /* the hook's memory holds working params and grads, maybe half */
-            size_t psz = r->dt ? fg_dtype_size((fg_dtype)r->dt->param) : sizeof(float);
-            c->param[j] = (float *)((char *)r->map_params + (off - r->map_offset) * psz);
-            c->grad[j] = r->map_grads ? (float *)((char *)r->map_grads +
-                                                  (off - r->map_offset) * r->grad_size) : NULL;
+            c->param[j] = (char *)r->map_params + (off - r->map_offset) * work_size;
+            c->grad[j] = r->map_grads ? (char *)r->map_grads + (off - r->map_offset) * r->grad_size
+                                      : NULL;
             continue;
         }
-        c->param[j] = (float *)((char *)r->params + (off - r->param_lo) * r->param_size);
-        c->grad[j] = (float *)((char *)r->grads + (off - r->param_lo) * r->grad_size);
+        c->param[j] = (char *)r->params + (off - r->param_lo) * r->param_size;
+        c->grad[j] = (char *)r->grads + (off - r->param_lo) * r->grad_size;
         if (r->work) /* the half working copy */
-            c->param[j] = (float *)((char *)r->work +
-                                    (off - r->param_lo) * fg_dtype_size((fg_dtype)r->dt->param));
+            c->param[j] = (char *)r->work + (off - r->param_lo) * work_size;
     }
-    c->dt = r->dt;
     for (int j = 0; j < l->buffer_count; j++)
         c->buffer[j] = r->buffers + (r->m->tensors[l->buffer_tensor[j]].offset - r->buffer_lo);
     c->aux = r->arena + r->aux_off[l->index];
@@ -426,7 +424,7 @@ static fg_status layer_failed(const fg_layer *l, const char *pass, fg_status st,
 }
 
 /* What backward needs of a forward that succeeded. */
-static fg_status forward_done(fg_replica *r, const float *x_dev, const int32_t *labels_dev,
+static fg_status forward_done(fg_replica *r, const void *x_dev, const int32_t *labels_dev,
                               int batch, int training)
 {
     r->x = x_dev;
@@ -436,7 +434,7 @@ static fg_status forward_done(fg_replica *r, const float *x_dev, const int32_t *
     return FG_OK;
 }
 
-fg_status fg_replica_forward(fg_replica *r, void *queue, const float *x_dev,
+fg_status fg_replica_forward(fg_replica *r, void *queue, const void *x_dev,
                              const int32_t *labels_dev, int batch, int training,
                              float *loss_sum_dev, float *correct_dev, fg_error *err)
 {
@@ -451,7 +449,7 @@ fg_status fg_replica_forward(fg_replica *r, void *queue, const float *x_dev,
                             "(sharded layers) are f32; %s working parameters are not supported "
                             "with them", fg_dtype_name((fg_dtype)r->dt->param));
     const fg_model *m = r->m;
-    const float *cur = x_dev;
+    const void *cur = x_dev;
     for (size_t i = r->first; i < r->end; i++) {
         const fg_layer *l = &m->layers[i];
         unsigned flags = l->ops->flags;
@@ -465,7 +463,7 @@ fg_status fg_replica_forward(fg_replica *r, void *queue, const float *x_dev,
         if (mst != FG_OK)
             return layer_failed(l, "forward", mst, err);
         layer_ctx(r, l, &c);
-        c.y = (float *)(r->arena + r->y_off[i]);
+        c.y = r->arena + r->y_off[i];
         fg_status st = l->ops->forward(l, &c, err);
         if (st != FG_OK)
             return layer_failed(l, "forward", st, err);
@@ -474,16 +472,16 @@ fg_status fg_replica_forward(fg_replica *r, void *queue, const float *x_dev,
     if (r->end < m->layer_count) /* a stage before the last: no loss here */
         return forward_done(r, x_dev, labels_dev, batch, training);
     float *probs = (float *)(r->arena + r->probs_off);
-    fg_status st = fg_xent_forward_dt(r->be, r->bs, queue, r->dt, cur, labels_dev, batch,
-                                      m->num_classes, probs, loss_sum_dev, correct_dev, err);
+    fg_status st = fg_xent_forward(r->be, r->bs, queue, fg_replica_act_dtype(r), cur, labels_dev,
+                                   batch, m->num_classes, probs, loss_sum_dev, correct_dev, err);
     if (st != FG_OK)
         return st;
     return forward_done(r, x_dev, labels_dev, batch, training);
 }
 
 /* Backward through layer i: dy in, dx out (NULL when not wanted and allowed). */
-static fg_status layer_backward(fg_replica *r, void *queue, size_t i, const float *dy,
-                                float *dx, int accumulate, fg_error *err)
+static fg_status layer_backward(fg_replica *r, void *queue, size_t i, const void *dy,
+                                void *dx, int accumulate, fg_error *err)
 {
     const fg_layer *l = &r->m->layers[i];
     fg_layer_ctx c = {.be = r->be, .bs = r->bs, .queue = queue, .batch = r->fwd_batch,
@@ -493,7 +491,7 @@ static fg_status layer_backward(fg_replica *r, void *queue, size_t i, const floa
         return layer_failed(l, "backward", mst, err);
     layer_ctx(r, l, &c);
     c.x = i > r->first ? r->out[i - 1] : r->x;
-    c.y = (float *)r->out[i];
+    c.y = (void *)(uintptr_t)r->out[i];
     fg_status st = l->ops->backward(l, &c, err);
     if (st != FG_OK)
         return layer_failed(l, "backward", st, err);
@@ -506,11 +504,11 @@ static fg_status layer_backward(fg_replica *r, void *queue, size_t i, const floa
 }
 
 /* Back through layers [first, end) from dy, the gradient at the range's output. */
-static fg_status backward_layers(fg_replica *r, void *queue, const float *dy, int accumulate,
+static fg_status backward_layers(fg_replica *r, void *queue, const void *dy, int accumulate,
                                  fg_error *err)
 {
     const fg_model *m = r->m;
-    float *g[2] = {(float *)(r->arena + r->grad_off[0]), (float *)(r->arena + r->grad_off[1])};
+    void *g[2] = {r->arena + r->grad_off[0], r->arena + r->grad_off[1]};
     int next = dy == g[0]; /* dx goes to the ping-pong buffer dy is not in */
     /* Layers before the first one with parameters need no backward, unless asked. */
     int stop = r->need_input_grad ? (int)r->first : r->first_param_layer;
@@ -519,7 +517,7 @@ static fg_status backward_layers(fg_replica *r, void *queue, const float *dy, in
         if (l->ops->flags & FG_LAYER_ALIAS)
             continue; /* a reshape: the gradient is the same memory */
         int want_dx = i > stop || r->need_input_grad;
-        float *dx = g[next];
+        void *dx = g[next];
         if (!want_dx && (l->ops->flags & FG_LAYER_DX_OPTIONAL))
             dx = NULL;
         fg_status st = layer_backward(r, queue, (size_t)i, dy, dx, accumulate, err);
@@ -559,14 +557,14 @@ fg_status fg_replica_backward(fg_replica *r, void *queue, int batch, float loss_
                           r->end, r->m->layer_count);
     if (st != FG_OK)
         return st;
-    float *dlogits = (float *)(r->arena + r->grad_off[0]);
-    st = fg_xent_backward_dt(r->be, r->bs, queue, r->dt,
-                             (const float *)(r->arena + r->probs_off), r->labels, batch,
+    void *dlogits = r->arena + r->grad_off[0];
+    st = fg_xent_backward(r->be, r->bs, queue, fg_replica_act_dtype(r),
+                          (const float *)(r->arena + r->probs_off), r->labels, batch,
                              r->m->num_classes, loss_scale, dlogits, err);
     return st == FG_OK ? backward_layers(r, queue, dlogits, accumulate, err) : st;
 }
 
-fg_status fg_replica_backward_from(fg_replica *r, void *queue, const float *dy, int batch,
+fg_status fg_replica_backward_from(fg_replica *r, void *queue, const void *dy, int batch,
                                    int accumulate, fg_error *err)
 {
     fg_status st = backward_check(r, batch, err);
@@ -585,11 +583,11 @@ void fg_replica_buffer_range(const fg_replica *r, size_t *offset, size_t *size)
     *size = r->buffer_hi - r->buffer_lo;
 }
 
-const float *fg_replica_output(const fg_replica *r) { return r->out[r->end - 1]; }
+const void *fg_replica_output(const fg_replica *r) { return r->out[r->end - 1]; }
 void fg_replica_set_sample_offset(fg_replica *r, uint64_t first) { r->sample_offset = first; }
 
-/* The replica's dtypes, from its model; a half model needs the backend's _ex ops and a
- * whole replica that holds its parameters. */
+/* The replica's dtypes, from its model; a half model needs a whole replica that holds its
+ * parameters. */
 static fg_status replica_dtypes(fg_replica *r, unsigned flags, fg_error *err)
 {
     r->dt = fg_model_dtypes(r->m);
@@ -600,8 +598,6 @@ static fg_status replica_dtypes(fg_replica *r, unsigned flags, fg_error *err)
     r->grad_size = fg_dtype_size((fg_dtype)r->dt->grad);
     if (r->m->no_master)
         r->param_size = fg_dtype_size((fg_dtype)r->dt->param);
-    FG_BACKEND_NEED(r->be, cast, err);
-    FG_BACKEND_NEED(r->be, softmax_xent_backward_ex, err);
     /* no params (sharded): the layer memory hook gives half ones when the strategy keeps
      * the master (no_master); a core master copy needs the whole flat buffer */
     if (r->first != 0 || r->end != r->m->layer_count ||
@@ -619,7 +615,7 @@ fg_status fg_replica_cast_params(fg_replica *r, void *queue, fg_error *err)
 {
     if (!r->work)
         return FG_OK;
-    return r->be->cast(r->bs, queue, r->work, r->dt->param, r->params, FG_F32,
+    return r->be->cast(r->bs, queue, r->dt->param, FG_F32, r->work, r->params,
                        r->param_hi - r->param_lo, err);
 }
 

@@ -127,7 +127,7 @@ static fg_status stage_create(void *ctx, int device, int max_batch, int32_t firs
         st = stage_memory_create(c, s, (size_t)first_layer, (size_t)layer_count, err);
     if (st == FG_OK)
         st = fg_replica_upload(s->arena[0], s->queue, c->init_params, c->init_buffers, err);
-    if (st == FG_OK) st = c->be->fill(c->bs, s->queue, s->metrics_dev, 0.0f, 2, err);
+    if (st == FG_OK) st = c->be->fill(c->bs, s->queue, FG_F32, s->metrics_dev, 0.0f, 2, err);
     if (st == FG_OK) st = c->be->queue_sync(c->bs, s->queue, err);
     if (st != FG_OK) {
         stage_destroy(ctx, s);
@@ -272,7 +272,7 @@ static fg_status stage_read_metrics(void *ctx, void *stage, int reset, fg_step_m
     out->count = s->count;
     if (reset) {
         s->count = 0;
-        st = c->be->fill(c->bs, s->queue, s->metrics_dev, 0.0f, 2, err);
+        st = c->be->fill(c->bs, s->queue, FG_F32, s->metrics_dev, 0.0f, 2, err);
     }
     return st;
 }
@@ -284,8 +284,9 @@ static fg_status stage_grad_norm_sq(void *ctx, void *stage, double *out, fg_erro
     float host = 0.0f;
     *out = 0;
     if (!s->param_n) return FG_OK;
-    fg_status st = c->be->sum_squares(c->bs, s->queue, fg_replica_grads(s->arena[0]), s->param_n,
-                                      s->scratch_dev, err);
+    fg_status st = c->be->sum_squares(c->bs, s->queue, fg_replica_grad_dtype(s->arena[0]),
+                                      fg_replica_grads(s->arena[0]), s->param_n, s->scratch_dev,
+                                      err);
     if (st == FG_OK)
         st = c->be->copy(c->bs, s->queue, &host, -1, s->scratch_dev, s->device, sizeof host, err);
     if (st == FG_OK) st = c->be->queue_sync(c->bs, s->queue, err);
@@ -299,14 +300,15 @@ static fg_status stage_scale_grads(void *ctx, void *stage, float factor, float c
     fg_train_ctx *c = CTX(ctx);
     train_stage *s = stage;
     float *g = fg_replica_grads(s->arena[0]);
+    uint32_t dt = fg_replica_grad_dtype(s->arena[0]);
     fg_status st = FG_OK;
     if (!s->param_n) return FG_OK;
-    if (factor != 1.0f) st = c->be->scale(c->bs, s->queue, g, factor, s->param_n, err);
+    if (factor != 1.0f) st = c->be->scale(c->bs, s->queue, dt, g, factor, s->param_n, err);
     if (st == FG_OK && clamp > 0) {
         if (!FG_HAS_FIELD(c->be, fg_backend_vtable, clamp) || !c->be->clamp)
             return fg_error_set(err, FG_UNAVAILABLE, "the backend cannot clamp gradients "
                                 "(gradient_clip_algorithm = value); use norm");
-        st = c->be->clamp(c->bs, s->queue, g, -clamp, clamp, s->param_n, err);
+        st = c->be->clamp(c->bs, s->queue, dt, g, -clamp, clamp, s->param_n, err);
     }
     return st;
 }

@@ -81,7 +81,7 @@ static fg_status replica_create_spec(void *ctx, int device, int max_batch,
                      (spec->full_grads ? 0 : FG_REPLICA_NO_GRADS);
     fg_status st = c->be->queue_create(c->bs, device, &t->queue, err);
     if (st == FG_OK)
-        st = fg_replica_create_ex(c->model, c->be, c->bs, device, max_batch, flags, &t->replica, err);
+        st = fg_replica_create_flags(c->model, c->be, c->bs, device, max_batch, flags, &t->replica, err);
     fg_batch_copier_options co = {c->be, c->bs, device, t->queue, c->fence_count, 1,
                                   (size_t)max_batch * sample * sizeof(float),
                                   (size_t)max_batch * sizeof(int32_t)};
@@ -96,7 +96,7 @@ static fg_status replica_create_spec(void *ctx, int device, int max_batch,
                                                            : fg_replica_param_dtype(t->replica),
                                      fg_replica_grad_dtype(t->replica), err);
     if (st == FG_OK) st = fg_replica_upload(t->replica, t->queue, c->init_params, c->init_buffers, err);
-    if (st == FG_OK) st = c->be->fill(c->bs, t->queue, t->metrics_dev, 0.0f, 2, err);
+    if (st == FG_OK) st = c->be->fill(c->bs, t->queue, FG_F32, t->metrics_dev, 0.0f, 2, err);
     if (st == FG_OK) st = c->be->queue_sync(c->bs, t->queue, err);
     if (st != FG_OK) {
         replica_destroy(ctx, t);
@@ -155,8 +155,8 @@ static fg_status precision_inputs(fg_train_ctx *c, train_replica *t, const fg_ba
     }
     if (st != FG_OK || !t->x_act) return st;
     *x = t->x_act;
-    return c->be->cast(c->bs, t->queue, t->x_act, fg_replica_act_dtype(t->replica), x_dev,
-                       FG_F32, (size_t)b->count * (size_t)b->sample_elems, err);
+    return c->be->cast(c->bs, t->queue, fg_replica_act_dtype(t->replica), FG_F32, t->x_act,
+                       x_dev, (size_t)b->count * (size_t)b->sample_elems, err);
 }
 
 static fg_status forward_backward(void *ctx, void *replica, const fg_batch *b, float grad_scale,
@@ -231,7 +231,7 @@ static fg_status read_metrics(void *ctx, void *replica, int reset, fg_step_metri
     out->count = t->count;
     if (reset) {
         t->count = 0;
-        st = c->be->fill(c->bs, t->queue, t->metrics_dev, 0.0f, 2, err);
+        st = c->be->fill(c->bs, t->queue, FG_F32, t->metrics_dev, 0.0f, 2, err);
     }
     return st;
 }
@@ -260,23 +260,10 @@ static fg_status grad_norm_sq(void *ctx, void *replica, int64_t offset, int64_t 
     uint32_t dt = fg_replica_grad_dtype(t->replica);
     const char *g = (const char *)fg_replica_grads(t->replica) +
                     (size_t)offset * fg_dtype_size((fg_dtype)dt);
-    fg_status st = dt == FG_F32
-        ? c->be->sum_squares(c->bs, t->queue, (const float *)g, (size_t)count, t->scratch_dev, err)
-        : c->be->sum_squares_ex(c->bs, t->queue, g, dt, (size_t)count, t->scratch_dev, err);
+    fg_status st = c->be->sum_squares(c->bs, t->queue, dt, g, (size_t)count, t->scratch_dev, err);
     if (st == FG_OK) st = c->be->copy(c->bs, t->queue, &host, -1, t->scratch_dev, t->device, sizeof host, err);
     if (st == FG_OK) st = c->be->queue_sync(c->bs, t->queue, err);
     *out = host;
-    return st;
-}
-
-/* scale_grads over half gradients (the backend's _ex ops, checked at setup). */
-static fg_status scale_half_grads(fg_train_ctx *c, train_replica *t, void *g, uint32_t dt,
-                                  int64_t count, float s, float clamp, fg_error *err)
-{
-    fg_status st = FG_OK;
-    if (s != 1.0f) st = c->be->scale_ex(c->bs, t->queue, g, dt, s, (size_t)count, err);
-    if (st == FG_OK && clamp > 0)
-        st = c->be->clamp_ex(c->bs, t->queue, g, dt, -clamp, clamp, (size_t)count, err);
     return st;
 }
 
@@ -288,14 +275,13 @@ static fg_status scale_grads(void *ctx, void *replica, int64_t offset, int64_t c
     uint32_t dt = fg_replica_grad_dtype(t->replica);
     float *g = (float *)((char *)fg_replica_grads(t->replica) +
                          (size_t)offset * fg_dtype_size((fg_dtype)dt));
-    if (dt != FG_F32) return scale_half_grads(c, t, g, dt, count, s, clamp, err);
     fg_status st = FG_OK;
-    if (s != 1.0f) st = c->be->scale(c->bs, t->queue, g, s, (size_t)count, err);
+    if (s != 1.0f) st = c->be->scale(c->bs, t->queue, dt, g, s, (size_t)count, err);
     if (st == FG_OK && clamp > 0) {
         if (!FG_HAS_FIELD(c->be, fg_backend_vtable, clamp) || !c->be->clamp)
             return fg_error_set(err, FG_UNAVAILABLE, "the backend cannot clamp gradients "
                                 "(gradient_clip_algorithm = value); use norm");
-        st = c->be->clamp(c->bs, t->queue, g, -clamp, clamp, (size_t)count, err);
+        st = c->be->clamp(c->bs, t->queue, dt, g, -clamp, clamp, (size_t)count, err);
     }
     return st;
 }

@@ -321,8 +321,6 @@ static fg_status setup(fg_trainer *t, fg_error *err)
     if (st == FG_OK) st = bind_plugin(t, FG_KIND_DATA, &t->data, err);
     if (st == FG_OK) st = bind_plugin(t, FG_KIND_STRATEGY, &t->strategy, err);
     if (st == FG_OK) st = bind_plugin(t, FG_KIND_PRECISION, &t->precision, err);
-    if (st == FG_OK) st = require(&t->backend, FG_HAS_FIELD(BE(t), fg_backend_vtable, adamw_update),
-                                  "the training ops of backend ABI 1.0", err);
     if (st == FG_OK) st = require(&t->data, FG_HAS_FIELD(DATA(t), fg_data_vtable, read) &&
                                   DATA(t)->open && DATA(t)->read, "open() and read()", err);
     if (st == FG_OK) st = check_precision(t, err);
@@ -331,6 +329,7 @@ static fg_status setup(fg_trainer *t, fg_error *err)
     if (st == FG_OK) st = open_data(t, err);
     if (st == FG_OK) st = build_model(t, err);
     if (st == FG_OK) st = fg_trainer_apply_precision(t, err);
+    if (st == FG_OK) st = fg_trainer_check_backend(t, err);
     if (st == FG_OK) st = make_run_dir(t, err);
     if (st == FG_OK && t->ckpt_path[0]) st = fg_trainer_load_weights(t, err);
     if (st == FG_OK) st = setup_strategy(t, err);

@@ -161,6 +161,9 @@ fg_status fg_trainer_predict(fg_trainer *t, fg_error *err);
  * scaler skips the step; the scaler's state for checkpoints (0: none) and from one. */
 fg_status fg_trainer_check_precision(fg_trainer *t, fg_error *err);
 fg_status fg_trainer_apply_precision(fg_trainer *t, fg_error *err);
+/* trainer_ops.c: the backend runs every op the run needs, in its dtypes (after the
+ * precision is applied, before the strategy is set up). */
+fg_status fg_trainer_check_backend(fg_trainer *t, fg_error *err);
 float fg_trainer_grad_scale(const fg_trainer *t);
 fg_status fg_trainer_unscale_grads(fg_trainer *t, int *skip, fg_error *err);
 int fg_trainer_scaler_state(const fg_trainer *t, fg_loss_scaler_state *out);

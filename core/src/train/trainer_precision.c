@@ -52,19 +52,11 @@ fg_status fg_trainer_check_precision(fg_trainer *t, fg_error *err)
     return FG_OK;
 }
 
-/* Half gradients and "true" half parameters: the backend must update and clip them, and
- * the strategy must say it reads them as such (fg_strategy_info.half_storage). */
+/* Half gradients and "true" half parameters: the strategy must say it reads them as such
+ * (fg_strategy_info.half_storage). (The backend's ops in those dtypes are checked with all
+ * the run's others: fg_trainer_check_backend.) */
 static fg_status check_half_storage(fg_trainer *t, fg_error *err)
 {
-    const fg_backend_vtable *be = BE(t);
-    if (!FG_HAS_FIELD(be, fg_backend_vtable, adamw_update_ex) || !be->sum_squares_ex ||
-        !be->scale_ex || !be->clamp_ex || !be->sgd_update_ex || !be->adamw_update_ex)
-        return fg_error_set(err, FG_UNAVAILABLE, "[precision] %s keeps %s gradients%s but "
-                            "[backend] %s (%s) has no ops for them (backend ABI 1.x "
-                            "sum_squares_ex, scale_ex, clamp_ex, sgd_update_ex, adamw_update_ex)",
-                            t->precision.inst->name, fg_dtype_name((fg_dtype)t->prec.grad_dtype),
-                            t->prec.master_weights ? "" : " and parameters",
-                            t->backend.inst->name, t->backend.inst->path);
     const fg_strategy_vtable *sv = STRAT(t);
     fg_strategy_info si;
     memset(&si, 0, sizeof si);
@@ -102,12 +94,6 @@ fg_status fg_trainer_apply_precision(fg_trainer *t, fg_error *err)
 {
     const fg_precision_info *info = &t->prec;
     if (info->compute_dtype == FG_F32 && info->param_dtype == FG_F32) return FG_OK;
-    const fg_backend_vtable *be = BE(t);
-    if (!FG_HAS_FIELD(be, fg_backend_vtable, softmax_xent_backward_ex) || !be->cast)
-        return fg_error_set(err, FG_UNAVAILABLE, "[precision] %s needs %s tensors but [backend] "
-                            "%s (%s) has no dtype ops (backend ABI 1.x cast, *_ex)",
-                            t->precision.inst->name, fg_dtype_name((fg_dtype)info->compute_dtype),
-                            t->backend.inst->name, t->backend.inst->path);
     const fg_strategy_vtable *sv = STRAT(t);
     if (t->loss_scaling && (!FG_HAS_FIELD(sv, fg_strategy_vtable, scale_grads) ||
                             !sv->grad_norm_sq || !sv->scale_grads))

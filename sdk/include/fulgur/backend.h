@@ -1,13 +1,15 @@
-/* Backend plugins: devices, memory, queues, copies and the ops layers need.
+/* Backend plugins: devices, memory, queues, copies, and the ops layers, optimizers and
+ * precisions need: one entry per op, for every element type.
  *
  * Conventions: every tensor is dense row-major (NCHW for images) in device memory of the
  * queue's device. An op is enqueued on a queue (a CUDA stream, or a CPU worker group) and
  * may run asynchronously; queue_sync waits. Ops never allocate device memory, except where
- * a workspace is noted. Thread rule: one queue is used by one host thread at a time;
- * different queues may be driven from different threads. device_count and device_info
- * have no side effects (no CUDA context, no allocation). */
+ * a workspace is noted. One queue is used by one host thread at a time; different queues
+ * may be driven from different threads (each entry says its rule). */
 #ifndef FULGUR_BACKEND_H
 #define FULGUR_BACKEND_H
+
+#include <string.h>
 
 #include "fulgur/plugin.h"
 #include "fulgur/types.h"
@@ -58,211 +60,236 @@ typedef struct fg_adamw_args {
     int64_t step; /* 1-based, for bias correction */
 } fg_adamw_args;
 
-/* Element types of an _ex op's tensors (ABI 1.x append): activations (x, y, dy, dx,
- * logits, dlogits) are in `act`, parameters (weights, biases, gamma, beta) in `param`, and
- * parameter gradients (dw, dbias, dgamma, dbeta) in `grad`; each FG_F32, FG_F16 or FG_BF16. */
-typedef struct fg_op_dtypes {
-    uint32_t struct_size;
-    uint32_t act;
-    uint32_t param;
-    uint32_t grad;
-} fg_op_dtypes;
+/* Op ids: the capability query (supports) names an op by its id. The ids are the ABI's and
+ * never change; fg_backend_op_info gives each one's entry name and dtype arguments. */
+typedef enum fg_backend_op {
+    FG_OP_GEMM = 0,
+    FG_OP_BIAS_ADD = 1,
+    FG_OP_BIAS_GRAD = 2,
+    FG_OP_ACTIVATION_FORWARD = 3,
+    FG_OP_ACTIVATION_BACKWARD = 4,
+    FG_OP_CONV2D_FORWARD = 5,
+    FG_OP_CONV2D_BACKWARD = 6,
+    FG_OP_POOL2D_FORWARD = 7,
+    FG_OP_POOL2D_BACKWARD = 8,
+    FG_OP_BATCHNORM_FORWARD = 9,
+    FG_OP_BATCHNORM_BACKWARD = 10,
+    FG_OP_DROPOUT_FORWARD = 11,
+    FG_OP_DROPOUT_BACKWARD = 12,
+    FG_OP_SOFTMAX_XENT_FORWARD = 13,
+    FG_OP_SOFTMAX_XENT_BACKWARD = 14,
+    FG_OP_FILL = 15,
+    FG_OP_SCALE = 16,
+    FG_OP_AXPY = 17,
+    FG_OP_CLAMP = 18,
+    FG_OP_SUM_SQUARES = 19,
+    FG_OP_CAST = 20,
+    FG_OP_SGD_UPDATE = 21,
+    FG_OP_ADAMW_UPDATE = 22,
+    FG_OP_COUNT = 23
+} fg_backend_op;
 
+/* The most dtype arguments an op takes. */
+#define FG_OP_MAX_DTYPES 3
+
+/* Entry legend (each entry below starts with one):
+ *   [required]  the core, the built-in layers, optimizers, precisions or strategies call it.
+ *               Device, memory, queue and copy entries are needed by every run. For ops, the
+ *               core works out at setup (fulgur fit, fulgur check) which ops the run will
+ *               call and with which dtypes (the model's layers and loss, the precision's
+ *               dtypes, the optimizer, gradient clipping) and asks the backend: a NULL entry
+ *               or a supports() that says no fails the run before it starts, with one
+ *               message naming every missing op and its dtypes (exit 2). A backend may leave
+ *               out ops no config of its users needs.
+ *   [optional]  NULL is allowed; the entry says what the caller does instead.
+ * Thread rules:
+ *   any thread  callable from any thread, concurrently with any entry;
+ *   queue       called by the one host thread that drives `queue` at the time; different
+ *               queues may be driven from different threads at once. */
 typedef struct fg_backend_vtable {
     uint32_t struct_size;
 
     /* devices -------------------------------------------------------------------- */
+    /* [required; any thread] No side effects: no CUDA context, no allocation. */
     fg_status (*device_count)(void *state, int *count, fg_error *err);
+    /* [required; any thread] No side effects. */
     fg_status (*device_info)(void *state, int device, fg_device_info *info, fg_error *err);
 
     /* memory --------------------------------------------------------------------- */
+    /* [required; any thread] */
     fg_status (*alloc)(void *state, int device, size_t bytes, void **ptr, fg_error *err);
+    /* [required; any thread] */
     void (*free)(void *state, int device, void *ptr);
-    /* Page-locked host memory for staging (plain aligned memory where the device has none). */
+    /* [optional; any thread] Page-locked host memory for staging (plain aligned memory
+     * where the device has none). NULL: the data loader stages batches in plain host
+     * memory; comm.mpi, which stages device buffers through it, refuses the backend. */
     fg_status (*host_alloc)(void *state, size_t bytes, void **ptr, fg_error *err);
+    /* [optional, with host_alloc; any thread] */
     void (*host_free)(void *state, void *ptr);
 
     /* queues --------------------------------------------------------------------- */
+    /* [required; any thread] */
     fg_status (*queue_create)(void *state, int device, void **queue, fg_error *err);
+    /* [required; queue] */
     void (*queue_destroy)(void *state, void *queue);
+    /* [required; queue] Waits for everything enqueued on queue. */
     fg_status (*queue_sync)(void *state, void *queue, fg_error *err);
 
-    /* copies: host (-1) or a device index on each side; async on queue ------------
-     * A host source must stay unchanged, and a host destination is valid, only once the
-     * copy has completed: after queue_sync, or event_sync of an event recorded after it
-     * (a backend without events completes copies before copy returns). */
+    /* copies --------------------------------------------------------------------- */
+    /* [required; queue] host (-1) or a device index on each side; async on queue. A host
+     * source must stay unchanged, and a host destination is valid, only once the copy has
+     * completed: after queue_sync, or event_sync of an event recorded after it (a backend
+     * without events completes copies before copy returns). */
     fg_status (*copy)(void *state, void *queue, void *dst, int dst_device, const void *src,
                       int src_device, size_t bytes, fg_error *err);
 
-    /* ops (fp32 unless a dtype says otherwise) ------------------------------------ */
-    /* C(m,n) = alpha * op(A) op(B) + beta * C, row-major; op(A) is (m,k), op(B) is (k,n). */
-    fg_status (*gemm)(void *state, void *queue, int trans_a, int trans_b, int m, int n, int k,
-                      float alpha, const float *a, int lda, const float *b, int ldb, float beta,
-                      float *c, int ldc, fg_error *err);
-    /* y(rows, cols, spatial) += bias(cols) broadcast over rows and spatial positions */
-    fg_status (*bias_add)(void *state, void *queue, float *y, const float *bias, int rows,
+    /* capabilities ----------------------------------------------------------------- */
+    /* [optional; any thread] Nonzero when the backend runs op (fg_backend_op) with these
+     * dtypes: fg_backend_op_info(op)->dtype_count values, in the order of the op's dtype
+     * arguments. No side effects; called at setup, before any queue exists. NULL: every
+     * op whose entry is not NULL runs with every dtype FG_F32, and no other. */
+    int (*supports)(void *state, uint32_t op, const uint32_t *dtypes);
+
+    /* ops --------------------------------------------------------------------------
+     * All [queue]. Tensors are `void *` with their element type in a dtype argument
+     * (FG_F32, FG_F16, FG_BF16); the comment after a dtype argument lists the tensors it
+     * types. Typed pointers have a fixed type whatever the dtypes: float * is f32 (running
+     * and saved statistics, probabilities, loss sums, optimizer state), int32_t * is int32
+     * (labels, argmax indices), uint8_t * a byte (dropout masks). An op's dtype arguments
+     * come right after `queue`, in the order their tensors first appear.
+     *
+     * Arithmetic is f32 (sums in f32 or wider); each result is rounded to nearest even into
+     * its storage type. With every dtype FG_F32 an op is the plain fp32 op. A dtype the
+     * backend does not run fails with FG_UNAVAILABLE (supports() says so beforehand). */
+
+    /* [required: linear] C(m,n) = alpha * op(A) op(B) + beta * C, row-major; op(A) is
+     * (m,k), op(B) is (k,n). beta == 0: C is not read. */
+    fg_status (*gemm)(void *state, void *queue, uint32_t a_dtype /* a */,
+                      uint32_t b_dtype /* b */, uint32_t c_dtype /* c */, int trans_a,
+                      int trans_b, int m, int n, int k, float alpha, const void *a, int lda,
+                      const void *b, int ldb, float beta, void *c, int ldc, fg_error *err);
+    /* [required: linear] y(rows, cols, spatial) += bias(cols) broadcast over rows and
+     * spatial positions */
+    fg_status (*bias_add)(void *state, void *queue, uint32_t y_dtype /* y */,
+                          uint32_t bias_dtype /* bias */, void *y, const void *bias, int rows,
                           int cols, int spatial, fg_error *err);
-    /* dbias(cols) (+)= sum over rows (and spatial positions) of dy; accumulate != 0 adds */
-    fg_status (*bias_grad)(void *state, void *queue, float *dbias, const float *dy, int rows,
+    /* [required: linear] dbias(cols) (+)= sum over rows (and spatial positions) of dy;
+     * accumulate != 0 adds */
+    fg_status (*bias_grad)(void *state, void *queue, uint32_t dbias_dtype /* dbias */,
+                           uint32_t dy_dtype /* dy */, void *dbias, const void *dy, int rows,
                            int cols, int spatial, int accumulate, fg_error *err);
-    fg_status (*activation_forward)(void *state, void *queue, int act, const float *x,
-                                    float *y, size_t n, fg_error *err);
-    /* dx = dy * act'(x); x is the activation's input, y its output */
-    fg_status (*activation_backward)(void *state, void *queue, int act, const float *x,
-                                     const float *y, const float *dy, float *dx, size_t n,
-                                     fg_error *err);
-    /* workspace: scratch of at least conv2d_workspace() bytes on the queue's device */
+    /* [required: activation layers] act: fg_activation */
+    fg_status (*activation_forward)(void *state, void *queue, uint32_t dtype /* x, y */,
+                                    int act, const void *x, void *y, size_t n, fg_error *err);
+    /* [required: activation layers] dx = dy * act'(x); x is the activation's input, y its
+     * output (relu and gelu read x, tanh and sigmoid y; the other may be NULL) */
+    fg_status (*activation_backward)(void *state, void *queue,
+                                     uint32_t dtype /* x, y, dy, dx */, int act,
+                                     const void *x, const void *y, const void *dy, void *dx,
+                                     size_t n, fg_error *err);
+    /* [required with conv2d_forward; any thread] Bytes of scratch conv2d_forward and
+     * conv2d_backward need on the queue's device, for every dtype; 0 for a bad desc. */
     size_t (*conv2d_workspace)(void *state, const fg_conv2d_desc *d);
-    fg_status (*conv2d_forward)(void *state, void *queue, const fg_conv2d_desc *d,
-                                const float *x, const float *w, const float *bias, float *y,
+    /* [required: conv2d] bias may be NULL. */
+    fg_status (*conv2d_forward)(void *state, void *queue, uint32_t x_dtype /* x, y */,
+                                uint32_t param_dtype /* w, bias */, const fg_conv2d_desc *d,
+                                const void *x, const void *w, const void *bias, void *y,
                                 void *workspace, fg_error *err);
-    /* dx may be NULL (first layer); dw and dbias are accumulated into when accumulate != 0 */
-    fg_status (*conv2d_backward)(void *state, void *queue, const fg_conv2d_desc *d,
-                                 const float *x, const float *w, const float *dy, float *dx,
-                                 float *dw, float *dbias, int accumulate, void *workspace,
+    /* [required: conv2d] dx may be NULL (first layer), dbias too (no bias); dw and dbias
+     * are accumulated into when accumulate != 0 */
+    fg_status (*conv2d_backward)(void *state, void *queue, uint32_t x_dtype /* x, dy, dx */,
+                                 uint32_t param_dtype /* w */,
+                                 uint32_t grad_dtype /* dw, dbias */, const fg_conv2d_desc *d,
+                                 const void *x, const void *w, const void *dy, void *dx,
+                                 void *dw, void *dbias, int accumulate, void *workspace,
                                  fg_error *err);
-    /* argmax: (n,c,out_h,out_w) int32 scratch for max pooling, NULL for avg */
-    fg_status (*pool2d_forward)(void *state, void *queue, int mode, const fg_conv2d_desc *d,
-                                const float *x, float *y, int32_t *argmax, fg_error *err);
-    fg_status (*pool2d_backward)(void *state, void *queue, int mode, const fg_conv2d_desc *d,
-                                 const float *dy, const int32_t *argmax, float *dx,
-                                 fg_error *err);
-    /* Batch norm over (n, c, spatial). training != 0: batch statistics, saved_mean and
-     * saved_invstd written, running stats updated with momentum (PyTorch's unbiased var). */
-    fg_status (*batchnorm_forward)(void *state, void *queue, int training, int n, int c,
-                                   int spatial, const float *x, const float *gamma,
-                                   const float *beta, float *running_mean, float *running_var,
+    /* [required: maxpool2d, avgpool2d] mode: fg_pool_mode; argmax: (n,c,out_h,out_w)
+     * scratch for max pooling, NULL for avg */
+    fg_status (*pool2d_forward)(void *state, void *queue, uint32_t dtype /* x, y */, int mode,
+                                const fg_conv2d_desc *d, const void *x, void *y,
+                                int32_t *argmax, fg_error *err);
+    /* [required: maxpool2d, avgpool2d] dx overwritten */
+    fg_status (*pool2d_backward)(void *state, void *queue, uint32_t dtype /* dy, dx */,
+                                 int mode, const fg_conv2d_desc *d, const void *dy,
+                                 const int32_t *argmax, void *dx, fg_error *err);
+    /* [required: batchnorm] Batch norm over (n, c, spatial). training != 0: batch
+     * statistics, saved_mean and saved_invstd written, running stats updated with momentum
+     * (PyTorch's unbiased var). gamma and beta may be NULL (1 and 0). */
+    fg_status (*batchnorm_forward)(void *state, void *queue, uint32_t x_dtype /* x, y */,
+                                   uint32_t param_dtype /* gamma, beta */, int training, int n,
+                                   int c, int spatial, const void *x, const void *gamma,
+                                   const void *beta, float *running_mean, float *running_var,
                                    float momentum, float eps, float *saved_mean,
-                                   float *saved_invstd, float *y, fg_error *err);
-    fg_status (*batchnorm_backward)(void *state, void *queue, int n, int c, int spatial,
-                                    const float *x, const float *gamma, const float *saved_mean,
-                                    const float *saved_invstd, const float *dy, float *dx,
-                                    float *dgamma, float *dbeta, int accumulate, fg_error *err);
-    /* mask(n) bytes; keep with probability 1-p, scale 1/(1-p); reproducible from
-     * (seed, offset): element i's draw depends only on seed, offset + i. */
-    fg_status (*dropout_forward)(void *state, void *queue, float p, uint64_t seed,
-                                 uint64_t offset, const float *x, float *y, uint8_t *mask,
-                                 size_t n, fg_error *err);
-    fg_status (*dropout_backward)(void *state, void *queue, float p, const uint8_t *mask,
-                                  const float *dy, float *dx, size_t n, fg_error *err);
-    /* Mean softmax cross-entropy over rows with int32 labels. loss_sum and correct
-     * (device scalars) are accumulated into: += sum of row losses, += argmax hits.
-     * probs(rows, classes) keeps the softmax for backward. */
-    fg_status (*softmax_xent_forward)(void *state, void *queue, const float *logits,
+                                   float *saved_invstd, void *y, fg_error *err);
+    /* [required: batchnorm] dx, dgamma, dbeta may be NULL; dgamma and dbeta accumulated
+     * into when accumulate != 0 */
+    fg_status (*batchnorm_backward)(void *state, void *queue,
+                                    uint32_t x_dtype /* x, dy, dx */,
+                                    uint32_t param_dtype /* gamma */,
+                                    uint32_t grad_dtype /* dgamma, dbeta */, int n, int c,
+                                    int spatial, const void *x, const void *gamma,
+                                    const float *saved_mean, const float *saved_invstd,
+                                    const void *dy, void *dx, void *dgamma, void *dbeta,
+                                    int accumulate, fg_error *err);
+    /* [required: dropout] mask(n) bytes; keep with probability 1-p, scale 1/(1-p);
+     * reproducible from (seed, offset): element i's draw depends only on seed, offset + i. */
+    fg_status (*dropout_forward)(void *state, void *queue, uint32_t dtype /* x, y */, float p,
+                                 uint64_t seed, uint64_t offset, const void *x, void *y,
+                                 uint8_t *mask, size_t n, fg_error *err);
+    /* [required: dropout] */
+    fg_status (*dropout_backward)(void *state, void *queue, uint32_t dtype /* dy, dx */,
+                                  float p, const uint8_t *mask, const void *dy, void *dx,
+                                  size_t n, fg_error *err);
+    /* [required: the loss] Mean softmax cross-entropy over rows with int32 labels, the
+     * softmax in f32. loss_sum and correct (f32 device scalars, may be NULL) are
+     * accumulated into: += sum of row losses, += argmax hits. probs(rows, classes) keeps
+     * the softmax for backward. */
+    fg_status (*softmax_xent_forward)(void *state, void *queue,
+                                      uint32_t logits_dtype /* logits */, const void *logits,
                                       const int32_t *labels, int rows, int classes,
                                       float *probs, float *loss_sum, float *correct,
                                       fg_error *err);
-    /* dlogits = (probs - onehot(labels)) * scale */
-    fg_status (*softmax_xent_backward)(void *state, void *queue, const float *probs,
+    /* [required: the loss] dlogits = (probs - onehot(labels)) * scale */
+    fg_status (*softmax_xent_backward)(void *state, void *queue,
+                                       uint32_t dlogits_dtype /* dlogits */, const float *probs,
                                        const int32_t *labels, int rows, int classes,
-                                       float scale, float *dlogits, fg_error *err);
-    /* elementwise helpers over n floats */
-    fg_status (*fill)(void *state, void *queue, float *x, float value, size_t n, fg_error *err);
-    fg_status (*scale)(void *state, void *queue, float *x, float alpha, size_t n, fg_error *err);
-    /* y += alpha * x */
-    fg_status (*axpy)(void *state, void *queue, float alpha, const float *x, float *y, size_t n,
+                                       float scale, void *dlogits, fg_error *err);
+    /* [required: replicas, optimizers, metrics] x(n) = value (rounded into dtype) */
+    fg_status (*fill)(void *state, void *queue, uint32_t dtype /* x */, void *x, float value,
+                      size_t n, fg_error *err);
+    /* [required: loss scaling, gradient clipping, strategies] x(n) *= alpha */
+    fg_status (*scale)(void *state, void *queue, uint32_t dtype /* x */, void *x, float alpha,
+                       size_t n, fg_error *err);
+    /* [required: strategies that sum gradients across devices] y(n) += alpha * x */
+    fg_status (*axpy)(void *state, void *queue, uint32_t x_dtype /* x */,
+                      uint32_t y_dtype /* y */, float alpha, const void *x, void *y, size_t n,
                       fg_error *err);
-    /* *out = sum of x^2 (device scalar) */
-    fg_status (*sum_squares)(void *state, void *queue, const float *x, size_t n, float *out,
-                             fg_error *err);
-    /* fused optimizer updates over a flat range of parameters */
-    fg_status (*sgd_update)(void *state, void *queue, const fg_sgd_args *a, float *param,
-                            const float *grad, float *momentum_buf, size_t n, fg_error *err);
-    fg_status (*adamw_update)(void *state, void *queue, const fg_adamw_args *a, float *param,
-                              const float *grad, float *m, float *v, size_t n, fg_error *err);
-    /* x = min(max(x, lo), hi) over n floats */
-    fg_status (*clamp)(void *state, void *queue, float *x, float lo, float hi, size_t n,
-                       fg_error *err);
-
-    /* ---- dtypes (ABI 1.x append): half-precision storage -----------------------------
-     * An _ex op is the fp32 op above it names, over untyped pointers whose element types
-     * `dt` gives (fg_op_dtypes); what stays f32 whatever dt says is said. Arithmetic
-     * accumulates in f32 and results are rounded to nearest even into their storage type.
-     * With every dtype FG_F32 an _ex op gives bitwise its fp32 op's result. A dtype the
-     * backend cannot store fails with FG_UNAVAILABLE. Workspaces: conv2d_workspace() bytes
-     * (the f32 size) suffice for every dtype. */
-    /* dst(n) = src(n) converted (f32, f16, bf16 either way; NaN stays NaN, overflow gives
-     * inf) */
-    fg_status (*cast)(void *state, void *queue, void *dst, uint32_t dst_dtype, const void *src,
-                      uint32_t src_dtype, size_t n, fg_error *err);
-    fg_status (*gemm_ex)(void *state, void *queue, int trans_a, int trans_b, int m, int n,
-                         int k, float alpha, const void *a, uint32_t a_dtype, int lda,
-                         const void *b, uint32_t b_dtype, int ldb, float beta, void *c,
-                         uint32_t c_dtype, int ldc, fg_error *err);
-    fg_status (*bias_add_ex)(void *state, void *queue, const fg_op_dtypes *dt, void *y,
-                             const void *bias, int rows, int cols, int spatial, fg_error *err);
-    fg_status (*bias_grad_ex)(void *state, void *queue, const fg_op_dtypes *dt, void *dbias,
-                              const void *dy, int rows, int cols, int spatial, int accumulate,
+    /* [required: gradient_clip_algorithm = value] x(n) = min(max(x, lo), hi), as
+     * torch.clamp: NaN stays NaN; lo > hi gives hi */
+    fg_status (*clamp)(void *state, void *queue, uint32_t dtype /* x */, void *x, float lo,
+                       float hi, size_t n, fg_error *err);
+    /* [required: gradient norms (clipping, loss scaling, nan_guard)] *out = sum of x^2, an
+     * f32 device scalar, accumulated in f32 or wider; n == 0 gives 0 */
+    fg_status (*sum_squares)(void *state, void *queue, uint32_t dtype /* x */, const void *x,
+                             size_t n, float *out, fg_error *err);
+    /* [required: half precisions] dst(n) = src(n) converted (NaN stays NaN, overflow gives
+     * inf; the same dtype copies) */
+    fg_status (*cast)(void *state, void *queue, uint32_t dst_dtype /* dst */,
+                      uint32_t src_dtype /* src */, void *dst, const void *src, size_t n,
+                      fg_error *err);
+    /* [required: optimizer sgd] Fused update over a flat range; the momentum buffer is f32
+     * (NULL without momentum). Each element's update is computed in f32 from the widened
+     * parameter and rounded to nearest even back into param. */
+    fg_status (*sgd_update)(void *state, void *queue, uint32_t param_dtype /* param */,
+                            uint32_t grad_dtype /* grad */, const fg_sgd_args *a, void *param,
+                            const void *grad, float *momentum_buf, size_t n, fg_error *err);
+    /* [required: optimizer adamw] As sgd_update; m and v are f32. */
+    fg_status (*adamw_update)(void *state, void *queue, uint32_t param_dtype /* param */,
+                              uint32_t grad_dtype /* grad */, const fg_adamw_args *a,
+                              void *param, const void *grad, float *m, float *v, size_t n,
                               fg_error *err);
-    fg_status (*activation_forward_ex)(void *state, void *queue, const fg_op_dtypes *dt,
-                                       int act, const void *x, void *y, size_t n,
-                                       fg_error *err);
-    fg_status (*activation_backward_ex)(void *state, void *queue, const fg_op_dtypes *dt,
-                                        int act, const void *x, const void *y, const void *dy,
-                                        void *dx, size_t n, fg_error *err);
-    fg_status (*conv2d_forward_ex)(void *state, void *queue, const fg_op_dtypes *dt,
-                                   const fg_conv2d_desc *d, const void *x, const void *w,
-                                   const void *bias, void *y, void *workspace, fg_error *err);
-    fg_status (*conv2d_backward_ex)(void *state, void *queue, const fg_op_dtypes *dt,
-                                    const fg_conv2d_desc *d, const void *x, const void *w,
-                                    const void *dy, void *dx, void *dw, void *dbias,
-                                    int accumulate, void *workspace, fg_error *err);
-    fg_status (*pool2d_forward_ex)(void *state, void *queue, const fg_op_dtypes *dt, int mode,
-                                   const fg_conv2d_desc *d, const void *x, void *y,
-                                   int32_t *argmax, fg_error *err);
-    fg_status (*pool2d_backward_ex)(void *state, void *queue, const fg_op_dtypes *dt, int mode,
-                                    const fg_conv2d_desc *d, const void *dy,
-                                    const int32_t *argmax, void *dx, fg_error *err);
-    /* running_mean, running_var, saved_mean and saved_invstd stay f32 */
-    fg_status (*batchnorm_forward_ex)(void *state, void *queue, const fg_op_dtypes *dt,
-                                      int training, int n, int c, int spatial, const void *x,
-                                      const void *gamma, const void *beta, float *running_mean,
-                                      float *running_var, float momentum, float eps,
-                                      float *saved_mean, float *saved_invstd, void *y,
-                                      fg_error *err);
-    fg_status (*batchnorm_backward_ex)(void *state, void *queue, const fg_op_dtypes *dt, int n,
-                                       int c, int spatial, const void *x, const void *gamma,
-                                       const float *saved_mean, const float *saved_invstd,
-                                       const void *dy, void *dx, void *dgamma, void *dbeta,
-                                       int accumulate, fg_error *err);
-    fg_status (*dropout_forward_ex)(void *state, void *queue, const fg_op_dtypes *dt, float p,
-                                    uint64_t seed, uint64_t offset, const void *x, void *y,
-                                    uint8_t *mask, size_t n, fg_error *err);
-    fg_status (*dropout_backward_ex)(void *state, void *queue, const fg_op_dtypes *dt, float p,
-                                     const uint8_t *mask, const void *dy, void *dx, size_t n,
-                                     fg_error *err);
-    /* logits in dt->act; probs, loss_sum and correct stay f32 (softmax in f32) */
-    fg_status (*softmax_xent_forward_ex)(void *state, void *queue, const fg_op_dtypes *dt,
-                                         const void *logits, const int32_t *labels, int rows,
-                                         int classes, float *probs, float *loss_sum,
-                                         float *correct, fg_error *err);
-    /* probs f32; dlogits in dt->act */
-    fg_status (*softmax_xent_backward_ex)(void *state, void *queue, const fg_op_dtypes *dt,
-                                          const float *probs, const int32_t *labels, int rows,
-                                          int classes, float scale, void *dlogits,
-                                          fg_error *err);
 
-    /* ---- half gradients and "true" half parameters (ABI 1.x append) ------------------
-     * The fp32 helpers above over x of `dtype` (f32, f16, bf16): arithmetic in f32, results
-     * rounded to nearest even into x. sum_squares_ex accumulates in f32 or wider and writes
-     * an f32 device scalar. */
-    fg_status (*sum_squares_ex)(void *state, void *queue, const void *x, uint32_t dtype,
-                                size_t n, float *out, fg_error *err);
-    fg_status (*scale_ex)(void *state, void *queue, void *x, uint32_t dtype, float alpha,
-                          size_t n, fg_error *err);
-    fg_status (*clamp_ex)(void *state, void *queue, void *x, uint32_t dtype, float lo, float hi,
-                          size_t n, fg_error *err);
-    /* The fused updates with param in param_dtype and grad in grad_dtype; the optimizer
-     * state (momentum_buf, m, v) stays f32. Each element's update is computed in f32 from
-     * the widened parameter and rounded to nearest even back into param. */
-    fg_status (*sgd_update_ex)(void *state, void *queue, const fg_sgd_args *a, void *param,
-                               uint32_t param_dtype, const void *grad, uint32_t grad_dtype,
-                               float *momentum_buf, size_t n, fg_error *err);
-    fg_status (*adamw_update_ex)(void *state, void *queue, const fg_adamw_args *a, void *param,
-                                 uint32_t param_dtype, const void *grad, uint32_t grad_dtype,
-                                 float *m, float *v, size_t n, fg_error *err);
-
-    /* ---- queues and events (ABI 1.x append) -------------------------------------------
+    /* ---- queues and events -------------------------------------------
      * What lets a batch's host-to-device copy overlap compute. An event marks a point in a
      * queue. The core copies a batch out of its staging buffer on a copy queue, records an
      * event after the copy, makes the compute queue wait for that event (on the device: the
@@ -307,6 +334,68 @@ typedef struct fg_backend_vtable {
 #define FG_BACKEND_HAS_EVENTS(vt)                                                           \
     (FG_HAS_FIELD((vt), fg_backend_vtable, event_sync) && (vt)->event_create &&             \
      (vt)->event_destroy && (vt)->event_record && (vt)->queue_wait_event && (vt)->event_sync)
+
+/* What an op id names: its vtable entry (name and byte offset in fg_backend_vtable) and its
+ * dtype arguments, by name, in order. NULL for an unknown id. */
+typedef struct fg_backend_op_desc {
+    const char *name;
+    size_t offset;
+    int dtype_count;
+    const char *dtype_names[FG_OP_MAX_DTYPES];
+} fg_backend_op_desc;
+
+static inline const fg_backend_op_desc *fg_backend_op_info(uint32_t op)
+{
+#define FG_OP_DESC_(entry, count, ...)                                                      \
+    { #entry, offsetof(fg_backend_vtable, entry), count, { __VA_ARGS__ } }
+    static const fg_backend_op_desc ops[FG_OP_COUNT] = {
+        FG_OP_DESC_(gemm, 3, "a", "b", "c"),
+        FG_OP_DESC_(bias_add, 2, "y", "bias"),
+        FG_OP_DESC_(bias_grad, 2, "dbias", "dy"),
+        FG_OP_DESC_(activation_forward, 1, "x"),
+        FG_OP_DESC_(activation_backward, 1, "x"),
+        FG_OP_DESC_(conv2d_forward, 2, "x", "param"),
+        FG_OP_DESC_(conv2d_backward, 3, "x", "param", "grad"),
+        FG_OP_DESC_(pool2d_forward, 1, "x"),
+        FG_OP_DESC_(pool2d_backward, 1, "x"),
+        FG_OP_DESC_(batchnorm_forward, 2, "x", "param"),
+        FG_OP_DESC_(batchnorm_backward, 3, "x", "param", "grad"),
+        FG_OP_DESC_(dropout_forward, 1, "x"),
+        FG_OP_DESC_(dropout_backward, 1, "x"),
+        FG_OP_DESC_(softmax_xent_forward, 1, "logits"),
+        FG_OP_DESC_(softmax_xent_backward, 1, "dlogits"),
+        FG_OP_DESC_(fill, 1, "x"),
+        FG_OP_DESC_(scale, 1, "x"),
+        FG_OP_DESC_(axpy, 2, "x", "y"),
+        FG_OP_DESC_(clamp, 1, "x"),
+        FG_OP_DESC_(sum_squares, 1, "x"),
+        FG_OP_DESC_(cast, 2, "dst", "src"),
+        FG_OP_DESC_(sgd_update, 2, "param", "grad"),
+        FG_OP_DESC_(adamw_update, 2, "param", "grad"),
+    };
+#undef FG_OP_DESC_
+    return op < FG_OP_COUNT ? &ops[op] : NULL;
+}
+
+/* Whether a caller can run op with these dtypes on backend be (state): its entry is there
+ * and supports() says yes (without supports(): every dtype FG_F32). */
+static inline int fg_backend_can(const fg_backend_vtable *be, void *state, uint32_t op,
+                                 const uint32_t *dtypes)
+{
+    const fg_backend_op_desc *d = fg_backend_op_info(op);
+    void (*fn)(void) = NULL;
+    if (!be || !d || d->offset + sizeof fn > be->struct_size)
+        return 0;
+    memcpy(&fn, (const char *)be + d->offset, sizeof fn);
+    if (!fn)
+        return 0;
+    if (FG_HAS_FIELD(be, fg_backend_vtable, supports) && be->supports)
+        return be->supports(state, op, dtypes) != 0;
+    for (int i = 0; i < d->dtype_count; i++)
+        if (dtypes[i] != FG_F32)
+            return 0;
+    return 1;
+}
 
 #ifdef __cplusplus
 }
