@@ -1,9 +1,11 @@
 #!/bin/sh
 # ux.bar_terminal: `fulgur fit` on a real terminal (a tmux pane) shows the progress bar
-# without any [callback.progress] section: one summary line per epoch that knows the epoch
-# count ("epoch 1/3 [####...]"), coloured unless NO_COLOR is set, fitted to a narrow
-# terminal; [trainer] enable_progress_bar = false gives the plain lines back. The screen is
-# read with capture-pane after the command ended (tmux wait-for), never after a sleep.
+# without any [callback.progress] section: while an epoch runs, one line with the epoch
+# count ("epoch 1/3 [###...] 120/3125  ... it/s  ETA 0:04  loss ... acc ..."), then one
+# summary line per epoch, coloured unless NO_COLOR is set, fitted to a narrow terminal;
+# [trainer] enable_progress_bar = false gives the plain lines back. The screen is read with
+# capture-pane after the command ended (tmux wait-for), or polled for the live line with a
+# bound, never after a sleep.
 # Skips (77) when tmux is not installed.
 #   bar_terminal.sh FULGUR
 FULGUR=$1
@@ -40,6 +42,16 @@ grep -q '^val ' bar.txt && fail "bar: the trainer's validation line is printed u
 grep -q '^test  loss' bar.txt || fail "bar: no test line after the fit"
 ESC=$(printf '\033')
 grep "^epoch 1/3" bar.esc | grep -q "${ESC}\[32m#" || fail "bar: the finished bar is not coloured"
+
+# --- the live bar, before the epoch ends: count, it/s, ETA, the latest metrics -----------
+tm new-session -d -s live -x 150 -y 20 -c "$UX_TMP" \
+    "'$FULGUR' fit cfg.ini data.train_size=100000 trainer.log_every_n_steps=10; exec cat"
+live_bar() {
+    tm capture-pane -p -t live > live.txt
+    grep -q '^epoch 1/3 \[[#.]*\] [0-9]*/3125  [0-9.]* it/s  ETA [0-9:]*  loss [0-9.]* acc [0-9.]*$' live.txt
+}
+poll_for 60 live_bar || { fail "live: no bar with ETA while the first epoch runs"; cat live.txt; }
+tm kill-session -t live
 
 # --- NO_COLOR: the same line, no colour ------------------------------------------------
 on_terminal nocolor 150 "NO_COLOR=1 '$FULGUR' fit cfg.ini"
