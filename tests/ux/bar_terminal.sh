@@ -3,7 +3,8 @@
 # without any [callback.progress] section: while an epoch runs, one line with the epoch
 # count ("epoch 1/3 [###...] 120/3125  ... it/s  ETA 0:04  loss ... acc ..."), then one
 # summary line per epoch, coloured unless NO_COLOR is set, fitted to a narrow terminal;
-# [trainer] enable_progress_bar = false gives the plain lines back. The screen is read with
+# [trainer] enable_progress_bar = false, or a start by an MPI launcher (mpirun gives each
+# rank a pseudo-terminal of its own), gives the plain lines back. The screen is read with
 # capture-pane after the command ended (tmux wait-for), or polled for the live line with a
 # bound, never after a sleep.
 # Skips (77) when tmux is not installed.
@@ -71,8 +72,12 @@ grep -q '^epoch 1 step 2/16  loss' plain.txt || fail "plain: no per-step lines"
 grep -q '^epoch 1/3  train loss' plain.txt || fail "plain: no epoch line"
 grep -q '\[#' plain.txt && fail "plain: a bar with enable_progress_bar = false"
 
-# --- the summary lines in a report of what the screen showed ---------------------------
+# --- under an MPI launcher (its pseudo-terminal is not the user's): the plain lines ------
+on_terminal mpi 100 "OMPI_COMM_WORLD_SIZE=1 '$FULGUR' fit cfg.ini"
+grep -q '^epoch 1 step 2/16  loss' mpi.txt || fail "mpi: no per-step lines under a launcher"
+grep -q '\[#' mpi.txt && fail "mpi: a bar under an MPI launcher"
+
 if [ "$UX_FAILED" -ne 0 ]; then
-    for f in bar nocolor narrow plain; do echo "--- $f"; cat "$f.txt"; done
+    for f in bar nocolor narrow plain mpi; do echo "--- $f"; cat "$f.txt"; done
 fi
 finish
