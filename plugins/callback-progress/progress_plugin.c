@@ -4,8 +4,9 @@
  *   refresh_every_n_steps = 50   ; logs only: steps between two plain lines
  *   leave = true                 ; keep the bar in each epoch's summary line
  *
- * The trainer runs this callback without a section when stdout is a terminal (unless
- * [trainer] enable_progress_bar = false); a config may also name it.
+ * The trainer runs this callback without a section when stdout is a terminal and no MPI
+ * launcher started the process (unless [trainer] enable_progress_bar = false); a config
+ * may also name it.
  *
  * On a terminal (stdout is a tty) one line is redrawn in place ("\r", the line, erase to
  * the end of the line) at every step and validation event the trainer sends:

@@ -1,9 +1,12 @@
 #!/bin/sh
 # ux.bar_terminal: `fulgur fit` on a real terminal (a tmux pane) shows the progress bar
-# without any [callback.progress] section: one summary line per epoch that knows the epoch
-# count ("epoch 1/3 [####...]"), coloured unless NO_COLOR is set, fitted to a narrow
-# terminal; [trainer] enable_progress_bar = false gives the plain lines back. The screen is
-# read with capture-pane after the command ended (tmux wait-for), never after a sleep.
+# without any [callback.progress] section: while an epoch runs, one line with the epoch
+# count ("epoch 1/3 [###...] 120/3125  ... it/s  ETA 0:04  loss ... acc ..."), then one
+# summary line per epoch, coloured unless NO_COLOR is set, fitted to a narrow terminal;
+# [trainer] enable_progress_bar = false, or a start by an MPI launcher (mpirun gives each
+# rank a pseudo-terminal of its own), gives the plain lines back. The screen is read with
+# capture-pane after the command ended (tmux wait-for), or polled for the live line with a
+# bound, never after a sleep.
 # Skips (77) when tmux is not installed.
 #   bar_terminal.sh FULGUR
 FULGUR=$1
@@ -41,6 +44,16 @@ grep -q '^test  loss' bar.txt || fail "bar: no test line after the fit"
 ESC=$(printf '\033')
 grep "^epoch 1/3" bar.esc | grep -q "${ESC}\[32m#" || fail "bar: the finished bar is not coloured"
 
+# --- the live bar, before the epoch ends: count, it/s, ETA, the latest metrics -----------
+tm new-session -d -s live -x 150 -y 20 -c "$UX_TMP" \
+    "'$FULGUR' fit cfg.ini data.train_size=100000 trainer.log_every_n_steps=10; exec cat"
+live_bar() {
+    tm capture-pane -p -t live > live.txt
+    grep -q '^epoch 1/3 \[[#.]*\] [0-9]*/3125  [0-9.]* it/s  ETA [0-9:]*  loss [0-9.]* acc [0-9.]*$' live.txt
+}
+poll_for 60 live_bar || { fail "live: no bar with ETA while the first epoch runs"; cat live.txt; }
+tm kill-session -t live
+
 # --- NO_COLOR: the same line, no colour ------------------------------------------------
 on_terminal nocolor 150 "NO_COLOR=1 '$FULGUR' fit cfg.ini"
 grep -q "^epoch 3/3 \[####################\] 16/16" nocolor.txt || fail "nocolor: no bar"
@@ -59,8 +72,12 @@ grep -q '^epoch 1 step 2/16  loss' plain.txt || fail "plain: no per-step lines"
 grep -q '^epoch 1/3  train loss' plain.txt || fail "plain: no epoch line"
 grep -q '\[#' plain.txt && fail "plain: a bar with enable_progress_bar = false"
 
-# --- the summary lines in a report of what the screen showed ---------------------------
+# --- under an MPI launcher (its pseudo-terminal is not the user's): the plain lines ------
+on_terminal mpi 100 "OMPI_COMM_WORLD_SIZE=1 '$FULGUR' fit cfg.ini"
+grep -q '^epoch 1 step 2/16  loss' mpi.txt || fail "mpi: no per-step lines under a launcher"
+grep -q '\[#' mpi.txt && fail "mpi: a bar under an MPI launcher"
+
 if [ "$UX_FAILED" -ne 0 ]; then
-    for f in bar nocolor narrow plain; do echo "--- $f"; cat "$f.txt"; done
+    for f in bar nocolor narrow plain mpi; do echo "--- $f"; cat "$f.txt"; done
 fi
 finish

@@ -36,13 +36,24 @@ static int config_bool(const fg_config *cfg, const char *section, const char *ke
     return b;
 }
 
-/* The bar draws in place with "\r": only on stdout when it is a terminal, and not under
- * --quiet. */
+/* A process an MPI launcher started: mpirun gives each rank a pseudo-terminal and merges
+ * what the ranks print into its own output, which may well be a log file. */
+static int under_mpi_launcher(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i])) return 1;
+    return 0;
+}
+
+/* The bar draws in place with "\r": only on stdout when it is a terminal of its own (not
+ * a launcher's), and not under --quiet. */
 static int output_is_terminal(const fg_runtime *rt)
 {
     const char *term = getenv("TERM");
     return rt->out && fileno(rt->out) == STDOUT_FILENO && isatty(STDOUT_FILENO) &&
-           rt->verbosity >= FG_LOG_INFO && !(term && strcmp(term, "dumb") == 0);
+           rt->verbosity >= FG_LOG_INFO && !(term && strcmp(term, "dumb") == 0) &&
+           !under_mpi_launcher();
 }
 
 static void mark_disabled_sections(fg_runtime *rt)

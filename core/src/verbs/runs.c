@@ -196,7 +196,7 @@ static fg_status read_runs(const run_list *l, const fg_runs_options *o, fg_run_i
 fg_status fg_runtime_runs(fg_runtime *rt, const fg_runs_options *o, FILE *out, fg_error *err)
 {
     if (!out) out = stdout;
-    if (!o || !o->root || !o->root[0])
+    if (!FG_HAS_FIELD(o, fg_runs_options, report_path) || !o->root || !o->root[0])
         return fg_error_set(err, FG_INVALID_ARGUMENT, "runs: give the folder the runs are in");
     if (!is_dir(o->root))
         return fg_error_set(err, FG_INVALID_ARGUMENT, "runs: %s: %s", o->root,
