@@ -84,9 +84,8 @@ static fg_status read_options(const fg_host *host, synthetic_state *s, int64_t *
 static void synthetic_deinit(void *state)
 {
     synthetic_state *s = state;
-    if (!s)
-        return;
-    synthetic_model_destroy(&s->model);
+    if (s)
+        synthetic_model_destroy(&s->model);
     free(s);
 }
 

@@ -59,12 +59,11 @@ static fg_status fp16_init(const fg_host *host, void **state, fg_error *err)
     if (st == FG_OK)
         st = fg_plugin_read_grad_dtype(host, FG_F16, "precision.fp16-mixed", &p->grad_dtype, err);
     if (st == FG_OK) st = fg_scaler_init(&p->scaler, &cfg, err);
-    if (st != FG_OK) {
+    if (st == FG_OK)
+        *state = p;
+    else
         free(p);
-        return st;
-    }
-    *state = p;
-    return FG_OK;
+    return st;
 }
 
 static void fp16_deinit(void *state) { free(state); }

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cb_test.h"
 #include "plugin_load.h"
+#include "test_event.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -55,19 +56,11 @@ fg_status cb_send(cb_instance *in, uint32_t type, int64_t epoch, int64_t global_
                   const fg_metric *metrics, uint32_t metric_count, fg_callback_action *action,
                   fg_error *err)
 {
-    fg_event ev;
-    memset(&ev, 0, sizeof ev);
-    ev.struct_size = sizeof ev;
-    ev.type = type;
-    ev.epoch = epoch;
-    ev.global_step = global_step;
-    ev.steps_per_epoch = in->steps_per_epoch;
-    ev.step_in_epoch = in->steps_per_epoch > 0 ? global_step - epoch * in->steps_per_epoch : 0;
-    ev.learning_rate = in->learning_rate;
+    fg_event ev = fg_test_event(type, epoch, global_step, in->steps_per_epoch,
+                                in->learning_rate, in->run_dir);
     ev.metrics = metrics;
     ev.metric_count = metric_count;
     ev.is_rank_zero = in->is_rank_zero;
-    ev.run_dir = in->run_dir;
     ev.nonfinite_layer = in->nonfinite_layer;
     memset(action, 0, sizeof *action);
     action->struct_size = sizeof *action;

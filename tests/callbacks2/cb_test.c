@@ -27,18 +27,7 @@ void cb_host_init(fg_fake_host *h, const fg_plugin *plugin)
 
 fg_event cb_event(uint32_t type, int64_t epoch, int64_t global_step, const char *run_dir)
 {
-    fg_event e;
-    memset(&e, 0, sizeof e);
-    e.struct_size = sizeof e;
-    e.type = type;
-    e.epoch = epoch;
-    e.global_step = global_step;
-    e.steps_per_epoch = 10;
-    e.step_in_epoch = global_step - epoch * 10;
-    e.learning_rate = 0.01;
-    e.is_rank_zero = 1;
-    e.run_dir = run_dir;
-    return e;
+    return fg_test_event(type, epoch, global_step, 10, 0.01, run_dir);
 }
 
 void cb_event_metrics(fg_event *e, const fg_metric *metrics, uint32_t count)

@@ -12,6 +12,7 @@
 #include "check.h"
 #include "fake_host.h"
 #include "plugin_load.h"
+#include "test_event.h"
 
 /* The common fake host (section "callback.NAME") serving a small resolved config
  * (trainer max_epochs 3 and seed 1, data name idx, optimizer lr 0.02) until a test sets

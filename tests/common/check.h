@@ -69,15 +69,15 @@ int fg_test_main(int argc, char **argv, const fg_test_case *cases, size_t count)
     do {                                                                                   \
         long long fg_a_ = (long long)(actual), fg_e_ = (long long)(expected);              \
         if (fg_a_ != fg_e_)                                                                \
-            fg_check_failed_msg(__FILE__, __LINE__, #actual, "%lld, expected %lld (%s)",   \
-                                fg_a_, fg_e_, #expected);                                  \
+            fg_check_failed_msg(__FILE__, __LINE__, "CHECK_EQ(" #actual ", " #expected ")",  \
+                                "%lld, expected %lld", fg_a_, fg_e_);                      \
     } while (0)
 
 #define CHECK_NEAR(actual, expected, tol)                                                  \
     do {                                                                                   \
         double fg_a_ = (actual), fg_e_ = (expected), fg_t_ = (tol);                        \
         if (!(fg_a_ - fg_e_ <= fg_t_ && fg_e_ - fg_a_ <= fg_t_))                           \
-            fg_check_failed_msg(__FILE__, __LINE__, #actual,                               \
+            fg_check_failed_msg(__FILE__, __LINE__, "CHECK_NEAR(" #actual ")",             \
                                 "%.17g, expected %.17g within %g", fg_a_, fg_e_, fg_t_);   \
     } while (0)
 
@@ -85,7 +85,7 @@ int fg_test_main(int argc, char **argv, const fg_test_case *cases, size_t count)
     do {                                                                                   \
         const char *fg_a_ = (actual), *fg_e_ = (expected);                                 \
         if (!fg_a_ || !fg_e_ || strcmp(fg_a_, fg_e_) != 0)                                 \
-            fg_check_failed_msg(__FILE__, __LINE__, #actual,                               \
+            fg_check_failed_msg(__FILE__, __LINE__, "CHECK_STR(" #actual ")",              \
                                 "\n  got:      \"%s\"\n  expected: \"%s\"",                \
                                 fg_a_ ? fg_a_ : "(null)", fg_e_ ? fg_e_ : "(null)");       \
     } while (0)
@@ -94,7 +94,7 @@ int fg_test_main(int argc, char **argv, const fg_test_case *cases, size_t count)
     do {                                                                                   \
         const char *fg_t_ = (text), *fg_f_ = (fragment);                                   \
         if (!fg_t_ || !strstr(fg_t_, fg_f_))                                               \
-            fg_check_failed_msg(__FILE__, __LINE__, #text,                                 \
+            fg_check_failed_msg(__FILE__, __LINE__, "CHECK_CONTAINS(" #text ")",           \
                                 "\n  got:     \"%s\"\n  missing: \"%s\"",                  \
                                 fg_t_ ? fg_t_ : "(null)", fg_f_);                          \
     } while (0)
@@ -105,14 +105,16 @@ int fg_test_main(int argc, char **argv, const fg_test_case *cases, size_t count)
     do {                                                                                   \
         fg_status fg_s_ = (st), fg_x_ = (expected);                                        \
         if (fg_s_ != fg_x_)                                                                \
-            fg_check_failed_msg(__FILE__, __LINE__, #st, "status %s, expected %s",         \
+            fg_check_failed_msg(__FILE__, __LINE__, "CHECK_STATUS(" #st ")",               \
+                                "status %s, expected %s",                                  \
                                 fg_status_name(fg_s_), fg_status_name(fg_x_));             \
     } while (0)
 #define FG_CHECK_STATUS_ERR_(st, expected, err)                                            \
     do {                                                                                   \
         fg_status fg_s_ = (st), fg_x_ = (expected);                                        \
         if (fg_s_ != fg_x_)                                                                \
-            fg_check_failed_msg(__FILE__, __LINE__, #st, "status %s (%s), expected %s",    \
+            fg_check_failed_msg(__FILE__, __LINE__, "CHECK_STATUS(" #st ")",               \
+                                "status %s (%s), expected %s",                             \
                                 fg_status_name(fg_s_), fg_s_ == FG_OK ? "" : (err).message, \
                                 fg_status_name(fg_x_));                                    \
     } while (0)
@@ -124,7 +126,7 @@ int fg_test_main(int argc, char **argv, const fg_test_case *cases, size_t count)
     do {                                                                                   \
         fg_status fg_s_ = (call);                                                          \
         if (fg_s_ != FG_OK)                                                                \
-            fg_check_failed_msg(__FILE__, __LINE__, #call, "returned %s: %s",              \
+            fg_check_failed_msg(__FILE__, __LINE__, "CHECK_OK(" #call ")", "returned %s: %s", \
                                 fg_status_name(fg_s_), (errp)->message);                   \
     } while (0)
 

@@ -15,6 +15,7 @@
 #include "check.h"
 #include "fake_host.h"
 #include "plugin_load.h"
+#include "test_event.h"
 
 /* The common fake host with path (NULL: not set) and every_n_events. */
 static void make_host(fg_fake_host *h, const fg_plugin *p, const char *path, int64_t every)
@@ -29,19 +30,10 @@ static void make_host(fg_fake_host *h, const fg_plugin *p, const char *path, int
 
 static fg_event make_event(uint32_t type, int64_t step, const fg_metric *m, uint32_t n, int rank0)
 {
-    fg_event e;
-    memset(&e, 0, sizeof e);
-    e.struct_size = sizeof e;
-    e.type = type;
-    e.epoch = 1;
-    e.global_step = step;
-    e.step_in_epoch = step - 10;
-    e.steps_per_epoch = 10;
-    e.learning_rate = 0.1;
+    fg_event e = fg_test_event(type, 1, step, 10, 0.1, ".");
     e.metrics = m;
     e.metric_count = n;
     e.is_rank_zero = rank0;
-    e.run_dir = ".";
     return e;
 }
 

@@ -283,7 +283,7 @@ step_metrics_json() {
     common=$SDK_TESTS/../common # the fake host and checks: SDK headers only
     logged "$driver-build" "$SDK_CC" -std=c11 -Wall -Wextra -Werror $cflags -I"$common" \
         "$SDK_TESTS/metrics_json_driver.c" "$common/check.c" "$common/fake_host.c" \
-        "$common/option_text.c" "$common/plugin_load.c" -o "$driver" -ldl
+        "$common/option_text.c" "$common/plugin_load.c" "$common/test_event.c" -o "$driver" -ldl
     scratch=$SDK_WORK/metrics_json
     rm -rf "$scratch"
     mkdir -p "$scratch"

@@ -1,0 +1,144 @@
+/* plugin_common.*: the helpers of plugins/common on their own, with values a plugin's
+ * callers depend on. One ctest per case. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "callback_plugin.h"
+#include "check.h"
+#include "comm_topology.h"
+#include "data_plugin.h"
+#include "fake_host.h"
+#include "number_text.h"
+#include "precision_plugin.h"
+
+/* An older caller's shorter struct gets its own size's worth, and keeps that size. */
+static void case_dataset_info(void)
+{
+    fg_dataset_info full = {.struct_size = sizeof full, .length = 60000, .rank = 3,
+                            .shape = {1, 28, 28}, .sample_dtype = FG_F32, .num_classes = 10};
+    fg_dataset_info out;
+    memset(&out, 0xAB, sizeof out);
+    out.struct_size = (uint32_t)offsetof(fg_dataset_info, shape);
+    fg_plugin_copy_dataset_info(&out, &full);
+    CHECK_EQ(out.struct_size, offsetof(fg_dataset_info, shape));
+    CHECK_EQ(out.length, 60000);
+    CHECK_EQ(out.rank, 3);
+    CHECK_EQ(out.num_classes, (int32_t)0xABABABAB); /* beyond the caller's struct: untouched */
+    out.struct_size = 0; /* a caller that does not say: all of it */
+    fg_plugin_copy_dataset_info(&out, &full);
+    CHECK_EQ(out.struct_size, sizeof full);
+    CHECK_EQ(out.shape[2], 28);
+    CHECK_EQ(out.num_classes, 10);
+}
+
+static void case_check_read(void)
+{
+    int64_t ok[] = {0, 4, 9}, bad[] = {0, 10, 3};
+    float samples[3] = {0};
+    fg_error err = {0};
+    CHECK_STATUS(fg_plugin_check_read("idx", "train", 10, ok, 3, samples, &err), FG_OK, err);
+    CHECK_STATUS(fg_plugin_check_read("idx", "train", 10, NULL, 0, NULL, &err), FG_OK, err);
+    CHECK_STATUS(fg_plugin_check_read("idx", "val", 10, bad, 3, samples, &err),
+                 FG_INVALID_ARGUMENT);
+    CHECK_STR(err.message, "idx: index 10 (position 1 of 3) is out of range for the val split "
+                           "of length 10");
+    CHECK_STATUS(fg_plugin_check_read("syn", "test", 10, ok, -1, samples, &err),
+                 FG_INVALID_ARGUMENT);
+    CHECK_CONTAINS(err.message, "syn: read of the test split: count -1 with indices");
+    CHECK_STATUS(fg_plugin_check_read("syn", "test", 10, ok, 2, NULL, &err), FG_INVALID_ARGUMENT);
+}
+
+static void case_number_text(void)
+{
+    char buf[32];
+    fg_plugin_format_double(buf, sizeof buf, 0.1);
+    CHECK_STR(buf, "0.1");
+    fg_plugin_format_double(buf, sizeof buf, 1.0 / 3.0);
+    CHECK_STR(buf, "0.33333333333333331");
+    CHECK(strtod(buf, NULL) == 1.0 / 3.0, "%s does not read back", buf);
+    fg_plugin_format_double(buf, sizeof buf, -3e-7);
+    CHECK_STR(buf, "-3e-07");
+}
+
+static void case_precision(void)
+{
+    fg_precision_info info = {.struct_size = 7};
+    CHECK_OK(fg_plugin_precision_info(&info, FG_BF16, FG_BF16, FG_F32, 1, 0));
+    CHECK_EQ(info.struct_size, 7); /* the caller's */
+    CHECK_EQ(info.param_dtype, FG_BF16);
+    CHECK_EQ(info.grad_dtype, FG_F32);
+    CHECK_EQ(info.master_weights, 1);
+    CHECK_EQ(info.loss_scaling, 0);
+    int skip = -1;
+    CHECK_NEAR(fg_plugin_unscaled_loss_scale(NULL), 1.0, 0.0);
+    CHECK_OK(fg_plugin_unscaled_update_scale(NULL, 1, &skip, &fg_test_err));
+    CHECK_EQ(skip, 1);
+    CHECK_OK(fg_plugin_unscaled_update_scale(NULL, 0, &skip, &fg_test_err));
+    CHECK_EQ(skip, 0);
+
+    static const fg_option grad[] = {{"grad_dtype", FG_OPT_ENUM, "fp32", 1, 0, "fp32|half", ""}};
+    const fg_plugin p = {FG_PLUGIN_HEADER(FG_KIND_PRECISION, 0), .name = "t",
+                         FG_PLUGIN_OPTIONS(grad)};
+    fg_fake_host h;
+    fg_fake_host_init(&h, &p, NULL);
+    uint32_t dtype = 0;
+    CHECK_OK(fg_plugin_read_grad_dtype(&h.host, FG_F16, "t", &dtype, &fg_test_err));
+    CHECK_EQ(dtype, FG_F32);
+    fg_fake_host_set(&h, "grad_dtype", "half");
+    CHECK_OK(fg_plugin_read_grad_dtype(&h.host, FG_F16, "t", &dtype, &fg_test_err));
+    CHECK_EQ(dtype, FG_F16);
+}
+
+static void case_callback(void)
+{
+    static const fg_option opts[] = {{"hparams", FG_OPT_BOOL, "true", 1, 0, NULL, ""}};
+    const fg_plugin p = {FG_PLUGIN_HEADER(FG_KIND_CALLBACK, 0), .name = "t",
+                         FG_PLUGIN_OPTIONS(opts)};
+    fg_fake_host h;
+    fg_fake_host_init(&h, &p, NULL);
+    int hparams = 0;
+    fg_error err = {0};
+    CHECK_STATUS(fg_plugin_read_hparams(&h.host, "callback.t", &hparams, &err), FG_OK, err);
+    CHECK_EQ(hparams, 1);
+    h.host.config_entry = NULL; /* an ABI 1.0 host without the config */
+    CHECK_STATUS(fg_plugin_read_hparams(&h.host, "callback.t", &hparams, &err), FG_INCOMPATIBLE);
+    CHECK_CONTAINS(err.message, "[callback.t] hparams = true needs a host with config_entry");
+    fg_fake_host_set(&h, "hparams", "maybe");
+    CHECK_STATUS(fg_plugin_read_hparams(&h.host, "callback.t", &hparams, &err),
+                 FG_INVALID_ARGUMENT);
+
+    fg_event ev = {.struct_size = (uint32_t)offsetof(fg_event, run_dir)};
+    CHECK_STATUS(FG_PLUGIN_EVENT_NEEDS(&ev, run_dir, "callback.t", &err), FG_INCOMPATIBLE);
+    char want[128];
+    snprintf(want, sizeof want, "[callback.t] event struct of %u bytes is too old",
+             (unsigned)offsetof(fg_event, run_dir));
+    CHECK_STR(err.message, want);
+    CHECK_STATUS(FG_PLUGIN_EVENT_NEEDS(&ev, is_rank_zero, "callback.t", &err), FG_OK);
+}
+
+static void case_topology(void)
+{
+    const fg_comm_topology t = {sizeof t, 3, 8, 1, 4, 0, 2};
+    fg_comm_topology out = {sizeof out, 0, 0, 0, 0, 0, 0};
+    CHECK_OK(fg_plugin_topology_copy(&t, &out, "comm.t", &fg_test_err));
+    CHECK(out.rank == 3 && out.world_size == 8 && out.local_rank == 1 && out.local_size == 4 &&
+              out.node == 0 && out.node_count == 2,
+          "topology %d/%d local %d/%d node %d/%d", out.rank, out.world_size, out.local_rank,
+          out.local_size, out.node, out.node_count);
+    fg_error err = {0};
+    CHECK_STATUS(fg_plugin_topology_copy(&t, NULL, "comm.t", &err), FG_INVALID_ARGUMENT);
+    CHECK_STR(err.message, "comm.t: topology: out is NULL");
+}
+
+int main(int argc, char **argv)
+{
+    static const fg_test_case cases[] = {
+        {"dataset_info", .run = case_dataset_info},
+        {"check_read", .run = case_check_read},
+        {"number_text", .run = case_number_text},
+        {"precision", .run = case_precision},
+        {"callback", .run = case_callback},
+        {"topology", .run = case_topology},
+    };
+    return fg_test_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
+}
