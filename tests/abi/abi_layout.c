@@ -93,7 +93,11 @@ static const layout_line current[] = {
     FIELD(fg_backend_vtable, scale), FIELD(fg_backend_vtable, axpy),
     FIELD(fg_backend_vtable, clamp), FIELD(fg_backend_vtable, sum_squares),
     FIELD(fg_backend_vtable, cast), FIELD(fg_backend_vtable, sgd_update),
-    FIELD(fg_backend_vtable, adamw_update), SIZE(fg_backend_op_desc),
+    FIELD(fg_backend_vtable, adamw_update),
+    FIELD(fg_backend_vtable, copy_queue_create), FIELD(fg_backend_vtable, event_create),
+    FIELD(fg_backend_vtable, event_destroy), FIELD(fg_backend_vtable, event_record),
+    FIELD(fg_backend_vtable, queue_wait_event), FIELD(fg_backend_vtable, event_sync),
+    SIZE(fg_backend_op_desc),
     FIELD(fg_backend_op_desc, name), FIELD(fg_backend_op_desc, offset),
     FIELD(fg_backend_op_desc, dtype_count), FIELD(fg_backend_op_desc, dtype_names),
 
@@ -168,6 +172,7 @@ static const layout_line current[] = {
 
     SIZE(fg_batch), FIELD(fg_batch, struct_size), FIELD(fg_batch, samples),
     FIELD(fg_batch, labels), FIELD(fg_batch, count), FIELD(fg_batch, sample_elems),
+    FIELD(fg_batch, staging),
 
     SIZE(fg_step_metrics), FIELD(fg_step_metrics, struct_size),
     FIELD(fg_step_metrics, loss_sum), FIELD(fg_step_metrics, correct),

@@ -22,7 +22,7 @@ typedef enum fg_event_type {
     FG_EVENT_FIT_END = 6,
     FG_EVENT_TEST_END = 7,
     FG_EVENT_EXCEPTION = 8,
-    /* ABI 1.x append: a step checked for a callback that asked (FG_REQUEST_FINITE_CHECK)
+    /* a step checked for a callback that asked (FG_REQUEST_FINITE_CHECK)
      * has a non-finite loss or gradient. Sent before that step's optimizer update, which
      * is skipped when a callback stops the run. Metrics: train/step_loss (mean since the
      * last log), grad/nonfinite_layers, input/nonfinite_values; field nonfinite_layer. */
@@ -47,7 +47,7 @@ typedef struct fg_event {
     int32_t is_rank_zero;  /* only rank 0 writes files */
     const char *run_dir;   /* this run's folder */
     int64_t max_epochs;    /* the fit's epoch limit */
-    /* ABI 1.x append. FG_EVENT_NONFINITE: the layer (its [layer.NAME] section without the
+    /* FG_EVENT_NONFINITE: the layer (its [layer.NAME] section without the
      * prefix) whose parameter gradients are non-finite, the first in backward order, i.e.
      * the nearest the loss; NULL when every gradient is finite (the loss alone is not) or
      * the strategy cannot tell. NULL for other events. */
@@ -60,14 +60,14 @@ typedef struct fg_callback_action {
     char reason[256];          /* why, printed by the trainer */
     int32_t save_checkpoint;   /* set to ask for a checkpoint at this point */
     char checkpoint_path[512]; /* where; empty: the trainer picks */
-    /* ABI 1.x append: a second name for the same checkpoint (save_last's last.safetensors),
+    /* a second name for the same checkpoint (save_last's last.safetensors),
      * relative to the run folder unless absolute; empty: none. The trainer makes it a hard
      * link of checkpoint_path, or writes a copy where the file system has no hard links,
      * through a temporary name and a rename either way: a reader never sees it torn. */
     char checkpoint_also_path[512];
 } fg_callback_action;
 
-/* What a callback needs the trainer to measure (ABI 1.x append). */
+/* What a callback needs the trainer to measure. */
 #define FG_REQUEST_STEP_TIMING 1u  /* every step split into time/... metrics on step events;
                                     * the trainer waits for the device queue between phases,
                                     * a small cost where the backend runs asynchronously */
@@ -84,7 +84,7 @@ typedef struct fg_callback_vtable {
     uint32_t struct_size;
     fg_status (*on_event)(void *state, const fg_event *event, fg_callback_action *action,
                           fg_error *err);
-    /* ABI 1.x append; NULL: nothing to ask. Called once per instance before training
+    /* NULL: nothing to ask. Called once per instance before training
      * starts; fills out (struct_size set by the trainer). */
     fg_status (*requests)(void *state, fg_callback_requests *out, fg_error *err);
 } fg_callback_vtable;

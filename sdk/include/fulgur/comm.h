@@ -52,7 +52,7 @@ typedef struct fg_comm_vtable {
     /* Completes a started collective within the timeout and frees the request (also when
      * it fails). */
     fg_status (*wait)(void *state, void *request, fg_error *err);
-    /* Non-blocking collectives with a count per rank (ABI 1.x append; for sharded state,
+    /* Non-blocking collectives with a count per rank (for sharded state,
      * where a range of a flat buffer meets the ranks' contiguous shards unevenly). counts
      * has world_size entries and is copied before return; requests as all_reduce_start's.
      * reduce_scatter_v: send holds sum(counts) elements, rank r's block (counts[r]

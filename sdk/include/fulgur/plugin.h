@@ -171,7 +171,7 @@ struct fg_host {
     fg_status (*find_plugin)(const fg_host *host, uint32_t kind, const void **vtable,
                              void **state, fg_error *err);
 
-    /* ABI 1.x append. The run's whole configuration as resolved (every section and key,
+    /* The run's whole configuration as resolved (every section and key,
      * command-line overrides applied, as saved in the run folder's config.ini): entry
      * `index` in file order, FG_NOT_FOUND past the last. The strings are the host's and
      * live as long as the instance. For loggers of hyperparameters. */

@@ -37,7 +37,7 @@ typedef struct fg_precision_vtable {
     /* After unscaling: found_nonfinite says whether any gradient was inf/NaN. Sets
      * *skip_step when the optimizer step must be skipped, and updates the scale. */
     fg_status (*update_scale)(void *state, int found_nonfinite, int *skip_step, fg_error *err);
-    /* ABI 1.x append: the scaler's state, for checkpoints (NULL without loss scaling).
+    /* the scaler's state, for checkpoints (NULL without loss scaling).
      * set_scaler_state checks the values (a scale that is not finite and positive fails). */
     fg_status (*get_scaler_state)(void *state, fg_loss_scaler_state *out, fg_error *err);
     fg_status (*set_scaler_state)(void *state, const fg_loss_scaler_state *in, fg_error *err);

@@ -22,12 +22,12 @@ typedef struct fg_strategy_info {
     int32_t devices;      /* devices this process drives */
     int32_t rank;         /* this process's data-parallel rank (0 without a comm) */
     int32_t world_size;   /* data-parallel processes (1 without a comm) */
-    /* ABI 1.x append: 1 when the strategy handles parameters and gradients stored in a half
+    /* 1 when the strategy handles parameters and gradients stored in a half
      * dtype (fg_train_services.param_dtype, grad_dtype): its collectives, clipping and
      * checkpoints read them as such. 0 (older plugins): the trainer refuses half gradients
      * and "true" half modes with it. */
     int32_t half_storage;
-    /* ABI 1.x append: 1 when, under a mixed precision mode (half working parameters with
+    /* 1 when, under a mixed precision mode (half working parameters with
      * an f32 master), the strategy keeps the f32 master weights of the range it updates
      * itself (strategy.sharded: its shard). The replicas then hold parameters and gradients
      * in the half dtype only (param_dtype = grad_dtype = the half type), and
@@ -43,7 +43,7 @@ typedef struct fg_batch {
     const int32_t *labels;  /* (count) */
     int32_t count;
     int64_t sample_elems;
-    /* ABI 1.x append: the core's handle on the staging buffer samples and labels lie in
+    /* the core's handle on the staging buffer samples and labels lie in
      * (opaque to strategies): the services fence their copies out of it with events, so
      * the loader rewrites it only once they completed. A strategy that hands the services a
      * part of the batch copies the whole struct and moves samples and labels, keeping this
@@ -60,7 +60,7 @@ typedef struct fg_step_metrics {
     double count;
 } fg_step_metrics;
 
-/* Bytes one device holds for training, by role (ABI 1.x append). */
+/* Bytes one device holds for training, by role. */
 typedef struct fg_memory_report {
     uint32_t struct_size;
     int32_t device;            /* backend device index */
@@ -141,7 +141,7 @@ typedef struct fg_train_services {
                              float clamp, fg_error *err);
     /* Bytes this replica allocated, by role. */
     fg_status (*replica_memory)(void *ctx, void *replica, fg_memory_report *out, fg_error *err);
-    /* ---- sharded state (ABI 1.x append; strategy.sharded) ---- */
+    /* ---- sharded state (strategy.sharded) ---- */
     int64_t buffer_count; /* floats in the flat buffer region (running statistics) */
     /* A replica holding what spec asks for (activations, batch staging and buffers always).
      * Without full params the initial values are not uploaded: read_init_params. */
@@ -165,11 +165,11 @@ typedef struct fg_train_services {
      * spec's opt_count floats; NULL past the last slot: momentum, or m then v). */
     float *(*replica_buffers)(void *ctx, void *replica);
     float *(*replica_opt_state)(void *ctx, void *replica, int32_t i);
-    /* ---- data parallel in one process (ABI 1.x append; strategy.dp) ---- */
+    /* ---- data parallel in one process (strategy.dp) ---- */
     /* The replica's next batches start at sample first_sample of a larger batch (a shard
      * of it): dropout then draws for every sample what the whole batch would. */
     void (*set_sample_offset)(void *ctx, void *replica, int64_t first_sample);
-    /* ---- pipeline stages (ABI 1.x append; strategy.model-parallel) ----
+    /* ---- pipeline stages (strategy.model-parallel) ----
      * A stage is layers [first_layer, first_layer + layer_count) on one device. It holds
      * only those layers' parameters, gradients, optimizer state and buffers (a slice of
      * each flat region, stage_range), uploads their initial values at creation, and has
@@ -220,12 +220,12 @@ typedef struct fg_train_services {
     float *(*stage_params)(void *ctx, void *stage);
     float *(*stage_buffers)(void *ctx, void *stage);
     float *(*stage_opt_state)(void *ctx, void *stage, int32_t i);
-    /* ---- one process per device (ABI 1.x append; strategy.ddp) ---- */
+    /* ---- one process per device (strategy.ddp) ---- */
     /* The replica's random draws in training (dropout masks) come from stream `stream` of
      * the run's seed: 0, the default, is the single-process stream; data-parallel
      * processes pass their rank so that each draws its own masks. */
     void (*replica_set_rng_stream)(void *ctx, void *replica, uint64_t stream);
-    /* ---- half storage (ABI 1.x append; precision) ---- */
+    /* ---- half storage (precision) ---- */
     /* fg_dtype of the memory replica_params and replica_grads point at (the pointers are
      * then untyped: element i is at byte i * fg_dtype_size). FG_F32 unless a precision
      * plugin asked for half gradients or a "true" half mode; the strategy must declare
@@ -233,10 +233,10 @@ typedef struct fg_train_services {
      * handle both. */
     uint32_t param_dtype;
     uint32_t grad_dtype;
-    /* ---- data parallel across pipelines (ABI 1.x append; strategy.model-parallel) ---- */
+    /* ---- data parallel across pipelines (strategy.model-parallel) ---- */
     /* The stage's gradients (stage_range's param_count floats) on its device. */
     float *(*stage_grads)(void *ctx, void *stage);
-    /* ---- strategy-kept master weights (ABI 1.x append; strategy.sharded) ---- */
+    /* ---- strategy-kept master weights (strategy.sharded) ---- */
     /* 1: the strategy declared fg_strategy_info.own_master under a mixed precision mode,
      * so the replicas hold half parameters (param_dtype) with no f32 copy, and
      * optimizer_step_at takes the strategy's f32 master as params (grads in grad_dtype).
@@ -245,7 +245,7 @@ typedef struct fg_train_services {
 } fg_train_services;
 
 /* This rank's part of a checkpoint written one file per rank (fg_strategy_vtable.
- * shard_describe, ABI 1.x append; strategy.sharded). */
+ * shard_describe; strategy.sharded). */
 typedef struct fg_shard_desc {
     uint32_t struct_size;
     int32_t per_rank_files; /* 1: the user asked for one checkpoint file per rank */
@@ -291,7 +291,7 @@ typedef struct fg_strategy_vtable {
     fg_status (*gather_state)(void *state, float *params, float *buffers, float *opt_state,
                               fg_error *err);
     fg_status (*scatter_state)(void *state, const float *opt_state, fg_error *err);
-    /* ---- one checkpoint file per rank (ABI 1.x append; strategy.sharded) ----
+    /* ---- one checkpoint file per rank (strategy.sharded) ----
      * shard_describe says whether checkpoints are written one file per rank and which part
      * is this rank's; shard_read copies that part to host memory: params (count floats),
      * opt_state (the optimizer's slots one after another, count floats each) and, when
