@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data_plugin.h"
 #include "csv_table.h"
 #include "fulgur/data.h"
 
@@ -269,11 +270,7 @@ static void fill_info(const csv_state *s, const csv_dataset *ds, fg_dataset_info
     full.num_classes = ds->num_classes;
     full.label_dtype = s->spec.regression ? FG_F32 : FG_I32;
     full.label_elems = 1;
-    uint32_t size = info->struct_size; /* the caller's struct may be an older, shorter one */
-    if (size == 0 || size > sizeof full)
-        size = sizeof full;
-    memcpy(info, &full, size);
-    info->struct_size = size;
+    fg_plugin_copy_dataset_info(info, &full);
 }
 
 static void csv_close(void *state, void *dataset)
@@ -335,17 +332,12 @@ static fg_status csv_read(void *state, void *dataset, const fg_data_read_args *a
 {
     const csv_dataset *ds = dataset;
     const csv_table *t = &ds->table;
-    if (count < 0 || (count > 0 && (!indices || !samples)))
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "csv: read of the %s split: count %d "
-                            "with indices %p, samples %p", ds->name, count,
-                            (const void *)indices, samples);
+    fg_status st = fg_plugin_check_read("csv", ds->name, t->rows, indices, count, samples, err);
+    if (st != FG_OK)
+        return st;
     size_t row = (size_t)t->features;
     for (int k = 0; k < count; k++) {
         int64_t i = indices[k];
-        if (i < 0 || i >= t->rows)
-            return fg_error_set(err, FG_INVALID_ARGUMENT, "csv: index %lld (position %d of %d) "
-                                "is out of range for the %s split of %lld rows", (long long)i,
-                                k, count, ds->name, (long long)t->rows);
         memcpy((float *)samples + (size_t)k * row, t->x + (size_t)i * row, row * sizeof(float));
         if (labels && t->classes)
             ((int32_t *)labels)[k] = t->classes[i];

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data_plugin.h"
 #include "fulgur/data.h"
 #include "image_augment.h"
 #include "image_config.h"
@@ -196,11 +197,7 @@ static void fill_info(const image_state *s, const image_dataset *ds, fg_dataset_
     full.num_classes = ds->index.num_classes;
     full.label_dtype = FG_I32;
     full.label_elems = 1;
-    uint32_t size = info->struct_size; /* the caller's struct may be an older, shorter one */
-    if (size == 0 || size > sizeof full)
-        size = sizeof full;
-    memcpy(info, &full, size);
-    info->struct_size = size;
+    fg_plugin_copy_dataset_info(info, &full);
 }
 
 static fg_status image_open(void *state, int split, void **dataset, fg_dataset_info *info,
@@ -253,22 +250,16 @@ static fg_status image_read(void *state, void *dataset, const fg_data_read_args 
 {
     const image_state *s = state;
     const image_dataset *ds = dataset;
-    if (count < 0 || (count > 0 && (!indices || !samples)))
-        return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "image_folder: read of the %s split: count %d with indices %p, "
-                            "samples %p", ds->split_name, count, (const void *)indices, samples);
+    fg_status checked = fg_plugin_check_read("image_folder", ds->split_name, ds->index.count,
+                                             indices, count, samples, err);
+    if (checked != FG_OK)
+        return checked;
     int augment = FG_HAS_FIELD(args, fg_data_read_args, epoch) &&
                   args->split == FG_SPLIT_TRAIN && image_config_augments(&s->cfg);
     size_t elems = (size_t)s->cfg.channels * (size_t)ds->target.oh * (size_t)ds->target.ow;
     char path[PATH_BYTES];
     for (int k = 0; k < count; k++) {
         int64_t i = indices[k];
-        if (i < 0 || i >= ds->index.count)
-            return fg_error_set(err, FG_INVALID_ARGUMENT,
-                                "image_folder: index %lld (position %d of %d) is out of range "
-                                "for the %s split of %lld images",
-                                (long long)i, k, count, ds->split_name,
-                                (long long)ds->index.count);
         if (!image_index_path(&ds->index, i, path, sizeof path))
             return fg_error_set(err, FG_INVALID_ARGUMENT, "image_folder: the path of image %lld "
                                 "under %s is longer than %d bytes", (long long)i,
