@@ -1,0 +1,88 @@
+/* Windows of a token array at seeded or evenly spread offsets. */
+#include "token_windows.h"
+
+#include <string.h>
+
+#include "data_plugin.h"
+
+#define GOLDEN 0x9e3779b97f4a7c15ull
+
+/* splitmix64's finalizer: every input bit reaches every output bit. */
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+int64_t fg_token_window_start(const fg_token_span *span, int32_t context, int random,
+                              uint64_t seed, int64_t epoch, int64_t index, int64_t windows)
+{
+    uint64_t starts = (uint64_t)(span->count - context); /* valid starts: [0, starts) */
+    if (random) {
+        uint64_t k = mix64(seed + GOLDEN);
+        k = mix64(k ^ ((uint64_t)epoch + 2 * GOLDEN));
+        k = mix64(k ^ ((uint64_t)index + 3 * GOLDEN));
+        return (int64_t)(k % starts);
+    }
+    if (windows <= 1)
+        return 0;
+    /* index * (starts - 1) / (windows - 1) without overflow for any realistic corpus. */
+    return (int64_t)((unsigned __int128)(uint64_t)index * (starts - 1) /
+                     (uint64_t)(windows - 1));
+}
+
+static int32_t token_at(const fg_token_span *span, int64_t i)
+{
+    if (span->elem_bytes == 1)
+        return ((const uint8_t *)span->tokens)[i];
+    return ((const uint16_t *)span->tokens)[i];
+}
+
+void fg_token_window_copy(const fg_token_span *span, int64_t start, int32_t context,
+                          int32_t *inputs, int32_t *labels)
+{
+    for (int32_t t = 0; t < context; t++) {
+        if (inputs)
+            inputs[t] = token_at(span, start + t);
+        if (labels)
+            labels[t] = token_at(span, start + t + 1);
+    }
+}
+
+void fg_token_dataset_info(const fg_token_dataset *ds, fg_dataset_info *info)
+{
+    fg_dataset_info full;
+    memset(&full, 0, sizeof full);
+    full.struct_size = sizeof full;
+    full.length = ds->windows;
+    full.rank = 1;
+    full.shape[0] = ds->context;
+    full.sample_dtype = FG_I32;
+    full.num_classes = ds->vocab;
+    full.label_dtype = FG_I32;
+    full.label_elems = ds->context;
+    fg_plugin_copy_dataset_info(info, &full);
+}
+
+fg_status fg_token_dataset_read(const char *who, const fg_token_dataset *ds,
+                                const fg_data_read_args *args, const int64_t *indices,
+                                int count, void *samples, void *labels, fg_error *err)
+{
+    fg_status st = fg_plugin_check_read(who, ds->split, ds->windows, indices, count, samples,
+                                        err);
+    if (st != FG_OK)
+        return st;
+    int random = ds->random && (!FG_HAS_FIELD(args, fg_data_read_args, split) ||
+                                args->split == FG_SPLIT_TRAIN);
+    uint64_t seed = FG_HAS_FIELD(args, fg_data_read_args, seed) ? args->seed : 0;
+    int64_t epoch = FG_HAS_FIELD(args, fg_data_read_args, epoch) ? args->epoch : 0;
+    size_t row = (size_t)ds->context;
+    for (int k = 0; k < count; k++) {
+        int64_t start = fg_token_window_start(&ds->span, ds->context, random, seed, epoch,
+                                              indices[k], ds->windows);
+        fg_token_window_copy(&ds->span, start, ds->context, (int32_t *)samples + k * row,
+                             labels ? (int32_t *)labels + k * row : NULL);
+    }
+    return FG_OK;
+}
