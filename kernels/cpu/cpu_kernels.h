@@ -179,4 +179,47 @@ void fg_cpu_sgd_update(fg_cpu_pool *pool, const fg_cpu_sgd *a, float *param,
 void fg_cpu_adamw_update(fg_cpu_pool *pool, const fg_cpu_adamw *a, float *param,
                          const float *grad, float *m, float *v, size_t n);
 
+/* ---- layer and RMS normalisation (layernorm.c) ----------------------------------------- */
+
+/* Over the last dimension of x (rows, cols). rms: y = x * rstd * gamma with rstd =
+ * 1/sqrt(mean(x^2) + eps), beta and mean unused (may be NULL). Otherwise PyTorch's
+ * LayerNorm (biased variance); gamma/beta may be NULL (1 and 0). mean, rstd: (rows) saved
+ * for backward. */
+void fg_cpu_layernorm_forward(fg_cpu_pool *pool, int rms, int rows, int cols, const float *x,
+                              const float *gamma, const float *beta, float eps, float *mean,
+                              float *rstd, float *y);
+/* dx overwritten (may be NULL); dgamma, dbeta (may be NULL) overwritten or accumulated. */
+void fg_cpu_layernorm_backward(fg_cpu_pool *pool, int rms, int rows, int cols, const float *x,
+                               const float *gamma, const float *mean, const float *rstd,
+                               const float *dy, float *dx, float *dgamma, float *dbeta,
+                               int accumulate);
+
+/* ---- embedding (embedding.c) ------------------------------------------------------------ */
+
+/* out(n, dim) = table[ids] (accumulate: +=). ids must lie in the table (checked by the
+ * caller: fg_cpu_find_bad_label). */
+void fg_cpu_embedding_forward(fg_cpu_pool *pool, const int32_t *ids, int n, int dim,
+                              const float *table, float *out, int accumulate);
+/* dtable(rows, dim) (+)= the rows of dout scattered by ids. */
+void fg_cpu_embedding_backward(fg_cpu_pool *pool, const int32_t *ids, int n, int dim,
+                               int rows, const float *dout, float *dtable, int accumulate);
+
+/* ---- attention (attention.c) ------------------------------------------------------------- */
+
+#define FG_CPU_ATTN_BLOCK 64
+
+typedef struct fg_cpu_attn_shape {
+    int batch, seq, heads, head_dim, causal;
+} fg_cpu_attn_shape;
+
+/* Bytes of scratch forward and backward need: 2 * BLOCK * seq floats. */
+size_t fg_cpu_attention_workspace(const fg_cpu_attn_shape *a);
+/* qkv (B, T, 3C) -> y (B, T, C), lse (B, H, T) saved for backward. */
+void fg_cpu_attention_forward(fg_cpu_pool *pool, const fg_cpu_attn_shape *a, const float *qkv,
+                              float *y, float *lse, void *workspace);
+/* dqkv (B, T, 3C) overwritten. */
+void fg_cpu_attention_backward(fg_cpu_pool *pool, const fg_cpu_attn_shape *a,
+                               const float *qkv, const float *y, const float *lse,
+                               const float *dy, float *dqkv, void *workspace);
+
 #endif

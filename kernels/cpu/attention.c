@@ -1,0 +1,160 @@
+/* Multi-head scaled dot-product attention over a fused QKV tensor, tiled by blocks of
+ * query rows: for each (batch, head) and block of FG_CPU_ATTN_BLOCK queries, the scores
+ * against the keys the block may see are one sgemm, the masked softmax runs on the pool,
+ * and the output is a second sgemm. Only the block's scores are held (BLOCK x T floats),
+ * and the forward keeps the log-sum-exp of each row (B, H, T) for backward, which
+ * recomputes the scores a block at a time (FlashAttention-2's recurrence, with gemm tiles
+ * instead of a fused kernel): memory grows with T, never with T^2.
+ *
+ * qkv (B, T, 3C): q | k | v along the last dimension, head h at columns [h*D, (h+1)*D) of
+ * each third, C = H*D. y (B, T, C), heads side by side. Scores are scaled by 1/sqrt(D). */
+#include <math.h>
+#include <string.h>
+
+#include "cpu_kernels.h"
+
+typedef struct fg_cpu_attn_rows {
+    float *s;              /* (rows, ld) scores in, probabilities out */
+    const float *dp;       /* backward: dP (rows, ld), or NULL in forward */
+    float *ds;             /* backward: dS out (may alias dp) */
+    const float *delta;    /* backward: rowsum(dY * Y) per row */
+    float *lse;            /* forward: out; backward: in */
+    int first_row, ld, causal;
+} fg_cpu_attn_rows;
+
+/* Keys row r (absolute query first_row + r) may see: [0, limit). */
+static inline int fg_cpu_attn_limit(const fg_cpu_attn_rows *a, size_t r)
+{
+    return a->causal ? a->first_row + (int)r + 1 : a->ld;
+}
+
+static void fg_cpu_attn_softmax_rows(void *p, size_t r0, size_t r1)
+{
+    const fg_cpu_attn_rows *a = p;
+    for (size_t r = r0; r < r1; r++) {
+        float *s = a->s + r * (size_t)a->ld;
+        int lim = fg_cpu_attn_limit(a, r);
+        float mx = -INFINITY;
+        for (int j = 0; j < lim; j++)
+            mx = s[j] > mx ? s[j] : mx;
+        double sum = 0.0;
+        for (int j = 0; j < lim; j++) {
+            s[j] = expf(s[j] - mx);
+            sum += s[j];
+        }
+        float inv = (float)(1.0 / sum);
+        for (int j = 0; j < lim; j++)
+            s[j] *= inv;
+        for (int j = lim; j < a->ld; j++)
+            s[j] = 0.0f;
+        a->lse[r] = mx + (float)log(sum);
+    }
+}
+
+/* P = exp(S - lse) recomputed; dS = P * (dP - delta). */
+static void fg_cpu_attn_backward_rows(void *p, size_t r0, size_t r1)
+{
+    const fg_cpu_attn_rows *a = p;
+    for (size_t r = r0; r < r1; r++) {
+        float *s = a->s + r * (size_t)a->ld;
+        const float *dp = a->dp + r * (size_t)a->ld;
+        float *ds = a->ds + r * (size_t)a->ld;
+        int lim = fg_cpu_attn_limit(a, r);
+        float l = a->lse[r], d = a->delta[r];
+        for (int j = 0; j < lim; j++) {
+            s[j] = expf(s[j] - l);
+            ds[j] = s[j] * (dp[j] - d);
+        }
+        for (int j = lim; j < a->ld; j++)
+            s[j] = ds[j] = 0.0f;
+    }
+}
+
+static void fg_cpu_attn_rows_run(fg_cpu_pool *pool, fg_cpu_attn_rows *a, int rows,
+                                 fg_cpu_range_fn fn)
+{
+    /* exp per element: an eighth of the grain's arithmetic */
+    size_t grain = (FG_CPU_GRAIN / 8) / (size_t)a->ld + 1;
+    fg_cpu_parallel_for(pool, (size_t)rows, grain, 1, fn, a);
+}
+
+size_t fg_cpu_attention_workspace(const fg_cpu_attn_shape *a)
+{
+    return 2 * (size_t)FG_CPU_ATTN_BLOCK * (size_t)a->seq * sizeof(float);
+}
+
+void fg_cpu_attention_forward(fg_cpu_pool *pool, const fg_cpu_attn_shape *a, const float *qkv,
+                              float *y, float *lse, void *workspace)
+{
+    int T = a->seq, D = a->head_dim, C = a->heads * a->head_dim;
+    float scale = 1.0f / sqrtf((float)D);
+    float *s = workspace;
+    for (int b = 0; b < a->batch; b++)
+        for (int h = 0; h < a->heads; h++) {
+            const float *q = qkv + (size_t)b * T * 3 * C + (size_t)h * D;
+            const float *k = q + C, *v = q + 2 * C;
+            float *yb = y + (size_t)b * T * C + (size_t)h * D;
+            float *lse_bh = lse + ((size_t)b * a->heads + (size_t)h) * (size_t)T;
+            for (int i0 = 0; i0 < T; i0 += FG_CPU_ATTN_BLOCK) {
+                int qn = T - i0 < FG_CPU_ATTN_BLOCK ? T - i0 : FG_CPU_ATTN_BLOCK;
+                int kend = a->causal ? i0 + qn : T;
+                fg_cpu_gemm(0, 1, qn, kend, D, scale, q + (size_t)i0 * 3 * C, 3 * C, k,
+                            3 * C, 0.0f, s, kend);
+                fg_cpu_attn_rows rows = {.s = s, .lse = lse_bh + i0, .first_row = i0,
+                                         .ld = kend, .causal = a->causal};
+                fg_cpu_attn_rows_run(pool, &rows, qn, fg_cpu_attn_softmax_rows);
+                fg_cpu_gemm(0, 0, qn, D, kend, 1.0f, s, kend, v, 3 * C, 0.0f,
+                            yb + (size_t)i0 * C, C);
+            }
+        }
+}
+
+/* delta[i] = sum_d dY[i, d] * Y[i, d] for the head's rows. */
+static void fg_cpu_attn_delta(const float *dy, const float *y, int rows, int D, int ld,
+                              float *delta)
+{
+    for (int i = 0; i < rows; i++) {
+        double acc = 0.0;
+        for (int d = 0; d < D; d++)
+            acc += (double)dy[(size_t)i * ld + d] * (double)y[(size_t)i * ld + d];
+        delta[i] = (float)acc;
+    }
+}
+
+void fg_cpu_attention_backward(fg_cpu_pool *pool, const fg_cpu_attn_shape *a,
+                               const float *qkv, const float *y, const float *lse,
+                               const float *dy, float *dqkv, void *workspace)
+{
+    int T = a->seq, D = a->head_dim, C = a->heads * a->head_dim;
+    float scale = 1.0f / sqrtf((float)D);
+    float *s = workspace, *dp = s + (size_t)FG_CPU_ATTN_BLOCK * (size_t)T;
+    float delta[FG_CPU_ATTN_BLOCK];
+    memset(dqkv, 0, (size_t)a->batch * T * 3 * C * sizeof *dqkv);
+    for (int b = 0; b < a->batch; b++)
+        for (int h = 0; h < a->heads; h++) {
+            size_t base = (size_t)b * T * 3 * C + (size_t)h * D;
+            const float *q = qkv + base, *k = q + C, *v = q + 2 * C;
+            float *dq = dqkv + base, *dk = dq + C, *dv = dq + 2 * C;
+            size_t out = (size_t)b * T * C + (size_t)h * D;
+            const float *lse_bh = lse + ((size_t)b * a->heads + (size_t)h) * (size_t)T;
+            for (int i0 = 0; i0 < T; i0 += FG_CPU_ATTN_BLOCK) {
+                int qn = T - i0 < FG_CPU_ATTN_BLOCK ? T - i0 : FG_CPU_ATTN_BLOCK;
+                int kend = a->causal ? i0 + qn : T;
+                const float *dyb = dy + out + (size_t)i0 * C;
+                fg_cpu_gemm(0, 1, qn, kend, D, scale, q + (size_t)i0 * 3 * C, 3 * C, k,
+                            3 * C, 0.0f, s, kend);
+                fg_cpu_gemm(0, 1, qn, kend, D, 1.0f, dyb, C, v, 3 * C, 0.0f, dp, kend);
+                fg_cpu_attn_delta(dyb, y + out + (size_t)i0 * C, qn, D, C, delta);
+                fg_cpu_attn_rows rows = {.s = s, .dp = dp, .ds = dp, .delta = delta,
+                                         .lse = (float *)(lse_bh + i0), .first_row = i0,
+                                         .ld = kend, .causal = a->causal};
+                fg_cpu_attn_rows_run(pool, &rows, qn, fg_cpu_attn_backward_rows);
+                /* dV += P^T dY; dQ = scale dS K; dK += scale dS^T Q */
+                fg_cpu_gemm(1, 0, kend, D, qn, 1.0f, s, kend, dyb, C, 1.0f, dv, 3 * C);
+                fg_cpu_gemm(0, 0, qn, D, kend, scale, dp, kend, k, 3 * C, 0.0f,
+                            dq + (size_t)i0 * 3 * C, 3 * C);
+                fg_cpu_gemm(1, 0, kend, D, qn, scale, dp, kend, q + (size_t)i0 * 3 * C, 3 * C,
+                            1.0f, dk, 3 * C);
+            }
+        }
+}

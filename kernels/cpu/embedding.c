@@ -1,0 +1,59 @@
+/* Embedding lookups: rows of a table gathered by index, and the gradient scattered back.
+ * The backward splits the table's columns across the pool and adds every index's row in
+ * index order, so repeated indices sum in a fixed order for any thread count. */
+#include <string.h>
+
+#include "cpu_kernels.h"
+
+typedef struct fg_cpu_embed_ctx {
+    const int32_t *ids;
+    int n, dim, accumulate;
+    const float *table, *dout;
+    float *out, *dtable;
+} fg_cpu_embed_ctx;
+
+static void fg_cpu_embed_rows(void *p, size_t r0, size_t r1)
+{
+    const fg_cpu_embed_ctx *c = p;
+    size_t d = (size_t)c->dim;
+    for (size_t r = r0; r < r1; r++) {
+        const float *src = c->table + (size_t)c->ids[r] * d;
+        float *dst = c->out + r * d;
+        if (c->accumulate)
+            for (size_t i = 0; i < d; i++)
+                dst[i] += src[i];
+        else
+            memcpy(dst, src, d * sizeof *dst);
+    }
+}
+
+void fg_cpu_embedding_forward(fg_cpu_pool *pool, const int32_t *ids, int n, int dim,
+                              const float *table, float *out, int accumulate)
+{
+    fg_cpu_embed_ctx c = {.ids = ids, .n = n, .dim = dim, .accumulate = accumulate,
+                          .table = table, .out = out};
+    size_t grain = FG_CPU_STREAM_GRAIN / (size_t)(dim > 0 ? dim : 1) + 1;
+    fg_cpu_parallel_for(pool, (size_t)n, grain, 1, fg_cpu_embed_rows, &c);
+}
+
+static void fg_cpu_embed_grad_cols(void *p, size_t c0, size_t c1)
+{
+    const fg_cpu_embed_ctx *c = p;
+    size_t d = (size_t)c->dim;
+    for (size_t r = 0; r < (size_t)c->n; r++) {
+        const float *src = c->dout + r * d;
+        float *dst = c->dtable + (size_t)c->ids[r] * d;
+        for (size_t i = c0; i < c1; i++)
+            dst[i] += src[i];
+    }
+}
+
+void fg_cpu_embedding_backward(fg_cpu_pool *pool, const int32_t *ids, int n, int dim,
+                               int rows, const float *dout, float *dtable, int accumulate)
+{
+    if (!accumulate)
+        memset(dtable, 0, (size_t)rows * (size_t)dim * sizeof *dtable);
+    fg_cpu_embed_ctx c = {.ids = ids, .n = n, .dim = dim, .dout = dout, .dtable = dtable};
+    size_t grain = FG_CPU_STREAM_GRAIN / (size_t)(n > 0 ? n : 1) + 1;
+    fg_cpu_parallel_for(pool, (size_t)dim, grain, 16, fg_cpu_embed_grad_cols, &c);
+}

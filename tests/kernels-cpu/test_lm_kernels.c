@@ -1,0 +1,338 @@
+/* The transformer kernels of kernels/cpu (layernorm, rmsnorm, embedding, attention) against
+ * float64 references: forward values, and gradients against central differences of the
+ * float64 forward (the loss is sum(w * y) for a random w, so dy = w). Odd sizes: T across
+ * query blocks and partial blocks, odd head sizes, with and without the causal mask.
+ * Usage: test_lm_kernels <case> */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "cpu_kernels.h"
+
+static uint64_t rng_state = 12345;
+
+static double uniform(void)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(rng_state >> 11) * 0x1.0p-53;
+}
+
+static float *random_floats(size_t n, double lo, double hi)
+{
+    float *x = malloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)(lo + (hi - lo) * uniform());
+    return x;
+}
+
+static double *to_double(const float *x, size_t n)
+{
+    double *d = malloc(n * sizeof *d);
+    for (size_t i = 0; i < n; i++)
+        d[i] = x[i];
+    return d;
+}
+
+/* max |a - b| / (|b| + floor) over n */
+static double max_rel(const float *a, const double *b, size_t n, double floor)
+{
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)a[i] - b[i]) / (fabs(b[i]) + floor);
+        worst = e > worst ? e : worst;
+    }
+    return worst;
+}
+
+/* ---- float64 references ------------------------------------------------------------- */
+
+static void ref_layernorm(int rms, int rows, int cols, const double *x, const double *g,
+                          const double *b, double eps, double *y)
+{
+    for (int r = 0; r < rows; r++) {
+        const double *xr = x + (size_t)r * cols;
+        double mean = 0.0, var = 0.0;
+        if (!rms) {
+            for (int i = 0; i < cols; i++)
+                mean += xr[i];
+            mean /= cols;
+        }
+        for (int i = 0; i < cols; i++)
+            var += (xr[i] - mean) * (xr[i] - mean);
+        double rstd = 1.0 / sqrt(var / cols + eps);
+        for (int i = 0; i < cols; i++)
+            y[(size_t)r * cols + i] = (xr[i] - mean) * rstd * g[i] + (rms ? 0.0 : b[i]);
+    }
+}
+
+static void ref_attention(const fg_cpu_attn_shape *a, const double *qkv, double *y)
+{
+    int T = a->seq, D = a->head_dim, H = a->heads, C = H * D;
+    double *p = malloc((size_t)T * sizeof *p);
+    for (int b = 0; b < a->batch; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < T; i++) {
+                const double *q = qkv + ((size_t)b * T + i) * 3 * C + (size_t)h * D;
+                int lim = a->causal ? i + 1 : T;
+                double mx = -INFINITY, sum = 0.0;
+                for (int j = 0; j < lim; j++) {
+                    const double *k = qkv + ((size_t)b * T + j) * 3 * C + C + (size_t)h * D;
+                    double s = 0.0;
+                    for (int d = 0; d < D; d++)
+                        s += q[d] * k[d];
+                    p[j] = s / sqrt((double)D);
+                    mx = p[j] > mx ? p[j] : mx;
+                }
+                for (int j = 0; j < lim; j++)
+                    sum += (p[j] = exp(p[j] - mx));
+                double *yo = y + ((size_t)b * T + i) * C + (size_t)h * D;
+                for (int d = 0; d < D; d++) {
+                    double acc = 0.0;
+                    for (int j = 0; j < lim; j++)
+                        acc += p[j] / sum *
+                               qkv[((size_t)b * T + j) * 3 * C + 2 * C + (size_t)h * D + d];
+                    yo[d] = acc;
+                }
+            }
+    free(p);
+}
+
+/* d(sum w*f(x))/dx_i by central differences, for `probes` indices spread over x. */
+typedef void (*ref_fn)(const void *ctx, const double *x, double *y);
+
+static double weighted(const double *w, const double *y, size_t n)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += w[i] * y[i];
+    return s;
+}
+
+static void check_grad(const char *what, ref_fn f, const void *ctx, double *x, size_t nx,
+                       const double *w, size_t ny, const float *grad, double tol)
+{
+    double *y = malloc(ny * sizeof *y);
+    double worst = 0.0;
+    size_t step = nx / 97 + 1;
+    for (size_t i = 0; i < nx; i += step) {
+        double keep = x[i], h = 1e-6;
+        x[i] = keep + h;
+        f(ctx, x, y);
+        double up = weighted(w, y, ny);
+        x[i] = keep - h;
+        f(ctx, x, y);
+        double down = weighted(w, y, ny);
+        x[i] = keep;
+        double fd = (up - down) / (2 * h);
+        double e = fabs((double)grad[i] - fd) / (fabs(fd) + 1e-2);
+        worst = e > worst ? e : worst;
+    }
+    printf("%s: gradient max rel error %.2e\n", what, worst);
+    CHECK(worst < tol, "%s: gradient error %.3e >= %.1e", what, worst, tol);
+    free(y);
+}
+
+/* ---- layernorm / rmsnorm ------------------------------------------------------------- */
+
+typedef struct ln_ctx {
+    int rms, rows, cols, wrt; /* wrt: 0 x, 1 gamma, 2 beta */
+    const double *x, *g, *b;
+} ln_ctx;
+
+static void ln_ref(const void *p, const double *v, double *y)
+{
+    const ln_ctx *c = p;
+    ref_layernorm(c->rms, c->rows, c->cols, c->wrt == 0 ? v : c->x, c->wrt == 1 ? v : c->g,
+                  c->wrt == 2 ? v : c->b, 1e-5, y);
+}
+
+static int run_norm(int rms)
+{
+    int rows = 37, cols = 77;
+    size_t n = (size_t)rows * cols;
+    fg_cpu_pool *pool;
+    CHECK_EQ(fg_cpu_pool_create(2, &pool), 0);
+    float *x = random_floats(n, -2, 3), *g = random_floats((size_t)cols, 0.5, 1.5);
+    float *b = random_floats((size_t)cols, -1, 1), *w = random_floats(n, -1, 1);
+    float *y = malloc(n * sizeof *y), *dx = malloc(n * sizeof *dx);
+    float *mean = malloc((size_t)rows * sizeof *mean), *rstd = malloc((size_t)rows * sizeof *rstd);
+    float *dg = calloc((size_t)cols, sizeof *dg), *db = calloc((size_t)cols, sizeof *db);
+    fg_cpu_layernorm_forward(pool, rms, rows, cols, x, g, b, 1e-5f, mean, rstd, y);
+    fg_cpu_layernorm_backward(pool, rms, rows, cols, x, g, mean, rstd, w, dx, dg, db, 0);
+    double *xd = to_double(x, n), *gd = to_double(g, (size_t)cols), *bd = to_double(b, (size_t)cols);
+    double *wd = to_double(w, n), *yd = malloc(n * sizeof *yd);
+    ref_layernorm(rms, rows, cols, xd, gd, bd, 1e-5, yd);
+    double fe = max_rel(y, yd, n, 1.0); /* y is O(1): near-zero outputs cancel */
+    printf("%s forward: max rel error %.2e\n", rms ? "rmsnorm" : "layernorm", fe);
+    CHECK(fe < 1e-5, "forward error %.3e", fe);
+    ln_ctx c = {.rms = rms, .rows = rows, .cols = cols, .x = xd, .g = gd, .b = bd};
+    check_grad("dx", ln_ref, &c, xd, n, wd, n, dx, 1e-3);
+    c.wrt = 1;
+    check_grad("dgamma", ln_ref, &c, gd, (size_t)cols, wd, n, dg, 1e-3);
+    if (!rms) {
+        c.wrt = 2;
+        check_grad("dbeta", ln_ref, &c, bd, (size_t)cols, wd, n, db, 1e-3);
+    }
+    /* accumulate adds onto what is there */
+    float *dg2 = malloc((size_t)cols * sizeof *dg2);
+    for (int i = 0; i < cols; i++)
+        dg2[i] = 1.0f;
+    fg_cpu_layernorm_backward(pool, rms, rows, cols, x, g, mean, rstd, w, NULL, dg2, NULL, 1);
+    int acc_ok = 1;
+    for (int i = 0; i < cols; i++)
+        acc_ok &= fabsf(dg2[i] - (dg[i] + 1.0f)) <= 1e-5f * (1.0f + fabsf(dg[i]));
+    CHECK(acc_ok, "accumulate = 1 does not add to dgamma");
+    free(dg2);
+    free(x); free(g); free(b); free(w); free(y); free(dx); free(mean); free(rstd);
+    free(dg); free(db); free(xd); free(gd); free(bd); free(wd); free(yd);
+    fg_cpu_pool_destroy(pool);
+    return 0;
+}
+
+static int case_layernorm(void) { return run_norm(0); }
+static int case_rmsnorm(void) { return run_norm(1); }
+
+/* ---- embedding ----------------------------------------------------------------------- */
+
+static int case_embedding(void)
+{
+    int vocab = 11, dim = 9, n = 40;
+    fg_cpu_pool *pool;
+    CHECK_EQ(fg_cpu_pool_create(2, &pool), 0);
+    int32_t ids[40];
+    for (int i = 0; i < n; i++)
+        ids[i] = (i * 7 + 3) % vocab; /* repeated ids: gradients must sum */
+    float *table = random_floats((size_t)vocab * dim, -1, 1), *out = malloc((size_t)n * dim * 4);
+    float *dout = random_floats((size_t)n * dim, -1, 1), *dt = malloc((size_t)vocab * dim * 4);
+    fg_cpu_embedding_forward(pool, ids, n, dim, table, out, 0);
+    int same = 1;
+    for (int i = 0; i < n; i++)
+        same &= memcmp(out + (size_t)i * dim, table + (size_t)ids[i] * dim, (size_t)dim * 4) == 0;
+    CHECK(same, "forward rows are not the table's rows");
+    fg_cpu_embedding_forward(pool, ids, n, dim, table, out, 1);
+    CHECK(out[5] == 2 * table[(size_t)ids[0] * dim + 5], "accumulate doubles the row");
+    fg_cpu_embedding_backward(pool, ids, n, dim, vocab, dout, dt, 0);
+    double worst = 0.0;
+    for (int v = 0; v < vocab; v++)
+        for (int d = 0; d < dim; d++) {
+            double ref = 0.0;
+            for (int i = 0; i < n; i++)
+                ref += ids[i] == v ? dout[(size_t)i * dim + d] : 0.0;
+            double e = fabs(dt[(size_t)v * dim + d] - ref);
+            worst = e > worst ? e : worst;
+        }
+    CHECK(worst < 1e-5, "embedding gradient error %.3e", worst);
+    free(table); free(out); free(dout); free(dt);
+    fg_cpu_pool_destroy(pool);
+    return 0;
+}
+
+/* ---- attention ------------------------------------------------------------------------ */
+
+typedef struct attn_ctx {
+    fg_cpu_attn_shape shape;
+} attn_ctx;
+
+static void attn_ref(const void *p, const double *qkv, double *y)
+{
+    ref_attention(&((const attn_ctx *)p)->shape, qkv, y);
+}
+
+static void run_attention(int batch, int seq, int heads, int dim, int causal)
+{
+    fg_cpu_attn_shape a = {batch, seq, heads, dim, causal};
+    int C = heads * dim;
+    size_t nq = (size_t)batch * seq * 3 * C, ny = (size_t)batch * seq * C;
+    fg_cpu_pool *pool;
+    CHECK_EQ(fg_cpu_pool_create(2, &pool), 0);
+    float *qkv = random_floats(nq, -1.5, 1.5), *w = random_floats(ny, -1, 1);
+    float *y = malloc(ny * 4), *dqkv = malloc(nq * 4);
+    float *lse = malloc((size_t)batch * heads * seq * 4);
+    void *ws = malloc(fg_cpu_attention_workspace(&a));
+    fg_cpu_attention_forward(pool, &a, qkv, y, lse, ws);
+    fg_cpu_attention_backward(pool, &a, qkv, y, lse, w, dqkv, ws);
+    double *qd = to_double(qkv, nq), *wd = to_double(w, ny), *yd = malloc(ny * sizeof *yd);
+    ref_attention(&a, qd, yd);
+    double fe = max_rel(y, yd, ny, 1e-2);
+    char what[96];
+    snprintf(what, sizeof what, "attention B%d T%d H%d D%d %s", batch, seq, heads, dim,
+             causal ? "causal" : "full");
+    printf("%s forward: max rel error %.2e\n", what, fe);
+    CHECK(fe < 1e-4, "%s: forward error %.3e", what, fe);
+    attn_ctx c = {a};
+    check_grad(what, attn_ref, &c, qd, nq, wd, ny, dqkv, 2e-3);
+    free(qkv); free(w); free(y); free(dqkv); free(lse); free(ws); free(qd); free(wd); free(yd);
+    fg_cpu_pool_destroy(pool);
+}
+
+static int case_attention_causal(void)
+{
+    run_attention(2, 67, 3, 5, 1);   /* two query blocks, the second partial; odd D */
+    run_attention(1, 130, 2, 8, 1);  /* three blocks */
+    run_attention(1, 1, 1, 3, 1);    /* one token sees itself only */
+    return 0;
+}
+
+static int case_attention_full(void)
+{
+    run_attention(2, 67, 3, 7, 0);
+    run_attention(1, 9, 4, 4, 0);
+    return 0;
+}
+
+/* Bitwise the same output for 1 and 2 pool threads (gemm runs on OpenBLAS's threads
+ * either way), and the workspace at T = 1024 against what a T x T score matrix needs. */
+static int case_attention_memory(void)
+{
+    fg_cpu_attn_shape a = {1, 1024, 12, 64, 1};
+    size_t ws = fg_cpu_attention_workspace(&a);
+    size_t lse = (size_t)a.heads * a.seq * sizeof(float);
+    size_t naive = (size_t)a.heads * a.seq * a.seq * sizeof(float) * 2; /* scores + probs */
+    printf("attention T=1024 H=12 D=64 per sample: workspace %zu KiB + lse %zu KiB; a naive "
+           "kernel keeps %zu MiB of scores and probabilities\n", ws >> 10, lse >> 10,
+           naive >> 20);
+    CHECK_EQ(ws, (size_t)2 * FG_CPU_ATTN_BLOCK * 1024 * sizeof(float));
+    fg_cpu_attn_shape s = {2, 150, 2, 16, 1};
+    size_t nq = (size_t)2 * 150 * 3 * 32, ny = (size_t)2 * 150 * 32;
+    float *qkv = random_floats(nq, -1, 1), *dy = random_floats(ny, -1, 1);
+    float *y[2], *dq[2], lse2[2][600];
+    void *w = malloc(fg_cpu_attention_workspace(&s));
+    for (int t = 0; t < 2; t++) {
+        fg_cpu_pool *pool;
+        CHECK_EQ(fg_cpu_pool_create(t + 1, &pool), 0);
+        y[t] = malloc(ny * 4);
+        dq[t] = malloc(nq * 4);
+        fg_cpu_attention_forward(pool, &s, qkv, y[t], lse2[t], w);
+        fg_cpu_attention_backward(pool, &s, qkv, y[t], lse2[t], dy, dq[t], w);
+        fg_cpu_pool_destroy(pool);
+    }
+    CHECK(memcmp(y[0], y[1], ny * 4) == 0 && memcmp(dq[0], dq[1], nq * 4) == 0,
+          "attention differs between 1 and 2 pool threads");
+    free(qkv); free(dy); free(w);
+    for (int t = 0; t < 2; t++) {
+        free(y[t]);
+        free(dq[t]);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        int (*run)(void);
+    } cases[] = {
+        {"layernorm", case_layernorm},         {"rmsnorm", case_rmsnorm},
+        {"embedding", case_embedding},         {"attention_causal", case_attention_causal},
+        {"attention_full", case_attention_full}, {"attention_memory", case_attention_memory},
+    };
+    for (size_t i = 0; argc == 2 && i < sizeof cases / sizeof *cases; i++)
+        if (strcmp(argv[1], cases[i].name) == 0) {
+            cases[i].run();
+            return fg_test_report(argv[1]);
+        }
+    fprintf(stderr, "usage: %s CASE\n", argv[0]);
+    return 2;
+}
