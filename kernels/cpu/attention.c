@@ -7,7 +7,10 @@
  * instead of a fused kernel): memory grows with T, never with T^2.
  *
  * qkv (B, T, 3C): q | k | v along the last dimension, head h at columns [h*D, (h+1)*D) of
- * each third, C = H*D. y (B, T, C), heads side by side. Scores are scaled by 1/sqrt(D). */
+ * each third, C = H*D. y (B, T, C), heads side by side. Scores are scaled by 1/sqrt(D).
+ * Attention dropout drops probability (b, h, i, j) when the draw of (seed, offset +
+ * ((b*H + h)*T + i)*T + j) says so (fg_cpu_dropout_keep), in forward and backward alike;
+ * rowsum(dY * Y) is still the softmax backward's correction term with it. */
 #include <math.h>
 #include <string.h>
 
@@ -19,8 +22,17 @@ typedef struct fg_cpu_attn_rows {
     float *ds;             /* backward: dS out (may alias dp) */
     const float *delta;    /* backward: rowsum(dY * Y) per row */
     float *lse;            /* forward: out; backward: in */
-    int first_row, ld, causal;
+    int first_row, ld, causal, seq;
+    float dropout;         /* p; 0: none */
+    uint64_t seed, first_draw; /* draw of row 0, column 0 of the block */
 } fg_cpu_attn_rows;
+
+/* keep / (1 - p) of probability (r, j) of the block: 0 or the dropout scale. */
+static inline float fg_cpu_attn_keep(const fg_cpu_attn_rows *a, size_t r, int j)
+{
+    uint64_t draw = a->first_draw + (uint64_t)r * (uint64_t)a->seq + (uint64_t)j;
+    return fg_cpu_dropout_keep(a->seed, draw, a->dropout) ? 1.0f / (1.0f - a->dropout) : 0.0f;
+}
 
 /* Keys row r (absolute query first_row + r) may see: [0, limit). */
 static inline int fg_cpu_attn_limit(const fg_cpu_attn_rows *a, size_t r)
@@ -48,10 +60,14 @@ static void fg_cpu_attn_softmax_rows(void *p, size_t r0, size_t r1)
         for (int j = lim; j < a->ld; j++)
             s[j] = 0.0f;
         a->lse[r] = mx + (float)log(sum);
+        if (a->dropout > 0.0f)
+            for (int j = 0; j < lim; j++)
+                s[j] *= fg_cpu_attn_keep(a, r, j);
     }
 }
 
-/* P = exp(S - lse) recomputed; dS = P * (dP - delta). */
+/* P = exp(S - lse) recomputed; with dropout, s keeps the dropped P (for dV) and dP is the
+ * gradient through the mask; dS = P * (dP - delta). */
 static void fg_cpu_attn_backward_rows(void *p, size_t r0, size_t r1)
 {
     const fg_cpu_attn_rows *a = p;
@@ -61,10 +77,17 @@ static void fg_cpu_attn_backward_rows(void *p, size_t r0, size_t r1)
         float *ds = a->ds + r * (size_t)a->ld;
         int lim = fg_cpu_attn_limit(a, r);
         float l = a->lse[r], d = a->delta[r];
-        for (int j = 0; j < lim; j++) {
-            s[j] = expf(s[j] - l);
-            ds[j] = s[j] * (dp[j] - d);
-        }
+        if (a->dropout > 0.0f)
+            for (int j = 0; j < lim; j++) {
+                float prob = expf(s[j] - l), keep = fg_cpu_attn_keep(a, r, j);
+                s[j] = prob * keep;
+                ds[j] = prob * (dp[j] * keep - d);
+            }
+        else
+            for (int j = 0; j < lim; j++) {
+                s[j] = expf(s[j] - l);
+                ds[j] = s[j] * (dp[j] - d);
+            }
         for (int j = lim; j < a->ld; j++)
             s[j] = ds[j] = 0.0f;
     }
@@ -76,6 +99,16 @@ static void fg_cpu_attn_rows_run(fg_cpu_pool *pool, fg_cpu_attn_rows *a, int row
     /* exp per element: an eighth of the grain's arithmetic */
     size_t grain = (FG_CPU_GRAIN / 8) / (size_t)a->ld + 1;
     fg_cpu_parallel_for(pool, (size_t)rows, grain, 1, fn, a);
+}
+
+static void fg_cpu_attn_set_dropout(fg_cpu_attn_rows *rows, const fg_cpu_attn_shape *a, int b,
+                                    int h, int i0)
+{
+    rows->seq = a->seq;
+    rows->dropout = a->dropout;
+    rows->seed = a->seed;
+    rows->first_draw = a->offset + (((uint64_t)b * (uint64_t)a->heads + (uint64_t)h) *
+                                         (uint64_t)a->seq + (uint64_t)i0) * (uint64_t)a->seq;
 }
 
 size_t fg_cpu_attention_workspace(const fg_cpu_attn_shape *a)
@@ -102,6 +135,7 @@ void fg_cpu_attention_forward(fg_cpu_pool *pool, const fg_cpu_attn_shape *a, con
                             3 * C, 0.0f, s, kend);
                 fg_cpu_attn_rows rows = {.s = s, .lse = lse_bh + i0, .first_row = i0,
                                          .ld = kend, .causal = a->causal};
+                fg_cpu_attn_set_dropout(&rows, a, b, h, i0);
                 fg_cpu_attn_rows_run(pool, &rows, qn, fg_cpu_attn_softmax_rows);
                 fg_cpu_gemm(0, 0, qn, D, kend, 1.0f, s, kend, v, 3 * C, 0.0f,
                             yb + (size_t)i0 * C, C);
@@ -148,6 +182,7 @@ void fg_cpu_attention_backward(fg_cpu_pool *pool, const fg_cpu_attn_shape *a,
                 fg_cpu_attn_rows rows = {.s = s, .dp = dp, .ds = dp, .delta = delta,
                                          .lse = (float *)(lse_bh + i0), .first_row = i0,
                                          .ld = kend, .causal = a->causal};
+                fg_cpu_attn_set_dropout(&rows, a, b, h, i0);
                 fg_cpu_attn_rows_run(pool, &rows, qn, fg_cpu_attn_backward_rows);
                 /* dV += P^T dY; dQ = scale dS K; dK += scale dS^T Q */
                 fg_cpu_gemm(1, 0, kend, D, qn, 1.0f, s, kend, dyb, C, 1.0f, dv, 3 * C);

@@ -210,6 +210,8 @@ void fg_cpu_embedding_backward(fg_cpu_pool *pool, const int32_t *ids, int n, int
 
 typedef struct fg_cpu_attn_shape {
     int batch, seq, heads, head_dim, causal;
+    float dropout;          /* attention dropout p (training); 0: none */
+    uint64_t seed, offset;  /* its draws: fg_cpu_dropout_keep(seed, offset + index) */
 } fg_cpu_attn_shape;
 
 /* Bytes of scratch forward and backward need: 2 * BLOCK * seq floats. */

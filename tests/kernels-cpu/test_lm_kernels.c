@@ -87,6 +87,12 @@ static void ref_attention(const fg_cpu_attn_shape *a, const double *qkv, double 
                 }
                 for (int j = 0; j < lim; j++)
                     sum += (p[j] = exp(p[j] - mx));
+                for (int j = 0; j < lim; j++) {
+                    uint64_t draw = a->offset + (((uint64_t)b * H + h) * T + i) * T + j;
+                    p[j] *= a->dropout == 0.0f ? 1.0
+                            : fg_cpu_dropout_keep(a->seed, draw, a->dropout)
+                                ? 1.0 / (1.0 - a->dropout) : 0.0;
+                }
                 double *yo = y + ((size_t)b * T + i) * C + (size_t)h * D;
                 for (int d = 0; d < D; d++) {
                     double acc = 0.0;
@@ -240,9 +246,9 @@ static void attn_ref(const void *p, const double *qkv, double *y)
     ref_attention(&((const attn_ctx *)p)->shape, qkv, y);
 }
 
-static void run_attention(int batch, int seq, int heads, int dim, int causal)
+static void run_attention_p(int batch, int seq, int heads, int dim, int causal, float p)
 {
-    fg_cpu_attn_shape a = {batch, seq, heads, dim, causal};
+    fg_cpu_attn_shape a = {batch, seq, heads, dim, causal, p, 5, 1000};
     int C = heads * dim;
     size_t nq = (size_t)batch * seq * 3 * C, ny = (size_t)batch * seq * C;
     fg_cpu_pool *pool;
@@ -257,14 +263,19 @@ static void run_attention(int batch, int seq, int heads, int dim, int causal)
     ref_attention(&a, qd, yd);
     double fe = max_rel(y, yd, ny, 1e-2);
     char what[96];
-    snprintf(what, sizeof what, "attention B%d T%d H%d D%d %s", batch, seq, heads, dim,
-             causal ? "causal" : "full");
+    snprintf(what, sizeof what, "attention B%d T%d H%d D%d %s dropout %g", batch, seq, heads,
+             dim, causal ? "causal" : "full", (double)p);
     printf("%s forward: max rel error %.2e\n", what, fe);
     CHECK(fe < 1e-4, "%s: forward error %.3e", what, fe);
     attn_ctx c = {a};
     check_grad(what, attn_ref, &c, qd, nq, wd, ny, dqkv, 2e-3);
     free(qkv); free(w); free(y); free(dqkv); free(lse); free(ws); free(qd); free(wd); free(yd);
     fg_cpu_pool_destroy(pool);
+}
+
+static void run_attention(int batch, int seq, int heads, int dim, int causal)
+{
+    run_attention_p(batch, seq, heads, dim, causal, 0.0f);
 }
 
 static int case_attention_causal(void)
@@ -282,11 +293,19 @@ static int case_attention_full(void)
     return 0;
 }
 
+/* The same draws in forward and backward, across query blocks. */
+static int case_attention_dropout(void)
+{
+    run_attention_p(2, 70, 2, 6, 1, 0.25f);
+    run_attention_p(1, 20, 3, 4, 0, 0.5f);
+    return 0;
+}
+
 /* Bitwise the same output for 1 and 2 pool threads (gemm runs on OpenBLAS's threads
  * either way), and the workspace at T = 1024 against what a T x T score matrix needs. */
 static int case_attention_memory(void)
 {
-    fg_cpu_attn_shape a = {1, 1024, 12, 64, 1};
+    fg_cpu_attn_shape a = {.batch = 1, .seq = 1024, .heads = 12, .head_dim = 64, .causal = 1};
     size_t ws = fg_cpu_attention_workspace(&a);
     size_t lse = (size_t)a.heads * a.seq * sizeof(float);
     size_t naive = (size_t)a.heads * a.seq * a.seq * sizeof(float) * 2; /* scores + probs */
@@ -294,7 +313,7 @@ static int case_attention_memory(void)
            "kernel keeps %zu MiB of scores and probabilities\n", ws >> 10, lse >> 10,
            naive >> 20);
     CHECK_EQ(ws, (size_t)2 * FG_CPU_ATTN_BLOCK * 1024 * sizeof(float));
-    fg_cpu_attn_shape s = {2, 150, 2, 16, 1};
+    fg_cpu_attn_shape s = {.batch = 2, .seq = 150, .heads = 2, .head_dim = 16, .causal = 1};
     size_t nq = (size_t)2 * 150 * 3 * 32, ny = (size_t)2 * 150 * 32;
     float *qkv = random_floats(nq, -1, 1), *dy = random_floats(ny, -1, 1);
     float *y[2], *dq[2], lse2[2][600];
@@ -326,7 +345,8 @@ int main(int argc, char **argv)
     } cases[] = {
         {"layernorm", case_layernorm},         {"rmsnorm", case_rmsnorm},
         {"embedding", case_embedding},         {"attention_causal", case_attention_causal},
-        {"attention_full", case_attention_full}, {"attention_memory", case_attention_memory},
+        {"attention_full", case_attention_full}, {"attention_dropout", case_attention_dropout},
+        {"attention_memory", case_attention_memory},
     };
     for (size_t i = 0; argc == 2 && i < sizeof cases / sizeof *cases; i++)
         if (strcmp(argv[1], cases[i].name) == 0) {
