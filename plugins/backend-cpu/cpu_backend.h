@@ -1,7 +1,7 @@
 /* The CPU backend plugin's instance state and the vtable functions, split by concern:
  * cpu_plugin.c (descriptor, options, init/deinit), cpu_device.c (devices, memory, queues,
  * copies), cpu_ops.c (the vtable's ops in every dtype) over cpu_ops_f32.c (the ops in f32:
- * argument checks, then the kernels of kernels/cpu). */
+ * argument checks, then the kernels of kernels/cpu), cpu_ops_lm.c (the transformer ops). */
 #ifndef FG_CPU_BACKEND_H
 #define FG_CPU_BACKEND_H
 
@@ -193,5 +193,34 @@ fg_status fg_cpu_op_sgd_update(void *state, void *queue, uint32_t param_dtype,
 fg_status fg_cpu_op_adamw_update(void *state, void *queue, uint32_t param_dtype,
                                  uint32_t grad_dtype, const fg_adamw_args *a, void *param,
                                  const void *grad, float *m, float *v, size_t n, fg_error *err);
+
+/* cpu_ops_lm.c: the transformer ops, every dtype */
+fg_status fg_cpu_op_layernorm_forward(void *state, void *queue, uint32_t x_dtype,
+                                      uint32_t param_dtype, int rms, int rows, int cols,
+                                      const void *x, const void *gamma, const void *beta,
+                                      float eps, float *mean, float *rstd, void *y,
+                                      fg_error *err);
+fg_status fg_cpu_op_layernorm_backward(void *state, void *queue, uint32_t x_dtype,
+                                       uint32_t param_dtype, uint32_t grad_dtype, int rms,
+                                       int rows, int cols, const void *x, const void *gamma,
+                                       const float *mean, const float *rstd, const void *dy,
+                                       void *dx, void *dgamma, void *dbeta, int accumulate,
+                                       fg_error *err);
+fg_status fg_cpu_op_embedding_forward(void *state, void *queue, uint32_t table_dtype,
+                                      uint32_t out_dtype, const int32_t *ids, int n, int dim,
+                                      int rows, const void *table, void *out, int accumulate,
+                                      fg_error *err);
+fg_status fg_cpu_op_embedding_backward(void *state, void *queue, uint32_t dout_dtype,
+                                       uint32_t grad_dtype, const int32_t *ids, int n, int dim,
+                                       int rows, const void *dout, void *dtable, int accumulate,
+                                       fg_error *err);
+size_t fg_cpu_op_attention_workspace(void *state, const fg_attention_desc *d);
+fg_status fg_cpu_op_attention_forward(void *state, void *queue, uint32_t dtype,
+                                      const fg_attention_desc *d, const void *qkv, void *y,
+                                      float *lse, void *workspace, fg_error *err);
+fg_status fg_cpu_op_attention_backward(void *state, void *queue, uint32_t dtype,
+                                       const fg_attention_desc *d, const void *qkv,
+                                       const void *y, const float *lse, const void *dy,
+                                       void *dqkv, void *workspace, fg_error *err);
 
 #endif

@@ -7,25 +7,10 @@
 #include <stdlib.h>
 
 #include "cpu_backend.h"
+#include "cpu_stage.h"
 #include "half.h"
 
 #define POOL(state) (((fg_cpu_backend *)(state))->pool)
-
-/* One tensor of an op: read from `in` before it (NULL: not read), written to `out` after
- * it (NULL: not written); `f` is what the f32 op sees. */
-typedef struct operand {
-    const void *in;
-    void *out;
-    uint32_t dtype;
-    size_t n;
-    float *f;
-} operand;
-
-#define ARG_IN(p, t, count) {(p), NULL, (t), (count), NULL}
-#define ARG_OUT(p, t, count) {NULL, (p), (t), (count), NULL}
-#define ARG_INOUT(p, t, count) {(p), (p), (t), (count), NULL}
-#define ARG_ACC(p, t, count, acc) {(acc) ? (p) : NULL, (p), (t), (count), NULL}
-#define NARGS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static int storable(uint32_t t)
 {
@@ -51,7 +36,7 @@ static size_t scratch_size(size_t n)
 
 /* Makes the f32 views of the operands, growing the queue's scratch when this op needs more
  * than any before it. */
-static fg_status stage(void *state, void *queue, const char *op, operand *o, int count,
+static fg_status stage(void *state, void *queue, const char *op, fg_cpu_operand *o, int count,
                        fg_error *err)
 {
     if (!queue)
@@ -92,12 +77,23 @@ static fg_status stage(void *state, void *queue, const char *op, operand *o, int
 }
 
 /* Rounds the outputs back into their storage, after the op succeeded. */
-static fg_status unstage(void *state, const operand *o, int count, fg_status st)
+static fg_status unstage(void *state, const fg_cpu_operand *o, int count, fg_status st)
 {
     for (int i = 0; st == FG_OK && i < count; i++)
         if (o[i].out && o[i].dtype != FG_F32)
             fg_cpu_convert(POOL(state), o[i].out, (int)o[i].dtype, o[i].f, FG_CPU_F32, o[i].n);
     return st;
+}
+
+fg_status fg_cpu_stage(void *state, void *queue, const char *op, fg_cpu_operand *o, int count,
+                       fg_error *err)
+{
+    return stage(state, queue, op, o, count, err);
+}
+
+fg_status fg_cpu_unstage(void *state, const fg_cpu_operand *o, int count, fg_status st)
+{
+    return unstage(state, o, count, st);
 }
 
 /* ---- cast --------------------------------------------------------------------------- */
@@ -140,7 +136,7 @@ fg_status fg_cpu_op_gemm(void *state, void *queue, uint32_t a_dtype, uint32_t b_
     if (!shaped) /* the f32 op names the bad argument */
         return fg_cpu_f32_gemm(state, queue, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
                                beta, c, ldc, err);
-    operand o[] = {ARG_IN(a, a_dtype, span(a_rows, a_cols, lda)),
+    fg_cpu_operand o[] = {ARG_IN(a, a_dtype, span(a_rows, a_cols, lda)),
                    ARG_IN(b, b_dtype, span(b_rows, b_cols, ldb)),
                    ARG_ACC(c, c_dtype, span(m, n, ldc), beta != 0.0f)};
     fg_status st = stage(state, queue, "gemm", o, NARGS(o), err);
@@ -161,7 +157,7 @@ fg_status fg_cpu_op_bias_add(void *state, void *queue, uint32_t y_dtype, uint32_
                              void *y, const void *bias, int rows, int cols, int spatial,
                              fg_error *err)
 {
-    operand o[] = {ARG_INOUT(y, y_dtype, volume3(rows, cols, spatial)),
+    fg_cpu_operand o[] = {ARG_INOUT(y, y_dtype, volume3(rows, cols, spatial)),
                    ARG_IN(bias, bias_dtype, cols > 0 ? (size_t)cols : 0)};
     fg_status st = stage(state, queue, "bias_add", o, NARGS(o), err);
     if (st == FG_OK)
@@ -173,7 +169,7 @@ fg_status fg_cpu_op_bias_grad(void *state, void *queue, uint32_t dbias_dtype,
                               uint32_t dy_dtype, void *dbias, const void *dy, int rows,
                               int cols, int spatial, int accumulate, fg_error *err)
 {
-    operand o[] = {ARG_ACC(dbias, dbias_dtype, cols > 0 ? (size_t)cols : 0, accumulate),
+    fg_cpu_operand o[] = {ARG_ACC(dbias, dbias_dtype, cols > 0 ? (size_t)cols : 0, accumulate),
                    ARG_IN(dy, dy_dtype, volume3(rows, cols, spatial))};
     fg_status st = stage(state, queue, "bias_grad", o, NARGS(o), err);
     if (st == FG_OK)
@@ -185,7 +181,7 @@ fg_status fg_cpu_op_bias_grad(void *state, void *queue, uint32_t dbias_dtype,
 fg_status fg_cpu_op_activation_forward(void *state, void *queue, uint32_t dtype, int act,
                                        const void *x, void *y, size_t n, fg_error *err)
 {
-    operand o[] = {ARG_IN(x, dtype, n), ARG_OUT(y, dtype, n)};
+    fg_cpu_operand o[] = {ARG_IN(x, dtype, n), ARG_OUT(y, dtype, n)};
     fg_status st = stage(state, queue, "activation_forward", o, NARGS(o), err);
     if (st == FG_OK)
         st = fg_cpu_f32_activation_forward(state, queue, act, o[0].f, o[1].f, n, err);
@@ -198,7 +194,7 @@ fg_status fg_cpu_op_activation_backward(void *state, void *queue, uint32_t dtype
 {
     /* relu and gelu read x, tanh and sigmoid y: stage only what is read */
     int reads_x = act == FG_ACT_RELU || act == FG_ACT_GELU;
-    operand o[] = {ARG_IN(reads_x ? x : NULL, dtype, n), ARG_IN(reads_x ? NULL : y, dtype, n),
+    fg_cpu_operand o[] = {ARG_IN(reads_x ? x : NULL, dtype, n), ARG_IN(reads_x ? NULL : y, dtype, n),
                    ARG_IN(dy, dtype, n), ARG_OUT(dx, dtype, n)};
     fg_status st = stage(state, queue, "activation_backward", o, NARGS(o), err);
     if (st == FG_OK)
@@ -234,7 +230,7 @@ fg_status fg_cpu_op_conv2d_forward(void *state, void *queue, uint32_t x_dtype,
 {
     if (!window_ok(d, 1))
         return fg_cpu_f32_conv2d_forward(state, queue, d, x, w, bias, y, workspace, err);
-    operand o[] = {ARG_IN(x, x_dtype, volume4(d->n, d->c, d->h, d->w)),
+    fg_cpu_operand o[] = {ARG_IN(x, x_dtype, volume4(d->n, d->c, d->h, d->w)),
                    ARG_IN(w, param_dtype, volume4(d->k, d->c, d->r, d->s)),
                    ARG_IN(bias, param_dtype, (size_t)d->k),
                    ARG_OUT(y, x_dtype, volume4(d->n, d->k, d->out_h, d->out_w))};
@@ -255,7 +251,7 @@ fg_status fg_cpu_op_conv2d_backward(void *state, void *queue, uint32_t x_dtype,
         return fg_cpu_f32_conv2d_backward(state, queue, d, x, w, dy, dx, dw, dbias, accumulate,
                                           workspace, err);
     size_t xn = volume4(d->n, d->c, d->h, d->w), wn = volume4(d->k, d->c, d->r, d->s);
-    operand o[] = {ARG_IN(x, x_dtype, xn), ARG_IN(w, param_dtype, wn),
+    fg_cpu_operand o[] = {ARG_IN(x, x_dtype, xn), ARG_IN(w, param_dtype, wn),
                    ARG_IN(dy, x_dtype, volume4(d->n, d->k, d->out_h, d->out_w)),
                    ARG_OUT(dx, x_dtype, xn), ARG_ACC(dw, grad_dtype, wn, accumulate),
                    ARG_ACC(dbias, grad_dtype, (size_t)d->k, accumulate)};
@@ -272,7 +268,7 @@ fg_status fg_cpu_op_pool2d_forward(void *state, void *queue, uint32_t dtype, int
 {
     if (!window_ok(d, 0))
         return fg_cpu_f32_pool2d_forward(state, queue, mode, d, x, y, argmax, err);
-    operand o[] = {ARG_IN(x, dtype, volume4(d->n, d->c, d->h, d->w)),
+    fg_cpu_operand o[] = {ARG_IN(x, dtype, volume4(d->n, d->c, d->h, d->w)),
                    ARG_OUT(y, dtype, volume4(d->n, d->c, d->out_h, d->out_w))};
     fg_status st = stage(state, queue, "pool2d_forward", o, NARGS(o), err);
     if (st == FG_OK)
@@ -286,7 +282,7 @@ fg_status fg_cpu_op_pool2d_backward(void *state, void *queue, uint32_t dtype, in
 {
     if (!window_ok(d, 0))
         return fg_cpu_f32_pool2d_backward(state, queue, mode, d, dy, argmax, dx, err);
-    operand o[] = {ARG_IN(dy, dtype, volume4(d->n, d->c, d->out_h, d->out_w)),
+    fg_cpu_operand o[] = {ARG_IN(dy, dtype, volume4(d->n, d->c, d->out_h, d->out_w)),
                    ARG_OUT(dx, dtype, volume4(d->n, d->c, d->h, d->w))};
     fg_status st = stage(state, queue, "pool2d_backward", o, NARGS(o), err);
     if (st == FG_OK)
@@ -305,7 +301,7 @@ fg_status fg_cpu_op_batchnorm_forward(void *state, void *queue, uint32_t x_dtype
                                       fg_error *err)
 {
     size_t xn = volume3(n, c, spatial), cn = c > 0 ? (size_t)c : 0;
-    operand o[] = {ARG_IN(x, x_dtype, xn), ARG_IN(gamma, param_dtype, cn),
+    fg_cpu_operand o[] = {ARG_IN(x, x_dtype, xn), ARG_IN(gamma, param_dtype, cn),
                    ARG_IN(beta, param_dtype, cn), ARG_OUT(y, x_dtype, xn)};
     fg_status st = stage(state, queue, "batchnorm_forward", o, NARGS(o), err);
     if (st == FG_OK)
@@ -323,7 +319,7 @@ fg_status fg_cpu_op_batchnorm_backward(void *state, void *queue, uint32_t x_dtyp
                                        int accumulate, fg_error *err)
 {
     size_t xn = volume3(n, c, spatial), cn = c > 0 ? (size_t)c : 0;
-    operand o[] = {ARG_IN(x, x_dtype, xn), ARG_IN(gamma, param_dtype, cn),
+    fg_cpu_operand o[] = {ARG_IN(x, x_dtype, xn), ARG_IN(gamma, param_dtype, cn),
                    ARG_IN(dy, x_dtype, xn), ARG_OUT(dx, x_dtype, xn),
                    ARG_ACC(dgamma, grad_dtype, cn, accumulate),
                    ARG_ACC(dbeta, grad_dtype, cn, accumulate)};
@@ -339,7 +335,7 @@ fg_status fg_cpu_op_dropout_forward(void *state, void *queue, uint32_t dtype, fl
                                     uint64_t seed, uint64_t offset, const void *x, void *y,
                                     uint8_t *mask, size_t n, fg_error *err)
 {
-    operand o[] = {ARG_IN(x, dtype, n), ARG_OUT(y, dtype, n)};
+    fg_cpu_operand o[] = {ARG_IN(x, dtype, n), ARG_OUT(y, dtype, n)};
     fg_status st = stage(state, queue, "dropout_forward", o, NARGS(o), err);
     if (st == FG_OK)
         st = fg_cpu_f32_dropout_forward(state, queue, p, seed, offset, o[0].f, o[1].f, mask, n,
@@ -351,7 +347,7 @@ fg_status fg_cpu_op_dropout_backward(void *state, void *queue, uint32_t dtype, f
                                      const uint8_t *mask, const void *dy, void *dx, size_t n,
                                      fg_error *err)
 {
-    operand o[] = {ARG_IN(dy, dtype, n), ARG_OUT(dx, dtype, n)};
+    fg_cpu_operand o[] = {ARG_IN(dy, dtype, n), ARG_OUT(dx, dtype, n)};
     fg_status st = stage(state, queue, "dropout_backward", o, NARGS(o), err);
     if (st == FG_OK)
         st = fg_cpu_f32_dropout_backward(state, queue, p, mask, o[0].f, o[1].f, n, err);
@@ -363,7 +359,7 @@ fg_status fg_cpu_op_softmax_xent_forward(void *state, void *queue, uint32_t logi
                                          int classes, float *probs, float *loss_sum,
                                          float *correct, fg_error *err)
 {
-    operand o[] = {ARG_IN(logits, logits_dtype, volume3(rows, classes, 1))};
+    fg_cpu_operand o[] = {ARG_IN(logits, logits_dtype, volume3(rows, classes, 1))};
     fg_status st = stage(state, queue, "softmax_xent_forward", o, NARGS(o), err);
     if (st == FG_OK)
         st = fg_cpu_f32_softmax_xent_forward(state, queue, o[0].f, labels, rows, classes,
@@ -376,7 +372,7 @@ fg_status fg_cpu_op_softmax_xent_backward(void *state, void *queue, uint32_t dlo
                                           int classes, float scale, void *dlogits,
                                           fg_error *err)
 {
-    operand o[] = {ARG_OUT(dlogits, dlogits_dtype, volume3(rows, classes, 1))};
+    fg_cpu_operand o[] = {ARG_OUT(dlogits, dlogits_dtype, volume3(rows, classes, 1))};
     fg_status st = stage(state, queue, "softmax_xent_backward", o, NARGS(o), err);
     if (st == FG_OK)
         st = fg_cpu_f32_softmax_xent_backward(state, queue, probs, labels, rows, classes, scale,
@@ -389,7 +385,7 @@ fg_status fg_cpu_op_softmax_xent_backward(void *state, void *queue, uint32_t dlo
 fg_status fg_cpu_op_fill(void *state, void *queue, uint32_t dtype, void *x, float value,
                          size_t n, fg_error *err)
 {
-    operand o[] = {ARG_OUT(x, dtype, n)};
+    fg_cpu_operand o[] = {ARG_OUT(x, dtype, n)};
     fg_status st = stage(state, queue, "fill", o, NARGS(o), err);
     if (st == FG_OK)
         st = fg_cpu_f32_fill(state, queue, o[0].f, value, n, err);
@@ -399,7 +395,7 @@ fg_status fg_cpu_op_fill(void *state, void *queue, uint32_t dtype, void *x, floa
 fg_status fg_cpu_op_scale(void *state, void *queue, uint32_t dtype, void *x, float alpha,
                           size_t n, fg_error *err)
 {
-    operand o[] = {ARG_INOUT(x, dtype, n)};
+    fg_cpu_operand o[] = {ARG_INOUT(x, dtype, n)};
     fg_status st = stage(state, queue, "scale", o, NARGS(o), err);
     if (st == FG_OK)
         st = fg_cpu_f32_scale(state, queue, o[0].f, alpha, n, err);
@@ -409,7 +405,7 @@ fg_status fg_cpu_op_scale(void *state, void *queue, uint32_t dtype, void *x, flo
 fg_status fg_cpu_op_axpy(void *state, void *queue, uint32_t x_dtype, uint32_t y_dtype,
                          float alpha, const void *x, void *y, size_t n, fg_error *err)
 {
-    operand o[] = {ARG_IN(x, x_dtype, n), ARG_INOUT(y, y_dtype, n)};
+    fg_cpu_operand o[] = {ARG_IN(x, x_dtype, n), ARG_INOUT(y, y_dtype, n)};
     fg_status st = stage(state, queue, "axpy", o, NARGS(o), err);
     if (st == FG_OK)
         st = fg_cpu_f32_axpy(state, queue, alpha, o[0].f, o[1].f, n, err);
@@ -419,7 +415,7 @@ fg_status fg_cpu_op_axpy(void *state, void *queue, uint32_t x_dtype, uint32_t y_
 fg_status fg_cpu_op_clamp(void *state, void *queue, uint32_t dtype, void *x, float lo,
                           float hi, size_t n, fg_error *err)
 {
-    operand o[] = {ARG_INOUT(x, dtype, n)};
+    fg_cpu_operand o[] = {ARG_INOUT(x, dtype, n)};
     fg_status st = stage(state, queue, "clamp", o, NARGS(o), err);
     if (st == FG_OK)
         st = fg_cpu_f32_clamp(state, queue, o[0].f, lo, hi, n, err);
@@ -429,7 +425,7 @@ fg_status fg_cpu_op_clamp(void *state, void *queue, uint32_t dtype, void *x, flo
 fg_status fg_cpu_op_sum_squares(void *state, void *queue, uint32_t dtype, const void *x,
                                 size_t n, float *out, fg_error *err)
 {
-    operand o[] = {ARG_IN(x, dtype, n)};
+    fg_cpu_operand o[] = {ARG_IN(x, dtype, n)};
     fg_status st = stage(state, queue, "sum_squares", o, NARGS(o), err);
     return st == FG_OK ? fg_cpu_f32_sum_squares(state, queue, o[0].f, n, out, err) : st;
 }
@@ -438,7 +434,7 @@ fg_status fg_cpu_op_sgd_update(void *state, void *queue, uint32_t param_dtype,
                                uint32_t grad_dtype, const fg_sgd_args *a, void *param,
                                const void *grad, float *momentum_buf, size_t n, fg_error *err)
 {
-    operand o[] = {ARG_INOUT(param, param_dtype, n), ARG_IN(grad, grad_dtype, n)};
+    fg_cpu_operand o[] = {ARG_INOUT(param, param_dtype, n), ARG_IN(grad, grad_dtype, n)};
     fg_status st = stage(state, queue, "sgd_update", o, NARGS(o), err);
     if (st == FG_OK)
         st = fg_cpu_f32_sgd_update(state, queue, a, o[0].f, o[1].f, momentum_buf, n, err);
@@ -449,7 +445,7 @@ fg_status fg_cpu_op_adamw_update(void *state, void *queue, uint32_t param_dtype,
                                  uint32_t grad_dtype, const fg_adamw_args *a, void *param,
                                  const void *grad, float *m, float *v, size_t n, fg_error *err)
 {
-    operand o[] = {ARG_INOUT(param, param_dtype, n), ARG_IN(grad, grad_dtype, n)};
+    fg_cpu_operand o[] = {ARG_INOUT(param, param_dtype, n), ARG_IN(grad, grad_dtype, n)};
     fg_status st = stage(state, queue, "adamw_update", o, NARGS(o), err);
     if (st == FG_OK)
         st = fg_cpu_f32_adamw_update(state, queue, a, o[0].f, o[1].f, m, v, n, err);

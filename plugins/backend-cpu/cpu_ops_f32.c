@@ -3,19 +3,7 @@
  * the op and the argument, never a crash in a kernel), then runs the kernel of kernels/cpu
  * synchronously on the calling thread and the pool. */
 #include "cpu_backend.h"
-
-#define FG_CPU_REQUIRE(cond, ...)                                              \
-    do {                                                                       \
-        if (!(cond))                                                           \
-            return fg_error_set(err, FG_INVALID_ARGUMENT, "cpu backend: " __VA_ARGS__); \
-    } while (0)
-
-#define FG_CPU_NOT_NULL(op, ptr) FG_CPU_REQUIRE((ptr) != NULL, "%s: %s is NULL", op, #ptr)
-
-/* A NULL queue is refused: ops belong to a device through their queue. */
-#define FG_CPU_QUEUE(op) FG_CPU_REQUIRE(queue != NULL, "%s: queue is NULL", op)
-
-#define FG_CPU_POOL(state) (((fg_cpu_backend *)(state))->pool)
+#include "cpu_checks.h"
 
 fg_status fg_cpu_f32_gemm(void *state, void *queue, int trans_a, int trans_b, int m, int n,
                           int k, float alpha, const float *a, int lda, const float *b, int ldb,

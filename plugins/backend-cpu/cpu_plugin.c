@@ -143,6 +143,13 @@ static const fg_backend_vtable fg_cpu_vtable = {
     .event_record = fg_cpu_event_record,
     .queue_wait_event = fg_cpu_queue_wait_event,
     .event_sync = fg_cpu_event_sync,
+    .layernorm_forward = fg_cpu_op_layernorm_forward,
+    .layernorm_backward = fg_cpu_op_layernorm_backward,
+    .embedding_forward = fg_cpu_op_embedding_forward,
+    .embedding_backward = fg_cpu_op_embedding_backward,
+    .attention_workspace = fg_cpu_op_attention_workspace,
+    .attention_forward = fg_cpu_op_attention_forward,
+    .attention_backward = fg_cpu_op_attention_backward,
 };
 
 FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {

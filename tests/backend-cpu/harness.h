@@ -61,5 +61,6 @@ void test_group_norm_act(void);   /* test_norm_act.c: batchnorm, activations, dr
 void test_group_gradients(void);  /* test_gradients.c: finite differences */
 void test_group_device(void);     /* test_device.c: devices, memory, copies, options */
 void test_group_determinism(void); /* test_determinism.c: threads=1 vs threads=2 */
+void test_group_transformer(void); /* test_transformer.c: norms, embedding, attention */
 
 #endif

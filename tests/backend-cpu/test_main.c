@@ -10,6 +10,7 @@ int main(int argc, char **argv)
         {"gradients", .run = test_group_gradients},
         {"device", .run = test_group_device},
         {"determinism", .run = test_group_determinism},
+        {"transformer", .run = test_group_transformer},
     };
     return fg_test_main(argc, argv, groups, sizeof groups / sizeof groups[0]);
 }

@@ -60,6 +60,18 @@ typedef struct fg_adamw_args {
     int64_t step; /* 1-based, for bias correction */
 } fg_adamw_args;
 
+/* Multi-head scaled dot-product attention over a fused QKV tensor (B, T, 3C): q | k | v
+ * along the last dimension, head h at columns [h*D, (h+1)*D) of each third, C = heads*D;
+ * the output (B, T, C) holds the heads side by side. Scores are scaled by 1/sqrt(D). */
+typedef struct fg_attention_desc {
+    uint32_t struct_size;
+    int32_t batch, seq, heads, head_dim;
+    int32_t causal;          /* nonzero: query i sees keys 0..i */
+    float dropout;           /* probability of dropping an attention weight (training); 0 */
+    uint64_t seed, offset;   /* dropout's draws: position ((b*H + h)*T + i)*T + j + offset,
+                              * reproducible as dropout_forward's */
+} fg_attention_desc;
+
 /* Op ids: the capability query (supports) names an op by its id. The ids are the ABI's and
  * never change; fg_backend_op_info gives each one's entry name and dtype arguments. */
 typedef enum fg_backend_op {
@@ -86,7 +98,13 @@ typedef enum fg_backend_op {
     FG_OP_CAST = 20,
     FG_OP_SGD_UPDATE = 21,
     FG_OP_ADAMW_UPDATE = 22,
-    FG_OP_COUNT = 23
+    FG_OP_LAYERNORM_FORWARD = 23,
+    FG_OP_LAYERNORM_BACKWARD = 24,
+    FG_OP_EMBEDDING_FORWARD = 25,
+    FG_OP_EMBEDDING_BACKWARD = 26,
+    FG_OP_ATTENTION_FORWARD = 27,
+    FG_OP_ATTENTION_BACKWARD = 28,
+    FG_OP_COUNT = 29
 } fg_backend_op;
 
 /* The most dtype arguments an op takes. */
@@ -328,6 +346,52 @@ typedef struct fg_backend_vtable {
     /* The host waits until the event's recorded point has completed (at once when never
      * recorded). A failure of the work before that point may be reported here. */
     fg_status (*event_sync)(void *state, void *event, fg_error *err);
+
+    /* ---- transformer ops ([queue] unless said otherwise) ------------------------------ */
+    /* [required: layernorm, rmsnorm] Over the last dimension of x (rows, cols). rms == 0:
+     * PyTorch's LayerNorm (biased variance, eps inside the square root); gamma and beta may
+     * be NULL (1 and 0). rms != 0: y = x / sqrt(mean(x^2) + eps) * gamma, beta and mean
+     * unused (may be NULL). mean and rstd (rows, f32) are saved for backward. */
+    fg_status (*layernorm_forward)(void *state, void *queue, uint32_t x_dtype /* x, y */,
+                                   uint32_t param_dtype /* gamma, beta */, int rms, int rows,
+                                   int cols, const void *x, const void *gamma,
+                                   const void *beta, float eps, float *mean, float *rstd,
+                                   void *y, fg_error *err);
+    /* [required: layernorm, rmsnorm] dx overwritten (may be NULL); dgamma, dbeta (may be
+     * NULL) overwritten or, when accumulate != 0, added to. */
+    fg_status (*layernorm_backward)(void *state, void *queue, uint32_t x_dtype /* x, dy, dx */,
+                                    uint32_t param_dtype /* gamma */,
+                                    uint32_t grad_dtype /* dgamma, dbeta */, int rms, int rows,
+                                    int cols, const void *x, const void *gamma,
+                                    const float *mean, const float *rstd, const void *dy,
+                                    void *dx, void *dgamma, void *dbeta, int accumulate,
+                                    fg_error *err);
+    /* [required: embedding] out(n, dim) = table(rows, dim)[ids] (accumulate != 0: +=).
+     * An id outside [0, rows) fails with FG_INVALID_ARGUMENT naming it and its position. */
+    fg_status (*embedding_forward)(void *state, void *queue, uint32_t table_dtype /* table */,
+                                   uint32_t out_dtype /* out */, const int32_t *ids, int n,
+                                   int dim, int rows, const void *table, void *out,
+                                   int accumulate, fg_error *err);
+    /* [required: embedding] dtable(rows, dim) (+)= the rows of dout(n, dim) added at ids;
+     * repeated ids sum. */
+    fg_status (*embedding_backward)(void *state, void *queue, uint32_t dout_dtype /* dout */,
+                                    uint32_t grad_dtype /* dtable */, const int32_t *ids,
+                                    int n, int dim, int rows, const void *dout, void *dtable,
+                                    int accumulate, fg_error *err);
+    /* [required with attention_forward; any thread] Bytes of device scratch
+     * attention_forward and attention_backward need, for every dtype; 0 for a bad desc. */
+    size_t (*attention_workspace)(void *state, const fg_attention_desc *d);
+    /* [required: attention] y(B, T, C) from qkv(B, T, 3C); lse (B, heads, T, f32): each
+     * row's log-sum-exp of the scaled scores, saved for backward. */
+    fg_status (*attention_forward)(void *state, void *queue, uint32_t dtype /* qkv, y */,
+                                   const fg_attention_desc *d, const void *qkv, void *y,
+                                   float *lse, void *workspace, fg_error *err);
+    /* [required: attention] dqkv overwritten. y and lse are the forward's. */
+    fg_status (*attention_backward)(void *state, void *queue,
+                                    uint32_t dtype /* qkv, y, dy, dqkv */,
+                                    const fg_attention_desc *d, const void *qkv, const void *y,
+                                    const float *lse, const void *dy, void *dqkv,
+                                    void *workspace, fg_error *err);
 } fg_backend_vtable;
 
 /* The five event entries (all or none: see "queues and events" above). */
@@ -372,6 +436,12 @@ static inline const fg_backend_op_desc *fg_backend_op_info(uint32_t op)
         FG_OP_DESC_(cast, 2, "dst", "src"),
         FG_OP_DESC_(sgd_update, 2, "param", "grad"),
         FG_OP_DESC_(adamw_update, 2, "param", "grad"),
+        FG_OP_DESC_(layernorm_forward, 2, "x", "param"),
+        FG_OP_DESC_(layernorm_backward, 3, "x", "param", "grad"),
+        FG_OP_DESC_(embedding_forward, 2, "table", "out"),
+        FG_OP_DESC_(embedding_backward, 2, "dout", "grad"),
+        FG_OP_DESC_(attention_forward, 1, "qkv"),
+        FG_OP_DESC_(attention_backward, 1, "qkv"),
     };
 #undef FG_OP_DESC_
     return op < FG_OP_COUNT ? &ops[op] : NULL;
