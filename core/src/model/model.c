@@ -66,6 +66,16 @@ static const fg_option model_options[] = {
      "sample shape without the batch, e.g. 1,28,28; empty: the data set's sample shape"},
     {"loss", FG_OPT_ENUM, "softmax_cross_entropy", 1, 0, "softmax_cross_entropy",
      "training loss over the last layer's class scores"},
+    {"init_from", FG_OPT_STRING, "", 1, 0, NULL,
+     "weights-only safetensors file to start from (a PyTorch state dict, a fulgur "
+     "checkpoint, Hugging Face GPT-2's model.safetensors): tensors matched by name, shapes "
+     "checked; no optimizer or trainer state, training starts at step 0"},
+    {"init_strict", FG_OPT_BOOL, "true", 1, 0, NULL,
+     "every model tensor must be in init_from's file; false: the missing ones keep their "
+     "initialisation and the run lists them"},
+    {"init_layout", FG_OPT_ENUM, "auto", 1, 0, "auto|fulgur|hf_gpt2",
+     "tensor names of init_from's file: fulgur's own, or Hugging Face GPT-2's (Conv1D "
+     "weights read transposed); auto: hf_gpt2 when the file names h.0.attn.c_attn.weight"},
 };
 
 const fg_option *fg_model_schema(size_t *count)

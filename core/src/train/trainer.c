@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "init_from.h"
 #include "optimizer.h"
 #include "run_status.h"
 #include "trainer_internal.h"
@@ -209,7 +210,12 @@ static fg_status build_model(fg_trainer *t, fg_error *err)
     if (!t->init_params || !t->init_buffers)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory for the initial parameters");
     fg_model_init_params(t->model, (uint64_t)t->seed, t->init_params, t->init_buffers);
-    return FG_OK;
+    char note[1536];
+    st = fg_model_init_from_config(t->model, t->cfg, t->init_params, t->init_buffers, note,
+                                   sizeof note, err);
+    if (st == FG_OK && note[0] && t->rank == 0 && t->rt->verbosity >= FG_LOG_INFO)
+        fprintf(t->out, "%s\n", note);
+    return st;
 }
 
 static fg_status setup_schedule(fg_trainer *t, double *base_lr, fg_error *err)

@@ -1,0 +1,44 @@
+/* Starting a model from pretrained weights: a weights-only safetensors file (PyTorch's
+ * save_file of a state dict, a fulgur checkpoint, or Hugging Face's GPT-2
+ * model.safetensors) read into the host parameter and buffer regions after the seeded
+ * initialisation, matched by tensor name with shapes checked. Nothing of the trainer's or
+ * the optimizer's state is read: training starts at step 0. */
+#ifndef FG_INIT_FROM_H
+#define FG_INIT_FROM_H
+
+#include <stddef.h>
+
+#include "config.h"
+#include "model.h"
+
+/* How the file names its tensors. */
+typedef enum fg_weights_layout {
+    FG_WEIGHTS_AUTO = 0,     /* hf_gpt2 when a tensor is named like "h.0.attn.c_attn.weight" */
+    FG_WEIGHTS_FULGUR = 1,   /* the model's own names */
+    FG_WEIGHTS_HF_GPT2 = 2   /* [transformer.]h.N.attn.c_attn / c_proj, mlp.c_fc / c_proj:
+                              * Conv1D weights stored (in, out), read transposed */
+} fg_weights_layout;
+
+typedef struct fg_init_from_result {
+    fg_weights_layout layout; /* the one used */
+    size_t loaded;            /* model tensors read from the file */
+    size_t kept;              /* model tensors the file lacks (init_strict = false) */
+    char kept_names[1024];    /* "a, b, ..." (truncated with "...") */
+    size_t unused;            /* file tensors no model tensor took (HF's attn.bias masks) */
+} fg_init_from_result;
+
+/* strict: every model tensor must be in the file. A missing tensor (strict), a shape that
+ * differs, or a dtype other than F32, F16, BF16, F64 fails naming the file and the tensor.
+ * params / buffers: fg_model_params_size / fg_model_buffers_size floats on the host. */
+fg_status fg_model_init_from(const fg_model *m, const char *path, fg_weights_layout layout,
+                             int strict, float *params, float *buffers,
+                             fg_init_from_result *res, fg_error *err);
+
+/* [model] init_from, init_strict and init_layout of cfg applied (nothing when init_from
+ * is empty); note (note_cap bytes) gets the line to print: "init_from FILE: N tensors
+ * loaded ...", or "" when nothing was read. */
+fg_status fg_model_init_from_config(const fg_model *m, const fg_config *cfg, float *params,
+                                    float *buffers, char *note, size_t note_cap,
+                                    fg_error *err);
+
+#endif
