@@ -135,6 +135,7 @@ static const layout_line current[] = {
     FIELD(fg_dataset_info, rank), FIELD(fg_dataset_info, shape),
     FIELD(fg_dataset_info, sample_dtype), FIELD(fg_dataset_info, num_classes),
     FIELD(fg_dataset_info, label_dtype), FIELD(fg_dataset_info, label_elems),
+    FIELD(fg_dataset_info, stand_in),
 
     SIZE(fg_data_read_args), FIELD(fg_data_read_args, struct_size),
     FIELD(fg_data_read_args, split), FIELD(fg_data_read_args, seed),

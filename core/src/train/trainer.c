@@ -155,6 +155,7 @@ static fg_status make_loader(fg_trainer *t, fg_data_split *s, int training, fg_e
     o.split = training ? FG_SPLIT_TRAIN : s == &t->val ? FG_SPLIT_VAL
             : s == &t->test ? FG_SPLIT_TEST : FG_SPLIT_PREDICT;
     o.sampler.length = s->info.length;
+    o.subset = s->subset;
     o.sampler.batch_size = (int)(training ? t->batch_size : t->eval_batch_size);
     o.sampler.shuffle = training && t->shuffle && !overfitting(t);
     o.sampler.drop_last = training ? t->drop_last : 0;
@@ -173,17 +174,53 @@ static fg_status make_loader(fg_trainer *t, fg_data_split *s, int training, fg_e
     return fg_dataloader_create(&o, &s->loader, err);
 }
 
+/* [data] val_split: the val split becomes samples held out of the train split
+ * (data/val_split.c), replacing a stand-in one; a plugin's own val split is kept. */
+static fg_status hold_out_val(fg_trainer *t, fg_error *err)
+{
+    if (!fg_val_split_enabled(&t->val_split)) {
+        if (t->val.dataset && t->val.info.stand_in && t->verb == FG_VERB_FIT)
+            fprintf(t->out, "note: data.%s validates on its test files; [data] val_split = 0.1 "
+                    "holds a validation split out of the train files instead\n",
+                    t->data.inst->name);
+        return FG_OK;
+    }
+    /* overfit_batches validates on the very batches it trains (below) */
+    if (overfitting(t) || (!t->train.dataset && t->verb != FG_VERB_VALIDATE)) return FG_OK;
+    if (!t->train.dataset)
+        return fg_error_set(err, FG_NOT_FOUND, "%s: [data] val_split holds samples out of the "
+                            "train split, but data.%s has no train split", t->val_split_origin,
+                            t->data.inst->name);
+    if (t->val.dataset && !t->val.info.stand_in)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [data] val_split holds samples out of "
+                            "the train split, but data.%s has a validation split of its own; "
+                            "remove val_split or the plugin's", t->val_split_origin,
+                            t->data.inst->name);
+    if (t->val.dataset && DATA(t)->close) DATA(t)->close(t->data.state, t->val.dataset);
+    t->val.dataset = NULL;
+    fg_status st = fg_val_split_carve(DATA(t), t->data.state, &t->val_split, t->val_split_origin,
+                                      (uint64_t)t->seed, &t->train.info, &t->train.subset,
+                                      &t->val.dataset, &t->val.info, &t->val.subset, err);
+    if (st == FG_OK)
+        fprintf(t->out, "val_split: %lld samples held out of the train split for validation, "
+                "%lld left to train on\n", (long long)t->val.info.length,
+                (long long)t->train.info.length);
+    return st;
+}
+
 static fg_status open_data(fg_trainer *t, fg_error *err)
 {
     int fit = t->verb == FG_VERB_FIT || t->verb == FG_VERB_CHECK;
     fg_status st = open_split(t, &t->train, FG_SPLIT_TRAIN, "train", fit, err);
-    if (st == FG_OK) st = open_split(t, &t->val, FG_SPLIT_VAL, "val", t->verb == FG_VERB_VALIDATE, err);
+    if (st == FG_OK) st = open_split(t, &t->val, FG_SPLIT_VAL, "val", t->verb == FG_VERB_VALIDATE &&
+                                           !fg_val_split_enabled(&t->val_split), err);
     if (st == FG_OK) st = open_split(t, &t->test, FG_SPLIT_TEST, "test", t->verb == FG_VERB_TEST, err);
     if (st == FG_OK && t->verb == FG_VERB_PREDICT)
         st = open_split(t, &t->predict, FG_SPLIT_PREDICT, "predict", 1, err);
     const fg_data_split *ref = t->train.dataset ? &t->train : t->val.dataset ? &t->val : &t->test;
     if (st == FG_OK) st = check_splits_agree(t, ref, &t->val, err);
     if (st == FG_OK) st = check_splits_agree(t, ref, &t->test, err);
+    if (st == FG_OK) st = hold_out_val(t, err);
     if (st == FG_OK && overfitting(t) && t->train.dataset) {
         /* Lightning's overfit_batches: validate on the very batches being trained. */
         t->val = t->train;
@@ -349,6 +386,7 @@ static void close_split(fg_trainer *t, fg_data_split *s, const fg_data_split *al
     if (alias && s->dataset == alias->dataset) return; /* overfit: val is the train split */
     fg_dataloader_destroy(s->loader);
     if (s->dataset && DATA(t)->close) DATA(t)->close(t->data.state, s->dataset);
+    free(s->subset);
 }
 
 static void teardown(fg_trainer *t)
