@@ -86,18 +86,9 @@ static fg_status open_split(fg_trainer *t, fg_data_split *s, int which, const ch
         return fg_error_set(err, FG_INCOMPATIBLE, "[data] %s: the %s split delivers %s samples; "
                             "the loader takes f32", t->data.inst->name, name,
                             fg_dtype_name((fg_dtype)s->info.sample_dtype));
-    if (s->info.label_elems > 0 && s->info.label_dtype == FG_F32)
-        return fg_error_set(err, FG_INCOMPATIBLE, "[data] %s: the %s split has f32 regression "
-                            "targets; they need a regression loss ([model] loss = mse), which is "
-                            "not yet supported: only classification (i32 class labels) trains",
-                            t->data.inst->name, name);
-    if (s->info.num_classes < 1 || s->info.label_elems != 1 || s->info.label_dtype != FG_I32)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "[data] %s: the %s split has no labels "
-                            "(num_classes %d, %d label(s) of %s per sample); classification "
-                            "needs one i32 class per sample", t->data.inst->name, name,
-                            s->info.num_classes, s->info.label_elems,
-                            fg_dtype_name((fg_dtype)s->info.label_dtype));
-    return FG_OK;
+    fg_loss_kind loss;
+    st = fg_loss_read(t->cfg, &loss, err);
+    return st == FG_OK ? fg_loss_check_labels(loss, &s->info, t->data.inst->name, name, err) : st;
 }
 
 static fg_status check_splits_agree(fg_trainer *t, const fg_data_split *ref, const fg_data_split *s, fg_error *err)

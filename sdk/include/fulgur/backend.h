@@ -60,6 +60,12 @@ typedef struct fg_adamw_args {
     int64_t step; /* 1-based, for bias correction */
 } fg_adamw_args;
 
+/* The losses of pointwise_loss: each value x against its f32 target t. */
+typedef enum fg_pointwise_loss_kind {
+    FG_LOSS_MSE = 1,       /* l = (x - t)^2; metric |x - t| */
+    FG_LOSS_BCE_LOGITS = 2 /* l = max(x, 0) - x t + log(1 + exp(-|x|)); metric (x > 0) == (t > 0.5) */
+} fg_pointwise_loss_kind;
+
 /* Op ids: the capability query (supports) names an op by its id. The ids are the ABI's and
  * never change; fg_backend_op_info gives each one's entry name and dtype arguments. */
 typedef enum fg_backend_op {
@@ -86,7 +92,8 @@ typedef enum fg_backend_op {
     FG_OP_CAST = 20,
     FG_OP_SGD_UPDATE = 21,
     FG_OP_ADAMW_UPDATE = 22,
-    FG_OP_COUNT = 23
+    FG_OP_POINTWISE_LOSS = 23,
+    FG_OP_COUNT = 24
 } fg_backend_op;
 
 /* The most dtype arguments an op takes. */
@@ -328,6 +335,15 @@ typedef struct fg_backend_vtable {
     /* The host waits until the event's recorded point has completed (at once when never
      * recorded). A failure of the work before that point may be reported here. */
     fg_status (*event_sync)(void *state, void *event, fg_error *err);
+    /* [required: [model] loss = mse | bce_with_logits] A pointwise loss (kind: an
+     * fg_pointwise_loss_kind) of n values x against f32 targets t, one entry for the loss,
+     * its metric and its gradient. loss_sum and metric_sum (f32 device scalars; NULL:
+     * skipped) are accumulated into: += scale * sum(l), += scale * sum(metric). dx (x_dtype,
+     * may alias x; NULL: skipped) = grad_scale * dl/dx. */
+    fg_status (*pointwise_loss)(void *state, void *queue, uint32_t x_dtype /* x, dx */,
+                                int kind, const void *x, const float *t, size_t n, float scale,
+                                float *loss_sum, float *metric_sum, float grad_scale, void *dx,
+                                fg_error *err);
 } fg_backend_vtable;
 
 /* The five event entries (all or none: see "queues and events" above). */
@@ -372,6 +388,7 @@ static inline const fg_backend_op_desc *fg_backend_op_info(uint32_t op)
         FG_OP_DESC_(cast, 2, "dst", "src"),
         FG_OP_DESC_(sgd_update, 2, "param", "grad"),
         FG_OP_DESC_(adamw_update, 2, "param", "grad"),
+        FG_OP_DESC_(pointwise_loss, 1, "x"),
     };
 #undef FG_OP_DESC_
     return op < FG_OP_COUNT ? &ops[op] : NULL;
