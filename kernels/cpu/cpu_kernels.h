@@ -150,6 +150,16 @@ void fg_cpu_softmax_xent_backward(fg_cpu_pool *pool, const float *probs,
                                   const int32_t *labels, int rows, int classes, float scale,
                                   float *dlogits);
 
+/* ---- pointwise losses (pointwise_loss.c) ------------------------------------------------ */
+
+/* The values of fulgur/backend.h's fg_pointwise_loss_kind. */
+enum { FG_CPU_LOSS_MSE = 1, FG_CPU_LOSS_BCE_LOGITS = 2 };
+/* n values x against targets t: loss_sum += scale * sum(l), metric_sum += scale *
+ * sum(metric) (either may be NULL); dx (NULL: none; may alias x) = grad_scale * dl/dx. */
+void fg_cpu_pointwise_loss(fg_cpu_pool *pool, int kind, const float *x, const float *t,
+                           size_t n, float scale, float *loss_sum, float *metric_sum,
+                           float grad_scale, float *dx);
+
 /* ---- elementwise helpers (elementwise.c) -------------------------------------------------- */
 
 void fg_cpu_fill(fg_cpu_pool *pool, float *x, float value, size_t n);

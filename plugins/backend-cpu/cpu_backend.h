@@ -92,6 +92,10 @@ fg_status fg_cpu_f32_dropout_forward(void *state, void *queue, float p, uint64_t
                                      size_t n, fg_error *err);
 fg_status fg_cpu_f32_dropout_backward(void *state, void *queue, float p, const uint8_t *mask,
                                       const float *dy, float *dx, size_t n, fg_error *err);
+fg_status fg_cpu_f32_pointwise_loss(void *state, void *queue, int kind, const float *x,
+                                    const float *t, size_t n, float scale, float *loss_sum,
+                                    float *metric_sum, float grad_scale, float *dx,
+                                    fg_error *err);
 fg_status fg_cpu_f32_softmax_xent_forward(void *state, void *queue, const float *logits,
                                           const int32_t *labels, int rows, int classes,
                                           float *probs, float *loss_sum, float *correct,
@@ -169,6 +173,10 @@ fg_status fg_cpu_op_dropout_forward(void *state, void *queue, uint32_t dtype, fl
 fg_status fg_cpu_op_dropout_backward(void *state, void *queue, uint32_t dtype, float p,
                                      const uint8_t *mask, const void *dy, void *dx, size_t n,
                                      fg_error *err);
+fg_status fg_cpu_op_pointwise_loss(void *state, void *queue, uint32_t x_dtype, int kind,
+                                   const void *x, const float *t, size_t n, float scale,
+                                   float *loss_sum, float *metric_sum, float grad_scale,
+                                   void *dx, fg_error *err);
 fg_status fg_cpu_op_softmax_xent_forward(void *state, void *queue, uint32_t logits_dtype,
                                          const void *logits, const int32_t *labels, int rows,
                                          int classes, float *probs, float *loss_sum,

@@ -380,6 +380,20 @@ fg_status fg_cpu_op_softmax_xent_backward(void *state, void *queue, uint32_t dlo
     return unstage(state, o, NARGS(o), st);
 }
 
+fg_status fg_cpu_op_pointwise_loss(void *state, void *queue, uint32_t x_dtype, int kind,
+                                   const void *x, const float *t, size_t n, float scale,
+                                   float *loss_sum, float *metric_sum, float grad_scale,
+                                   void *dx, fg_error *err)
+{
+    /* dx may alias x: each half copy is its own f32 view, written back after the op */
+    operand o[] = {ARG_IN(x, x_dtype, n), ARG_OUT(dx, x_dtype, dx ? n : 0)};
+    fg_status st = stage(state, queue, "pointwise_loss", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_f32_pointwise_loss(state, queue, kind, o[0].f, t, n, scale, loss_sum,
+                                       metric_sum, grad_scale, dx ? o[1].f : NULL, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
 /* ---- flat buffers: elementwise, reductions, optimizer updates ------------------------- */
 
 fg_status fg_cpu_op_fill(void *state, void *queue, uint32_t dtype, void *x, float value,

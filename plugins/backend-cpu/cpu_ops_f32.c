@@ -363,6 +363,23 @@ fg_status fg_cpu_f32_softmax_xent_backward(void *state, void *queue, const float
     return FG_OK;
 }
 
+fg_status fg_cpu_f32_pointwise_loss(void *state, void *queue, int kind, const float *x,
+                                    const float *t, size_t n, float scale, float *loss_sum,
+                                    float *metric_sum, float grad_scale, float *dx,
+                                    fg_error *err)
+{
+    FG_CPU_QUEUE("pointwise_loss");
+    FG_CPU_REQUIRE(kind == FG_LOSS_MSE || kind == FG_LOSS_BCE_LOGITS,
+                   "pointwise_loss: unknown loss kind %d", kind);
+    if (n == 0)
+        return FG_OK;
+    FG_CPU_NOT_NULL("pointwise_loss", x);
+    FG_CPU_NOT_NULL("pointwise_loss", t);
+    fg_cpu_pointwise_loss(FG_CPU_POOL(state), kind, x, t, n, scale, loss_sum, metric_sum,
+                          grad_scale, dx);
+    return FG_OK;
+}
+
 /* ---- elementwise and reductions ------------------------------------------------------------ */
 
 fg_status fg_cpu_f32_fill(void *state, void *queue, float *x, float value, size_t n,

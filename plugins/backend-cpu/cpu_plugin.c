@@ -143,6 +143,7 @@ static const fg_backend_vtable fg_cpu_vtable = {
     .event_record = fg_cpu_event_record,
     .queue_wait_event = fg_cpu_queue_wait_event,
     .event_sync = fg_cpu_event_sync,
+    .pointwise_loss = fg_cpu_op_pointwise_loss,
     .layernorm_forward = fg_cpu_op_layernorm_forward,
     .layernorm_backward = fg_cpu_op_layernorm_backward,
     .embedding_forward = fg_cpu_op_embedding_forward,

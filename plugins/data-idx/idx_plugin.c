@@ -24,7 +24,7 @@ static const fg_option idx_options[] = {
      NO_RANGE, .help = "test labels (IDX rank 1, plain or gzip)"},
     {.key = "val_fraction", .type = FG_OPT_FLOAT, .default_value = "0", .min = 0, .max = 0.5,
      .help = "last fraction of the train files held out as the val split; 0: val reads the "
-             "test files"},
+             "test files, standing in until [data] val_split (drawn at random) replaces them"},
     {.key = "normalize", .type = FG_OPT_BOOL, .default_value = "false", NO_RANGE,
      .help = "map pixels to (x/255 - mean) / std instead of x/255"},
     {.key = "mean", .type = FG_OPT_FLOAT, .default_value = "0.2860", .min = -1e6, .max = 1e6,
@@ -198,6 +198,8 @@ static fg_status idx_open(void *state, int split, void **dataset, fg_dataset_inf
     if (info) {
         fg_dataset_info full;
         idx_dataset_info(ds, s->transform.num_classes, &full);
+        /* The test files serve validation only until [data] val_split replaces them. */
+        full.stand_in = split == FG_SPLIT_VAL && s->val_fraction == 0;
         fg_plugin_copy_dataset_info(info, &full);
     }
     *dataset = ds;

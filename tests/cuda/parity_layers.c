@@ -421,3 +421,38 @@ void test_xent(void)
         fail("queue_sync after a reported bad label: %s", e.message);
     release_all();
 }
+
+/* mse and bce_with_logits: loss and metric sums, then the gradient (also in place of x). */
+void test_pointwise_loss(void)
+{
+    static const size_t sizes[] = { 1, 7, 1000, 70001 };
+    static const int kinds[] = { FG_LOSS_MSE, FG_LOSS_BCE_LOGITS };
+    for (int x = 0; x < 3; x++) {
+        const mix *dt = &mixes[x];
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+            for (int k = 0; k < 2; k++) {
+                size_t n = sizes[s];
+                const char *name = kinds[k] == FG_LOSS_MSE ? "mse" : "bce";
+                pair xs = prandom(n, dt->act, -6, 6);
+                pair t = kinds[k] == FG_LOSS_MSE ? prandom(n, FG_F32, -3, 3) : prandom(n, FG_F32, 0, 1);
+                pair sums = pnew(8), dx = pnew(n * dtype_size(dt->act));
+                float start[2] = { 1.5f, 3.0f };
+                pput(sums, start);
+                ppoison(dx);
+                const char *what = W("pointwise_loss %s %zu %s (sums)", name, n, mix_name(dt));
+                BOTH(what, V->pointwise_loss(S, Q, dt->act, kinds[k], X(xs), X(t), n, 0.5f, X(sums),
+                                             (float *)X(sums) + 1, 0.0f, NULL, E));
+                compare(what, sums, 2, FG_F32, 1e-5);
+                what = W("pointwise_loss %s %zu %s (dx)", name, n, mix_name(dt));
+                BOTH(what, V->pointwise_loss(S, Q, dt->act, kinds[k], X(xs), X(t), n, 1.0f, NULL, NULL,
+                                             0.25f, X(dx), E));
+                compare(what, dx, n, dt->act, tol_of(dt->act));
+                what = W("pointwise_loss %s %zu %s (dx in place)", name, n, mix_name(dt));
+                BOTH(what, V->pointwise_loss(S, Q, dt->act, kinds[k], X(xs), X(t), n, 1.0f, NULL, NULL,
+                                             0.25f, X(xs), E));
+                compare(what, xs, n, dt->act, tol_of(dt->act));
+                release_all();
+            }
+        }
+    }
+}

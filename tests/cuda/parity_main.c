@@ -413,6 +413,7 @@ static const struct {
     { "batchnorm", test_batchnorm, OPS(FG_OP_BATCHNORM_FORWARD, FG_OP_BATCHNORM_BACKWARD) },
     { "dropout", test_dropout, OPS(FG_OP_DROPOUT_FORWARD, FG_OP_DROPOUT_BACKWARD) },
     { "xent", test_xent, OPS(FG_OP_SOFTMAX_XENT_FORWARD, FG_OP_SOFTMAX_XENT_BACKWARD) },
+    { "ploss", test_pointwise_loss, OPS(FG_OP_POINTWISE_LOSS) },
     { "optim", test_optim, OPS(FG_OP_SGD_UPDATE, FG_OP_ADAMW_UPDATE) },
 };
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The csv plugin through the fulgur command. Usage:
 #   csv_check.sh fit_classification      an iris-like table trains (test accuracy floor)
-#   csv_check.sh fit_regression_refused  float targets stop with the "not yet" message
+#   csv_check.sh fit_regression          petal_width from the other features with loss = mse
+#                                        (test mse and mae floors); f32 targets under
+#                                        softmax_cross_entropy are refused
+#   csv_check.sh fit_bce                 "is it class 0" (0/1 f32 targets) with bce_with_logits
 #   csv_check.sh fit_bad_table           broken tables stop with exit 2 naming file:line
 # FULGUR names the fulgur binary, CSV_DIR this folder.
 set -u
@@ -34,11 +37,37 @@ expect_exit2() {
   echo "ok: $what -> $(grep -F -- "$fragment" "$tmp/bad" | head -c 400)"
 }
 
-fit_regression_refused() {
-  # petal_width as a float target: the dataset opens (f32 targets), the trainer refuses it
-  expect_exit2 "regression targets" "f32 regression targets; they need a regression loss" \
-    "$FULGUR" fit "$cfg" "${common[@]}" data.task=regression data.target=petal_width \
-    data.features=sepal_length,sepal_width,petal_length
+metric_of() { # metric_of FILE LINE_PREFIX NAME: the value after NAME on the last such line
+  awk -v p="$2" -v n="$3" 'index($0, p) == 1 {for (i = 1; i <= NF; i++) if ($i == n) v = $(i + 1)} END {print v}' "$1"
+}
+
+fit_regression() {
+  local reg=(data.task=regression data.target=petal_width data.features=sepal_length,sepal_width,petal_length)
+  expect_exit2 "regression targets under softmax_cross_entropy" "f32 regression targets; they train with [model] loss = mse" \
+    "$FULGUR" fit "$cfg" "${common[@]}" "${reg[@]}"
+  "$FULGUR" fit "$cfg" "${common[@]}" "${reg[@]}" model.loss=mse layer.fc2.out_features=1 >"$tmp/out" 2>&1 ||
+    { cat "$tmp/out"; fail "mse fit exited $?"; }
+  tail -n 2 "$tmp/out"
+  local mse mae
+  mse=$(metric_of "$tmp/out" "test " loss); mae=$(metric_of "$tmp/out" "test " mae)
+  [ -n "$mse" ] && [ -n "$mae" ] || fail "no test loss/mae line"
+  # petal_width varies by about 0.6 (variance) across the classes; a fit explains most of it
+  awk -v a="$mse" -v b="$mae" 'BEGIN { exit !(a < 0.1 && b < 0.3) }' || fail "test mse $mse >= 0.1 or mae $mae >= 0.3"
+  echo "ok: petal_width regression: test mse $mse < 0.1, mae $mae < 0.3"
+}
+
+fit_bce() {
+  for f in train test; do # a 0/1 column: is it class 0
+    awk -F, -v OFS=, 'NR == 1 {print $0, "setosa"; next} {print $0, ($6 == 0 ? 1 : 0)}' "$tmp/$f.csv" >"$tmp/b$f.csv"
+  done
+  "$FULGUR" fit "$cfg" "${common[@]}" data.train_file=btrain.csv data.test_file=btest.csv data.task=regression \
+    data.target=setosa model.loss=bce_with_logits layer.fc2.out_features=1 trainer.max_epochs=10 >"$tmp/out" 2>&1 ||
+    { cat "$tmp/out"; fail "bce fit exited $?"; }
+  tail -n 2 "$tmp/out"
+  local loss acc
+  loss=$(metric_of "$tmp/out" "test " loss); acc=$(metric_of "$tmp/out" "test " acc)
+  awk -v l="$loss" -v a="$acc" 'BEGIN { exit !(l < 0.2 && a >= 0.95) }' || fail "bce: test loss $loss >= 0.2 or accuracy $acc < 0.95"
+  echo "ok: setosa or not with bce_with_logits: test loss $loss, accuracy $acc"
 }
 
 fit_bad_table() {
@@ -54,6 +83,6 @@ fit_bad_table() {
 }
 
 case "$check" in
-  fit_classification|fit_regression_refused|fit_bad_table) "$check" ;;
+  fit_classification|fit_regression|fit_bce|fit_bad_table) "$check" ;;
   *) echo "unknown check $check"; exit 2 ;;
 esac

@@ -10,6 +10,7 @@
 #include "check.h"
 #include "dataloader.h"
 #include "sampler.h"
+#include "val_split.h"
 
 /* The checks are tests/common/check.h's; these names stay for this file. */
 #define g_failures fg_test_failures
@@ -929,6 +930,169 @@ static void test_loader_read_args(void)
     }
 }
 
+/* ---- [data] val_split ------------------------------------------------------------------ */
+
+static void test_val_split_parse(void)
+{
+    fg_error err = {0};
+    fg_val_split_spec v;
+    REQUIRE_OK(fg_val_split_parse("0.1", "a.ini:7", &v, &err));
+    CHECK(v.is_fraction && v.fraction == 0.1 && fg_val_split_enabled(&v));
+    REQUIRE_OK(fg_val_split_parse("5000", "a.ini:7", &v, &err));
+    CHECK(!v.is_fraction && v.count == 5000 && fg_val_split_enabled(&v));
+    REQUIRE_OK(fg_val_split_parse("0", "a.ini:7", &v, &err));
+    CHECK(!fg_val_split_enabled(&v));
+    REQUIRE_OK(fg_val_split_parse("0.0", "a.ini:7", &v, &err));
+    CHECK(!fg_val_split_enabled(&v));
+    const char *bad[] = {"1.5", "1.0", "-3", "ten", "0.1x", "", "-0.2"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(fg_val_split_parse(bad[i], "a.ini:7", &v, &err) == FG_INVALID_ARGUMENT, "%s", bad[i]);
+        CHECK_HAS(err.message, "a.ini:7: [data] val_split = ");
+    }
+    int64_t n = 0;
+    REQUIRE_OK(fg_val_split_parse("0.1", "a.ini:7", &v, &err));
+    REQUIRE_OK(fg_val_split_size(&v, 60000, "a.ini:7", &n, &err));
+    CHECK_EQ_I64(n, 6000);
+    REQUIRE_OK(fg_val_split_size(&v, 5, "a.ini:7", &n, &err)); /* a fraction keeps >= 1 */
+    CHECK_EQ_I64(n, 1);
+    REQUIRE_OK(fg_val_split_parse("100", "a.ini:7", &v, &err));
+    CHECK(fg_val_split_size(&v, 100, "a.ini:7", &n, &err) == FG_INVALID_ARGUMENT);
+    CHECK_HAS(err.message, "a.ini:7: [data] val_split holds out 100 of the train split's 100");
+}
+
+/* Disjoint, a partition of [0, n), ascending, a function of (seed, n) alone. */
+static void test_val_split_draw(void)
+{
+    fg_error err = {0};
+    enum { N = 1000, V = 137 };
+    int64_t *train = NULL, *val = NULL, *train2 = NULL, *val2 = NULL, *val3 = NULL, *t3 = NULL;
+    REQUIRE_OK(fg_val_split_draw(N, V, 42, &train, &val, &err));
+    int seen[N] = {0};
+    for (int i = 0; i < V; i++) {
+        seen[val[i]] += 1;
+        if (i > 0) CHECK(val[i] > val[i - 1]);
+    }
+    for (int i = 0; i < N - V; i++) {
+        seen[train[i]] += 2;
+        if (i > 0) CHECK(train[i] > train[i - 1]);
+    }
+    int in_val = 0;
+    for (int i = 0; i < N; i++) {
+        CHECK(seen[i] == 1 || seen[i] == 2, "sample %d seen %d", i, seen[i]);
+        in_val += seen[i] == 1;
+    }
+    CHECK_EQ_I64(in_val, V);
+    /* Drawn at random, not a tail: some held-out sample lies in each half. */
+    CHECK(val[0] < N / 2 && val[V - 1] >= N / 2);
+    REQUIRE_OK(fg_val_split_draw(N, V, 42, &train2, &val2, &err));
+    CHECK(memcmp(val, val2, V * sizeof *val) == 0 && memcmp(train, train2, (N - V) * sizeof *train) == 0);
+    REQUIRE_OK(fg_val_split_draw(N, V, 43, &t3, &val3, &err));
+    CHECK(memcmp(val, val3, V * sizeof *val) != 0, "another seed holds other samples out");
+    free(train), free(val), free(train2), free(val2), free(t3), free(val3);
+    CHECK(fg_val_split_draw(10, 10, 1, &train, &val, &err) == FG_INVALID_ARGUMENT);
+    CHECK(train == NULL && val == NULL);
+}
+
+/* A loader over a subset reads only its indices, bitwise the same for 0 and 2 workers. */
+static void test_loader_subset(void)
+{
+    int64_t subset[] = {3, 5, 8, 13, 21, 34, 55};
+    float got[2][7 * FAKE_ELEMS];
+    for (int pass = 0; pass < 2; pass++) {
+        fg_error err = {0};
+        fake_data d;
+        fake_init(&d, 60);
+        fg_dataloader_options o = loader_opts(&d, NULL, 3, pass * 2, 2);
+        o.info.length = 7;
+        o.subset = subset;
+        o.split = FG_SPLIT_VAL;
+        fg_dataloader *dl = NULL;
+        REQUIRE_OK(fg_dataloader_create(&o, &dl, &err));
+        REQUIRE_OK(fg_dataloader_start_epoch(dl, 2, 0, &err));
+        const fg_batch_view *v = NULL;
+        int n = 0, hit[7] = {0};
+        while (fg_dataloader_next(dl, &v, &err) == FG_OK && v) {
+            for (int k = 0; k < v->count; k++) {
+                int64_t idx = v->labels[k]; /* label = index % 10; recover from the sample */
+                int64_t sample = (int64_t)(v->samples[k * FAKE_ELEMS] / 0.125f) / FAKE_ELEMS;
+                CHECK_EQ_I64(idx, sample % 10);
+                int found = 0;
+                for (int j = 0; j < 7; j++)
+                    if (subset[j] == sample) found = 1, hit[j]++;
+                CHECK(found, "sample %lld is outside the subset", (long long)sample);
+                memcpy(&got[pass][n * FAKE_ELEMS], &v->samples[k * FAKE_ELEMS], sizeof(float) * FAKE_ELEMS);
+                n++;
+            }
+            fg_dataloader_release(dl, v);
+        }
+        fg_dataloader_destroy(dl);
+        CHECK_EQ_I64(n, 7);
+        for (int j = 0; j < 7; j++) CHECK_EQ_I64(hit[j], 1);
+    }
+    CHECK(memcmp(got[0], got[1], sizeof got[0]) == 0);
+}
+
+/* carve: a second handle on the train split; a failing open leaves nothing behind. */
+typedef struct carve_fake {
+    int opens, closes, fail;
+    int64_t length;
+    int last_split;
+} carve_fake;
+
+static fg_status carve_open(void *state, int split, void **dataset, fg_dataset_info *info,
+                            fg_error *err)
+{
+    carve_fake *f = state;
+    f->last_split = split;
+    if (f->fail) return fg_error_set(err, FG_INVALID_ARGUMENT, "train.csv: line 9: bad");
+    f->opens++;
+    *dataset = f;
+    memset(info, 0, sizeof *info);
+    info->struct_size = sizeof *info;
+    info->length = f->length;
+    info->rank = 1;
+    info->shape[0] = 4;
+    return FG_OK;
+}
+
+static void carve_close(void *state, void *dataset)
+{
+    (void)dataset;
+    ((carve_fake *)state)->closes++;
+}
+
+static void test_val_split_carve(void)
+{
+    fg_error err = {0};
+    fg_data_vtable vt = {sizeof vt, carve_open, carve_close, fake_read};
+    carve_fake f = {0, 0, 0, 200, 0};
+    fg_val_split_spec spec;
+    REQUIRE_OK(fg_val_split_parse("0.25", "x.ini:3", &spec, &err));
+    fg_dataset_info train = {.struct_size = sizeof train, .length = 200}, val;
+    int64_t *ti = NULL, *vi = NULL;
+    void *vds = NULL;
+    REQUIRE_OK(fg_val_split_carve(&vt, &f, &spec, "x.ini:3", 9, &train, &ti, &vds, &val, &vi, &err));
+    CHECK_EQ_I64(f.last_split, FG_SPLIT_TRAIN);
+    CHECK_EQ_I64(val.length, 50);
+    CHECK_EQ_I64(train.length, 150);
+    CHECK_EQ_I64(val.shape[0], 4);
+    CHECK(vds == &f && ti && vi);
+    free(ti), free(vi);
+    f.fail = 1;
+    train.length = 200;
+    CHECK(fg_val_split_carve(&vt, &f, &spec, "x.ini:3", 9, &train, &ti, &vds, &val, &vi, &err) == FG_INVALID_ARGUMENT);
+    CHECK_HAS(err.message, "train.csv: line 9: bad");
+    CHECK(ti == NULL && vi == NULL && vds == NULL && train.length == 200);
+    f.fail = 0;
+    f.length = 4; /* 0.25 of 4 = 1 left out, fine; a count of 4 is not */
+    REQUIRE_OK(fg_val_split_parse("4", "x.ini:3", &spec, &err));
+    train.length = 4;
+    CHECK(fg_val_split_carve(&vt, &f, &spec, "x.ini:3", 9, &train, &ti, &vds, &val, &vi, &err) == FG_INVALID_ARGUMENT);
+    CHECK_HAS(err.message, "none would be left to train on");
+    CHECK_EQ_I64(f.opens, 1);
+    CHECK_EQ_I64(f.closes, 0);
+}
+
 /* ---- driver -------------------------------------------------------------------------- */
 
 static const struct {
@@ -953,6 +1117,10 @@ static const struct {
     {"loader_copy_fence", test_loader_copy_fence},
     {"loader_copy_fence_error", test_loader_copy_fence_error},
     {"loader_read_args", test_loader_read_args},
+    {"val_split_parse", test_val_split_parse},
+    {"val_split_draw", test_val_split_draw},
+    {"val_split_carve", test_val_split_carve},
+    {"loader_subset", test_loader_subset},
 };
 
 int main(int argc, char **argv)

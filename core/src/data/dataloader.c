@@ -129,6 +129,9 @@ static fg_status fg_fill_slot(fg_dataloader *dl, fg_slot *slot, int64_t epoch, i
                             dl->name, b, epoch,
                             inner.message[0] ? inner.message : fg_status_name(st));
     st = fg_sampler_batch(dl->sampler, epoch, b, indices, &count, &inner);
+    if (st == FG_OK && dl->opts.subset)
+        for (int i = 0; i < count; i++)
+            indices[i] = dl->opts.subset[indices[i]];
     fg_data_read_args args = {sizeof args, dl->opts.split, dl->opts.sampler.seed, epoch};
     if (st == FG_OK)
         st = dl->opts.data->read(dl->opts.data_state, dl->opts.dataset, &args, indices, count,

@@ -48,6 +48,10 @@ typedef struct fg_dataloader_options {
     /* length = 0 takes info.length; a smaller length uses the first `length` samples
      * (overfit_batches); a larger one fails. */
     fg_sampler_options sampler;
+    /* NULL: the sampler's positions are the dataset's indices. Otherwise (val_split) the
+     * dataset is read through this table of info.length indices, borrowed for the
+     * loader's lifetime: position p reads sample subset[p]. */
+    const int64_t *subset;
     int num_workers;            /* 0: read in the calling thread inside next() */
     int prefetch;               /* >= 1: batches ready ahead of the consumer */
     /* NULL alloc: 64-byte aligned malloc'd memory. */

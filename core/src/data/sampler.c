@@ -144,16 +144,20 @@ void fg_sampler_set_epoch(fg_sampler *s, int64_t epoch)
     s->epoch = epoch;
     if (!s->perm)
         return;
-    int64_t n = s->opts.length;
+    fg_sampler_permutation(s->opts.seed, epoch, s->perm, s->opts.length);
+}
+
+void fg_sampler_permutation(uint64_t seed, int64_t epoch, int64_t *perm, int64_t n)
+{
     for (int64_t i = 0; i < n; i++)
-        s->perm[i] = i;
+        perm[i] = i;
     /* Fisher-Yates, from the top: position i swaps with a uniform j in [0, i]. */
-    uint64_t key = fg_epoch_key(s->opts.seed, epoch);
+    uint64_t key = fg_epoch_key(seed, epoch);
     for (int64_t i = n - 1; i > 0; i--) {
         int64_t j = (int64_t)fg_rng_below(key, (uint64_t)i, (uint64_t)i + 1);
-        int64_t t = s->perm[i];
-        s->perm[i] = s->perm[j];
-        s->perm[j] = t;
+        int64_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
     }
 }
 

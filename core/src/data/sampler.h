@@ -44,6 +44,10 @@ int64_t fg_sampler_batches_per_epoch(const fg_sampler *s);
 
 /* Builds the permutation of `epoch` (O(length)). Not safe concurrently with batch(). */
 void fg_sampler_set_epoch(fg_sampler *s, int64_t epoch);
+/* perm = the permutation of [0, n) that shuffles `epoch` under `seed`: a pure function of
+ * (seed, epoch, n), the same on every rank and after every resume (val_split draws its
+ * held-out samples from one too). */
+void fg_sampler_permutation(uint64_t seed, int64_t epoch, int64_t *perm, int64_t n);
 /* The epoch whose permutation is built. */
 int64_t fg_sampler_epoch(const fg_sampler *s);
 

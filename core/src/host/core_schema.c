@@ -47,6 +47,7 @@ static const fg_option data_options[] = {
     {"pin_memory", FG_OPT_BOOL, "true", NO_RANGE, NULL, "stage batches in page-locked memory from the backend"},
     {"shuffle", FG_OPT_BOOL, "true", NO_RANGE, NULL, "reshuffle the training set every epoch"},
     {"drop_last", FG_OPT_BOOL, "false", NO_RANGE, NULL, "drop the last incomplete training batch"},
+    {"val_split", FG_OPT_STRING, "0", NO_RANGE, NULL, "validation held out of the train split: a fraction (0.1) or a count (5000), drawn once with trainer.seed; 0: the plugin's val split"},
 };
 
 static const fg_option backend_options[] = {

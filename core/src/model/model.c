@@ -64,8 +64,9 @@ const fg_option *fg_layer_schema(const char *type, size_t *count)
 static const fg_option model_options[] = {
     {"input", FG_OPT_LIST, "", 1, 0, NULL,
      "sample shape without the batch, e.g. 1,28,28; empty: the data set's sample shape"},
-    {"loss", FG_OPT_ENUM, "softmax_cross_entropy", 1, 0, "softmax_cross_entropy",
-     "training loss over the last layer's class scores"},
+    {"loss", FG_OPT_ENUM, "softmax_cross_entropy", 1, 0, FG_LOSS_CHOICES,
+     "softmax_cross_entropy over class scores (i32 labels); mse or bce_with_logits of one "
+     "output against an f32 target (regression, 0/1)"},
     {"init_from", FG_OPT_STRING, "", 1, 0, NULL,
      "weights-only safetensors file to start from (a PyTorch state dict, a fulgur "
      "checkpoint, Hugging Face GPT-2's model.safetensors): tensors matched by name, shapes "
@@ -325,6 +326,11 @@ fg_status fg_model_build(const fg_config *cfg, const int64_t *sample_shape, int 
                          int num_classes, fg_model **out, fg_error *err)
 {
     *out = NULL;
+    fg_loss_kind loss = FG_LOSS_KIND_XENT;
+    fg_status lst = fg_loss_read(cfg, &loss, err);
+    if (lst != FG_OK)
+        return lst;
+    num_classes = fg_loss_outputs(loss, num_classes);
     if (num_classes < 1)
         return fg_error_set(err, FG_INVALID_ARGUMENT,
                             "the model needs at least one class, the data set gives %d",
@@ -333,6 +339,7 @@ fg_status fg_model_build(const fg_config *cfg, const int64_t *sample_shape, int 
     if (!m)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory building the model");
     m->num_classes = num_classes;
+    m->loss = loss;
     fg_status st = FG_OK;
     if (fg_config_has_section(cfg, "model")) {
         fg_schema schema = {"core", model_options, COUNT(model_options), sizeof(fg_option)};
@@ -363,6 +370,7 @@ size_t fg_model_layer_count(const fg_model *m) { return m->layer_count; }
 const fg_layer *fg_model_layer(const fg_model *m, size_t i) { return &m->layers[i]; }
 const fg_shape *fg_model_input_shape(const fg_model *m) { return &m->input; }
 int fg_model_num_classes(const fg_model *m) { return m->num_classes; }
+fg_loss_kind fg_model_loss(const fg_model *m) { return m->loss; }
 size_t fg_model_param_count(const fg_model *m) { return m->param_count; }
 size_t fg_model_params_size(const fg_model *m) { return m->params_size; }
 size_t fg_model_buffers_size(const fg_model *m) { return m->buffers_size; }

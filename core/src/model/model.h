@@ -15,6 +15,7 @@
 #include "config.h"
 #include "fulgur/backend.h"
 #include "layer.h"
+#include "loss.h"
 
 #define FG_TENSOR_ALIGN 16 /* floats: 64 bytes, a cache line and a vector width */
 #define FG_TENSOR_NAME_MAX 96
@@ -57,6 +58,8 @@ size_t fg_model_layer_count(const fg_model *m);
 const fg_layer *fg_model_layer(const fg_model *m, size_t i);
 const fg_shape *fg_model_input_shape(const fg_model *m);
 int fg_model_num_classes(const fg_model *m);
+/* [model] loss (loss.h). */
+fg_loss_kind fg_model_loss(const fg_model *m);
 
 /* Trainable values (without alignment padding). */
 size_t fg_model_param_count(const fg_model *m);

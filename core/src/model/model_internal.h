@@ -2,6 +2,7 @@
 #ifndef FG_MODEL_INTERNAL_H
 #define FG_MODEL_INTERNAL_H
 
+#include "loss.h"
 #include "model.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -13,7 +14,8 @@ static inline size_t align_up(size_t n, size_t a)
 
 struct fg_model {
     fg_shape input;
-    int num_classes;
+    int num_classes;                  /* outputs of the last layer */
+    fg_loss_kind loss;
     size_t layer_count;
     fg_layer *layers;
     size_t tensor_count, tensor_cap;

@@ -135,7 +135,7 @@ fg_status fg_model_op_needs(const fg_model *m, int training, fg_op_needs *n)
         if (l->ops->op_needs)
             l->ops->op_needs(l, &dt, training, n);
     }
-    fg_xent_op_needs(dt.act, training, n);
+    fg_loss_op_needs(m->loss, dt.act, training, n);
     uint32_t param, grad;
     fg_model_storage_dtypes(m, &param, &grad);
     FG_NEED(n, "zeroing the gradients", FG_OP_FILL, grad);

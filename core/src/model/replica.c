@@ -472,8 +472,9 @@ fg_status fg_replica_forward(fg_replica *r, void *queue, const void *x_dev,
     if (r->end < m->layer_count) /* a stage before the last: no loss here */
         return forward_done(r, x_dev, labels_dev, batch, training);
     float *probs = (float *)(r->arena + r->probs_off);
-    fg_status st = fg_xent_forward(r->be, r->bs, queue, fg_replica_act_dtype(r), cur, labels_dev,
-                                   batch, m->num_classes, probs, loss_sum_dev, correct_dev, err);
+    fg_status st = fg_loss_forward(m->loss, r->be, r->bs, queue, fg_replica_act_dtype(r), cur,
+                                   labels_dev, batch, m->num_classes, probs, loss_sum_dev,
+                                   correct_dev, err);
     if (st != FG_OK)
         return st;
     return forward_done(r, x_dev, labels_dev, batch, training);
@@ -558,9 +559,9 @@ fg_status fg_replica_backward(fg_replica *r, void *queue, int batch, float loss_
     if (st != FG_OK)
         return st;
     void *dlogits = r->arena + r->grad_off[0];
-    st = fg_xent_backward(r->be, r->bs, queue, fg_replica_act_dtype(r),
-                          (const float *)(r->arena + r->probs_off), r->labels, batch,
-                             r->m->num_classes, loss_scale, dlogits, err);
+    st = fg_loss_backward(r->m->loss, r->be, r->bs, queue, fg_replica_act_dtype(r),
+                          r->out[r->end - 1], (const float *)(r->arena + r->probs_off),
+                          r->labels, batch, r->m->num_classes, loss_scale, dlogits, err);
     return st == FG_OK ? backward_layers(r, queue, dlogits, accumulate, err) : st;
 }
 

@@ -87,18 +87,9 @@ static fg_status open_split(fg_trainer *t, fg_data_split *s, int which, const ch
         return fg_error_set(err, FG_INCOMPATIBLE, "[data] %s: the %s split delivers %s samples; "
                             "the loader takes f32", t->data.inst->name, name,
                             fg_dtype_name((fg_dtype)s->info.sample_dtype));
-    if (s->info.label_elems > 0 && s->info.label_dtype == FG_F32)
-        return fg_error_set(err, FG_INCOMPATIBLE, "[data] %s: the %s split has f32 regression "
-                            "targets; they need a regression loss ([model] loss = mse), which is "
-                            "not yet supported: only classification (i32 class labels) trains",
-                            t->data.inst->name, name);
-    if (s->info.num_classes < 1 || s->info.label_elems != 1 || s->info.label_dtype != FG_I32)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "[data] %s: the %s split has no labels "
-                            "(num_classes %d, %d label(s) of %s per sample); classification "
-                            "needs one i32 class per sample", t->data.inst->name, name,
-                            s->info.num_classes, s->info.label_elems,
-                            fg_dtype_name((fg_dtype)s->info.label_dtype));
-    return FG_OK;
+    fg_loss_kind loss;
+    st = fg_loss_read(t->cfg, &loss, err);
+    return st == FG_OK ? fg_loss_check_labels(loss, &s->info, t->data.inst->name, name, err) : st;
 }
 
 static fg_status check_splits_agree(fg_trainer *t, const fg_data_split *ref, const fg_data_split *s, fg_error *err)
@@ -156,6 +147,7 @@ static fg_status make_loader(fg_trainer *t, fg_data_split *s, int training, fg_e
     o.split = training ? FG_SPLIT_TRAIN : s == &t->val ? FG_SPLIT_VAL
             : s == &t->test ? FG_SPLIT_TEST : FG_SPLIT_PREDICT;
     o.sampler.length = s->info.length;
+    o.subset = s->subset;
     o.sampler.batch_size = (int)(training ? t->batch_size : t->eval_batch_size);
     o.sampler.shuffle = training && t->shuffle && !overfitting(t);
     o.sampler.drop_last = training ? t->drop_last : 0;
@@ -174,17 +166,53 @@ static fg_status make_loader(fg_trainer *t, fg_data_split *s, int training, fg_e
     return fg_dataloader_create(&o, &s->loader, err);
 }
 
+/* [data] val_split: the val split becomes samples held out of the train split
+ * (data/val_split.c), replacing a stand-in one; a plugin's own val split is kept. */
+static fg_status hold_out_val(fg_trainer *t, fg_error *err)
+{
+    if (!fg_val_split_enabled(&t->val_split)) {
+        if (t->val.dataset && t->val.info.stand_in && t->verb == FG_VERB_FIT)
+            fprintf(t->out, "note: data.%s validates on its test files; [data] val_split = 0.1 "
+                    "holds a validation split out of the train files instead\n",
+                    t->data.inst->name);
+        return FG_OK;
+    }
+    /* overfit_batches validates on the very batches it trains (below) */
+    if (overfitting(t) || (!t->train.dataset && t->verb != FG_VERB_VALIDATE)) return FG_OK;
+    if (!t->train.dataset)
+        return fg_error_set(err, FG_NOT_FOUND, "%s: [data] val_split holds samples out of the "
+                            "train split, but data.%s has no train split", t->val_split_origin,
+                            t->data.inst->name);
+    if (t->val.dataset && !t->val.info.stand_in)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [data] val_split holds samples out of "
+                            "the train split, but data.%s has a validation split of its own; "
+                            "remove val_split or the plugin's", t->val_split_origin,
+                            t->data.inst->name);
+    if (t->val.dataset && DATA(t)->close) DATA(t)->close(t->data.state, t->val.dataset);
+    t->val.dataset = NULL;
+    fg_status st = fg_val_split_carve(DATA(t), t->data.state, &t->val_split, t->val_split_origin,
+                                      (uint64_t)t->seed, &t->train.info, &t->train.subset,
+                                      &t->val.dataset, &t->val.info, &t->val.subset, err);
+    if (st == FG_OK)
+        fprintf(t->out, "val_split: %lld samples held out of the train split for validation, "
+                "%lld left to train on\n", (long long)t->val.info.length,
+                (long long)t->train.info.length);
+    return st;
+}
+
 static fg_status open_data(fg_trainer *t, fg_error *err)
 {
     int fit = t->verb == FG_VERB_FIT || t->verb == FG_VERB_CHECK;
     fg_status st = open_split(t, &t->train, FG_SPLIT_TRAIN, "train", fit, err);
-    if (st == FG_OK) st = open_split(t, &t->val, FG_SPLIT_VAL, "val", t->verb == FG_VERB_VALIDATE, err);
+    if (st == FG_OK) st = open_split(t, &t->val, FG_SPLIT_VAL, "val", t->verb == FG_VERB_VALIDATE &&
+                                           !fg_val_split_enabled(&t->val_split), err);
     if (st == FG_OK) st = open_split(t, &t->test, FG_SPLIT_TEST, "test", t->verb == FG_VERB_TEST, err);
     if (st == FG_OK && t->verb == FG_VERB_PREDICT)
         st = open_split(t, &t->predict, FG_SPLIT_PREDICT, "predict", 1, err);
     const fg_data_split *ref = t->train.dataset ? &t->train : t->val.dataset ? &t->val : &t->test;
     if (st == FG_OK) st = check_splits_agree(t, ref, &t->val, err);
     if (st == FG_OK) st = check_splits_agree(t, ref, &t->test, err);
+    if (st == FG_OK) st = hold_out_val(t, err);
     if (st == FG_OK && overfitting(t) && t->train.dataset) {
         /* Lightning's overfit_batches: validate on the very batches being trained. */
         t->val = t->train;
@@ -355,6 +383,7 @@ static void close_split(fg_trainer *t, fg_data_split *s, const fg_data_split *al
     if (alias && s->dataset == alias->dataset) return; /* overfit: val is the train split */
     fg_dataloader_destroy(s->loader);
     if (s->dataset && DATA(t)->close) DATA(t)->close(t->data.state, s->dataset);
+    free(s->subset);
 }
 
 static void teardown(fg_trainer *t)

@@ -18,6 +18,7 @@
 #include "step_sink.h"
 #include "train_services.h"
 #include "trainer.h"
+#include "val_split.h"
 
 #define FG_MAX_CALLBACKS 16
 #define FG_MAX_METRICS 64
@@ -34,6 +35,7 @@ typedef struct fg_data_split {
     void *dataset;
     fg_dataset_info info;
     fg_dataloader *loader;
+    int64_t *subset; /* [data] val_split: the indices this split reads (data/val_split.h) */
 } fg_data_split;
 
 /* "A fraction of the epoch or a count of batches", as Lightning's float/int keys. */
@@ -87,6 +89,8 @@ typedef struct fg_trainer {
     /* [data] loader keys */
     int64_t batch_size, eval_batch_size, num_workers, prefetch;
     int pin_memory, shuffle, drop_last;
+    fg_val_split_spec val_split;
+    const char *val_split_origin;
 
     /* progress */
     int64_t epoch, global_step, step_in_epoch, steps_per_epoch;

@@ -127,6 +127,10 @@ fg_status fg_trainer_read_keys(fg_trainer *t, fg_error *err)
     if (st == FG_OK) st = read_bool(t, "data", "shuffle", &t->shuffle, err);
     if (st == FG_OK) st = read_bool(t, "data", "drop_last", &t->drop_last, err);
     if (st == FG_OK) {
+        const char *v = read_string(t, "data", "val_split", &t->val_split_origin);
+        st = fg_val_split_parse(v, t->val_split_origin, &t->val_split, err);
+    }
+    if (st == FG_OK) {
         size_t n;
         const fg_option *opts = fg_core_schema("trainer", &n);
         st = fg_section_read_float(t->cfg, "trainer", opts, n, "gradient_clip_val", &t->clip_val, err);

@@ -137,6 +137,12 @@ static fg_status run_eval(fg_trainer *t, fg_data_split *s, int64_t max_batches, 
     return FG_OK;
 }
 
+/* "acc", or "mae" under [model] loss = mse (model/loss.h). */
+static const char *metric_name(const fg_trainer *t)
+{
+    return fg_loss_metric_name(fg_model_loss(t->model));
+}
+
 fg_status fg_trainer_evaluate_split(fg_trainer *t, fg_data_split *s, const fg_batch_limit *limit,
                                     const char *prefix, int event, fg_error *err)
 {
@@ -146,17 +152,20 @@ fg_status fg_trainer_evaluate_split(fg_trainer *t, fg_data_split *s, const fg_ba
     fg_status st = run_eval(t, s, batches, &loss, &acc, &n, err);
     if (st != FG_OK) return st;
     if (!(t->progress_bar && t->verb == FG_VERB_FIT && event == FG_EVENT_VALIDATION_END))
-        fprintf(t->out, "%-5s loss %.4f  acc %.4f  (%.0f samples, after step %lld)\n", prefix,
-                loss, acc, n, (long long)t->global_step); /* a bar shows them in its line */
+        fprintf(t->out, "%-5s loss %.4f  %s %.4f  (%.0f samples, after step %lld)\n", prefix,
+                loss, metric_name(t), acc, n, (long long)t->global_step); /* a bar shows them in its line */
     char ln[64], an[64];
     snprintf(ln, sizeof ln, "%s/loss", prefix);
-    snprintf(an, sizeof an, "%s/acc", prefix);
-    fg_metric metrics[] = {{ln, loss}, {an, acc}};
+    snprintf(an, sizeof an, "%s/%s", prefix, metric_name(t));
+    char sn[64]; /* under mse the loss is the mean squared error: logged by that name too */
+    snprintf(sn, sizeof sn, "%s/mse", prefix);
+    fg_metric metrics[] = {{ln, loss}, {an, acc}, {sn, loss}};
+    uint32_t count = fg_model_loss(t->model) == FG_LOSS_KIND_MSE ? 3 : 2;
     if (t->scheduler && event == FG_EVENT_VALIDATION_END) {
         const char *mon = fg_scheduler_monitor(t->scheduler);
         for (int i = 0; mon && i < 2; i++) fg_scheduler_observe(t->scheduler, metrics[i].name, metrics[i].value);
     }
-    return fg_trainer_emit(t, event, metrics, 2, err);
+    return fg_trainer_emit(t, event, metrics, count, err);
 }
 
 static int time_is_up(const fg_trainer *t)
@@ -194,13 +203,14 @@ static fg_status log_step(fg_trainer *t, log_window *w, fg_error *err)
         t->rt->step_observer(t->rt->step_observer_user, t->global_step, t->tctx.lr, loss))
         t->stop = 1;
     if (t->rt->verbosity >= FG_LOG_INFO && !t->progress_bar)
-        fprintf(t->out, "epoch %lld step %lld/%lld  loss %.4f  acc %.4f  lr %.4g\n",
+        fprintf(t->out, "epoch %lld step %lld/%lld  loss %.4f  %s %.4f  lr %.4g\n",
                 (long long)t->epoch + 1, (long long)t->step_in_epoch, (long long)t->steps_per_epoch,
-                loss, acc, t->tctx.lr);
+                loss, metric_name(t), acc, t->tctx.lr);
     fg_metric metrics[STEP_METRICS_MAX] = {
         {"train/step_loss", loss}, {"train/step_acc", acc}, {"lr", t->tctx.lr},
         {"time/step_s", elapsed / steps}, {"time/data_wait_s", w->data_wait / steps},
         {"throughput/samples_per_s", elapsed > 0 ? m.count / elapsed : 0}};
+    if (fg_model_loss(t->model) == FG_LOSS_KIND_MSE) metrics[1].name = "train/step_mae";
     uint32_t n = 6;
     if (t->sink_ready)
         n += fg_step_sink_drain(&t->sink, w->steps, t->timing, metrics + n, STEP_METRICS_MAX - n);
@@ -335,11 +345,12 @@ static fg_status train_epoch(fg_trainer *t, fg_error *err)
     double secs = fg_now_seconds() - t0, n = t->epoch_sum_n;
     double loss = n > 0 ? t->epoch_sum_loss / n : NAN, acc = n > 0 ? t->epoch_sum_correct / n : NAN;
     if (!t->progress_bar) /* a bar leaves its own summary line at the epoch's end */
-        fprintf(t->out, "epoch %lld/%lld  train loss %.4f  acc %.4f  (%.1f s, %.0f samples/s, data wait %.1f%%)\n",
-                (long long)t->epoch + 1, (long long)t->max_epochs, loss, acc, secs,
+        fprintf(t->out, "epoch %lld/%lld  train loss %.4f  %s %.4f  (%.1f s, %.0f samples/s, data wait %.1f%%)\n",
+                (long long)t->epoch + 1, (long long)t->max_epochs, loss, metric_name(t), acc, secs,
                 samples * t->world_size / (secs > 0 ? secs : 1), 100.0 * wait / (secs > 0 ? secs : 1));
     if (validation_due_this_epoch(t) && !t->stop) st = validate(t, err);
     fg_metric metrics[] = {{"train/loss", loss}, {"train/acc", acc}};
+    if (fg_model_loss(t->model) == FG_LOSS_KIND_MSE) metrics[1].name = "train/mae";
     if (st == FG_OK) st = fg_trainer_emit(t, FG_EVENT_EPOCH_END, metrics, 2, err);
     return st;
 }

@@ -60,6 +60,12 @@ typedef struct fg_adamw_args {
     int64_t step; /* 1-based, for bias correction */
 } fg_adamw_args;
 
+/* The losses of pointwise_loss: each value x against its f32 target t. */
+typedef enum fg_pointwise_loss_kind {
+    FG_LOSS_MSE = 1,       /* l = (x - t)^2; metric |x - t| */
+    FG_LOSS_BCE_LOGITS = 2 /* l = max(x, 0) - x t + log(1 + exp(-|x|)); metric (x > 0) == (t > 0.5) */
+} fg_pointwise_loss_kind;
+
 /* Multi-head scaled dot-product attention over a fused QKV tensor (B, T, 3C): q | k | v
  * along the last dimension, head h at columns [h*D, (h+1)*D) of each third, C = heads*D;
  * the output (B, T, C) holds the heads side by side. Scores are scaled by 1/sqrt(D). */
@@ -98,13 +104,14 @@ typedef enum fg_backend_op {
     FG_OP_CAST = 20,
     FG_OP_SGD_UPDATE = 21,
     FG_OP_ADAMW_UPDATE = 22,
-    FG_OP_LAYERNORM_FORWARD = 23,
-    FG_OP_LAYERNORM_BACKWARD = 24,
-    FG_OP_EMBEDDING_FORWARD = 25,
-    FG_OP_EMBEDDING_BACKWARD = 26,
-    FG_OP_ATTENTION_FORWARD = 27,
-    FG_OP_ATTENTION_BACKWARD = 28,
-    FG_OP_COUNT = 29
+    FG_OP_POINTWISE_LOSS = 23,
+    FG_OP_LAYERNORM_FORWARD = 24,
+    FG_OP_LAYERNORM_BACKWARD = 25,
+    FG_OP_EMBEDDING_FORWARD = 26,
+    FG_OP_EMBEDDING_BACKWARD = 27,
+    FG_OP_ATTENTION_FORWARD = 28,
+    FG_OP_ATTENTION_BACKWARD = 29,
+    FG_OP_COUNT = 30
 } fg_backend_op;
 
 /* The most dtype arguments an op takes. */
@@ -346,6 +353,15 @@ typedef struct fg_backend_vtable {
     /* The host waits until the event's recorded point has completed (at once when never
      * recorded). A failure of the work before that point may be reported here. */
     fg_status (*event_sync)(void *state, void *event, fg_error *err);
+    /* [required: [model] loss = mse | bce_with_logits] A pointwise loss (kind: an
+     * fg_pointwise_loss_kind) of n values x against f32 targets t, one entry for the loss,
+     * its metric and its gradient. loss_sum and metric_sum (f32 device scalars; NULL:
+     * skipped) are accumulated into: += scale * sum(l), += scale * sum(metric). dx (x_dtype,
+     * may alias x; NULL: skipped) = grad_scale * dl/dx. */
+    fg_status (*pointwise_loss)(void *state, void *queue, uint32_t x_dtype /* x, dx */,
+                                int kind, const void *x, const float *t, size_t n, float scale,
+                                float *loss_sum, float *metric_sum, float grad_scale, void *dx,
+                                fg_error *err);
 
     /* ---- transformer ops ([queue] unless said otherwise) ------------------------------ */
     /* [required: layernorm, rmsnorm] Over the last dimension of x (rows, cols). rms == 0:
@@ -436,6 +452,7 @@ static inline const fg_backend_op_desc *fg_backend_op_info(uint32_t op)
         FG_OP_DESC_(cast, 2, "dst", "src"),
         FG_OP_DESC_(sgd_update, 2, "param", "grad"),
         FG_OP_DESC_(adamw_update, 2, "param", "grad"),
+        FG_OP_DESC_(pointwise_loss, 1, "x"),
         FG_OP_DESC_(layernorm_forward, 2, "x", "param"),
         FG_OP_DESC_(layernorm_backward, 3, "x", "param", "grad"),
         FG_OP_DESC_(embedding_forward, 2, "table", "out"),

@@ -32,6 +32,11 @@ typedef struct fg_dataset_info {
     int32_t num_classes;
     uint32_t label_dtype;           /* fg_dtype of the labels read() writes: FG_I32 or FG_F32 */
     int32_t label_elems;            /* labels per sample (1; a sequence model: T); 0: none */
+    /* 1: this split is not the plugin's own but another one standing in for it (idx's
+     * val split read from the test files when val_fraction = 0). The core replaces a
+     * stand-in val split by [data] val_split when that is set; a split of its own
+     * (0) is kept and val_split beside it is refused. */
+    int32_t stand_in;
 } fg_dataset_info;
 
 /* What one read() call is for. The randomness of an augmentation must be a function of
