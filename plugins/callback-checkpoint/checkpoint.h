@@ -94,4 +94,12 @@ fg_status ckpt_topk_insert(ckpt_topk *t, const char *path, double score, char **
 const ckpt_entry *ckpt_topk_best(const ckpt_topk *t);
 void ckpt_topk_free(ckpt_topk *t);
 
+/* ---- temporary files of dead writers (checkpoint_orphans.c) ------------------------ */
+
+/* Removes NAME.tmp.PID files in dir whose writer (PID) no longer runs, logging each. */
+void ckpt_remove_orphans(const fg_host *host, const char *dir);
+/* The same in dirpath of every version_* folder beside run_dir (or in dirpath itself when
+ * it is absolute): a resumed run starts in a new version folder. */
+void ckpt_remove_family_orphans(const fg_host *host, const char *run_dir, const char *dirpath);
+
 #endif

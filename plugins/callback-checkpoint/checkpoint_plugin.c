@@ -13,8 +13,7 @@
  *
  * A check happens
  *  - at a train_step_end whose global step reached a new multiple of every_n_train_steps
- *    (steps are reported every log_every_n_steps: the first report at or after the
- *    multiple counts);
+ *    (the trainer sends a step event at each such step, whatever log_every_n_steps is);
  *  - for every n-th epoch, at its epoch_end when every metric the monitor and the file
  *    name need was reported during that epoch (validation before epoch_end, Lightning's
  *    order, or metrics of epoch_end itself), else at the validation_end of the same epoch
@@ -32,7 +31,8 @@
  * action names last.safetensors as the checkpoint's second name (checkpoint_also_path):
  * the trainer hard-links it, or copies where the file system has no hard links, again
  * through a temporary name and a rename. The plugin itself only deletes files that leave
- * the top k. Only rank 0 touches files; every rank takes the same decisions from the same
+ * the top k, and only at the next event, once the file that replaced it exists; at a
+ * fit's start it removes the temporary files of writers that died (checkpoint_orphans.c). Only rank 0 touches files; every rank takes the same decisions from the same
  * reduced metrics. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "checkpoint.h"
@@ -73,6 +74,11 @@ typedef struct checkpoint {
     int64_t prev_step_reported; /* global step of the previous train_step_end */
     int64_t pending_epoch;      /* an epoch check waiting for validation_end; -1: none */
     int validation_seen;
+    /* A file that left the top k, deleted only once the file that replaced it (guard) is
+     * on disk: the trainer writes after on_event returns, and a crash in between must not
+     * leave no checkpoint at all. */
+    char *pending_delete;
+    char pending_guard[CKPT_PATH_MAX];
     char run_dir[CKPT_FULL_PATH_MAX]; /* of the latest event */
 } checkpoint;
 
@@ -178,6 +184,7 @@ static fg_status read_options(checkpoint *cp, const fg_host *host, fg_error *err
 
 static void checkpoint_free(checkpoint *cp)
 {
+    free(cp->pending_delete);
     for (int i = 0; i < cp->needed_count; i++)
         free(cp->needed[i]);
     ckpt_metrics_free(&cp->known);
@@ -222,6 +229,20 @@ static void delete_file(const checkpoint *cp, const char *path)
             cp->host->log(cp->host, FG_LOG_WARN, "cannot delete %s, which left the top %lld: %s",
                           full, (long long)cp->topk.k, strerror(errno));
     }
+}
+
+/* Deletes the file that left the top k once its replacement exists (see pending_delete);
+ * when the replacement was never written the old file stays. */
+static void flush_pending_delete(checkpoint *cp)
+{
+    if (cp->pending_delete == NULL)
+        return;
+    char guard[CKPT_FULL_PATH_MAX];
+    struct stat sb;
+    if (full_path(cp, cp->pending_guard, guard, sizeof guard) && stat(guard, &sb) == 0)
+        delete_file(cp, cp->pending_delete);
+    free(cp->pending_delete);
+    cp->pending_delete = NULL;
 }
 
 /* ---- checks -------------------------------------------------------------------------- */
@@ -306,10 +327,14 @@ static fg_status save_top_k(checkpoint *cp, const fg_event *ev, fg_callback_acti
         st = ckpt_topk_insert(&cp->topk, path, score, &evicted, err);
     if (st != FG_OK)
         return st;
-    /* A file that leaves under the very name the new one takes is overwritten, not lost. */
-    if (evicted && strcmp(evicted, path) != 0 && ev->is_rank_zero)
-        delete_file(cp, evicted);
-    free(evicted);
+    /* A file that leaves under the very name the new one takes is overwritten, not lost;
+     * another is deleted at the next event, once the new file is in place. */
+    if (evicted && strcmp(evicted, path) != 0 && ev->is_rank_zero) {
+        cp->pending_delete = evicted;
+        snprintf(cp->pending_guard, sizeof cp->pending_guard, "%s", path);
+    } else {
+        free(evicted);
+    }
     ask_for(action, path);
     *saved = 1;
     return FG_OK;
@@ -424,6 +449,9 @@ static fg_status checkpoint_on_event(void *state, const fg_event *ev, fg_callbac
                             "is too small (%u, %u bytes)", ev ? (unsigned)ev->struct_size : 0u,
                             action ? (unsigned)action->struct_size : 0u);
     snprintf(cp->run_dir, sizeof cp->run_dir, "%s", ev->run_dir ? ev->run_dir : "");
+    flush_pending_delete(cp);
+    if (ev->type == FG_EVENT_FIT_START && ev->is_rank_zero && cp->run_dir[0])
+        ckpt_remove_family_orphans(cp->host, cp->run_dir, cp->dirpath);
     fg_status st = ckpt_metrics_update(&cp->known, ev, err);
     if (st == FG_OK)
         st = dispatch(cp, ev, action, err);
@@ -435,6 +463,7 @@ static void checkpoint_deinit(void *state)
     checkpoint *cp = state;
     if (cp == NULL)
         return;
+    flush_pending_delete(cp);
     checkpoint_free(cp);
 }
 

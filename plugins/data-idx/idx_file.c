@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -57,9 +58,17 @@ static fg_status source_open(idx_source *src, const char *path, fg_error *err)
 {
     memset(src, 0, sizeof *src);
     src->path = path;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return open_failure(path, errno, err);
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "idx: %s: not a regular file (a FIFO, device or folder cannot be "
+                            "a data file)", path);
+    }
     unsigned char magic[2] = {0, 0};
     if (pread(fd, magic, sizeof magic, 0) < 0) {
         int e = errno;

@@ -41,7 +41,9 @@ static fg_status read_exact(const char *path, int fd, void *dst, size_t n, uint6
 
 static fg_status open_file(const char *path, int *fd_out, uint64_t *size, fg_error *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below (and a
+     * regular file reads the same either way). */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return fg_error_set(err, errno == ENOENT ? FG_NOT_FOUND : FG_INVALID_ARGUMENT,
                             "%s: cannot open: %s", path, strerror(errno));

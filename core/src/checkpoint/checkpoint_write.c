@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -317,6 +318,26 @@ static fg_status sync_folder(const char *path, fg_error *err)
     return st;
 }
 
+/* Fault injection for the tests of issue 17 (tests/harden): FULGUR_TEST_CKPT_KILL =
+ * "TEXT:STAGE" kills the process with SIGKILL at STAGE (created, written, renamed) of the
+ * write of a checkpoint whose path contains TEXT, so a test stops a writer at an exact
+ * point without timing. Unset, it costs one getenv per checkpoint. */
+static void test_kill_point(const char *path, const char *stage)
+{
+    const char *spec = secure_getenv("FULGUR_TEST_CKPT_KILL");
+    const char *colon = spec ? strrchr(spec, ':') : NULL;
+    if (!colon || strcmp(colon + 1, stage) != 0)
+        return;
+    char text[256];
+    size_t n = (size_t)(colon - spec);
+    if (n == 0 || n >= sizeof text)
+        return;
+    memcpy(text, spec, n);
+    text[n] = '\0';
+    if (strstr(path, text))
+        kill(getpid(), SIGKILL);
+}
+
 static fg_status write_and_rename(const char *path, const char *tmp, const text_buf *header,
                                   const fg_ckpt_tensor *tensors, size_t count,
                                   const int64_t *bytes, fg_error *err)
@@ -325,9 +346,12 @@ static fg_status write_and_rename(const char *path, const char *tmp, const text_
     if (fd < 0)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: cannot create: %s", tmp,
                             strerror(errno));
+    test_kill_point(path, "created");
     fg_status st = write_contents(tmp, fd, header, tensors, count, bytes, err);
     if (close(fd) != 0 && st == FG_OK)
         st = fg_error_set(err, FG_INVALID_ARGUMENT, "%s: close failed: %s", tmp, strerror(errno));
+    if (st == FG_OK)
+        test_kill_point(path, "written");
     if (st == FG_OK && rename(tmp, path) != 0)
         st = fg_error_set(err, FG_INVALID_ARGUMENT, "%s: cannot rename %s over it: %s", path,
                           tmp, strerror(errno));
@@ -335,6 +359,7 @@ static fg_status write_and_rename(const char *path, const char *tmp, const text_
         unlink(tmp);
         return st;
     }
+    test_kill_point(path, "renamed");
     return sync_folder(path, err);
 }
 

@@ -20,9 +20,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <ini.h>
 
 #include "config.h"
+
+/* A config is a page of text; anything near this size is a wrong file (or /dev/zero). */
+#define FG_CONFIG_MAX_BYTES (16L * 1024 * 1024)
 
 /* ---- storage --------------------------------------------------------------------- */
 
@@ -325,6 +332,50 @@ static void prepare_line(fg_ini_parse *p, char *buf, const char *b, const char *
     buf[n + 1] = '\0';
 }
 
+static int on_entry_impl(fg_ini_parse *p, const char *name, const char *value);
+
+/* inih's own split of "key = value ; comment" (first '=' or ':', an inline comment starts
+ * at ';' after a blank, both sides stripped), for a line longer than inih's fixed buffer. */
+static void parse_long_assignment(fg_ini_parse *p, char *line)
+{
+    char *sep = line;
+    while (*sep && *sep != '=' && *sep != ':')
+        sep++;
+    if (!*sep)
+        return; /* check_assignment has already failed it */
+    char *key_end = sep;
+    while (key_end > line && is_blank(key_end[-1]))
+        key_end--;
+    *key_end = '\0';
+    char *value = sep + 1;
+    for (char *s = value; *s; s++)
+        if (*s == ';' && s > value && is_blank(s[-1])) {
+            *s = '\0';
+            break;
+        }
+    while (is_blank(*value) || *value == '\n')
+        value++;
+    size_t n = strlen(value);
+    while (n > 0 && (is_blank(value[n - 1]) || value[n - 1] == '\n'))
+        value[--n] = '\0';
+    on_entry_impl(p, line, value);
+}
+
+/* A line longer than inih's buffer is normalised and parsed here, and inih gets a blank
+ * line in its place: a config fulgur wrote (long paths included) always reads back. */
+static void read_long_line(fg_ini_parse *p, const char *b, const char *e)
+{
+    char *line = malloc((size_t)(e - b) + 2);
+    if (!line) {
+        parse_fail_oom(p);
+        return;
+    }
+    prepare_line(p, line, b, e);
+    if (p->status == FG_OK && line[0] != '[' && !is_comment_char(line[0]) && line[0] != '\n')
+        parse_long_assignment(p, line);
+    free(line);
+}
+
 /* ini_reader: one physical line per call; NULL at the end or after the first error. */
 static char *read_line(char *buf, int size, void *stream)
 {
@@ -341,10 +392,10 @@ static char *read_line(char *buf, int size, void *stream)
         first++;
     /* Room for the line, its '\n' and the NUL; inih would cut a longer line in two. */
     if (e - first > (long)size - 2) {
-        p->status = fg_error_set(p->err, FG_INVALID_ARGUMENT,
-                                 "%s:%d: line is longer than %d characters", p->cfg->path,
-                                 p->line, size - 2);
-        return NULL;
+        read_long_line(p, b, e);
+        buf[0] = '\n';
+        buf[1] = '\0';
+        return p->status == FG_OK ? buf : NULL;
     }
     prepare_line(p, buf, b, e);
     return p->status == FG_OK ? buf : NULL;
@@ -437,9 +488,29 @@ fg_status fg_config_parse_string(const char *text, const char *name, fg_config *
 /* The whole file in memory, NUL-terminated; a NUL byte inside is an error. */
 static fg_status read_file(const char *path, char **text, size_t *len, fg_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
         return fg_error_set(err, FG_NOT_FOUND, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "%s: not a regular file (a FIFO, device or folder cannot be a config)",
+                            path);
+    }
+    if (sb.st_size > FG_CONFIG_MAX_BYTES) {
+        close(fd);
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "%s: larger than 16 MB (%lld bytes): not a config file", path,
+                            (long long)sb.st_size);
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "%s: cannot open: %s", path,
+                            strerror(errno));
+    }
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     int oom = buf == NULL;
@@ -455,12 +526,15 @@ static fg_status read_file(const char *path, char **text, size_t *len, fg_error 
         }
         size_t got = fread(buf + n, 1, cap - n - 1, f);
         n += got;
-        if (got == 0)
-            break;
+        if (got == 0 || n > FG_CONFIG_MAX_BYTES)
+            break; /* a file that grew after fstat is cut off and refused */
     }
     fg_status st = FG_OK;
     if (oom) {
         st = fg_error_set(err, FG_OUT_OF_MEMORY, "%s: out of memory while reading", path);
+    } else if (n > FG_CONFIG_MAX_BYTES) {
+        st = fg_error_set(err, FG_INVALID_ARGUMENT, "%s: larger than 16 MB: not a config file",
+                          path);
     } else if (ferror(f)) {
         st = fg_error_set(err, FG_INVALID_ARGUMENT, "%s: read error: %s", path, strerror(errno));
     } else {

@@ -9,6 +9,7 @@
  * dependency) or a file shadowed by an earlier one FG_UNAVAILABLE, anything else
  * malformed FG_INVALID_ARGUMENT. */
 #include <dirent.h>
+#include <errno.h>
 #include <dlfcn.h>
 #include <limits.h>
 #include <link.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "elf_check.h"
 #include "loader.h"
 
 /* A descriptor, vtable or option larger than this is garbage, not a future minor. */
@@ -149,6 +151,12 @@ fg_status fg_loader_add_path(fg_loader *loader, const char *dir, fg_error *err)
 {
     if (loader == NULL || dir == NULL || dir[0] == '\0')
         return fg_error_set(err, FG_INVALID_ARGUMENT, "plugin folder: empty path");
+    /* A folder the user named must be there: a typo would otherwise search nothing. */
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return fg_error_set(err, FG_NOT_FOUND, "plugin folder %s: %s", dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "plugin folder %s: not a folder", dir);
     for (size_t i = 0; i < loader->path_count; i++)
         if (strcmp(loader->paths[i], dir) == 0)
             return FG_OK;
@@ -433,6 +441,10 @@ static fg_status refuse_missing_entry(void *handle, const char *path, fg_error *
 static fg_status open_plugin(const char *path, int kind, const char *name,
                              const fg_plugin **out, fg_error *err)
 {
+    /* dlopen of a truncated file dies of SIGBUS, so the file is vouched for first. */
+    fg_status elf = fg_elf_check_file(path, err);
+    if (elf != FG_OK)
+        return elf;
     dlerror();
     void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (handle == NULL) {
@@ -676,6 +688,20 @@ static int remember_seen(fg_scan_state *scan, const char *file, const char *path
     return 1;
 }
 
+/* A directory, a dangling symlink or a device named like a plugin is said, not skipped. */
+static void report_not_a_file(fg_scan_state *scan, const char *path)
+{
+    struct stat st;
+    fg_error err;
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && stat(path, &st) != 0)
+        fg_error_set(&err, FG_NOT_FOUND, "%s: dangling symbolic link", path);
+    else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        fg_error_set(&err, FG_INVALID_ARGUMENT, "%s: a folder, not a plugin file", path);
+    else
+        fg_error_set(&err, FG_INVALID_ARGUMENT, "%s: not a regular file", path);
+    report(scan->visit, scan->user, path, NULL, err.status, err.message);
+}
+
 /* Scans one folder in name order. Returns 0 when out of memory. */
 static int scan_folder(fg_loader *loader, const char *dir, fg_scan_state *scan)
 {
@@ -687,7 +713,9 @@ static int scan_folder(fg_loader *loader, const char *dir, fg_scan_state *scan)
     for (int i = 0; i < n; i++) {
         const char *file = entries[i]->d_name;
         char path[PATH_MAX];
-        if (ok && join_path(path, sizeof path, dir, file) && is_regular_file(path)) {
+        if (ok && join_path(path, sizeof path, dir, file) && !is_regular_file(path)) {
+            report_not_a_file(scan, path);
+        } else if (ok && join_path(path, sizeof path, dir, file)) {
             const char *earlier = find_seen(scan, file);
             if (earlier != NULL) {
                 fg_error err;

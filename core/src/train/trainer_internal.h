@@ -82,6 +82,7 @@ typedef struct fg_trainer {
     /* [trainer] */
     int64_t max_epochs, max_steps, accumulate, num_sanity_val_steps, fast_dev_run;
     int64_t check_val_every_n_epoch, log_every, seed;
+    int64_t ckpt_every_steps; /* [callback.checkpoint] every_n_train_steps: a step event too */
     double max_time_s, clip_val;
     int clip_by_value, test_after_fit, save_on_exception;
     fg_batch_limit val_check_interval, limit_train, limit_val, limit_test, overfit;

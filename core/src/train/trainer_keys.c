@@ -144,12 +144,23 @@ fg_status fg_trainer_read_keys(fg_trainer *t, fg_error *err)
     if (st == FG_OK) st = parse_limit(t, "overfit_batches", &t->overfit, err);
     if (st == FG_OK) st = parse_max_time(t, err);
     if (st != FG_OK) return st;
-    if (t->val_check_interval.is_fraction && t->val_check_interval.fraction == 0)
+    /* The checkpoint callback hears of steps only through step events: its steps get one. */
+    const char *every = fg_config_get(t->cfg, "callback.checkpoint", "every_n_train_steps");
+    t->ckpt_every_steps = every ? strtoll(every, NULL, 10) : 0;
+    if ((t->val_check_interval.is_fraction && t->val_check_interval.fraction == 0) ||
+        (!t->val_check_interval.is_fraction && t->val_check_interval.count == 0))
         return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [trainer] val_check_interval must be "
                             "above 0", fg_config_origin(t->cfg, "trainer", "val_check_interval"));
     st = fg_requeue_configure(&t->requeue, read_string(t, "trainer", "requeue_signal", &origin),
                               origin, err);
     if (st != FG_OK) return st;
+    /* The run folder is default_root_dir/NAME: a name with a '/' or a dot folder would
+     * write elsewhere. */
+    const char *name = fg_config_get(t->cfg, "trainer", "name");
+    if (name && (strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0))
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [trainer] name = '%s': a run name "
+                            "is one folder name, without '/' and not '.' or '..'",
+                            fg_config_origin(t->cfg, "trainer", "name"), name);
     copy_string(t, "ckpt_path", t->ckpt_path, sizeof t->ckpt_path);
     copy_string(t, "final_checkpoint", t->final_checkpoint, sizeof t->final_checkpoint);
     if (t->eval_batch_size == 0) t->eval_batch_size = t->batch_size;

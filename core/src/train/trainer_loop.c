@@ -332,7 +332,8 @@ static fg_status train_epoch(fg_trainer *t, fg_error *err)
         w.step_time += fg_now_seconds() - step_start;
         w.steps++;
         pending_log = 1;
-        if (st == FG_OK && t->global_step % t->log_every == 0) {
+        if (st == FG_OK && (t->global_step % t->log_every == 0 ||
+                            (t->ckpt_every_steps > 0 && t->global_step % t->ckpt_every_steps == 0))) {
             st = log_step(t, &w, err);
             pending_log = 0;
         }

@@ -1,0 +1,57 @@
+# Defects 2 and 5: checkpoint rotation and step checkpoints.
+
+# every_n_train_steps = 10 with log_every_n_steps = 50: files at steps 10, 20, ... whatever
+# the logging interval (8 steps an epoch, 3 epochs: 24 steps).
+group_every_n_steps() {
+    write_ok_config "$TMP/ok.ini"
+    cat >>"$TMP/ok.ini" <<'EOC'
+[callback.checkpoint]
+every_n_train_steps = 5
+every_n_epochs = 0
+save_top_k = -1
+EOC
+    runp steps fit "$TMP/ok.ini" trainer.max_epochs=3 trainer.log_every_n_steps=50 \
+        trainer.default_root_dir="$TMP/runs"
+    expect_rc 0
+    got=$(ls "$TMP"/runs/default/version_0/checkpoints/ 2>/dev/null | sed -n 's/.*step=\([0-9]*\)\.safetensors/\1/p' | sort -n | tr '\n' ' ')
+    [ "$got" = "5 10 15 20 " ] || fail "checkpoints at steps '$got', expected '5 10 15 20 '"
+}
+
+# The fault hook of the writer (FULGUR_TEST_CKPT_KILL=TEXT:STAGE) kills the process with
+# SIGKILL during the write of the checkpoint whose path holds TEXT, at STAGE: created (the
+# temporary file open), written (its data fsynced, not renamed), renamed (before the
+# folder is synced). Checkpoints at steps 4, 8, 12, 16; save_top_k = 1 rotates each.
+# Whatever the point, the previous checkpoint survives and --ckpt-path last resumes; the
+# orphaned temporary file is removed by the next start.
+group_rotation_kill() {
+    write_ok_config "$TMP/ok.ini"
+    cat >>"$TMP/ok.ini" <<'EOC'
+[callback.checkpoint]
+every_n_train_steps = 4
+every_n_epochs = 0
+save_top_k = 1
+save_last = false
+EOC
+    for point in step=8:created step=8:written step=12:created step=12:written step=12:renamed; do
+        i=$((${i:-0} + 1))
+        root=$TMP/runs$i
+        CASE="kill_$point"
+        FULGUR_TEST_CKPT_KILL=$point "$FULGUR" --plugin-path "$PLUGINS" fit "$TMP/ok.ini" \
+            trainer.max_epochs=2 trainer.log_every_n_steps=1 trainer.default_root_dir="$root" \
+            >"$OUT" 2>"$ERR"
+        RC=$?
+        LAST_CMD="FULGUR_TEST_CKPT_KILL=$point fulgur fit ..."
+        expect_rc 137
+        dir=$root/default/version_0/checkpoints
+        kept=$(ls "$dir" | grep -c '\.safetensors$')
+        [ "$kept" -ge 1 ] || fail "after a kill at $point: no checkpoint left in $dir ($(ls "$dir" | tr '\n' ' '))"
+        if [ "${point##*:}" != renamed ]; then
+            ls "$dir" | grep -q '\.tmp\.' || fail "the kill at $point left no temporary file (hook not reached?)"
+        fi
+        runp "resume_$point" fit "$TMP/ok.ini" trainer.max_epochs=2 trainer.log_every_n_steps=1 \
+            trainer.default_root_dir="$root" --ckpt-path last
+        expect_rc 0
+        expect_out "resum"
+        ! ls "$dir" | grep -q '\.tmp\.' || fail "the orphaned temporary file in $dir survived the next start: $(ls "$dir" | tr '\n' ' ')"
+    done
+}
