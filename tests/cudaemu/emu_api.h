@@ -53,6 +53,8 @@ int fgemu_stream_valid(cudaStream_t s);
 void fgemu_set_sticky(cudaError_t e);
 void fgemu_set_last(cudaError_t e);
 cudaError_t fgemu_sticky(void);
+/* Tests only: forget a sticky error (a real process would have to restart). */
+void fgemu_clear_sticky(void);
 
 #ifdef __cplusplus
 }

@@ -188,6 +188,12 @@ cudaError_t fgemu_sticky(void)
     return g_sticky;
 }
 
+void fgemu_clear_sticky(void)
+{
+    g_sticky = cudaSuccess;
+    t_last = cudaSuccess;
+}
+
 /* Memory that emulated libraries (cuBLASLt, cuDNN, NCCL) accept as device memory. */
 int fgemu_is_device(const void *p, size_t n)
 {
