@@ -53,6 +53,9 @@ int fgemu_stream_valid(cudaStream_t s);
 void fgemu_set_sticky(cudaError_t e);
 void fgemu_set_last(cudaError_t e);
 cudaError_t fgemu_sticky(void);
+/* The device of the allocation holding p; -1 page-locked host memory, -2 none. */
+int fgemu_device_of(const void *p);
+int fgemu_is_device(const void *p, size_t n);
 /* Tests only: forget a sticky error (a real process would have to restart). */
 void fgemu_clear_sticky(void);
 

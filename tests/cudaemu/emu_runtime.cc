@@ -204,6 +204,30 @@ int fgemu_is_device(const void *p, size_t n)
     return ok;
 }
 
+/* The device of an allocation holding p (-1: page-locked host memory, -2: unknown). */
+int fgemu_device_of(const void *p)
+{
+    pthread_mutex_lock(&g_lock);
+    const allocation *a = find(p, 1);
+    int d = a ? a->device : -2;
+    pthread_mutex_unlock(&g_lock);
+    return d;
+}
+
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const void *p)
+{
+    if (!attr)
+        return ret(cudaErrorInvalidValue);
+    memset(attr, 0, sizeof *attr);
+    int d = fgemu_device_of(p);
+    attr->type = d >= 0 ? cudaMemoryTypeDevice : d == -1 ? cudaMemoryTypeHost
+                                                           : cudaMemoryTypeUnregistered;
+    attr->device = d >= 0 ? d : 0;
+    attr->devicePointer = d != -2 ? (void *)p : NULL;
+    attr->hostPointer = d < 0 ? (void *)p : NULL;
+    return ret(cudaSuccess);
+}
+
 cudaError_t cudaGetLastError(void)
 {
     if (g_sticky != cudaSuccess)
