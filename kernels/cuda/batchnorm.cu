@@ -124,7 +124,7 @@ cudaError_t fg_cu_bn_forward(cudaStream_t s, int type, int param_type, int train
     if (!known_type(param_type))
         return cudaErrorInvalidValue;
     FGCU_DISPATCH(type, T,
-                  bn_forward_k<T><<<(unsigned)c, kBnThreads, 0, s>>>(
+                  FGCU_LAUNCH((unsigned)c, kBnThreads, 0, s, bn_forward_k<T>)(
                       training, n, c, spatial, (const T *)x, gamma, beta, param_type,
                       running_mean, running_var, momentum, eps, saved_mean, saved_invstd,
                       (T *)y));
@@ -140,7 +140,7 @@ cudaError_t fg_cu_bn_backward(cudaStream_t s, int type, int param_type, int grad
     if (!known_type(param_type) || !known_type(grad_type))
         return cudaErrorInvalidValue;
     FGCU_DISPATCH(type, T,
-                  bn_backward_k<T><<<(unsigned)c, kBnThreads, 0, s>>>(
+                  FGCU_LAUNCH((unsigned)c, kBnThreads, 0, s, bn_backward_k<T>)(
                       n, c, spatial, (const T *)x, gamma, param_type, saved_mean,
                       saved_invstd, dy ? (const T *)dy : NULL, (T *)dx, dgamma, dbeta,
                       grad_type, accumulate));

@@ -199,7 +199,7 @@ template <typename D>
 cudaError_t convert_to(cudaStream_t s, D *dst, const void *src, int src_type, size_t n)
 {
     FGCU_DISPATCH(src_type, S,
-                  convert_k<D, S><<<grid_for(n), kThreads, 0, s>>>(dst, (const S *)src, n));
+                  FGCU_LAUNCH(grid_for(n), kThreads, 0, s, convert_k<D, S>)(dst, (const S *)src, n));
     return cudaGetLastError();
 }
 
@@ -208,7 +208,7 @@ cudaError_t accumulate_to(cudaStream_t s, D *dst, const void *src, int src_type,
                           int acc)
 {
     FGCU_DISPATCH(src_type, S,
-                  accumulate_k<D, S><<<grid_for(n), kThreads, 0, s>>>(dst, (const S *)src, n,
+                  FGCU_LAUNCH(grid_for(n), kThreads, 0, s, accumulate_k<D, S>)(dst, (const S *)src, n,
                                                                       acc));
     return cudaGetLastError();
 }
@@ -219,13 +219,13 @@ extern "C" {
 
 cudaError_t fg_cu_fill(cudaStream_t s, int type, void *x, float value, size_t n)
 {
-    FGCU_DISPATCH(type, T, fill_k<T><<<grid_for(n), kThreads, 0, s>>>((T *)x, value, n));
+    FGCU_DISPATCH(type, T, FGCU_LAUNCH(grid_for(n), kThreads, 0, s, fill_k<T>)((T *)x, value, n));
     return cudaGetLastError();
 }
 
 cudaError_t fg_cu_scale(cudaStream_t s, int type, void *x, float alpha, size_t n)
 {
-    FGCU_DISPATCH(type, T, scale_k<T><<<grid_for(n), kThreads, 0, s>>>((T *)x, alpha, n));
+    FGCU_DISPATCH(type, T, FGCU_LAUNCH(grid_for(n), kThreads, 0, s, scale_k<T>)((T *)x, alpha, n));
     return cudaGetLastError();
 }
 
@@ -234,14 +234,14 @@ cudaError_t fg_cu_axpy(cudaStream_t s, int x_type, int y_type, float alpha, cons
 {
     FGCU_DISPATCH(y_type, Y,
                   FGCU_DISPATCH(x_type, X,
-                                axpy_k<X, Y><<<grid_for(n), kThreads, 0, s>>>(
+                                FGCU_LAUNCH(grid_for(n), kThreads, 0, s, axpy_k<X, Y>)(
                                     alpha, (const X *)x, (Y *)y, n)));
     return cudaGetLastError();
 }
 
 cudaError_t fg_cu_clamp(cudaStream_t s, int type, void *x, float lo, float hi, size_t n)
 {
-    FGCU_DISPATCH(type, T, clamp_k<T><<<grid_for(n), kThreads, 0, s>>>((T *)x, lo, hi, n));
+    FGCU_DISPATCH(type, T, FGCU_LAUNCH(grid_for(n), kThreads, 0, s, clamp_k<T>)((T *)x, lo, hi, n));
     return cudaGetLastError();
 }
 
@@ -268,7 +268,7 @@ cudaError_t fg_cu_scale_matrix(cudaStream_t s, int type, void *c, int rows, int 
 {
     size_t n = (size_t)rows * (size_t)cols;
     FGCU_DISPATCH(type, T,
-                  scale_matrix_k<T><<<grid_for(n), kThreads, 0, s>>>((T *)c, rows, cols, ld,
+                  FGCU_LAUNCH(grid_for(n), kThreads, 0, s, scale_matrix_k<T>)((T *)c, rows, cols, ld,
                                                                     beta));
     return cudaGetLastError();
 }
@@ -277,7 +277,7 @@ cudaError_t fg_cu_act_forward(cudaStream_t s, int type, int act, const void *x, 
                               size_t n)
 {
     FGCU_DISPATCH(type, T,
-                  act_forward_k<T><<<grid_for(n), kThreads, 0, s>>>(act, (const T *)x, (T *)y,
+                  FGCU_LAUNCH(grid_for(n), kThreads, 0, s, act_forward_k<T>)(act, (const T *)x, (T *)y,
                                                                    n));
     return cudaGetLastError();
 }
@@ -286,7 +286,7 @@ cudaError_t fg_cu_act_backward(cudaStream_t s, int type, int act, const void *x,
                                const void *y, const void *dy, void *dx, size_t n)
 {
     FGCU_DISPATCH(type, T,
-                  act_backward_k<T><<<grid_for(n), kThreads, 0, s>>>(
+                  FGCU_LAUNCH(grid_for(n), kThreads, 0, s, act_backward_k<T>)(
                       act, (const T *)x, (const T *)y, (const T *)dy, (T *)dx, n));
     return cudaGetLastError();
 }
@@ -298,7 +298,7 @@ cudaError_t fg_cu_bias_add(cudaStream_t s, int type, int bias_type, void *y, con
         return cudaErrorInvalidValue;
     size_t n = (size_t)rows * (size_t)cols * (size_t)spatial;
     FGCU_DISPATCH(type, T,
-                  bias_add_k<T><<<grid_for(n), kThreads, 0, s>>>((T *)y, bias, bias_type, cols,
+                  FGCU_LAUNCH(grid_for(n), kThreads, 0, s, bias_add_k<T>)((T *)y, bias, bias_type, cols,
                                                                 spatial, n));
     return cudaGetLastError();
 }
@@ -308,7 +308,7 @@ cudaError_t fg_cu_dropout_forward(cudaStream_t s, int type, uint64_t key, uint64
                                   uint8_t *mask, size_t n)
 {
     FGCU_DISPATCH(type, T,
-                  dropout_forward_k<T><<<grid_for(n), kThreads, 0, s>>>(
+                  FGCU_LAUNCH(grid_for(n), kThreads, 0, s, dropout_forward_k<T>)(
                       key, offset, threshold, scale, (const T *)x, (T *)y, mask, n));
     return cudaGetLastError();
 }
@@ -317,7 +317,7 @@ cudaError_t fg_cu_dropout_backward(cudaStream_t s, int type, float scale, const 
                                    const void *dy, void *dx, size_t n)
 {
     FGCU_DISPATCH(type, T,
-                  dropout_backward_k<T><<<grid_for(n), kThreads, 0, s>>>(
+                  FGCU_LAUNCH(grid_for(n), kThreads, 0, s, dropout_backward_k<T>)(
                       scale, mask, (const T *)dy, (T *)dx, n));
     return cudaGetLastError();
 }
@@ -327,7 +327,7 @@ cudaError_t fg_cu_sgd_update(cudaStream_t s, const fg_cu_sgd *a, void *param, in
 {
     FGCU_DISPATCH(param_type, P,
                   FGCU_DISPATCH(grad_type, G,
-                                sgd_k<P, G><<<grid_for(n), kThreads, 0, s>>>(
+                                FGCU_LAUNCH(grid_for(n), kThreads, 0, s, sgd_k<P, G>)(
                                     *a, (P *)param, (const G *)grad, buf, n)));
     return cudaGetLastError();
 }
@@ -338,7 +338,7 @@ cudaError_t fg_cu_adamw_update(cudaStream_t s, const fg_cu_adamw *a, void *param
 {
     FGCU_DISPATCH(param_type, P,
                   FGCU_DISPATCH(grad_type, G,
-                                adamw_k<P, G><<<grid_for(n), kThreads, 0, s>>>(
+                                FGCU_LAUNCH(grid_for(n), kThreads, 0, s, adamw_k<P, G>)(
                                     *a, (P *)param, (const G *)grad, m, v, n)));
     return cudaGetLastError();
 }

@@ -9,32 +9,60 @@
 
 #include "fg_cuda_kernels.h"
 
+/* FGCU_LAUNCH(grid, block, shmem, stream, kernel)(args...) is kernel<<<...>>>(args...)
+ * under nvcc; compiled as C++ against the emulated device (tests/cudaemu, FGEMU defined by
+ * its force-included header) it runs the kernel there. FGCU_POINT() marks a global load or
+ * store, where the emulator's random mode may switch threads; FGCU_DYNAMIC_SHARED(T, name)
+ * declares the block's dynamic shared memory (extern __shared__). */
+#ifdef FGEMU
+#define FGCU_LAUNCH(grid, block, shmem, stream, ...)                                       \
+    ::fgemu::launcher(#__VA_ARGS__, &__VA_ARGS__, grid, block, shmem, stream)
+#define FGCU_POINT() fgemu_point()
+#define FGCU_DYNAMIC_SHARED(T, name) T *name = (T *)fgemu_dynamic_shared()
+#else
+#define FGCU_LAUNCH(grid, block, shmem, stream, ...) __VA_ARGS__<<<grid, block, shmem, stream>>>
+#define FGCU_POINT() ((void)0)
+#define FGCU_DYNAMIC_SHARED(T, name) extern __shared__ T name[]
+#endif
+
 namespace fgcu {
 
 enum { F32 = 1, F16 = 2, BF16 = 3 };
 
 template <typename T> struct io;
 template <> struct io<float> {
-    static __device__ __forceinline__ float ld(const float *p, size_t i) { return p[i]; }
-    static __device__ __forceinline__ void st(float *p, size_t i, float v) { p[i] = v; }
+    static __device__ __forceinline__ float ld(const float *p, size_t i)
+    {
+        FGCU_POINT();
+        return p[i];
+    }
+    static __device__ __forceinline__ void st(float *p, size_t i, float v)
+    {
+        FGCU_POINT();
+        p[i] = v;
+    }
 };
 template <> struct io<__half> {
     static __device__ __forceinline__ float ld(const __half *p, size_t i)
     {
+        FGCU_POINT();
         return __half2float(p[i]);
     }
     static __device__ __forceinline__ void st(__half *p, size_t i, float v)
     {
+        FGCU_POINT();
         p[i] = __float2half_rn(v);
     }
 };
 template <> struct io<__nv_bfloat16> {
     static __device__ __forceinline__ float ld(const __nv_bfloat16 *p, size_t i)
     {
+        FGCU_POINT();
         return __bfloat162float(p[i]);
     }
     static __device__ __forceinline__ void st(__nv_bfloat16 *p, size_t i, float v)
     {
+        FGCU_POINT();
         p[i] = __float2bfloat16_rn(v);
     }
 };
@@ -51,6 +79,7 @@ template <typename T> __device__ __forceinline__ void st(T *p, size_t i, float v
 /* Loads and stores whose type is known only at run time (small per-channel tensors). */
 __device__ __forceinline__ float ld_dyn(const void *p, int type, size_t i)
 {
+    FGCU_POINT();
     if (type == F16)
         return __half2float(((const __half *)p)[i]);
     if (type == BF16)
@@ -60,6 +89,7 @@ __device__ __forceinline__ float ld_dyn(const void *p, int type, size_t i)
 
 __device__ __forceinline__ void st_dyn(void *p, int type, size_t i, float v)
 {
+    FGCU_POINT();
     if (type == F16)
         ((__half *)p)[i] = __float2half_rn(v);
     else if (type == BF16)

@@ -99,7 +99,7 @@ cudaError_t fg_cu_pool_forward(cudaStream_t s, int type, int is_max, const fg_cu
 {
     size_t total = (size_t)d->n * (size_t)d->c * (size_t)d->out_h * (size_t)d->out_w;
     FGCU_DISPATCH(type, T,
-                  pool_forward_k<T><<<grid_for(total), kThreads, 0, s>>>(
+                  FGCU_LAUNCH(grid_for(total), kThreads, 0, s, pool_forward_k<T>)(
                       *d, is_max, (const T *)x, (T *)y, argmax, total));
     return cudaGetLastError();
 }
@@ -109,7 +109,7 @@ cudaError_t fg_cu_pool_backward(cudaStream_t s, int type, int is_max, const fg_c
 {
     size_t total = (size_t)d->n * (size_t)d->c * (size_t)d->h * (size_t)d->w;
     FGCU_DISPATCH(type, T,
-                  pool_backward_k<T><<<grid_for(total), kThreads, 0, s>>>(
+                  FGCU_LAUNCH(grid_for(total), kThreads, 0, s, pool_backward_k<T>)(
                       *d, is_max, (const T *)dy, argmax, (T *)dx, total));
     return cudaGetLastError();
 }

@@ -227,9 +227,9 @@ cudaError_t fg_cu_sum_squares(cudaStream_t s, int type, const void *x, size_t n,
         chunk = 8192;
     unsigned blocks = (unsigned)((n + chunk - 1) / chunk);
     FGCU_DISPATCH(type, T,
-                  sumsq_partial_k<T><<<blocks, kReduceThreads, 0, s>>>((const T *)x, n, chunk,
+                  FGCU_LAUNCH(blocks, kReduceThreads, 0, s, sumsq_partial_k<T>)((const T *)x, n, chunk,
                                                                        scratch));
-    sum_partials_k<<<1, kReduceThreads, 0, s>>>(scratch, (int)blocks, out);
+    FGCU_LAUNCH(1, kReduceThreads, 0, s, sum_partials_k)(scratch, (int)blocks, out);
     return cudaGetLastError();
 }
 
@@ -242,12 +242,12 @@ cudaError_t fg_cu_bias_grad(cudaStream_t s, int type, int dbias_type, void *dbia
         dim3 block(kColTile, kRowStripes);
         unsigned grid = (unsigned)((cols + kColTile - 1) / kColTile);
         FGCU_DISPATCH(type, T,
-                      bias_grad_cols_k<T><<<grid, block, 0, s>>>(dbias, dbias_type,
+                      FGCU_LAUNCH(grid, block, 0, s, bias_grad_cols_k<T>)(dbias, dbias_type,
                                                                  (const T *)dy, rows, cols,
                                                                  accumulate));
     } else {
         FGCU_DISPATCH(type, T,
-                      bias_grad_planes_k<T><<<(unsigned)cols, kReduceThreads, 0, s>>>(
+                      FGCU_LAUNCH((unsigned)cols, kReduceThreads, 0, s, bias_grad_planes_k<T>)(
                           dbias, dbias_type, (const T *)dy, rows, cols, spatial, accumulate));
     }
     return cudaGetLastError();
@@ -266,10 +266,10 @@ cudaError_t fg_cu_xent_forward(cudaStream_t s, int type, const void *logits,
         unsigned blocks = (unsigned)((count + 7) / 8); /* 8 warps a block */
         double *loss = scratch, *hit = scratch + FG_CU_XENT_CHUNK;
         FGCU_DISPATCH(type, T,
-                      xent_rows_k<T><<<blocks, 256, 0, s>>>((const T *)lg, labels + first,
+                      FGCU_LAUNCH(blocks, 256, 0, s, xent_rows_k<T>)((const T *)lg, labels + first,
                                                             count, first, classes, probs + off,
                                                             loss, hit, bad));
-        xent_sum_k<<<1, kReduceThreads, 0, s>>>(loss, hit, count, loss_sum, correct);
+        FGCU_LAUNCH(1, kReduceThreads, 0, s, xent_sum_k)(loss, hit, count, loss_sum, correct);
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess)
             return e;
@@ -283,7 +283,7 @@ cudaError_t fg_cu_xent_backward(cudaStream_t s, int type, const float *probs,
 {
     size_t n = (size_t)rows * (size_t)classes;
     FGCU_DISPATCH(type, T,
-                  xent_backward_k<T><<<grid_for(n), kThreads, 0, s>>>(
+                  FGCU_LAUNCH(grid_for(n), kThreads, 0, s, xent_backward_k<T>)(
                       probs, labels, rows, classes, scale, (T *)dlogits, bad));
     return cudaGetLastError();
 }

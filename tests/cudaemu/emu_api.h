@@ -1,0 +1,65 @@
+/* The emulator's C interface (libfgemu.so): what cudaemu.h's inline code calls, and the
+ * modes tests select. Test-only. */
+#ifndef FGEMU_API_H
+#define FGEMU_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+#include <vector_types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a kernel reads as threadIdx, blockIdx, blockDim and gridDim. */
+typedef struct fgemu_thread_view {
+    uint3 thread_idx;
+    uint3 block_idx;
+    dim3 block_dim;
+    dim3 grid_dim;
+} fgemu_thread_view;
+
+/* The calling module's fgemu_shared section (its static __shared__ variables). */
+typedef struct fgemu_shared_range {
+    char *begin, *end;
+} fgemu_shared_range;
+
+enum { FGEMU_SHFL_IDX, FGEMU_SHFL_UP, FGEMU_SHFL_DOWN, FGEMU_SHFL_XOR };
+
+const fgemu_thread_view *fgemu_current(void);
+void fgemu_launch(const char *name, dim3 grid, dim3 block, size_t shmem, cudaStream_t stream,
+                  const fgemu_shared_range *shared, void (*body)(void *), void *arg);
+void fgemu_syncthreads(void);
+void fgemu_syncwarp(unsigned mask);
+void fgemu_shfl(unsigned mask, const void *in, void *out, size_t size, int kind, int arg,
+                int width);
+/* A point where the random mode may switch to another thread of the block. */
+void fgemu_point(void);
+/* The block's dynamic shared memory (extern __shared__). */
+void *fgemu_dynamic_shared(void);
+
+/* Modes (also read from the environment at the first launch: FGEMU_RANDOM=seed switches
+ * threads at random points, FGEMU_POISON=0 stops filling shared memory with 0xff bytes at
+ * every block start and device allocations at cudaMalloc). */
+void fgemu_set_random(uint64_t seed); /* 0: fixed order */
+void fgemu_set_poison(int on);
+/* Number of kernel failures (deadlocks, bad shuffles) reported so far. */
+int fgemu_failures(void);
+/* Checks a runtime-API stream handle: 0 or a live stream of this emulator. */
+int fgemu_stream_valid(cudaStream_t s);
+/* Sets the sticky error a failed kernel leaves (cudaGetLastError and every later call). */
+void fgemu_set_sticky(cudaError_t e);
+void fgemu_set_last(cudaError_t e);
+cudaError_t fgemu_sticky(void);
+/* The device of the allocation holding p; -1 page-locked host memory, -2 none. */
+int fgemu_device_of(const void *p);
+int fgemu_is_device(const void *p, size_t n);
+/* Tests only: forget a sticky error (a real process would have to restart). */
+void fgemu_clear_sticky(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

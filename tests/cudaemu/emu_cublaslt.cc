@@ -1,0 +1,482 @@
+/* A CPU reference of the cuBLASLt entry points backend-cuda calls, from NVIDIA's
+ * documentation of their semantics (cublasLt.h and the cuBLASLt API reference):
+ *   D = alpha * op(A) op(B) + beta * C, column-major by default (CUBLASLT_ORDER_COL: element
+ *   (i, j) at i + j * ld, ld >= rows) or row-major (CUBLASLT_ORDER_ROW, ld >= cols); op(A) is
+ *   m x k, op(B) k x n, C and D m x n; batches at the layouts' strided offsets; beta == 0
+ *   reads nothing of C; epilogues RELU, BIAS, RELU_BIAS, GELU, GELU_BIAS (bias of m values,
+ *   added before the activation).
+ * It rejects what the library rejects, with its status: attribute buffers of the wrong size
+ * (INVALID_VALUE), shapes that do not chain (INVALID_VALUE), type mixes outside the
+ * COMPUTE_32F/FAST_TF32 table (NOT_SUPPORTED), D != C in place with another layout
+ * (INVALID_VALUE), a workspace smaller than the algorithm's (INVALID_VALUE), pointers not
+ * aligned to what the algorithm was chosen for (NOT_SUPPORTED, misaligned), operands that are
+ * not device memory (EXECUTION_FAILED: an illegal address on a GPU). Products accumulate in
+ * f32 in k order; FAST_TF32 rounds A and B to TF32 first. Test-only. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cublasLt.h>
+
+#include "emu_api.h"
+#include "emu_types.h"
+
+using fgemu::load;
+using fgemu::store;
+
+namespace {
+
+constexpr uint32_t kMagicHandle = 0x4c74484eu, kMagicDesc = 0x4c744465u,
+                   kMagicLayout = 0x4c744c61u, kMagicPref = 0x4c745072u,
+                   kMagicAlgo = 0x4c74416cu;
+
+struct handle {
+    uint32_t magic;
+};
+
+struct desc {
+    uint32_t magic;
+    cublasComputeType_t compute;
+    cudaDataType_t scale;
+    int32_t trans_a, trans_b, trans_c, pointer_mode;
+    uint32_t epilogue;
+    const void *bias;
+    int32_t bias_type;
+};
+
+struct layout {
+    uint32_t magic;
+    cudaDataType_t type;
+    uint64_t rows, cols;
+    int64_t ld;
+    int32_t order, batch;
+    int64_t stride;
+};
+
+struct pref {
+    uint32_t magic;
+    uint64_t max_workspace;
+    uint32_t align[4];
+};
+
+/* What cublasLtMatmulAlgo_t carries here. */
+struct algo_info {
+    uint32_t magic;
+    uint32_t align;
+    uint64_t workspace;
+};
+
+int bad(const void *p, uint32_t magic)
+{
+    return !p || *(const uint32_t *)p != magic;
+}
+
+template <class T> cublasStatus_t set(T *dst, const void *buf, size_t size)
+{
+    if (!buf || size != sizeof(T))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    memcpy(dst, buf, sizeof(T));
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+/* The (A/B type, C type) pairs COMPUTE_32F with an f32 scale takes (the cuBLASLt
+ * "cublasLtMatmul() data types" table, restricted to real f32/f16/bf16); FAST_TF32 only
+ * all-f32. */
+int types_ok(const desc *d, cudaDataType_t ab, cudaDataType_t c)
+{
+    if (d->scale != CUDA_R_32F)
+        return 0;
+    if (d->compute == CUBLAS_COMPUTE_32F_FAST_TF32)
+        return ab == CUDA_R_32F && c == CUDA_R_32F;
+    if (d->compute != CUBLAS_COMPUTE_32F)
+        return 0;
+    if (ab == CUDA_R_32F)
+        return c == CUDA_R_32F;
+    if (ab == CUDA_R_16F || ab == CUDA_R_16BF)
+        return c == ab || c == CUDA_R_32F;
+    return 0;
+}
+
+size_t offset(const layout *l, uint64_t r, uint64_t c)
+{
+    return l->order == CUBLASLT_ORDER_ROW ? r * (uint64_t)l->ld + c : c * (uint64_t)l->ld + r;
+}
+
+/* Bytes a layout spans (the last batch's last element + 1), to check device memory. */
+size_t span(const layout *l)
+{
+    if (!l->rows || !l->cols)
+        return 0;
+    size_t one = offset(l, l->rows - 1, l->cols - 1) + 1;
+    return ((size_t)(l->batch - 1) * (size_t)l->stride + one) * fgemu::elem_size(l->type);
+}
+
+int ld_ok(const layout *l)
+{
+    uint64_t need = l->order == CUBLASLT_ORDER_ROW ? l->cols : l->rows;
+    return l->ld >= 1 && (uint64_t)l->ld >= need &&
+           (l->order == CUBLASLT_ORDER_COL || l->order == CUBLASLT_ORDER_ROW);
+}
+
+/* The checks shared by the heuristic and the matmul: shapes and types. */
+cublasStatus_t check(const desc *d, const layout *a, const layout *b, const layout *c,
+                     const layout *dd, const char *who)
+{
+    uint64_t m = d->trans_a == CUBLAS_OP_N ? a->rows : a->cols;
+    uint64_t k = d->trans_a == CUBLAS_OP_N ? a->cols : a->rows;
+    uint64_t kb = d->trans_b == CUBLAS_OP_N ? b->rows : b->cols;
+    uint64_t n = d->trans_b == CUBLAS_OP_N ? b->cols : b->rows;
+    const char *why = NULL;
+    cublasStatus_t st = CUBLAS_STATUS_INVALID_VALUE;
+    if (k != kb || c->rows != m || c->cols != n || dd->rows != m || dd->cols != n)
+        why = "the layouts' shapes do not chain (op(A) m x k, op(B) k x n, C and D m x n)";
+    else if (!ld_ok(a) || !ld_ok(b) || !ld_ok(c) || !ld_ok(dd))
+        why = "a leading dimension smaller than the rows (COL) or columns (ROW)";
+    else if (d->trans_c != CUBLAS_OP_N)
+        why = "TRANSC other than CUBLAS_OP_N";
+    else if (a->batch != b->batch || a->batch != c->batch || c->batch != dd->batch)
+        why = "batch counts differ";
+    else if (a->type != b->type || c->type != dd->type || !types_ok(d, a->type, c->type)) {
+        why = "a type mix outside the COMPUTE_32F / FAST_TF32 table";
+        st = CUBLAS_STATUS_NOT_SUPPORTED;
+    } else if (d->pointer_mode != CUBLASLT_POINTER_MODE_HOST) {
+        why = "a pointer mode other than HOST (not emulated)";
+        st = CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    if (!why)
+        return CUBLAS_STATUS_SUCCESS;
+    fprintf(stderr, "cuBLASLt (emulated): %s: %s (A %llux%llu ld %lld, B %llux%llu ld %lld, "
+            "C %llux%llu ld %lld, trans %d/%d)\n", who, why, (unsigned long long)a->rows,
+            (unsigned long long)a->cols, (long long)a->ld, (unsigned long long)b->rows,
+            (unsigned long long)b->cols, (long long)b->ld, (unsigned long long)c->rows,
+            (unsigned long long)c->cols, (long long)c->ld, d->trans_a, d->trans_b);
+    return st;
+}
+
+uint32_t align_of(const void *p)
+{
+    uint32_t a = 256;
+    while (a > 1 && ((uintptr_t)p & (a - 1)))
+        a >>= 1;
+    return a;
+}
+
+float gelu(float x)
+{
+    const float k = 0.7978845608028654f; /* sqrt(2/pi), the tanh approximation */
+    return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+}
+
+int epilogue_ok(uint32_t e)
+{
+    return e == CUBLASLT_EPILOGUE_DEFAULT || e == CUBLASLT_EPILOGUE_RELU ||
+           e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_RELU_BIAS ||
+           e == CUBLASLT_EPILOGUE_GELU || e == CUBLASLT_EPILOGUE_GELU_BIAS;
+}
+
+} // namespace
+
+extern "C" {
+
+const char *cublasLtGetStatusName(cublasStatus_t s)
+{
+    switch (s) {
+    case CUBLAS_STATUS_SUCCESS: return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    }
+}
+
+const char *cublasLtGetStatusString(cublasStatus_t s)
+{
+    switch (s) {
+    case CUBLAS_STATUS_SUCCESS: return "success";
+    case CUBLAS_STATUS_INVALID_VALUE: return "an invalid numeric value was used as an argument";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "the functionality requested is not supported";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "the GPU program failed to execute";
+    default: return "cuBLASLt (emulated) error";
+    }
+}
+
+cublasStatus_t cublasLtCreate(cublasLtHandle_t *h)
+{
+    if (!h)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    *h = (cublasLtHandle_t) new handle{ kMagicHandle };
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t h)
+{
+    if (bad(h, kMagicHandle))
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    ((handle *)h)->magic = 0;
+    delete (handle *)h;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *out, cublasComputeType_t compute,
+                                        cudaDataType_t scale)
+{
+    if (!out)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    desc *d = new desc{};
+    d->magic = kMagicDesc;
+    d->compute = compute;
+    d->scale = scale;
+    d->trans_a = d->trans_b = d->trans_c = CUBLAS_OP_N;
+    d->pointer_mode = CUBLASLT_POINTER_MODE_HOST;
+    d->epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+    d->bias_type = -1; /* default: the type of D */
+    *out = (cublasLtMatmulDesc_t)d;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t p)
+{
+    if (bad(p, kMagicDesc))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    ((desc *)p)->magic = 0;
+    delete (desc *)p;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t p,
+                                              cublasLtMatmulDescAttributes_t attr,
+                                              const void *buf, size_t size)
+{
+    if (bad(p, kMagicDesc))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    desc *d = (desc *)p;
+    switch (attr) {
+    case CUBLASLT_MATMUL_DESC_TRANSA: return set(&d->trans_a, buf, size);
+    case CUBLASLT_MATMUL_DESC_TRANSB: return set(&d->trans_b, buf, size);
+    case CUBLASLT_MATMUL_DESC_TRANSC: return set(&d->trans_c, buf, size);
+    case CUBLASLT_MATMUL_DESC_POINTER_MODE: return set(&d->pointer_mode, buf, size);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE: return set(&d->epilogue, buf, size);
+    case CUBLASLT_MATMUL_DESC_BIAS_POINTER: return set(&d->bias, buf, size);
+    case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: return set(&d->bias_type, buf, size);
+    default:
+        fprintf(stderr, "cuBLASLt (emulated): matmul attribute %d is not emulated\n",
+                (int)attr);
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+}
+
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *out, cudaDataType type,
+                                          uint64_t rows, uint64_t cols, int64_t ld)
+{
+    if (!out)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (type != CUDA_R_32F && type != CUDA_R_16F && type != CUDA_R_16BF)
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    layout *l = new layout{ kMagicLayout, type, rows, cols, ld, CUBLASLT_ORDER_COL, 1, 0 };
+    *out = (cublasLtMatrixLayout_t)l;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t p)
+{
+    if (bad(p, kMagicLayout))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    ((layout *)p)->magic = 0;
+    delete (layout *)p;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t p,
+                                                cublasLtMatrixLayoutAttribute_t attr,
+                                                const void *buf, size_t size)
+{
+    if (bad(p, kMagicLayout))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    layout *l = (layout *)p;
+    switch (attr) {
+    case CUBLASLT_MATRIX_LAYOUT_ORDER: return set(&l->order, buf, size);
+    case CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT: return set(&l->batch, buf, size);
+    case CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET: return set(&l->stride, buf, size);
+    default: return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+}
+
+cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *out)
+{
+    if (!out)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    /* defaults: no workspace, 256-byte alignment of every pointer */
+    *out = (cublasLtMatmulPreference_t) new pref{ kMagicPref, 0, { 256, 256, 256, 256 } };
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p)
+{
+    if (bad(p, kMagicPref))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    ((pref *)p)->magic = 0;
+    delete (pref *)p;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p,
+                                                    cublasLtMatmulPreferenceAttributes_t attr,
+                                                    const void *buf, size_t size)
+{
+    if (bad(p, kMagicPref))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    pref *r = (pref *)p;
+    switch (attr) {
+    case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES: return set(&r->max_workspace, buf, size);
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES: return set(&r->align[0], buf, size);
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES: return set(&r->align[1], buf, size);
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES: return set(&r->align[2], buf, size);
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES: return set(&r->align[3], buf, size);
+    default: return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+}
+
+/* One algorithm: it needs the smallest alignment the preference allows (at most 16 bytes:
+ * the vector width), and a split-k workspace of m*n floats when k is large and the
+ * preference allows that much. */
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmulDesc_t op,
+                                              cublasLtMatrixLayout_t a,
+                                              cublasLtMatrixLayout_t b,
+                                              cublasLtMatrixLayout_t c,
+                                              cublasLtMatrixLayout_t d,
+                                              cublasLtMatmulPreference_t p, int requested,
+                                              cublasLtMatmulHeuristicResult_t *results,
+                                              int *returned)
+{
+    if (bad(h, kMagicHandle))
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (requested <= 0 || !results || !returned || bad(op, kMagicDesc) ||
+        bad(a, kMagicLayout) || bad(b, kMagicLayout) || bad(c, kMagicLayout) ||
+        bad(d, kMagicLayout) || bad(p, kMagicPref))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    *returned = 0;
+    const desc *o = (const desc *)op;
+    const layout *la = (const layout *)a, *lc = (const layout *)c;
+    cublasStatus_t st = check(o, la, (const layout *)b, lc, (const layout *)d,
+                              "cublasLtMatmulAlgoGetHeuristic");
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return st;
+    if (!epilogue_ok(o->epilogue))
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    const pref *r = (const pref *)p;
+    uint32_t align = 16;
+    for (int i = 0; i < 4; i++)
+        if (r->align[i] < align)
+            align = r->align[i];
+    uint64_t k = o->trans_a == CUBLAS_OP_N ? la->cols : la->rows;
+    uint64_t splitk = k >= 1024 ? lc->rows * lc->cols * 4 : 0;
+    memset(&results[0], 0, sizeof results[0]);
+    algo_info info = { kMagicAlgo, align ? align : 1, splitk <= r->max_workspace ? splitk : 0 };
+    memcpy(&results[0].algo, &info, sizeof info);
+    results[0].workspaceSize = info.workspace;
+    results[0].state = CUBLAS_STATUS_SUCCESS;
+    results[0].wavesCount = 1.0f;
+    *returned = 1;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, const void *alpha,
+                              const void *A, cublasLtMatrixLayout_t a, const void *B,
+                              cublasLtMatrixLayout_t b, const void *beta, const void *C,
+                              cublasLtMatrixLayout_t c, void *D, cublasLtMatrixLayout_t d,
+                              const cublasLtMatmulAlgo_t *algo, void *workspace,
+                              size_t workspace_size, cudaStream_t stream)
+{
+    if (bad(h, kMagicHandle))
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (bad(op, kMagicDesc) || bad(a, kMagicLayout) || bad(b, kMagicLayout) ||
+        bad(c, kMagicLayout) || bad(d, kMagicLayout) || !alpha || !beta)
+        return CUBLAS_STATUS_INVALID_VALUE;
+    if (!fgemu_stream_valid(stream) || fgemu_sticky() != cudaSuccess)
+        return CUBLAS_STATUS_EXECUTION_FAILED;
+    const desc *o = (const desc *)op;
+    const layout *la = (const layout *)a, *lb = (const layout *)b, *lc = (const layout *)c,
+                 *ld = (const layout *)d;
+    cublasStatus_t st = check(o, la, lb, lc, ld, "cublasLtMatmul");
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return st;
+    if (!epilogue_ok(o->epilogue))
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (C == D && (lc->ld != ld->ld || lc->order != ld->order || lc->type != ld->type)) {
+        fprintf(stderr, "cuBLASLt (emulated): in-place matmul (C == D) with different C and "
+                "D layouts\n");
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    algo_info info = { kMagicAlgo, 1, 0 };
+    if (algo) {
+        memcpy(&info, algo, sizeof info);
+        if (info.magic != kMagicAlgo)
+            return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    if (workspace_size < info.workspace || (info.workspace && !workspace)) {
+        fprintf(stderr, "cuBLASLt (emulated): workspace of %zu bytes, the algorithm needs "
+                "%llu\n", workspace_size, (unsigned long long)info.workspace);
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    const void *ptrs[4] = { A, B, C, D };
+    for (int i = 0; i < 4; i++)
+        if (align_of(ptrs[i]) < info.align) {
+            fprintf(stderr, "cuBLASLt (emulated): %c at %p is not %u-byte aligned, the "
+                    "alignment the algorithm was chosen for\n", "ABCD"[i], ptrs[i], info.align);
+            return CUBLAS_STATUS_NOT_SUPPORTED;
+        }
+    float al, be;
+    memcpy(&al, alpha, 4);
+    memcpy(&be, beta, 4);
+    const layout *ls[4] = { la, lb, lc, ld };
+    for (int i = 0; i < 4; i++)
+        if ((i != 2 || be != 0.0f) && !fgemu_is_device(ptrs[i], span(ls[i]))) {
+            fprintf(stderr, "cuBLASLt (emulated): %c (%p, %zu bytes) is not device memory\n",
+                    "ABCD"[i], ptrs[i], span(ls[i]));
+            return CUBLAS_STATUS_EXECUTION_FAILED;
+        }
+    uint64_t m = ld->rows, n = ld->cols;
+    uint64_t k = o->trans_a == CUBLAS_OP_N ? la->cols : la->rows;
+    int tf = o->compute == CUBLAS_COMPUTE_32F_FAST_TF32;
+    uint32_t e = o->epilogue;
+    int with_bias = e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_RELU_BIAS ||
+                    e == CUBLASLT_EPILOGUE_GELU_BIAS;
+    cudaDataType_t bias_type = o->bias_type < 0 ? ld->type : (cudaDataType_t)o->bias_type;
+    if (with_bias && (!o->bias || !fgemu_is_device(o->bias, m * fgemu::elem_size(bias_type))))
+        return CUBLAS_STATUS_INVALID_VALUE;
+    for (int bt = 0; bt < ld->batch; bt++) {
+        const char *pa = (const char *)A + (size_t)bt * la->stride * fgemu::elem_size(la->type);
+        const char *pb = (const char *)B + (size_t)bt * lb->stride * fgemu::elem_size(lb->type);
+        const char *pc = (const char *)C + (size_t)bt * lc->stride * fgemu::elem_size(lc->type);
+        char *pd = (char *)D + (size_t)bt * ld->stride * fgemu::elem_size(ld->type);
+        for (uint64_t j = 0; j < n; j++)
+            for (uint64_t i = 0; i < m; i++) {
+                float acc = 0.0f;
+                for (uint64_t p = 0; p < k; p++) {
+                    size_t ia = o->trans_a == CUBLAS_OP_N ? offset(la, i, p) : offset(la, p, i);
+                    size_t ib = o->trans_b == CUBLAS_OP_N ? offset(lb, p, j) : offset(lb, j, p);
+                    float x = load(pa, la->type, ia), y = load(pb, lb->type, ib);
+                    if (tf) {
+                        x = fgemu::tf32(x);
+                        y = fgemu::tf32(y);
+                    }
+                    acc += x * y;
+                }
+                float v = al * acc;
+                if (be != 0.0f)
+                    v += be * load(pc, lc->type, offset(lc, i, j));
+                if (with_bias)
+                    v += load(o->bias, bias_type, i);
+                if (e == CUBLASLT_EPILOGUE_RELU || e == CUBLASLT_EPILOGUE_RELU_BIAS)
+                    v = v > 0.0f ? v : 0.0f;
+                if (e == CUBLASLT_EPILOGUE_GELU || e == CUBLASLT_EPILOGUE_GELU_BIAS)
+                    v = gelu(v);
+                store(pd, ld->type, offset(ld, i, j), v);
+            }
+    }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+} // extern "C"

@@ -1,0 +1,558 @@
+/* The CUDA runtime calls the backend and comm-nccl make, on the emulated device: device
+ * memory is host memory (so AddressSanitizer sees a kernel's out-of-bounds access), work
+ * runs at enqueue time in enqueue order (so a stream is complete when its call returns),
+ * and the runtime's rules are checked: a pointer freed must be one allocated, a copy must
+ * lie inside its allocations, a stream or event handle must be live, a wait must name an
+ * event that was recorded. Errors follow the runtime: the last error is returned (and
+ * cleared) by cudaGetLastError, a sticky one (a failed kernel) by every call after it. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <map>
+#include <set>
+
+#include "emu_api.h"
+
+namespace {
+
+constexpr int kDevices = 8;
+constexpr size_t kTotalMemory = (size_t)80 << 30;
+
+struct allocation {
+    size_t bytes;
+    int device; /* -1: page-locked host memory */
+    unsigned flags;
+};
+
+struct emu_event {
+    int device;
+    unsigned flags;
+    int recorded;
+};
+
+struct emu_stream {
+    int device;
+};
+
+pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+std::map<uintptr_t, allocation> g_allocs;
+std::set<emu_stream *> g_streams;
+std::set<emu_event *> g_events;
+size_t g_used[kDevices];
+cudaError_t g_sticky = cudaSuccess;
+thread_local cudaError_t t_last = cudaSuccess;
+thread_local int t_device = 0;
+
+int device_count()
+{
+    const char *d = getenv("FGEMU_DEVICES");
+    int n = d && *d ? atoi(d) : 1;
+    return n < 1 ? 1 : n > kDevices ? kDevices : n;
+}
+
+cudaError_t ret(cudaError_t e)
+{
+    if (g_sticky != cudaSuccess)
+        return g_sticky;
+    if (e != cudaSuccess)
+        t_last = e;
+    return e;
+}
+
+/* The allocation holding [p, p + n), or NULL. */
+const allocation *find(const void *p, size_t n)
+{
+    uintptr_t a = (uintptr_t)p;
+    auto it = g_allocs.upper_bound(a);
+    if (it == g_allocs.begin())
+        return NULL;
+    --it;
+    if (a + n > it->first + it->second.bytes || a < it->first)
+        return NULL;
+    return &it->second;
+}
+
+cudaError_t alloc(void **p, size_t bytes, int device, unsigned flags)
+{
+    if (!p)
+        return ret(cudaErrorInvalidValue);
+    *p = NULL;
+    if (device >= 0 && g_used[device] + bytes > kTotalMemory)
+        return ret(cudaErrorMemoryAllocation);
+    size_t rounded = (bytes + 255) / 256 * 256;
+    void *m = aligned_alloc(256, rounded ? rounded : 256);
+    if (!m)
+        return ret(cudaErrorMemoryAllocation);
+    /* device memory is not zeroed: poisoned bytes make a read of unwritten memory show */
+    memset(m, 0xff, rounded);
+    pthread_mutex_lock(&g_lock);
+    g_allocs[(uintptr_t)m] = allocation{ bytes, device, flags };
+    if (device >= 0)
+        g_used[device] += bytes;
+    pthread_mutex_unlock(&g_lock);
+    *p = m;
+    return cudaSuccess;
+}
+
+cudaError_t release(void *p, int want_host)
+{
+    if (!p)
+        return ret(cudaSuccess);
+    pthread_mutex_lock(&g_lock);
+    auto it = g_allocs.find((uintptr_t)p);
+    if (it == g_allocs.end() || (it->second.device < 0) != (want_host != 0)) {
+        pthread_mutex_unlock(&g_lock);
+        fprintf(stderr, "cudaemu: %s(%p): not a pointer from %s\n",
+                want_host ? "cudaFreeHost" : "cudaFree", p,
+                want_host ? "cudaHostAlloc" : "cudaMalloc");
+        return ret(cudaErrorInvalidValue);
+    }
+    if (it->second.device >= 0)
+        g_used[it->second.device] -= it->second.bytes;
+    g_allocs.erase(it);
+    pthread_mutex_unlock(&g_lock);
+    free(p);
+    return ret(cudaSuccess);
+}
+
+int stream_ok(cudaStream_t s)
+{
+    if (!s || s == cudaStreamLegacy || s == cudaStreamPerThread)
+        return 1;
+    pthread_mutex_lock(&g_lock);
+    int ok = g_streams.count((emu_stream *)s) != 0;
+    pthread_mutex_unlock(&g_lock);
+    return ok;
+}
+
+int event_ok(cudaEvent_t e)
+{
+    pthread_mutex_lock(&g_lock);
+    int ok = g_events.count((emu_event *)e) != 0;
+    pthread_mutex_unlock(&g_lock);
+    return ok;
+}
+
+/* A copy's device side (or a mapped/pinned host side) must lie inside one allocation;
+ * other host memory is pageable and not checked. */
+cudaError_t check_copy(void *dst, const void *src, size_t n, cudaMemcpyKind kind)
+{
+    if (!n)
+        return cudaSuccess;
+    if (!dst || !src)
+        return cudaErrorInvalidValue;
+    pthread_mutex_lock(&g_lock);
+    const allocation *d = find(dst, n), *s = find(src, n);
+    int dst_known = find(dst, 1) != NULL, src_known = find(src, 1) != NULL;
+    pthread_mutex_unlock(&g_lock);
+    int bad = 0;
+    if ((dst_known && !d) || (src_known && !s))
+        bad = 1; /* starts inside an allocation, runs past its end */
+    if ((kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice) &&
+        !(d && d->device >= 0))
+        bad = 1;
+    if ((kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice) &&
+        !(s && s->device >= 0))
+        bad = 1;
+    if (bad) {
+        fprintf(stderr, "cudaemu: cudaMemcpy of %zu bytes %p -> %p (kind %d) is outside "
+                "the allocations it names\n", n, src, dst, (int)kind);
+        return cudaErrorInvalidValue;
+    }
+    return cudaSuccess;
+}
+
+} // namespace
+
+extern "C" {
+
+int fgemu_stream_valid(cudaStream_t s)
+{
+    return stream_ok(s);
+}
+
+void fgemu_set_sticky(cudaError_t e)
+{
+    g_sticky = e;
+}
+
+void fgemu_set_last(cudaError_t e)
+{
+    t_last = e;
+}
+
+cudaError_t fgemu_sticky(void)
+{
+    return g_sticky;
+}
+
+void fgemu_clear_sticky(void)
+{
+    g_sticky = cudaSuccess;
+    t_last = cudaSuccess;
+}
+
+/* Memory that emulated libraries (cuBLASLt, cuDNN, NCCL) accept as device memory. */
+int fgemu_is_device(const void *p, size_t n)
+{
+    pthread_mutex_lock(&g_lock);
+    const allocation *a = find(p, n ? n : 1);
+    int ok = a && (a->device >= 0 || (a->flags & cudaHostAllocMapped));
+    pthread_mutex_unlock(&g_lock);
+    return ok;
+}
+
+/* The device of an allocation holding p (-1: page-locked host memory, -2: unknown). */
+int fgemu_device_of(const void *p)
+{
+    pthread_mutex_lock(&g_lock);
+    const allocation *a = find(p, 1);
+    int d = a ? a->device : -2;
+    pthread_mutex_unlock(&g_lock);
+    return d;
+}
+
+cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const void *p)
+{
+    if (!attr)
+        return ret(cudaErrorInvalidValue);
+    memset(attr, 0, sizeof *attr);
+    int d = fgemu_device_of(p);
+    attr->type = d >= 0 ? cudaMemoryTypeDevice : d == -1 ? cudaMemoryTypeHost
+                                                           : cudaMemoryTypeUnregistered;
+    attr->device = d >= 0 ? d : 0;
+    attr->devicePointer = d != -2 ? (void *)p : NULL;
+    attr->hostPointer = d < 0 ? (void *)p : NULL;
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaGetLastError(void)
+{
+    if (g_sticky != cudaSuccess)
+        return g_sticky;
+    cudaError_t e = t_last;
+    t_last = cudaSuccess;
+    return e;
+}
+
+cudaError_t cudaPeekAtLastError(void)
+{
+    return g_sticky != cudaSuccess ? g_sticky : t_last;
+}
+
+const char *cudaGetErrorName(cudaError_t e)
+{
+    switch (e) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorNotReady: return "cudaErrorNotReady";
+    case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
+    case cudaErrorNotSupported: return "cudaErrorNotSupported";
+    default: return "cudaErrorUnknown";
+    }
+}
+
+const char *cudaGetErrorString(cudaError_t e)
+{
+    switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorLaunchFailure: return "unspecified launch failure";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorNotReady: return "device not ready";
+    default: return "unknown error (emulated runtime)";
+    }
+}
+
+cudaError_t cudaDriverGetVersion(int *v)
+{
+    if (!v)
+        return ret(cudaErrorInvalidValue);
+    *v = CUDART_VERSION;
+    return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int *v)
+{
+    if (!v)
+        return ret(cudaErrorInvalidValue);
+    *v = CUDART_VERSION;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceCount(int *count)
+{
+    if (!count)
+        return ret(cudaErrorInvalidValue);
+    *count = device_count();
+    return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device)
+{
+    if (device < 0 || device >= device_count())
+        return ret(cudaErrorInvalidDevice);
+    t_device = device;
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaGetDevice(int *device)
+{
+    if (!device)
+        return ret(cudaErrorInvalidValue);
+    *device = t_device;
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
+{
+    if (!value)
+        return ret(cudaErrorInvalidValue);
+    if (device < 0 || device >= device_count())
+        return ret(cudaErrorInvalidDevice);
+    switch (attr) {
+    case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
+    case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
+    case cudaDevAttrMultiProcessorCount: *value = 132; break;
+    case cudaDevAttrMaxThreadsPerBlock: *value = 1024; break;
+    case cudaDevAttrWarpSize: *value = 32; break;
+    default:
+        return ret(cudaErrorNotSupported); /* not emulated: a call the backend does not make */
+    }
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
+{
+    if (!prop)
+        return ret(cudaErrorInvalidValue);
+    if (device < 0 || device >= device_count())
+        return ret(cudaErrorInvalidDevice);
+    memset(prop, 0, sizeof *prop);
+    snprintf(prop->name, sizeof prop->name, "cudaemu emulated device");
+    prop->totalGlobalMem = kTotalMemory;
+    prop->major = 9;
+    prop->minor = 0;
+    prop->multiProcessorCount = 132;
+    prop->warpSize = 32;
+    prop->maxThreadsPerBlock = 1024;
+    prop->sharedMemPerBlock = 48 << 10;
+    prop->unifiedAddressing = 1;
+    prop->pciBusID = device;
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b)
+{
+    if (!free_b || !total_b)
+        return ret(cudaErrorInvalidValue);
+    *total_b = kTotalMemory;
+    *free_b = kTotalMemory - g_used[t_device];
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaDeviceSynchronize(void)
+{
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaMalloc(void **p, size_t bytes)
+{
+    if (g_sticky != cudaSuccess)
+        return g_sticky;
+    return alloc(p, bytes, t_device, 0);
+}
+
+cudaError_t cudaFree(void *p)
+{
+    return release(p, 0);
+}
+
+cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned flags)
+{
+    if (flags & ~(unsigned)(cudaHostAllocPortable | cudaHostAllocMapped |
+                            cudaHostAllocWriteCombined))
+        return ret(cudaErrorInvalidValue);
+    return alloc(p, bytes, -1, flags);
+}
+
+cudaError_t cudaMallocHost(void **p, size_t bytes)
+{
+    return alloc(p, bytes, -1, 0);
+}
+
+cudaError_t cudaFreeHost(void *p)
+{
+    return release(p, 1);
+}
+
+cudaError_t cudaHostGetDevicePointer(void **dev, void *host, unsigned flags)
+{
+    if (!dev || flags != 0)
+        return ret(cudaErrorInvalidValue);
+    pthread_mutex_lock(&g_lock);
+    auto it = g_allocs.find((uintptr_t)host);
+    int ok = it != g_allocs.end() && it->second.device < 0 &&
+             (it->second.flags & cudaHostAllocMapped);
+    pthread_mutex_unlock(&g_lock);
+    if (!ok)
+        return ret(cudaErrorInvalidValue);
+    *dev = host;
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
+                            cudaStream_t s)
+{
+    if (g_sticky != cudaSuccess)
+        return g_sticky;
+    if (!stream_ok(s))
+        return ret(cudaErrorInvalidResourceHandle);
+    cudaError_t e = check_copy(dst, src, n, kind);
+    if (e != cudaSuccess)
+        return ret(e);
+    if (n)
+        memmove(dst, src, n);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
+{
+    return cudaMemcpyAsync(dst, src, n, kind, 0);
+}
+
+cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_t s)
+{
+    if (g_sticky != cudaSuccess)
+        return g_sticky;
+    if (!stream_ok(s))
+        return ret(cudaErrorInvalidResourceHandle);
+    if (n && !fgemu_is_device(p, n)) {
+        fprintf(stderr, "cudaemu: cudaMemset of %zu bytes at %p: not device memory\n", n, p);
+        return ret(cudaErrorInvalidValue);
+    }
+    memset(p, value, n);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemset(void *p, int value, size_t n)
+{
+    return cudaMemsetAsync(p, value, n, 0);
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags)
+{
+    if (!s || flags > cudaStreamNonBlocking)
+        return ret(cudaErrorInvalidValue);
+    emu_stream *st = new emu_stream{ t_device };
+    pthread_mutex_lock(&g_lock);
+    g_streams.insert(st);
+    pthread_mutex_unlock(&g_lock);
+    *s = (cudaStream_t)st;
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t *s)
+{
+    return cudaStreamCreateWithFlags(s, cudaStreamDefault);
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t s)
+{
+    pthread_mutex_lock(&g_lock);
+    int ok = s && g_streams.erase((emu_stream *)s);
+    pthread_mutex_unlock(&g_lock);
+    if (!ok)
+        return ret(cudaErrorInvalidResourceHandle);
+    delete (emu_stream *)s;
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t s)
+{
+    return ret(stream_ok(s) ? cudaSuccess : cudaErrorInvalidResourceHandle);
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t s)
+{
+    return cudaStreamSynchronize(s);
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
+{
+    if (!e || (flags & ~(unsigned)(cudaEventBlockingSync | cudaEventDisableTiming |
+                                   cudaEventInterprocess)))
+        return ret(cudaErrorInvalidValue);
+    emu_event *ev = new emu_event{ t_device, flags, 0 };
+    pthread_mutex_lock(&g_lock);
+    g_events.insert(ev);
+    pthread_mutex_unlock(&g_lock);
+    *e = (cudaEvent_t)ev;
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t *e)
+{
+    return cudaEventCreateWithFlags(e, cudaEventDefault);
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t e)
+{
+    pthread_mutex_lock(&g_lock);
+    int ok = e && g_events.erase((emu_event *)e);
+    pthread_mutex_unlock(&g_lock);
+    if (!ok)
+        return ret(cudaErrorInvalidResourceHandle);
+    delete (emu_event *)e;
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
+{
+    if (!event_ok(e) || !stream_ok(s))
+        return ret(cudaErrorInvalidResourceHandle);
+    ((emu_event *)e)->recorded = 1;
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t e)
+{
+    if (!event_ok(e))
+        return ret(cudaErrorInvalidResourceHandle);
+    return ret(cudaSuccess);
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t e)
+{
+    return cudaEventSynchronize(e);
+}
+
+/* The runtime lets a wait name a never-recorded event (it completes at once); in this
+ * project such a wait is always a bug (the producer's record was skipped), so it fails. */
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags)
+{
+    if (!event_ok(e) || !stream_ok(s))
+        return ret(cudaErrorInvalidResourceHandle);
+    if (flags & ~(unsigned)cudaEventWaitExternal)
+        return ret(cudaErrorInvalidValue);
+    if (!((emu_event *)e)->recorded) {
+        fprintf(stderr, "cudaemu: cudaStreamWaitEvent on event %p, which was never "
+                "recorded\n", (void *)e);
+        return ret(cudaErrorInvalidResourceHandle);
+    }
+    return ret(cudaSuccess);
+}
+
+} // extern "C"

@@ -1,0 +1,62 @@
+#!/bin/sh
+# Mutation check of the emulated CUDA tests: copies the source tree, builds the emulated
+# backend and the parity harness once, then for each mutation below edits the copy, rebuilds
+# the emulated plugin, runs the parity group that must catch it, and expects a failure.
+# Prints one line per mutation (CAUGHT or MISSED) and the failing checks' first lines;
+# exits 1 if a mutation was missed or the unmutated baseline fails.
+#   tests/cudaemu/mutate.sh [WORKDIR]     (about 3 minutes on 2 cores, plus the nvcc build)
+set -eu
+src=$(cd "$(dirname "$0")/../.." && pwd)
+work=${1:-$(mktemp -d /tmp/cudaemu-mutate.XXXXXX)}
+mkdir -p "$work/src"
+(cd "$src" && git ls-files --cached --others --exclude-standard -z |
+    xargs -0 tar cf - --) | tar xf - -C "$work/src"
+cd "$work"
+echo "mutate: tree copied to $work/src; building (log: $work/build.log)"
+cmake -S src -B build -DCMAKE_BUILD_TYPE=Release -DFULGUR_WITH_MPI=OFF -DFULGUR_WITH_IMAGE=OFF \
+    -DFULGUR_BUILD_EXAMPLES=OFF >build.log 2>&1
+cmake --build build -j2 --target test_parity fulgur-backend-cpu fulgur-backend-cuda-emu \
+    >>build.log 2>&1
+plugin=build/tests/cudaemu/plugins/fulgur-backend-cuda.so
+
+run() { # GROUP -> exit status of the parity group on the emulated backend
+    build/bin/test_parity --backend cuda --plugin "$plugin" "$1" >run.log 2>&1
+}
+
+for g in xent batchnorm gemm conv; do
+    if ! run "$g"; then
+        echo "mutate: baseline parity group $g fails before any mutation:"; tail -5 run.log
+        exit 1
+    fi
+done
+
+missed=0
+# name | file | perl -0777 substitution | parity group that must catch it
+while IFS='|' read -r name file expr group; do
+    [ -n "$name" ] || continue
+    cp "src/$file" orig.tmp
+    perl -0777 -pi -e "$expr" "src/$file"
+    if cmp -s "src/$file" orig.tmp; then
+        echo "mutate: $name: the substitution matched nothing in $file"; missed=1; continue
+    fi
+    if ! cmake --build build --target fulgur-backend-cuda-emu >>build.log 2>&1; then
+        echo "CAUGHT  $name: the mutated $file does not build"
+    elif run "$group"; then
+        echo "MISSED  $name ($file): parity group $group passes"; missed=1
+    else
+        echo "CAUGHT  $name ($file): parity group $group fails:"
+        grep -m 3 -E "FAIL|fail|deadlock|cudaemu|cuBLASLt|cuDNN" run.log | cut -c1-160 |
+            sed 's/^/    /'
+    fi
+    cp orig.tmp "src/$file"
+done <<'LIST'
+removed __syncthreads in block_sum|kernels/cuda/fg_cuda_common.cuh|s/(sh\[threadIdx\.x\] = v;\n)\s*__syncthreads\(\);\n/$1/|batchnorm
+wrong shuffle offset in the softmax row sum|kernels/cuda/reduce.cu|s/sum \+= __shfl_xor_sync\(0xffffffffu, sum, off\)/sum += __shfl_xor_sync(0xffffffffu, sum, off >> 1)/|xent
+off-by-one grid (xent rows: count / 8 blocks)|kernels/cuda/reduce.cu|s/\(\(count \+ 7\) \/ 8\)/(count \/ 8)/|xent
+transposed gemm operand (cuBLASLt TRANSA inverted)|plugins/backend-cuda/cuda_gemm.c|s/ta = k->trans_b \? CUBLAS_OP_T : CUBLAS_OP_N/ta = k->trans_b ? CUBLAS_OP_N : CUBLAS_OP_T/|gemm
+wrong leading dimension (A layout with lda)|plugins/backend-cuda/cuda_gemm.c|s/a_cols, k->ldb\)/a_cols, k->lda)/|gemm
+conv descriptor with swapped padding|plugins/backend-cuda/cuda_conv.c|s/\(p->conv, k->pad_h, k->pad_w,/(p->conv, k->pad_w, k->pad_h,/|conv
+LIST
+cmake --build build --target fulgur-backend-cuda-emu >>build.log 2>&1
+[ "$missed" = 0 ] && echo "mutate: every mutation caught" || echo "mutate: some mutation missed"
+exit "$missed"
