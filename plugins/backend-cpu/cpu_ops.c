@@ -386,7 +386,7 @@ fg_status fg_cpu_op_pointwise_loss(void *state, void *queue, uint32_t x_dtype, i
                                    void *dx, fg_error *err)
 {
     /* dx may alias x: each half copy is its own f32 view, written back after the op */
-    operand o[] = {ARG_IN(x, x_dtype, n), ARG_OUT(dx, x_dtype, dx ? n : 0)};
+    fg_cpu_operand o[] = {ARG_IN(x, x_dtype, n), ARG_OUT(dx, x_dtype, dx ? n : 0)};
     fg_status st = stage(state, queue, "pointwise_loss", o, NARGS(o), err);
     if (st == FG_OK)
         st = fg_cpu_f32_pointwise_loss(state, queue, kind, o[0].f, t, n, scale, loss_sum,
