@@ -58,6 +58,21 @@ static const gc_case cases[] = {
     ACT_CASE("gelu", 1e-2),
     ACT_CASE("tanh", 1e-2),
     ACT_CASE("sigmoid", 1e-2),
+    {"layernorm", "[layer.pre]\ntype = linear\nout_features = 6\n[layer.ln]\ntype = layernorm\n"
+     HEAD, {5, 4}, 2, 3, 3, 1e-2},
+    {"rmsnorm", "[layer.pre]\ntype = linear\nout_features = 6\n[layer.ln]\ntype = rmsnorm\n"
+     HEAD, {5, 4}, 2, 3, 3, 1e-2},
+    {"position_embedding",
+     "[layer.pre]\ntype = linear\nout_features = 6\n[layer.wpe]\ntype = position_embedding\n"
+     "max_positions = 7\n" HEAD, {5, 4}, 2, 3, 3, 1e-2},
+    {"linear_sequence", "[layer.pre]\ntype = linear\nout_features = 6\n[layer.fc]\n"
+     "type = linear\nout_features = 5\n" HEAD, {4, 3}, 2, 3, 3, 1e-2},
+    {"transformer_block",
+     "[layer.pre]\ntype = linear\nout_features = 8\n[layer.h]\ntype = transformer_block\n"
+     "heads = 2\n" HEAD, {5, 4}, 2, 3, 3, 1e-2},
+    {"transformer_block_full",
+     "[layer.pre]\ntype = linear\nout_features = 6\n[layer.h]\ntype = transformer_block\n"
+     "heads = 3\ncausal = false\nmlp_ratio = 2\n" HEAD, {3, 5}, 2, 3, 2, 1e-2},
     {"net",
      "[layer.conv1]\ntype = conv2d\nout_channels = 4\nkernel_size = 3\npadding = 1\n"
      "[layer.bn1]\ntype = batchnorm\n[layer.relu1]\ntype = relu\n"

@@ -18,6 +18,8 @@ double fg_rng_uniform(uint64_t key, uint64_t i);
 
 /* x[i] = U(-bound, bound), from stream (seed, stream). */
 void fg_init_uniform(float *x, size_t n, double bound, uint64_t seed, uint64_t stream);
+/* N(0, std^2), element i from (seed, stream, i) alone (Box-Muller). */
+void fg_init_normal(float *x, size_t n, double std, uint64_t seed, uint64_t stream);
 void fg_init_constant(float *x, size_t n, float value);
 
 #endif

@@ -16,7 +16,7 @@
 #define FG_LAYER_NAME_MAX 64
 #define FG_LAYER_SECTION_MAX (FG_LAYER_NAME_MAX + 8)
 #define FG_LAYER_ORIGIN_MAX 256
-#define FG_LAYER_MAX_TENSORS 4
+#define FG_LAYER_MAX_TENSORS 12 /* a transformer block's */
 #define FG_SHAPE_TEXT_MAX 128
 
 /* A per-sample shape: the batch dimension is never part of it. */
@@ -33,7 +33,8 @@ const char *fg_shape_format(const fg_shape *s, char *buf, size_t size);
 typedef enum fg_init_rule {
     FG_INIT_ZERO = 0,
     FG_INIT_ONE = 1,
-    FG_INIT_UNIFORM = 2 /* U(-bound, bound) */
+    FG_INIT_UNIFORM = 2, /* U(-bound, bound) */
+    FG_INIT_NORMAL = 3   /* N(0, bound^2) */
 } fg_init_rule;
 
 /* Flags of a layer kind. */
@@ -118,6 +119,9 @@ struct fg_layer {
     int bias;
     double momentum, eps, p;
     int act; /* fg_activation */
+    int64_t heads;  /* attention heads */
+    int causal;     /* attention: query i sees keys 0..i */
+    int rms;        /* normalisation without centring (rmsnorm) */
 
     /* tensors: indices into the model's tensor table */
     int param_count, buffer_count;
@@ -132,7 +136,8 @@ struct fg_layer {
 /* ---- the kinds ---------------------------------------------------------------------- */
 
 #define FG_LAYER_TYPE_CHOICES                                                                \
-    "linear|conv2d|maxpool2d|avgpool2d|batchnorm|dropout|flatten|relu|gelu|tanh|sigmoid"
+    "linear|conv2d|maxpool2d|avgpool2d|batchnorm|dropout|flatten|relu|gelu|tanh|sigmoid|"      \
+    "layernorm|rmsnorm|embedding|position_embedding|transformer_block"
 /* The `type` key every layer schema starts with. */
 #define FG_LAYER_TYPE_OPTION(kind)                                                           \
     {"type", FG_OPT_ENUM, FG_OPT_REQUIRED, 1, 0, FG_LAYER_TYPE_CHOICES, "layer kind: " kind}
@@ -148,6 +153,11 @@ extern const fg_layer_ops fg_layer_relu;
 extern const fg_layer_ops fg_layer_gelu;
 extern const fg_layer_ops fg_layer_tanh;
 extern const fg_layer_ops fg_layer_sigmoid;
+extern const fg_layer_ops fg_layer_layernorm;
+extern const fg_layer_ops fg_layer_rmsnorm;
+extern const fg_layer_ops fg_layer_embedding;
+extern const fg_layer_ops fg_layer_position_embedding;
+extern const fg_layer_ops fg_layer_transformer_block;
 
 /* The kind named `type`, or NULL. */
 const fg_layer_ops *fg_layer_kind(const char *type);

@@ -1,5 +1,6 @@
 /* Linear: y(batch, out) = x(batch, in) W(out, in)^T + b(out), as torch.nn.Linear. The input
- * must be flat: a rank > 1 input needs an explicit flatten before it. */
+ * is flat (in), or a sequence (T, in) that the layer maps position by position to (T, out);
+ * an image needs an explicit flatten before it. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -26,19 +27,19 @@ static fg_status linear_configure(fg_layer *l, const fg_config *cfg, fg_error *e
 
 static fg_status linear_plan(fg_layer *l, fg_model *m, fg_error *err)
 {
-    int64_t in = (int64_t)fg_shape_numel(&l->in);
+    int64_t in = l->in.rank == 2 ? l->in.dims[1] : (int64_t)fg_shape_numel(&l->in);
     if (l->in_units && l->in_units != in)
         return fg_error_set(err, FG_INVALID_ARGUMENT,
                             "%s: [%s] expects %" PRId64 " input features but %s = %" PRId64
                             "; did you forget a flatten or change a conv?",
                             l->origin, l->section, l->in_units, l->input_text, in);
-    if (l->in.rank != 1)
+    if (l->in.rank != 1 && l->in.rank != 2)
         return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "%s: [%s] (linear) needs a flat input but %s = %" PRId64
-                            " values; add a layer with type = flatten before it",
-                            l->origin, l->section, l->input_text, in);
-    l->out.rank = 1;
-    l->out.dims[0] = l->units;
+                            "%s: [%s] (linear) needs a flat input or a sequence (T, features) "
+                            "but %s = %" PRId64 " values; add a layer with type = flatten "
+                            "before it", l->origin, l->section, l->input_text, in);
+    l->out = l->in;
+    l->out.dims[l->in.rank - 1] = l->units;
     double bound = 1.0 / sqrt((double)in); /* kaiming_uniform(a=sqrt(5)) = U(+-1/sqrt(fan_in)) */
     int64_t wshape[2] = {l->units, in};
     fg_status st = fg_model_add_tensor(m, l, "weight", 0, 2, wshape, FG_INIT_UNIFORM, bound, err);
@@ -47,32 +48,43 @@ static fg_status linear_plan(fg_layer *l, fg_model *m, fg_error *err)
     return st;
 }
 
+/* Rows of the gemms: one per sample, or one per position of a sequence. */
+static int linear_rows(const fg_layer *l, const fg_layer_ctx *c)
+{
+    return l->in.rank == 2 ? c->batch * (int)l->in.dims[0] : c->batch;
+}
+
+static int linear_in(const fg_layer *l)
+{
+    return (int)l->in.dims[l->in.rank - 1];
+}
+
 static fg_status linear_forward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
-    int in = (int)l->in.dims[0], out = (int)l->units;
+    int in = linear_in(l), out = (int)l->units, rows = linear_rows(l, c);
     uint32_t act = c->dt.act, param = c->dt.param;
     /* y = x W^T */
-    fg_status st = FG_OP(c, err, gemm, act, param, act, 0, 1, c->batch, out, in, 1.0f, c->x, in,
+    fg_status st = FG_OP(c, err, gemm, act, param, act, 0, 1, rows, out, in, 1.0f, c->x, in,
                          c->param[0], in, 0.0f, c->y, out);
     if (st != FG_OK || !l->bias)
         return st;
-    return FG_OP(c, err, bias_add, act, param, c->y, c->param[1], c->batch, out, 1);
+    return FG_OP(c, err, bias_add, act, param, c->y, c->param[1], rows, out, 1);
 }
 
 static fg_status linear_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
-    int in = (int)l->in.dims[0], out = (int)l->units;
+    int in = linear_in(l), out = (int)l->units, rows = linear_rows(l, c);
     uint32_t act = c->dt.act, param = c->dt.param, grad = c->dt.grad;
     float beta = c->accumulate ? 1.0f : 0.0f;
     /* dW(out, in) (+)= dy^T x */
-    fg_status st = FG_OP(c, err, gemm, act, act, grad, 1, 0, out, in, c->batch, 1.0f, c->dy, out,
+    fg_status st = FG_OP(c, err, gemm, act, act, grad, 1, 0, out, in, rows, 1.0f, c->dy, out,
                          c->x, in, beta, c->grad[0], in);
     if (st == FG_OK && l->bias)
-        st = FG_OP(c, err, bias_grad, grad, act, c->grad[1], c->dy, c->batch, out, 1,
+        st = FG_OP(c, err, bias_grad, grad, act, c->grad[1], c->dy, rows, out, 1,
                    c->accumulate);
-    /* dx(batch, in) = dy W */
+    /* dx(rows, in) = dy W */
     if (st == FG_OK && c->dx)
-        st = FG_OP(c, err, gemm, act, param, act, 0, 0, c->batch, in, out, 1.0f, c->dy, out,
+        st = FG_OP(c, err, gemm, act, param, act, 0, 0, rows, in, out, 1.0f, c->dy, out,
                    c->param[0], in, 0.0f, c->dx, in);
     return st;
 }

@@ -37,7 +37,9 @@ const char *fg_shape_format(const fg_shape *s, char *buf, size_t size)
 static const fg_layer_ops *const layer_kinds[] = {
     &fg_layer_linear, &fg_layer_conv2d,  &fg_layer_maxpool2d, &fg_layer_avgpool2d,
     &fg_layer_batchnorm, &fg_layer_dropout, &fg_layer_flatten, &fg_layer_relu,
-    &fg_layer_gelu,   &fg_layer_tanh,    &fg_layer_sigmoid,
+    &fg_layer_gelu,   &fg_layer_tanh,    &fg_layer_sigmoid, &fg_layer_layernorm,
+    &fg_layer_rmsnorm, &fg_layer_embedding, &fg_layer_position_embedding,
+    &fg_layer_transformer_block,
 };
 
 const fg_layer_ops *fg_layer_kind(const char *type)
@@ -51,7 +53,7 @@ const fg_layer_ops *fg_layer_kind(const char *type)
 const char *fg_layer_type_list(void)
 {
     return "linear, conv2d, maxpool2d, avgpool2d, batchnorm, dropout, flatten, relu, gelu, "
-           "tanh, sigmoid";
+           "tanh, sigmoid, layernorm, rmsnorm, embedding, position_embedding, transformer_block";
 }
 
 const fg_option *fg_layer_schema(const char *type, size_t *count)
@@ -392,6 +394,7 @@ void fg_model_init_params(fg_model *m, uint64_t seed, float *params, float *buff
         case FG_INIT_ZERO: fg_init_constant(x, t->numel, 0.0f); break;
         case FG_INIT_ONE: fg_init_constant(x, t->numel, 1.0f); break;
         case FG_INIT_UNIFORM: fg_init_uniform(x, t->numel, t->bound, seed, i); break;
+        case FG_INIT_NORMAL: fg_init_normal(x, t->numel, t->bound, seed, i); break;
         }
     }
     m->seed = seed;

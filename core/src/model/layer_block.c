@@ -1,0 +1,315 @@
+/* A pre-norm transformer block, GPT-2's: y = x2 + mlp(ln_2(x2)), x2 = x + attn(ln_1(x)),
+ * with causal multi-head self-attention over a fused QKV projection and a GELU (tanh) MLP
+ * of mlp_ratio * C hidden units. Input and output (T, C). Its tensors are named as
+ * PyTorch's state dict of such a module: ln_1.weight, attn.qkv.weight, attn.proj.bias,
+ * mlp.fc.weight, ... (a block named h.3 gives h.3.attn.qkv.weight).
+ *
+ * Forward keeps what backward reads in the layer's arena: ln_1 and ln_2 outputs and
+ * statistics, qkv, the attention output and its log-sum-exp, x2, the MLP's pre-activation
+ * and GELU output (15 T*C values and (4 + heads) T statistics per sample). Backward's
+ * intermediate gradients live in the shared workspace. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "model.h"
+
+static const fg_option block_options[] = {
+    FG_LAYER_TYPE_OPTION("transformer_block"),
+    {"heads", FG_OPT_INT, FG_OPT_REQUIRED, 1, 4096, NULL,
+     "attention heads; they split the width C evenly"},
+    {"mlp_ratio", FG_OPT_INT, "4", 1, 64, NULL, "hidden units of the MLP per unit of width"},
+    {"causal", FG_OPT_BOOL, "true", 1, 0, NULL, "position i attends to positions 0..i only"},
+    {"attn_dropout", FG_OPT_FLOAT, "0", 0, 0.99, NULL,
+     "dropout on the attention weights while training"},
+    {"eps", FG_OPT_FLOAT, "1e-5", 0, 1, NULL, "the layer norms' epsilon"},
+    {"init_std", FG_OPT_FLOAT, "0", 0, 1e3, NULL,
+     "0: PyTorch's Linear initialisation; > 0: weights from N(0, init_std^2) and zero biases, "
+     "as GPT-2 (0.02)"},
+};
+
+enum { LN1_W, LN1_B, QKV_W, QKV_B, PROJ_W, PROJ_B, LN2_W, LN2_B, FC_W, FC_B, MPROJ_W, MPROJ_B };
+
+static fg_status block_configure(fg_layer *l, const fg_config *cfg, fg_error *err)
+{
+    int64_t ratio = 4;
+    fg_status st = fg_layer_read_int(l, cfg, "heads", &l->heads, err);
+    if (st == FG_OK)
+        st = fg_layer_read_int(l, cfg, "mlp_ratio", &ratio, err);
+    if (st == FG_OK)
+        st = fg_layer_read_bool(l, cfg, "causal", &l->causal, err);
+    if (st == FG_OK)
+        st = fg_layer_read_float(l, cfg, "attn_dropout", &l->p, err);
+    if (st == FG_OK)
+        st = fg_layer_read_float(l, cfg, "eps", &l->eps, err);
+    if (st == FG_OK)
+        st = fg_layer_read_float(l, cfg, "init_std", &l->momentum, err); /* reused: init std */
+    l->in_units = ratio; /* reused: the MLP ratio */
+    return st;
+}
+
+/* Sizes in one place: T positions, C width, H heads, F = ratio * C hidden units. */
+typedef struct block_dims {
+    int T, C, H, F;
+    size_t n; /* T * C */
+} block_dims;
+
+static block_dims dims_of(const fg_layer *l)
+{
+    block_dims d = {(int)l->in.dims[0], (int)l->in.dims[1], (int)l->heads, 0, 0};
+    d.F = (int)(l->in_units * d.C);
+    d.n = (size_t)d.T * (size_t)d.C;
+    return d;
+}
+
+static fg_status add_linear(fg_model *m, fg_layer *l, const char *name, int64_t out, int64_t in,
+                            fg_error *err)
+{
+    char w[48], b[48];
+    snprintf(w, sizeof w, "%s.weight", name);
+    snprintf(b, sizeof b, "%s.bias", name);
+    int64_t shape[2] = {out, in};
+    double bound = 1.0 / sqrt((double)in), std = l->momentum;
+    fg_status st = fg_model_add_tensor(m, l, w, 0, 2, shape, std > 0 ? FG_INIT_NORMAL
+                                       : FG_INIT_UNIFORM, std > 0 ? std : bound, err);
+    if (st == FG_OK)
+        st = fg_model_add_tensor(m, l, b, 0, 1, &out, std > 0 ? FG_INIT_ZERO : FG_INIT_UNIFORM,
+                                 bound, err);
+    return st;
+}
+
+static fg_status add_norm(fg_model *m, fg_layer *l, const char *name, int64_t c, fg_error *err)
+{
+    char w[48], b[48];
+    snprintf(w, sizeof w, "%s.weight", name);
+    snprintf(b, sizeof b, "%s.bias", name);
+    fg_status st = fg_model_add_tensor(m, l, w, 0, 1, &c, FG_INIT_ONE, 0, err);
+    if (st == FG_OK)
+        st = fg_model_add_tensor(m, l, b, 0, 1, &c, FG_INIT_ZERO, 0, err);
+    return st;
+}
+
+static fg_status block_plan(fg_layer *l, fg_model *m, fg_error *err)
+{
+    if (l->in.rank != 2)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s] (transformer_block) needs a "
+                            "sequence of vectors (T, C), but %s", l->origin, l->section,
+                            l->input_text);
+    if (l->in.dims[1] % l->heads != 0)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s] heads = %" PRId64 " does not "
+                            "divide the width C = %" PRId64 " (%s)", l->origin, l->section,
+                            l->heads, l->in.dims[1], l->input_text);
+    l->out = l->in;
+    block_dims d = dims_of(l);
+    /* act values in 4-byte slots (any act dtype fits), then f32 statistics */
+    l->aux_per_sample = (15 * d.n + (size_t)(4 + d.H) * (size_t)d.T) * sizeof(float);
+    int64_t c = d.C;
+    fg_status st = add_norm(m, l, "ln_1", c, err);
+    if (st == FG_OK)
+        st = add_linear(m, l, "attn.qkv", 3 * c, c, err);
+    if (st == FG_OK)
+        st = add_linear(m, l, "attn.proj", c, c, err);
+    if (st == FG_OK)
+        st = add_norm(m, l, "ln_2", c, err);
+    if (st == FG_OK)
+        st = add_linear(m, l, "mlp.fc", d.F, c, err);
+    if (st == FG_OK)
+        st = add_linear(m, l, "mlp.proj", c, d.F, err);
+    return st;
+}
+
+static fg_attention_desc attention_desc(const fg_layer *l, const fg_layer_ctx *c)
+{
+    block_dims d = dims_of(l);
+    fg_attention_desc a = {sizeof a, c->batch, d.T, d.H, d.C / d.H, l->causal, 0.0f, 0, 0};
+    if (c->training && l->p > 0) {
+        /* the replica's offset is (step << 32) + first sample * T * C: re-based to this
+         * layer's draws, T * T per head per sample */
+        uint64_t first = (c->dropout_offset & 0xffffffffull) / d.n;
+        a.dropout = (float)l->p;
+        a.seed = c->dropout_seed;
+        a.offset = (c->dropout_offset & ~0xffffffffull) +
+                   first * (uint64_t)d.H * (uint64_t)d.T * (uint64_t)d.T;
+    }
+    return a;
+}
+
+static size_t block_workspace(const fg_layer *l, const fg_backend_vtable *be, void *bs,
+                              int batch)
+{
+    block_dims d = dims_of(l);
+    fg_layer_ctx c = {.batch = batch};
+    fg_attention_desc a = attention_desc(l, &c);
+    size_t attn = FG_BACKEND_HAS(be, attention_workspace) ? be->attention_workspace(bs, &a) : 0;
+    return (size_t)batch * 9 * d.n * sizeof(float) + attn;
+}
+
+/* The forward's saved tensors in the arena, for a batch. */
+typedef struct block_saved {
+    void *h1, *qkv, *att, *x2, *h2, *f, *g;
+    float *mean1, *rstd1, *mean2, *rstd2, *lse;
+} block_saved;
+
+static block_saved saved_of(const fg_layer *l, const fg_layer_ctx *c)
+{
+    block_dims d = dims_of(l);
+    size_t bn = (size_t)c->batch * d.n, rows = (size_t)c->batch * (size_t)d.T;
+    float *base = c->aux;
+    block_saved s;
+    s.h1 = base;
+    s.qkv = base + bn;
+    s.att = base + 4 * bn;
+    s.x2 = base + 5 * bn;
+    s.h2 = base + 6 * bn;
+    s.f = base + 7 * bn;
+    s.g = base + (7 + l->in_units) * bn;
+    float *stats = base + 15 * bn;
+    s.mean1 = stats;
+    s.rstd1 = stats + rows;
+    s.mean2 = stats + 2 * rows;
+    s.rstd2 = stats + 3 * rows;
+    s.lse = stats + 4 * rows;
+    return s;
+}
+
+/* y(rows, out) = x(rows, in) W^T + b */
+static fg_status linear_fwd(const fg_layer_ctx *c, int rows, int out, int in, const void *x,
+                            const void *w, const void *b, void *y, fg_error *err)
+{
+    uint32_t act = c->dt.act, param = c->dt.param;
+    fg_status st = FG_OP(c, err, gemm, act, param, act, 0, 1, rows, out, in, 1.0f, x, in, w, in,
+                         0.0f, y, out);
+    if (st == FG_OK)
+        st = FG_OP(c, err, bias_add, act, param, y, b, rows, out, 1);
+    return st;
+}
+
+/* dW (+)= dy^T x, db (+)= sum dy, dx = dy W (dx may be NULL) */
+static fg_status linear_bwd(const fg_layer_ctx *c, int rows, int out, int in, const void *x,
+                            const void *w, const void *dy, void *dw, void *db, void *dx,
+                            fg_error *err)
+{
+    uint32_t act = c->dt.act, param = c->dt.param, grad = c->dt.grad;
+    float beta = c->accumulate ? 1.0f : 0.0f;
+    fg_status st = FG_OP(c, err, gemm, act, act, grad, 1, 0, out, in, rows, 1.0f, dy, out, x, in,
+                         beta, dw, in);
+    if (st == FG_OK)
+        st = FG_OP(c, err, bias_grad, grad, act, db, dy, rows, out, 1, c->accumulate);
+    if (st == FG_OK && dx)
+        st = FG_OP(c, err, gemm, act, param, act, 0, 0, rows, in, out, 1.0f, dy, out, w, in,
+                   0.0f, dx, in);
+    return st;
+}
+
+static fg_status block_forward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
+{
+    block_dims d = dims_of(l);
+    block_saved s = saved_of(l, c);
+    int rows = c->batch * d.T;
+    size_t n = (size_t)rows * (size_t)d.C;
+    uint32_t act = c->dt.act, param = c->dt.param;
+    fg_attention_desc a = attention_desc(l, c);
+    void *const *p = c->param;
+    void *ws_attn = (char *)c->workspace + (size_t)c->batch * 9 * d.n * sizeof(float);
+    fg_status st = FG_OP(c, err, layernorm_forward, act, param, 0, rows, d.C, c->x, p[LN1_W],
+                         p[LN1_B], (float)l->eps, s.mean1, s.rstd1, s.h1);
+    if (st == FG_OK)
+        st = linear_fwd(c, rows, 3 * d.C, d.C, s.h1, p[QKV_W], p[QKV_B], s.qkv, err);
+    if (st == FG_OK)
+        st = FG_OP(c, err, attention_forward, act, &a, s.qkv, s.att, s.lse, ws_attn);
+    if (st == FG_OK)
+        st = linear_fwd(c, rows, d.C, d.C, s.att, p[PROJ_W], p[PROJ_B], s.x2, err);
+    if (st == FG_OK)
+        st = FG_OP(c, err, axpy, act, act, 1.0f, c->x, s.x2, n);
+    if (st == FG_OK)
+        st = FG_OP(c, err, layernorm_forward, act, param, 0, rows, d.C, s.x2, p[LN2_W],
+                   p[LN2_B], (float)l->eps, s.mean2, s.rstd2, s.h2);
+    if (st == FG_OK)
+        st = linear_fwd(c, rows, d.F, d.C, s.h2, p[FC_W], p[FC_B], s.f, err);
+    if (st == FG_OK)
+        st = FG_OP(c, err, activation_forward, act, FG_ACT_GELU, s.f, s.g,
+                   (size_t)rows * (size_t)d.F);
+    if (st == FG_OK)
+        st = linear_fwd(c, rows, d.C, d.F, s.g, p[MPROJ_W], p[MPROJ_B], c->y, err);
+    if (st == FG_OK)
+        st = FG_OP(c, err, axpy, act, act, 1.0f, s.x2, c->y, n);
+    return st;
+}
+
+static fg_status block_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
+{
+    block_dims d = dims_of(l);
+    block_saved s = saved_of(l, c);
+    int rows = c->batch * d.T;
+    size_t n = (size_t)rows * (size_t)d.C;
+    uint32_t act = c->dt.act, param = c->dt.param, grad = c->dt.grad;
+    fg_attention_desc a = attention_desc(l, c);
+    void *const *p = c->param, *const *g = c->grad;
+    float *ws = c->workspace;
+    size_t bn = (size_t)c->batch * d.n;
+    void *dA = ws, *dB = ws + 4 * bn, *dC = ws + 5 * bn, *dD = ws + 6 * bn;
+    void *ws_attn = ws + 9 * bn;
+    /* MLP: dy -> dg -> df -> dh2 */
+    fg_status st = linear_bwd(c, rows, d.C, d.F, s.g, p[MPROJ_W], c->dy, g[MPROJ_W], g[MPROJ_B],
+                              dA, err);
+    if (st == FG_OK)
+        st = FG_OP(c, err, activation_backward, act, FG_ACT_GELU, s.f, s.g, dA, dA,
+                   (size_t)rows * (size_t)d.F);
+    if (st == FG_OK)
+        st = linear_bwd(c, rows, d.F, d.C, s.h2, p[FC_W], dA, g[FC_W], g[FC_B], dB, err);
+    /* dx2 = ln_2'(dh2) + dy */
+    if (st == FG_OK)
+        st = FG_OP(c, err, layernorm_backward, act, param, grad, 0, rows, d.C, s.x2, p[LN2_W],
+                   s.mean2, s.rstd2, dB, dC, g[LN2_W], g[LN2_B], c->accumulate);
+    if (st == FG_OK)
+        st = FG_OP(c, err, axpy, act, act, 1.0f, c->dy, dC, n);
+    /* attention: dx2 -> datt -> dqkv -> dh1 */
+    if (st == FG_OK)
+        st = linear_bwd(c, rows, d.C, d.C, s.att, p[PROJ_W], dC, g[PROJ_W], g[PROJ_B], dB, err);
+    if (st == FG_OK)
+        st = FG_OP(c, err, attention_backward, act, &a, s.qkv, s.att, s.lse, dB, dD, ws_attn);
+    if (st == FG_OK)
+        st = linear_bwd(c, rows, 3 * d.C, d.C, s.h1, p[QKV_W], dD, g[QKV_W], g[QKV_B], dB, err);
+    /* dx = ln_1'(dh1) + dx2 */
+    if (st == FG_OK && c->dx)
+        st = FG_OP(c, err, layernorm_backward, act, param, grad, 0, rows, d.C, c->x, p[LN1_W],
+                   s.mean1, s.rstd1, dB, c->dx, g[LN1_W], g[LN1_B], c->accumulate);
+    else if (st == FG_OK)
+        st = FG_OP(c, err, layernorm_backward, act, param, grad, 0, rows, d.C, c->x, p[LN1_W],
+                   s.mean1, s.rstd1, dB, NULL, g[LN1_W], g[LN1_B], c->accumulate);
+    if (st == FG_OK && c->dx)
+        st = FG_OP(c, err, axpy, act, act, 1.0f, dC, c->dx, n);
+    return st;
+}
+
+static void block_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int training,
+                           fg_op_needs *n)
+{
+    const char *who = l->section;
+    FG_NEED(n, who, FG_OP_LAYERNORM_FORWARD, dt->act, dt->param);
+    FG_NEED(n, who, FG_OP_GEMM, dt->act, dt->param, dt->act);
+    FG_NEED(n, who, FG_OP_BIAS_ADD, dt->act, dt->param);
+    FG_NEED(n, who, FG_OP_ATTENTION_FORWARD, dt->act);
+    FG_NEED(n, who, FG_OP_AXPY, dt->act, dt->act);
+    FG_NEED(n, who, FG_OP_ACTIVATION_FORWARD, dt->act);
+    if (!training)
+        return;
+    FG_NEED(n, who, FG_OP_GEMM, dt->act, dt->act, dt->grad);
+    FG_NEED(n, who, FG_OP_BIAS_GRAD, dt->grad, dt->act);
+    FG_NEED(n, who, FG_OP_ACTIVATION_BACKWARD, dt->act);
+    FG_NEED(n, who, FG_OP_LAYERNORM_BACKWARD, dt->act, dt->param, dt->grad);
+    FG_NEED(n, who, FG_OP_ATTENTION_BACKWARD, dt->act);
+}
+
+const fg_layer_ops fg_layer_transformer_block = {
+    .type = "transformer_block",
+    .options = block_options,
+    .option_count = sizeof block_options / sizeof block_options[0],
+    .flags = FG_LAYER_DX_OPTIONAL,
+    .configure = block_configure,
+    .plan = block_plan,
+    .workspace_bytes = block_workspace,
+    .forward = block_forward,
+    .backward = block_backward,
+    .op_needs = block_op_needs,
+};
