@@ -27,7 +27,7 @@ void dp_split(dp *d, const fg_batch *b, float grad_scale)
         w->shard = *b;
         w->shard.count = n;
         w->shard.samples = b->samples + (size_t)at * (size_t)b->sample_elems;
-        w->shard.labels = b->labels + at;
+        w->shard.labels = b->labels + (size_t)at * (size_t)fg_batch_label_elems(b);
         w->first = at;
         w->scale = b->count ? grad_scale * (float)n / (float)b->count : 0.0f;
         at += n;

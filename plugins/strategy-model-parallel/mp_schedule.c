@@ -93,7 +93,7 @@ static fg_status forwards(mp_stage *g, int training, fg_error *err)
         fg_batch b = *d->batch;
         b.count = rows[m];
         b.samples += (size_t)at[m] * (size_t)b.sample_elems;
-        b.labels += at[m];
+        b.labels += (size_t)at[m] * (size_t)fg_batch_label_elems(&b);
         const float *x = g->recv_x ? g->recv_x + (size_t)m * micro * (size_t)g->in_elems : NULL;
         double t0 = mp_now();
         fg_status st = svc->stage_forward(svc->ctx, g->stage, m, &b, at[m], x, training, err);

@@ -156,7 +156,7 @@ static fg_status copy_parts(fg_batch_copier *c, fg_copy_buffer *buf, const fg_ba
 {
     const fg_backend_vtable *be = c->o.be;
     size_t xb = (size_t)b->count * (size_t)b->sample_elems * sizeof(float);
-    size_t yb = (size_t)b->count * sizeof(int32_t);
+    size_t yb = (size_t)b->count * (size_t)fg_batch_label_elems(b) * sizeof(int32_t);
     if ((c->o.sample_bytes && xb > c->o.sample_bytes) || (c->o.label_bytes && yb > c->o.label_bytes))
         return fg_error_set(err, FG_INTERNAL, "batch copier: a batch of %d samples of %lld "
                             "values does not fit the device buffer of %zu + %zu bytes",

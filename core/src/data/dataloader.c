@@ -218,9 +218,10 @@ static fg_status fg_check_options(const fg_dataloader_options *o, const char *na
                             "data loader '%s': sampler length = %" PRId64
                             " but the dataset has %" PRId64 " samples",
                             name, o->sampler.length, info->length);
-    if (info->sample_dtype != FG_F32)
+    if (info->sample_dtype != FG_F32 && info->sample_dtype != FG_I32)
         return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "data loader '%s': sample dtype %s is not supported (f32 only)",
+                            "data loader '%s': sample dtype %s is not supported (f32 values or "
+                            "i32 token ids)",
                             name, fg_dtype_name((fg_dtype)info->sample_dtype));
     if (info->rank < 1 || info->rank > FG_MAX_DIMS)
         return fg_error_set(err, FG_INVALID_ARGUMENT,
@@ -558,7 +559,8 @@ int fg_dataloader_slots_for(int num_workers, int prefetch)
 fg_batch fg_dataloader_batch(const fg_dataloader *dl, const fg_batch_view *v)
 {
     fg_batch b = {sizeof b, v->samples, v->labels, v->count,
-                  (int64_t)fg_dataloader_sample_elems(dl), v->fence};
+                  (int64_t)fg_dataloader_sample_elems(dl), v->fence,
+                  dl->opts.info.label_elems > 0 ? dl->opts.info.label_elems : 1};
     return b;
 }
 

@@ -18,6 +18,7 @@
 #define FG_LAYER_ORIGIN_MAX 256
 #define FG_LAYER_MAX_TENSORS 12 /* a transformer block's */
 #define FG_SHAPE_TEXT_MAX 128
+#define FG_MAX_REPEAT 1024 /* layers one section may make with `repeat` */
 
 /* A per-sample shape: the batch dimension is never part of it. */
 typedef struct fg_shape {

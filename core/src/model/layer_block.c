@@ -18,6 +18,9 @@ static const fg_option block_options[] = {
     FG_LAYER_TYPE_OPTION("transformer_block"),
     {"heads", FG_OPT_INT, FG_OPT_REQUIRED, 1, 4096, NULL,
      "attention heads; they split the width C evenly"},
+    {"repeat", FG_OPT_INT, "1", 1, FG_MAX_REPEAT, NULL,
+     "blocks this section makes, one after the other, named NAME.0, NAME.1, ... (their "
+     "tensors h.0.attn.qkv.weight, ... as PyTorch's state dict of a ModuleList)"},
     {"mlp_ratio", FG_OPT_INT, "4", 1, 64, NULL, "hidden units of the MLP per unit of width"},
     {"causal", FG_OPT_BOOL, "true", 1, 0, NULL, "position i attends to positions 0..i only"},
     {"attn_dropout", FG_OPT_FLOAT, "0", 0, 0.99, NULL,

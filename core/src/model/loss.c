@@ -49,10 +49,11 @@ fg_status fg_loss_check_labels(fg_loss_kind kind, const fg_dataset_info *info, c
                                 "regression targets; they train with [model] loss = mse (or "
                                 "bce_with_logits for 0/1 targets), not softmax_cross_entropy",
                                 who, split);
-        if (info->num_classes < 1 || info->label_elems != 1 || info->label_dtype != FG_I32)
+        if (info->num_classes < 1 || info->label_elems < 1 || info->label_dtype != FG_I32)
             return fg_error_set(err, FG_INVALID_ARGUMENT, "[data] %s: the %s split has no "
                                 "labels (num_classes %d, %d label(s) of %s per sample); "
-                                "classification needs one i32 class per sample", who, split,
+                                "classification needs i32 classes (one per sample, or one per "
+                                "position of a sequence)", who, split,
                                 info->num_classes, info->label_elems,
                                 fg_dtype_name((fg_dtype)info->label_dtype));
         return FG_OK;

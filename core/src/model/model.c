@@ -235,7 +235,8 @@ static fg_status validate_layer_section(const fg_config *cfg, const char *sectio
     return fg_config_validate_section(cfg, section, &schema, 1, err);
 }
 
-static fg_status build_layer(fg_model *m, const fg_config *cfg, const char *section,
+/* rep >= 0: repetition rep of a section with `repeat`, named NAME.rep (h.0, h.1, ...). */
+static fg_status build_layer(fg_model *m, const fg_config *cfg, const char *section, int rep,
                              const fg_shape *in, const char *prev, fg_error *err)
 {
     fg_status st = fg_layer_check_type(cfg, section, err);
@@ -248,10 +249,13 @@ static fg_status build_layer(fg_model *m, const fg_config *cfg, const char *sect
     memset(l, 0, sizeof *l);
     l->ops = k;
     l->index = (int)m->layer_count;
-    if (strlen(section + 6) >= sizeof l->name)
+    if (strlen(section + 6) + 12 >= sizeof l->name)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s]: the layer name is too long",
                             fg_config_origin(cfg, section, NULL), section);
-    snprintf(l->name, sizeof l->name, "%s", section + 6);
+    if (rep >= 0)
+        snprintf(l->name, sizeof l->name, "%s.%d", section + 6, rep);
+    else
+        snprintf(l->name, sizeof l->name, "%s", section + 6);
     snprintf(l->section, sizeof l->section, "%s", section);
     const char *origin = fg_config_origin(cfg, section, NULL);
     snprintf(l->origin, sizeof l->origin, "%s", origin ? origin : section);
@@ -273,16 +277,21 @@ static fg_status build_layer(fg_model *m, const fg_config *cfg, const char *sect
     return FG_OK;
 }
 
-/* The last layer must give num_classes scores per sample. */
-static fg_status check_logits(const fg_model *m, fg_error *err)
+/* The last layer must give num_classes scores per sample, or per position of a sequence. */
+static fg_status check_logits(fg_model *m, fg_error *err)
 {
     const fg_layer *last = &m->layers[m->layer_count - 1];
     char shape[FG_SHAPE_TEXT_MAX];
+    m->positions = 1;
+    if (last->out.rank == 2 && last->out.dims[1] == m->num_classes) {
+        m->positions = (int)last->out.dims[0];
+        return FG_OK;
+    }
     if (last->out.rank != 1)
         return fg_error_set(err, FG_INVALID_ARGUMENT,
                             "%s: [%s] is the last layer and gives %s, but the model must end in "
-                            "%d class scores per sample; end with a flatten and a linear with "
-                            "out_features = %d",
+                            "%d class scores per sample (or per position of a sequence); end "
+                            "with a flatten and a linear with out_features = %d",
                             last->origin, last->section,
                             fg_shape_format(&last->out, shape, sizeof shape), m->num_classes,
                             m->num_classes);
@@ -295,11 +304,23 @@ static fg_status check_logits(const fg_model *m, fg_error *err)
     return FG_OK;
 }
 
+/* How many layers a section makes: its `repeat` (a kind that declares the key), else 1. A
+ * bad value counts 1 here and is reported by the schema check. */
+static size_t section_repeat(const fg_config *cfg, const char *section)
+{
+    const char *v = fg_config_get(cfg, section, "repeat");
+    int64_t n = 0;
+    if (!v || fg_option_parse_int(v, &n) != FG_OK || n < 1 || n > FG_MAX_REPEAT)
+        return 1;
+    return (size_t)n;
+}
+
 static fg_status build_layers(fg_model *m, const fg_config *cfg, fg_error *err)
 {
     size_t n = 0, sections = fg_config_section_count(cfg);
     for (size_t i = 0; i < sections; i++)
-        n += is_layer_section(fg_config_section_name(cfg, i));
+        if (is_layer_section(fg_config_section_name(cfg, i)))
+            n += section_repeat(cfg, fg_config_section_name(cfg, i));
     if (n == 0)
         return fg_error_set(err, FG_INVALID_ARGUMENT,
                             "%s: the model has no layers; add [layer.NAME] sections with type = "
@@ -315,11 +336,15 @@ static fg_status build_layers(fg_model *m, const fg_config *cfg, fg_error *err)
         const char *section = fg_config_section_name(cfg, i);
         if (!is_layer_section(section))
             continue;
-        fg_status st = build_layer(m, cfg, section, &cur, prev, err);
-        if (st != FG_OK)
-            return st;
-        cur = m->layers[m->layer_count - 1].out;
-        snprintf(prev, sizeof prev, "[%s]", section);
+        int repeated = fg_config_get(cfg, section, "repeat") != NULL;
+        for (size_t k = 0; k < section_repeat(cfg, section); k++) {
+            fg_status st = build_layer(m, cfg, section, repeated ? (int)k : -1, &cur, prev,
+                                       err);
+            if (st != FG_OK)
+                return st;
+            cur = m->layers[m->layer_count - 1].out;
+            snprintf(prev, sizeof prev, "[%s]", section);
+        }
     }
     return check_logits(m, err);
 }
@@ -357,6 +382,16 @@ fg_status fg_model_build(const fg_config *cfg, const int64_t *sample_shape, int 
     }
     *out = m;
     return FG_OK;
+}
+
+int fg_model_positions(const fg_model *m)
+{
+    return m->positions > 0 ? m->positions : 1;
+}
+
+uint32_t fg_model_input_dtype(const fg_model *m)
+{
+    return m->layer_count && m->layers[0].ops == &fg_layer_embedding ? FG_I32 : FG_F32;
 }
 
 void fg_model_destroy(fg_model *m)

@@ -58,6 +58,12 @@ size_t fg_model_layer_count(const fg_model *m);
 const fg_layer *fg_model_layer(const fg_model *m, size_t i);
 const fg_shape *fg_model_input_shape(const fg_model *m);
 int fg_model_num_classes(const fg_model *m);
+/* Labels (and loss rows) per sample: 1, or T when the last layer gives (T, classes): a
+ * language model's loss is the mean over every position. */
+int fg_model_positions(const fg_model *m);
+/* What the model reads: FG_I32 token ids when its first layer is an embedding, else FG_F32
+ * values. */
+uint32_t fg_model_input_dtype(const fg_model *m);
 /* [model] loss (loss.h). */
 fg_loss_kind fg_model_loss(const fg_model *m);
 

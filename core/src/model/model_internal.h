@@ -26,6 +26,7 @@ struct fg_model {
     fg_role_dtypes dt;                /* of activations, working params, grads */
     int typed;                        /* some dtype of dt is not f32 */
     int no_master;                    /* half params are the only copy ("true" modes) */
+    int positions;                    /* labels per sample: 1, or T of (T, classes) logits */
 };
 
 #endif

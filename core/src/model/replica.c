@@ -25,7 +25,8 @@ struct fg_replica {
     size_t *y_off;   /* per layer; unused for ALIAS layers */
     size_t *aux_off; /* per layer */
     size_t grad_off[2]; /* ping-pong d(loss)/d(activation), the largest activation each */
-    size_t probs_off;   /* (batch, classes) softmax kept for backward */
+    size_t probs_off;   /* (batch, positions, classes) softmax kept for backward */
+    size_t seq_off;     /* 2 f32: a sequence batch's loss and hits before the 1/T */
     size_t ws_off;      /* shared workspace */
     const void **out;   /* per layer: where this forward left its output (act dtype) */
     int first_param_layer;
@@ -96,7 +97,9 @@ static size_t plan_arena(fg_replica *r)
     r->grad_off[0] = arena_take(&top, b * widest * r->act_size);
     r->grad_off[1] = arena_take(&top, b * widest * r->act_size);
     if (r->end == m->layer_count)
-        r->probs_off = arena_take(&top, b * (size_t)m->num_classes * sizeof(float));
+        r->probs_off = arena_take(&top, b * (size_t)fg_model_positions(m) *
+                                            (size_t)m->num_classes * sizeof(float));
+    r->seq_off = arena_take(&top, 2 * sizeof(float));
     r->ws_off = arena_take(&top, ws);
     return align_up(top, ARENA_ALIGN);
 }
@@ -434,6 +437,32 @@ static fg_status forward_done(fg_replica *r, const void *x_dev, const int32_t *l
     return FG_OK;
 }
 
+/* The loss over (batch * positions) rows; a sequence's per-sample figures are the means
+ * over its positions, summed through a scratch pair then scaled by 1/T. */
+static fg_status loss_forward(fg_replica *r, void *queue, const void *logits,
+                              const int32_t *labels, int batch, float *loss_sum,
+                              float *correct, fg_error *err)
+{
+    const fg_model *m = r->m;
+    int positions = fg_model_positions(m);
+    float *probs = (float *)(r->arena + r->probs_off);
+    uint32_t act = fg_replica_act_dtype(r);
+    if (positions == 1 || !loss_sum || !correct)
+        return fg_loss_forward(m->loss, r->be, r->bs, queue, act, logits, labels,
+                               batch * positions, m->num_classes, probs, loss_sum, correct, err);
+    float *pair = (float *)(r->arena + r->seq_off);
+    float inv = 1.0f / (float)positions;
+    fg_status st = r->be->fill(r->bs, queue, FG_F32, pair, 0.0f, 2, err);
+    if (st == FG_OK)
+        st = fg_loss_forward(m->loss, r->be, r->bs, queue, act, logits, labels,
+                             batch * positions, m->num_classes, probs, pair, pair + 1, err);
+    if (st == FG_OK)
+        st = r->be->axpy(r->bs, queue, FG_F32, FG_F32, inv, pair, loss_sum, 1, err);
+    if (st == FG_OK)
+        st = r->be->axpy(r->bs, queue, FG_F32, FG_F32, inv, pair + 1, correct, 1, err);
+    return st;
+}
+
 fg_status fg_replica_forward(fg_replica *r, void *queue, const void *x_dev,
                              const int32_t *labels_dev, int batch, int training,
                              float *loss_sum_dev, float *correct_dev, fg_error *err)
@@ -471,10 +500,7 @@ fg_status fg_replica_forward(fg_replica *r, void *queue, const void *x_dev,
     }
     if (r->end < m->layer_count) /* a stage before the last: no loss here */
         return forward_done(r, x_dev, labels_dev, batch, training);
-    float *probs = (float *)(r->arena + r->probs_off);
-    fg_status st = fg_loss_forward(m->loss, r->be, r->bs, queue, fg_replica_act_dtype(r), cur,
-                                   labels_dev, batch, m->num_classes, probs, loss_sum_dev,
-                                   correct_dev, err);
+    fg_status st = loss_forward(r, queue, cur, labels_dev, batch, loss_sum_dev, correct_dev, err);
     if (st != FG_OK)
         return st;
     return forward_done(r, x_dev, labels_dev, batch, training);
@@ -561,7 +587,8 @@ fg_status fg_replica_backward(fg_replica *r, void *queue, int batch, float loss_
     void *dlogits = r->arena + r->grad_off[0];
     st = fg_loss_backward(r->m->loss, r->be, r->bs, queue, fg_replica_act_dtype(r),
                           r->out[r->end - 1], (const float *)(r->arena + r->probs_off),
-                          r->labels, batch, r->m->num_classes, loss_scale, dlogits, err);
+                          r->labels, batch * fg_model_positions(r->m), r->m->num_classes,
+                          loss_scale, dlogits, err);
     return st == FG_OK ? backward_layers(r, queue, dlogits, accumulate, err) : st;
 }
 

@@ -88,7 +88,8 @@ static fg_status stage_memory_create(fg_train_ctx *c, train_stage *s, size_t fir
     size_t rows = (size_t)s->max_batch;
     fg_batch_copier_options co = {c->be, c->bs, s->device, s->queue, c->fence_count, s->chunks,
                                   s->is_first ? rows * s->in_elems * sizeof(float) : 0,
-                                  s->is_last ? rows * sizeof(int32_t) : 0};
+                                  s->is_last ? rows * (size_t)fg_model_positions(c->model) *
+                                                   sizeof(int32_t) : 0};
     if (s->is_first || s->is_last) st = fg_batch_copier_create(&co, &s->copier, err);
     if (st == FG_OK) st = stage_alloc(c, s, 2 * sizeof(float), (void **)&s->metrics_dev, err);
     if (st == FG_OK) st = stage_alloc(c, s, sizeof(float), (void **)&s->scratch_dev, err);

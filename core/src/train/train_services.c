@@ -84,7 +84,8 @@ static fg_status replica_create_spec(void *ctx, int device, int max_batch,
         st = fg_replica_create_flags(c->model, c->be, c->bs, device, max_batch, flags, &t->replica, err);
     fg_batch_copier_options co = {c->be, c->bs, device, t->queue, c->fence_count, 1,
                                   (size_t)max_batch * sample * sizeof(float),
-                                  (size_t)max_batch * sizeof(int32_t)};
+                                  (size_t)max_batch * (size_t)fg_model_positions(c->model) *
+                                      sizeof(int32_t)};
     if (st == FG_OK) st = fg_batch_copier_create(&co, &t->copier, err);
     if (st == FG_OK) st = alloc_x_act(c, t, sample, err);
     if (st == FG_OK) st = c->be->alloc(c->bs, device, 2 * sizeof(float), (void **)&t->metrics_dev, err);
@@ -153,7 +154,7 @@ static fg_status precision_inputs(fg_train_ctx *c, train_replica *t, const fg_ba
         st = fg_replica_cast_params(t->replica, t->queue, err);
         t->cast_tag = c->step_number;
     }
-    if (st != FG_OK || !t->x_act) return st;
+    if (st != FG_OK || !t->x_act || fg_model_input_dtype(c->model) == FG_I32) return st;
     *x = t->x_act;
     return c->be->cast(c->bs, t->queue, fg_replica_act_dtype(t->replica), FG_F32, t->x_act,
                        x_dev, (size_t)b->count * (size_t)b->sample_elems, err);

@@ -83,10 +83,10 @@ static fg_status open_split(fg_trainer *t, fg_data_split *s, int which, const ch
     }
     if (st != FG_OK)
         return fg_error_set(err, st, "[data] %s: %s split: %s", t->data.inst->name, name, e.message);
-    if (s->info.sample_dtype != FG_F32)
+    if (s->info.sample_dtype != FG_F32 && s->info.sample_dtype != FG_I32)
         return fg_error_set(err, FG_INCOMPATIBLE, "[data] %s: the %s split delivers %s samples; "
-                            "the loader takes f32", t->data.inst->name, name,
-                            fg_dtype_name((fg_dtype)s->info.sample_dtype));
+                            "the loader takes f32 values or i32 token ids", t->data.inst->name,
+                            name, fg_dtype_name((fg_dtype)s->info.sample_dtype));
     fg_loss_kind loss;
     st = fg_loss_read(t->cfg, &loss, err);
     return st == FG_OK ? fg_loss_check_labels(loss, &s->info, t->data.inst->name, name, err) : st;
@@ -227,6 +227,29 @@ static const fg_data_split *shape_split(const fg_trainer *t)
          : t->test.dataset ? &t->test : &t->predict;
 }
 
+/* Token ids need an embedding first; one label per position needs (T, classes) logits. */
+static fg_status check_model_fits_data(const fg_trainer *t, const fg_data_split *s,
+                                       fg_error *err)
+{
+    uint32_t want = fg_model_input_dtype(t->model);
+    const char *who = t->data.inst->name;
+    if (s->info.sample_dtype != want)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "[data] %s gives %s samples but the model "
+                            "reads %s: %s", who, fg_dtype_name((fg_dtype)s->info.sample_dtype),
+                            want == FG_I32 ? "token ids" : "f32 values",
+                            want == FG_I32 ? "its first layer is an embedding"
+                                           : "token ids need a first layer with type = "
+                                             "embedding");
+    int positions = fg_model_positions(t->model);
+    if (s->info.label_elems > 0 && s->info.label_elems != positions)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "[data] %s gives %d label(s) per sample but "
+                            "the model's last layer scores %d position(s)%s", who,
+                            s->info.label_elems, positions,
+                            positions == 1 ? ": a sequence model must end in (T, classes)"
+                                           : "");
+    return FG_OK;
+}
+
 static fg_status build_model(fg_trainer *t, fg_error *err)
 {
     const fg_data_split *s = shape_split(t);
@@ -237,6 +260,7 @@ static fg_status build_model(fg_trainer *t, fg_error *err)
     t->init_buffers = calloc(fg_model_buffers_size(t->model) + 1, sizeof(float));
     if (!t->init_params || !t->init_buffers)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory for the initial parameters");
+    if ((st = check_model_fits_data(t, s, err)) != FG_OK) return st;
     fg_model_init_params(t->model, (uint64_t)t->seed, t->init_params, t->init_buffers);
     char note[1536];
     st = fg_model_init_from_config(t->model, t->cfg, t->init_params, t->init_buffers, note,

@@ -50,7 +50,17 @@ typedef struct fg_batch {
      * field. NULL (a batch in memory the caller owns): the services finish copying it
      * before the call that takes it returns. */
     void *staging;
+    /* labels per sample: 1, or T for a sequence model (one label per position); 0 in an
+     * older struct means 1. A strategy that hands on a part of the batch moves labels by
+     * count * label_elems. */
+    int32_t label_elems;
 } fg_batch;
+
+/* Labels per sample of b, whatever the struct's age. */
+static inline int32_t fg_batch_label_elems(const fg_batch *b)
+{
+    return FG_HAS_FIELD(b, fg_batch, label_elems) && b->label_elems > 0 ? b->label_elems : 1;
+}
 
 /* Running sums since the last reset: loss summed over samples, correct predictions, samples. */
 typedef struct fg_step_metrics {

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""The tiny GPT of ctest lm.gpt_vs_torch, in PyTorch: the same architecture as fulgur's
+embedding + position_embedding + transformer_block x L + layernorm + linear, with the same
+tensor names.
+  gpt_torch.py init FOLDER      writes FOLDER/corpus.txt and FOLDER/init.safetensors
+  gpt_torch.py train FOLDER     trains 50 AdamW steps on the windows fulgur's text plugin
+                                draws (seed 7, epoch 0, in order) and prints one loss per line
+Exit 77 (skip) without torch."""
+import json
+import math
+import struct
+import sys
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    sys.exit(77)
+
+V, C, H, L, T, B, STEPS, SEED = 256, 32, 4, 2, 16, 4, 50, 7
+M64 = (1 << 64) - 1
+GOLDEN = 0x9e3779b97f4a7c15
+
+
+class Attn(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = torch.nn.Linear(C, 3 * C)
+        self.proj = torch.nn.Linear(C, C)
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)
+        q, k, v = (z.view(b, t, H, C // H).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(C // H)
+        mask = torch.ones(t, t, dtype=torch.bool).tril()
+        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+        return self.proj((att @ v).transpose(1, 2).reshape(b, t, C))
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(C, 4 * C)
+        self.proj = torch.nn.Linear(4 * C, C)
+
+    def forward(self, x):
+        return self.proj(F.gelu(self.fc(x), approximate="tanh"))
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln_1, self.attn = torch.nn.LayerNorm(C), Attn()
+        self.ln_2, self.mlp = torch.nn.LayerNorm(C), Mlp()
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class Gpt(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wte, self.wpe = torch.nn.Embedding(V, C), torch.nn.Embedding(T, C)
+        self.h = torch.nn.ModuleList(Block() for _ in range(L))
+        self.ln_f = torch.nn.LayerNorm(C)
+        self.lm_head = torch.nn.Linear(C, V, bias=False)
+
+    def forward(self, idx):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+        for block in self.h:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+def save(path, tensors):
+    header, blobs, off = {}, [], 0
+    for name, t in tensors.items():
+        raw = t.detach().contiguous().numpy().tobytes()
+        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [off, off + len(raw)]}
+        blobs.append(raw)
+        off += len(raw)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def mix64(z):
+    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & M64
+    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & M64
+    return z ^ (z >> 31)
+
+
+def window_start(seed, epoch, index, starts):
+    """plugins/common/token_windows.c: the train split's seeded offsets."""
+    k = mix64((seed + GOLDEN) & M64)
+    k = mix64(k ^ ((epoch + 2 * GOLDEN) & M64))
+    k = mix64(k ^ ((index + 3 * GOLDEN) & M64))
+    return k % starts
+
+
+def corpus():
+    words = ("the quick brown fox jumps over a lazy dog while seven wizards quietly box "
+             "jackdaws and a sphinx of black quartz judges my vow").split()
+    out, state = [], 12345
+    for _ in range(3000):
+        state = (state * 6364136223846793005 + 1442695040888963407) & M64
+        out.append(words[(state >> 33) % len(words)])
+    return (" ".join(out) + "\n").encode()
+
+
+def init(folder):
+    torch.manual_seed(0)
+    model = Gpt()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(".weight") and p.dim() == 2:
+                p.normal_(0, 0.02)
+    with open(f"{folder}/corpus.txt", "wb") as f:
+        f.write(corpus())
+    save(f"{folder}/init.safetensors", model.state_dict())
+
+
+def train(folder):
+    torch.manual_seed(0)
+    model = Gpt()
+    tensors = {}
+    with open(f"{folder}/init.safetensors", "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    for name, h in header.items():
+        a, b = h["data_offsets"]
+        tensors[name] = torch.frombuffer(bytearray(data[a:b]), dtype=torch.float32).view(h["shape"])
+    model.load_state_dict(tensors)
+    text = torch.tensor(list(corpus()), dtype=torch.long)
+    starts = len(text) - T
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+    for step in range(STEPS):
+        idx = [window_start(SEED, 0, step * B + i, starts) for i in range(B)]
+        x = torch.stack([text[s:s + T] for s in idx])
+        y = torch.stack([text[s + 1:s + T + 1] for s in idx])
+        loss = F.cross_entropy(model(x).view(-1, V), y.view(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        print(f"{loss.item():.9g}")
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    {"init": init, "train": train}[sys.argv[1]](sys.argv[2])
