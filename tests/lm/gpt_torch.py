@@ -2,9 +2,14 @@
 """The tiny GPT of ctest lm.gpt_vs_torch, in PyTorch: the same architecture as fulgur's
 embedding + position_embedding + transformer_block x L + layernorm + linear, with the same
 tensor names.
-  gpt_torch.py init FOLDER      writes FOLDER/corpus.txt and FOLDER/init.safetensors
-  gpt_torch.py train FOLDER     trains 50 AdamW steps on the windows fulgur's text plugin
-                                draws (seed 7, epoch 0, in order) and prints one loss per line
+  gpt_torch.py init FOLDER [tied]   writes FOLDER/corpus.txt and FOLDER/init.safetensors
+  gpt_torch.py train FOLDER [tied]  trains 50 AdamW steps on the windows fulgur's text
+                                    plugin draws (seed 7, epoch 0, in order) and prints one
+                                    loss per line
+tied: lm_head.weight is wte.weight (one parameter, as GPT-2). hf: tied, and init writes
+init.safetensors in Hugging Face's GPT-2 layout (transformer.h.N.attn.c_attn.weight stored
+(in, out) as Conv1D, the attn.bias mask buffers, lm_head.weight) and ref.safetensors in
+fulgur's names for train.
 Exit 77 (skip) without torch."""
 import json
 import math
@@ -60,12 +65,14 @@ class Block(torch.nn.Module):
 
 
 class Gpt(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, tied):
         super().__init__()
         self.wte, self.wpe = torch.nn.Embedding(V, C), torch.nn.Embedding(T, C)
         self.h = torch.nn.ModuleList(Block() for _ in range(L))
         self.ln_f = torch.nn.LayerNorm(C)
         self.lm_head = torch.nn.Linear(C, V, bias=False)
+        if tied:
+            self.lm_head.weight = self.wte.weight
 
     def forward(self, idx):
         x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
@@ -111,29 +118,56 @@ def corpus():
     return (" ".join(out) + "\n").encode()
 
 
-def init(folder):
+HF_RENAMES = {".attn.qkv.": ".attn.c_attn.", ".attn.proj.": ".attn.c_proj.",
+              ".mlp.fc.": ".mlp.c_fc.", ".mlp.proj.": ".mlp.c_proj."}
+
+
+def hf_layout(state):
+    """Hugging Face's GPT2LMHeadModel.state_dict() names and Conv1D (in, out) weights."""
+    out = {}
+    for name, t in state.items():
+        hf = name
+        for ours, theirs in HF_RENAMES.items():
+            if ours in name:
+                hf = name.replace(ours, theirs)
+                if name.endswith(".weight"):
+                    t = t.t()
+        out[hf if name == "lm_head.weight" else "transformer." + hf] = t
+    for i in range(L):
+        out[f"transformer.h.{i}.attn.bias"] = torch.ones(1, 1, T, T).tril()
+    return out
+
+
+def init(folder, mode):
     torch.manual_seed(0)
-    model = Gpt()
+    model = Gpt(mode != "untied")
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith(".weight") and p.dim() == 2:
                 p.normal_(0, 0.02)
     with open(f"{folder}/corpus.txt", "wb") as f:
         f.write(corpus())
-    save(f"{folder}/init.safetensors", model.state_dict())
+    state = model.state_dict()
+    if mode == "hf":
+        save(f"{folder}/ref.safetensors", state)
+        state = hf_layout(state)
+    save(f"{folder}/init.safetensors", state)
 
 
-def train(folder):
+def train(folder, mode):
     torch.manual_seed(0)
-    model = Gpt()
+    tied = mode != "untied"
+    model = Gpt(tied)
     tensors = {}
-    with open(f"{folder}/init.safetensors", "rb") as f:
+    with open(f"{folder}/{'ref' if mode == 'hf' else 'init'}.safetensors", "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
         header = json.loads(f.read(n))
         data = f.read()
     for name, h in header.items():
         a, b = h["data_offsets"]
         tensors[name] = torch.frombuffer(bytearray(data[a:b]), dtype=torch.float32).view(h["shape"])
+    if tied:
+        tensors["lm_head.weight"] = tensors["wte.weight"]
     model.load_state_dict(tensors)
     text = torch.tensor(list(corpus()), dtype=torch.long)
     starts = len(text) - T
@@ -151,4 +185,4 @@ def train(folder):
 
 if __name__ == "__main__":
     torch.set_num_threads(1)
-    {"init": init, "train": train}[sys.argv[1]](sys.argv[2])
+    {"init": init, "train": train}[sys.argv[1]](sys.argv[2], (sys.argv[3:] or ["untied"])[0])

@@ -2,13 +2,19 @@
 # A tiny GPT (2 blocks, 4 heads, width 32, context 16) trained by fulgur and by PyTorch from
 # the same initial weights (written by PyTorch, read through [model] init_from) on the same
 # windows of the same text: the per-step losses of 50 fp32 AdamW steps must agree within
-# 1e-4 relative. Needs FULGUR; skips (77) without Debian's python3-torch.
+# 1e-4 relative. `gpt_vs_torch.sh tied`: lm_head ties its weight to wte (GPT-2's one
+# parameter, its gradient summed). `gpt_vs_torch.sh hf`: tied, the initial weights read from
+# Hugging Face's GPT-2 layout (Conv1D weights transposed, "transformer." names, mask
+# buffers). Needs FULGUR; skips (77) without Debian's python3-torch.
 set -uo pipefail
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import torch" 2>/dev/null || exit 77
 here=$(cd "$(dirname "$0")" && pwd)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-/usr/bin/python3 "$here/gpt_torch.py" init "$dir" || exit 1
+mode=${1:-untied}
+tie=""
+[ "$mode" != untied ] && tie="tie = wte"
+/usr/bin/python3 "$here/gpt_torch.py" init "$dir" "$mode" || exit 1
 cat > "$dir/gpt.ini" <<INI
 [trainer]
 max_epochs = 1
@@ -49,6 +55,7 @@ type = layernorm
 type = linear
 out_features = 256
 bias = false
+$tie
 [optimizer]
 name = adamw
 lr = 0.001
@@ -56,9 +63,12 @@ weight_decay = 0.01
 [callback.csv_logger]
 INI
 "$FULGUR" fit "$dir/gpt.ini" >"$dir/fit.log" 2>&1 || { cat "$dir/fit.log"; exit 1; }
-/usr/bin/python3 "$here/gpt_torch.py" train "$dir" >"$dir/torch.txt" || exit 1
+if [ "$mode" = hf ] && ! grep -q "tensors loaded (Hugging Face GPT-2 names)" "$dir/fit.log"; then
+  echo "FAIL: the Hugging Face layout was not recognised"; cat "$dir/fit.log"; exit 1
+fi
+/usr/bin/python3 "$here/gpt_torch.py" train "$dir" "$mode" >"$dir/torch.txt" || exit 1
 metrics=$(ls "$dir"/runs/default/version_*/metrics.csv)
-/usr/bin/python3 - "$metrics" "$dir/torch.txt" <<'PY'
+/usr/bin/python3 - "$metrics" "$dir/torch.txt" "$mode" <<'PY'
 import csv, sys
 rows = [r for r in csv.DictReader(open(sys.argv[1])) if r.get("train/step_loss")]
 ours = [float(r["train/step_loss"]) for r in rows]
@@ -66,7 +76,7 @@ ref = [float(x) for x in open(sys.argv[2])]
 if len(ours) != len(ref):
     sys.exit(f"FAIL: fulgur logged {len(ours)} step losses, PyTorch {len(ref)}")
 worst = max(abs(a - b) / abs(b) for a, b in zip(ours, ref))
-print(f"gpt_vs_torch: {len(ref)} steps, loss {ref[0]:.5f} -> {ref[-1]:.5f}, "
+print(f"gpt_vs_torch ({sys.argv[3]}): {len(ref)} steps, loss {ref[0]:.5f} -> {ref[-1]:.5f}, "
       f"worst relative difference {worst:.2e} (limit 1e-4)")
 sys.exit(0 if worst < 1e-4 else 1)
 PY

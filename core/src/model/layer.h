@@ -123,6 +123,9 @@ struct fg_layer {
     int64_t heads;  /* attention heads */
     int causal;     /* attention: query i sees keys 0..i */
     int rms;        /* normalisation without centring (rmsnorm) */
+    char tie[FG_LAYER_NAME_MAX]; /* linear: the embedding whose weight it uses; "" none */
+    int tied;          /* this layer's weight is another's (tie): it owns no tensor */
+    int weight_shared; /* a later layer uses this layer's weight: backward adds to its grad */
 
     /* tensors: indices into the model's tensor table */
     int param_count, buffer_count;
@@ -172,6 +175,11 @@ const char *fg_layer_type_list(void);
 fg_status fg_model_add_tensor(fg_model *m, fg_layer *l, const char *suffix, int is_buffer,
                               int rank, const int64_t *shape, fg_init_rule init, double bound,
                               fg_error *err);
+
+/* Weight tying: l (planned now) uses the weight of the earlier embedding layer `source`,
+ * whose shape must be (rows, cols); one tensor, its gradient the sum of both layers'. */
+fg_status fg_model_tie_weight(fg_model *m, fg_layer *l, const char *source, int64_t rows,
+                              int64_t cols, fg_error *err);
 
 /* Reads key of the layer's section, or the schema default; FG_INVALID_ARGUMENT naming the
  * key's origin for a bad value. */

@@ -13,6 +13,9 @@ static const fg_option linear_options[] = {
     {"in_features", FG_OPT_INT, "0", 0, 1 << 30, NULL,
      "expected input features, checked at build; 0: whatever the previous layer gives"},
     {"bias", FG_OPT_BOOL, "true", 1, 0, NULL, "add a learned bias"},
+    {"tie", FG_OPT_STRING, "", 1, 0, NULL,
+     "weight tying: use the weight of this earlier embedding layer (GPT-2's lm_head and wte: "
+     "one parameter, its gradient summed over both); needs bias = false"},
 };
 
 static fg_status linear_configure(fg_layer *l, const fg_config *cfg, fg_error *err)
@@ -22,6 +25,12 @@ static fg_status linear_configure(fg_layer *l, const fg_config *cfg, fg_error *e
         st = fg_layer_read_int(l, cfg, "in_features", &l->in_units, err);
     if (st == FG_OK)
         st = fg_layer_read_bool(l, cfg, "bias", &l->bias, err);
+    const char *tie = fg_config_get(cfg, l->section, "tie");
+    snprintf(l->tie, sizeof l->tie, "%s", tie ? tie : "");
+    if (st == FG_OK && l->tie[0] && l->bias)
+        st = fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s] tie = %s needs bias = false (a "
+                          "tied layer owns no tensor)", fg_config_origin(cfg, l->section, "tie"),
+                          l->section, l->tie);
     return st;
 }
 
@@ -42,6 +51,8 @@ static fg_status linear_plan(fg_layer *l, fg_model *m, fg_error *err)
     l->out.dims[l->in.rank - 1] = l->units;
     double bound = 1.0 / sqrt((double)in); /* kaiming_uniform(a=sqrt(5)) = U(+-1/sqrt(fan_in)) */
     int64_t wshape[2] = {l->units, in};
+    if (l->tie[0])
+        return fg_model_tie_weight(m, l, l->tie, l->units, in, err);
     fg_status st = fg_model_add_tensor(m, l, "weight", 0, 2, wshape, FG_INIT_UNIFORM, bound, err);
     if (st == FG_OK && l->bias)
         st = fg_model_add_tensor(m, l, "bias", 0, 1, &l->units, FG_INIT_UNIFORM, bound, err);

@@ -384,6 +384,31 @@ fg_status fg_model_build(const fg_config *cfg, const int64_t *sample_shape, int 
     return FG_OK;
 }
 
+fg_status fg_model_tie_weight(fg_model *m, fg_layer *l, const char *source, int64_t rows,
+                              int64_t cols, fg_error *err)
+{
+    fg_layer *src = NULL;
+    for (int i = 0; i < l->index && !src; i++)
+        if (strcmp(m->layers[i].name, source) == 0)
+            src = &m->layers[i];
+    if (!src || src->ops != &fg_layer_embedding)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s] tie = %s: %s", l->origin,
+                            l->section, source,
+                            src ? "weight tying reuses an embedding's table; that layer is not "
+                                  "an embedding"
+                                : "no earlier layer has that name");
+    const fg_tensor_info *w = &m->tensors[src->param_tensor[0]];
+    if (w->shape[0] != rows || w->shape[1] != cols)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s] tie = %s: its weight is (%" PRId64
+                            ", %" PRId64 "), this layer needs (%" PRId64 ", %" PRId64 ")",
+                            l->origin, l->section, source, w->shape[0], w->shape[1], rows, cols);
+    l->param_tensor[0] = src->param_tensor[0];
+    l->param_count = 1;
+    l->tied = 1;
+    src->weight_shared = 1;
+    return FG_OK;
+}
+
 int fg_model_positions(const fg_model *m)
 {
     return m->positions > 0 ? m->positions : 1;

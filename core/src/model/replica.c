@@ -193,6 +193,14 @@ fg_status fg_replica_create_range(const fg_model *m, const fg_backend_vtable *be
                   share->device != device || share->shares))
         return fg_error_set(err, FG_INVALID_ARGUMENT, "a replica shares the parameters of "
                             "one that owns them, of the same model, layers and device");
+    for (size_t i = first; i < first + count; i++) {
+        const fg_layer *l = &m->layers[i];
+        if (l->tied && m->tensors[l->param_tensor[0]].layer < (int)first)
+            return fg_error_set(err, FG_UNAVAILABLE, "%s: [%s] ties its weight to layer %s, "
+                                "which another stage holds: weight tying across pipeline "
+                                "stages is not supported; untie, or keep both in one stage",
+                                l->origin, l->section, l->tie);
+    }
     return create_replica(m, be, bs, device, max_batch, 0, first, first + count, share, out,
                           err);
 }
@@ -320,6 +328,10 @@ fg_status fg_replica_map_layer(fg_replica *r, const fg_layer *l, int phase, fg_e
     r->mapped = 0;
     if (!r->mem_hook || !l->param_count)
         return FG_OK;
+    if (l->tied || l->weight_shared)
+        return fg_error_set(err, FG_UNAVAILABLE, "%s: [%s]: weight tying is not supported when "
+                            "the strategy places each layer's parameters (sharded stages 2 and "
+                            "3); use stage 1, ddp or untie", l->origin, l->section);
     const fg_tensor_info *first = &r->m->tensors[l->param_tensor[0]];
     const fg_tensor_info *last = &r->m->tensors[l->param_tensor[l->param_count - 1]];
     size_t count = last->offset + last->numel - first->offset;
@@ -511,8 +523,10 @@ static fg_status layer_backward(fg_replica *r, void *queue, size_t i, const void
                                 void *dx, int accumulate, fg_error *err)
 {
     const fg_layer *l = &r->m->layers[i];
+    /* a tied weight's gradient: the later layer wrote it first in this pass, this one adds */
     fg_layer_ctx c = {.be = r->be, .bs = r->bs, .queue = queue, .batch = r->fwd_batch,
-                      .training = 1, .accumulate = accumulate, .dy = dy, .dx = dx};
+                      .training = 1, .accumulate = accumulate || l->weight_shared, .dy = dy,
+                      .dx = dx};
     fg_status mst = fg_replica_map_layer(r, l, FG_LAYER_PHASE_BACKWARD, err);
     if (mst != FG_OK)
         return layer_failed(l, "backward", mst, err);
@@ -522,7 +536,7 @@ static fg_status layer_backward(fg_replica *r, void *queue, size_t i, const void
     fg_status st = l->ops->backward(l, &c, err);
     if (st != FG_OK)
         return layer_failed(l, "backward", st, err);
-    if (r->hook && l->param_count) {
+    if (r->hook && l->param_count && !l->tied) { /* a tied weight is ready with its owner */
         const fg_tensor_info *first = &r->m->tensors[l->param_tensor[0]];
         const fg_tensor_info *last = &r->m->tensors[l->param_tensor[l->param_count - 1]];
         r->hook(r->hook_user, first->offset, last->offset + last->numel - first->offset);
