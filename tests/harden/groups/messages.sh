@@ -82,3 +82,23 @@ EOC
     expect_err "(14, 14)"
     expect_err "(28, 28)"
 }
+
+# Defect 10: a checkpoint that cannot be written for lack of space is an I/O error (exit 4),
+# not a config error (2). A file size limit (ulimit -f, SIGXFSZ ignored) makes the write
+# fail with EFBIG exactly as a full disk fails it with ENOSPC.
+group_exit_codes() {
+    write_ok_config "$TMP/ok.ini"
+    CASE=disk_full
+    (
+        trap '' XFSZ
+        ulimit -f 8 # 8 KiB: the config and logs fit, a 31 KiB checkpoint does not
+        exec "$FULGUR" --plugin-path "$PLUGINS" fit "$TMP/ok.ini" trainer.default_root_dir="$TMP/runs" \
+            trainer.final_checkpoint="$TMP/final.safetensors" callback.report.enabled=false
+    ) >"$OUT" 2>"$ERR"
+    RC=$?
+    LAST_CMD="ulimit -f 8; fulgur fit ... trainer.final_checkpoint=..."
+    expect_rc 4
+    expect_err "final.safetensors.tmp."
+    expect_err "File too large"
+    [ ! -e "$TMP/final.safetensors" ] || fail "a torn final checkpoint was left"
+}
