@@ -46,7 +46,8 @@ static const char usage_text[] =
     "\n"
     "Plugin search path: --plugin-path, [plugins] path, FULGUR_PLUGIN_PATH,\n"
     "~/.local/lib/fulgur/plugins, the install folder. Exit status: 0 ok, 1 runtime\n"
-    "failure, 2 usage or configuration error.\n";
+    "failure, 2 usage, config or input error, 3 a peer rank failed, 4 I/O error (disk\n"
+    "full), 130/143 interrupted.\n";
 
 typedef struct cli {
     const char *paths[MAX_PATHS];
