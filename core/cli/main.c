@@ -37,6 +37,7 @@ static const char usage_text[] =
     "  --plugin-path DIR   search DIR for plugins first (repeatable)\n"
     "  --ckpt-path X       fit: resume from X; test/validate: evaluate X. X is last, best\n"
     "                      (by [callback.checkpoint] monitor) or a .safetensors file\n"
+    "  --allow-nonfinite   load a checkpoint whose tensors hold NaN or inf\n"
     "  --report FILE       runs: write the comparison page to FILE\n"
     "  -q, --quiet         warnings and errors only\n"
     "  -v, --verbose       debug output\n"
@@ -45,7 +46,8 @@ static const char usage_text[] =
     "\n"
     "Plugin search path: --plugin-path, [plugins] path, FULGUR_PLUGIN_PATH,\n"
     "~/.local/lib/fulgur/plugins, the install folder. Exit status: 0 ok, 1 runtime\n"
-    "failure, 2 usage or configuration error.\n";
+    "failure, 2 usage, config or input error, 3 a peer rank failed, 4 I/O error (disk\n"
+    "full), 130/143 interrupted.\n";
 
 typedef struct cli {
     const char *paths[MAX_PATHS];
@@ -55,6 +57,7 @@ typedef struct cli {
     int arg_count;
     char ckpt_override[4200]; /* --ckpt-path X becomes the override trainer.ckpt_path=X */
     const char *report;       /* runs --report FILE */
+    int allow_nonfinite;      /* --allow-nonfinite: the override trainer.allow_nonfinite=true */
 } cli;
 
 static int usage_error(const char *fmt, const char *arg)
@@ -80,6 +83,8 @@ static int parse_args(int argc, char **argv, cli *c)
             const char *v = a[11] == '=' ? a + 12 : (i + 1 < argc ? argv[++i] : NULL);
             if (!v || !*v) return usage_error("%s needs last, best or a FILE", "--ckpt-path");
             snprintf(c->ckpt_override, sizeof c->ckpt_override, "trainer.ckpt_path=%s", v);
+        } else if (strcmp(a, "--allow-nonfinite") == 0) {
+            c->allow_nonfinite = 1;
         } else if (strcmp(a, "--report") == 0 || strncmp(a, "--report=", 9) == 0) {
             const char *v = a[8] == '=' ? a + 9 : (i + 1 < argc ? argv[++i] : NULL);
             if (!v || !*v) return usage_error("%s needs a FILE", "--report");
@@ -130,6 +135,7 @@ static int run_verb(fg_runtime *rt, const cli *c, const char *cmd)
     int n = 0;
     for (int i = 2; i < c->arg_count; i++) overrides[n++] = c->args[i];
     if (c->ckpt_override[0]) overrides[n++] = c->ckpt_override;
+    if (c->allow_nonfinite) overrides[n++] = "trainer.allow_nonfinite=true";
     fg_error err = {0};
     fg_status st = fg_runtime_configure(rt, c->args[1], overrides, n, &err);
     if (st != FG_OK) return fail(&err, st, 1);

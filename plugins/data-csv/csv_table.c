@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define CSV_MAX_CLASSES 65535
 #define CSV_NAMES_IN_MESSAGE 200 /* bytes of the column list an unknown-name message shows */
@@ -41,6 +42,10 @@ static void reader_free(csv_reader *r)
 static fg_status read_file(csv_reader *r, fg_error *err)
 {
     const char *path = r->spec->path;
+    struct stat sb; /* a FIFO would block fopen and a device never end: refused first */
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "csv: %s: not a regular file (a FIFO, "
+                            "device or folder cannot be a data file)", path);
     FILE *f = fopen(path, "rb");
     if (!f)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "csv: %s: cannot open: %s", path,

@@ -305,6 +305,8 @@ fg_status idx_file_read(const char *path, int expected_rank, const char *what, i
         goto fail;
     }
     st = check_no_trailing_data(&src, out, what, err);
+    if (st == FG_OK && src.gz)
+        st = idx_gzip_check_tail(path, err);
     if (st != FG_OK)
         goto fail;
     source_close(&src);
@@ -312,6 +314,22 @@ fg_status idx_file_read(const char *path, int expected_rank, const char *what, i
 fail:
     source_close(&src);
     idx_array_free(out);
+    return st;
+}
+
+fg_status idx_file_read_header(const char *path, int expected_rank, const char *what,
+                               idx_array *out, fg_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (expected_rank < 1 || expected_rank > IDX_MAX_RANK)
+        return fg_error_set(err, FG_INTERNAL, "idx: %s: rank %d is not supported", path,
+                            expected_rank);
+    idx_source src;
+    fg_status st = source_open(&src, path, err);
+    if (st != FG_OK)
+        return st;
+    st = read_header(&src, expected_rank, what, out, err);
+    source_close(&src);
     return st;
 }
 

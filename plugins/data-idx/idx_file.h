@@ -41,6 +41,13 @@ fg_status idx_file_read(const char *path, int expected_rank, const char *what, i
 
 void idx_array_free(idx_array *a);
 
+/* Reads only the header of `path` (magic, rank, dimensions): out->data stays NULL. */
+fg_status idx_file_read_header(const char *path, int expected_rank, const char *what,
+                               idx_array *out, fg_error *err);
+
+/* A gzip file holds whole members and nothing after them (idx_gzip_tail.c). */
+fg_status idx_gzip_check_tail(const char *path, fg_error *err);
+
 /* True when `name` (a bare file name) is one of the four Fashion-MNIST file names. */
 int idx_is_fashion_mnist_name(const char *name);
 

@@ -182,6 +182,27 @@ static fg_status split_source(const idx_state *s, int split, idx_split_source *s
     return FG_OK;
 }
 
+/* The test files must hold images of the train files' size; the trainer would only see two
+ * shapes differ, this names both files and both shapes. */
+static fg_status check_same_image_size(const idx_state *s, const idx_split_source *src,
+                                       const fg_dataset_info *info, fg_error *err)
+{
+    if (strcmp(src->images_path, s->train_images) == 0 || s->train_images[0] == '\0')
+        return FG_OK;
+    idx_array train;
+    fg_error ignored = {FG_OK, ""};
+    if (idx_file_read_header(s->train_images, 3, "images", &train, &ignored) != FG_OK)
+        return FG_OK; /* the train split reports its own file's fault */
+    if (train.dims[1] == info->shape[1] && train.dims[2] == info->shape[2])
+        return FG_OK;
+    return fg_error_set(err, FG_INVALID_ARGUMENT,
+                        "idx: %s: the %s images are (%lld, %lld) but the train images %s are "
+                        "(%lld, %lld): every split needs images of one size",
+                        src->images_path, src->name, (long long)info->shape[1],
+                        (long long)info->shape[2], s->train_images, (long long)train.dims[1],
+                        (long long)train.dims[2]);
+}
+
 static fg_status idx_open(void *state, int split, void **dataset, fg_dataset_info *info,
                           fg_error *err)
 {
@@ -195,13 +216,17 @@ static fg_status idx_open(void *state, int split, void **dataset, fg_dataset_inf
     st = idx_dataset_open(&src, &s->transform, &ds, err);
     if (st != FG_OK)
         return st;
-    if (info) {
-        fg_dataset_info full;
-        idx_dataset_info(ds, s->transform.num_classes, &full);
-        /* The test files serve validation only until [data] val_split replaces them. */
-        full.stand_in = split == FG_SPLIT_VAL && s->val_fraction == 0;
-        fg_plugin_copy_dataset_info(info, &full);
+    fg_dataset_info full;
+    idx_dataset_info(ds, s->transform.num_classes, &full);
+    /* The test files serve validation only until [data] val_split replaces them. */
+    full.stand_in = split == FG_SPLIT_VAL && s->val_fraction == 0;
+    st = check_same_image_size(s, &src, &full, err);
+    if (st != FG_OK) {
+        idx_dataset_close(ds);
+        return st;
     }
+    if (info)
+        fg_plugin_copy_dataset_info(info, &full);
     *dataset = ds;
     return FG_OK;
 }

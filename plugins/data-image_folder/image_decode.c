@@ -47,7 +47,8 @@ static fg_status not_an_image(const char *path, const uint8_t *d, size_t n, fg_e
 static fg_status check_pixels(const char *path, const char *format, int64_t w, int64_t h,
                               fg_error *err)
 {
-    if (w < 1 || h < 1 || w * h > IMAGE_MAX_PIXELS)
+    /* Each side first: a header's two 32-bit sides multiplied could overflow int64. */
+    if (w < 1 || h < 1 || w > IMAGE_MAX_PIXELS || h > IMAGE_MAX_PIXELS || w * h > IMAGE_MAX_PIXELS)
         return fg_error_set(err, FG_INVALID_ARGUMENT,
                             "%s: %s of %lld x %lld pixels is outside what is decoded "
                             "(1 to %lld pixels)",

@@ -62,8 +62,11 @@ typedef enum fg_verb {
  * fg_status_exit_code(st, 0)), so the other ranks do not wait out the timeout. */
 FG_API fg_status fg_runtime_run(fg_runtime *rt, fg_verb verb, fg_error *err);
 
-/* The `fulgur` command's exit code for a status: 0 ok, 2 for a bad input (configuring != 0,
- * or a status that names an input or environment fault), 1 for a failure while running. */
+/* The `fulgur` command's exit code for a status (README, "Exit status"): 0 ok, 2 for a bad
+ * input (configuring != 0, or a status that names an input or environment fault), 1 for a
+ * failure while running, 4 for a file write that failed for lack of space or an I/O fault.
+ * (3: a peer rank failed or a collective timed out, the comm's abort code; 130/143: SIGINT,
+ * SIGTERM.) */
 FG_API int fg_status_exit_code(fg_status st, int configuring);
 
 /* `fulgur tune batch-size`: the largest [data] batch_size whose one-batch fit (train, val

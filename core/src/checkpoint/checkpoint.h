@@ -66,6 +66,19 @@ const char *fg_ckpt_tensor_name(const fg_ckpt *c, size_t i);
 fg_status fg_ckpt_read_tensor(fg_ckpt *c, const char *name, fg_dtype dtype, int rank,
                               const int64_t *shape, void *dst, fg_error *err);
 
+/* Asks fg_ckpt_read_tensor to refuse float tensors holding NaN or inf (off by default: the
+ * file format carries any value; the trainer refuses them unless allowed). */
+void fg_ckpt_refuse_nonfinite(fg_ckpt *c, int refuse);
+
+/* The trainer metadata of a fulgur checkpoint (format fulgur-checkpoint-1), each field's
+ * type and range; called by fg_ckpt_open. Files of other formats pass. */
+fg_status fg_ckpt_check_trainer_meta(const fg_ckpt *c, fg_error *err);
+
+/* FG_INVALID_ARGUMENT naming the tensor, the count and the first index when the float data
+ * holds a NaN or an inf; integer dtypes pass. */
+fg_status fg_ckpt_check_finite(const fg_ckpt *c, const char *name, fg_dtype dtype,
+                               const void *data, size_t bytes, fg_error *err);
+
 /* Describes a tensor without reading it; shape has room for FG_MAX_DIMS. Any output
  * pointer may be NULL. */
 fg_status fg_ckpt_tensor_info(const fg_ckpt *c, const char *name, fg_dtype *dtype, int *rank,

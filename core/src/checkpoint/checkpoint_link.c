@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "io_status.h"
 #include "trainer_internal.h"
 
 #define COPY_CHUNK (1 << 20)
@@ -37,14 +38,14 @@ static fg_status copy_file(const char *src, const char *tmp, fg_error *err)
         for (ssize_t done = 0; st == FG_OK && done < n;) {
             ssize_t w = write(out, buf + done, (size_t)(n - done));
             if (w < 0 && errno == EINTR) continue;
-            if (w < 0) st = fg_error_set(err, FG_INTERNAL, "%s: write failed: %s", tmp, strerror(errno));
+            if (w < 0) st = fg_error_set(err, fg_io_status(errno), "%s: write failed: %s", tmp, strerror(errno));
             else done += w;
         }
     }
     if (st == FG_OK && fsync(out) != 0)
-        st = fg_error_set(err, FG_INTERNAL, "%s: fsync failed: %s", tmp, strerror(errno));
+        st = fg_error_set(err, fg_io_status(errno), "%s: fsync failed: %s", tmp, strerror(errno));
     if (out >= 0 && close(out) != 0 && st == FG_OK)
-        st = fg_error_set(err, FG_INTERNAL, "%s: close failed: %s", tmp, strerror(errno));
+        st = fg_error_set(err, fg_io_status(errno), "%s: close failed: %s", tmp, strerror(errno));
     close(in);
     free(buf);
     return st;

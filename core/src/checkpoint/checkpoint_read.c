@@ -14,6 +14,7 @@ struct fg_ckpt {
     int fd;
     uint64_t data_start; /* 8 + header length */
     fg_ckpt_header header;
+    int refuse_nonfinite;
 };
 
 /* Reads exactly n bytes at off; a short file is an error, not a partial read. */
@@ -116,6 +117,8 @@ fg_status fg_ckpt_open(const char *path, fg_ckpt **out, fg_error *err)
     }
     c->fd = -1;
     fg_status st = read_header(c, err);
+    if (st == FG_OK)
+        st = fg_ckpt_check_trainer_meta(c, err);
     if (st != FG_OK) {
         fg_ckpt_close(c);
         return st;
@@ -232,6 +235,14 @@ fg_status fg_ckpt_read_tensor(fg_ckpt *c, const char *name, fg_dtype dtype, int 
         return st;
     char what[64 + 256];
     snprintf(what, sizeof what, "tensor '%s'", e->name);
-    return read_exact(c->path, c->fd, dst, (size_t)(e->end - e->begin), c->data_start + e->begin,
-                      what, err);
+    size_t bytes = (size_t)(e->end - e->begin);
+    st = read_exact(c->path, c->fd, dst, bytes, c->data_start + e->begin, what, err);
+    if (st == FG_OK && c->refuse_nonfinite)
+        st = fg_ckpt_check_finite(c, e->name, e->dtype, dst, bytes, err);
+    return st;
+}
+
+void fg_ckpt_refuse_nonfinite(fg_ckpt *c, int refuse)
+{
+    c->refuse_nonfinite = refuse;
 }

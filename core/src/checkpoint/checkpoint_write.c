@@ -3,6 +3,7 @@
  * to PATH.tmp.<pid>, fsync, rename over PATH, fsync the folder. Until the rename PATH is the
  * old file; after it, the new one: a crash in between leaves only a temporary behind. */
 #include "checkpoint.h"
+#include "io_status.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -274,7 +275,7 @@ static fg_status write_all(const char *tmp, int fd, const void *data, size_t n, 
         if (put < 0 && errno == EINTR)
             continue;
         if (put < 0)
-            return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: write failed: %s", tmp,
+            return fg_error_set(err, fg_io_status(errno), "%s: write failed: %s", tmp,
                                 strerror(errno));
         p += put;
         n -= (size_t)put;
@@ -295,7 +296,7 @@ static fg_status write_contents(const char *tmp, int fd, const text_buf *header,
     for (size_t i = 0; i < count && st == FG_OK; i++)
         st = write_all(tmp, fd, tensors[i].data, (size_t)bytes[i], err);
     if (st == FG_OK && fsync(fd) != 0)
-        st = fg_error_set(err, FG_INVALID_ARGUMENT, "%s: fsync failed: %s", tmp, strerror(errno));
+        st = fg_error_set(err, fg_io_status(errno), "%s: fsync failed: %s", tmp, strerror(errno));
     return st;
 }
 
@@ -344,12 +345,12 @@ static fg_status write_and_rename(const char *path, const char *tmp, const text_
 {
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: cannot create: %s", tmp,
+        return fg_error_set(err, fg_io_status(errno), "%s: cannot create: %s", tmp,
                             strerror(errno));
     test_kill_point(path, "created");
     fg_status st = write_contents(tmp, fd, header, tensors, count, bytes, err);
     if (close(fd) != 0 && st == FG_OK)
-        st = fg_error_set(err, FG_INVALID_ARGUMENT, "%s: close failed: %s", tmp, strerror(errno));
+        st = fg_error_set(err, fg_io_status(errno), "%s: close failed: %s", tmp, strerror(errno));
     if (st == FG_OK)
         test_kill_point(path, "written");
     if (st == FG_OK && rename(tmp, path) != 0)

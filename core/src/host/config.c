@@ -706,6 +706,13 @@ const char *fg_config_get(const fg_config *cfg, const char *section, const char 
     return e ? e->value : NULL;
 }
 
+int fg_config_is_true(const fg_config *cfg, const char *section, const char *key)
+{
+    const char *v = fg_config_get(cfg, section, key);
+    int b = 0;
+    return v && fg_option_parse_bool(v, &b) == FG_OK && b;
+}
+
 const char *fg_config_origin(const fg_config *cfg, const char *section, const char *key)
 {
     const fg_config_section *sec = find_section(cfg, section);

@@ -37,6 +37,8 @@ size_t fg_config_entry_count(const fg_config *cfg, const char *section);
 /* Entries of a section in file order. */
 const char *fg_config_entry_key(const fg_config *cfg, const char *section, size_t i);
 const char *fg_config_get(const fg_config *cfg, const char *section, const char *key);
+/* 1 when the key is set to a true boolean (true, yes, on, 1), else 0. */
+int fg_config_is_true(const fg_config *cfg, const char *section, const char *key);
 /* "FILE:LINE" or "command line: ARG"; for the section itself when key is NULL. */
 const char *fg_config_origin(const fg_config *cfg, const char *section, const char *key);
 

@@ -33,6 +33,7 @@ static const fg_option trainer_options[] = {
     {"name", FG_OPT_STRING, "default", NO_RANGE, NULL, "the run family under default_root_dir"},
     {"ckpt_path", FG_OPT_STRING, "", NO_RANGE, NULL, "resume fit (or load for test/validate) from last, best or a FILE"},
     {"final_checkpoint", FG_OPT_STRING, "", NO_RANGE, NULL, "also write the model when fit ends to this file (relative to the run folder)"},
+    {"allow_nonfinite", FG_OPT_BOOL, "false", NO_RANGE, NULL, "load a checkpoint whose tensors hold NaN or inf (refused otherwise); also --allow-nonfinite"},
     {"save_on_exception", FG_OPT_BOOL, "false", NO_RANGE, NULL, "write checkpoints/on_exception.safetensors when training fails"},
     {"enable_progress_bar", FG_OPT_BOOL, "true", NO_RANGE, NULL, "a live progress bar when stdout is a terminal (callback.progress without a section); false: plain lines"},
     {"requeue_signal", FG_OPT_ENUM, "auto", NO_RANGE, "auto|SIGUSR1|SIGUSR2|none", "on this signal, checkpoint at the next step and requeue the SLURM job; auto: SIGUSR1 when SLURM_JOB_ID is set"},

@@ -16,7 +16,9 @@ fg_status fg_loader_create(fg_loader **out, fg_error *err);
 /* Closes no library (plugins are never unloaded); frees the loader's bookkeeping. */
 void fg_loader_destroy(fg_loader *loader);
 
-/* Appends a folder to the search path; earlier folders win. */
+/* Appends a folder to the search path; earlier folders win. A folder that does not exist
+ * (FG_NOT_FOUND) or is not a folder (FG_INVALID_ARGUMENT) is refused: one the user named
+ * must be there. */
 fg_status fg_loader_add_path(fg_loader *loader, const char *dir, fg_error *err);
 /* Appends the defaults after whatever was added: FULGUR_PLUGIN_PATH (':'-separated, read
  * with secure_getenv), ~/.local/lib/fulgur/plugins, then the install folder (the one next
@@ -49,7 +51,9 @@ typedef struct fg_plugin_file {
 
 typedef void (*fg_loader_visit_fn)(void *user, const fg_plugin_file *file);
 /* Opens every fulgur-*.so in the search path and reports each, loaded or refused; a file
- * shadowed by one of the same name in an earlier folder is reported as refused. */
+ * shadowed by one of the same name in an earlier folder is reported as refused, and so is
+ * a folder, a dangling link or anything else not a regular file under such a name. Every
+ * file is checked as ELF (elf_check.h) before dlopen. */
 void fg_loader_scan(fg_loader *loader, fg_loader_visit_fn visit, void *user);
 
 #endif

@@ -1,10 +1,13 @@
 /* fg_runtime_run: start the configured plugins and run a verb. */
 #include "fulgur/comm.h"
+#include "io_status.h"
 #include "runtime.h"
 #include "trainer.h"
 
 int fg_status_exit_code(fg_status st, int configuring)
 {
+    if (st == FG_STATUS_IO)
+        return 4; /* a write failed for lack of space or a device fault: not the input's fault */
     switch (st) {
     case FG_OK: return 0;
     case FG_INVALID_ARGUMENT:

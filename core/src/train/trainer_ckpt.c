@@ -363,6 +363,7 @@ fg_status fg_trainer_load_weights(fg_trainer *t, fg_error *err)
     fg_status st = resolve_path(t, path, sizeof path, err);
     if (st == FG_OK) st = fg_ckpt_open(path, &t->loaded, err);
     if (st != FG_OK) return st;
+    fg_ckpt_refuse_nonfinite(t->loaded, !fg_config_is_true(t->cfg, "trainer", "allow_nonfinite"));
     const char *format = fg_ckpt_meta(t->loaded, "format");
     if (format && strcmp(format, FG_SHARDED_INDEX_FORMAT) == 0)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: a checkpoint written one file per "

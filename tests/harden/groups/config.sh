@@ -72,4 +72,19 @@ EOC
     runp fifo_data check "$TMP/idx.ini"
     [ "$RC" -ne 0 ] || fail "a FIFO as a data file was accepted"
     expect_err "fifo.ini: not a regular file"
+    cat >"$TMP/csv.ini" <<EOC
+[trainer]
+max_epochs = 1
+[data]
+name = csv
+train_file = $TMP/fifo.ini
+target = y
+num_workers = 0
+[layer.fc1]
+type = linear
+out_features = 2
+EOC
+    runp fifo_csv check "$TMP/csv.ini"
+    [ "$RC" -ne 0 ] || fail "a FIFO as a CSV file was accepted"
+    expect_err "fifo.ini: not a regular file"
 }

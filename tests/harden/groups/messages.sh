@@ -1,0 +1,104 @@
+# Defects 9 and 12: checkpoint metadata and tensors, and the weak messages.
+
+group_ckpt_meta() {
+    write_ok_config "$TMP/ok.ini"
+    runp base fit "$TMP/ok.ini" trainer.default_root_dir="$TMP/runs" trainer.final_checkpoint="$TMP/ok.safetensors"
+    expect_rc 0
+    E="python3 $HERE/edit_ckpt.py $TMP/ok.safetensors"
+    for edit in global_step=-5 global_step=99999999999999999999 epoch=-1 \
+                batches_done=x epoch_sum_n=nan scheduler_scale=0 micro_step=1e3; do
+        $E "$TMP/bad.safetensors" meta "$edit"
+        runp "meta_$edit" fit "$TMP/ok.ini" trainer.default_root_dir="$TMP/runs" --ckpt-path "$TMP/bad.safetensors"
+        expect_rc 2
+        expect_err "bad.safetensors: metadata '${edit%%=*}' = '${edit#*=}' is "
+    done
+    # NaN weights: refused naming the tensor, loaded with --allow-nonfinite.
+    $E "$TMP/nan.safetensors" nan fc1.weight
+    runp nan_refused test "$TMP/ok.ini" trainer.default_root_dir="$TMP/runs" --ckpt-path "$TMP/nan.safetensors"
+    expect_rc 2
+    expect_err "nan.safetensors: tensor 'fc1.weight' holds 1 non-finite value(s)"
+    runp nan_allowed test "$TMP/ok.ini" trainer.default_root_dir="$TMP/runs" --ckpt-path "$TMP/nan.safetensors" --allow-nonfinite
+    expect_rc 0
+}
+
+group_messages() {
+    write_ok_config "$TMP/ok.ini"
+    # trainer.name with a path separator would write outside default_root_dir.
+    for name in ../../x a/b ..; do
+        runp "name_$name" check "$TMP/ok.ini" trainer.name="$name"
+        expect_rc 2
+        expect_err "[trainer] name = '$name': a run name is one folder name"
+    done
+    [ ! -e "$TMP/x" ] || fail "a run folder was made outside default_root_dir"
+    # val_check_interval = 0 is refused like 0.0.
+    for v in 0 0.0; do
+        runp "val_check_$v" check "$TMP/ok.ini" trainer.val_check_interval=$v
+        expect_rc 2
+        expect_err "val_check_interval must be above 0"
+    done
+    # IDX: a gzip file with garbage after the stream, and images of the wrong shape.
+    python3 - "$TMP" <<'EOP'
+import gzip, struct, sys
+d = sys.argv[1]
+def idx(dims, payload):
+    return struct.pack(">I", 0x800 | len(dims)) + b"".join(struct.pack(">I", x) for x in dims) + payload
+imgs = idx([4, 28, 28], bytes(4 * 28 * 28))
+labels = idx([4], bytes([0, 1, 2, 3]))
+open(d + "/imgs.gz", "wb").write(gzip.compress(imgs) + b"garbage after the stream")
+open(d + "/labels", "wb").write(labels)
+open(d + "/imgs-ok.gz", "wb").write(gzip.compress(imgs) + gzip.compress(b""))
+open(d + "/small", "wb").write(idx([4, 14, 14], bytes(4 * 14 * 14)))
+EOP
+    idx_config() {
+        cat >"$TMP/idx.ini" <<EOC
+[trainer]
+max_epochs = 1
+[data]
+name = idx
+train_images = $1
+train_labels = $TMP/labels
+test_images = $2
+test_labels = $TMP/labels
+batch_size = 2
+num_workers = 0
+[layer.flat]
+type = flatten
+[layer.fc1]
+type = linear
+out_features = 10
+EOC
+    }
+    idx_config "$TMP/imgs.gz" "$TMP/imgs-ok.gz"
+    runp gzip_trailing check "$TMP/idx.ini"
+    expect_rc 2
+    expect_err "imgs.gz: 24 bytes of trailing garbage after the gzip stream"
+    idx_config "$TMP/imgs-ok.gz" "$TMP/imgs-ok.gz"
+    runp gzip_members check "$TMP/idx.ini"
+    expect_rc 0
+    idx_config "$TMP/imgs-ok.gz" "$TMP/small"
+    runp wrong_shape check "$TMP/idx.ini"
+    expect_rc 2
+    expect_err "small"
+    expect_err "(14, 14)"
+    expect_err "(28, 28)"
+}
+
+# Defect 10: a checkpoint that cannot be written for lack of space is an I/O error (exit 4),
+# not a config error (2). A file size limit (ulimit -f, SIGXFSZ ignored) makes the write
+# fail with EFBIG exactly as a full disk fails it with ENOSPC.
+group_exit_codes() {
+    write_ok_config "$TMP/ok.ini"
+    CASE=disk_full
+    (
+        trap '' XFSZ
+        ulimit -f 8 # 8 KiB: the config and logs fit, a 31 KiB checkpoint does not
+        exec "$FULGUR" --plugin-path "$PLUGINS" fit "$TMP/ok.ini" trainer.default_root_dir="$TMP/runs" \
+            trainer.final_checkpoint="$TMP/final.safetensors" callback.report.enabled=false
+    ) >"$OUT" 2>"$ERR"
+    RC=$?
+    LAST_CMD="ulimit -f 8; fulgur fit ... trainer.final_checkpoint=..."
+    expect_rc 4
+    expect_err "final.safetensors.tmp."
+    expect_err "File too large"
+    [ ! -e "$TMP/final.safetensors" ] || fail "a torn final checkpoint was left"
+}
