@@ -7,6 +7,8 @@
 #   image_check.sh fit_resume BIN       resume inside an epoch = the unbroken run
 #   image_check.sh fit_accuracy BIN     an MLP learns the PNG export (test accuracy floor)
 #   image_check.sh fit_bad_data BIN     broken files stop fit with exit 2 naming the file
+#   image_check.sh fit_resnet BIN       examples/fashion_mnist_resnet.ini (residual blocks with
+#                                       add) learns 5400 augmented PNGs in 1 epoch (floor)
 # FULGUR and EXAMPLES name the fulgur binary and the examples folder (fit_* and the export).
 set -u
 check=$1 bin=$2
@@ -99,6 +101,19 @@ fit_accuracy() {
   echo "ok: 6000 PNGs, 3 epochs: test accuracy $acc >= 0.78 (0.81 when written)"
 }
 
+fit_resnet() {
+  export_fashion 6000
+  "$FULGUR" fit "$EXAMPLES/fashion_mnist_resnet.ini" data.dir="$tmp/fm" trainer.default_root_dir="$tmp/runs" \
+    trainer.max_epochs=1 >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "fit exited $?"; }
+  tail -n 4 "$tmp/out"
+  grep -qF "val_split: 600 samples held out" "$tmp/out" || fail "the example does not hold out 0.1 for validation"
+  local acc
+  acc=$(awk '/^test /{for (i = 1; i <= NF; i++) if ($i == "acc") print $(i + 1)}' "$tmp/out")
+  [ -n "$acc" ] || fail "no test accuracy line"
+  awk -v a="$acc" 'BEGIN { exit !(a >= 0.72) }' || fail "test accuracy $acc < 0.72"
+  echo "ok: residual CNN, 5400 augmented PNGs, 1 epoch: test accuracy $acc >= 0.72 (0.779 when written)"
+}
+
 expect_exit2() {
   local what=$1 fragment=$2; shift 2
   "$@" >"$tmp/bad" 2>&1
@@ -126,6 +141,6 @@ fit_bad_data() {
 }
 
 case "$check" in
-  reference|fashion_png|fit_determinism|fit_resume|fit_accuracy|fit_bad_data) "$check" ;;
+  reference|fashion_png|fit_determinism|fit_resume|fit_accuracy|fit_bad_data|fit_resnet) "$check" ;;
   *) echo "unknown check $check"; exit 2 ;;
 esac

@@ -102,7 +102,7 @@ static void test_classes(void)
     CHECK_STR(build_message("[trainer]\nmax_epochs = 1\n", (int64_t[]){20}, 1, 10),
               "cfg.ini: the model has no layers; add [layer.NAME] sections with type = one of "
               "linear, conv2d, maxpool2d, avgpool2d, batchnorm, dropout, flatten, relu, gelu, "
-              "tanh, sigmoid");
+              "tanh, sigmoid, add");
 }
 
 static void test_input(void)
@@ -135,10 +135,10 @@ static void test_keys(void)
                             10),
               "cfg.ini:2: [layer.fc1] unknown layer type 'linaer'; did you mean 'linear'? "
               "(types: linear, conv2d, maxpool2d, avgpool2d, batchnorm, dropout, flatten, relu, "
-              "gelu, tanh, sigmoid)");
+              "gelu, tanh, sigmoid, add)");
     CHECK_STR(build_message("[layer.fc1]\nout_features = 10\n", (int64_t[]){4}, 1, 10),
               "cfg.ini:1: [layer.fc1] has no 'type'; set type = one of linear, conv2d, "
-              "maxpool2d, avgpool2d, batchnorm, dropout, flatten, relu, gelu, tanh, sigmoid");
+              "maxpool2d, avgpool2d, batchnorm, dropout, flatten, relu, gelu, tanh, sigmoid, add");
     /* the schemas reach the validator: unknown keys, missing and out-of-range values */
     const char *msg = build_message("[layer.fc1]\ntype = linear\nout_feature = 10\n",
                                     (int64_t[]){4}, 1, 10);
@@ -205,17 +205,18 @@ static void test_schemas(void)
 {
     size_t n = 0;
     const fg_option *o = fg_layer_schema("conv2d", &n);
-    CHECK(o && n == 6);
+    CHECK(o && n == 7);
     if (o) {
         CHECK_STR(o[0].key, "type");
-        CHECK_STR(o[1].key, "out_channels");
-        CHECK(o[1].default_value == FG_OPT_REQUIRED);
+        CHECK_STR(o[1].key, "input"); /* every kind: the graph's key */
+        CHECK_STR(o[2].key, "out_channels");
+        CHECK(o[2].default_value == FG_OPT_REQUIRED);
     }
     o = fg_layer_schema("maxpool2d", &n);
-    CHECK(o && n == 4);
+    CHECK(o && n == 5);
     CHECK(fg_layer_schema("linaer", &n) == NULL && n == 0);
     const char *types[] = {"linear", "conv2d", "maxpool2d", "avgpool2d", "batchnorm", "dropout",
-                           "flatten", "relu", "gelu", "tanh", "sigmoid"};
+                           "flatten", "relu", "gelu", "tanh", "sigmoid", "add"};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         o = fg_layer_schema(types[i], &n);
         CHECK(o && n >= 1 && strcmp(o[0].key, "type") == 0);
@@ -231,8 +232,42 @@ static void test_schemas(void)
     }
 }
 
+/* Graphs: named inputs, add's shapes, every output read; errors name file:line. */
+static void test_graph(void)
+{
+    int64_t in[1] = {8};
+    /* lines: a 1-3, b 4-6, sum 7-9, head 10-12 */
+    const char *ok = "[layer.a]\ntype = linear\nout_features = 8\n"
+                     "[layer.b]\ntype = relu\ninput = a\n"
+                     "[layer.sum]\ntype = add\ninput = a, b\n"
+                     "[layer.head]\ntype = linear\nout_features = 3\n";
+    CHECK_STR(build_message(ok, in, 1, 3), "");
+    CHECK_STR(build_message("[layer.a]\ntype = linear\nout_features = 8\n"
+                            "[layer.b]\ntype = linear\nout_features = 5\n"
+                            "[layer.sum]\ntype = add\ninput = a, b\n"
+                            "[layer.head]\ntype = linear\nout_features = 3\n",
+                            in, 1, 3),
+              "cfg.ini:7: [layer.sum] adds tensors of different shapes: [layer.a] gives (8), "
+              "[layer.b] gives (5); both inputs must have one shape");
+    CHECK_CONTAINS(build_message("[layer.a]\ntype = linear\nout_features = 8\n"
+                                 "[layer.sum]\ntype = add\ninput = a, later\n"
+                                 "[layer.later]\ntype = relu\n",
+                                 in, 1, 8),
+                   "cfg.ini:6: [layer.sum] input = a, later: no earlier layer is named 'later'");
+    CHECK_CONTAINS(build_message("[layer.a]\ntype = linear\nout_features = 8\n"
+                                 "[layer.sum]\ntype = add\ninput = a\n",
+                                 in, 1, 8),
+                   "cfg.ini:4: [layer.sum] (add) reads 2 inputs, but input names 1 (input = a, b)");
+    CHECK_CONTAINS(build_message("[layer.a]\ntype = linear\nout_features = 8\n"
+                                 "[layer.b]\ntype = relu\n"
+                                 "[layer.c]\ntype = relu\ninput = a\n",
+                                 in, 1, 8),
+                   "cfg.ini:4: [layer.b]'s output is never read");
+}
+
 int main(void)
 {
+    test_graph();
     test_linear_after_conv();
     test_window_errors();
     test_classes();

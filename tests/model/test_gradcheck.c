@@ -79,6 +79,25 @@ static const gc_case cases[] = {
      "[layer.pool1]\ntype = maxpool2d\nkernel_size = 2\n[layer.flat]\ntype = flatten\n"
      "[layer.drop]\ntype = dropout\np = 0.3\n[layer.fc]\ntype = linear\nout_features = 5\n",
      {1, 8, 8}, 3, 5, 4, 1e-3},
+    /* graphs: the stem's output is read by conv_a and by the add, so its gradient is the
+     * sum of both paths (and reaches the stem's weights and the input through it) */
+    {"residual",
+     "[layer.stem]\ntype = conv2d\nout_channels = 3\nkernel_size = 3\npadding = 1\n"
+     "[layer.conv_a]\ntype = conv2d\nout_channels = 3\nkernel_size = 3\npadding = 1\n"
+     "[layer.bn_a]\ntype = batchnorm\n[layer.relu_a]\ntype = relu\n"
+     "[layer.conv_b]\ntype = conv2d\nout_channels = 3\nkernel_size = 3\npadding = 1\n"
+     "[layer.bn_b]\ntype = batchnorm\n"
+     "[layer.sum]\ntype = add\ninput = stem, bn_b\n[layer.relu]\ntype = relu\n" HEAD,
+     {2, 5, 5}, 3, 3, 3, 1e-3},
+    /* one tensor read twice by the same add: d(x + x)/dx = 2 */
+    {"add_same", PRE_LINEAR "[layer.twice]\ntype = add\ninput = pre, pre\n"
+                 "[layer.head]\ntype = linear\nout_features = 3\n", {6}, 1, 3, 4, 1e-2},
+    /* a skip over a flatten (an alias of the conv's memory) and a linear */
+    {"skip_alias",
+     PRE_CONV "[layer.flat]\ntype = flatten\n[layer.fc]\ntype = linear\nout_features = 12\n"
+              "[layer.tanh]\ntype = tanh\n[layer.sum]\ntype = add\ninput = tanh, flat\n"
+              "[layer.head]\ntype = linear\nout_features = 3\n",
+     {2, 2, 2}, 3, 3, 3, 1e-2},
 };
 
 typedef struct gc_stats {

@@ -17,6 +17,7 @@
 #define FG_LAYER_SECTION_MAX (FG_LAYER_NAME_MAX + 8)
 #define FG_LAYER_ORIGIN_MAX 256
 #define FG_LAYER_MAX_TENSORS 12 /* a transformer block's */
+#define FG_LAYER_MAX_INPUTS 2
 #define FG_SHAPE_TEXT_MAX 128
 #define FG_MAX_REPEAT 1024 /* layers one section may make with `repeat` */
 
@@ -42,7 +43,8 @@ typedef enum fg_init_rule {
 enum {
     FG_LAYER_ALIAS = 1u << 0,         /* the output is the input, reshaped (flatten) */
     FG_LAYER_EVAL_IDENTITY = 1u << 1, /* the output is the input when not training (dropout) */
-    FG_LAYER_DX_OPTIONAL = 1u << 2    /* backward accepts dx == NULL (first layer) */
+    FG_LAYER_DX_OPTIONAL = 1u << 2,   /* backward accepts dx == NULL (first layer) */
+    FG_LAYER_TWO_INPUTS = 1u << 3     /* reads two tensors of one shape (add) */
 };
 
 typedef struct fg_layer fg_layer;
@@ -72,9 +74,11 @@ typedef struct fg_layer_ctx {
     void *grad[FG_LAYER_MAX_TENSORS];    /* their gradients, same layout */
     float *buffer[FG_LAYER_MAX_TENSORS]; /* running statistics and such, never trained */
     const void *x;                       /* (batch, in...) */
+    const void *x2;                      /* (batch, in2...): a TWO_INPUTS kind's second input */
     void *y;                             /* (batch, out...) */
     const void *dy;                      /* (batch, out...) backward only */
     void *dx;                            /* (batch, in...); NULL: not wanted (DX_OPTIONAL) */
+    void *dx2;                           /* (batch, in2...): a TWO_INPUTS kind's second dx */
     void *aux;       /* the layer's own arena bytes: aux_fixed + aux_per_sample * batch */
     void *workspace; /* scratch shared by all layers, workspace_bytes(max batch) */
     uint64_t dropout_seed;
@@ -112,6 +116,16 @@ struct fg_layer {
      * "[model] input gives (1, 28, 28)". */
     char input_text[FG_LAYER_SECTION_MAX + FG_SHAPE_TEXT_MAX + 16];
     fg_shape in, out;
+    /* the graph (graph.h): the layers read, -1 for the model input; in2 is inputs[1]'s
+     * shape; gradient slots of this output and of each input, and whether an input's dx
+     * adds to what a later layer already wrote there */
+    int input_count;
+    int inputs[FG_LAYER_MAX_INPUTS];
+    fg_shape in2;
+    int grad_slot;
+    int input_slot[FG_LAYER_MAX_INPUTS];
+    int input_owner[FG_LAYER_MAX_INPUTS]; /* the layer whose memory the input is (past aliases) */
+    unsigned char input_accumulate[FG_LAYER_MAX_INPUTS];
 
     /* hyper-parameters (which ones are used depends on the kind) */
     int64_t units;      /* linear out_features, conv2d out_channels */
@@ -140,11 +154,13 @@ struct fg_layer {
 /* ---- the kinds ---------------------------------------------------------------------- */
 
 #define FG_LAYER_TYPE_CHOICES                                                                \
-    "linear|conv2d|maxpool2d|avgpool2d|batchnorm|dropout|flatten|relu|gelu|tanh|sigmoid|"      \
+    "linear|conv2d|maxpool2d|avgpool2d|batchnorm|dropout|flatten|relu|gelu|tanh|sigmoid|add|" \
     "layernorm|rmsnorm|embedding|position_embedding|transformer_block"
-/* The `type` key every layer schema starts with. */
+/* The `type` and `input` keys every layer schema starts with. */
 #define FG_LAYER_TYPE_OPTION(kind)                                                           \
-    {"type", FG_OPT_ENUM, FG_OPT_REQUIRED, 1, 0, FG_LAYER_TYPE_CHOICES, "layer kind: " kind}
+    {"type", FG_OPT_ENUM, FG_OPT_REQUIRED, 1, 0, FG_LAYER_TYPE_CHOICES, "layer kind: " kind}, \
+    {"input", FG_OPT_LIST, "", 1, 0, NULL,                                                   \
+     "the earlier layer(s) this one reads, e.g. conv1 or a, b (add); empty: the previous one"}
 
 extern const fg_layer_ops fg_layer_linear;
 extern const fg_layer_ops fg_layer_conv2d;
@@ -162,6 +178,7 @@ extern const fg_layer_ops fg_layer_rmsnorm;
 extern const fg_layer_ops fg_layer_embedding;
 extern const fg_layer_ops fg_layer_position_embedding;
 extern const fg_layer_ops fg_layer_transformer_block;
+extern const fg_layer_ops fg_layer_add;
 
 /* The kind named `type`, or NULL. */
 const fg_layer_ops *fg_layer_kind(const char *type);

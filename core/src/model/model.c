@@ -37,7 +37,7 @@ const char *fg_shape_format(const fg_shape *s, char *buf, size_t size)
 static const fg_layer_ops *const layer_kinds[] = {
     &fg_layer_linear, &fg_layer_conv2d,  &fg_layer_maxpool2d, &fg_layer_avgpool2d,
     &fg_layer_batchnorm, &fg_layer_dropout, &fg_layer_flatten, &fg_layer_relu,
-    &fg_layer_gelu,   &fg_layer_tanh,    &fg_layer_sigmoid, &fg_layer_layernorm,
+    &fg_layer_gelu,   &fg_layer_tanh,    &fg_layer_sigmoid, &fg_layer_add, &fg_layer_layernorm,
     &fg_layer_rmsnorm, &fg_layer_embedding, &fg_layer_position_embedding,
     &fg_layer_transformer_block,
 };
@@ -53,7 +53,8 @@ const fg_layer_ops *fg_layer_kind(const char *type)
 const char *fg_layer_type_list(void)
 {
     return "linear, conv2d, maxpool2d, avgpool2d, batchnorm, dropout, flatten, relu, gelu, "
-           "tanh, sigmoid, layernorm, rmsnorm, embedding, position_embedding, transformer_block";
+           "tanh, sigmoid, add, layernorm, rmsnorm, embedding, position_embedding, "
+           "transformer_block";
 }
 
 const fg_option *fg_layer_schema(const char *type, size_t *count)
@@ -237,7 +238,7 @@ static fg_status validate_layer_section(const fg_config *cfg, const char *sectio
 
 /* rep >= 0: repetition rep of a section with `repeat`, named NAME.rep (h.0, h.1, ...). */
 static fg_status build_layer(fg_model *m, const fg_config *cfg, const char *section, int rep,
-                             const fg_shape *in, const char *prev, fg_error *err)
+                             fg_error *err)
 {
     fg_status st = fg_layer_check_type(cfg, section, err);
     if (st != FG_OK)
@@ -259,10 +260,9 @@ static fg_status build_layer(fg_model *m, const fg_config *cfg, const char *sect
     snprintf(l->section, sizeof l->section, "%s", section);
     const char *origin = fg_config_origin(cfg, section, NULL);
     snprintf(l->origin, sizeof l->origin, "%s", origin ? origin : section);
-    l->in = *in;
     char shape[FG_SHAPE_TEXT_MAX];
-    snprintf(l->input_text, sizeof l->input_text, "%s gives %s", prev,
-             fg_shape_format(in, shape, sizeof shape));
+    if ((st = fg_graph_resolve_inputs(m, cfg, l, err)) != FG_OK)
+        return st;
     if ((st = k->configure(l, cfg, err)) != FG_OK)
         return st;
     if ((st = k->plan(l, m, err)) != FG_OK)
@@ -330,23 +330,23 @@ static fg_status build_layers(fg_model *m, const fg_config *cfg, fg_error *err)
     m->layers = calloc(n, sizeof *m->layers);
     if (!m->layers)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory building the model");
-    fg_shape cur = m->input;
-    char prev[FG_LAYER_SECTION_MAX + 2] = "[model] input";
     for (size_t i = 0; i < sections; i++) {
         const char *section = fg_config_section_name(cfg, i);
         if (!is_layer_section(section))
             continue;
         int repeated = fg_config_get(cfg, section, "repeat") != NULL;
+        if (repeated && fg_config_get(cfg, section, "input"))
+            return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s] sets both repeat and input: "
+                                "each repetition reads the one before it",
+                                fg_config_origin(cfg, section, "input"), section);
         for (size_t k = 0; k < section_repeat(cfg, section); k++) {
-            fg_status st = build_layer(m, cfg, section, repeated ? (int)k : -1, &cur, prev,
-                                       err);
+            fg_status st = build_layer(m, cfg, section, repeated ? (int)k : -1, err);
             if (st != FG_OK)
                 return st;
-            cur = m->layers[m->layer_count - 1].out;
-            snprintf(prev, sizeof prev, "[%s]", section);
         }
     }
-    return check_logits(m, err);
+    fg_status st = check_logits(m, err);
+    return st == FG_OK ? fg_graph_plan(m, err) : st;
 }
 
 fg_status fg_model_build(const fg_config *cfg, const int64_t *sample_shape, int sample_rank,

@@ -2,6 +2,7 @@
 #ifndef FG_MODEL_INTERNAL_H
 #define FG_MODEL_INTERNAL_H
 
+#include "graph.h"
 #include "loss.h"
 #include "model.h"
 
@@ -27,6 +28,10 @@ struct fg_model {
     int typed;                        /* some dtype of dt is not f32 */
     int no_master;                    /* half params are the only copy ("true" modes) */
     int positions;                    /* labels per sample: 1, or T of (T, classes) logits */
+    /* the graph (graph.c): named inputs somewhere; gradient slots of a whole replica, the
+     * loss's and the model input's */
+    int is_graph;
+    int grad_slots, output_slot, input_slot;
 };
 
 #endif

@@ -24,7 +24,9 @@ struct fg_replica {
     /* arena offsets (bytes), laid out for max_batch; a smaller batch uses a prefix */
     size_t *y_off;   /* per layer; unused for ALIAS layers */
     size_t *aux_off; /* per layer */
-    size_t grad_off[2]; /* ping-pong d(loss)/d(activation), the largest activation each */
+    /* d(loss)/d(activation), the largest activation each: ping-pong 0 and 1, or a graph's
+     * slots (graph.h) */
+    size_t grad_off[FG_GRAPH_MAX_SLOTS];
     size_t probs_off;   /* (batch, positions, classes) softmax kept for backward */
     size_t seq_off;     /* 2 f32: a sequence batch's loss and hits before the 1/T */
     size_t ws_off;      /* shared workspace */
@@ -94,8 +96,8 @@ static size_t plan_arena(fg_replica *r)
                 ws = w;
         }
     }
-    r->grad_off[0] = arena_take(&top, b * widest * r->act_size);
-    r->grad_off[1] = arena_take(&top, b * widest * r->act_size);
+    for (int s = 0; s < fg_model_grad_slots(m); s++)
+        r->grad_off[s] = arena_take(&top, b * widest * r->act_size);
     if (r->end == m->layer_count)
         r->probs_off = arena_take(&top, b * (size_t)fg_model_positions(m) *
                                             (size_t)m->num_classes * sizeof(float));
@@ -186,6 +188,10 @@ fg_status fg_replica_create_range(const fg_model *m, const fg_backend_vtable *be
                                   fg_replica *share, fg_replica **out, fg_error *err)
 {
     *out = NULL;
+    if (m->is_graph && (first != 0 || count != m->layer_count))
+        return fg_error_set(err, FG_UNAVAILABLE, "a model whose layers name their inputs "
+                            "(input = ...) runs as a whole on each device; pipeline stages of "
+                            "it are not supported yet");
     if (count < 1 || first >= m->layer_count || count > m->layer_count - first)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "layers [%zu, %zu) are not a range of "
                             "the model's %zu layers", first, first + count, m->layer_count);
@@ -494,12 +500,16 @@ fg_status fg_replica_forward(fg_replica *r, void *queue, const void *x_dev,
     for (size_t i = r->first; i < r->end; i++) {
         const fg_layer *l = &m->layers[i];
         unsigned flags = l->ops->flags;
+        if (m->is_graph) /* named inputs (graph.h) */
+            cur = fg_graph_input(l, 0, r->out, x_dev);
         if ((flags & FG_LAYER_ALIAS) || (!training && (flags & FG_LAYER_EVAL_IDENTITY))) {
             r->out[i] = cur;
             continue;
         }
         fg_layer_ctx c = {.be = r->be, .bs = r->bs, .queue = queue, .batch = batch,
                           .training = training, .x = cur};
+        if (l->input_count > 1)
+            c.x2 = fg_graph_input(l, 1, r->out, x_dev);
         fg_status mst = fg_replica_map_layer(r, l, FG_LAYER_PHASE_FORWARD, err);
         if (mst != FG_OK)
             return layer_failed(l, "forward", mst, err);
@@ -520,18 +530,23 @@ fg_status fg_replica_forward(fg_replica *r, void *queue, const void *x_dev,
 
 /* Backward through layer i: dy in, dx out (NULL when not wanted and allowed). */
 static fg_status layer_backward(fg_replica *r, void *queue, size_t i, const void *dy,
-                                void *dx, int accumulate, fg_error *err)
+                                void *dx, void *dx2, int accumulate, fg_error *err)
 {
     const fg_layer *l = &r->m->layers[i];
     /* a tied weight's gradient: the later layer wrote it first in this pass, this one adds */
     fg_layer_ctx c = {.be = r->be, .bs = r->bs, .queue = queue, .batch = r->fwd_batch,
                       .training = 1, .accumulate = accumulate || l->weight_shared, .dy = dy,
-                      .dx = dx};
+                      .dx = dx, .dx2 = dx2};
     fg_status mst = fg_replica_map_layer(r, l, FG_LAYER_PHASE_BACKWARD, err);
     if (mst != FG_OK)
         return layer_failed(l, "backward", mst, err);
     layer_ctx(r, l, &c);
     c.x = i > r->first ? r->out[i - 1] : r->x;
+    if (r->m->is_graph) {
+        c.x = fg_graph_input(l, 0, r->out, r->x);
+        if (l->input_count > 1)
+            c.x2 = fg_graph_input(l, 1, r->out, r->x);
+    }
     c.y = (void *)(uintptr_t)r->out[i];
     fg_status st = l->ops->backward(l, &c, err);
     if (st != FG_OK)
@@ -544,10 +559,41 @@ static fg_status layer_backward(fg_replica *r, void *queue, size_t i, const void
     return FG_OK;
 }
 
+typedef struct graph_step_ctx {
+    fg_replica *r;
+    void *queue;
+    int accumulate;
+} graph_step_ctx;
+
+static fg_status graph_step(void *user, size_t i, const void *dy, void *dx, void *dx2,
+                            fg_error *err)
+{
+    graph_step_ctx *g = user;
+    return layer_backward(g->r, g->queue, i, dy, dx, dx2, g->accumulate, err);
+}
+
+/* A graph model (whole replicas only): graph.c walks it, this replica runs each layer. */
+static fg_status backward_graph(fg_replica *r, void *queue, int accumulate, fg_error *err)
+{
+    void *slots[FG_GRAPH_MAX_SLOTS];
+    for (int s = 0; s < fg_model_grad_slots(r->m); s++)
+        slots[s] = r->arena + r->grad_off[s];
+    graph_step_ctx g = {r, queue, accumulate};
+    fg_graph_backward_args a = {r->be, r->bs, queue, fg_replica_act_dtype(r), r->fwd_batch,
+                                r->need_input_grad ? 0 : r->first_param_layer,
+                                r->need_input_grad, slots, graph_step, &g};
+    fg_status st = fg_graph_backward(r->m, &a, &r->input_grad, err);
+    if (st == FG_OK)
+        r->fwd_ready = 1; /* backward may run again (another loss_scale or accumulate) */
+    return st;
+}
+
 /* Back through layers [first, end) from dy, the gradient at the range's output. */
 static fg_status backward_layers(fg_replica *r, void *queue, const void *dy, int accumulate,
                                  fg_error *err)
 {
+    if (r->m->is_graph)
+        return backward_graph(r, queue, accumulate, err);
     const fg_model *m = r->m;
     void *g[2] = {r->arena + r->grad_off[0], r->arena + r->grad_off[1]};
     int next = dy == g[0]; /* dx goes to the ping-pong buffer dy is not in */
@@ -561,7 +607,7 @@ static fg_status backward_layers(fg_replica *r, void *queue, const void *dy, int
         void *dx = g[next];
         if (!want_dx && (l->ops->flags & FG_LAYER_DX_OPTIONAL))
             dx = NULL;
-        fg_status st = layer_backward(r, queue, (size_t)i, dy, dx, accumulate, err);
+        fg_status st = layer_backward(r, queue, (size_t)i, dy, dx, NULL, accumulate, err);
         if (st != FG_OK)
             return st;
         dy = dx;
@@ -598,7 +644,7 @@ fg_status fg_replica_backward(fg_replica *r, void *queue, int batch, float loss_
                           r->end, r->m->layer_count);
     if (st != FG_OK)
         return st;
-    void *dlogits = r->arena + r->grad_off[0];
+    void *dlogits = r->arena + r->grad_off[fg_model_output_grad_slot(r->m)];
     st = fg_loss_backward(r->m->loss, r->be, r->bs, queue, fg_replica_act_dtype(r),
                           r->out[r->end - 1], (const float *)(r->arena + r->probs_off),
                           r->labels, batch * fg_model_positions(r->m), r->m->num_classes,
