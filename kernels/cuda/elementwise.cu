@@ -44,6 +44,18 @@ __global__ void convert_k(D *__restrict__ dst, const S *__restrict__ src, size_t
     FGCU_FOR(i, n) st(dst, i, ld(src, i));
 }
 
+/* dst(rows, cols; dst_ld) = src(rows, cols; src_ld): one launch for a strided matrix. */
+template <typename D, typename S>
+__global__ void convert_rows_k(D *__restrict__ dst, size_t dst_ld, const S *__restrict__ src,
+                               size_t src_ld, size_t rows, size_t cols)
+{
+    FGCU_FOR(i, rows * cols)
+    {
+        size_t r = i / cols, c = i - r * cols;
+        st(dst, r * dst_ld + c, ld(src, r * src_ld + c));
+    }
+}
+
 template <typename D, typename S>
 __global__ void accumulate_k(D *__restrict__ dst, const S *__restrict__ src, size_t n, int acc)
 {
@@ -196,6 +208,17 @@ __global__ void adamw_k(fg_cu_adamw a, P *__restrict__ param, const G *__restric
 }
 
 template <typename D>
+cudaError_t convert_rows_to(cudaStream_t s, D *dst, size_t dst_ld, const void *src,
+                            int src_type, size_t src_ld, size_t rows, size_t cols)
+{
+    size_t n = rows * cols;
+    FGCU_DISPATCH(src_type, S,
+                  FGCU_LAUNCH(grid_for(n), kThreads, 0, s, convert_rows_k<D, S>)(
+                      dst, dst_ld, (const S *)src, src_ld, rows, cols));
+    return cudaGetLastError();
+}
+
+template <typename D>
 cudaError_t convert_to(cudaStream_t s, D *dst, const void *src, int src_type, size_t n)
 {
     FGCU_DISPATCH(src_type, S,
@@ -252,6 +275,18 @@ cudaError_t fg_cu_convert(cudaStream_t s, void *dst, int dst_type, const void *s
         return cudaMemcpyAsync(dst, src, n * (dst_type == F32 ? 4 : 2), cudaMemcpyDeviceToDevice,
                                s);
     FGCU_DISPATCH(dst_type, D, return convert_to<D>(s, (D *)dst, src, src_type, n));
+    return cudaSuccess;
+}
+
+cudaError_t fg_cu_convert_rows(cudaStream_t s, void *dst, int dst_type, size_t dst_ld,
+                               const void *src, int src_type, size_t src_ld, size_t rows,
+                               size_t cols)
+{
+    if (rows == 0 || cols == 0)
+        return cudaSuccess;
+    FGCU_DISPATCH(dst_type, D,
+                  return convert_rows_to<D>(s, (D *)dst, dst_ld, src, src_type, src_ld, rows,
+                                            cols));
     return cudaSuccess;
 }
 

@@ -40,6 +40,10 @@ cudaError_t fg_cu_clamp(cudaStream_t s, int type, void *x, float lo, float hi, s
 /* dst(n) = src(n) converted (same type: a copy). */
 cudaError_t fg_cu_convert(cudaStream_t s, void *dst, int dst_type, const void *src,
                           int src_type, size_t n);
+/* dst(rows, cols; dst_ld) = src(rows, cols; src_ld) converted, in one launch. */
+cudaError_t fg_cu_convert_rows(cudaStream_t s, void *dst, int dst_type, size_t dst_ld,
+                               const void *src, int src_type, size_t src_ld, size_t rows,
+                               size_t cols);
 /* dst(n) = (accumulate ? dst : 0) + src, in f32, rounded into dst's type. */
 cudaError_t fg_cu_accumulate(cudaStream_t s, void *dst, int dst_type, const void *src,
                              int src_type, size_t n, int accumulate);

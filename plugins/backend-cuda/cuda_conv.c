@@ -156,9 +156,10 @@ static int fg_cuda_strict(const fg_cuda_backend *be, uint32_t type)
     return type == FG_F32 && !be->allow_tf32;
 }
 
+/* Under strict fp32 only FMA_MATH results: DEFAULT_MATH lets cuDNN use TF32 for FLOAT. */
 static int fg_cuda_math_ok(int strict, cudnnMathType_t m)
 {
-    return !strict || m == CUDNN_FMA_MATH || m == CUDNN_DEFAULT_MATH;
+    return !strict || m == CUDNN_FMA_MATH;
 }
 
 static cudnnMathType_t fg_cuda_run_math(int strict, cudnnMathType_t m)
@@ -183,6 +184,17 @@ static cudnnMathType_t fg_cuda_run_math(int strict, cudnnMathType_t m)
                 }                                                                          \
     } while (0)
 
+/* No heuristic result fit and the fallback does not either (or cuDNN refused it). */
+static fg_status fg_cuda_no_algo(fg_error *err, const char *pass, cudnnStatus_t s, size_t need,
+                                 size_t budget)
+{
+    if (s != CUDNN_STATUS_SUCCESS)
+        return fg_cuda_dnn_fail(err, s, "conv2d: the fallback algorithm's workspace");
+    return fg_error_set(err, FG_BACKEND_ERROR,
+                        "backend.cuda: conv2d: no %s algorithm fits the %zu-byte workspace "
+                        "budget (the fallback needs %zu bytes)", pass, budget, need);
+}
+
 static fg_status fg_cuda_conv_algorithms(const fg_cuda_backend *be, fg_cuda_queue *q,
                                          fg_cuda_conv_plan *p, fg_error *err)
 {
@@ -197,9 +209,14 @@ static fg_status fg_cuda_conv_algorithms(const fg_cuda_backend *be, fg_cuda_queu
     if (s != CUDNN_STATUS_SUCCESS)
         return fg_cuda_dnn_fail(err, s, "conv2d: choosing the forward algorithm");
     FG_CUDA_PICK(fwd, got, p->budget, strict, p->fwd, p->fwd_math, found);
-    if (!found) { /* implicit GEMM needs no workspace and runs everywhere */
+    size_t need = 0;
+    if (!found) { /* implicit GEMM: checked like any other, it must fit the budget too */
         p->fwd = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
         p->fwd_math = strict ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
+        s = cudnnGetConvolutionForwardWorkspaceSize(q->dnn, p->x, p->w, p->conv, p->y, p->fwd,
+                                                    &need);
+        if (s != CUDNN_STATUS_SUCCESS || need > p->budget)
+            return fg_cuda_no_algo(err, "forward", s, need, p->budget);
     }
     cudnnConvolutionBwdDataAlgoPerf_t bd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     s = cudnnGetConvolutionBackwardDataAlgorithm_v7(q->dnn, p->w, p->y, p->conv, p->x,
@@ -208,9 +225,13 @@ static fg_status fg_cuda_conv_algorithms(const fg_cuda_backend *be, fg_cuda_queu
     if (s != CUDNN_STATUS_SUCCESS)
         return fg_cuda_dnn_fail(err, s, "conv2d: choosing the backward-data algorithm");
     FG_CUDA_PICK(bd, got, p->budget, strict, p->bwd_data, p->bwd_data_math, found);
-    if (!found) {
-        p->bwd_data = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0; /* no workspace */
+    if (!found) { /* ALGO_1 is deterministic (ALGO_0 accumulates with atomics) */
+        p->bwd_data = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
         p->bwd_data_math = strict ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
+        s = cudnnGetConvolutionBackwardDataWorkspaceSize(q->dnn, p->w, p->y, p->conv, p->x,
+                                                         p->bwd_data, &need);
+        if (s != CUDNN_STATUS_SUCCESS || need > p->budget)
+            return fg_cuda_no_algo(err, "backward-data", s, need, p->budget);
     }
     cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     s = cudnnGetConvolutionBackwardFilterAlgorithm_v7(q->dnn, p->x, p->y, p->conv, p->w,
@@ -219,9 +240,13 @@ static fg_status fg_cuda_conv_algorithms(const fg_cuda_backend *be, fg_cuda_queu
     if (s != CUDNN_STATUS_SUCCESS)
         return fg_cuda_dnn_fail(err, s, "conv2d: choosing the backward-filter algorithm");
     FG_CUDA_PICK(bf, got, p->budget, strict, p->bwd_filter, p->bwd_filter_math, found);
-    if (!found) {
-        p->bwd_filter = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0; /* no workspace */
+    if (!found) { /* ALGO_1 is deterministic (ALGO_0 accumulates with atomics) */
+        p->bwd_filter = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
         p->bwd_filter_math = strict ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
+        s = cudnnGetConvolutionBackwardFilterWorkspaceSize(q->dnn, p->x, p->y, p->conv, p->w,
+                                                           p->bwd_filter, &need);
+        if (s != CUDNN_STATUS_SUCCESS || need > p->budget)
+            return fg_cuda_no_algo(err, "backward-filter", s, need, p->budget);
     }
     return FG_OK;
 }

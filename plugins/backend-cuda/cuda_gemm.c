@@ -18,16 +18,12 @@ static cudaDataType_t fg_cuda_data_type(uint32_t t)
     return t == FG_F16 ? CUDA_R_16F : t == FG_BF16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 
-static size_t fg_cuda_elem(uint32_t t)
-{
-    return t == FG_F32 ? 4 : 2;
-}
-
-/* Largest power of two up to 16 dividing every operand's address. */
+/* Largest power of two up to 256 (cuBLASLt's default preference) dividing every operand's
+ * address: the preference then excludes no algorithm these pointers could run. */
 static uint32_t fg_cuda_alignment(const void *a, const void *b, const void *c)
 {
     uintptr_t bits = (uintptr_t)a | (uintptr_t)b | (uintptr_t)c;
-    uint32_t align = 16;
+    uint32_t align = 256;
     while (align > 1 && (bits & (align - 1)))
         align >>= 1;
     return align;
@@ -198,15 +194,10 @@ static fg_status fg_cuda_gemm_staged(const fg_cuda_backend *be, fg_cuda_queue *q
                         ldb, beta, fc, FG_F32, ldc, err);
     if (st != FG_OK || ct == FG_F32)
         return st;
-    /* back into C: its m rows of n values (the gaps of a wider ldc keep their value) */
-    size_t elem = fg_cuda_elem(ct);
-    if (ldc == n)
-        e = fg_cu_convert(q->stream, c, (int)ct, fc, FG_F32, (size_t)m * (size_t)n);
-    for (int r = 0; ldc != n && r < m && e == cudaSuccess; r++) {
-        size_t off = (size_t)r * (size_t)ldc;
-        e = fg_cu_convert(q->stream, (char *)c + off * elem, (int)ct, fc + off, FG_F32,
-                          (size_t)n);
-    }
+    /* back into C: its m rows of n values, one launch (the gaps of a wider ldc keep their
+     * value) */
+    e = fg_cu_convert_rows(q->stream, c, (int)ct, (size_t)ldc, fc, FG_F32, (size_t)ldc,
+                           (size_t)m, (size_t)n);
     if (e != cudaSuccess)
         return fg_cuda_fail(err, e, "gemm: converting C back");
     return st;

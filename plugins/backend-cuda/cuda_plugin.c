@@ -27,7 +27,8 @@ fg_status fg_cuda_fail(fg_error *err, cudaError_t e, const char *what)
     else if (e == cudaErrorIllegalAddress || e == cudaErrorLaunchFailure ||
              e == cudaErrorHardwareStackError || e == cudaErrorIllegalInstruction ||
              e == cudaErrorMisalignedAddress || e == cudaErrorInvalidPc ||
-             e == cudaErrorECCUncorrectable || e == cudaErrorDevicesUnavailable)
+             e == cudaErrorECCUncorrectable || e == cudaErrorAssert ||
+             e == cudaErrorLaunchTimeout)
         st = FG_FATAL; /* the context is lost: nothing on this device can go on */
     /* A non-sticky error stays pending until read: clear it, or the next op's launch check
      * (cudaGetLastError) would report it against that op. */

@@ -52,6 +52,11 @@ typedef struct nccl_state {
     void *scratch;               /* NCCL_SCRATCH_BYTES on the device */
     nccl_group world_group;
 
+    /* Held around every NCCL call on world_group.comm: NCCL forbids concurrent calls on one
+     * communicator, and an abort racing the watchdog's polling would free what the other
+     * thread uses. An abort takes the handle (set to NULL) under it. */
+    pthread_mutex_t call_lock;
+
     pthread_t watchdog;
     int watchdog_running;
     pthread_mutex_t lock;        /* ring, aborted, stop */
@@ -65,7 +70,11 @@ double nccl_now(void);
 fg_status nccl_cuda_fail(cudaError_t e, const char *call, fg_error *err);
 fg_status nccl_fail(nccl_state *s, ncclResult_t r, const char *call, fg_error *err);
 /* Waits for a non-blocking communicator's pending call (ncclInProgress) within timeout_s. */
-ncclResult_t nccl_settle(nccl_state *s, ncclComm_t comm, ncclResult_t r);
+ncclResult_t nccl_settle(nccl_state *s, ncclResult_t r);
+/* ncclCommGetAsyncError under call_lock (ncclInvalidUsage once the handle is gone). */
+ncclResult_t nccl_async_error(nccl_state *s, ncclResult_t *state);
+/* ncclGetLastError of the communicator (or the library's) under call_lock, copied. */
+void nccl_last_error(nccl_state *s, char *out, size_t size);
 
 /* nccl_watchdog.c */
 fg_status nccl_watchdog_start(nccl_state *s, fg_error *err);

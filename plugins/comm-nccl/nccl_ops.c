@@ -74,11 +74,11 @@ typedef struct args {
 
 /* Enqueues the operation on the caller's buffers, or on their staged copies in scratch
  * (the input at 0, the output at split; in place when split is 0). */
-static ncclResult_t enqueue(nccl_state *s, const args *a, void *scratch, cudaStream_t st)
+static ncclResult_t enqueue_locked(ncclComm_t comm, const args *a, void *scratch,
+                                   cudaStream_t st)
 {
     const void *in = scratch ? scratch : a->send;
     void *out = scratch ? (char *)scratch + a->split : a->recv;
-    ncclComm_t comm = s->world_group.comm;
     switch (a->kind) {
     case ALL_REDUCE: return ncclAllReduce(in, out, a->count, a->dt, a->op, comm, st);
     case REDUCE_SCATTER: return ncclReduceScatter(in, out, a->count, a->dt, a->op, comm, st);
@@ -88,6 +88,16 @@ static ncclResult_t enqueue(nccl_state *s, const args *a, void *scratch, cudaStr
     case RECV: return ncclRecv(out, a->count, a->dt, a->root, comm, st);
     }
     return ncclInvalidArgument;
+}
+
+/* The call under call_lock; ncclInvalidUsage once an abort took the handle. */
+static ncclResult_t enqueue(nccl_state *s, const args *a, void *scratch, cudaStream_t st)
+{
+    pthread_mutex_lock(&s->call_lock);
+    ncclComm_t comm = s->world_group.comm;
+    ncclResult_t r = comm ? enqueue_locked(comm, a, scratch, st) : ncclInvalidUsage;
+    pthread_mutex_unlock(&s->call_lock);
+    return r;
 }
 
 /* Stages host buffers when there are any, enqueues, tracks, and waits unless the caller's
@@ -112,16 +122,20 @@ static fg_status run(nccl_state *s, cudaStream_t queue, int host, const call *c,
     int ordered = !host && queue; /* returns once enqueued */
     nccl_op op = {c->name, c->count, c->dtype, c->peer >= 0 ? ++g->p2p_issued : ++g->issued,
                   c->peer, 0, 0, 0, !ordered};
-    ncclResult_t r = nccl_settle(s, g->comm, enqueue(s, a, host ? s->scratch : NULL, stream));
+    ncclResult_t r = nccl_settle(s, enqueue(s, a, host ? s->scratch : NULL, stream));
     if (r != ncclSuccess) return nccl_fail(s, r, c->name, err);
-    if (host && c->out)
-        e = cudaMemcpyAsync(c->out, (char *)s->scratch + c->out_offset, c->out_bytes,
-                            cudaMemcpyDeviceToHost, stream);
-    if (e != cudaSuccess) return nccl_cuda_fail(e, "copying a staged result back", err);
+    /* Tracked right after the collective and waited for before the copy back: a copy into
+     * pageable host memory returns only once it completed, so a stalled peer would block it
+     * where the watchdog cannot see it. */
     nccl_op *slot;
     fg_status st = nccl_track(s, g, &op, stream, &slot, err);
-    if (st != FG_OK) return st;
-    return ordered ? FG_OK : nccl_wait_op(s, slot, err);
+    if (st != FG_OK || ordered) return st;
+    st = nccl_wait_op(s, slot, err);
+    if (st != FG_OK || !host || !c->out) return st;
+    e = cudaMemcpyAsync(c->out, (char *)s->scratch + c->out_offset, c->out_bytes,
+                        cudaMemcpyDeviceToHost, stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+    return e == cudaSuccess ? FG_OK : nccl_cuda_fail(e, "copying a staged result back", err);
 }
 
 /* ---- the operations ------------------------------------------------------------------ */
@@ -235,7 +249,7 @@ fg_status nccl_all_reduce_start(void *state, void *queue, void *buf, size_t coun
     if (st != FG_OK) return st;
     cudaStream_t stream = queue ? (cudaStream_t)queue : s->stream;
     nccl_op rec = {"all_reduce", count, dtype, ++g->issued, -1, 0, 0, 0, 1};
-    ncclResult_t r = nccl_settle(s, g->comm, enqueue(s, &a, NULL, stream));
+    ncclResult_t r = nccl_settle(s, enqueue(s, &a, NULL, stream));
     if (r != ncclSuccess) return nccl_fail(s, r, "all_reduce_start", err);
     nccl_op *slot;
     st = nccl_track(s, g, &rec, stream, &slot, err);

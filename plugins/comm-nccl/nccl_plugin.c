@@ -41,19 +41,20 @@ fg_status nccl_cuda_fail(cudaError_t e, const char *call, fg_error *err)
 fg_status nccl_fail(nccl_state *s, ncclResult_t r, const char *call, fg_error *err)
 {
     if (s->aborted) return fg_error_set(err, FG_FATAL, "%s", s->abort_message);
+    char last[256];
+    nccl_last_error(s, last, sizeof last);
     return fg_error_set(err, r == ncclSystemError || r == ncclRemoteError ? FG_FATAL
                                                                           : FG_BACKEND_ERROR,
                         "comm.nccl: rank %d: %s: %s (%s)", s->topo.rank, call,
-                        ncclGetErrorString(r), s->world_group.comm
-                            ? ncclGetLastError(s->world_group.comm) : ncclGetLastError(NULL));
+                        ncclGetErrorString(r), last);
 }
 
 /* A non-blocking communicator answers ncclInProgress until the call has been issued. */
-ncclResult_t nccl_settle(nccl_state *s, ncclComm_t comm, ncclResult_t r)
+ncclResult_t nccl_settle(nccl_state *s, ncclResult_t r)
 {
     double deadline = nccl_now() + s->timeout_s;
     while (r == ncclInProgress && !s->aborted) {
-        if (ncclCommGetAsyncError(comm, &r) != ncclSuccess) break;
+        if (nccl_async_error(s, &r) != ncclSuccess) break;
         if (r == ncclInProgress && nccl_now() > deadline) {
             nccl_abort(s, "comm.nccl: rank %d: an NCCL call did not complete within %g s; "
                        "communicator aborted", s->topo.rank, s->timeout_s);
@@ -91,7 +92,7 @@ static fg_status create_group(nccl_state *s, fg_error *err)
     g->rank = s->topo.rank;
     g->size = s->topo.world_size;
     r = ncclCommInitRankConfig(&g->comm, g->size, id, g->rank, &config);
-    if (r == ncclInProgress) r = nccl_settle(s, g->comm, r);
+    if (r == ncclInProgress) r = nccl_settle(s, r);
     if (r != ncclSuccess)
         return fg_error_set(err, FG_FATAL, "comm.nccl: rank %d: ncclCommInitRankConfig over %d "
                             "ranks: %s%s", g->rank, g->size, ncclGetErrorString(r),
@@ -109,14 +110,18 @@ static void nccl_deinit(void *state)
     if (!s) return;
     nccl_watchdog_stop(s);
     nccl_group *g = &s->world_group;
-    if (g->comm) {
-        if (!s->aborted) {
-            ncclResult_t r = nccl_settle(s, g->comm, ncclCommFinalize(g->comm));
-            if (r != ncclSuccess && !s->aborted) ncclCommAbort(g->comm);
-            else if (r == ncclSuccess) ncclCommDestroy(g->comm);
-        }
+    if (g->comm && !s->aborted) { /* the watchdog is stopped: this thread is alone */
+        pthread_mutex_lock(&s->call_lock);
+        ncclResult_t r = ncclCommFinalize(g->comm);
+        pthread_mutex_unlock(&s->call_lock);
+        r = nccl_settle(s, r);
+        pthread_mutex_lock(&s->call_lock);
+        if (g->comm && r != ncclSuccess) ncclCommAbort(g->comm);
+        else if (g->comm) ncclCommDestroy(g->comm);
         g->comm = NULL;
+        pthread_mutex_unlock(&s->call_lock);
     }
+    g->comm = NULL;
     for (int i = 0; i < NCCL_RING; i++)
         if (g->ring[i].done) cudaEventDestroy(g->ring[i].done);
     if (s->scratch) cudaFree(s->scratch);
@@ -125,6 +130,7 @@ static void nccl_deinit(void *state)
     if (s->owns_mpi) MPI_Finalize();
     pthread_cond_destroy(&s->wake);
     pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->call_lock);
     free(s);
 }
 
@@ -153,6 +159,7 @@ static fg_status nccl_init(const fg_host *host, void **state, fg_error *err)
     s->world = MPI_COMM_NULL;
     s->timeout_s = 600;
     pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->call_lock, NULL);
     pthread_cond_init(&s->wake, NULL);
     int64_t device = -1;
     host->get_float(host, "timeout_s", &s->timeout_s);

@@ -27,7 +27,29 @@ void nccl_abort(nccl_state *s, const char *fmt, ...)
     pthread_mutex_unlock(&s->lock);
     if (!first) return;
     fprintf(stderr, "fulgur: %s\n", s->abort_message);
-    if (s->world_group.comm) ncclCommAbort(s->world_group.comm);
+    pthread_mutex_lock(&s->call_lock);
+    ncclComm_t comm = s->world_group.comm;
+    s->world_group.comm = NULL; /* no later call reaches the aborted handle */
+    if (comm) ncclCommAbort(comm);
+    pthread_mutex_unlock(&s->call_lock);
+}
+
+ncclResult_t nccl_async_error(nccl_state *s, ncclResult_t *state)
+{
+    pthread_mutex_lock(&s->call_lock);
+    ncclResult_t r = ncclInvalidUsage;
+    *state = ncclInvalidUsage;
+    if (s->world_group.comm) r = ncclCommGetAsyncError(s->world_group.comm, state);
+    pthread_mutex_unlock(&s->call_lock);
+    return r;
+}
+
+void nccl_last_error(nccl_state *s, char *out, size_t size)
+{
+    pthread_mutex_lock(&s->call_lock);
+    const char *m = ncclGetLastError(s->world_group.comm);
+    snprintf(out, size, "%s", m ? m : "");
+    pthread_mutex_unlock(&s->call_lock);
 }
 
 static void describe(const nccl_state *s, const nccl_op *op, char *out, size_t size)
@@ -61,14 +83,14 @@ static void inspect(nccl_state *s)
     nccl_op copy;
     if (oldest) copy = *oldest;
     pthread_mutex_unlock(&s->lock);
-    char what[256];
+    char what[256], last[256];
     ncclResult_t state = ncclSuccess;
-    if (g->comm) ncclCommGetAsyncError(g->comm, &state);
-    if (state != ncclSuccess && state != ncclInProgress) {
+    if (!s->aborted) nccl_async_error(s, &state);
+    if (state != ncclSuccess && state != ncclInProgress && !s->aborted) {
         if (oldest) describe(s, &copy, what, sizeof what);
+        nccl_last_error(s, last, sizeof last);
         nccl_abort(s, "comm.nccl: %s: NCCL error: %s (%s); communicator aborted",
-                   oldest ? what : "between operations", ncclGetErrorString(state),
-                   ncclGetLastError(g->comm));
+                   oldest ? what : "between operations", ncclGetErrorString(state), last);
     } else if (oldest && nccl_now() - copy.started > s->timeout_s) {
         describe(s, &copy, what, sizeof what);
         nccl_abort(s, "comm.nccl: %s timed out after %g s: a peer is stopped, dead or busy "

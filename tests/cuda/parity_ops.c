@@ -79,6 +79,11 @@ void test_device(void)
     if (st != FG_OK)
         fail("copy device to device: %s", e.message);
     compare_exact("copy device to device", b, 4000);
+    /* the refused allocation's error is not reported against the next op's launch */
+    st = P.dut->fill(P.ds, P.dq, FG_F32, b.g, 0.5f, 1000, &e);
+    checks++;
+    if (st != FG_OK)
+        fail("fill after a refused allocation (a CUDA error left pending?): %s", e.message);
     /* page-locked staging, used for a host-to-device copy */
     void *h = NULL;
     st = P.dut->host_alloc(P.ds, 1 << 20, &h, &e);

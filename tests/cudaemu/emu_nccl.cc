@@ -60,6 +60,8 @@ struct comm {
     int rank, nranks, device;
     int pending_init; /* non-blocking init: the first GetAsyncError says InProgress */
     std::atomic<int> aborted;
+    std::atomic<int> busy;   /* a call is inside (NCCL forbids concurrent calls on a comm) */
+    const char *busy_in;
     ncclResult_t async;
     shm_hdr *hdr;
     size_t map_bytes;
@@ -99,6 +101,32 @@ ncclResult_t say(comm *c, ncclResult_t r, const char *fmt, ...)
         c->async = r;
     return r;
 }
+
+/* NCCL's "Thread Safety" rule: no two threads may call into one communicator at once (an
+ * abort racing another call frees what that call uses). A violation is reported, becomes
+ * the communicator's asynchronous error, and fails the call. */
+struct entry {
+    comm *c;
+    bool ok;
+    entry(comm *cm, const char *what) : c(cm), ok(true)
+    {
+        int idle = 0;
+        if (!c->busy.compare_exchange_strong(idle, 1)) {
+            ok = false;
+            say(c, ncclInvalidUsage, "%s called while another thread is inside %s on the same "
+                "communicator: NCCL forbids concurrent calls on one communicator (an abort "
+                "racing a call is a use after free)", what, c->busy_in);
+            c->async = ncclInvalidUsage;
+            return;
+        }
+        c->busy_in = what;
+    }
+    ~entry()
+    {
+        if (ok)
+            c->busy = 0;
+    }
+};
 
 double timeout_s()
 {
@@ -291,6 +319,11 @@ ncclResult_t check_peers(comm *c)
 ncclResult_t collective(comm *c, int kind, const void *send, void *recv, size_t count,
                         ncclDataType_t t, ncclRedOp_t op, int root, cudaStream_t s)
 {
+    if (!c || c->magic != kMagic)
+        return say(NULL, ncclInvalidArgument, "%s: not a communicator", kind_name(kind));
+    entry in_comm(c, kind_name(kind));
+    if (!in_comm.ok)
+        return ncclInvalidUsage;
     size_t es = type_size(t), n = (size_t)c->nranks;
     size_t in_n = kind == 1 ? count * n : count, out_n = kind == 2 ? count * n : count;
     ncclResult_t r = begin(c, kind, send, (kind != 3 || c->rank == root) ? in_n * es : 0, recv,
@@ -455,6 +488,11 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t cm, ncclResult_t *state)
     comm *c = (comm *)cm;
     if (!c || c->magic != kMagic || !state)
         return ncclInvalidArgument;
+    entry in_comm(c, "ncclCommGetAsyncError");
+    if (!in_comm.ok) {
+        *state = ncclInvalidUsage;
+        return ncclInvalidUsage;
+    }
     if (c->pending_init) {
         c->pending_init = 0;
         *state = ncclInProgress;
@@ -469,6 +507,9 @@ ncclResult_t ncclCommFinalize(ncclComm_t cm)
     comm *c = (comm *)cm;
     if (!c || c->magic != kMagic)
         return ncclInvalidArgument;
+    entry in_comm(c, "ncclCommFinalize");
+    if (!in_comm.ok)
+        return ncclInvalidUsage;
     return c->aborted ? ncclSuccess : barrier(c, "ncclCommFinalize");
 }
 
@@ -485,16 +526,24 @@ ncclResult_t ncclCommDestroy(ncclComm_t cm)
     comm *c = (comm *)cm;
     if (!c || c->magic != kMagic)
         return ncclInvalidArgument;
+    {
+        entry in_comm(c, "ncclCommDestroy");
+        if (!in_comm.ok)
+            return ncclInvalidUsage;
+    }
     return release(c);
 }
 
-/* Makes every rank's waits fail (ncclRemoteError); called from the watchdog thread while
- * the main thread may wait in a collective, so the handle stays mapped: it is leaked. */
+/* Makes every rank's waits fail (ncclRemoteError) and frees the handle, as NCCL does
+ * (here the mapping is kept so that a peer's process still waiting sees the flag). */
 ncclResult_t ncclCommAbort(ncclComm_t cm)
 {
     comm *c = (comm *)cm;
     if (!c || c->magic != kMagic)
         return ncclInvalidArgument;
+    entry in_comm(c, "ncclCommAbort");
+    if (!in_comm.ok)
+        return ncclInvalidUsage;
     c->aborted = 1;
     c->hdr->aborted = 1;
     pthread_cond_broadcast(&c->hdr->cv);
@@ -533,6 +582,11 @@ ncclResult_t ncclSend(const void *buf, size_t count, ncclDataType_t t, int peer,
                       cudaStream_t s)
 {
     comm *c = (comm *)cm;
+    if (!c || c->magic != kMagic)
+        return say(NULL, ncclInvalidArgument, "ncclSend: not a communicator");
+    entry in_comm(c, "ncclSend");
+    if (!in_comm.ok)
+        return ncclInvalidUsage;
     size_t bytes = count * type_size(t);
     ncclResult_t r = begin(c, -1, buf, bytes, NULL, 0, count, t, -1, peer, s);
     if (r != ncclSuccess)
@@ -562,6 +616,11 @@ ncclResult_t ncclRecv(void *buf, size_t count, ncclDataType_t t, int peer, ncclC
                       cudaStream_t s)
 {
     comm *c = (comm *)cm;
+    if (!c || c->magic != kMagic)
+        return say(NULL, ncclInvalidArgument, "ncclRecv: not a communicator");
+    entry in_comm(c, "ncclRecv");
+    if (!in_comm.ok)
+        return ncclInvalidUsage;
     size_t bytes = count * type_size(t);
     ncclResult_t r = begin(c, -1, NULL, 0, buf, bytes, count, t, -1, peer, s);
     if (r != ncclSuccess)

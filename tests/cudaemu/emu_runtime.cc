@@ -81,12 +81,13 @@ cudaError_t alloc(void **p, size_t bytes, int device, unsigned flags)
     *p = NULL;
     if (device >= 0 && g_used[device] + bytes > kTotalMemory)
         return ret(cudaErrorMemoryAllocation);
-    size_t rounded = (bytes + 255) / 256 * 256;
-    void *m = aligned_alloc(256, rounded ? rounded : 256);
-    if (!m)
+    /* exactly `bytes` (256-byte aligned as cudaMalloc's): AddressSanitizer then reports an
+     * access one element past the end */
+    void *m = NULL;
+    if (posix_memalign(&m, 256, bytes ? bytes : 1) != 0)
         return ret(cudaErrorMemoryAllocation);
     /* device memory is not zeroed: poisoned bytes make a read of unwritten memory show */
-    memset(m, 0xff, rounded);
+    memset(m, 0xff, bytes);
     pthread_mutex_lock(&g_lock);
     g_allocs[(uintptr_t)m] = allocation{ bytes, device, flags };
     if (device >= 0)

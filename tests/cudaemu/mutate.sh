@@ -16,11 +16,18 @@ echo "mutate: tree copied to $work/src; building (log: $work/build.log)"
 cmake -S src -B build -DCMAKE_BUILD_TYPE=Release -DFULGUR_WITH_MPI=OFF -DFULGUR_WITH_IMAGE=OFF \
     -DFULGUR_BUILD_EXAMPLES=OFF >build.log 2>&1
 cmake --build build -j2 --target test_parity fulgur-backend-cpu fulgur-backend-cuda-emu \
-    >>build.log 2>&1
+    test_parity_emu_asan >>build.log 2>&1
 plugin=build/tests/cudaemu/plugins/fulgur-backend-cuda.so
+asan_plugin=build/tests/cudaemu/plugins-asan/fulgur-backend-cuda.so
 
-run() { # GROUP -> exit status of the parity group on the emulated backend
-    build/bin/test_parity --backend cuda --plugin "$plugin" "$1" >run.log 2>&1
+run() { # GROUP [asan] -> exit status of the parity group on the emulated backend
+    if [ "${2:-}" = asan ]; then
+        LD_LIBRARY_PATH=build/tests/cudaemu/driver ASAN_OPTIONS=detect_leaks=0 \
+            build/bin/test_parity_emu_asan --backend cuda --plugin "$asan_plugin" "$1" \
+            >run.log 2>&1
+    else
+        build/bin/test_parity --backend cuda --plugin "$plugin" "$1" >run.log 2>&1
+    fi
 }
 
 for g in xent batchnorm gemm conv; do
@@ -31,21 +38,25 @@ for g in xent batchnorm gemm conv; do
 done
 
 missed=0
-# name | file | perl -0777 substitution | parity group that must catch it
-while IFS='|' read -r name file expr group; do
+# name | file | perl -0777 substitution | parity group that must catch it [| asan: the
+# sanitized build runs it]
+while IFS='|' read -r name file expr group san; do
     [ -n "$name" ] || continue
     cp "src/$file" orig.tmp
     perl -0777 -pi -e "$expr" "src/$file"
     if cmp -s "src/$file" orig.tmp; then
         echo "mutate: $name: the substitution matched nothing in $file"; missed=1; continue
     fi
-    if ! cmake --build build --target fulgur-backend-cuda-emu >>build.log 2>&1; then
+    target=fulgur-backend-cuda-emu
+    [ "$san" = asan ] && target=fulgur-backend-cuda-emu-asan
+    if ! cmake --build build --target "$target" >>build.log 2>&1; then
         echo "CAUGHT  $name: the mutated $file does not build"
-    elif run "$group"; then
+    elif run "$group" "$san"; then
         echo "MISSED  $name ($file): parity group $group passes"; missed=1
     else
         echo "CAUGHT  $name ($file): parity group $group fails:"
-        grep -m 3 -E "FAIL|fail|deadlock|cudaemu|cuBLASLt|cuDNN" run.log | cut -c1-160 |
+        grep -m 3 -E "FAIL|fail|deadlock|cudaemu|cuBLASLt|cuDNN|AddressSanitizer|SUMMARY" run.log |
+            cut -c1-160 |
             sed 's/^/    /'
     fi
     cp orig.tmp "src/$file"
@@ -56,7 +67,8 @@ off-by-one grid (xent rows: count / 8 blocks)|kernels/cuda/reduce.cu|s/\(\(count
 transposed gemm operand (cuBLASLt TRANSA inverted)|plugins/backend-cuda/cuda_gemm.c|s/ta = k->trans_b \? CUBLAS_OP_T : CUBLAS_OP_N/ta = k->trans_b ? CUBLAS_OP_N : CUBLAS_OP_T/|gemm
 wrong leading dimension (A layout with lda)|plugins/backend-cuda/cuda_gemm.c|s/a_cols, k->ldb\)/a_cols, k->lda)/|gemm
 conv descriptor with swapped padding|plugins/backend-cuda/cuda_conv.c|s/\(p->conv, k->pad_h, k->pad_w,/(p->conv, k->pad_w, k->pad_h,/|conv
+grid-stride loop one element past the end (ASan)|kernels/cuda/fg_cuda_common.cuh|s/i < \(n\);/i <= (n);/|flat|asan
 LIST
-cmake --build build --target fulgur-backend-cuda-emu >>build.log 2>&1
+cmake --build build --target fulgur-backend-cuda-emu fulgur-backend-cuda-emu-asan >>build.log 2>&1
 [ "$missed" = 0 ] && echo "mutate: every mutation caught" || echo "mutate: some mutation missed"
 exit "$missed"
