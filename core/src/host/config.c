@@ -12,6 +12,7 @@
  *     both start a whole-line comment;
  *   - a UTF-8 byte order mark on line 1 is skipped.
  * inih's global knobs (ini_max_line, ...) are never written: they are process-wide. */
+#define _POSIX_C_SOURCE 200809L /* O_CLOEXEC, fdopen (the config tests build this file alone) */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
