@@ -18,6 +18,8 @@
 
 #include <cublasLt.h>
 
+#include <vector>
+
 #include "emu_api.h"
 #include "emu_types.h"
 
@@ -451,19 +453,26 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, const
         const char *pb = (const char *)B + (size_t)bt * lb->stride * fgemu::elem_size(lb->type);
         const char *pc = (const char *)C + (size_t)bt * lc->stride * fgemu::elem_size(lc->type);
         char *pd = (char *)D + (size_t)bt * ld->stride * fgemu::elem_size(ld->type);
+        /* op(A) row by row (m x k) and op(B) column by column (n x k), widened once */
+        std::vector<float> fa(m * k), fb(n * k);
+        for (uint64_t i = 0; i < m; i++)
+            for (uint64_t p = 0; p < k; p++) {
+                size_t ia = o->trans_a == CUBLAS_OP_N ? offset(la, i, p) : offset(la, p, i);
+                float x = load(pa, la->type, ia);
+                fa[i * k + p] = tf ? fgemu::tf32(x) : x;
+            }
+        for (uint64_t j = 0; j < n; j++)
+            for (uint64_t p = 0; p < k; p++) {
+                size_t ib = o->trans_b == CUBLAS_OP_N ? offset(lb, p, j) : offset(lb, j, p);
+                float y = load(pb, lb->type, ib);
+                fb[j * k + p] = tf ? fgemu::tf32(y) : y;
+            }
         for (uint64_t j = 0; j < n; j++)
             for (uint64_t i = 0; i < m; i++) {
                 float acc = 0.0f;
-                for (uint64_t p = 0; p < k; p++) {
-                    size_t ia = o->trans_a == CUBLAS_OP_N ? offset(la, i, p) : offset(la, p, i);
-                    size_t ib = o->trans_b == CUBLAS_OP_N ? offset(lb, p, j) : offset(lb, j, p);
-                    float x = load(pa, la->type, ia), y = load(pb, lb->type, ib);
-                    if (tf) {
-                        x = fgemu::tf32(x);
-                        y = fgemu::tf32(y);
-                    }
-                    acc += x * y;
-                }
+                const float *ra = &fa[i * k], *cb = &fb[j * k];
+                for (uint64_t p = 0; p < k; p++)
+                    acc += ra[p] * cb[p];
                 float v = al * acc;
                 if (be != 0.0f)
                     v += be * load(pc, lc->type, offset(lc, i, j));

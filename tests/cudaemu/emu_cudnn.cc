@@ -21,6 +21,8 @@
 
 #include <cudnn.h>
 
+#include <vector>
+
 #include "emu_api.h"
 #include "emu_types.h"
 
@@ -162,10 +164,20 @@ int uses_tf32(const conv *cv, cudnnDataType_t t)
     return t == CUDNN_DATA_FLOAT && cv->math != CUDNN_FMA_MATH;
 }
 
-float in(const void *p, cudnnDataType_t t, size_t i, int tf)
+/* A tensor widened to f32 once (rounded to TF32 when tf), so the loops read floats. */
+std::vector<float> widen(const void *p, cudnnDataType_t t, size_t n, int tf)
 {
-    float v = fgemu::load(p, data(t), i);
-    return tf ? fgemu::tf32(v) : v;
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; i++) {
+        float f = fgemu::load(p, data(t), i);
+        v[i] = tf ? fgemu::tf32(f) : f;
+    }
+    return v;
+}
+
+size_t count_of(const tensor *t)
+{
+    return (size_t)t->n * t->c * t->h * t->w;
 }
 
 /* Common to the three passes: algorithm known, workspace large enough, stream live,
@@ -594,6 +606,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha,
         return st;
     cudnnDataType_t t = tx->type;
     int tf = uses_tf32(cv, t);
+    std::vector<float> fx = widen(x, t, count_of(tx), tf), fw = widen(w, t, count_of(tw), tf);
     for (int n = 0; n < s.n; n++)
         for (int k = 0; k < s.k; k++)
             for (int oy = 0; oy < s.oh; oy++)
@@ -606,8 +619,7 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha,
                                 tap(cv, s, oy, ox, i, j, &ih, &iw);
                                 if (ih < 0 || ih >= s.h || iw < 0 || iw >= s.w)
                                     continue;
-                                acc += in(x, t, xi(s, n, c, ih, iw), tf) *
-                                       in(w, t, wi(s, k, c, i, j), tf);
+                                acc += fx[xi(s, n, c, ih, iw)] * fw[wi(s, k, c, i, j)];
                             }
                     size_t o = yi(s, n, k, oy, ox);
                     float v = al * acc;
@@ -645,6 +657,7 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha,
     cudnnDataType_t t = tx->type;
     int tf = uses_tf32(cv, t);
     size_t count = (size_t)s.n * s.c * s.h * s.w;
+    std::vector<float> fdy = widen(dy, t, count_of(ty), tf), fw = widen(w, t, count_of(tw), tf);
     float *acc = (float *)calloc(count, sizeof(float));
     if (!acc)
         return CUDNN_STATUS_ALLOC_FAILED;
@@ -652,7 +665,7 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha,
         for (int k = 0; k < s.k; k++)
             for (int oy = 0; oy < s.oh; oy++)
                 for (int ox = 0; ox < s.ow; ox++) {
-                    float g = in(dy, t, yi(s, n, k, oy, ox), tf);
+                    float g = fdy[yi(s, n, k, oy, ox)];
                     for (int c = 0; c < s.c; c++)
                         for (int i = 0; i < s.r; i++)
                             for (int j = 0; j < s.s; j++) {
@@ -660,7 +673,7 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t h, const void *alpha,
                                 tap(cv, s, oy, ox, i, j, &ih, &iw);
                                 if (ih < 0 || ih >= s.h || iw < 0 || iw >= s.w)
                                     continue;
-                                acc[xi(s, n, c, ih, iw)] += g * in(w, t, wi(s, k, c, i, j), tf);
+                                acc[xi(s, n, c, ih, iw)] += g * fw[wi(s, k, c, i, j)];
                             }
                 }
     for (size_t i = 0; i < count; i++) {
@@ -699,6 +712,7 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
         return st;
     cudnnDataType_t t = tx->type;
     int tf = uses_tf32(cv, t);
+    std::vector<float> fx = widen(x, t, count_of(tx), tf), fdy = widen(dy, t, count_of(ty), tf);
     for (int k = 0; k < s.k; k++)
         for (int c = 0; c < s.c; c++)
             for (int i = 0; i < s.r; i++)
@@ -711,8 +725,7 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
                                 tap(cv, s, oy, ox, i, j, &ih, &iw);
                                 if (ih < 0 || ih >= s.h || iw < 0 || iw >= s.w)
                                     continue;
-                                acc += in(x, t, xi(s, n, c, ih, iw), tf) *
-                                       in(dy, t, yi(s, n, k, oy, ox), tf);
+                                acc += fx[xi(s, n, c, ih, iw)] * fdy[yi(s, n, k, oy, ox)];
                             }
                     size_t o = wi(s, k, c, i, j);
                     float v = al * acc;
