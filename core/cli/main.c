@@ -19,6 +19,8 @@ static const char usage_text[] =
     "  test CONFIG --ckpt-path X ...           evaluate a checkpoint on the test split\n"
     "  predict CONFIG --ckpt-path X ...        class probabilities of the predict split to\n"
     "                                          RUN_FOLDER/predictions.csv\n"
+    "  generate CONFIG --ckpt-path X --prompt TEXT [--max-new-tokens N] [--temperature T]\n"
+    "           [--top-k K] [--seed S]         a byte-level language model's continuation\n"
     "  check CONFIG [section.key=value]...     validate the config, start the plugins, open the\n"
     "                                          data and build the model; train nothing\n"
     "  plugins                                 list every plugin found, and why any was refused\n"
@@ -57,6 +59,9 @@ typedef struct cli {
     int arg_count;
     char ckpt_override[4200]; /* --ckpt-path X becomes the override trainer.ckpt_path=X */
     const char *report;       /* runs --report FILE */
+    /* generate's --prompt, --max-new-tokens, ...: the overrides generate.KEY=VALUE */
+    char gen_overrides[5][4200];
+    int gen_count;
     int allow_nonfinite;      /* --allow-nonfinite: the override trainer.allow_nonfinite=true */
 } cli;
 
@@ -66,6 +71,22 @@ static int usage_error(const char *fmt, const char *arg)
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\nRun 'fulgur --help' for usage.\n");
     return EXIT_USAGE;
+}
+
+/* The [generate] key of a generate option (--prompt, --max-new-tokens=N, ...), or NULL. */
+static const char *generate_option(const char *a)
+{
+    static const char *const opts[][2] = {{"--prompt", "prompt"},
+                                          {"--max-new-tokens", "max_new_tokens"},
+                                          {"--temperature", "temperature"},
+                                          {"--top-k", "top_k"},
+                                          {"--seed", "seed"}};
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+        size_t n = strlen(opts[i][0]);
+        if (strncmp(a, opts[i][0], n) == 0 && (a[n] == '\0' || a[n] == '='))
+            return opts[i][1];
+    }
+    return NULL;
 }
 
 /* Splits global options from the command and its arguments. Returns -1 to go on. */
@@ -83,6 +104,13 @@ static int parse_args(int argc, char **argv, cli *c)
             const char *v = a[11] == '=' ? a + 12 : (i + 1 < argc ? argv[++i] : NULL);
             if (!v || !*v) return usage_error("%s needs last, best or a FILE", "--ckpt-path");
             snprintf(c->ckpt_override, sizeof c->ckpt_override, "trainer.ckpt_path=%s", v);
+        } else if (generate_option(a)) {
+            const char *key = generate_option(a), *eq = strchr(a, '=');
+            const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v) return usage_error("%s needs a value", a);
+            if (c->gen_count == 5) return usage_error("%s: too many generate options", a);
+            snprintf(c->gen_overrides[c->gen_count++], sizeof c->gen_overrides[0],
+                     "generate.%s=%s", key, v);
         } else if (strcmp(a, "--allow-nonfinite") == 0) {
             c->allow_nonfinite = 1;
         } else if (strcmp(a, "--report") == 0 || strncmp(a, "--report=", 9) == 0) {
@@ -125,16 +153,19 @@ static int run_verb(fg_runtime *rt, const cli *c, const char *cmd)
 {
     static const struct { const char *name; int verb; } verbs[] = {
         {"fit", FG_VERB_FIT}, {"validate", FG_VERB_VALIDATE}, {"test", FG_VERB_TEST},
-        {"predict", FG_VERB_PREDICT}, {"check", FG_VERB_CHECK}};
+        {"predict", FG_VERB_PREDICT}, {"check", FG_VERB_CHECK}, {"generate", FG_VERB_GENERATE}};
     int verb = -1;
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
         if (strcmp(verbs[i].name, cmd) == 0) verb = verbs[i].verb;
     if (verb < 0) return usage_error("unknown command '%s'", cmd);
     if (c->arg_count < 2) return usage_error("'%s' needs a CONFIG file", cmd);
-    const char *overrides[MAX_ARGS + 1];
+    const char *overrides[MAX_ARGS + 8];
     int n = 0;
     for (int i = 2; i < c->arg_count; i++) overrides[n++] = c->args[i];
     if (c->ckpt_override[0]) overrides[n++] = c->ckpt_override;
+    if (c->gen_count && verb != FG_VERB_GENERATE)
+        return usage_error("%s belongs to 'fulgur generate'", c->gen_overrides[0]);
+    for (int i = 0; i < c->gen_count; i++) overrides[n++] = c->gen_overrides[i];
     if (c->allow_nonfinite) overrides[n++] = "trainer.allow_nonfinite=true";
     fg_error err = {0};
     fg_status st = fg_runtime_configure(rt, c->args[1], overrides, n, &err);

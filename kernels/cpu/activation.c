@@ -1,9 +1,14 @@
 /* Activations, forward and backward side by side: relu, gelu (tanh approximation, as
- * PyTorch's approximate="tanh"), tanh, sigmoid. */
+ * PyTorch's approximate="tanh"), tanh, sigmoid.
+ *
+ * GELU is computed as x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3): the same function
+ * as 0.5 x (1 + tanh(u)) without its cancellation for negative x, with one exponential
+ * (fast_exp.h) instead of libm's tanhf, which took 40% of a small GPT's step. */
 #include <math.h>
 #include <string.h>
 
 #include "cpu_kernels.h"
+#include "fast_exp.h"
 
 #define FG_GELU_K0 0.7978845608028654f /* sqrt(2/pi) */
 #define FG_GELU_K1 0.044715f
@@ -29,8 +34,8 @@ static void fg_cpu_act_forward_range(void *p, size_t b, size_t e)
     case FG_CPU_ACT_GELU:
         for (size_t i = b; i < e; i++) {
             float v = x[i];
-            float t = tanhf(FG_GELU_K0 * (v + FG_GELU_K1 * v * v * v));
-            y[i] = 0.5f * v * (1.0f + t);
+            float u = FG_GELU_K0 * (v + FG_GELU_K1 * v * v * v);
+            y[i] = v / (1.0f + fg_cpu_exp(-2.0f * u));
         }
         break;
     case FG_CPU_ACT_TANH:
@@ -62,12 +67,13 @@ static void fg_cpu_act_backward_range(void *p, size_t b, size_t e)
             dx[i] = x[i] > 0.0f ? g : 0.0f;
         }
         break;
-    case FG_CPU_ACT_GELU:
+    case FG_CPU_ACT_GELU: /* d/dx x s(2u) = s + 2 x s (1 - s) du/dx, s = sigmoid(2u) */
         for (size_t i = b; i < e; i++) {
             float v = x[i];
-            float t = tanhf(FG_GELU_K0 * (v + FG_GELU_K1 * v * v * v));
+            float u = FG_GELU_K0 * (v + FG_GELU_K1 * v * v * v);
             float du = FG_GELU_K0 * (1.0f + 3.0f * FG_GELU_K1 * v * v);
-            dx[i] = dy[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
+            float s = 1.0f / (1.0f + fg_cpu_exp(-2.0f * u));
+            dx[i] = dy[i] * (s + 2.0f * v * s * (1.0f - s) * du);
         }
         break;
     case FG_CPU_ACT_TANH:

@@ -28,36 +28,37 @@ GOLDEN = 0x9e3779b97f4a7c15
 
 
 class Attn(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, c, h):
         super().__init__()
-        self.qkv = torch.nn.Linear(C, 3 * C)
-        self.proj = torch.nn.Linear(C, C)
+        self.c, self.h = c, h
+        self.qkv = torch.nn.Linear(c, 3 * c)
+        self.proj = torch.nn.Linear(c, c)
 
     def forward(self, x):
-        b, t, _ = x.shape
-        q, k, v = self.qkv(x).split(C, dim=2)
-        q, k, v = (z.view(b, t, H, C // H).transpose(1, 2) for z in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(C // H)
+        b, t, c = x.shape
+        q, k, v = self.qkv(x).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.h, c // self.h).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(c // self.h)
         mask = torch.ones(t, t, dtype=torch.bool).tril()
         att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
-        return self.proj((att @ v).transpose(1, 2).reshape(b, t, C))
+        return self.proj((att @ v).transpose(1, 2).reshape(b, t, c))
 
 
 class Mlp(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, c):
         super().__init__()
-        self.fc = torch.nn.Linear(C, 4 * C)
-        self.proj = torch.nn.Linear(4 * C, C)
+        self.fc = torch.nn.Linear(c, 4 * c)
+        self.proj = torch.nn.Linear(4 * c, c)
 
     def forward(self, x):
         return self.proj(F.gelu(self.fc(x), approximate="tanh"))
 
 
 class Block(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, c, h):
         super().__init__()
-        self.ln_1, self.attn = torch.nn.LayerNorm(C), Attn()
-        self.ln_2, self.mlp = torch.nn.LayerNorm(C), Mlp()
+        self.ln_1, self.attn = torch.nn.LayerNorm(c), Attn(c, h)
+        self.ln_2, self.mlp = torch.nn.LayerNorm(c), Mlp(c)
 
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))
@@ -65,12 +66,16 @@ class Block(torch.nn.Module):
 
 
 class Gpt(torch.nn.Module):
-    def __init__(self, tied):
+    """fulgur's embedding, position_embedding, transformer_block x layers, layernorm and
+    linear (lm_head; tied: its weight is wte's), with the same tensor names."""
+
+    def __init__(self, tied, vocab=V, width=C, heads=H, layers=L, context=T):
         super().__init__()
-        self.wte, self.wpe = torch.nn.Embedding(V, C), torch.nn.Embedding(T, C)
-        self.h = torch.nn.ModuleList(Block() for _ in range(L))
-        self.ln_f = torch.nn.LayerNorm(C)
-        self.lm_head = torch.nn.Linear(C, V, bias=False)
+        self.wte = torch.nn.Embedding(vocab, width)
+        self.wpe = torch.nn.Embedding(context, width)
+        self.h = torch.nn.ModuleList(Block(width, heads) for _ in range(layers))
+        self.ln_f = torch.nn.LayerNorm(width)
+        self.lm_head = torch.nn.Linear(width, vocab, bias=False)
         if tied:
             self.lm_head.weight = self.wte.weight
 

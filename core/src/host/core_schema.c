@@ -67,6 +67,15 @@ static const fg_option plugins_options[] = {
     {"path", FG_OPT_LIST, "", NO_RANGE, NULL, "extra plugin folders, searched after --plugin-path; relative to the config file"},
 };
 
+/* fulgur generate's (the command line's --prompt, --max-new-tokens, ... set them). */
+static const fg_option generate_options[] = {
+    {"prompt", FG_OPT_STRING, "", NO_RANGE, NULL, "text the continuation follows (bytes as tokens); empty: start from nothing"},
+    {"max_new_tokens", FG_OPT_INT, "200", 1, 1e7, NULL, "tokens to generate"},
+    {"temperature", FG_OPT_FLOAT, "0.8", 0, 1e3, NULL, "sampling temperature; 0: always the most likely token"},
+    {"top_k", FG_OPT_INT, "0", 0, 1e9, NULL, "sample among the k most likely tokens; 0: all"},
+    {"seed", FG_OPT_INT, "0", 0, 9.2e18, NULL, "seeds the sampling: the same seed gives the same text"},
+};
+
 /* Every [callback.NAME] section has these beside the plugin's own keys. */
 static const fg_option callback_options[] = {
     {"enabled", FG_OPT_BOOL, "true", NO_RANGE, NULL, "false: the plugin is loaded and its keys checked, but it does not run"},
@@ -86,10 +95,12 @@ static const section_schema core_schemas[] = {
     {"strategy", strategy_options, COUNT(strategy_options)},
     {"comm", comm_options, COUNT(comm_options)},
     {"plugins", plugins_options, COUNT(plugins_options)},
+    {"generate", generate_options, COUNT(generate_options)},
 };
 
 const char *const fg_core_sections[] = {"trainer", "backend", "precision", "strategy", "comm",
-                                        "data", "model", "optimizer", "scheduler", "plugins"};
+                                        "data", "model", "optimizer", "scheduler", "plugins",
+                                        "generate"};
 const size_t fg_core_section_count = COUNT(fg_core_sections);
 const char *const fg_core_section_prefixes[] = {"layer.", "callback."};
 const size_t fg_core_section_prefix_count = COUNT(fg_core_section_prefixes);

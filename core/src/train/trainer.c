@@ -479,6 +479,7 @@ static fg_status run_verb(fg_trainer *t, fg_error *err)
     case FG_VERB_TEST:
         return fg_trainer_evaluate_split(t, &t->test, &t->limit_test, "test", FG_EVENT_TEST_END, err);
     case FG_VERB_PREDICT: return fg_trainer_predict(t, err);
+    case FG_VERB_GENERATE: return fg_trainer_generate(t, err);
     }
     return FG_INTERNAL;
 }
@@ -492,10 +493,12 @@ fg_status fg_trainer_run(fg_runtime *rt, fg_verb verb, fg_error *err)
     t.out = rt->out ? rt->out : stdout;
     t.verb = verb;
     const char *ckpt = fg_config_get(rt->cfg, "trainer", "ckpt_path");
-    if ((verb == FG_VERB_VALIDATE || verb == FG_VERB_TEST || verb == FG_VERB_PREDICT) && (!ckpt || !*ckpt))
+    if ((verb == FG_VERB_VALIDATE || verb == FG_VERB_TEST || verb == FG_VERB_PREDICT ||
+         verb == FG_VERB_GENERATE) && (!ckpt || !*ckpt))
         return fg_error_set(err, FG_INVALID_ARGUMENT, "fulgur %s evaluates a trained model: give "
                             "--ckpt-path FILE|last|best (or [trainer] ckpt_path)",
-                            verb == FG_VERB_VALIDATE ? "validate" : verb == FG_VERB_TEST ? "test" : "predict");
+                            verb == FG_VERB_VALIDATE ? "validate" : verb == FG_VERB_TEST ? "test"
+                            : verb == FG_VERB_PREDICT ? "predict" : "generate");
     fg_status st = setup(&t, err);
     if (st == FG_OK) {
         report_model(&t);

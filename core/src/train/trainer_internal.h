@@ -158,6 +158,8 @@ fg_status fg_checkpoint_link(const char *src, const char *dst, fg_error *err);
 
 /* trainer_predict.c: class probabilities of the predict split to run_dir/predictions.csv */
 fg_status fg_trainer_predict(fg_trainer *t, fg_error *err);
+/* verbs/generate.c: fulgur generate, a language model's continuation of [generate] prompt. */
+fg_status fg_trainer_generate(fg_trainer *t, fg_error *err);
 
 /* trainer_precision.c: the precision plugin's dtypes checked (check) and given to the
  * model (apply, after it is built); the scale of each backward (the mean over the

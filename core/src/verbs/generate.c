@@ -1,0 +1,204 @@
+/* fulgur generate: the continuation of [generate] prompt by a byte-level language model
+ * (vocab 256: every byte a token), printed as UTF-8 with invalid sequences replaced. Each
+ * new token is one forward of the last `context` tokens (the prompt left-aligned and
+ * zero-padded while shorter: causal attention never looks right), sampled from the softmax
+ * at the last real position with temperature and top-k, by a generator seeded from
+ * [generate] seed alone. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "core_schema.h"
+#include "trainer_internal.h"
+
+#define BE(t) ((const fg_backend_vtable *)(t)->backend.vt)
+#define STRAT(t) ((const fg_strategy_vtable *)(t)->strategy.vt)
+
+typedef struct gen_options {
+    const char *prompt;
+    int64_t max_new, top_k, seed;
+    double temperature;
+} gen_options;
+
+/* [generate] keys (validated with the config), their defaults from the core schema. */
+static fg_status read_options(const fg_config *cfg, gen_options *o, fg_error *err)
+{
+    size_t n = 0;
+    const fg_option *opts = fg_core_schema("generate", &n);
+    const char *origin;
+    o->prompt = fg_section_value(cfg, "generate", opts, n, "prompt", &origin);
+    fg_status st = fg_section_read_int(cfg, "generate", opts, n, "max_new_tokens", &o->max_new,
+                                       err);
+    if (st == FG_OK)
+        st = fg_section_read_int(cfg, "generate", opts, n, "top_k", &o->top_k, err);
+    if (st == FG_OK)
+        st = fg_section_read_int(cfg, "generate", opts, n, "seed", &o->seed, err);
+    if (st == FG_OK)
+        st = fg_section_read_float(cfg, "generate", opts, n, "temperature", &o->temperature, err);
+    return st;
+}
+
+static uint64_t next_u64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* A token from probabilities p (vocab): greedy at temperature 0, else p^(1/T) over the top
+ * k, drawn with one uniform number. w is scratch of vocab doubles. */
+static int sample_token(const float *p, int vocab, const gen_options *o, uint64_t *rng,
+                        double *w)
+{
+    int best = 0;
+    for (int i = 1; i < vocab; i++)
+        best = p[i] > p[best] ? i : best;
+    if (o->temperature <= 0)
+        return best;
+    double kth = 0; /* the k-th largest probability: tokens below it are out */
+    if (o->top_k > 0 && o->top_k < vocab) {
+        for (int i = 0; i < vocab; i++)
+            w[i] = p[i];
+        for (int64_t k = 0; k < o->top_k; k++) { /* k passes: vocab is small here */
+            int m = 0;
+            for (int i = 1; i < vocab; i++)
+                m = w[i] > w[m] ? i : m;
+            kth = w[m];
+            w[m] = -1;
+        }
+    }
+    double total = 0;
+    for (int i = 0; i < vocab; i++) {
+        w[i] = p[i] > 0 && p[i] >= kth ? exp(log((double)p[i]) / o->temperature) : 0.0;
+        total += w[i];
+    }
+    double u = (double)(next_u64(rng) >> 11) * 0x1.0p-53 * total;
+    for (int i = 0; i < vocab; i++) {
+        if (u < w[i])
+            return i;
+        u -= w[i];
+    }
+    return best;
+}
+
+/* Bytes as UTF-8 text: every invalid or truncated sequence becomes U+FFFD. */
+static void print_utf8(FILE *out, const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        int ok = len > 0 && i + len <= n;
+        for (size_t k = 1; ok && k < len; k++)
+            ok = (s[i + k] & 0xc0) == 0x80;
+        if (ok && len > 1) { /* overlong forms and surrogates are invalid too */
+            uint32_t cp = c & (0x7f >> len);
+            for (size_t k = 1; k < len; k++)
+                cp = (cp << 6) | (s[i + k] & 0x3f);
+            ok = cp >= (len == 2 ? 0x80u : len == 3 ? 0x800u : 0x10000u) && cp <= 0x10ffff &&
+                 !(cp >= 0xd800 && cp <= 0xdfff);
+        }
+        if (ok) {
+            fwrite(s + i, 1, len, out);
+            i += len;
+        } else {
+            fputs("\xef\xbf\xbd", out);
+            i++;
+        }
+    }
+}
+
+static fg_status check_model(const fg_trainer *t, int *context, int *vocab, fg_error *err)
+{
+    *context = fg_model_positions(t->model);
+    *vocab = fg_model_num_classes(t->model);
+    if (fg_model_input_dtype(t->model) != FG_I32 || *context < 1 || fg_shape_numel(fg_model_input_shape(t->model)) != (size_t)*context)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "fulgur generate needs a language model: "
+                            "token ids in (an embedding first) and one score per position and "
+                            "token out");
+    if (*vocab != 256)
+        return fg_error_set(err, FG_UNAVAILABLE, "fulgur generate writes bytes: the model's "
+                            "vocabulary has %d tokens, not 256 (a tokenizer for other "
+                            "vocabularies is not included)", *vocab);
+    return FG_OK;
+}
+
+/* One forward of `window` (context ids); probs of position `at` into p. */
+static fg_status next_probs(fg_trainer *t, void *primary, const int32_t *window,
+                            const int32_t *labels, int context, int at, float *p,
+                            fg_error *err)
+{
+    const fg_train_services *svc = &t->tctx.svc;
+    fg_replica *r = fg_train_replica_model(primary);
+    void *queue = fg_train_replica_queue(primary);
+    int vocab = fg_model_num_classes(t->model);
+    fg_batch b = {sizeof b, (const float *)(const void *)window, labels, 1, context, NULL, context};
+    fg_status st = svc->evaluate(svc->ctx, primary, &b, err);
+    if (st == FG_OK)
+        st = BE(t)->copy(t->backend.state, queue, p, -1, fg_replica_probs(r) + (size_t)at * vocab,
+                         fg_train_replica_device(primary), (size_t)vocab * sizeof(float), err);
+    if (st == FG_OK)
+        st = BE(t)->queue_sync(t->backend.state, queue, err);
+    return st;
+}
+
+static fg_status generate(fg_trainer *t, void *primary, const gen_options *o, int context,
+                          int vocab, unsigned char *text, size_t *len, fg_error *err)
+{
+    int32_t *window = calloc((size_t)context, sizeof *window);
+    int32_t *labels = calloc((size_t)context, sizeof *labels);
+    float *p = malloc((size_t)vocab * sizeof *p);
+    double *w = malloc((size_t)vocab * sizeof *w);
+    fg_status st = window && labels && p && w ? FG_OK
+                 : fg_error_set(err, FG_OUT_OF_MEMORY, "fulgur generate: out of memory");
+    uint64_t rng = (uint64_t)o->seed;
+    for (int64_t k = 0; st == FG_OK && k < o->max_new; k++) {
+        size_t n = *len < (size_t)context ? *len : (size_t)context; /* the last n tokens */
+        memset(window, 0, (size_t)context * sizeof *window);
+        for (size_t i = 0; i < n; i++)
+            window[i] = text[*len - n + i];
+        /* nothing yet: predict from a single zero byte */
+        st = next_probs(t, primary, window, labels, context, n ? (int)n - 1 : 0, p, err);
+        if (st == FG_OK)
+            text[(*len)++] = (unsigned char)sample_token(p, vocab, o, &rng, w);
+    }
+    free(window);
+    free(labels);
+    free(p);
+    free(w);
+    return st;
+}
+
+fg_status fg_trainer_generate(fg_trainer *t, fg_error *err)
+{
+    if (t->world_size != 1)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "fulgur generate runs in one process; "
+                            "start it without mpirun");
+    gen_options o;
+    int context, vocab;
+    fg_status st = read_options(t->cfg, &o, err);
+    if (st == FG_OK)
+        st = check_model(t, &context, &vocab, err);
+    void *primary = st == FG_OK ? STRAT(t)->primary_replica(t->strategy.state) : NULL;
+    if (st == FG_OK && !primary)
+        st = fg_error_set(err, FG_UNAVAILABLE, "fulgur generate: [strategy] %s keeps no whole "
+                          "model on one device; generate under strategy.single",
+                          t->strategy.inst->name);
+    if (st != FG_OK)
+        return st;
+    size_t prompt = strlen(o.prompt);
+    unsigned char *text = malloc(prompt + (size_t)o.max_new + 1);
+    if (!text)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "fulgur generate: out of memory");
+    memcpy(text, o.prompt, prompt);
+    size_t len = prompt;
+    st = generate(t, primary, &o, context, vocab, text, &len, err);
+    if (st == FG_OK) {
+        print_utf8(t->out, text, len);
+        fputc('\n', t->out);
+    }
+    free(text);
+    return st;
+}

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Language-model training benchmark: fulgur against PyTorch on the same GPT (byte vocab,
+# fp32, AdamW), same batch and threads, in one invocation, at two sizes:
+#   small  4 layers, 4 heads, width 128, context 64, batch 12
+#   mid    6 layers, 6 heads, width 384, context 256, batch 16
+# Prints tokens/s of each (median of RUNS runs, alternating), their ratio, and the mid
+# model's step as a fraction of OpenBLAS's raw sgemm rate (tests/bench/sgemm_peak.c, fastest
+# shape, same threads). FLOPs per token: 6 * (parameters outside the embeddings + the output
+# layer) + 6 * layers * context * width (causal attention, forward and backward).
+#
+#   tests/bench/bench_lm.sh [--fulgur PATH] [--threads N] [--runs N] [--steps N]
+#
+# Not a ctest test: timings depend on the machine and its load. PyTorch is Debian's
+# python3-torch in /usr/bin/python3 (skipped, with a note, when it cannot be imported).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+fulgur=$root/build/bin/fulgur threads=2 runs=3 steps=20
+while [ $# -gt 0 ]; do
+    case $1 in
+    --fulgur) fulgur=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --steps) steps=$2; shift 2 ;;
+    *) echo "usage: $(basename "$0") [--fulgur PATH] [--threads N] [--runs N] [--steps N]" >&2; exit 2 ;;
+    esac
+done
+[ -x "$fulgur" ] || { echo "bench_lm: no fulgur at $fulgur (build first)" >&2; exit 2; }
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+export OPENBLAS_NUM_THREADS=$threads
+head -c 4000000 /dev/urandom | base64 >"$scratch/corpus.txt"
+torch_ok=1
+/usr/bin/python3 -c "import torch" 2>/dev/null || torch_ok=0
+median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+
+# fulgur_run L H C T B: tokens/s of the second epoch (the first warms up)
+fulgur_run() {
+    local l=$1 h=$2 c=$3 t=$4 b=$5 ini=$scratch/gpt.ini
+    cat >"$ini" <<INI
+[trainer]
+max_epochs = 2
+seed = 1
+log_every_n_steps = 1000
+test_after_fit = false
+enable_progress_bar = false
+num_sanity_val_steps = 0
+default_root_dir = $scratch/runs
+[backend]
+name = cpu
+threads = $threads
+[data]
+name = text
+dir = $scratch
+files = corpus.txt
+context = $t
+val_fraction = 0
+train_windows = $((b * steps))
+batch_size = $b
+num_workers = 1
+[layer.wte]
+type = embedding
+num_embeddings = 256
+embedding_dim = $c
+[layer.wpe]
+type = position_embedding
+max_positions = $t
+[layer.h]
+type = transformer_block
+heads = $h
+repeat = $l
+[layer.ln_f]
+type = layernorm
+[layer.lm_head]
+type = linear
+out_features = 256
+bias = false
+[optimizer]
+name = adamw
+lr = 0.001
+INI
+    local sps
+    sps=$("$fulgur" fit "$ini" 2>/dev/null | sed -n 's/^epoch 2\/2 .* \([0-9.]*\) samples\/s.*/\1/p')
+    awk -v s="$sps" -v t="$t" 'BEGIN {print s * t}'
+}
+
+torch_run() {
+    OMP_WAIT_POLICY=passive /usr/bin/python3 "$here/torch_gpt_ref.py" "$@" "$threads" "$steps" |
+        sed -n 's/^tokens\/s //p'
+}
+
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
+flags=$(grep -o -w -e avx2 -e avx512f -e avx512_bf16 -e amx_bf16 /proc/cpuinfo | sort -u | tr '\n' ' ')
+echo "bench_lm: $cpu ($flags), $threads threads, $runs runs of $steps steps, $(date -u +%F)"
+declare -A result
+for size in small mid; do
+    if [ $size = small ]; then set -- 4 4 128 64 12; else set -- 6 6 384 256 16; fi
+    f=() p=()
+    for r in $(seq 1 "$runs"); do
+        f+=("$(fulgur_run "$@")")
+        [ $torch_ok = 1 ] && p+=("$(torch_run "$@")")
+    done
+    fm=$(printf '%s\n' "${f[@]}" | median)
+    result[$size]=$fm
+    if [ $torch_ok = 1 ]; then
+        pm=$(printf '%s\n' "${p[@]}" | median)
+        echo "$size: fulgur $fm tokens/s, torch $pm tokens/s, ratio $(awk -v a="$fm" -v b="$pm" 'BEGIN {printf "%.2f", a / b}')"
+    else
+        echo "$size: fulgur $fm tokens/s (no python3-torch: no reference)"
+    fi
+done
+if cc -O2 -o "$scratch/sgemm_peak" "$here/sgemm_peak.c" -lopenblas 2>/dev/null; then
+    peak=$("$scratch/sgemm_peak" "$threads" 4096 | sed -n 's/^peak GFLOP\/s[^0-9]*\([0-9.]*\).*/\1/p')
+    # mid: L=6, C=384, T=256, V=256
+    awk -v tps="${result[mid]}" -v peak="$peak" 'BEGIN {
+        L = 6; C = 384; T = 256; V = 256
+        n = L * (12 * C * C + 13 * C) + 2 * C + V * C
+        flops = 6 * n + 6 * L * T * C
+        g = tps * flops / 1e9
+        printf "mid: %.1f GFLOP/s = %.0f%% of the sgemm peak (%.1f GFLOP/s)\n", g, 100 * g / peak, peak }'
+fi
