@@ -55,7 +55,7 @@ fulgur_run() { # W PIN [INI] -> "images/s data-wait%"
 }
 
 echo "data benchmark: $images JPEGs 256x192 -> 64x64, batch 64, epoch 2 of 2; $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "cpu: $(lscpu | awk -F: '/Model name/ { gsub(/^ +/, "", $2); print $2 }'), $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "cpu: $(lscpu | awk -F: '/Model name/ { gsub(/^ +/, "", $2); print $2 }'), $(nproc --all) cpus; load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-8s %-7s %13s %12s %7s %11s %10s %14s\n' workers pinned "fulgur img/s" "torch img/s" ratio \
     "(data wait)" "conv img/s" "conv data wait"
 for w in 0 1 2; do

@@ -70,6 +70,10 @@ fg_status fg_trainer_predict(fg_trainer *t, fg_error *err)
     if (t->world_size != 1)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "fulgur predict runs in one process; "
                             "start it without mpirun");
+    if (fg_model_loss(t->model) != FG_LOSS_KIND_XENT)
+        return fg_error_set(err, FG_UNAVAILABLE, "fulgur predict writes class probabilities; "
+                            "[model] loss = %s has none, and writing its outputs is not "
+                            "supported yet", fg_loss_name(fg_model_loss(t->model)));
     char path[4200];
     snprintf(path, sizeof path, "%s/predictions.csv", t->run_dir);
     FILE *f = fopen(path, "w");
