@@ -16,9 +16,10 @@ void ddp_buffers_bind(ddp *d)
     const fg_train_services *svc = d->svc;
     d->buffers = NULL;
     d->buffer_count = 0;
-    if (!FG_HAS_FIELD(svc, fg_train_services, replica_buffers) || !svc->replica_buffers) return;
-    d->buffer_count = svc->buffer_count;
-    d->buffers = d->buffer_count > 0 ? svc->replica_buffers(svc->ctx, d->replica) : NULL;
+    uint32_t dt;
+    int64_t at;
+    d->buffers = svc->region(svc->ctx, d->replica, FG_REGION_BUFFERS, 0, &dt, &at, &d->buffer_count);
+    if (!d->buffer_count) d->buffers = NULL;
 }
 
 fg_status ddp_buffers_sync(ddp *d, fg_error *err)

@@ -59,8 +59,10 @@ typedef struct sharded {
     float *scalar;            /* (1) device scalar for norms */
 
     /* layers with parameters, in model order */
-    int32_t layers;
-    int64_t *layer_off, *layer_n;
+    int32_t layers;           /* layers with parameters */
+    int64_t *layer_off, *layer_n; /* (layers) their ranges of the flat parameters */
+    int32_t *param_layer;     /* (model layers) index among the layers with parameters, or -1 */
+    int32_t model_layers;
 
     /* stage 1: ddp-like all-reduce buckets over the full gradient buffer */
     float *params, *grads;    /* the replica's (full) buffers, stage 1/2 params, stage 1 grads */
@@ -129,8 +131,8 @@ fg_status sh_rs_wait_all(sharded *s, fg_error *err);
 void sh_drain(sharded *s);
 
 /* sharded_params.c */
-fg_status sh_memory_hook(void *user, int32_t index, int32_t phase, int64_t offset,
-                         int64_t count, float **params, float **grads, fg_error *err);
+fg_status sh_memory_hook(void *user, int32_t layer, int32_t phase, int64_t offset,
+                         int64_t count, void **params, void **grads, fg_error *err);
 fg_status sh_gather_params(sharded *s, float *staging, fg_error *err);
 void sh_slots_invalidate(sharded *s);
 fg_status sh_eval_gather(sharded *s, fg_error *err);

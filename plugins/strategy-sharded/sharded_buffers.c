@@ -12,8 +12,10 @@
 void sh_buffers_bind(sharded *s)
 {
     const fg_train_services *svc = s->svc;
-    s->buffer_count = svc->buffer_count;
-    s->buffers = s->buffer_count > 0 ? svc->replica_buffers(svc->ctx, s->replica) : NULL;
+    uint32_t dt;
+    int64_t at;
+    s->buffers = svc->region(svc->ctx, s->replica, FG_REGION_BUFFERS, 0, &dt, &at, &s->buffer_count);
+    if (!s->buffer_count) s->buffers = NULL;
 }
 
 fg_status sh_buffers_sync(sharded *s, fg_error *err)

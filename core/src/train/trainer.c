@@ -247,7 +247,7 @@ static fg_status setup_strategy(fg_trainer *t, fg_error *err)
     double lr;
     fg_status st = setup_schedule(t, &lr, err);
     if (st != FG_OK) return st;
-    c->lr = (float)fg_scheduler_lr(t->scheduler, 0, 0);
+    t->lr = (float)fg_scheduler_lr(t->scheduler, 0, 0);
     int64_t max_batch = t->batch_size > t->eval_batch_size ? t->batch_size : t->eval_batch_size;
     fg_train_services_init(c, (int)max_batch);
     t->strategy_ready = 1;

@@ -101,9 +101,9 @@ static fg_status step_loss(fg_trainer *t, double *loss, fg_error *err)
 static void *whole_replica(fg_trainer *t)
 {
     void *primary = STRAT(t)->primary_replica(t->strategy.state);
-    if (!primary || !t->tctx.svc.replica_grads(t->tctx.svc.ctx, primary)) return NULL;
+    if (!primary || !fg_replica_grads(fg_train_stage_model(primary))) return NULL;
     size_t offset = 0, size = 0;
-    fg_replica_param_range(fg_train_replica_model(primary), &offset, &size);
+    fg_replica_param_range(fg_train_stage_model(primary), &offset, &size);
     return offset == 0 && size == fg_model_params_size(t->model) ? primary : NULL;
 }
 

@@ -61,8 +61,8 @@ static void meta_add_exact(meta_list *m, const char *key, double v)
 /* Device -> host copy of n floats from the primary replica. */
 static fg_status fetch(fg_trainer *t, void *replica, const float *src, float *dst, size_t n, fg_error *err)
 {
-    void *queue = fg_train_replica_queue(replica);
-    fg_status st = BE(t)->copy(t->backend.state, queue, dst, -1, src, fg_train_replica_device(replica),
+    void *queue = fg_train_stage_queue(replica);
+    fg_status st = BE(t)->copy(t->backend.state, queue, dst, -1, src, fg_train_stage_device(replica),
                                n * sizeof(float), err);
     return st == FG_OK ? BE(t)->queue_sync(t->backend.state, queue, err) : st;
 }
@@ -165,8 +165,8 @@ fg_status fg_trainer_save_checkpoint(fg_trainer *t, const char *path, fg_error *
     void *primary = STRAT(t)->primary_replica(t->strategy.state);
     int gathered = has_gather(t);
     if (!gathered && (!primary || t->rank != 0)) return FG_OK; /* only rank 0 writes */
-    fg_replica *r = gathered ? NULL : fg_train_replica_model(primary);
-    fg_optimizer *opt = gathered ? NULL : fg_train_replica_optimizer(primary);
+    fg_replica *r = gathered ? NULL : fg_train_stage_model(primary);
+    fg_optimizer *opt = gathered ? NULL : fg_train_stage_optimizer(primary);
     fg_optimizer_config oc;
     memset(&oc, 0, sizeof oc);
     size_t np = fg_model_params_size(t->model), nb = fg_model_buffers_size(t->model);
@@ -186,7 +186,7 @@ fg_status fg_trainer_save_checkpoint(fg_trainer *t, const char *path, fg_error *
         if (st != FG_OK || t->rank != 0) goto done; /* every rank gathered; rank 0 writes */
     }
     if (st == FG_OK && !gathered)
-        st = fg_replica_download_params(r, fg_train_replica_queue(primary), params, err);
+        st = fg_replica_download_params(r, fg_train_stage_queue(primary), params, err);
     if (st == FG_OK && nb && !gathered) st = fetch(t, primary, fg_replica_buffers(r), buffers, nb, err);
     for (size_t i = 0; st == FG_OK && !gathered && i < ns; i++)
         st = fetch(t, primary, fg_optimizer_state(opt, i, NULL), state + i * np, np, err);
@@ -411,7 +411,7 @@ static fg_status load_optimizer_state(fg_trainer *t, fg_error *err)
 {
     if (has_gather(t)) return scatter_optimizer_state(t, err);
     void *primary = STRAT(t)->primary_replica(t->strategy.state);
-    fg_optimizer *opt = fg_train_replica_optimizer(primary);
+    fg_optimizer *opt = fg_train_stage_optimizer(primary);
     size_t np = fg_model_params_size(t->model), ns = fg_optimizer_state_count(opt);
     float *host = calloc(np + 1, sizeof(float));
     if (!host) return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory loading optimizer state");
@@ -426,9 +426,9 @@ static fg_status load_optimizer_state(fg_trainer *t, fg_error *err)
             snprintf(name, sizeof name, "optimizer.%s.%s", ti->name, sname);
             st = fg_ckpt_read_tensor(t->loaded, name, FG_F32, ti->rank, ti->shape, host + ti->offset, err);
         }
-        void *queue = fg_train_replica_queue(primary);
+        void *queue = fg_train_stage_queue(primary);
         if (st == FG_OK)
-            st = BE(t)->copy(t->backend.state, queue, dev, fg_train_replica_device(primary), host, -1,
+            st = BE(t)->copy(t->backend.state, queue, dev, fg_train_stage_device(primary), host, -1,
                              np * sizeof(float), err);
         if (st == FG_OK) st = BE(t)->queue_sync(t->backend.state, queue, err);
     }
@@ -490,8 +490,8 @@ fg_status fg_trainer_weights_digest(fg_trainer *t, uint64_t *digest, fg_error *e
     float *host = malloc((gathered && t->rank != 0 ? 0 : n * sizeof(float)) + 1);
     if (!host) return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory reading the weights");
     fg_status st = gathered ? gather(t, host, NULL, NULL, err)
-                            : fg_replica_download_params(fg_train_replica_model(primary),
-                                                         fg_train_replica_queue(primary), host, err);
+                            : fg_replica_download_params(fg_train_stage_model(primary),
+                                                         fg_train_stage_queue(primary), host, err);
     if (gathered && t->rank != 0) n = 0; /* rank 0 reports the digest */
     uint64_t h = 1469598103934665603ull;
     const unsigned char *p = (const unsigned char *)host;

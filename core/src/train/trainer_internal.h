@@ -70,6 +70,7 @@ typedef struct fg_trainer {
     fg_model *model;
     float *init_params, *init_buffers;
     fg_train_ctx tctx;
+    float lr; /* the learning rate of the next optimizer step */
     fg_scheduler *scheduler;
     int strategy_ready;
     int rank, world_size;

@@ -89,7 +89,7 @@ fg_status fg_trainer_emit(fg_trainer *t, int type, const fg_metric *metrics, uin
         ev.global_step = t->global_step;
         ev.step_in_epoch = t->step_in_epoch;
         ev.steps_per_epoch = t->steps_per_epoch;
-        ev.learning_rate = t->tctx.lr;
+        ev.learning_rate = t->lr;
         ev.metrics = metrics;
         ev.metric_count = n;
         ev.is_rank_zero = t->rank == 0;
@@ -191,14 +191,14 @@ static fg_status log_step(fg_trainer *t, log_window *w, fg_error *err)
     double elapsed = w->step_time, steps = w->steps > 0 ? (double)w->steps : 1;
     double loss = m.loss_sum / m.count, acc = m.correct / m.count;
     if (t->rt->step_observer &&
-        t->rt->step_observer(t->rt->step_observer_user, t->global_step, t->tctx.lr, loss))
+        t->rt->step_observer(t->rt->step_observer_user, t->global_step, t->lr, loss))
         t->stop = 1;
     if (t->rt->verbosity >= FG_LOG_INFO && !t->progress_bar)
         fprintf(t->out, "epoch %lld step %lld/%lld  loss %.4f  acc %.4f  lr %.4g\n",
                 (long long)t->epoch + 1, (long long)t->step_in_epoch, (long long)t->steps_per_epoch,
-                loss, acc, t->tctx.lr);
+                loss, acc, t->lr);
     fg_metric metrics[STEP_METRICS_MAX] = {
-        {"train/step_loss", loss}, {"train/step_acc", acc}, {"lr", t->tctx.lr},
+        {"train/step_loss", loss}, {"train/step_acc", acc}, {"lr", t->lr},
         {"time/step_s", elapsed / steps}, {"time/data_wait_s", w->data_wait / steps},
         {"throughput/samples_per_s", elapsed > 0 ? m.count / elapsed : 0}};
     uint32_t n = 6;
@@ -242,11 +242,9 @@ static fg_status optimizer_step(fg_trainer *t, fg_error *err)
     fg_status st = fg_trainer_unscale_grads(t, &skip, err); /* gradients unscaled before clipping */
     if (st == FG_OK && !skip && t->clip_val > 0) st = clip_gradients(t, err);
     if (st != FG_OK) return st;
-    t->tctx.lr = (float)fg_scheduler_lr(t->scheduler, t->global_step, t->epoch);
-    t->tctx.step_number = t->global_step + 1;
-    t->tctx.skip_update = skip;
-    st = STRAT(t)->optimizer_step(t->strategy.state, err);
-    t->tctx.skip_update = 0;
+    t->lr = (float)fg_scheduler_lr(t->scheduler, t->global_step, t->epoch);
+    fg_step_args args = {sizeof args, t->lr, skip, t->global_step + 1};
+    st = STRAT(t)->optimizer_step(t->strategy.state, &args, err);
     if (st == FG_OK && !skip) t->global_step++;
     return st;
 }
