@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "init.h"
+#include "train_stage_step.h"
 
 #define CTX(p) ((fg_train_ctx *)(p))
 

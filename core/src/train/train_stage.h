@@ -34,9 +34,6 @@ typedef struct fg_train_stage {
     void *mem_user;
 } fg_train_stage;
 
-/* The step entries of ctx->svc (train_stage_step.c). */
-void fg_train_stage_step_init(fg_train_services *s);
-
 /* Element `at` of the model's flat region held from element `lo` in elements of `size`
  * bytes: untyped device memory. */
 static inline void *fg_train_stage_at(void *base, size_t lo, size_t at, size_t size)

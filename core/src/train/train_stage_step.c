@@ -6,6 +6,7 @@
 
 #include "init.h"
 #include "step_sink.h"
+#include "train_stage_step.h"
 
 #define CTX(p) ((fg_train_ctx *)(p))
 

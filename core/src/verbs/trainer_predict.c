@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "trainer_internal.h"
+#include "trainer_predict.h"
 
 #define BE(t) ((const fg_backend_vtable *)(t)->backend.vt)
 #define STRAT(t) ((const fg_strategy_vtable *)(t)->strategy.vt)
@@ -75,7 +76,7 @@ fg_status fg_trainer_predict(fg_trainer *t, fg_error *err)
     FILE *f = fopen(path, "w");
     if (!f) return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: cannot write: %s", path, strerror(errno));
     int classes = t->predict.info.num_classes;
-    float *host = malloc((size_t)t->eval_batch_size * (size_t)classes * sizeof(float) + 1);
+    float *host = malloc((size_t)t->keys.eval_batch_size * (size_t)classes * sizeof(float) + 1);
     int64_t rows = 0, right = 0;
     fg_status st = host ? FG_OK : fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory for predictions");
     write_header(f, classes);
