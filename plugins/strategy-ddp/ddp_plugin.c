@@ -7,7 +7,7 @@
  * of gradient accumulation reduce nothing (PyTorch's no_sync). Metrics are summed across
  * ranks when read; evaluation is local (the sampler gives each rank an exact shard).
  * Model buffers (batch-norm running statistics): rank 0's, broadcast when the metrics are
- * read (ddp_buffers.c). Dropout: each rank draws from its own stream (rank r: stream r). */
+ * read (plugins/common/strategy_plugin.h). Dropout: each rank draws from its own stream (rank r: stream r). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,7 +116,11 @@ static fg_status ddp_setup(void *state, const fg_train_services *svc, fg_error *
     int64_t at, n;
     d->grads = svc->region(svc->ctx, d->replica, FG_REGION_GRADS, 0, &dt, &at, &n);
     d->queue = svc->queue(svc->ctx, d->replica);
-    ddp_buffers_bind(d);
+    d->buffers = (fg_plugin_rank0_buffers){.be = d->be, .be_state = d->be_state,
+                                           .comm = d->comm, .comm_state = d->comm_state,
+                                           .device = d->device, .rank = d->topo.rank,
+                                           .world_size = d->topo.world_size};
+    fg_plugin_rank0_buffers_bind(&d->buffers, svc, d->replica);
     /* Every rank starts from rank 0's parameters (equal by seed already; this is the
      * contract, and it catches a rank whose config differs in the seed). */
     void *params = svc->region(svc->ctx, d->replica, FG_REGION_PARAMS, 0, &dt, &at, &n);
@@ -124,7 +128,7 @@ static fg_status ddp_setup(void *state, const fg_train_services *svc, fg_error *
     if (st == FG_OK)
         st = d->comm->broadcast(d->comm_state, NULL, params, (size_t)svc->param_count, FG_F32, 0,
                                 err);
-    if (st == FG_OK) st = ddp_buffers_sync(d, err);
+    if (st == FG_OK) st = fg_plugin_rank0_buffers_sync(&d->buffers, err);
     if (st != FG_OK) return st;
     double elems = d->bucket_mb * 1024.0 * 1024.0 / sizeof(float);
     d->bucket_elems = elems < 1 ? 1 : (int64_t)elems;
@@ -147,11 +151,11 @@ static void ddp_teardown(void *state)
     ddp *d = state;
     if (!d->svc) return;
     ddp_buckets_drain(d);
-    if (d->replica) {
+    if (d->replica) { /* the digest reads the stage's buffers: before it goes */
+        fg_plugin_rank0_buffers_report(&d->buffers, d->host);
         d->svc->set_grad_ready_hook(d->svc->ctx, d->replica, NULL, NULL);
         d->svc->destroy(d->svc->ctx, d->replica);
     }
-    ddp_buffers_report(d);
     if (d->steps > 0 && d->topo.rank == 0) {
         double hidden = d->total_comm > 0 ? d->total_hidden / d->total_comm : 0;
         d->host->log(d->host, FG_LOG_INFO, "%lld steps: gradient all-reduce in flight %.3f s, "
@@ -168,7 +172,7 @@ static fg_status ddp_train_step(void *state, const fg_batch *batch, int micro_in
                                 float grad_scale, fg_error *err)
 {
     ddp *d = state;
-    d->buffers_stale = d->buffers != NULL;
+    d->buffers.stale = d->buffers.data != NULL;
     ddp_buckets_begin(d, final != 0);
     double t0 = ddp_now();
     const fg_train_services *svc = d->svc;
@@ -238,12 +242,8 @@ static fg_status ddp_read_metrics(void *state, int reset, fg_step_metrics *out, 
     ddp *d = state;
     fg_status st = d->svc->read_metrics(d->svc->ctx, d->replica, reset, out, err);
     if (st != FG_OK || d->topo.world_size == 1) return st;
-    double sums[3] = {out->loss_sum, out->correct, out->count};
-    st = d->comm->all_reduce(d->comm_state, NULL, sums, 3, FG_F64, FG_REDUCE_SUM, err);
-    out->loss_sum = sums[0];
-    out->correct = sums[1];
-    out->count = sums[2];
-    if (st == FG_OK && d->buffers_stale) st = ddp_buffers_sync(d, err);
+    st = fg_plugin_sum_metrics(d->comm, d->comm_state, out, err);
+    if (st == FG_OK && d->buffers.stale) st = fg_plugin_rank0_buffers_sync(&d->buffers, err);
     return st;
 }
 

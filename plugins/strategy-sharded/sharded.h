@@ -22,6 +22,7 @@
 #include "fulgur/backend.h"
 #include "fulgur/comm.h"
 #include "fulgur/strategy.h"
+#include "strategy_plugin.h"
 
 #define SHARD_ALIGN 16
 
@@ -101,11 +102,9 @@ typedef struct sharded {
     float *master;            /* (mine) f32 master shard; NULL when the params are f32 */
     float *zeros;             /* stage 2 with half grads: cap zero half elements (padding) */
 
-    /* batch-norm running statistics: the replica's whole region, rank 0's broadcast */
-    float *buffers;           /* (buffer_count); NULL when the model has none */
-    int64_t buffer_count;
-    int buffers_stale;        /* a training forward ran since the last broadcast */
-    int64_t buffer_syncs;
+    /* batch-norm running statistics: the replica's whole region at every stage, rank 0's
+     * broadcast at setup and when the metrics are read after training forwards (as ddp) */
+    fg_plugin_rank0_buffers buffers;
 } sharded;
 
 /* Element i of an untyped buffer of elements of esz bytes. */
@@ -138,10 +137,6 @@ void sh_slots_invalidate(sharded *s);
 fg_status sh_eval_gather(sharded *s, fg_error *err);
 void sh_eval_release(sharded *s);
 
-/* sharded_buffers.c */
-void sh_buffers_bind(sharded *s);
-fg_status sh_buffers_sync(sharded *s, fg_error *err);
-void sh_buffers_report(sharded *s);
 
 /* sharded_state.c */
 fg_status sh_gather_state(void *state, float *params, float *buffers, float *opt_state,

@@ -284,8 +284,12 @@ static fg_status sh_setup(void *state, const fg_train_services *svc, fg_error *e
     st = setup_storage(s, err);
     if (st == FG_OK) st = alloc_buffers(s, err);
     if (st == FG_OK) st = broadcast_params(s, err);
-    sh_buffers_bind(s);
-    if (st == FG_OK) st = sh_buffers_sync(s, err);
+    s->buffers = (fg_plugin_rank0_buffers){.be = s->be, .be_state = s->be_state,
+                                           .comm = s->comm, .comm_state = s->comm_state,
+                                           .device = s->device, .rank = s->topo.rank,
+                                           .world_size = s->topo.world_size};
+    fg_plugin_rank0_buffers_bind(&s->buffers, svc, s->replica);
+    if (st == FG_OK) st = fg_plugin_rank0_buffers_sync(&s->buffers, err);
     if (st != FG_OK) return st;
     if (s->stage == 1) svc->set_grad_ready_hook(svc->ctx, s->replica, sh_on_grad_ready, s);
     else svc->set_layer_memory_hook(svc->ctx, s->replica, sh_memory_hook, s);
@@ -305,7 +309,7 @@ static void sh_teardown(void *state)
     if (!s->svc) return;
     sh_drain(s);
     sh_eval_release(s);
-    if (s->replica) sh_buffers_report(s);
+    if (s->replica) fg_plugin_rank0_buffers_report(&s->buffers, s->host);
     if (s->replica) {
         if (s->stage == 1) s->svc->set_grad_ready_hook(s->svc->ctx, s->replica, NULL, NULL);
         else s->svc->set_layer_memory_hook(s->svc->ctx, s->replica, NULL, NULL);
@@ -338,7 +342,7 @@ static fg_status sh_train_step(void *state, const fg_batch *batch, int micro_ind
 {
     sharded *s = state;
     fg_status st;
-    s->buffers_stale = s->buffers != NULL;
+    s->buffers.stale = s->buffers.data != NULL;
     if (s->stage == 1) {
         sh_ar_begin(s, final != 0);
         st = fwd_bwd(s, batch, grad_scale, micro_index > 0, err);
@@ -447,12 +451,8 @@ static fg_status sh_read_metrics(void *state, int reset, fg_step_metrics *out, f
     sharded *s = state;
     fg_status st = s->svc->read_metrics(s->svc->ctx, s->replica, reset, out, err);
     if (st != FG_OK || s->topo.world_size == 1) return st;
-    double sums[3] = {out->loss_sum, out->correct, out->count};
-    st = s->comm->all_reduce(s->comm_state, NULL, sums, 3, FG_F64, FG_REDUCE_SUM, err);
-    out->loss_sum = sums[0];
-    out->correct = sums[1];
-    out->count = sums[2];
-    if (st == FG_OK && s->buffers_stale) st = sh_buffers_sync(s, err);
+    st = fg_plugin_sum_metrics(s->comm, s->comm_state, out, err);
+    if (st == FG_OK && s->buffers.stale) st = fg_plugin_rank0_buffers_sync(&s->buffers, err);
     return st;
 }
 

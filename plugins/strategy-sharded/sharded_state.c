@@ -55,14 +55,6 @@ static float *sh_opt_slot(sharded *s, int i)
     return s->svc->region(s->svc->ctx, s->replica, FG_REGION_OPT_STATE, i, &dt, &at, &n);
 }
 
-/* The replica's buffer region (svc.buffer_count floats). */
-static float *sh_buffers(sharded *s)
-{
-    uint32_t dt;
-    int64_t at, n;
-    return s->svc->region(s->svc->ctx, s->replica, FG_REGION_BUFFERS, 0, &dt, &at, &n);
-}
-
 static int opt_slots(sharded *s)
 {
     int n = 0;
@@ -81,7 +73,7 @@ fg_status sh_gather_state(void *state, float *params, float *buffers, float *opt
            ? gather_range(s, s->master ? s->master : s->pshard, params, err)
            : root ? fetch(s, params, s->params, s->P, err) : FG_OK;
     if (st == FG_OK && buffers && root)
-        st = fetch(s, buffers, sh_buffers(s), s->svc->buffer_count, err);
+        st = fetch(s, buffers, s->buffers.data, s->svc->buffer_count, err);
     int slots = s->mine ? opt_slots(s) : 0;
     if (opt_state && s->mine == 0 && s->topo.rank == 0)
         return fg_error_set(err, FG_INTERNAL, "strategy.sharded: rank 0 holds no shard");
@@ -138,7 +130,7 @@ fg_status sh_shard_read(void *state, float *params, float *buffers, float *opt_s
     const float *mine = s->master ? s->master : s->stage == 3 ? s->pshard : s->params + s->lo;
     fg_status st = fetch(s, params, mine, s->mine, err);
     if (st == FG_OK && buffers)
-        st = fetch(s, buffers, sh_buffers(s), s->svc->buffer_count, err);
+        st = fetch(s, buffers, s->buffers.data, s->svc->buffer_count, err);
     int slots = s->mine ? opt_slots(s) : 0;
     for (int i = 0; st == FG_OK && i < slots; i++)
         st = fetch(s, opt_state + (int64_t)i * s->mine,
