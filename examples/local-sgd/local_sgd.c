@@ -97,14 +97,26 @@ static fg_status lsgd_info(void *state, fg_strategy_info *out, fg_error *err)
     return FG_OK;
 }
 
-/* Host-memory parameters (the comm reads host memory): the queue's work must be done. */
+/* The replica's parameters: device memory of *dtype holding *count elements, waited for
+ * (the comm reads host memory on the CPU backend). */
+static fg_status params_ready(local_sgd *s, void **p, uint32_t *dtype, int64_t *count,
+                              fg_error *err)
+{
+    const fg_train_services *svc = s->svc;
+    int64_t offset;
+    *p = svc->region(svc->ctx, s->replica, FG_REGION_PARAMS, 0, dtype, &offset, count);
+    if (!*p) return fg_error_set(err, FG_INTERNAL, "local_sgd: the replica holds no parameters");
+    return s->be->queue_sync(s->be_state, svc->queue(svc->ctx, s->replica), err);
+}
+
 static fg_status average_params(local_sgd *s, fg_error *err)
 {
-    float *p = s->svc->replica_params(s->svc->ctx, s->replica);
-    fg_status st = s->be->queue_sync(s->be_state, s->svc->replica_queue(s->svc->ctx, s->replica), err);
+    void *p;
+    uint32_t dt;
+    int64_t n;
+    fg_status st = params_ready(s, &p, &dt, &n, err);
     if (st == FG_OK)
-        st = s->comm->all_reduce(s->comm_state, NULL, p, (size_t)s->svc->param_count, FG_F32,
-                                 FG_REDUCE_AVG, err);
+        st = s->comm->all_reduce(s->comm_state, NULL, p, (size_t)n, dt, FG_REDUCE_AVG, err);
     s->averages++;
     return st;
 }
@@ -113,13 +125,17 @@ static fg_status lsgd_setup(void *state, const fg_train_services *svc, fg_error 
 {
     local_sgd *s = state;
     s->svc = svc;
-    fg_status st = svc->replica_create(svc->ctx, s->device, svc->max_batch, &s->replica, err);
+    /* The whole model on this rank's device; each rank draws its own dropout masks. */
+    fg_stage_spec spec = {sizeof spec, .device = s->device, .max_batch = svc->max_batch,
+                          .rng_stream = (uint64_t)s->topo.rank};
+    fg_status st = svc->create(svc->ctx, &spec, &s->replica, err);
     if (st != FG_OK) return st;
     /* Start equal: rank 0's parameters everywhere. */
-    float *p = svc->replica_params(svc->ctx, s->replica);
-    st = s->be->queue_sync(s->be_state, svc->replica_queue(svc->ctx, s->replica), err);
-    if (st == FG_OK)
-        st = s->comm->broadcast(s->comm_state, NULL, p, (size_t)svc->param_count, FG_F32, 0, err);
+    void *p;
+    uint32_t dt;
+    int64_t n;
+    st = params_ready(s, &p, &dt, &n, err);
+    if (st == FG_OK) st = s->comm->broadcast(s->comm_state, NULL, p, (size_t)n, dt, 0, err);
     if (st == FG_OK && s->topo.rank == 0)
         s->host->log(s->host, FG_LOG_INFO, "local SGD on %d ranks: parameters averaged every %lld "
                      "steps", s->topo.world_size, (long long)s->k);
@@ -129,7 +145,7 @@ static fg_status lsgd_setup(void *state, const fg_train_services *svc, fg_error 
 static void lsgd_teardown(void *state)
 {
     local_sgd *s = state;
-    if (s->replica) s->svc->replica_destroy(s->svc->ctx, s->replica);
+    if (s->replica) s->svc->destroy(s->svc->ctx, s->replica);
     if (s->topo.rank == 0 && s->steps > 0)
         s->host->log(s->host, FG_LOG_INFO, "%lld steps, %lld parameter averages",
                      (long long)s->steps, (long long)s->averages);
@@ -141,22 +157,26 @@ static fg_status lsgd_train_step(void *state, const fg_batch *batch, int micro_i
 {
     (void)final; /* parameters, not gradients, are synchronised: nothing to skip */
     local_sgd *s = state;
-    return s->svc->forward_backward(s->svc->ctx, s->replica, batch, grad_scale, micro_index > 0,
-                                    err);
+    const fg_train_services *svc = s->svc;
+    fg_status st = svc->forward(svc->ctx, s->replica, 0, batch, 0, NULL, 1, err);
+    return st == FG_OK ? svc->backward(svc->ctx, s->replica, 0, NULL, grad_scale, micro_index > 0, err)
+                       : st;
 }
 
-static fg_status lsgd_optimizer_step(void *state, fg_error *err)
+/* A step the loss scaler skips (args->skip) updates nothing and does not count. */
+static fg_status lsgd_optimizer_step(void *state, const fg_step_args *args, fg_error *err)
 {
     local_sgd *s = state;
-    fg_status st = s->svc->optimizer_step(s->svc->ctx, s->replica, 0, s->svc->param_count, err);
-    if (st == FG_OK && ++s->steps % s->k == 0) st = average_params(s, err);
+    fg_status st = s->svc->optimizer_step(s->svc->ctx, s->replica, args, 0, s->svc->param_count,
+                                          NULL, NULL, err);
+    if (st == FG_OK && !args->skip && ++s->steps % s->k == 0) st = average_params(s, err);
     return st;
 }
 
 static fg_status lsgd_eval_step(void *state, const fg_batch *batch, fg_error *err)
 {
     local_sgd *s = state;
-    return s->svc->evaluate(s->svc->ctx, s->replica, batch, err);
+    return s->svc->forward(s->svc->ctx, s->replica, 0, batch, 0, NULL, 0, err);
 }
 
 static fg_status lsgd_read_metrics(void *state, int reset, fg_step_metrics *out, fg_error *err)

@@ -16,6 +16,7 @@
 #include "fulgur/backend.h"
 #include "fulgur/comm.h"
 #include "fulgur/strategy.h"
+#include "strategy_plugin.h"
 
 typedef struct ddp_bucket {
     int64_t offset, count; /* floats of the flat gradient buffer */
@@ -60,10 +61,10 @@ typedef struct ddp {
     fg_status hook_status; /* the first failure inside the hook (it cannot return one) */
     fg_error hook_err;
 
-    float *buffers;        /* (buffer_count) batch-norm running statistics; NULL: none */
-    int64_t buffer_count;
-    int buffers_stale;     /* training forwards ran since rank 0's buffers were broadcast */
-    int64_t buffer_syncs;
+    /* batch-norm running statistics: rank 0's are the model's. The trainer reads the
+     * metrics on every rank at once (log points, the end of each epoch's training, before
+     * each evaluation pass): the broadcast rides there, once per log interval at most. */
+    fg_plugin_rank0_buffers buffers;
 
     int64_t steps;
     int synced;            /* this step's gradients are reduced and averaged */
@@ -84,11 +85,6 @@ void ddp_buckets_drain(ddp *d);
 /* Timing of the step just waited: logged at debug level and sent to the metrics sink. */
 void ddp_report_step(ddp *d);
 
-/* ddp_buffers.c: rank 0's model buffers to every rank (see there for when). */
-void ddp_buffers_bind(ddp *d);
-fg_status ddp_buffers_sync(ddp *d, fg_error *err);
-/* The debug line at teardown: this rank's buffer digest, for tests comparing ranks. */
-void ddp_buffers_report(ddp *d);
 
 double ddp_now(void);
 

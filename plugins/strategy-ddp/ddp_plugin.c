@@ -7,7 +7,7 @@
  * of gradient accumulation reduce nothing (PyTorch's no_sync). Metrics are summed across
  * ranks when read; evaluation is local (the sampler gives each rank an exact shard).
  * Model buffers (batch-norm running statistics): rank 0's, broadcast when the metrics are
- * read (ddp_buffers.c). Dropout: each rank draws from its own stream (rank r: stream r). */
+ * read (plugins/common/strategy_plugin.h). Dropout: each rank draws from its own stream (rank r: stream r). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,28 +107,28 @@ static fg_status ddp_setup(void *state, const fg_train_services *svc, fg_error *
 {
     ddp *d = state;
     d->svc = svc;
-    if (!FG_HAS_FIELD(svc, fg_train_services, set_grad_ready_hook) || !svc->set_grad_ready_hook)
-        return fg_error_set(err, FG_INCOMPATIBLE, "strategy.ddp needs the core's grad-ready "
-                            "hook (fulgur 0.1 with set_grad_ready_hook)");
-    fg_status st = svc->replica_create(svc->ctx, d->device, svc->max_batch, &d->replica, err);
-    if (st != FG_OK) return st;
-    d->grads = svc->replica_grads(svc->ctx, d->replica);
-    d->queue = svc->replica_queue(svc->ctx, d->replica);
-    ddp_buffers_bind(d);
     /* Equal masks on every rank would make dropout's noise the same N times over. */
-    if (FG_HAS_FIELD(svc, fg_train_services, replica_set_rng_stream) && svc->replica_set_rng_stream)
-        svc->replica_set_rng_stream(svc->ctx, d->replica, (uint64_t)d->topo.rank);
-    else if (d->topo.rank == 0 && d->topo.world_size > 1)
-        d->host->log(d->host, FG_LOG_WARN, "this fulgur has no replica_set_rng_stream: dropout "
-                     "masks are the same on every rank");
+    fg_stage_spec spec = {sizeof spec, .device = d->device, .max_batch = svc->max_batch,
+                          .rng_stream = (uint64_t)d->topo.rank};
+    fg_status st = svc->create(svc->ctx, &spec, &d->replica, err);
+    if (st != FG_OK) return st;
+    uint32_t dt;
+    int64_t at, n;
+    d->grads = svc->region(svc->ctx, d->replica, FG_REGION_GRADS, 0, &dt, &at, &n);
+    d->queue = svc->queue(svc->ctx, d->replica);
+    d->buffers = (fg_plugin_rank0_buffers){.be = d->be, .be_state = d->be_state,
+                                           .comm = d->comm, .comm_state = d->comm_state,
+                                           .device = d->device, .rank = d->topo.rank,
+                                           .world_size = d->topo.world_size};
+    fg_plugin_rank0_buffers_bind(&d->buffers, svc, d->replica);
     /* Every rank starts from rank 0's parameters (equal by seed already; this is the
      * contract, and it catches a rank whose config differs in the seed). */
-    float *params = svc->replica_params(svc->ctx, d->replica);
+    void *params = svc->region(svc->ctx, d->replica, FG_REGION_PARAMS, 0, &dt, &at, &n);
     st = d->be->queue_sync(d->be_state, d->queue, err);
     if (st == FG_OK)
         st = d->comm->broadcast(d->comm_state, NULL, params, (size_t)svc->param_count, FG_F32, 0,
                                 err);
-    if (st == FG_OK) st = ddp_buffers_sync(d, err);
+    if (st == FG_OK) st = fg_plugin_rank0_buffers_sync(&d->buffers, err);
     if (st != FG_OK) return st;
     double elems = d->bucket_mb * 1024.0 * 1024.0 / sizeof(float);
     d->bucket_elems = elems < 1 ? 1 : (int64_t)elems;
@@ -151,11 +151,11 @@ static void ddp_teardown(void *state)
     ddp *d = state;
     if (!d->svc) return;
     ddp_buckets_drain(d);
-    if (d->replica) {
+    if (d->replica) { /* the digest reads the stage's buffers: before it goes */
+        fg_plugin_rank0_buffers_report(&d->buffers, d->host);
         d->svc->set_grad_ready_hook(d->svc->ctx, d->replica, NULL, NULL);
-        d->svc->replica_destroy(d->svc->ctx, d->replica);
+        d->svc->destroy(d->svc->ctx, d->replica);
     }
-    ddp_buffers_report(d);
     if (d->steps > 0 && d->topo.rank == 0) {
         double hidden = d->total_comm > 0 ? d->total_hidden / d->total_comm : 0;
         d->host->log(d->host, FG_LOG_INFO, "%lld steps: gradient all-reduce in flight %.3f s, "
@@ -172,11 +172,13 @@ static fg_status ddp_train_step(void *state, const fg_batch *batch, int micro_in
                                 float grad_scale, fg_error *err)
 {
     ddp *d = state;
-    d->buffers_stale = d->buffers != NULL;
+    d->buffers.stale = d->buffers.data != NULL;
     ddp_buckets_begin(d, final != 0);
     double t0 = ddp_now();
-    fg_status st = d->svc->forward_backward(d->svc->ctx, d->replica, batch, grad_scale,
-                                            micro_index > 0, err);
+    const fg_train_services *svc = d->svc;
+    fg_status st = svc->forward(svc->ctx, d->replica, 0, batch, 0, NULL, 1, err);
+    if (st == FG_OK)
+        st = svc->backward(svc->ctx, d->replica, 0, NULL, grad_scale, micro_index > 0, err);
     d->timing.compute_start = t0;
     d->timing.backward_end = ddp_now();
     if (!final) return st;
@@ -203,14 +205,15 @@ static fg_status ddp_sync_grads(void *state, fg_error *err)
     return st;
 }
 
-static fg_status ddp_optimizer_step(void *state, fg_error *err)
+static fg_status ddp_optimizer_step(void *state, const fg_step_args *args, fg_error *err)
 {
     ddp *d = state;
     fg_status st = ddp_sync_grads(d, err);
     d->steps++;
     d->synced = 0;
     if (st == FG_OK)
-        st = d->svc->optimizer_step(d->svc->ctx, d->replica, 0, d->svc->param_count, err);
+        st = d->svc->optimizer_step(d->svc->ctx, d->replica, args, 0, d->svc->param_count, NULL,
+                                    NULL, err);
     return st;
 }
 
@@ -230,7 +233,7 @@ static fg_status ddp_scale_grads(void *state, float factor, float clamp, fg_erro
 static fg_status ddp_eval_step(void *state, const fg_batch *batch, fg_error *err)
 {
     ddp *d = state;
-    return d->svc->evaluate(d->svc->ctx, d->replica, batch, err);
+    return d->svc->forward(d->svc->ctx, d->replica, 0, batch, 0, NULL, 0, err);
 }
 
 /* Local sums, then summed across ranks: every rank sees the global values. */
@@ -239,12 +242,8 @@ static fg_status ddp_read_metrics(void *state, int reset, fg_step_metrics *out, 
     ddp *d = state;
     fg_status st = d->svc->read_metrics(d->svc->ctx, d->replica, reset, out, err);
     if (st != FG_OK || d->topo.world_size == 1) return st;
-    double sums[3] = {out->loss_sum, out->correct, out->count};
-    st = d->comm->all_reduce(d->comm_state, NULL, sums, 3, FG_F64, FG_REDUCE_SUM, err);
-    out->loss_sum = sums[0];
-    out->correct = sums[1];
-    out->count = sums[2];
-    if (st == FG_OK && d->buffers_stale) st = ddp_buffers_sync(d, err);
+    st = fg_plugin_sum_metrics(d->comm, d->comm_state, out, err);
+    if (st == FG_OK && d->buffers.stale) st = fg_plugin_rank0_buffers_sync(&d->buffers, err);
     return st;
 }
 
@@ -254,9 +253,7 @@ static fg_status ddp_memory_report(void *state, int i, fg_memory_report *out, fg
 {
     ddp *s = state;
     if (i != 0) return fg_error_set(err, FG_INVALID_ARGUMENT, "strategy.ddp drives one device, not %d", i + 1);
-    if (!FG_HAS_FIELD(s->svc, fg_train_services, replica_memory) || !s->svc->replica_memory)
-        return fg_error_set(err, FG_UNAVAILABLE, "the host does not report replica memory");
-    return s->svc->replica_memory(s->svc->ctx, s->replica, out, err);
+    return s->svc->memory(s->svc->ctx, s->replica, out, err);
 }
 
 static const fg_strategy_vtable vtable = {

@@ -75,19 +75,16 @@ static fg_status create_replica(dp *d, int i, fg_error *err)
     w->d = d;
     w->index = i;
     w->device = i;
-    fg_status st;
-    if (i > 0 && FG_HAS_FIELD(svc, fg_train_services, replica_create_spec) &&
-        svc->replica_create_spec) {
-        fg_replica_spec spec = {sizeof spec, 1, 1, 0, 0};
-        st = svc->replica_create_spec(svc->ctx, i, svc->max_batch, &spec, &w->replica, err);
-    } else {
-        st = svc->replica_create(svc->ctx, i, svc->max_batch, &w->replica, err);
-    }
+    fg_stage_spec spec = {sizeof spec, .device = i, .max_batch = svc->max_batch,
+                          .opt_range = i > 0};
+    fg_status st = svc->create(svc->ctx, &spec, &w->replica, err);
     if (st != FG_OK) return st;
-    w->params = svc->replica_params(svc->ctx, w->replica);
-    w->grads = svc->replica_grads(svc->ctx, w->replica);
-    w->queue = svc->replica_queue(svc->ctx, w->replica);
-    w->buffers = svc->replica_buffers ? svc->replica_buffers(svc->ctx, w->replica) : NULL;
+    uint32_t dt;
+    int64_t at, n;
+    w->params = svc->region(svc->ctx, w->replica, FG_REGION_PARAMS, 0, &dt, &at, &n);
+    w->grads = svc->region(svc->ctx, w->replica, FG_REGION_GRADS, 0, &dt, &at, &n);
+    w->queue = svc->queue(svc->ctx, w->replica);
+    w->buffers = svc->region(svc->ctx, w->replica, FG_REGION_BUFFERS, 0, &dt, &at, &n);
     return FG_OK;
 }
 
@@ -95,10 +92,6 @@ static fg_status dp_setup(void *state, const fg_train_services *svc, fg_error *e
 {
     dp *d = state;
     d->svc = svc;
-    if (!FG_HAS_FIELD(svc, fg_train_services, set_sample_offset) || !svc->set_sample_offset ||
-        !svc->replica_buffers)
-        return fg_error_set(err, FG_INCOMPATIBLE, "strategy.dp needs a core with "
-                            "set_sample_offset and replica_buffers (fulgur 0.2)");
     d->r = calloc((size_t)d->devices, sizeof *d->r);
     if (!d->r) return fg_error_set(err, FG_OUT_OF_MEMORY, "strategy.dp: out of memory");
     fg_status st = FG_OK;
@@ -127,7 +120,7 @@ static void dp_teardown(void *state)
                      1e3 * (d->total_reduce_s + d->total_broadcast_s) / (double)d->steps);
     if (d->recv) d->be->free(d->be_state, 0, d->recv);
     for (int i = 0; d->r && i < d->devices; i++)
-        if (d->r[i].replica) d->svc->replica_destroy(d->svc->ctx, d->r[i].replica);
+        if (d->r[i].replica) d->svc->destroy(d->svc->ctx, d->r[i].replica);
     free(d->r);
     d->r = NULL;
     d->recv = NULL;
@@ -147,12 +140,13 @@ static fg_status dp_train_step(void *state, const fg_batch *batch, int micro_ind
 
 static fg_status dp_sync_grads(void *state, fg_error *err) { return dp_reduce(state, err); }
 
-static fg_status dp_optimizer_step(void *state, fg_error *err)
+static fg_status dp_optimizer_step(void *state, const fg_step_args *args, fg_error *err)
 {
     dp *d = state;
     fg_status st = dp_reduce(d, err);
     if (st == FG_OK)
-        st = d->svc->optimizer_step(d->svc->ctx, d->r[0].replica, 0, d->svc->param_count, err);
+        st = d->svc->optimizer_step(d->svc->ctx, d->r[0].replica, args, 0, d->svc->param_count,
+                                    NULL, NULL, err);
     if (st == FG_OK) st = dp_broadcast(d, err);
     for (int i = 0; i < d->devices; i++) d->r[i].has_grads = 0;
     d->synced = 0;
@@ -205,9 +199,7 @@ static fg_status dp_memory_report(void *state, int i, fg_memory_report *out, fg_
     if (i < 0 || i >= d->devices)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "strategy.dp drives %d devices, not "
                             "device %d", d->devices, i);
-    if (!FG_HAS_FIELD(d->svc, fg_train_services, replica_memory) || !d->svc->replica_memory)
-        return fg_error_set(err, FG_UNAVAILABLE, "the host does not report replica memory");
-    fg_status st = d->svc->replica_memory(d->svc->ctx, d->r[i].replica, out, err);
+    fg_status st = d->svc->memory(d->svc->ctx, d->r[i].replica, out, err);
     if (st == FG_OK && i == 0 && d->recv)
         out->other_bytes += (uint64_t)d->svc->param_count * sizeof(float);
     return st;

@@ -16,19 +16,20 @@ static fg_status run_part(dp_replica *w, dp_job job, fg_error *err)
     switch (job) {
     case DP_JOB_TRAIN:
         if (!w->shard.count) return FG_OK;
-        svc->set_sample_offset(svc->ctx, w->replica, w->first);
-        st = svc->forward_backward(svc->ctx, w->replica, &w->shard, w->scale, w->has_grads, err);
+        st = svc->forward(svc->ctx, w->replica, 0, &w->shard, w->first, NULL, 1, err);
+        if (st == FG_OK)
+            st = svc->backward(svc->ctx, w->replica, 0, NULL, w->scale, w->has_grads, err);
         w->has_grads = 1;
         break;
     case DP_JOB_EVAL:
         if (!w->shard.count) return FG_OK;
-        st = svc->evaluate(svc->ctx, w->replica, &w->shard, err);
+        st = svc->forward(svc->ctx, w->replica, 0, &w->shard, w->first, NULL, 0, err);
         break;
     case DP_JOB_PULL: {
         const dp_replica *src = &d->r[0];
         st = d->be->copy(d->be_state, w->queue, w->params, w->device, src->params, src->device,
                          (size_t)svc->param_count * sizeof(float), err);
-        int64_t nb = FG_HAS_FIELD(svc, fg_train_services, buffer_count) ? svc->buffer_count : 0;
+        int64_t nb = svc->buffer_count;
         if (st == FG_OK && nb > 0 && w->buffers && src->buffers)
             st = d->be->copy(d->be_state, w->queue, w->buffers, w->device, src->buffers,
                              src->device, (size_t)nb * sizeof(float), err);

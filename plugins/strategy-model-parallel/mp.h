@@ -73,6 +73,7 @@ struct mp {
     int *used;          /* (replicas): micro-batches of each pipeline in this batch */
     int *at, *rows;     /* (replicas * chunks) */
     float grad_scale;
+    fg_step_args step;  /* the optimizer step being taken (MP_JOB_STEP) */
     int synced;         /* this step's gradients are summed into pipeline 0 */
 
     pthread_mutex_t lock;

@@ -13,19 +13,17 @@
  * one optimizer slot); activations for every micro-batch in flight. */
 static double layer_cost(mp *d, int i, fg_error *err, fg_status *st)
 {
-    const char *name;
-    int64_t pbytes = 0, abytes = 0, out = 0;
-    *st = d->svc->layer_info(d->svc->ctx, i, &name, &pbytes, &abytes, &out, err);
-    return 3.0 * (double)pbytes + (double)abytes * (double)d->micro * (double)d->chunks;
+    fg_layer_desc l = {sizeof l, NULL, 0, 0, 0, 0, 0};
+    *st = d->svc->layer_info(d->svc->ctx, i, &l, err);
+    return 3.0 * (double)l.param_bytes +
+           (double)l.activation_bytes * (double)d->micro * (double)d->chunks;
 }
 
 static int layer_index(mp *d, const char *want)
 {
     for (int i = 0; i < d->svc->layer_count; i++) {
-        const char *name;
-        int64_t p, a, o;
-        if (d->svc->layer_info(d->svc->ctx, i, &name, &p, &a, &o, NULL) == FG_OK &&
-            strcmp(name, want) == 0)
+        fg_layer_desc l = {sizeof l, NULL, 0, 0, 0, 0, 0};
+        if (d->svc->layer_info(d->svc->ctx, i, &l, NULL) == FG_OK && strcmp(l.name, want) == 0)
             return i;
     }
     return -1;
@@ -106,13 +104,13 @@ static void log_plan(mp *d)
     for (int s = 0; s < d->stages && used < sizeof line; s++) {
         const mp_stage *g = &d->s[s];
         const char *a = "", *b = "";
-        int64_t p, x, o, bytes = 0;
+        int64_t bytes = 0;
         for (int i = g->first_layer; i < g->first_layer + g->layer_count; i++) {
-            const char *name;
-            d->svc->layer_info(d->svc->ctx, i, &name, &p, &x, &o, NULL);
-            if (i == g->first_layer) a = name;
-            b = name;
-            bytes += p;
+            fg_layer_desc l = {sizeof l, "?", 0, 0, 0, 0, 0};
+            d->svc->layer_info(d->svc->ctx, i, &l, NULL);
+            if (i == g->first_layer) a = l.name;
+            b = l.name;
+            bytes += l.param_bytes;
         }
         used += (size_t)snprintf(line + used, sizeof line - used, "%sstage %d (device %d): %s..%s, "
                                  "%.2f MiB params", s ? "; " : "", s, g->device, a, b,

@@ -96,24 +96,27 @@ static fg_status mp_info(void *state, fg_strategy_info *out, fg_error *err)
 /* Floats per sample at the output of layer i (i = -1: the model's input is not needed). */
 static int64_t out_elems(const fg_train_services *svc, int i)
 {
-    const char *name;
-    int64_t p = 0, a = 0, o = 0;
-    if (i < 0 || svc->layer_info(svc->ctx, i, &name, &p, &a, &o, NULL) != FG_OK) return 0;
-    return o;
+    fg_layer_desc l = {sizeof l, NULL, 0, 0, 0, 0, 0};
+    if (i < 0 || svc->layer_info(svc->ctx, i, &l, NULL) != FG_OK) return 0;
+    return l.out_elems;
 }
 
 static fg_status create_stage(mp *d, mp_stage *g, fg_error *err)
 {
     const fg_train_services *svc = d->svc;
-    fg_status st = svc->stage_create(svc->ctx, g->device, d->micro, g->first_layer,
-                                     g->layer_count, d->chunks, &g->stage, err);
+    fg_stage_spec spec = {sizeof spec, .device = g->device, .max_batch = d->micro,
+                          .first_layer = g->first_layer, .layer_count = g->layer_count,
+                          .chunks = d->chunks};
+    fg_status st = svc->create(svc->ctx, &spec, &g->stage, err);
     if (st != FG_OK) return st;
-    g->queue = svc->stage_queue(svc->ctx, g->stage);
-    svc->stage_range(svc->ctx, g->stage, &g->param_offset, &g->param_count, &g->buffer_offset,
-                     &g->buffer_count);
-    g->params = svc->stage_params(svc->ctx, g->stage);
-    g->grads = svc->stage_grads(svc->ctx, g->stage);
-    g->buffers = svc->stage_buffers(svc->ctx, g->stage);
+    uint32_t dt;
+    int64_t n;
+    g->queue = svc->queue(svc->ctx, g->stage);
+    g->params = svc->region(svc->ctx, g->stage, FG_REGION_PARAMS, 0, &dt, &g->param_offset,
+                            &g->param_count);
+    g->grads = svc->region(svc->ctx, g->stage, FG_REGION_GRADS, 0, &dt, &g->param_offset, &n);
+    g->buffers = svc->region(svc->ctx, g->stage, FG_REGION_BUFFERS, 0, &dt, &g->buffer_offset,
+                             &g->buffer_count);
     g->in_elems = out_elems(svc, g->first_layer - 1);
     g->out_elems = out_elems(svc, g->first_layer + g->layer_count - 1);
     size_t rows = (size_t)d->chunks * (size_t)d->micro;
@@ -133,10 +136,6 @@ static fg_status mp_setup(void *state, const fg_train_services *svc, fg_error *e
 {
     mp *d = state;
     d->svc = svc;
-    if (!FG_HAS_FIELD(svc, fg_train_services, stage_grads) || !svc->stage_create ||
-        !svc->stage_grads)
-        return fg_error_set(err, FG_INCOMPATIBLE, "strategy.model-parallel needs a core with "
-                            "pipeline stages (fg_train_services.stage_*, fulgur 0.2)");
     /* The largest micro-batch: a pipeline's shard over chunks, or up to 3 for a batch too
      * small for parts of two samples (mp_split). */
     int small = svc->max_batch < 3 ? svc->max_batch : 3;
@@ -183,7 +182,7 @@ static void mp_teardown(void *state)
         if (g->recv_grad) d->be->free(d->be_state, g->device, g->recv_grad);
         if (g->recv_x) d->be->free(d->be_state, g->device, g->recv_x);
         if (g->recv_dy) d->be->free(d->be_state, g->device, g->recv_dy);
-        if (g->stage) d->svc->stage_destroy(d->svc->ctx, g->stage);
+        if (g->stage) d->svc->destroy(d->svc->ctx, g->stage);
     }
     free(d->s);
     free(d->at);
@@ -245,9 +244,10 @@ static fg_status mp_sync_grads(void *state, fg_error *err)
     return st;
 }
 
-static fg_status mp_optimizer_step(void *state, fg_error *err)
+static fg_status mp_optimizer_step(void *state, const fg_step_args *args, fg_error *err)
 {
     mp *d = state;
+    d->step = *args;
     double t0 = mp_now();
     fg_status st = mp_sync_grads(d, err);
     if (st == FG_OK) st = mp_run(d, MP_JOB_STEP, err);
@@ -275,7 +275,7 @@ static fg_status mp_read_metrics(void *state, int reset, fg_step_metrics *out, f
     for (int r = 0; r < d->replicas; r++) {
         fg_step_metrics m = {sizeof m, 0, 0, 0};
         void *last = mp_stage_at(d, r, d->stages - 1)->stage;
-        fg_status st = d->svc->stage_read_metrics(d->svc->ctx, last, reset, &m, err);
+        fg_status st = d->svc->read_metrics(d->svc->ctx, last, reset, &m, err);
         if (st != FG_OK) return st;
         out->loss_sum += m.loss_sum;
         out->correct += m.correct;
@@ -297,7 +297,9 @@ static fg_status mp_grad_norm_sq(void *state, double *out, fg_error *err)
     *out = 0;
     for (int s = 0; s < d->stages; s++) {
         double part = 0;
-        fg_status st = d->svc->stage_grad_norm_sq(d->svc->ctx, d->s[s].stage, &part, err);
+        const mp_stage *g = &d->s[s];
+        fg_status st = d->svc->grad_norm_sq(d->svc->ctx, g->stage, g->param_offset,
+                                            g->param_count, &part, err);
         if (st != FG_OK) return st;
         *out += part;
     }
@@ -308,7 +310,9 @@ static fg_status mp_scale_grads(void *state, float factor, float clamp, fg_error
 {
     mp *d = state;
     for (int s = 0; s < d->stages; s++) {
-        fg_status st = d->svc->stage_scale_grads(d->svc->ctx, d->s[s].stage, factor, clamp, err);
+        const mp_stage *g = &d->s[s];
+        fg_status st = d->svc->scale_grads(d->svc->ctx, g->stage, g->param_offset,
+                                           g->param_count, factor, clamp, err);
         if (st != FG_OK) return st;
     }
     return FG_OK;

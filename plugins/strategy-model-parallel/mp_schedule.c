@@ -96,11 +96,11 @@ static fg_status forwards(mp_stage *g, int training, fg_error *err)
         b.labels += (size_t)at[m] * (size_t)fg_batch_label_elems(&b);
         const float *x = g->recv_x ? g->recv_x + (size_t)m * micro * (size_t)g->in_elems : NULL;
         double t0 = mp_now();
-        fg_status st = svc->stage_forward(svc->ctx, g->stage, m, &b, at[m], x, training, err);
+        fg_status st = svc->forward(svc->ctx, g->stage, m, &b, at[m], x, training, err);
         g->busy_s += mp_now() - t0;
         if (st == FG_OK && next)
             st = hand_over(g, next, next->recv_x + (size_t)m * micro * (size_t)next->in_elems,
-                           svc->stage_output(svc->ctx, g->stage, m),
+                           svc->output(svc->ctx, g->stage, m),
                            (size_t)b.count * (size_t)g->out_elems, &next->fwd_ready, err);
         if (st != FG_OK) return st;
     }
@@ -122,12 +122,12 @@ static fg_status backwards(mp_stage *g, fg_error *err)
         /* the share of the whole batch (every pipeline's): the sums of pipelines add up */
         float scale = d->grad_scale * (float)rows[m] / (float)d->batch->count;
         double t0 = mp_now();
-        fg_status st = svc->stage_backward(svc->ctx, g->stage, m, dy, scale, g->has_grads, err);
+        fg_status st = svc->backward(svc->ctx, g->stage, m, dy, scale, g->has_grads, err);
         g->busy_s += mp_now() - t0;
         if (st == FG_OK) g->has_grads = 1;
         if (st == FG_OK && prev)
             st = hand_over(g, prev, prev->recv_dy + (size_t)m * micro * (size_t)prev->out_elems,
-                           svc->stage_input_grad(svc->ctx, g->stage, m),
+                           svc->input_grad(svc->ctx, g->stage, m),
                            (size_t)rows[m] * (size_t)g->in_elems, &prev->bwd_ready, err);
         if (st != FG_OK) return st;
     }
@@ -180,7 +180,10 @@ static fg_status run_part(mp_stage *g, mp_job job, fg_error *err)
         return st == FG_OK ? backwards(g, err) : st;
     }
     case MP_JOB_EVAL: return forwards(g, 0, err);
-    case MP_JOB_STEP: return lead ? svc->stage_optimizer_step(svc->ctx, g->stage, err) : FG_OK;
+    case MP_JOB_STEP:
+        return lead ? svc->optimizer_step(svc->ctx, g->stage, &g->d->step, g->param_offset,
+                                          g->param_count, NULL, NULL, err)
+                    : FG_OK;
     case MP_JOB_REDUCE: return lead ? reduce(g, err) : FG_OK;
     case MP_JOB_PULL: return lead ? FG_OK : pull(g, err);
     case MP_JOB_STOP: return FG_OK;

@@ -22,6 +22,7 @@
 #include "fulgur/backend.h"
 #include "fulgur/comm.h"
 #include "fulgur/strategy.h"
+#include "strategy_plugin.h"
 
 #define SHARD_ALIGN 16
 
@@ -59,8 +60,10 @@ typedef struct sharded {
     float *scalar;            /* (1) device scalar for norms */
 
     /* layers with parameters, in model order */
-    int32_t layers;
-    int64_t *layer_off, *layer_n;
+    int32_t layers;           /* layers with parameters */
+    int64_t *layer_off, *layer_n; /* (layers) their ranges of the flat parameters */
+    int32_t *param_layer;     /* (model layers) index among the layers with parameters, or -1 */
+    int32_t model_layers;
 
     /* stage 1: ddp-like all-reduce buckets over the full gradient buffer */
     float *params, *grads;    /* the replica's (full) buffers, stage 1/2 params, stage 1 grads */
@@ -99,11 +102,9 @@ typedef struct sharded {
     float *master;            /* (mine) f32 master shard; NULL when the params are f32 */
     float *zeros;             /* stage 2 with half grads: cap zero half elements (padding) */
 
-    /* batch-norm running statistics: the replica's whole region, rank 0's broadcast */
-    float *buffers;           /* (buffer_count); NULL when the model has none */
-    int64_t buffer_count;
-    int buffers_stale;        /* a training forward ran since the last broadcast */
-    int64_t buffer_syncs;
+    /* batch-norm running statistics: the replica's whole region at every stage, rank 0's
+     * broadcast at setup and when the metrics are read after training forwards (as ddp) */
+    fg_plugin_rank0_buffers buffers;
 } sharded;
 
 /* Element i of an untyped buffer of elements of esz bytes. */
@@ -129,17 +130,13 @@ fg_status sh_rs_wait_all(sharded *s, fg_error *err);
 void sh_drain(sharded *s);
 
 /* sharded_params.c */
-fg_status sh_memory_hook(void *user, int32_t index, int32_t phase, int64_t offset,
-                         int64_t count, float **params, float **grads, fg_error *err);
+fg_status sh_memory_hook(void *user, int32_t layer, int32_t phase, int64_t offset,
+                         int64_t count, void **params, void **grads, fg_error *err);
 fg_status sh_gather_params(sharded *s, float *staging, fg_error *err);
 void sh_slots_invalidate(sharded *s);
 fg_status sh_eval_gather(sharded *s, fg_error *err);
 void sh_eval_release(sharded *s);
 
-/* sharded_buffers.c */
-void sh_buffers_bind(sharded *s);
-fg_status sh_buffers_sync(sharded *s, fg_error *err);
-void sh_buffers_report(sharded *s);
 
 /* sharded_state.c */
 fg_status sh_gather_state(void *state, float *params, float *buffers, float *opt_state,

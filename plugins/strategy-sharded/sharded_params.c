@@ -44,23 +44,26 @@ static fg_status layer_params(sharded *s, int k, int phase, float **params, fg_e
     return st;
 }
 
-fg_status sh_memory_hook(void *user, int32_t index, int32_t phase, int64_t offset,
-                         int64_t count, float **params, float **grads, fg_error *err)
+fg_status sh_memory_hook(void *user, int32_t layer, int32_t phase, int64_t offset,
+                         int64_t count, void **params, void **grads, fg_error *err)
 {
     sharded *s = user;
     (void)count;
     fg_status st = FG_OK;
-    *grads = NULL;
+    int index = layer >= 0 && layer < s->model_layers ? s->param_layer[layer] : -1;
+    float *p = NULL, *g = NULL;
     if (s->stage < 3)
-        *params = sh_at(s->params, offset, s->psz);
+        p = sh_at(s->params, offset, s->psz);
     else if (s->eval_full && phase == FG_LAYER_FORWARD)
-        *params = sh_at(s->eval_full, offset, s->psz);
+        p = sh_at(s->eval_full, offset, s->psz);
     else if (index < 0 || index >= s->layers || s->layer_off[index] != offset)
         return fg_error_set(err, FG_INTERNAL, "strategy.sharded: layer %d at %lld is not a "
-                            "parameter range of the model", (int)index, (long long)offset);
+                            "parameter range of the model", (int)layer, (long long)offset);
     else
-        st = layer_params(s, index, phase, params, err);
-    if (st == FG_OK && phase == FG_LAYER_BACKWARD) st = sh_rs_map(s, offset, grads, err);
+        st = layer_params(s, index, phase, &p, err);
+    if (st == FG_OK && phase == FG_LAYER_BACKWARD) st = sh_rs_map(s, offset, &g, err);
+    *params = p;
+    *grads = g;
     return st;
 }
 

@@ -116,6 +116,30 @@ static fg_status dev_alloc(sharded *s, int64_t floats, float **p, const char *wh
 }
 
 /* Layer ranges, shard geometry, and the bucket and working buffer sizes. */
+/* The layers with parameters and their ranges, in model order, and the model layer ->
+ * that index map the layer memory hook reads. */
+static fg_status plan_layers(sharded *s, fg_error *err)
+{
+    const fg_train_services *svc = s->svc;
+    s->model_layers = svc->layer_count;
+    s->param_layer = calloc((size_t)s->model_layers + 1, sizeof *s->param_layer);
+    s->layer_off = calloc((size_t)s->model_layers + 1, sizeof *s->layer_off);
+    s->layer_n = calloc((size_t)s->model_layers + 1, sizeof *s->layer_n);
+    if (!s->param_layer || !s->layer_off || !s->layer_n)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "strategy.sharded: out of memory");
+    s->layers = 0;
+    for (int32_t i = 0; i < s->model_layers; i++) {
+        fg_layer_desc d = {sizeof d, NULL, 0, 0, 0, 0, 0};
+        fg_status st = svc->layer_info(svc->ctx, i, &d, err);
+        if (st != FG_OK) return st;
+        s->param_layer[i] = d.param_count ? s->layers : -1;
+        if (!d.param_count) continue;
+        s->layer_off[s->layers] = d.param_offset;
+        s->layer_n[s->layers++] = d.param_count;
+    }
+    return FG_OK;
+}
+
 static fg_status plan(sharded *s, fg_error *err)
 {
     const fg_train_services *svc = s->svc;
@@ -125,13 +149,10 @@ static fg_status plan(sharded *s, fg_error *err)
     s->S = (per + SHARD_ALIGN - 1) / SHARD_ALIGN * SHARD_ALIGN;
     s->lo = (int64_t)s->topo.rank * s->S;
     s->mine = sh_piece(s, s->topo.rank, 0, s->P);
-    s->layers = svc->param_ranges(svc->ctx, NULL, NULL, 0);
-    s->layer_off = calloc((size_t)s->layers + 1, sizeof *s->layer_off);
-    s->layer_n = calloc((size_t)s->layers + 1, sizeof *s->layer_n);
+    fg_status st = plan_layers(s, err);
+    if (st != FG_OK) return st;
     s->counts = calloc((size_t)n, sizeof *s->counts);
-    if (!s->layer_off || !s->layer_n || !s->counts)
-        return fg_error_set(err, FG_OUT_OF_MEMORY, "strategy.sharded: out of memory");
-    svc->param_ranges(svc->ctx, s->layer_off, s->layer_n, s->layers);
+    if (!s->counts) return fg_error_set(err, FG_OUT_OF_MEMORY, "strategy.sharded: out of memory");
     double elems = s->bucket_mb * 1024.0 * 1024.0 / sizeof(float);
     s->bucket_elems = elems < 1 ? 1 : (int64_t)elems;
     /* A bucket buffer holds at least one layer with the padding above it. */
@@ -231,7 +252,7 @@ static fg_status setup_storage(sharded *s, fg_error *err)
 static fg_status refuse_half_layers(sharded *s, fg_error *err)
 {
     fg_memory_report m = {sizeof m, 0, 0, 0, 0, 0, 0, 0};
-    fg_status st = s->svc->replica_memory(s->svc->ctx, s->replica, &m, err);
+    fg_status st = s->svc->memory(s->svc->ctx, s->replica, &m, err);
     if (st != FG_OK || s->stage == 1 || m.master_bytes == 0) return st;
     return fg_error_set(err, FG_UNAVAILABLE, "[%s] stage = %d with half working parameters "
                         "(mixed precision): the layers' parameters come through the layer "
@@ -244,28 +265,32 @@ static fg_status sh_setup(void *state, const fg_train_services *svc, fg_error *e
 {
     sharded *s = state;
     s->svc = svc;
-    if (!FG_HAS_FIELD(svc, fg_train_services, replica_opt_state) || !svc->replica_create_spec)
-        return fg_error_set(err, FG_INCOMPATIBLE, "strategy.sharded needs the core's sharded-state "
-                            "services (fulgur with replica_create_spec)");
     fg_status st = plan(s, err);
     if (st != FG_OK) return st;
-    fg_replica_spec spec = {sizeof spec, s->stage < 3, s->stage == 1, s->lo, s->mine};
-    st = svc->replica_create_spec(svc->ctx, s->device, svc->max_batch, &spec, &s->replica, err);
+    /* rank r draws its dropout masks from stream r, as under ddp */
+    fg_stage_spec spec = {sizeof spec, .device = s->device, .max_batch = svc->max_batch,
+                          .no_params = s->stage == 3, .no_grads = s->stage != 1, .opt_range = 1,
+                          .opt_offset = s->lo, .opt_count = s->mine,
+                          .rng_stream = (uint64_t)s->topo.rank};
+    st = svc->create(svc->ctx, &spec, &s->replica, err);
     if (st != FG_OK) return st;
     st = refuse_half_layers(s, err);
     if (st != FG_OK) return st;
-    s->queue = svc->replica_queue(svc->ctx, s->replica);
-    s->params = svc->replica_params(svc->ctx, s->replica);
-    s->grads = svc->replica_grads(svc->ctx, s->replica);
+    uint32_t dt;
+    int64_t at, count;
+    s->queue = svc->queue(svc->ctx, s->replica);
+    s->params = svc->region(svc->ctx, s->replica, FG_REGION_PARAMS, 0, &dt, &at, &count);
+    s->grads = svc->region(svc->ctx, s->replica, FG_REGION_GRADS, 0, &dt, &at, &count);
     st = setup_storage(s, err);
     if (st == FG_OK) st = alloc_buffers(s, err);
     if (st == FG_OK) st = broadcast_params(s, err);
-    sh_buffers_bind(s);
-    if (st == FG_OK) st = sh_buffers_sync(s, err);
+    s->buffers = (fg_plugin_rank0_buffers){.be = s->be, .be_state = s->be_state,
+                                           .comm = s->comm, .comm_state = s->comm_state,
+                                           .device = s->device, .rank = s->topo.rank,
+                                           .world_size = s->topo.world_size};
+    fg_plugin_rank0_buffers_bind(&s->buffers, svc, s->replica);
+    if (st == FG_OK) st = fg_plugin_rank0_buffers_sync(&s->buffers, err);
     if (st != FG_OK) return st;
-    /* rank r draws its dropout masks from stream r, as under ddp */
-    if (FG_HAS_FIELD(svc, fg_train_services, replica_set_rng_stream) && svc->replica_set_rng_stream)
-        svc->replica_set_rng_stream(svc->ctx, s->replica, (uint64_t)s->topo.rank);
     if (s->stage == 1) svc->set_grad_ready_hook(svc->ctx, s->replica, sh_on_grad_ready, s);
     else svc->set_layer_memory_hook(svc->ctx, s->replica, sh_memory_hook, s);
     if (s->topo.rank == 0)
@@ -284,11 +309,11 @@ static void sh_teardown(void *state)
     if (!s->svc) return;
     sh_drain(s);
     sh_eval_release(s);
-    if (s->replica) sh_buffers_report(s);
+    if (s->replica) fg_plugin_rank0_buffers_report(&s->buffers, s->host);
     if (s->replica) {
         if (s->stage == 1) s->svc->set_grad_ready_hook(s->svc->ctx, s->replica, NULL, NULL);
         else s->svc->set_layer_memory_hook(s->svc->ctx, s->replica, NULL, NULL);
-        s->svc->replica_destroy(s->svc->ctx, s->replica);
+        s->svc->destroy(s->svc->ctx, s->replica);
     }
     float *bufs[] = {s->scalar, s->gshard, s->bk[0].buf, s->bk[1].buf, s->pshard, s->slot[0].buf,
                      s->slot[1].buf, s->master, s->zeros};
@@ -296,10 +321,20 @@ static void sh_teardown(void *state)
         if (bufs[i]) s->be->free(s->be_state, s->device, bufs[i]);
     free(s->layer_off);
     free(s->layer_n);
+    free(s->param_layer);
     free(s->counts);
     free(s->ar_req);
     s->svc = NULL;
     s->replica = NULL;
+}
+
+static fg_status fwd_bwd(sharded *s, const fg_batch *batch, float grad_scale, int accumulate,
+                         fg_error *err)
+{
+    const fg_train_services *svc = s->svc;
+    fg_status st = svc->forward(svc->ctx, s->replica, 0, batch, 0, NULL, 1, err);
+    return st == FG_OK ? svc->backward(svc->ctx, s->replica, 0, NULL, grad_scale, accumulate, err)
+                       : st;
 }
 
 static fg_status sh_train_step(void *state, const fg_batch *batch, int micro_index, int final,
@@ -307,10 +342,10 @@ static fg_status sh_train_step(void *state, const fg_batch *batch, int micro_ind
 {
     sharded *s = state;
     fg_status st;
-    s->buffers_stale = s->buffers != NULL;
+    s->buffers.stale = s->buffers.data != NULL;
     if (s->stage == 1) {
         sh_ar_begin(s, final != 0);
-        st = s->svc->forward_backward(s->svc->ctx, s->replica, batch, grad_scale, micro_index > 0, err);
+        st = fwd_bwd(s, batch, grad_scale, micro_index > 0, err);
         if (!final) return st;
         if (st != FG_OK) {
             sh_drain(s);
@@ -320,7 +355,7 @@ static fg_status sh_train_step(void *state, const fg_batch *batch, int micro_ind
     }
     /* stages 2-3: every micro-batch is reduced; the shard accumulates */
     sh_rs_begin(s, micro_index);
-    st = s->svc->forward_backward(s->svc->ctx, s->replica, batch, grad_scale, 0, err);
+    st = fwd_bwd(s, batch, grad_scale, 0, err);
     if (st == FG_OK) st = sh_rs_flush(s, err);
     if (st != FG_OK) sh_drain(s);
     return st;
@@ -349,7 +384,7 @@ static fg_status sh_sync_grads(void *state, fg_error *err)
     return st;
 }
 
-static fg_status sh_optimizer_step(void *state, fg_error *err)
+static fg_status sh_optimizer_step(void *state, const fg_step_args *args, fg_error *err)
 {
     sharded *s = state;
     fg_status st = sh_sync_grads(s, err);
@@ -358,8 +393,8 @@ static fg_status sh_optimizer_step(void *state, fg_error *err)
     sh_eval_release(s);
     float *params = s->master ? s->master : s->stage == 3 ? s->pshard : s->params + s->lo;
     if (st == FG_OK)
-        st = s->svc->optimizer_step_at(s->svc->ctx, s->replica, params, shard_grads(s), s->lo,
-                                       s->mine, err);
+        st = s->svc->optimizer_step(s->svc->ctx, s->replica, args, s->lo, s->mine, params,
+                                    shard_grads(s), err);
     /* mixed precision: the updated f32 master shard, rounded, is this rank's working shard */
     if (st == FG_OK && s->master && s->mine)
         st = s->be->cast(s->be_state, s->queue, s->pdt, FG_F32,
@@ -408,7 +443,7 @@ static fg_status sh_eval_step(void *state, const fg_batch *batch, fg_error *err)
 {
     sharded *s = state;
     fg_status st = s->stage == 3 ? sh_eval_gather(s, err) : FG_OK;
-    return st == FG_OK ? s->svc->evaluate(s->svc->ctx, s->replica, batch, err) : st;
+    return st == FG_OK ? s->svc->forward(s->svc->ctx, s->replica, 0, batch, 0, NULL, 0, err) : st;
 }
 
 static fg_status sh_read_metrics(void *state, int reset, fg_step_metrics *out, fg_error *err)
@@ -416,12 +451,8 @@ static fg_status sh_read_metrics(void *state, int reset, fg_step_metrics *out, f
     sharded *s = state;
     fg_status st = s->svc->read_metrics(s->svc->ctx, s->replica, reset, out, err);
     if (st != FG_OK || s->topo.world_size == 1) return st;
-    double sums[3] = {out->loss_sum, out->correct, out->count};
-    st = s->comm->all_reduce(s->comm_state, NULL, sums, 3, FG_F64, FG_REDUCE_SUM, err);
-    out->loss_sum = sums[0];
-    out->correct = sums[1];
-    out->count = sums[2];
-    if (st == FG_OK && s->buffers_stale) st = sh_buffers_sync(s, err);
+    st = fg_plugin_sum_metrics(s->comm, s->comm_state, out, err);
+    if (st == FG_OK && s->buffers.stale) st = fg_plugin_rank0_buffers_sync(&s->buffers, err);
     return st;
 }
 

@@ -47,10 +47,18 @@ static fg_status fetch(sharded *s, float *dst, const float *src, int64_t n, fg_e
     return st == FG_OK ? s->be->queue_sync(s->be_state, s->queue, err) : st;
 }
 
+/* The replica's optimizer state slot i (the shard's mine floats), NULL past the last. */
+static float *sh_opt_slot(sharded *s, int i)
+{
+    uint32_t dt;
+    int64_t at, n;
+    return s->svc->region(s->svc->ctx, s->replica, FG_REGION_OPT_STATE, i, &dt, &at, &n);
+}
+
 static int opt_slots(sharded *s)
 {
     int n = 0;
-    while (n < 8 && s->svc->replica_opt_state(s->svc->ctx, s->replica, n)) n++;
+    while (n < 8 && sh_opt_slot(s, n)) n++;
     return n;
 }
 
@@ -65,13 +73,12 @@ fg_status sh_gather_state(void *state, float *params, float *buffers, float *opt
            ? gather_range(s, s->master ? s->master : s->pshard, params, err)
            : root ? fetch(s, params, s->params, s->P, err) : FG_OK;
     if (st == FG_OK && buffers && root)
-        st = fetch(s, buffers, s->svc->replica_buffers(s->svc->ctx, s->replica),
-                   s->svc->buffer_count, err);
+        st = fetch(s, buffers, s->buffers.data, s->svc->buffer_count, err);
     int slots = s->mine ? opt_slots(s) : 0;
     if (opt_state && s->mine == 0 && s->topo.rank == 0)
         return fg_error_set(err, FG_INTERNAL, "strategy.sharded: rank 0 holds no shard");
     for (int i = 0; st == FG_OK && opt_state && i < slots; i++)
-        st = gather_range(s, s->svc->replica_opt_state(s->svc->ctx, s->replica, i),
+        st = gather_range(s, sh_opt_slot(s, i),
                           root ? opt_state + (int64_t)i * s->P : NULL, err);
     return st;
 }
@@ -83,7 +90,7 @@ fg_status sh_scatter_state(void *state, const float *opt_state, fg_error *err)
     int slots = s->mine ? opt_slots(s) : 0;
     for (int i = 0; st == FG_OK && i < slots; i++)
         st = scatter_range(s, s->topo.rank == 0 ? opt_state + (int64_t)i * s->P : NULL,
-                           s->svc->replica_opt_state(s->svc->ctx, s->replica, i), err);
+                           sh_opt_slot(s, i), err);
     return st;
 }
 
@@ -93,7 +100,7 @@ fg_status sh_memory_report(void *state, int i, fg_memory_report *out, fg_error *
     if (i != 0)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "strategy.sharded drives one device, not %d",
                             i + 1);
-    fg_status st = s->svc->replica_memory(s->svc->ctx, s->replica, out, err);
+    fg_status st = s->svc->memory(s->svc->ctx, s->replica, out, err);
     if (st != FG_OK) return st;
     if (s->stage >= 2) out->grad_bytes += (uint64_t)(s->mine + 2 * s->cap) * s->gsz;
     if (s->zeros) out->grad_bytes += (uint64_t)s->cap * s->gsz; /* the padding's zeros */
@@ -123,11 +130,10 @@ fg_status sh_shard_read(void *state, float *params, float *buffers, float *opt_s
     const float *mine = s->master ? s->master : s->stage == 3 ? s->pshard : s->params + s->lo;
     fg_status st = fetch(s, params, mine, s->mine, err);
     if (st == FG_OK && buffers)
-        st = fetch(s, buffers, s->svc->replica_buffers(s->svc->ctx, s->replica),
-                   s->svc->buffer_count, err);
+        st = fetch(s, buffers, s->buffers.data, s->svc->buffer_count, err);
     int slots = s->mine ? opt_slots(s) : 0;
     for (int i = 0; st == FG_OK && i < slots; i++)
         st = fetch(s, opt_state + (int64_t)i * s->mine,
-                   s->svc->replica_opt_state(s->svc->ctx, s->replica, i), s->mine, err);
+                   sh_opt_slot(s, i), s->mine, err);
     return st;
 }

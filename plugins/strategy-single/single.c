@@ -47,13 +47,14 @@ static fg_status single_setup(void *state, const fg_train_services *svc, fg_erro
 {
     single *s = state;
     s->svc = svc;
-    return svc->replica_create(svc->ctx, s->device, svc->max_batch, &s->replica, err);
+    fg_stage_spec spec = {sizeof spec, .device = s->device, .max_batch = svc->max_batch};
+    return svc->create(svc->ctx, &spec, &s->replica, err);
 }
 
 static void single_teardown(void *state)
 {
     single *s = state;
-    if (s->replica) s->svc->replica_destroy(s->svc->ctx, s->replica);
+    if (s->replica) s->svc->destroy(s->svc->ctx, s->replica);
     s->replica = NULL;
 }
 
@@ -61,20 +62,23 @@ static fg_status single_train_step(void *state, const fg_batch *batch, int micro
                                    int final, float grad_scale, fg_error *err)
 {
     single *s = state;
-    return s->svc->forward_backward(s->svc->ctx, s->replica, batch, grad_scale, micro_index > 0,
-                                    err);
+    const fg_train_services *svc = s->svc;
+    fg_status st = svc->forward(svc->ctx, s->replica, 0, batch, 0, NULL, 1, err);
+    return st == FG_OK ? svc->backward(svc->ctx, s->replica, 0, NULL, grad_scale, micro_index > 0, err)
+                       : st;
 }
 
-static fg_status single_optimizer_step(void *state, fg_error *err)
+static fg_status single_optimizer_step(void *state, const fg_step_args *args, fg_error *err)
 {
     single *s = state;
-    return s->svc->optimizer_step(s->svc->ctx, s->replica, 0, s->svc->param_count, err);
+    return s->svc->optimizer_step(s->svc->ctx, s->replica, args, 0, s->svc->param_count, NULL,
+                                  NULL, err);
 }
 
 static fg_status single_eval_step(void *state, const fg_batch *batch, fg_error *err)
 {
     single *s = state;
-    return s->svc->evaluate(s->svc->ctx, s->replica, batch, err);
+    return s->svc->forward(s->svc->ctx, s->replica, 0, batch, 0, NULL, 0, err);
 }
 
 static fg_status single_read_metrics(void *state, int reset, fg_step_metrics *out, fg_error *err)
@@ -101,9 +105,7 @@ static fg_status single_memory_report(void *state, int i, fg_memory_report *out,
 {
     single *s = state;
     if (i != 0) return fg_error_set(err, FG_INVALID_ARGUMENT, "strategy.single drives one device, not %d", i + 1);
-    if (!FG_HAS_FIELD(s->svc, fg_train_services, replica_memory) || !s->svc->replica_memory)
-        return fg_error_set(err, FG_UNAVAILABLE, "the host does not report replica memory");
-    return s->svc->replica_memory(s->svc->ctx, s->replica, out, err);
+    return s->svc->memory(s->svc->ctx, s->replica, out, err);
 }
 
 static const fg_strategy_vtable vtable = {

@@ -20,6 +20,8 @@
 
 #include "fulgur/comm.h"
 #include "runtime.h"
+#include "step_sink.h"
+#include "trainer_ckpt.h"
 #include "trainer_internal.h"
 
 #define AGREE_PERIOD_S 1.0
@@ -86,8 +88,8 @@ fg_status fg_requeue_arm(struct fg_trainer *t, fg_error *err)
         return fg_error_set(err, FG_INTERNAL, "requeue: sigaction(%s): %s", signal_name(q->signo),
                             strerror(errno));
     q->armed = 1;
-    q->next_check = t->global_step + 1;
-    q->last_check_step = t->global_step;
+    q->next_check = t->progress.global_step + 1;
+    q->last_check_step = t->progress.global_step;
     q->last_check_time = fg_now_seconds();
     const char *job = getenv("SLURM_JOB_ID");
     if (t->rt->verbosity >= FG_LOG_INFO)
@@ -117,33 +119,33 @@ fg_status fg_requeue_poll(struct fg_trainer *t, fg_error *err)
     if (!q->armed || q->stopped) return FG_OK;
     int stop = signalled != 0;
     if (t->world_size > 1) {
-        if (t->global_step < q->next_check) return FG_OK;
+        if (t->progress.global_step < q->next_check) return FG_OK;
         const fg_instance *c = comm_of(t);
         const fg_comm_vtable *vt = c->plugin->vtable;
         double now = fg_now_seconds();
-        double agree[2] = {stop, t->rank == 0 ? next_interval(q, t->global_step, now) : 0};
+        double agree[2] = {stop, t->rank == 0 ? next_interval(q, t->progress.global_step, now) : 0};
         fg_error e = {0};
         fg_status st = vt->all_reduce(c->state, NULL, agree, 2, FG_F64, FG_REDUCE_MAX, &e);
         if (st != FG_OK)
             return fg_error_set(err, st, "requeue: agreeing on the stop flag at step %lld: %s",
-                                (long long)t->global_step, e.message);
+                                (long long)t->progress.global_step, e.message);
         stop = agree[0] > 0;
-        q->next_check = t->global_step + (int64_t)agree[1];
-        q->last_check_step = t->global_step;
+        q->next_check = t->progress.global_step + (int64_t)agree[1];
+        q->last_check_step = t->progress.global_step;
         q->last_check_time = now;
     }
     if (stop) {
         q->stopped = 1;
         t->stop = 1;
         fprintf(t->out, "requeue: %s received, stopping after step %lld\n", signal_name(q->signo),
-                (long long)t->global_step);
+                (long long)t->progress.global_step);
     }
     return FG_OK;
 }
 
 static int training_finished(const struct fg_trainer *t)
 {
-    return (t->max_steps >= 0 && t->global_step >= t->max_steps) || t->epoch >= t->max_epochs;
+    return (t->keys.max_steps >= 0 && t->progress.global_step >= t->keys.max_steps) || t->progress.epoch >= t->keys.max_epochs;
 }
 
 fg_status fg_requeue_checkpoint(struct fg_trainer *t, fg_error *err)
@@ -186,7 +188,7 @@ fg_status fg_requeue_submit(struct fg_trainer *t, fg_error *err)
     const char *job = job_id(buf, sizeof buf);
     if (!job) {
         fprintf(t->out, "requeue: stopped at step %lld, not a SLURM job (no SLURM_JOB_ID): "
-                "resume with --ckpt-path last (%s)\n", (long long)t->global_step, q->checkpoint);
+                "resume with --ckpt-path last (%s)\n", (long long)t->progress.global_step, q->checkpoint);
         return FG_OK;
     }
     char *argv[] = {"scontrol", "requeue", (char *)job, NULL};
@@ -207,7 +209,7 @@ fg_status fg_requeue_submit(struct fg_trainer *t, fg_error *err)
                             WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
                             q->checkpoint);
     fprintf(t->out, "requeue: SLURM job %s requeued (scontrol requeue %s) after step %lld; it "
-            "resumes from %s with --ckpt-path last\n", job, job, (long long)t->global_step,
+            "resumes from %s with --ckpt-path last\n", job, job, (long long)t->progress.global_step,
             q->checkpoint);
     return FG_OK;
 }

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "trainer_internal.h"
+#include "run_dir.h"
 
 fg_status fg_mkdirs(const char *path, fg_error *err)
 {

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static const char *const phase_names[FG_PHASE_COUNT] = {"time/h2d_s", "time/forward_s",
                                                         "time/backward_s", "time/optimizer_s"};
@@ -95,4 +96,11 @@ uint32_t fg_step_sink_drain(fg_step_sink *s, int64_t steps, int with_phases, fg_
     memset(s->reports, 0, sizeof s->reports);
     pthread_mutex_unlock(&s->lock);
     return k;
+}
+
+double fg_now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }

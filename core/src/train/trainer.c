@@ -9,7 +9,17 @@
 #include "init_from.h"
 #include "optimizer.h"
 #include "run_status.h"
+#include "run_dir.h"
+#include "trainer_ckpt.h"
+#include "trainer_events.h"
 #include "trainer_internal.h"
+#include "trainer_keys.h"
+#include "trainer_loop.h"
+#include "trainer_memory.h"
+#include "trainer_ops.h"
+#include "trainer_precision.h"
+#include "trainer_predict.h"
+#include "generate.h"
 
 #define BE(t) ((const fg_backend_vtable *)(t)->backend.vt)
 #define DATA(t) ((const fg_data_vtable *)(t)->data.vt)
@@ -118,7 +128,7 @@ static void pinned_free(void *ctx, void *ptr)
 
 static int overfitting(const fg_trainer *t)
 {
-    return t->overfit.is_fraction ? t->overfit.fraction > 0 : t->overfit.count > 0;
+    return t->keys.overfit.is_fraction ? t->keys.overfit.fraction > 0 : t->keys.overfit.count > 0;
 }
 
 /* The loaders' copy fence ids, in the order make_loader creates them: the fences of the
@@ -130,7 +140,7 @@ static int split_fences(const fg_trainer *t, const fg_data_split *upto)
     int n = 0;
     for (size_t i = 0; i < sizeof order / sizeof order[0] && order[i] != upto; i++)
         if (order[i]->dataset && (order[i] != &t->val || t->val.dataset != t->train.dataset))
-            n += fg_dataloader_slots_for((int)t->num_workers, (int)t->prefetch);
+            n += fg_dataloader_slots_for((int)t->keys.num_workers, (int)t->keys.prefetch);
     return n;
 }
 
@@ -148,17 +158,17 @@ static fg_status make_loader(fg_trainer *t, fg_data_split *s, int training, fg_e
             : s == &t->test ? FG_SPLIT_TEST : FG_SPLIT_PREDICT;
     o.sampler.length = s->info.length;
     o.subset = s->subset;
-    o.sampler.batch_size = (int)(training ? t->batch_size : t->eval_batch_size);
-    o.sampler.shuffle = training && t->shuffle && !overfitting(t);
-    o.sampler.drop_last = training ? t->drop_last : 0;
-    o.sampler.seed = (uint64_t)t->seed;
+    o.sampler.batch_size = (int)(training ? t->keys.batch_size : t->keys.eval_batch_size);
+    o.sampler.shuffle = training && t->keys.shuffle && !overfitting(t);
+    o.sampler.drop_last = training ? t->keys.drop_last : 0;
+    o.sampler.seed = (uint64_t)t->keys.seed;
     o.sampler.rank = t->rank;
     o.sampler.world_size = t->world_size;
     o.sampler.even_shards = training;
-    o.num_workers = (int)t->num_workers;
-    o.prefetch = (int)t->prefetch;
+    o.num_workers = (int)t->keys.num_workers;
+    o.prefetch = (int)t->keys.prefetch;
     o.fence_base = split_fences(t, s);
-    if (t->pin_memory && BE(t)->host_alloc && BE(t)->host_free) {
+    if (t->keys.pin_memory && BE(t)->host_alloc && BE(t)->host_free) {
         o.alloc = pinned_alloc;
         o.free = pinned_free;
         o.alloc_ctx = t;
@@ -170,7 +180,7 @@ static fg_status make_loader(fg_trainer *t, fg_data_split *s, int training, fg_e
  * (data/val_split.c), replacing a stand-in one; a plugin's own val split is kept. */
 static fg_status hold_out_val(fg_trainer *t, fg_error *err)
 {
-    if (!fg_val_split_enabled(&t->val_split)) {
+    if (!fg_val_split_enabled(&t->keys.val_split)) {
         if (t->val.dataset && t->val.info.stand_in && t->verb == FG_VERB_FIT)
             fprintf(t->out, "note: data.%s validates on its test files; [data] val_split = 0.1 "
                     "holds a validation split out of the train files instead\n",
@@ -181,17 +191,17 @@ static fg_status hold_out_val(fg_trainer *t, fg_error *err)
     if (overfitting(t) || (!t->train.dataset && t->verb != FG_VERB_VALIDATE)) return FG_OK;
     if (!t->train.dataset)
         return fg_error_set(err, FG_NOT_FOUND, "%s: [data] val_split holds samples out of the "
-                            "train split, but data.%s has no train split", t->val_split_origin,
+                            "train split, but data.%s has no train split", t->keys.val_split_origin,
                             t->data.inst->name);
     if (t->val.dataset && !t->val.info.stand_in)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [data] val_split holds samples out of "
                             "the train split, but data.%s has a validation split of its own; "
-                            "remove val_split or the plugin's", t->val_split_origin,
+                            "remove val_split or the plugin's", t->keys.val_split_origin,
                             t->data.inst->name);
     if (t->val.dataset && DATA(t)->close) DATA(t)->close(t->data.state, t->val.dataset);
     t->val.dataset = NULL;
-    fg_status st = fg_val_split_carve(DATA(t), t->data.state, &t->val_split, t->val_split_origin,
-                                      (uint64_t)t->seed, &t->train.info, &t->train.subset,
+    fg_status st = fg_val_split_carve(DATA(t), t->data.state, &t->keys.val_split, t->keys.val_split_origin,
+                                      (uint64_t)t->keys.seed, &t->train.info, &t->train.subset,
                                       &t->val.dataset, &t->val.info, &t->val.subset, err);
     if (st == FG_OK)
         fprintf(t->out, "val_split: %lld samples held out of the train split for validation, "
@@ -205,7 +215,7 @@ static fg_status open_data(fg_trainer *t, fg_error *err)
     int fit = t->verb == FG_VERB_FIT || t->verb == FG_VERB_CHECK;
     fg_status st = open_split(t, &t->train, FG_SPLIT_TRAIN, "train", fit, err);
     if (st == FG_OK) st = open_split(t, &t->val, FG_SPLIT_VAL, "val", t->verb == FG_VERB_VALIDATE &&
-                                           !fg_val_split_enabled(&t->val_split), err);
+                                           !fg_val_split_enabled(&t->keys.val_split), err);
     if (st == FG_OK) st = open_split(t, &t->test, FG_SPLIT_TEST, "test", t->verb == FG_VERB_TEST, err);
     if (st == FG_OK && t->verb == FG_VERB_PREDICT)
         st = open_split(t, &t->predict, FG_SPLIT_PREDICT, "predict", 1, err);
@@ -261,7 +271,7 @@ static fg_status build_model(fg_trainer *t, fg_error *err)
     if (!t->init_params || !t->init_buffers)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory for the initial parameters");
     if ((st = check_model_fits_data(t, s, err)) != FG_OK) return st;
-    fg_model_init_params(t->model, (uint64_t)t->seed, t->init_params, t->init_buffers);
+    fg_model_init_params(t->model, (uint64_t)t->keys.seed, t->init_params, t->init_buffers);
     char note[1536];
     st = fg_model_init_from_config(t->model, t->cfg, t->init_params, t->init_buffers, note,
                                    sizeof note, err);
@@ -280,15 +290,15 @@ static fg_status setup_schedule(fg_trainer *t, double *base_lr, fg_error *err)
     if (t->train.dataset) {
         /* optimizer steps per epoch, as train_epoch will take them */
         int64_t per_rank = (t->train.info.length + t->world_size - 1) / t->world_size;
-        int64_t batches = t->drop_last ? per_rank / t->batch_size
-                                       : (per_rank + t->batch_size - 1) / t->batch_size;
-        const fg_batch_limit *limit = overfitting(t) ? &t->overfit : &t->limit_train;
+        int64_t batches = t->keys.drop_last ? per_rank / t->keys.batch_size
+                                       : (per_rank + t->keys.batch_size - 1) / t->keys.batch_size;
+        const fg_batch_limit *limit = overfitting(t) ? &t->keys.overfit : &t->keys.limit_train;
         batches = fg_batch_limit_apply(limit, batches);
-        per_epoch = (batches + t->accumulate - 1) / t->accumulate;
+        per_epoch = (batches + t->keys.accumulate - 1) / t->keys.accumulate;
     }
-    int64_t total = per_epoch * t->max_epochs;
-    if (t->max_steps >= 0 && t->max_steps < total) total = t->max_steps;
-    return fg_scheduler_create(t->cfg, oc.lr, total, t->max_epochs, &t->scheduler, err);
+    int64_t total = per_epoch * t->keys.max_epochs;
+    if (t->keys.max_steps >= 0 && t->keys.max_steps < total) total = t->keys.max_steps;
+    return fg_scheduler_create(t->cfg, oc.lr, total, t->keys.max_epochs, &t->scheduler, err);
 }
 
 static fg_status setup_strategy(fg_trainer *t, fg_error *err)
@@ -300,13 +310,13 @@ static fg_status setup_strategy(fg_trainer *t, fg_error *err)
     c->bs = t->backend.state;
     c->init_params = t->init_params;
     c->init_buffers = t->init_buffers;
-    c->seed = (uint64_t)t->seed;
+    c->seed = (uint64_t)t->keys.seed;
     c->fence_count = split_fences(t, NULL);
     double lr;
     fg_status st = setup_schedule(t, &lr, err);
     if (st != FG_OK) return st;
-    c->lr = (float)fg_scheduler_lr(t->scheduler, 0, 0);
-    int64_t max_batch = t->batch_size > t->eval_batch_size ? t->batch_size : t->eval_batch_size;
+    t->lr = (float)fg_scheduler_lr(t->scheduler, 0, 0);
+    int64_t max_batch = t->keys.batch_size > t->keys.eval_batch_size ? t->keys.batch_size : t->keys.eval_batch_size;
     fg_train_services_init(c, (int)max_batch);
     t->strategy_ready = 1;
     return STRAT(t)->setup(t->strategy.state, &c->svc, err);
@@ -337,7 +347,7 @@ static void bind_callbacks(fg_trainer *t)
             int bar = strcmp(inst->name, "progress") == 0;
             if (bar != pass) continue;
             fg_plugin_ref *r = &t->callbacks[t->callback_count++];
-            if (bar && isatty(fileno(t->out))) t->progress_bar = 1;
+            if (bar && isatty(fileno(t->out))) t->events.progress_bar = 1;
             r->vt = inst->plugin->vtable;
             r->state = inst->state;
             r->inst = inst;
@@ -362,11 +372,11 @@ static fg_status record_outcome(fg_trainer *t, fg_status st, const fg_error *why
     if (!t->run_dir[0]) return st;
     char stopped[160];
     snprintf(stopped, sizeof stopped, "stopped by the requeue signal after step %lld",
-             (long long)t->global_step);
+             (long long)t->progress.global_step);
     int requeued = st == FG_OK && t->requeue.stopped;
     fg_run_outcome o = {st != FG_OK ? "failed" : requeued ? "interrupted" : "finished",
                         st != FG_OK ? why->message : requeued ? stopped : NULL,
-                        fg_status_exit_code(st, 0), t->global_step, t->epoch};
+                        fg_status_exit_code(st, 0), t->progress.global_step, t->progress.epoch};
     fg_error e = {0};
     fg_status wst = fg_run_status_end(t->run_dir, &o, &e);
     if (wst == FG_OK || st != FG_OK) return st; /* the run's own error comes first */
@@ -389,9 +399,9 @@ static fg_status setup(fg_trainer *t, fg_error *err)
     if (st == FG_OK) st = fg_trainer_apply_precision(t, err);
     if (st == FG_OK) st = fg_trainer_check_backend(t, err);
     if (st == FG_OK) st = make_run_dir(t, err);
-    if (st == FG_OK && t->ckpt_path[0]) st = fg_trainer_load_weights(t, err);
+    if (st == FG_OK && t->keys.ckpt_path[0]) st = fg_trainer_load_weights(t, err);
     if (st == FG_OK) st = setup_strategy(t, err);
-    if (st == FG_OK && t->ckpt_path[0] && t->verb == FG_VERB_FIT) st = fg_trainer_load_training_state(t, err);
+    if (st == FG_OK && t->keys.ckpt_path[0] && t->verb == FG_VERB_FIT) st = fg_trainer_load_training_state(t, err);
     fg_trainer_close_checkpoint(t);
     if (st == FG_OK) st = make_loader(t, &t->train, 1, err);
     if (st == FG_OK && t->val.dataset != t->train.dataset) st = make_loader(t, &t->val, 0, err);
@@ -431,22 +441,22 @@ static void teardown(fg_trainer *t)
 static fg_status finish_fit(fg_trainer *t, fg_error *err)
 {
     fg_status st = FG_OK;
-    if (t->final_checkpoint[0] && t->fast_dev_run == 0) {
+    if (t->keys.final_checkpoint[0] && t->keys.fast_dev_run == 0) {
         char path[8192];
-        if (t->final_checkpoint[0] == '/' || !t->run_dir[0])
-            snprintf(path, sizeof path, "%s", t->final_checkpoint);
+        if (t->keys.final_checkpoint[0] == '/' || !t->run_dir[0])
+            snprintf(path, sizeof path, "%s", t->keys.final_checkpoint);
         else
-            snprintf(path, sizeof path, "%s/%s", t->run_dir, t->final_checkpoint);
+            snprintf(path, sizeof path, "%s/%s", t->run_dir, t->keys.final_checkpoint);
         st = fg_trainer_save_checkpoint(t, path, err);
     }
     uint64_t digest = 0;
     if (st == FG_OK) st = fg_trainer_weights_digest(t, &digest, err);
     if (st == FG_OK)
         fprintf(t->out, "weights: %zu parameters, digest %016llx, after %lld steps\n",
-                fg_model_param_count(t->model), (unsigned long long)digest, (long long)t->global_step);
+                fg_model_param_count(t->model), (unsigned long long)digest, (long long)t->progress.global_step);
     if (st == FG_OK) fg_trainer_report_precision(t);
-    if (st == FG_OK && t->test_after_fit)
-        st = fg_trainer_evaluate_split(t, &t->test, &t->limit_test, "test", FG_EVENT_TEST_END, err);
+    if (st == FG_OK && t->keys.test_after_fit)
+        st = fg_trainer_evaluate_split(t, &t->test, &t->keys.limit_test, "test", FG_EVENT_TEST_END, err);
     return st;
 }
 
@@ -455,7 +465,7 @@ static void save_after_failure(fg_trainer *t, const fg_error *why)
 {
     fg_error e = {0};
     fg_trainer_emit(t, FG_EVENT_EXCEPTION, NULL, 0, &e);
-    if (!t->save_on_exception || !t->strategy_ready || !t->run_dir[0]) return;
+    if (!t->keys.save_on_exception || !t->strategy_ready || !t->run_dir[0]) return;
     char path[8192];
     snprintf(path, sizeof path, "%s/checkpoints/on_exception.safetensors", t->run_dir);
     if (fg_trainer_save_checkpoint(t, path, &e) != FG_OK)
@@ -475,9 +485,9 @@ static fg_status run_verb(fg_trainer *t, fg_error *err)
         return st;
     }
     case FG_VERB_VALIDATE:
-        return fg_trainer_evaluate_split(t, &t->val, &t->limit_val, "val", FG_EVENT_VALIDATION_END, err);
+        return fg_trainer_evaluate_split(t, &t->val, &t->keys.limit_val, "val", FG_EVENT_VALIDATION_END, err);
     case FG_VERB_TEST:
-        return fg_trainer_evaluate_split(t, &t->test, &t->limit_test, "test", FG_EVENT_TEST_END, err);
+        return fg_trainer_evaluate_split(t, &t->test, &t->keys.limit_test, "test", FG_EVENT_TEST_END, err);
     case FG_VERB_PREDICT: return fg_trainer_predict(t, err);
     case FG_VERB_GENERATE: return fg_trainer_generate(t, err);
     }

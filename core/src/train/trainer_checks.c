@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "trainer_checks.h"
+#include "trainer_events.h"
 #include "trainer_internal.h"
 
 #define STRAT(t) ((const fg_strategy_vtable *)(t)->strategy.vt)
@@ -23,8 +25,8 @@ static int dynamic_loss_scaling(const fg_trainer *t)
 
 fg_status fg_trainer_collect_requests(fg_trainer *t, fg_error *err)
 {
-    t->timing = 0;
-    t->finite_every = 0;
+    t->checks.timing = 0;
+    t->checks.finite_every = 0;
     for (int i = 0; i < t->callback_count; i++) {
         const fg_callback_vtable *vt = t->callbacks[i].vt;
         if (!FG_HAS_FIELD(vt, fg_callback_vtable, requests) || !vt->requests) continue;
@@ -35,50 +37,50 @@ fg_status fg_trainer_collect_requests(fg_trainer *t, fg_error *err)
         fg_status st = vt->requests(t->callbacks[i].state, &r, &e);
         if (st != FG_OK)
             return fg_error_set(err, st, "[%s] %s", t->callbacks[i].inst->section, e.message);
-        if (r.flags & FG_REQUEST_STEP_TIMING) t->timing = 1;
+        if (r.flags & FG_REQUEST_STEP_TIMING) t->checks.timing = 1;
         if (r.flags & FG_REQUEST_FINITE_CHECK) {
             int64_t every = r.finite_check_every > 0 ? r.finite_check_every : 1;
-            if (t->finite_every == 0 || every < t->finite_every) t->finite_every = every;
+            if (t->checks.finite_every == 0 || every < t->checks.finite_every) t->checks.finite_every = every;
         }
     }
     /* Under dynamic loss scaling an overflowing gradient is expected: the scaler skips
      * that step and lowers the scale. Only the loss and the input are checked then. */
-    t->finite_grads = !dynamic_loss_scaling(t);
+    t->checks.finite_grads = !dynamic_loss_scaling(t);
     return FG_OK;
 }
 
 static void sink_metric(void *user, const char *name, double value)
 {
     fg_trainer *t = user;
-    if (fg_step_sink_report(&t->sink, name, value) != 0)
+    if (fg_step_sink_report(&t->checks.sink, name, value) != 0)
         fprintf(stderr, "fulgur: warning: more than %d per-step metric names; %s and later "
                 "ones are not carried on step events\n", FG_SINK_SLOTS, name);
 }
 
 void fg_trainer_sink_start(fg_trainer *t)
 {
-    fg_step_sink_init(&t->sink, t->devices);
-    t->sink_ready = 1;
-    t->tctx.sink = &t->sink;
-    t->tctx.timing = t->timing;
+    fg_step_sink_init(&t->checks.sink, t->devices);
+    t->checks.sink_ready = 1;
+    t->tctx.sink = &t->checks.sink;
+    t->tctx.timing = t->checks.timing;
     t->rt->metric_sink = sink_metric;
     t->rt->metric_sink_user = t;
 }
 
 void fg_trainer_sink_stop(fg_trainer *t)
 {
-    if (!t->sink_ready) return;
+    if (!t->checks.sink_ready) return;
     t->rt->metric_sink = NULL;
     t->rt->metric_sink_user = NULL;
     t->tctx.timing = 0;
     t->tctx.sink = NULL;
-    fg_step_sink_destroy(&t->sink);
-    t->sink_ready = 0;
+    fg_step_sink_destroy(&t->checks.sink);
+    t->checks.sink_ready = 0;
 }
 
 int fg_trainer_step_checked(const fg_trainer *t)
 {
-    return t->finite_every > 0 && (t->global_step + 1) % t->finite_every == 0;
+    return t->checks.finite_every > 0 && (t->progress.global_step + 1) % t->checks.finite_every == 0;
 }
 
 double fg_count_nonfinite(const float *x, size_t n)
@@ -101,9 +103,9 @@ static fg_status step_loss(fg_trainer *t, double *loss, fg_error *err)
 static void *whole_replica(fg_trainer *t)
 {
     void *primary = STRAT(t)->primary_replica(t->strategy.state);
-    if (!primary || !t->tctx.svc.replica_grads(t->tctx.svc.ctx, primary)) return NULL;
+    if (!primary || !fg_replica_grads(fg_train_stage_model(primary))) return NULL;
     size_t offset = 0, size = 0;
-    fg_replica_param_range(fg_train_replica_model(primary), &offset, &size);
+    fg_replica_param_range(fg_train_stage_model(primary), &offset, &size);
     return offset == 0 && size == fg_model_params_size(t->model) ? primary : NULL;
 }
 
@@ -157,19 +159,19 @@ static fg_status check_grads(fg_trainer *t, double *layers, const char **first, 
 
 fg_status fg_trainer_finite_check(fg_trainer *t, fg_error *err)
 {
-    double loss = 0, layers = 0, inputs = t->nonfinite_inputs;
+    double loss = 0, layers = 0, inputs = t->checks.nonfinite_inputs;
     const char *first = NULL;
-    t->nonfinite_inputs = 0;
+    t->checks.nonfinite_inputs = 0;
     fg_status st = step_loss(t, &loss, err);
-    if (st == FG_OK && t->finite_grads) st = check_grads(t, &layers, &first, err);
+    if (st == FG_OK && t->checks.finite_grads) st = check_grads(t, &layers, &first, err);
     if (st != FG_OK || (isfinite(loss) && layers == 0 && inputs == 0)) return st;
-    int64_t step = t->global_step;
-    t->global_step = step + 1; /* the event names the step being taken */
+    int64_t step = t->progress.global_step;
+    t->progress.global_step = step + 1; /* the event names the step being taken */
     fg_metric metrics[] = {{"train/step_loss", loss}, {"grad/nonfinite_layers", layers},
                            {"input/nonfinite_values", inputs}};
-    t->event_layer = first;
+    t->checks.event_layer = first;
     st = fg_trainer_emit(t, FG_EVENT_NONFINITE, metrics, 3, err);
-    t->event_layer = NULL;
-    t->global_step = step;
+    t->checks.event_layer = NULL;
+    t->progress.global_step = step;
     return st;
 }

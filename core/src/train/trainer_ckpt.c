@@ -14,7 +14,10 @@
 #include "fulgur/comm.h"
 #include "optimizer.h"
 #include "runtime.h"
+#include "run_dir.h"
+#include "trainer_ckpt.h"
 #include "trainer_internal.h"
+#include "trainer_precision.h"
 
 #define FORMAT_TAG "fulgur-checkpoint-1"
 #define MAX_META 96
@@ -61,8 +64,8 @@ static void meta_add_exact(meta_list *m, const char *key, double v)
 /* Device -> host copy of n floats from the primary replica. */
 static fg_status fetch(fg_trainer *t, void *replica, const float *src, float *dst, size_t n, fg_error *err)
 {
-    void *queue = fg_train_replica_queue(replica);
-    fg_status st = BE(t)->copy(t->backend.state, queue, dst, -1, src, fg_train_replica_device(replica),
+    void *queue = fg_train_stage_queue(replica);
+    fg_status st = BE(t)->copy(t->backend.state, queue, dst, -1, src, fg_train_stage_device(replica),
                                n * sizeof(float), err);
     return st == FG_OK ? BE(t)->queue_sync(t->backend.state, queue, err) : st;
 }
@@ -71,16 +74,16 @@ static void fill_trainer_meta(fg_trainer *t, meta_list *m, int64_t opt_step)
 {
     m->count = 0;
     meta_add_str(m, "format", FORMAT_TAG);
-    int done = t->epoch_training_done;
-    meta_add_int(m, "epoch", done ? t->epoch + 1 : t->epoch);
-    meta_add_int(m, "batches_done", done ? 0 : t->batches_done);
-    meta_add_exact(m, "epoch_sum_loss", done ? 0 : t->epoch_sum_loss);
-    meta_add_exact(m, "epoch_sum_correct", done ? 0 : t->epoch_sum_correct);
-    meta_add_exact(m, "epoch_sum_n", done ? 0 : t->epoch_sum_n);
-    meta_add_int(m, "global_step", t->global_step);
+    int done = t->progress.epoch_training_done;
+    meta_add_int(m, "epoch", done ? t->progress.epoch + 1 : t->progress.epoch);
+    meta_add_int(m, "batches_done", done ? 0 : t->progress.batches_done);
+    meta_add_exact(m, "epoch_sum_loss", done ? 0 : t->progress.sum_loss);
+    meta_add_exact(m, "epoch_sum_correct", done ? 0 : t->progress.sum_correct);
+    meta_add_exact(m, "epoch_sum_n", done ? 0 : t->progress.sum_n);
+    meta_add_int(m, "global_step", t->progress.global_step);
     meta_add_int(m, "micro_step", (int64_t)t->tctx.micro_step);
     meta_add_int(m, "optimizer_step", opt_step);
-    meta_add_int(m, "seed", t->seed);
+    meta_add_int(m, "seed", t->keys.seed);
     meta_add_int(m, "param_count", (int64_t)fg_model_param_count(t->model));
     fg_scheduler_state ss;
     fg_scheduler_get_state(t->scheduler, &ss);
@@ -95,10 +98,10 @@ static void fill_trainer_meta(fg_trainer *t, meta_list *m, int64_t opt_step)
         meta_add_int(m, "loss_scale_hysteresis_left", ls.hysteresis_left);
         meta_add_int(m, "loss_scale_skipped_steps", ls.skipped_steps);
     }
-    for (int i = 0; i < t->metrics.count; i++) {
+    for (int i = 0; i < t->events.metrics.count; i++) {
         char key[96];
-        snprintf(key, sizeof key, "metric.%s", t->metrics.names[i]);
-        meta_add_exact(m, key, t->metrics.values[i]);
+        snprintf(key, sizeof key, "metric.%s", t->events.metrics.names[i]);
+        meta_add_exact(m, key, t->events.metrics.values[i]);
     }
 }
 
@@ -165,8 +168,8 @@ fg_status fg_trainer_save_checkpoint(fg_trainer *t, const char *path, fg_error *
     void *primary = STRAT(t)->primary_replica(t->strategy.state);
     int gathered = has_gather(t);
     if (!gathered && (!primary || t->rank != 0)) return FG_OK; /* only rank 0 writes */
-    fg_replica *r = gathered ? NULL : fg_train_replica_model(primary);
-    fg_optimizer *opt = gathered ? NULL : fg_train_replica_optimizer(primary);
+    fg_replica *r = gathered ? NULL : fg_train_stage_model(primary);
+    fg_optimizer *opt = gathered ? NULL : fg_train_stage_optimizer(primary);
     fg_optimizer_config oc;
     memset(&oc, 0, sizeof oc);
     size_t np = fg_model_params_size(t->model), nb = fg_model_buffers_size(t->model);
@@ -186,7 +189,7 @@ fg_status fg_trainer_save_checkpoint(fg_trainer *t, const char *path, fg_error *
         if (st != FG_OK || t->rank != 0) goto done; /* every rank gathered; rank 0 writes */
     }
     if (st == FG_OK && !gathered)
-        st = fg_replica_download_params(r, fg_train_replica_queue(primary), params, err);
+        st = fg_replica_download_params(r, fg_train_stage_queue(primary), params, err);
     if (st == FG_OK && nb && !gathered) st = fetch(t, primary, fg_replica_buffers(r), buffers, nb, err);
     for (size_t i = 0; st == FG_OK && !gathered && i < ns; i++)
         st = fetch(t, primary, fg_optimizer_state(opt, i, NULL), state + i * np, np, err);
@@ -210,7 +213,7 @@ fg_status fg_trainer_save_checkpoint(fg_trainer *t, const char *path, fg_error *
     }
     if (st == FG_OK) {
         /* a sharded optimizer's step follows the trainer's (train services) */
-        fill_trainer_meta(t, meta, opt ? fg_optimizer_get_step(opt) : t->global_step);
+        fill_trainer_meta(t, meta, opt ? fg_optimizer_get_step(opt) : t->progress.global_step);
         char dir[4096];
         snprintf(dir, sizeof dir, "%s", path);
         char *slash = strrchr(dir, '/');
@@ -222,8 +225,8 @@ fg_status fg_trainer_save_checkpoint(fg_trainer *t, const char *path, fg_error *
     if (st == FG_OK)
         st = fg_ckpt_write_atomic(path, tensors, k, meta->keys, meta->values, meta->count, err);
     if (st == FG_OK && t->rt->verbosity >= FG_LOG_INFO)
-        fprintf(t->out, "checkpoint: %s (epoch %lld, step %lld)\n", path, (long long)t->epoch + 1,
-                (long long)t->global_step);
+        fprintf(t->out, "checkpoint: %s (epoch %lld, step %lld)\n", path, (long long)t->progress.epoch + 1,
+                (long long)t->progress.global_step);
 done:
     free(host);
     free(tensors);
@@ -290,7 +293,7 @@ static void scan_folder(candidate *best, const char *dir, int want_metric, const
  * checkpoint callback's monitor. */
 static fg_status resolve_path(fg_trainer *t, char *out, size_t size, fg_error *err)
 {
-    const char *want = t->ckpt_path;
+    const char *want = t->keys.ckpt_path;
     if (strcmp(want, "last") != 0 && strcmp(want, "best") != 0) {
         snprintf(out, size, "%s", want);
         return FG_OK;
@@ -361,10 +364,10 @@ fg_status fg_trainer_load_weights(fg_trainer *t, fg_error *err)
 {
     char path[4096];
     fg_status st = resolve_path(t, path, sizeof path, err);
-    if (st == FG_OK) st = fg_ckpt_open(path, &t->loaded, err);
+    if (st == FG_OK) st = fg_ckpt_open(path, &t->ckpt.loaded, err);
     if (st != FG_OK) return st;
-    fg_ckpt_refuse_nonfinite(t->loaded, !fg_config_is_true(t->cfg, "trainer", "allow_nonfinite"));
-    const char *format = fg_ckpt_meta(t->loaded, "format");
+    fg_ckpt_refuse_nonfinite(t->ckpt.loaded, !fg_config_is_true(t->cfg, "trainer", "allow_nonfinite"));
+    const char *format = fg_ckpt_meta(t->ckpt.loaded, "format");
     if (format && strcmp(format, FG_SHARDED_INDEX_FORMAT) == 0)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: a checkpoint written one file per "
                             "rank (sharded_checkpoint = true); merge it into one file first, "
@@ -376,7 +379,7 @@ fg_status fg_trainer_load_weights(fg_trainer *t, fg_error *err)
     for (size_t i = 0; st == FG_OK && i < fg_model_tensor_count(t->model); i++) {
         const fg_tensor_info *ti = fg_model_tensor(t->model, i);
         float *dst = (ti->is_buffer ? t->init_buffers : t->init_params) + ti->offset;
-        st = fg_ckpt_read_tensor(t->loaded, ti->name, FG_F32, ti->rank, ti->shape, dst, err);
+        st = fg_ckpt_read_tensor(t->ckpt.loaded, ti->name, FG_F32, ti->rank, ti->shape, dst, err);
     }
     if (st == FG_OK) fprintf(t->out, "loaded weights: %s\n", path);
     return st;
@@ -396,7 +399,7 @@ static fg_status scatter_optimizer_state(fg_trainer *t, fg_error *err)
             if (ti->is_buffer) continue;
             char name[FG_TENSOR_NAME_MAX + 64];
             snprintf(name, sizeof name, "optimizer.%s.%s", ti->name, fg_optimizer_config_state_name(&oc, j));
-            st = fg_ckpt_read_tensor(t->loaded, name, FG_F32, ti->rank, ti->shape,
+            st = fg_ckpt_read_tensor(t->ckpt.loaded, name, FG_F32, ti->rank, ti->shape,
                                      host + j * np + ti->offset, err);
         }
     }
@@ -412,7 +415,7 @@ static fg_status load_optimizer_state(fg_trainer *t, fg_error *err)
 {
     if (has_gather(t)) return scatter_optimizer_state(t, err);
     void *primary = STRAT(t)->primary_replica(t->strategy.state);
-    fg_optimizer *opt = fg_train_replica_optimizer(primary);
+    fg_optimizer *opt = fg_train_stage_optimizer(primary);
     size_t np = fg_model_params_size(t->model), ns = fg_optimizer_state_count(opt);
     float *host = calloc(np + 1, sizeof(float));
     if (!host) return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory loading optimizer state");
@@ -425,16 +428,16 @@ static fg_status load_optimizer_state(fg_trainer *t, fg_error *err)
             if (ti->is_buffer) continue;
             char name[FG_TENSOR_NAME_MAX + 64];
             snprintf(name, sizeof name, "optimizer.%s.%s", ti->name, sname);
-            st = fg_ckpt_read_tensor(t->loaded, name, FG_F32, ti->rank, ti->shape, host + ti->offset, err);
+            st = fg_ckpt_read_tensor(t->ckpt.loaded, name, FG_F32, ti->rank, ti->shape, host + ti->offset, err);
         }
-        void *queue = fg_train_replica_queue(primary);
+        void *queue = fg_train_stage_queue(primary);
         if (st == FG_OK)
-            st = BE(t)->copy(t->backend.state, queue, dev, fg_train_replica_device(primary), host, -1,
+            st = BE(t)->copy(t->backend.state, queue, dev, fg_train_stage_device(primary), host, -1,
                              np * sizeof(float), err);
         if (st == FG_OK) st = BE(t)->queue_sync(t->backend.state, queue, err);
     }
     int64_t step = 0;
-    if (st == FG_OK) st = meta_int(t->loaded, "optimizer_step", &step, err);
+    if (st == FG_OK) st = meta_int(t->ckpt.loaded, "optimizer_step", &step, err);
     if (st == FG_OK) fg_optimizer_set_step(opt, step);
     free(host);
     return st;
@@ -442,7 +445,7 @@ static fg_status load_optimizer_state(fg_trainer *t, fg_error *err)
 
 fg_status fg_trainer_load_training_state(fg_trainer *t, fg_error *err)
 {
-    fg_ckpt *c = t->loaded;
+    fg_ckpt *c = t->ckpt.loaded;
     int64_t epoch = 0, batches = 0, step = 0, micro = 0, seed = 0;
     fg_scheduler_state ss = {1.0, 0, 0, 0};
     fg_status st = meta_int(c, "epoch", &epoch, err);
@@ -450,28 +453,28 @@ fg_status fg_trainer_load_training_state(fg_trainer *t, fg_error *err)
     if (st == FG_OK) st = meta_int(c, "global_step", &step, err);
     if (st == FG_OK) st = meta_int(c, "micro_step", &micro, err);
     if (st == FG_OK) st = meta_int(c, "seed", &seed, err);
-    if (st == FG_OK) st = meta_double(c, "epoch_sum_loss", &t->resume.sum_loss, err);
-    if (st == FG_OK) st = meta_double(c, "epoch_sum_correct", &t->resume.sum_correct, err);
-    if (st == FG_OK) st = meta_double(c, "epoch_sum_n", &t->resume.sum_n, err);
+    if (st == FG_OK) st = meta_double(c, "epoch_sum_loss", &t->progress.resume.sum_loss, err);
+    if (st == FG_OK) st = meta_double(c, "epoch_sum_correct", &t->progress.resume.sum_correct, err);
+    if (st == FG_OK) st = meta_double(c, "epoch_sum_n", &t->progress.resume.sum_n, err);
     if (st == FG_OK) st = meta_double(c, "scheduler_scale", &ss.scale, err);
     if (st == FG_OK) st = meta_double(c, "scheduler_best", &ss.best, err);
     if (st == FG_OK) st = meta_int(c, "scheduler_bad_checks", &ss.bad_checks, err);
     if (st == FG_OK) st = meta_int(c, "scheduler_cooldown_left", &ss.cooldown_left, err);
     if (st != FG_OK) return st;
-    if (seed != t->seed)
+    if (seed != t->keys.seed)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: written with trainer.seed = %lld, this run "
                             "has %lld; resume with the same seed (shuffling and dropout follow it)",
-                            fg_ckpt_path(c), (long long)seed, (long long)t->seed);
+                            fg_ckpt_path(c), (long long)seed, (long long)t->keys.seed);
     st = load_optimizer_state(t, err);
     if (st == FG_OK) st = fg_trainer_restore_scaler(t, c, err);
     if (st != FG_OK) return st;
     fg_scheduler_set_state(t->scheduler, &ss);
-    t->resume.active = 1;
-    t->resume.epoch = epoch;
-    t->resume.batches_done = batches;
-    t->global_step = step;
+    t->progress.resume.active = 1;
+    t->progress.resume.epoch = epoch;
+    t->progress.resume.batches_done = batches;
+    t->progress.global_step = step;
     t->tctx.micro_step = (uint64_t)micro;
-    t->epoch = epoch;
+    t->progress.epoch = epoch;
     fprintf(t->out, "resuming at epoch %lld, batch %lld, step %lld\n", (long long)epoch + 1,
             (long long)batches, (long long)step);
     return FG_OK;
@@ -479,8 +482,8 @@ fg_status fg_trainer_load_training_state(fg_trainer *t, fg_error *err)
 
 void fg_trainer_close_checkpoint(fg_trainer *t)
 {
-    fg_ckpt_close(t->loaded);
-    t->loaded = NULL;
+    fg_ckpt_close(t->ckpt.loaded);
+    t->ckpt.loaded = NULL;
 }
 
 fg_status fg_trainer_weights_digest(fg_trainer *t, uint64_t *digest, fg_error *err)
@@ -491,8 +494,8 @@ fg_status fg_trainer_weights_digest(fg_trainer *t, uint64_t *digest, fg_error *e
     float *host = malloc((gathered && t->rank != 0 ? 0 : n * sizeof(float)) + 1);
     if (!host) return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory reading the weights");
     fg_status st = gathered ? gather(t, host, NULL, NULL, err)
-                            : fg_replica_download_params(fg_train_replica_model(primary),
-                                                         fg_train_replica_queue(primary), host, err);
+                            : fg_replica_download_params(fg_train_stage_model(primary),
+                                                         fg_train_stage_queue(primary), host, err);
     if (gathered && t->rank != 0) n = 0; /* rank 0 reports the digest */
     uint64_t h = 1469598103934665603ull;
     const unsigned char *p = (const unsigned char *)host;
@@ -541,7 +544,7 @@ static fg_status shard_agree(fg_trainer *t, char *path, size_t cap, char *id, si
     if (t->rank == 0) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        snprintf((char *)msg, 64, "s%lld-%llx", (long long)t->global_step,
+        snprintf((char *)msg, 64, "s%lld-%llx", (long long)t->progress.global_step,
                  (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
         snprintf((char *)msg + 64, sizeof msg - 64, "%s", path);
     }
@@ -671,12 +674,12 @@ static fg_status save_sharded(fg_trainer *t, const char *asked, const fg_shard_d
     if (st == FG_OK && t->rank == 0 && !meta) st = fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory");
     if (st == FG_OK && t->rank == 0) st = shard_layout(t, &ix, &names, err);
     if (st == FG_OK && t->rank == 0) {
-        fill_trainer_meta(t, meta, t->global_step);
+        fill_trainer_meta(t, meta, t->progress.global_step);
         st = fg_shard_write_index(path, &ix, meta->keys, meta->values, meta->count, err);
         if (st == FG_OK) fg_shard_collect(path);
         if (st == FG_OK && t->rt->verbosity >= FG_LOG_INFO)
             fprintf(t->out, "checkpoint: %s (epoch %lld, step %lld; index of %d shard files in %s)\n",
-                    path, (long long)t->epoch + 1, (long long)t->global_step, t->world_size, shard_dir);
+                    path, (long long)t->progress.epoch + 1, (long long)t->progress.global_step, t->world_size, shard_dir);
     }
     free(meta);
     free(names);

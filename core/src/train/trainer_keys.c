@@ -6,6 +6,7 @@
 
 #include "core_schema.h"
 #include "trainer_internal.h"
+#include "trainer_keys.h"
 
 static fg_status read_int(fg_trainer *t, const char *section, const char *key, int64_t *out,
                           fg_error *err)
@@ -70,7 +71,7 @@ static fg_status parse_max_time(fg_trainer *t, fg_error *err)
 {
     const char *origin;
     const char *v = read_string(t, "trainer", "max_time", &origin);
-    t->max_time_s = 0;
+    t->keys.max_time_s = 0;
     if (!*v) return FG_OK;
     double parts[4];
     int n = 0;
@@ -97,7 +98,7 @@ static fg_status parse_max_time(fg_trainer *t, fg_error *err)
     double s = 0;
     static const double unit3[] = {3600, 60, 1}, unit4[] = {86400, 3600, 60, 1};
     for (int i = 0; i < n; i++) s += parts[i] * (n == 1 ? 1 : n == 3 ? unit3[i] : unit4[i]);
-    t->max_time_s = s;
+    t->keys.max_time_s = s;
     return FG_OK;
 }
 
@@ -111,44 +112,44 @@ fg_status fg_trainer_read_keys(fg_trainer *t, fg_error *err)
 {
     fg_status st = FG_OK;
     struct { const char *s, *k; int64_t *v; } ints[] = {
-        {"trainer", "max_epochs", &t->max_epochs}, {"trainer", "max_steps", &t->max_steps},
-        {"trainer", "accumulate_grad_batches", &t->accumulate},
-        {"trainer", "num_sanity_val_steps", &t->num_sanity_val_steps},
-        {"trainer", "fast_dev_run", &t->fast_dev_run},
-        {"trainer", "check_val_every_n_epoch", &t->check_val_every_n_epoch},
-        {"trainer", "log_every_n_steps", &t->log_every}, {"trainer", "seed", &t->seed},
-        {"data", "batch_size", &t->batch_size}, {"data", "eval_batch_size", &t->eval_batch_size},
-        {"data", "num_workers", &t->num_workers}, {"data", "prefetch", &t->prefetch}};
+        {"trainer", "max_epochs", &t->keys.max_epochs}, {"trainer", "max_steps", &t->keys.max_steps},
+        {"trainer", "accumulate_grad_batches", &t->keys.accumulate},
+        {"trainer", "num_sanity_val_steps", &t->keys.num_sanity_val_steps},
+        {"trainer", "fast_dev_run", &t->keys.fast_dev_run},
+        {"trainer", "check_val_every_n_epoch", &t->keys.check_val_every_n_epoch},
+        {"trainer", "log_every_n_steps", &t->keys.log_every}, {"trainer", "seed", &t->keys.seed},
+        {"data", "batch_size", &t->keys.batch_size}, {"data", "eval_batch_size", &t->keys.eval_batch_size},
+        {"data", "num_workers", &t->keys.num_workers}, {"data", "prefetch", &t->keys.prefetch}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0] && st == FG_OK; i++)
         st = read_int(t, ints[i].s, ints[i].k, ints[i].v, err);
-    if (st == FG_OK) st = read_bool(t, "trainer", "test_after_fit", &t->test_after_fit, err);
-    if (st == FG_OK) st = read_bool(t, "trainer", "save_on_exception", &t->save_on_exception, err);
-    if (st == FG_OK) st = read_bool(t, "data", "pin_memory", &t->pin_memory, err);
-    if (st == FG_OK) st = read_bool(t, "data", "shuffle", &t->shuffle, err);
-    if (st == FG_OK) st = read_bool(t, "data", "drop_last", &t->drop_last, err);
+    if (st == FG_OK) st = read_bool(t, "trainer", "test_after_fit", &t->keys.test_after_fit, err);
+    if (st == FG_OK) st = read_bool(t, "trainer", "save_on_exception", &t->keys.save_on_exception, err);
+    if (st == FG_OK) st = read_bool(t, "data", "pin_memory", &t->keys.pin_memory, err);
+    if (st == FG_OK) st = read_bool(t, "data", "shuffle", &t->keys.shuffle, err);
+    if (st == FG_OK) st = read_bool(t, "data", "drop_last", &t->keys.drop_last, err);
     if (st == FG_OK) {
-        const char *v = read_string(t, "data", "val_split", &t->val_split_origin);
-        st = fg_val_split_parse(v, t->val_split_origin, &t->val_split, err);
+        const char *v = read_string(t, "data", "val_split", &t->keys.val_split_origin);
+        st = fg_val_split_parse(v, t->keys.val_split_origin, &t->keys.val_split, err);
     }
     if (st == FG_OK) {
         size_t n;
         const fg_option *opts = fg_core_schema("trainer", &n);
-        st = fg_section_read_float(t->cfg, "trainer", opts, n, "gradient_clip_val", &t->clip_val, err);
+        st = fg_section_read_float(t->cfg, "trainer", opts, n, "gradient_clip_val", &t->keys.clip_val, err);
     }
     const char *origin;
-    t->clip_by_value = strcmp(read_string(t, "trainer", "gradient_clip_algorithm", &origin), "value") == 0;
-    if (st == FG_OK) st = parse_limit(t, "val_check_interval", &t->val_check_interval, err);
-    if (st == FG_OK) st = parse_limit(t, "limit_train_batches", &t->limit_train, err);
-    if (st == FG_OK) st = parse_limit(t, "limit_val_batches", &t->limit_val, err);
-    if (st == FG_OK) st = parse_limit(t, "limit_test_batches", &t->limit_test, err);
-    if (st == FG_OK) st = parse_limit(t, "overfit_batches", &t->overfit, err);
+    t->keys.clip_by_value = strcmp(read_string(t, "trainer", "gradient_clip_algorithm", &origin), "value") == 0;
+    if (st == FG_OK) st = parse_limit(t, "val_check_interval", &t->keys.val_check_interval, err);
+    if (st == FG_OK) st = parse_limit(t, "limit_train_batches", &t->keys.limit_train, err);
+    if (st == FG_OK) st = parse_limit(t, "limit_val_batches", &t->keys.limit_val, err);
+    if (st == FG_OK) st = parse_limit(t, "limit_test_batches", &t->keys.limit_test, err);
+    if (st == FG_OK) st = parse_limit(t, "overfit_batches", &t->keys.overfit, err);
     if (st == FG_OK) st = parse_max_time(t, err);
     if (st != FG_OK) return st;
     /* The checkpoint callback hears of steps only through step events: its steps get one. */
     const char *every = fg_config_get(t->cfg, "callback.checkpoint", "every_n_train_steps");
-    t->ckpt_every_steps = every ? strtoll(every, NULL, 10) : 0;
-    if ((t->val_check_interval.is_fraction && t->val_check_interval.fraction == 0) ||
-        (!t->val_check_interval.is_fraction && t->val_check_interval.count == 0))
+    t->keys.ckpt_every_steps = every ? strtoll(every, NULL, 10) : 0;
+    if ((t->keys.val_check_interval.is_fraction && t->keys.val_check_interval.fraction == 0) ||
+        (!t->keys.val_check_interval.is_fraction && t->keys.val_check_interval.count == 0))
         return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [trainer] val_check_interval must be "
                             "above 0", fg_config_origin(t->cfg, "trainer", "val_check_interval"));
     st = fg_requeue_configure(&t->requeue, read_string(t, "trainer", "requeue_signal", &origin),
@@ -161,16 +162,16 @@ fg_status fg_trainer_read_keys(fg_trainer *t, fg_error *err)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [trainer] name = '%s': a run name "
                             "is one folder name, without '/' and not '.' or '..'",
                             fg_config_origin(t->cfg, "trainer", "name"), name);
-    copy_string(t, "ckpt_path", t->ckpt_path, sizeof t->ckpt_path);
-    copy_string(t, "final_checkpoint", t->final_checkpoint, sizeof t->final_checkpoint);
-    if (t->eval_batch_size == 0) t->eval_batch_size = t->batch_size;
-    if (t->fast_dev_run > 0) {
+    copy_string(t, "ckpt_path", t->keys.ckpt_path, sizeof t->keys.ckpt_path);
+    copy_string(t, "final_checkpoint", t->keys.final_checkpoint, sizeof t->keys.final_checkpoint);
+    if (t->keys.eval_batch_size == 0) t->keys.eval_batch_size = t->keys.batch_size;
+    if (t->keys.fast_dev_run > 0) {
         /* Lightning's fast_dev_run: N batches of each, one epoch, nothing written. */
-        t->max_epochs = 1;
-        t->limit_train = t->limit_val = t->limit_test = (fg_batch_limit){0, 0, t->fast_dev_run};
-        t->val_check_interval = (fg_batch_limit){1, 1.0, 0};
-        t->num_sanity_val_steps = 0;
-        t->log_every = 1;
+        t->keys.max_epochs = 1;
+        t->keys.limit_train = t->keys.limit_val = t->keys.limit_test = (fg_batch_limit){0, 0, t->keys.fast_dev_run};
+        t->keys.val_check_interval = (fg_batch_limit){1, 1.0, 0};
+        t->keys.num_sanity_val_steps = 0;
+        t->keys.log_every = 1;
     }
     return FG_OK;
 }

@@ -3,112 +3,19 @@
  * read from the device only at log points and at the end of passes. */
 #include <math.h>
 #include <string.h>
-#include <time.h>
 
-#include "ckpt_sharded.h"
+#include "progress.h"
+#include "requeue.h"
+#include "step_sink.h"
+#include "trainer_checks.h"
+#include "trainer_events.h"
 #include "trainer_internal.h"
+#include "trainer_keys.h"
+#include "trainer_loop.h"
+#include "trainer_memory.h"
+#include "trainer_precision.h"
 
 #define STRAT(t) ((const fg_strategy_vtable *)(t)->strategy.vt)
-
-double fg_now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void remember_metrics(fg_trainer *t, const fg_metric *m, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++) {
-        int slot = -1;
-        for (int j = 0; j < t->metrics.count && slot < 0; j++)
-            if (strcmp(t->metrics.names[j], m[i].name) == 0) slot = j;
-        if (slot < 0 && t->metrics.count < FG_MAX_METRICS) {
-            slot = t->metrics.count++;
-            snprintf(t->metrics.names[slot], sizeof t->metrics.names[slot], "%s", m[i].name);
-        }
-        if (slot >= 0) t->metrics.values[slot] = m[i].value;
-    }
-}
-
-/* The same checkpoint under a second name (save_last), beside the first one. */
-static fg_status link_second_name(fg_trainer *t, const char *written, const char *also,
-                                  fg_error *err)
-{
-    char path[8192];
-    if (also[0] == '/')
-        snprintf(path, sizeof path, "%s", also);
-    else
-        snprintf(path, sizeof path, "%s/%s", t->run_dir, also);
-    fg_status st = fg_checkpoint_link(written, path, err);
-    if (st == FG_OK) fg_shard_collect(path); /* a sharded index: shard folders it replaced */
-    if (st == FG_OK && t->rt->verbosity >= FG_LOG_INFO)
-        fprintf(t->out, "checkpoint: %s (the same as %s)\n", path, written);
-    return st;
-}
-
-static fg_status honour_action(fg_trainer *t, const fg_plugin_ref *cb, const fg_callback_action *act,
-                               fg_error *err)
-{
-    if (act->save_checkpoint && t->fast_dev_run == 0) {
-        char path[8192];
-        const char *p = act->checkpoint_path[0] ? act->checkpoint_path : "checkpoints/manual.safetensors";
-        if (p[0] == '/')
-            snprintf(path, sizeof path, "%s", p);
-        else
-            snprintf(path, sizeof path, "%s/%s", t->run_dir, p);
-        fg_status st = fg_trainer_save_checkpoint(t, path, err);
-        if (st == FG_OK && t->rank == 0 && FG_HAS_FIELD(act, fg_callback_action, checkpoint_also_path) &&
-            act->checkpoint_also_path[0])
-            st = link_second_name(t, path, act->checkpoint_also_path, err);
-        if (st != FG_OK) return st;
-    }
-    if (act->stop && !t->stop) {
-        fprintf(t->out, "stopping: [%s] %s\n", cb->inst->section,
-                act->reason[0] ? act->reason : "asked to stop");
-        t->stop = 1;
-    }
-    return FG_OK;
-}
-
-fg_status fg_trainer_emit(fg_trainer *t, int type, const fg_metric *metrics, uint32_t n, fg_error *err)
-{
-    remember_metrics(t, metrics, n);
-    if (t->progress_bar) { /* the bar's line, erased: what callbacks print starts clean */
-        fputs("\r\033[K", t->out);
-        fflush(t->out);
-    }
-    for (int i = 0; i < t->callback_count; i++) {
-        const fg_callback_vtable *vt = t->callbacks[i].vt;
-        if (!vt->on_event) continue;
-        fg_event ev;
-        memset(&ev, 0, sizeof ev);
-        ev.struct_size = sizeof ev;
-        ev.type = (uint32_t)type;
-        ev.epoch = t->epoch;
-        ev.global_step = t->global_step;
-        ev.step_in_epoch = t->step_in_epoch;
-        ev.steps_per_epoch = t->steps_per_epoch;
-        ev.learning_rate = t->tctx.lr;
-        ev.metrics = metrics;
-        ev.metric_count = n;
-        ev.is_rank_zero = t->rank == 0;
-        ev.run_dir = t->run_dir;
-        ev.max_epochs = t->max_epochs;
-        ev.nonfinite_layer = type == FG_EVENT_NONFINITE ? t->event_layer : NULL;
-        fg_callback_action act;
-        memset(&act, 0, sizeof act);
-        act.struct_size = sizeof act;
-        fg_error e = {0};
-        fg_status st = vt->on_event(t->callbacks[i].state, &ev, &act, &e);
-        if (st != FG_OK)
-            return fg_error_set(err, st, "[%s] %s", t->callbacks[i].inst->section, e.message);
-        st = honour_action(t, &t->callbacks[i], &act, err);
-        if (st != FG_OK) return st;
-    }
-    return FG_OK;
-}
-
 
 /* Mean loss and accuracy of a pass over an evaluation split (every rank's shard summed). */
 static fg_status run_eval(fg_trainer *t, fg_data_split *s, int64_t max_batches, double *loss,
@@ -117,9 +24,7 @@ static fg_status run_eval(fg_trainer *t, fg_data_split *s, int64_t max_batches, 
     fg_step_metrics m = {sizeof m, 0, 0, 0};
     /* Training sums not yet logged (validation inside an epoch) go to the epoch's sums. */
     fg_status st = STRAT(t)->read_metrics(t->strategy.state, 1, &m, err);
-    t->epoch_sum_loss += m.loss_sum;
-    t->epoch_sum_correct += m.correct;
-    t->epoch_sum_n += m.count;
+    fg_progress_add(&t->progress, &m);
     if (st == FG_OK) st = fg_dataloader_start_epoch(s->loader, 0, 0, err);
     for (int64_t b = 0; st == FG_OK && (max_batches < 0 || b < max_batches); b++) {
         const fg_batch_view *v;
@@ -151,9 +56,9 @@ fg_status fg_trainer_evaluate_split(fg_trainer *t, fg_data_split *s, const fg_ba
     double loss, acc, n;
     fg_status st = run_eval(t, s, batches, &loss, &acc, &n, err);
     if (st != FG_OK) return st;
-    if (!(t->progress_bar && t->verb == FG_VERB_FIT && event == FG_EVENT_VALIDATION_END))
+    if (!(t->events.progress_bar && t->verb == FG_VERB_FIT && event == FG_EVENT_VALIDATION_END))
         fprintf(t->out, "%-5s loss %.4f  %s %.4f  (%.0f samples, after step %lld)\n", prefix,
-                loss, metric_name(t), acc, n, (long long)t->global_step); /* a bar shows them in its line */
+                loss, metric_name(t), acc, n, (long long)t->progress.global_step); /* a bar shows them in its line */
     char ln[64], an[64];
     snprintf(ln, sizeof ln, "%s/loss", prefix);
     snprintf(an, sizeof an, "%s/%s", prefix, metric_name(t));
@@ -170,12 +75,12 @@ fg_status fg_trainer_evaluate_split(fg_trainer *t, fg_data_split *s, const fg_ba
 
 static int time_is_up(const fg_trainer *t)
 {
-    return t->max_time_s > 0 && fg_now_seconds() - t->fit_start_time >= t->max_time_s;
+    return t->keys.max_time_s > 0 && fg_now_seconds() - t->progress.fit_start_time >= t->keys.max_time_s;
 }
 
 static int must_stop(const fg_trainer *t)
 {
-    return t->stop || (t->max_steps >= 0 && t->global_step >= t->max_steps) || time_is_up(t);
+    return t->stop || (t->keys.max_steps >= 0 && t->progress.global_step >= t->keys.max_steps) || time_is_up(t);
 }
 
 /* Interval bookkeeping between two log points. Step time is summed step by step (from
@@ -194,26 +99,24 @@ static fg_status log_step(fg_trainer *t, log_window *w, fg_error *err)
     fg_step_metrics m = {sizeof m, 0, 0, 0};
     fg_status st = STRAT(t)->read_metrics(t->strategy.state, 1, &m, err);
     if (st != FG_OK || m.count <= 0) return st;
-    t->epoch_sum_loss += m.loss_sum;
-    t->epoch_sum_correct += m.correct;
-    t->epoch_sum_n += m.count;
+    fg_progress_add(&t->progress, &m);
     double elapsed = w->step_time, steps = w->steps > 0 ? (double)w->steps : 1;
     double loss = m.loss_sum / m.count, acc = m.correct / m.count;
     if (t->rt->step_observer &&
-        t->rt->step_observer(t->rt->step_observer_user, t->global_step, t->tctx.lr, loss))
+        t->rt->step_observer(t->rt->step_observer_user, t->progress.global_step, t->lr, loss))
         t->stop = 1;
-    if (t->rt->verbosity >= FG_LOG_INFO && !t->progress_bar)
+    if (t->rt->verbosity >= FG_LOG_INFO && !t->events.progress_bar)
         fprintf(t->out, "epoch %lld step %lld/%lld  loss %.4f  %s %.4f  lr %.4g\n",
-                (long long)t->epoch + 1, (long long)t->step_in_epoch, (long long)t->steps_per_epoch,
-                loss, metric_name(t), acc, t->tctx.lr);
+                (long long)t->progress.epoch + 1, (long long)t->progress.step_in_epoch, (long long)t->progress.steps_per_epoch,
+                loss, metric_name(t), acc, t->lr);
     fg_metric metrics[STEP_METRICS_MAX] = {
-        {"train/step_loss", loss}, {"train/step_acc", acc}, {"lr", t->tctx.lr},
+        {"train/step_loss", loss}, {"train/step_acc", acc}, {"lr", t->lr},
         {"time/step_s", elapsed / steps}, {"time/data_wait_s", w->data_wait / steps},
         {"throughput/samples_per_s", elapsed > 0 ? m.count / elapsed : 0}};
     if (fg_model_loss(t->model) == FG_LOSS_KIND_MSE) metrics[1].name = "train/step_mae";
     uint32_t n = 6;
-    if (t->sink_ready)
-        n += fg_step_sink_drain(&t->sink, w->steps, t->timing, metrics + n, STEP_METRICS_MAX - n);
+    if (t->checks.sink_ready)
+        n += fg_step_sink_drain(&t->checks.sink, w->steps, t->checks.timing, metrics + n, STEP_METRICS_MAX - n);
     w->step_time = 0;
     w->data_wait = 0;
     w->steps = 0;
@@ -223,7 +126,7 @@ static fg_status log_step(fg_trainer *t, log_window *w, fg_error *err)
     if (st == FG_OK && !isfinite(m.loss_sum) && !t->stop)
         return fg_error_set(err, FG_FATAL, "epoch %lld step %lld: the training loss is %g; lower "
                             "[optimizer] lr, or clip gradients (trainer.gradient_clip_val)",
-                            (long long)t->epoch + 1, (long long)t->global_step, m.loss_sum);
+                            (long long)t->progress.epoch + 1, (long long)t->progress.global_step, m.loss_sum);
     return st;
 }
 
@@ -235,11 +138,11 @@ static fg_status clip_gradients(fg_trainer *t, fg_error *err)
                             "(trainer.gradient_clip_val)", t->strategy.inst->name);
     fg_status st = sv->sync_grads ? sv->sync_grads(t->strategy.state, err) : FG_OK;
     if (st != FG_OK) return st;
-    if (t->clip_by_value) return sv->scale_grads(t->strategy.state, 1.0f, (float)t->clip_val, err);
+    if (t->keys.clip_by_value) return sv->scale_grads(t->strategy.state, 1.0f, (float)t->keys.clip_val, err);
     double sq;
     st = sv->grad_norm_sq(t->strategy.state, &sq, err);
     if (st != FG_OK) return st;
-    double norm = sqrt(sq), coef = t->clip_val / (norm + 1e-6); /* torch.nn.utils.clip_grad_norm_ */
+    double norm = sqrt(sq), coef = t->keys.clip_val / (norm + 1e-6); /* torch.nn.utils.clip_grad_norm_ */
     return coef < 1.0 ? sv->scale_grads(t->strategy.state, (float)coef, 0.0f, err) : FG_OK;
 }
 
@@ -250,63 +153,52 @@ static fg_status optimizer_step(fg_trainer *t, fg_error *err)
 {
     int skip = 0;
     fg_status st = fg_trainer_unscale_grads(t, &skip, err); /* gradients unscaled before clipping */
-    if (st == FG_OK && !skip && t->clip_val > 0) st = clip_gradients(t, err);
+    if (st == FG_OK && !skip && t->keys.clip_val > 0) st = clip_gradients(t, err);
     if (st != FG_OK) return st;
-    t->tctx.lr = (float)fg_scheduler_lr(t->scheduler, t->global_step, t->epoch);
-    t->tctx.step_number = t->global_step + 1;
-    t->tctx.skip_update = skip;
-    st = STRAT(t)->optimizer_step(t->strategy.state, err);
-    t->tctx.skip_update = 0;
-    if (st == FG_OK && !skip) t->global_step++;
+    t->lr = (float)fg_scheduler_lr(t->scheduler, t->progress.global_step, t->progress.epoch);
+    fg_step_args args = {sizeof args, t->lr, skip, t->progress.global_step + 1};
+    st = STRAT(t)->optimizer_step(t->strategy.state, &args, err);
+    if (st == FG_OK && !skip) t->progress.global_step++;
     return st;
 }
 
 static int validation_due_this_epoch(const fg_trainer *t)
 {
-    return t->val.dataset && t->check_val_every_n_epoch > 0 &&
-           (t->epoch + 1) % t->check_val_every_n_epoch == 0;
+    return t->val.dataset && t->keys.check_val_every_n_epoch > 0 &&
+           (t->progress.epoch + 1) % t->keys.check_val_every_n_epoch == 0;
 }
 
 static fg_status validate(fg_trainer *t, fg_error *err)
 {
-    return fg_trainer_evaluate_split(t, &t->val, &t->limit_val, "val", FG_EVENT_VALIDATION_END, err);
+    return fg_trainer_evaluate_split(t, &t->val, &t->keys.limit_val, "val", FG_EVENT_VALIDATION_END, err);
 }
 
 static int64_t training_batches(const fg_trainer *t)
 {
     int64_t all = fg_dataloader_batches_per_epoch(t->train.loader);
-    if (t->overfit.is_fraction ? t->overfit.fraction > 0 : t->overfit.count > 0)
-        return fg_batch_limit_apply(&t->overfit, all);
-    return fg_batch_limit_apply(&t->limit_train, all);
+    if (t->keys.overfit.is_fraction ? t->keys.overfit.fraction > 0 : t->keys.overfit.count > 0)
+        return fg_batch_limit_apply(&t->keys.overfit, all);
+    return fg_batch_limit_apply(&t->keys.limit_train, all);
 }
 
 static fg_status train_epoch(fg_trainer *t, fg_error *err)
 {
     fg_data_split *s = &t->train;
-    int64_t batches = training_batches(t), first = 0;
-    t->steps_per_epoch = (batches + t->accumulate - 1) / t->accumulate;
-    t->epoch_sum_loss = t->epoch_sum_correct = t->epoch_sum_n = 0;
-    t->batches_done = 0;
-    t->epoch_training_done = 0;
-    if (t->resume.active && t->resume.epoch == t->epoch) {
-        first = t->resume.batches_done < batches ? t->resume.batches_done : batches;
-        t->epoch_sum_loss = t->resume.sum_loss;
-        t->epoch_sum_correct = t->resume.sum_correct;
-        t->epoch_sum_n = t->resume.sum_n;
-        t->resume.active = 0;
-    }
-    int64_t val_every = t->val_check_interval.is_fraction
-                            ? (int64_t)floor(t->val_check_interval.fraction * (double)batches)
-                            : t->val_check_interval.count;
+    int64_t batches = training_batches(t);
+    t->progress.steps_per_epoch = (batches + t->keys.accumulate - 1) / t->keys.accumulate;
+    int64_t first = fg_progress_start_epoch(&t->progress, batches);
+    int64_t val_every = t->keys.val_check_interval.is_fraction
+                            ? (int64_t)floor(t->keys.val_check_interval.fraction * (double)batches)
+                            : t->keys.val_check_interval.count;
     if (val_every < 1) val_every = 1;
-    fg_status st = fg_dataloader_start_epoch(s->loader, t->epoch, first, err);
+    fg_status st = fg_dataloader_start_epoch(s->loader, t->progress.epoch, first, err);
     double t0 = fg_now_seconds(), wait = 0, samples = 0;
     log_window w = {0, 0, 0};
     int pending_log = 0, checked = fg_trainer_step_checked(t);
     double step_start = t0;
     for (int64_t b = first; st == FG_OK && b < batches && !must_stop(t); b++) {
         const fg_batch_view *v;
-        int micro = (int)(b % t->accumulate), final = micro == t->accumulate - 1 || b == batches - 1;
+        int micro = (int)(b % t->keys.accumulate), final = micro == t->keys.accumulate - 1 || b == batches - 1;
         if (micro == 0 || b == first) step_start = fg_now_seconds();
         st = fg_dataloader_next(s->loader, &v, err);
         if (st != FG_OK || !v) break;
@@ -315,25 +207,26 @@ static fg_status train_epoch(fg_trainer *t, fg_error *err)
         samples += v->count;
         fg_batch batch = fg_dataloader_batch(s->loader, v);
         if (checked)
-            t->nonfinite_inputs += fg_count_nonfinite(batch.samples, (size_t)batch.count * (size_t)batch.sample_elems);
+            t->checks.nonfinite_inputs += fg_count_nonfinite(batch.samples, (size_t)batch.count * (size_t)batch.sample_elems);
         t->tctx.micro_step++;
         st = STRAT(t)->train_step(t->strategy.state, &batch, micro, final, fg_trainer_grad_scale(t), err);
         fg_dataloader_release(s->loader, v);
-        t->batches_done = b + 1;
+        t->progress.batches_done = b + 1;
         if (st != FG_OK || !final) continue;
         if (checked && ((st = fg_trainer_finite_check(t, err)) != FG_OK || t->stop)) {
-            t->batches_done = b - micro; /* the step was not taken: a resume redoes it */
+            t->progress.batches_done = b - micro; /* the step was not taken: a resume redoes it */
             break;
         }
         if (st == FG_OK) st = optimizer_step(t, err);
         if (st == FG_OK) st = fg_requeue_poll(t, err);
         checked = fg_trainer_step_checked(t);
-        t->step_in_epoch = (b + 1 + t->accumulate - 1) / t->accumulate;
+        t->progress.step_in_epoch = (b + 1 + t->keys.accumulate - 1) / t->keys.accumulate;
         w.step_time += fg_now_seconds() - step_start;
         w.steps++;
         pending_log = 1;
-        if (st == FG_OK && (t->global_step % t->log_every == 0 ||
-                            (t->ckpt_every_steps > 0 && t->global_step % t->ckpt_every_steps == 0))) {
+        if (st == FG_OK && (t->progress.global_step % t->keys.log_every == 0 ||
+                            (t->keys.ckpt_every_steps > 0 &&
+                             t->progress.global_step % t->keys.ckpt_every_steps == 0))) {
             st = log_step(t, &w, err);
             pending_log = 0;
         }
@@ -342,12 +235,12 @@ static fg_status train_epoch(fg_trainer *t, fg_error *err)
     }
     if (st == FG_OK && pending_log) st = log_step(t, &w, err);
     if (st != FG_OK) return st;
-    t->epoch_training_done = t->batches_done >= batches;
-    double secs = fg_now_seconds() - t0, n = t->epoch_sum_n;
-    double loss = n > 0 ? t->epoch_sum_loss / n : NAN, acc = n > 0 ? t->epoch_sum_correct / n : NAN;
-    if (!t->progress_bar) /* a bar leaves its own summary line at the epoch's end */
+    t->progress.epoch_training_done = t->progress.batches_done >= batches;
+    double secs = fg_now_seconds() - t0, n = t->progress.sum_n;
+    double loss = n > 0 ? t->progress.sum_loss / n : NAN, acc = n > 0 ? t->progress.sum_correct / n : NAN;
+    if (!t->events.progress_bar) /* a bar leaves its own summary line at the epoch's end */
         fprintf(t->out, "epoch %lld/%lld  train loss %.4f  %s %.4f  (%.1f s, %.0f samples/s, data wait %.1f%%)\n",
-                (long long)t->epoch + 1, (long long)t->max_epochs, loss, metric_name(t), acc, secs,
+                (long long)t->progress.epoch + 1, (long long)t->keys.max_epochs, loss, metric_name(t), acc, secs,
                 samples * t->world_size / (secs > 0 ? secs : 1), 100.0 * wait / (secs > 0 ? secs : 1));
     if (validation_due_this_epoch(t) && !t->stop) st = validate(t, err);
     fg_metric metrics[] = {{"train/loss", loss}, {"train/acc", acc}};
@@ -358,12 +251,12 @@ static fg_status train_epoch(fg_trainer *t, fg_error *err)
 
 static fg_status sanity_check(fg_trainer *t, fg_error *err)
 {
-    if (!t->val.dataset || t->num_sanity_val_steps == 0 || t->global_step > 0) return FG_OK;
+    if (!t->val.dataset || t->keys.num_sanity_val_steps == 0 || t->progress.global_step > 0) return FG_OK;
     double loss, acc, n;
-    fg_status st = run_eval(t, &t->val, t->num_sanity_val_steps, &loss, &acc, &n, err);
+    fg_status st = run_eval(t, &t->val, t->keys.num_sanity_val_steps, &loss, &acc, &n, err);
     if (st == FG_OK)
         fprintf(t->out, "sanity check: %lld val batch(es) ran, loss %.4f\n",
-                (long long)t->num_sanity_val_steps, loss);
+                (long long)t->keys.num_sanity_val_steps, loss);
     return st;
 }
 
@@ -382,26 +275,22 @@ fg_status fg_trainer_fit(fg_trainer *t, fg_error *err)
 
 static fg_status fit_epochs(fg_trainer *t, fg_error *err)
 {
-    t->fit_start_time = fg_now_seconds();
+    t->progress.fit_start_time = fg_now_seconds();
     fg_status st = sanity_check(t, err);
     fg_metric memory[6 * FG_MAX_REPORTED_DEVICES];
     char names[6 * FG_MAX_REPORTED_DEVICES][64];
     uint32_t n = fg_trainer_memory_metrics(t, memory, names, 6 * FG_MAX_REPORTED_DEVICES);
     if (st == FG_OK) st = fg_trainer_emit(t, FG_EVENT_FIT_START, n ? memory : NULL, n, err);
-    if (t->resume.active) t->epoch = t->resume.epoch;
-    while (st == FG_OK && t->epoch < t->max_epochs && !must_stop(t)) {
-        t->step_in_epoch = 0;
+    if (t->progress.resume.active) t->progress.epoch = t->progress.resume.epoch;
+    while (st == FG_OK && t->progress.epoch < t->keys.max_epochs && !must_stop(t)) {
+        t->progress.step_in_epoch = 0;
         st = train_epoch(t, err);
-        if (st != FG_OK || !t->epoch_training_done) break; /* failed, or stopped inside */
-        /* The next epoch starts: a checkpoint from here on resumes at its first batch. */
-        t->epoch++;
-        t->epoch_training_done = 0;
-        t->batches_done = 0;
-        t->epoch_sum_loss = t->epoch_sum_correct = t->epoch_sum_n = 0;
+        if (st != FG_OK || !t->progress.epoch_training_done) break; /* failed, or stopped inside */
+        fg_progress_next_epoch(&t->progress);
     }
     if (st == FG_OK) st = fg_requeue_checkpoint(t, err);
     if (st == FG_OK && time_is_up(t))
-        fprintf(t->out, "stopping: max_time %.0f s reached\n", t->max_time_s);
+        fprintf(t->out, "stopping: max_time %.0f s reached\n", t->keys.max_time_s);
     if (st == FG_OK) st = fg_trainer_emit(t, FG_EVENT_FIT_END, NULL, 0, err);
     return st;
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "trainer_internal.h"
+#include "trainer_memory.h"
 
 #define STRAT(t) ((const fg_strategy_vtable *)(t)->strategy.vt)
 

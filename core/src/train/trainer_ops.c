@@ -4,6 +4,7 @@
  * message (FG_UNAVAILABLE: exit 2). */
 #include "optimizer.h"
 #include "trainer_internal.h"
+#include "trainer_ops.h"
 
 #define BE(t) ((const fg_backend_vtable *)(t)->backend.vt)
 
@@ -19,9 +20,9 @@ static fg_status training_needs(fg_trainer *t, fg_op_needs *n, fg_error *err)
     /* a strategy that keeps the f32 master steps it with the half gradients */
     fg_optimizer_op_needs(&oc, t->tctx.own_master ? FG_F32 : param, grad, n);
     FG_NEED(n, "gradient norms (clipping, loss scaling, nan_guard)", FG_OP_SUM_SQUARES, grad);
-    if (t->clip_val > 0 || t->loss_scaling)
+    if (t->keys.clip_val > 0 || t->scaler.loss_scaling)
         FG_NEED(n, "gradient scaling (clipping, loss scaling)", FG_OP_SCALE, grad);
-    if (t->clip_val > 0 && t->clip_by_value)
+    if (t->keys.clip_val > 0 && t->keys.clip_by_value)
         FG_NEED(n, "[trainer] gradient_clip_algorithm = value", FG_OP_CLAMP, grad);
     return FG_OK;
 }

@@ -7,6 +7,7 @@
 
 #include "checkpoint.h"
 #include "trainer_internal.h"
+#include "trainer_precision.h"
 
 #define PREC(t) ((const fg_precision_vtable *)(t)->precision.vt)
 #define STRAT(t) ((const fg_strategy_vtable *)(t)->strategy.vt)
@@ -23,7 +24,7 @@ static fg_status refuse(const fg_trainer *t, fg_status st, const char *what, fg_
 fg_status fg_trainer_check_precision(fg_trainer *t, fg_error *err)
 {
     const fg_precision_vtable *pv = PREC(t);
-    fg_precision_info *info = &t->prec;
+    fg_precision_info *info = &t->scaler.prec;
     memset(info, 0, sizeof *info);
     info->struct_size = sizeof *info;
     if (!FG_HAS_FIELD(pv, fg_precision_vtable, update_scale) || !pv->info || !pv->loss_scale ||
@@ -48,7 +49,7 @@ fg_status fg_trainer_check_precision(fg_trainer *t, fg_error *err)
     if (info->loss_scaling && !FG_HAS_FIELD(pv, fg_precision_vtable, set_scaler_state))
         return refuse(t, FG_INCOMPATIBLE, "loss scaling without get/set_scaler_state (the "
                       "scale could not be checkpointed)", err);
-    t->loss_scaling = info->loss_scaling != 0;
+    t->scaler.loss_scaling = info->loss_scaling != 0;
     return FG_OK;
 }
 
@@ -70,10 +71,10 @@ static fg_status check_half_storage(fg_trainer *t, fg_error *err)
                             "[strategy] %s reads gradients and parameters as f32 only (it does "
                             "not declare half storage); use [strategy] name = single%s",
                             fg_config_path(t->cfg), t->precision.inst->name,
-                            fg_dtype_name((fg_dtype)t->prec.grad_dtype),
-                            t->prec.master_weights ? "" : " and parameters",
+                            fg_dtype_name((fg_dtype)t->scaler.prec.grad_dtype),
+                            t->scaler.prec.master_weights ? "" : " and parameters",
                             t->strategy.inst->name,
-                            t->prec.master_weights ? ", or grad_dtype = fp32" : "");
+                            t->scaler.prec.master_weights ? ", or grad_dtype = fp32" : "");
     return FG_OK;
 }
 
@@ -92,10 +93,10 @@ static int strategy_owns_master(fg_trainer *t)
 
 fg_status fg_trainer_apply_precision(fg_trainer *t, fg_error *err)
 {
-    const fg_precision_info *info = &t->prec;
+    const fg_precision_info *info = &t->scaler.prec;
     if (info->compute_dtype == FG_F32 && info->param_dtype == FG_F32) return FG_OK;
     const fg_strategy_vtable *sv = STRAT(t);
-    if (t->loss_scaling && (!FG_HAS_FIELD(sv, fg_strategy_vtable, scale_grads) ||
+    if (t->scaler.loss_scaling && (!FG_HAS_FIELD(sv, fg_strategy_vtable, scale_grads) ||
                             !sv->grad_norm_sq || !sv->scale_grads))
         return fg_error_set(err, FG_UNAVAILABLE, "[precision] %s scales the loss, but [strategy] "
                             "%s cannot unscale and check gradients (grad_norm_sq, scale_grads)",
@@ -116,14 +117,14 @@ fg_status fg_trainer_apply_precision(fg_trainer *t, fg_error *err)
 
 float fg_trainer_grad_scale(const fg_trainer *t)
 {
-    float mean = 1.0f / (float)t->accumulate;
-    return t->loss_scaling ? mean * PREC(t)->loss_scale(t->precision.state) : mean;
+    float mean = 1.0f / (float)t->keys.accumulate;
+    return t->scaler.loss_scaling ? mean * PREC(t)->loss_scale(t->precision.state) : mean;
 }
 
 fg_status fg_trainer_unscale_grads(fg_trainer *t, int *skip, fg_error *err)
 {
     *skip = 0;
-    if (!t->loss_scaling) return FG_OK;
+    if (!t->scaler.loss_scaling) return FG_OK;
     const fg_strategy_vtable *sv = STRAT(t);
     float scale = PREC(t)->loss_scale(t->precision.state);
     fg_status st = sv->sync_grads ? sv->sync_grads(t->strategy.state, err) : FG_OK;
@@ -142,7 +143,7 @@ fg_status fg_trainer_unscale_grads(fg_trainer *t, int *skip, fg_error *err)
 
 int fg_trainer_scaler_state(const fg_trainer *t, fg_loss_scaler_state *out)
 {
-    if (!t->loss_scaling) return 0;
+    if (!t->scaler.loss_scaling) return 0;
     memset(out, 0, sizeof *out);
     out->struct_size = sizeof *out;
     fg_error e = {0};
@@ -162,7 +163,7 @@ static fg_status meta_number(const fg_ckpt *c, const char *key, double *out, fg_
 
 fg_status fg_trainer_restore_scaler(fg_trainer *t, const struct fg_ckpt *c, fg_error *err)
 {
-    if (!t->loss_scaling) return FG_OK;
+    if (!t->scaler.loss_scaling) return FG_OK;
     if (!fg_ckpt_meta(c, "loss_scale")) {
         fprintf(t->out, "resuming: %s has no loss-scaler state (written without loss "
                 "scaling); the scale starts at its initial value\n", fg_ckpt_path(c));

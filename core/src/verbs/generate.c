@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "core_schema.h"
+#include "generate.h"
 #include "trainer_internal.h"
 
 #define BE(t) ((const fg_backend_vtable *)(t)->backend.vt)
@@ -131,14 +132,14 @@ static fg_status next_probs(fg_trainer *t, void *primary, const int32_t *window,
                             fg_error *err)
 {
     const fg_train_services *svc = &t->tctx.svc;
-    fg_replica *r = fg_train_replica_model(primary);
-    void *queue = fg_train_replica_queue(primary);
+    fg_replica *r = fg_train_stage_model(primary);
+    void *queue = fg_train_stage_queue(primary);
     int vocab = fg_model_num_classes(t->model);
     fg_batch b = {sizeof b, (const float *)(const void *)window, labels, 1, context, NULL, context};
-    fg_status st = svc->evaluate(svc->ctx, primary, &b, err);
+    fg_status st = svc->forward(svc->ctx, primary, 0, &b, 0, NULL, 0, err);
     if (st == FG_OK)
         st = BE(t)->copy(t->backend.state, queue, p, -1, fg_replica_probs(r) + (size_t)at * vocab,
-                         fg_train_replica_device(primary), (size_t)vocab * sizeof(float), err);
+                         fg_train_stage_device(primary), (size_t)vocab * sizeof(float), err);
     if (st == FG_OK)
         st = BE(t)->queue_sync(t->backend.state, queue, err);
     return st;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "trainer_internal.h"
+#include "trainer_predict.h"
 
 #define BE(t) ((const fg_backend_vtable *)(t)->backend.vt)
 #define STRAT(t) ((const fg_strategy_vtable *)(t)->strategy.vt)
@@ -42,8 +43,8 @@ static fg_status predict_batches(fg_trainer *t, FILE *f, float *host, int64_t *r
         return fg_error_set(err, FG_UNAVAILABLE, "fulgur predict: [strategy] %s keeps no whole "
                             "model on one device; predict under strategy.single (or ddp) from "
                             "the checkpoint, which any strategy can load", t->strategy.inst->name);
-    fg_replica *r = fg_train_replica_model(primary);
-    void *queue = fg_train_replica_queue(primary);
+    fg_replica *r = fg_train_stage_model(primary);
+    void *queue = fg_train_stage_queue(primary);
     int classes = t->predict.info.num_classes;
     fg_dataloader *dl = t->predict.loader;
     fg_status st = fg_dataloader_start_epoch(dl, 0, 0, err);
@@ -52,11 +53,11 @@ static fg_status predict_batches(fg_trainer *t, FILE *f, float *host, int64_t *r
         st = fg_dataloader_next(dl, &v, err);
         if (st != FG_OK || !v) break;
         fg_batch b = fg_dataloader_batch(dl, v);
-        st = svc->evaluate(svc->ctx, primary, &b, err);
+        st = svc->forward(svc->ctx, primary, 0, &b, 0, NULL, 0, err);
         size_t bytes = (size_t)v->count * (size_t)classes * sizeof(float);
         if (st == FG_OK)
             st = BE(t)->copy(t->backend.state, queue, host, -1, fg_replica_probs(r),
-                             fg_train_replica_device(primary), bytes, err);
+                             fg_train_stage_device(primary), bytes, err);
         if (st == FG_OK) st = BE(t)->queue_sync(t->backend.state, queue, err);
         if (st == FG_OK) *right += write_rows(f, host, v->labels, v->count, classes, *rows);
         *rows += v->count;
@@ -79,7 +80,7 @@ fg_status fg_trainer_predict(fg_trainer *t, fg_error *err)
     FILE *f = fopen(path, "w");
     if (!f) return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: cannot write: %s", path, strerror(errno));
     int classes = t->predict.info.num_classes;
-    float *host = malloc((size_t)t->eval_batch_size * (size_t)classes * sizeof(float) + 1);
+    float *host = malloc((size_t)t->keys.eval_batch_size * (size_t)classes * sizeof(float) + 1);
     int64_t rows = 0, right = 0;
     fg_status st = host ? FG_OK : fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory for predictions");
     write_header(f, classes);

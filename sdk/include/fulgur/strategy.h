@@ -31,7 +31,7 @@ typedef struct fg_strategy_info {
      * an f32 master), the strategy keeps the f32 master weights of the range it updates
      * itself (strategy.sharded: its shard). The replicas then hold parameters and gradients
      * in the half dtype only (param_dtype = grad_dtype = the half type), and
-     * optimizer_step_at takes f32 params (the strategy's master) and half grads. Needs
+     * optimizer_step takes f32 params (the strategy's master) and half grads. Needs
      * half_storage. 0: the core keeps a whole f32 master beside the half working copy. */
     int32_t own_master;
 } fg_strategy_info;
@@ -82,176 +82,172 @@ typedef struct fg_memory_report {
     uint64_t other_bytes;      /* non-trained buffers, batch staging, scratch */
 } fg_memory_report;
 
-/* What a sharded replica holds (fg_train_services.replica_create_spec, ABI 1.x append). */
-typedef struct fg_replica_spec {
+/* What a stage holds (fg_train_services.create). A stage is layers [first_layer,
+ * first_layer + layer_count) of the model on one device; the whole model is the stage
+ * {first_layer = 0, layer_count = 0}. Zero fields mean the plain case: a stage of one
+ * micro-batch holding its whole slice of every flat region. */
+typedef struct fg_stage_spec {
     uint32_t struct_size;
-    int32_t full_params; /* 1: the whole flat parameter buffer; 0: none (the layer memory
-                          * hook says where each layer's parameters are) */
-    int32_t full_grads;  /* 1: the whole flat gradient buffer; 0: none (likewise) */
-    int64_t opt_offset;  /* optimizer state for [opt_offset, opt_offset + opt_count) only */
+    int32_t device;      /* backend device index */
+    int32_t max_batch;   /* samples of one micro-batch (fg_train_services.max_batch) */
+    int32_t first_layer;
+    int32_t layer_count; /* 0: up to the model's last layer */
+    /* Activation arenas of max_batch samples each (0 counts as 1): chunk c of forward and
+     * backward uses arena c, so up to `chunks` micro-batches can be between their forward
+     * and backward (pipelines). */
+    int32_t chunks;
+    /* 1: no flat parameter (gradient) buffer; the layer memory hook says where each layer's
+     * parameters (gradients) are (sharded strategies). The whole model only. Without
+     * parameters the initial values are not uploaded: read_init_params. */
+    int32_t no_params;
+    int32_t no_grads;
+    /* 1: optimizer state for [opt_offset, opt_offset + opt_count) of the flat parameters
+     * only (count may be 0: no state); 0: for the stage's whole parameter slice. */
+    int32_t opt_range;
+    int64_t opt_offset;
     int64_t opt_count;
-} fg_replica_spec;
+    /* The stage's random draws in training (dropout masks) come from stream `rng_stream`
+     * of the run's seed: 0 is the single-process stream; data-parallel processes pass
+     * their rank so that each draws its own masks. */
+    uint64_t rng_stream;
+} fg_stage_spec;
+
+/* The flat regions of a stage (fg_train_services.region). Parameters and gradients are in
+ * param_dtype / grad_dtype, buffers (running statistics) and optimizer state in f32. */
+typedef enum fg_region {
+    FG_REGION_PARAMS = 0,
+    FG_REGION_GRADS = 1,
+    FG_REGION_BUFFERS = 2,
+    FG_REGION_OPT_STATE = 3 /* slot i: momentum, or m then v */
+} fg_region;
+
+/* One optimizer step as the trainer decided it: the arguments of every update. */
+typedef struct fg_step_args {
+    uint32_t struct_size;
+    float lr;      /* the learning rate of this step (the scheduler's) */
+    int32_t skip;  /* 1: the loss scaler skips this step (inf/NaN gradients): the strategy's
+                    * bookkeeping goes on (buckets, all-gathers) while the updates change
+                    * nothing (no parameter, optimizer state or step counter moves) */
+    int64_t step;  /* 1-based number of this step (AdamW's bias correction, SGD's first
+                    * momentum step); several updates of one step pass the same number */
+} fg_step_args;
+
+/* A layer as balancing and sharding need it (fg_train_services.layer_info). */
+typedef struct fg_layer_desc {
+    uint32_t struct_size;
+    const char *name;
+    int64_t param_offset;     /* its range of the flat parameters, in elements */
+    int64_t param_count;      /* 0: a layer without parameters */
+    int64_t param_bytes;      /* param_count f32 values */
+    int64_t activation_bytes; /* per sample: its output and what backward keeps */
+    int64_t out_elems;        /* output values per sample */
+} fg_layer_desc;
 
 enum { FG_LAYER_FORWARD = 0, FG_LAYER_BACKWARD = 1 };
 
 /* Before a layer with parameters runs forward (phase FG_LAYER_FORWARD, also in eval) or
- * backward (FG_LAYER_BACKWARD): `index` counts the layers with parameters from 0 in model
- * order (param_ranges order), [offset, offset + count) is its range of the flat buffers.
- * The strategy sets *params and *grads to device memory holding element `offset` of the
- * range (count floats; *grads may be NULL in forward). Backward writes (accumulate = 0) or
- * adds the layer's gradients there. A failure fails the pass with the layer named. Under
- * strategy_master (fg_train_services) both hold half elements (param_dtype, grad_dtype):
- * the pointers are then untyped, element i at byte i * 2. */
-typedef fg_status (*fg_layer_memory_hook)(void *user, int32_t index, int32_t phase,
-                                          int64_t offset, int64_t count, float **params,
-                                          float **grads, fg_error *err);
+ * backward (FG_LAYER_BACKWARD) in a stage created with no_params / no_grads: `layer` is the
+ * model's layer index, [offset, offset + count) its range of the flat parameters
+ * (layer_info). The strategy sets *params and *grads to device memory holding element
+ * `offset` of the range (count elements of param_dtype / grad_dtype; *grads may be NULL in
+ * forward). Backward writes (accumulate = 0) or adds the layer's gradients there. A failure
+ * fails the pass with the layer named. */
+typedef fg_status (*fg_layer_memory_hook)(void *user, int32_t layer, int32_t phase,
+                                          int64_t offset, int64_t count, void **params,
+                                          void **grads, fg_error *err);
 
-/* What the trainer gives a strategy: the model, instantiated on devices as replicas. A
- * replica holds flat parameters, gradients, optimizer state and an activation arena on one
- * device of the configured backend, all allocated at creation. Thread rule: calls on
- * different replicas may run concurrently from different threads; calls on one replica
- * come from one thread at a time. */
+/* What the trainer gives a strategy: the model, as stages on devices. A stage is layers
+ * [first, first + count) of the model on one device of the configured backend, holding
+ * their slice of the flat parameters, gradients, buffers and optimizer state and an
+ * activation arena per micro-batch in flight, all allocated at creation; a step only
+ * enqueues work. The whole model is one such stage: single, dp, ddp, sharded and
+ * pipeline strategies all use the same entries. Offsets and counts are elements of the
+ * model's flat regions, never bytes. Device memory crosses as `void *` plus its dtype.
+ * Thread rule: calls on different stages may run concurrently from different threads;
+ * calls on one stage come from one thread at a time. */
 typedef struct fg_train_services {
     uint32_t struct_size;
     void *ctx;
-    int64_t param_count;   /* floats in the flat parameter buffer */
-    int32_t max_batch;     /* largest batch a replica must hold */
-    fg_status (*replica_create)(void *ctx, int device, int max_batch, void **replica,
-                                fg_error *err);
-    void (*replica_destroy)(void *ctx, void *replica);
-    /* Device pointers into the replica's flat buffers, and the queue its work runs on. */
-    float *(*replica_params)(void *ctx, void *replica);
-    float *(*replica_grads)(void *ctx, void *replica);
-    void *(*replica_queue)(void *ctx, void *replica);
-    /* Copies the batch to the device, runs forward and backward; gradients of the mean
-     * loss times grad_scale are written (accumulate = 0) or added (accumulate = 1). Loss and
-     * accuracy are accumulated on the device. */
-    fg_status (*forward_backward)(void *ctx, void *replica, const fg_batch *batch,
-                                  float grad_scale, int accumulate, fg_error *err);
-    /* Forward only, in eval mode; loss and accuracy accumulated on the device. */
-    fg_status (*evaluate)(void *ctx, void *replica, const fg_batch *batch, fg_error *err);
-    /* Optimizer update of parameters [offset, offset + count) from the gradients. */
-    fg_status (*optimizer_step)(void *ctx, void *replica, int64_t offset, int64_t count,
-                                fg_error *err);
-    /* Reads (a host sync) and optionally resets the replica's metric sums. */
-    fg_status (*read_metrics)(void *ctx, void *replica, int reset, fg_step_metrics *out,
-                              fg_error *err);
-    /* Called during backward each time a layer's parameter gradients are final, with its
-     * range of the flat gradient buffer (in floats), last layer first: a strategy starts
-     * reducing a bucket as soon as its last range is in. NULL fn removes the hook. */
-    void (*set_grad_ready_hook)(void *ctx, void *replica,
-                                void (*fn)(void *user, int64_t offset, int64_t count),
-                                void *user);
-    /* Sum of squares of gradients [offset, offset + count) (a host sync). */
-    fg_status (*grad_norm_sq)(void *ctx, void *replica, int64_t offset, int64_t count,
-                              double *out, fg_error *err);
-    /* Gradients [offset, offset + count) times s, then clamped to [-clamp, clamp] when
-     * clamp > 0. */
-    fg_status (*scale_grads)(void *ctx, void *replica, int64_t offset, int64_t count, float s,
-                             float clamp, fg_error *err);
-    /* Bytes this replica allocated, by role. */
-    fg_status (*replica_memory)(void *ctx, void *replica, fg_memory_report *out, fg_error *err);
-    /* ---- sharded state (strategy.sharded) ---- */
-    int64_t buffer_count; /* floats in the flat buffer region (running statistics) */
-    /* A replica holding what spec asks for (activations, batch staging and buffers always).
-     * Without full params the initial values are not uploaded: read_init_params. */
-    fg_status (*replica_create_spec)(void *ctx, int device, int max_batch,
-                                     const fg_replica_spec *spec, void **replica, fg_error *err);
-    /* Optimizer update of [offset, offset + count) with params and grads pointing at
-     * element `offset` (memory the strategy holds); the range must lie in the replica's
-     * optimizer range. */
-    fg_status (*optimizer_step_at)(void *ctx, void *replica, float *params, const float *grads,
-                                   int64_t offset, int64_t count, fg_error *err);
-    /* The ranges of the layers with parameters, in model order: returns how many there are
-     * and fills the first `capacity` of them. */
-    int32_t (*param_ranges)(void *ctx, int64_t *offsets, int64_t *counts, int32_t capacity);
-    /* NULL fn removes the hook. */
-    void (*set_layer_memory_hook)(void *ctx, void *replica, fg_layer_memory_hook fn, void *user);
-    /* Copies the initial parameters [offset, offset + count) (the seeded ones, or those of
-     * the checkpoint being resumed) to dst, device memory of the replica (queue-ordered). */
-    fg_status (*read_init_params)(void *ctx, void *replica, int64_t offset, int64_t count,
-                                  float *dst, fg_error *err);
-    /* The replica's flat buffers (buffer_count floats) and optimizer state slot i (the
-     * spec's opt_count floats; NULL past the last slot: momentum, or m then v). */
-    float *(*replica_buffers)(void *ctx, void *replica);
-    float *(*replica_opt_state)(void *ctx, void *replica, int32_t i);
-    /* ---- data parallel in one process (strategy.dp) ---- */
-    /* The replica's next batches start at sample first_sample of a larger batch (a shard
-     * of it): dropout then draws for every sample what the whole batch would. */
-    void (*set_sample_offset)(void *ctx, void *replica, int64_t first_sample);
-    /* ---- pipeline stages (strategy.model-parallel) ----
-     * A stage is layers [first_layer, first_layer + layer_count) on one device. It holds
-     * only those layers' parameters, gradients, optimizer state and buffers (a slice of
-     * each flat region, stage_range), uploads their initial values at creation, and has
-     * `chunks` activation arenas of max_batch samples each: micro-batch c uses arena c, so
-     * up to `chunks` micro-batches can be between their forward and backward. The first
-     * stage takes the batch's samples, the last one its labels, computes the loss and
-     * accumulates the metrics; activations and their gradients cross stages as device
-     * buffers the strategy moves. Thread rule as replicas (one thread per stage). */
-    int32_t layer_count;
-    /* Layer i's name, parameter bytes, activation bytes per sample (output and what
-     * backward keeps) and output floats per sample: what balancing stages needs. */
-    fg_status (*layer_info)(void *ctx, int32_t layer, const char **name, int64_t *param_bytes,
-                            int64_t *activation_bytes, int64_t *out_elems, fg_error *err);
-    fg_status (*stage_create)(void *ctx, int device, int max_batch, int32_t first_layer,
-                              int32_t layer_count, int32_t chunks, void **stage,
-                              fg_error *err);
-    void (*stage_destroy)(void *ctx, void *stage);
-    void *(*stage_queue)(void *ctx, void *stage);
-    /* Where the stage's slices lie in the model's flat regions, in floats. */
-    void (*stage_range)(void *ctx, void *stage, int64_t *param_offset, int64_t *param_count,
-                        int64_t *buffer_offset, int64_t *buffer_count);
-    /* Forward of micro-batch `chunk` (batch->count samples, starting at sample
-     * first_sample of the step's batch: dropout draws). x_dev: the stage's input
-     * (count, in...) on its device; NULL on the first stage, which copies batch->samples.
-     * The last stage reads batch->labels. training = 0: evaluation. */
-    fg_status (*stage_forward)(void *ctx, void *stage, int32_t chunk, const fg_batch *batch,
-                               int64_t first_sample, const float *x_dev, int training,
-                               fg_error *err);
+    int64_t param_count;  /* elements of the model's flat parameters */
+    int64_t buffer_count; /* f32 values of its flat buffers (running statistics) */
+    int32_t max_batch;    /* largest batch the trainer hands the strategy */
+    int32_t layer_count;  /* layers of the model */
+    /* fg_dtype of every stage's parameters and gradients: FG_F32 unless a precision plugin
+     * asked for half gradients or a "true" half mode; the strategy must declare
+     * fg_strategy_info.half_storage to be given anything else. */
+    uint32_t param_dtype;
+    uint32_t grad_dtype;
+    /* 1: the strategy declared fg_strategy_info.own_master under a mixed precision mode:
+     * stages hold half parameters (param_dtype) with no f32 copy, and optimizer_step takes
+     * the strategy's f32 master as params (grads in grad_dtype). 0 with a half param_dtype:
+     * a "true" half mode (params updated in place). */
+    int32_t strategy_master;
+
+    /* Layer i's name, parameter range and sizes. */
+    fg_status (*layer_info)(void *ctx, int32_t layer, fg_layer_desc *out, fg_error *err);
+    fg_status (*create)(void *ctx, const fg_stage_spec *spec, void **stage, fg_error *err);
+    void (*destroy)(void *ctx, void *stage);
+    /* The backend queue the stage's work runs on. */
+    void *(*queue)(void *ctx, void *stage);
+    /* Forward of micro-batch `chunk` (batch->count samples, starting at sample first_sample
+     * of the step's batch: dropout draws what the whole batch would). The first stage
+     * copies batch->samples to the device (x_dev NULL); a later one reads x_dev, the
+     * previous stage's output (count, in...) on its device. The last stage reads
+     * batch->labels, computes the loss and accumulates loss and accuracy on the device.
+     * training = 0: evaluation. */
+    fg_status (*forward)(void *ctx, void *stage, int32_t chunk, const fg_batch *batch,
+                         int64_t first_sample, const void *x_dev, int training,
+                         fg_error *err);
     /* Backward of micro-batch `chunk` after its training forward: the last stage from
      * d(mean loss of the chunk)/d(logits) times grad_scale (dy_dev NULL), another from
      * dy_dev (count, out...) on its device. accumulate = 0 writes the gradients, 1 adds. */
-    fg_status (*stage_backward)(void *ctx, void *stage, int32_t chunk, const float *dy_dev,
-                                float grad_scale, int accumulate, fg_error *err);
-    /* Device pointers: the chunk's output of its last forward (count, out...), and the
-     * gradient at its input of its last backward (count, in...; not on the first stage). */
-    const float *(*stage_output)(void *ctx, void *stage, int32_t chunk);
-    const float *(*stage_input_grad)(void *ctx, void *stage, int32_t chunk);
-    /* One optimizer update of the stage's parameters. */
-    fg_status (*stage_optimizer_step)(void *ctx, void *stage, fg_error *err);
-    /* Metric sums of the last stage (zeros on the others), as read_metrics. */
-    fg_status (*stage_read_metrics)(void *ctx, void *stage, int reset, fg_step_metrics *out,
-                                    fg_error *err);
-    fg_status (*stage_grad_norm_sq)(void *ctx, void *stage, double *out, fg_error *err);
-    fg_status (*stage_scale_grads)(void *ctx, void *stage, float s, float clamp, fg_error *err);
-    fg_status (*stage_memory)(void *ctx, void *stage, fg_memory_report *out, fg_error *err);
-    /* Device memory in the stage's slice layout: parameters, buffers, optimizer state slot
-     * i (NULL past the last slot), for checkpoints. */
-    float *(*stage_params)(void *ctx, void *stage);
-    float *(*stage_buffers)(void *ctx, void *stage);
-    float *(*stage_opt_state)(void *ctx, void *stage, int32_t i);
-    /* ---- one process per device (strategy.ddp) ---- */
-    /* The replica's random draws in training (dropout masks) come from stream `stream` of
-     * the run's seed: 0, the default, is the single-process stream; data-parallel
-     * processes pass their rank so that each draws its own masks. */
-    void (*replica_set_rng_stream)(void *ctx, void *replica, uint64_t stream);
-    /* ---- half storage (precision) ---- */
-    /* fg_dtype of the memory replica_params and replica_grads point at (the pointers are
-     * then untyped: element i is at byte i * fg_dtype_size). FG_F32 unless a precision
-     * plugin asked for half gradients or a "true" half mode; the strategy must declare
-     * fg_strategy_info.half_storage to be given anything else. grad_norm_sq and scale_grads
-     * handle both. */
-    uint32_t param_dtype;
-    uint32_t grad_dtype;
-    /* ---- data parallel across pipelines (strategy.model-parallel) ---- */
-    /* The stage's gradients (stage_range's param_count floats) on its device. */
-    float *(*stage_grads)(void *ctx, void *stage);
-    /* ---- strategy-kept master weights (strategy.sharded) ---- */
-    /* 1: the strategy declared fg_strategy_info.own_master under a mixed precision mode,
-     * so the replicas hold half parameters (param_dtype) with no f32 copy, and
-     * optimizer_step_at takes the strategy's f32 master as params (grads in grad_dtype).
-     * 0 with a half param_dtype: a "true" half mode (params updated in place). */
-    int32_t strategy_master;
+    fg_status (*backward)(void *ctx, void *stage, int32_t chunk, const void *dy_dev,
+                          float grad_scale, int accumulate, fg_error *err);
+    /* Device memory of the chunk: its output of the last forward (count, out...) and the
+     * gradient at its input of the last backward (count, in...; NULL on the first stage).
+     * f32 between stages. */
+    const void *(*output)(void *ctx, void *stage, int32_t chunk);
+    const void *(*input_grad)(void *ctx, void *stage, int32_t chunk);
+    /* The stage's part of a flat region (fg_region; `slot` picks an optimizer state slot,
+     * 0 otherwise): device memory holding element *offset of the region, *count elements
+     * of *dtype. NULL (and *count 0) when the stage holds none of it: no_params, or past
+     * the last optimizer slot. */
+    void *(*region)(void *ctx, void *stage, int32_t region, int32_t slot, uint32_t *dtype,
+                    int64_t *offset, int64_t *count);
+    /* Bytes the stage allocated, by role. */
+    fg_status (*memory)(void *ctx, void *stage, fg_memory_report *out, fg_error *err);
+    /* Reads (a host sync) and optionally resets the stage's metric sums (zeros on a stage
+     * without the loss). */
+    fg_status (*read_metrics)(void *ctx, void *stage, int reset, fg_step_metrics *out,
+                              fg_error *err);
+    /* Sum of squares of gradients [offset, offset + count) (a host sync); the range lies
+     * in the stage's gradients. */
+    fg_status (*grad_norm_sq)(void *ctx, void *stage, int64_t offset, int64_t count,
+                              double *out, fg_error *err);
+    /* Gradients [offset, offset + count) times s, then clamped to [-clamp, clamp] when
+     * clamp > 0. */
+    fg_status (*scale_grads)(void *ctx, void *stage, int64_t offset, int64_t count, float s,
+                             float clamp, fg_error *err);
+    /* Optimizer update of parameters [offset, offset + count) (inside the stage's
+     * optimizer range) with the arguments of step `args`. params and grads NULL: the
+     * stage's own; otherwise memory the strategy holds, pointing at element `offset`
+     * (sharded state). */
+    fg_status (*optimizer_step)(void *ctx, void *stage, const fg_step_args *args,
+                                int64_t offset, int64_t count, void *params,
+                                const void *grads, fg_error *err);
+    /* Called during backward each time a layer's parameter gradients are final, with its
+     * range of the flat gradients, last layer first: a strategy starts reducing a bucket
+     * as soon as its last range is in. NULL fn removes the hook. */
+    void (*set_grad_ready_hook)(void *ctx, void *stage,
+                                void (*fn)(void *user, int64_t offset, int64_t count),
+                                void *user);
+    /* NULL fn removes the hook. */
+    void (*set_layer_memory_hook)(void *ctx, void *stage, fg_layer_memory_hook fn,
+                                  void *user);
+    /* Copies the initial parameters [offset, offset + count) (the seeded ones, or those of
+     * the checkpoint being resumed; f32) to dst, device memory of the stage (queue-ordered). */
+    fg_status (*read_init_params)(void *ctx, void *stage, int64_t offset, int64_t count,
+                                  void *dst, fg_error *err);
 } fg_train_services;
 
 /* This rank's part of a checkpoint written one file per rank (fg_strategy_vtable.
@@ -274,11 +270,14 @@ typedef struct fg_strategy_vtable {
      * gradient accumulation (no gradient sync needed), micro_index counts them from 0. */
     fg_status (*train_step)(void *state, const fg_batch *batch, int micro_index, int final,
                             float grad_scale, fg_error *err);
-    fg_status (*optimizer_step)(void *state, fg_error *err);
+    /* The optimizer update of every parameter, with the trainer's lr, step number and
+     * skip flag (a step the loss scaler skips still runs, with args->skip = 1). */
+    fg_status (*optimizer_step)(void *state, const fg_step_args *args, fg_error *err);
     fg_status (*eval_step)(void *state, const fg_batch *batch, fg_error *err);
     /* Metric sums over every replica (and rank), then optionally reset. */
     fg_status (*read_metrics)(void *state, int reset, fg_step_metrics *out, fg_error *err);
-    /* The replica whose parameters are the model's (for checkpoints and evaluation). */
+    /* The stage (of services.create) whose parameters are the model's (for checkpoints and
+     * evaluation). */
     void *(*primary_replica)(void *state);
     /* Gradient clipping and unscaling, between train_step(final = 1) and optimizer_step:
      * sync_grads finishes the gradient reduction (NULL: nothing to wait for), grad_norm_sq

@@ -1,0 +1,11 @@
+/* fulgur generate: a byte-level language model's continuation of [generate] prompt. */
+#ifndef FG_GENERATE_H
+#define FG_GENERATE_H
+
+#include "fulgur/plugin.h"
+
+struct fg_trainer;
+
+fg_status fg_trainer_generate(struct fg_trainer *t, fg_error *err);
+
+#endif
