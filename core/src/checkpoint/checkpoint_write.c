@@ -3,6 +3,7 @@
  * to PATH.tmp.<pid>, fsync, rename over PATH, fsync the folder. Until the rename PATH is the
  * old file; after it, the new one: a crash in between leaves only a temporary behind. */
 #include "checkpoint.h"
+#include "utf8.h"
 #include "io_status.h"
 
 #include <errno.h>
@@ -25,36 +26,6 @@ int fg_ckpt_is_temporary(const char *filename)
 }
 
 /* ---- input validation -------------------------------------------------------------- */
-
-/* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF (what jansson,
- * and so every reader, accepts). */
-static int utf8_valid(const char *str)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    while (*s) {
-        unsigned c = *s++;
-        int more;
-        unsigned min, cp;
-        if (c < 0x80)
-            continue;
-        if ((c & 0xE0) == 0xC0)
-            more = 1, min = 0x80, cp = c & 0x1F;
-        else if ((c & 0xF0) == 0xE0)
-            more = 2, min = 0x800, cp = c & 0x0F;
-        else if ((c & 0xF8) == 0xF0)
-            more = 3, min = 0x10000, cp = c & 0x07;
-        else
-            return 0;
-        for (int i = 0; i < more; i++, s++) {
-            if ((*s & 0xC0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (*s & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return 0;
-    }
-    return 1;
-}
 
 static int compare_strings(const void *a, const void *b)
 {
@@ -89,7 +60,7 @@ static fg_status check_tensor(const char *path, const fg_ckpt_tensor *t, size_t 
     if (strcmp(t->name, "__metadata__") == 0)
         return fg_error_set(err, FG_INVALID_ARGUMENT,
                             "%s: tensor %zu: the name '__metadata__' is reserved", path, i);
-    if (!utf8_valid(t->name))
+    if (!fg_utf8_valid(t->name))
         return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: tensor %zu: name is not valid UTF-8",
                             path, i);
     if (!fg_ckpt_dtype_tag(t->dtype))
@@ -120,10 +91,10 @@ static fg_status check_meta(const char *path, const char *const *keys, const cha
         if (!keys[i] || !values[i])
             return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: metadata entry %zu has a NULL %s",
                                 path, i, keys[i] ? "value" : "key");
-        if (!utf8_valid(keys[i]))
+        if (!fg_utf8_valid(keys[i]))
             return fg_error_set(err, FG_INVALID_ARGUMENT,
                                 "%s: metadata entry %zu: key is not valid UTF-8", path, i);
-        if (!utf8_valid(values[i]))
+        if (!fg_utf8_valid(values[i]))
             return fg_error_set(err, FG_INVALID_ARGUMENT,
                                 "%s: metadata '%s': value is not valid UTF-8", path, keys[i]);
     }

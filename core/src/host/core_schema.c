@@ -34,7 +34,8 @@ static const fg_option trainer_options[] = {
     {"ckpt_path", FG_OPT_STRING, "", NO_RANGE, NULL, "resume fit (or load for test/validate) from last, best or a FILE"},
     {"final_checkpoint", FG_OPT_STRING, "", NO_RANGE, NULL, "also write the model when fit ends to this file (relative to the run folder)"},
     {"allow_nonfinite", FG_OPT_BOOL, "false", NO_RANGE, NULL, "load a checkpoint whose tensors hold NaN or inf (refused otherwise); also --allow-nonfinite"},
-    {"save_on_exception", FG_OPT_BOOL, "false", NO_RANGE, NULL, "write checkpoints/on_exception.safetensors when training fails"},
+    {"save_on_exception", FG_OPT_BOOL, "false", NO_RANGE, NULL, "write checkpoints/on_exception.safetensors when training fails (and checkpoints/interrupted.safetensors on Ctrl-C or SIGTERM)"},
+    {"checkpoint_on_interrupt", FG_OPT_BOOL, "false", NO_RANGE, NULL, "on the first Ctrl-C or SIGTERM, stop at the next step boundary and write checkpoints/interrupted.safetensors to resume from (a second Ctrl-C exits at once)"},
     {"enable_progress_bar", FG_OPT_BOOL, "true", NO_RANGE, NULL, "a live progress bar when stdout is a terminal (callback.progress without a section); false: plain lines"},
     {"requeue_signal", FG_OPT_ENUM, "auto", NO_RANGE, "auto|SIGUSR1|SIGUSR2|none", "on this signal, checkpoint at the next step and requeue the SLURM job; auto: SIGUSR1 when SLURM_JOB_ID is set"},
 };

@@ -14,6 +14,11 @@
 
 #define FG_STATUS_IO ((fg_status)16)
 
+/* A fit stopped by SIGINT or SIGTERM at a step boundary (train/requeue.c): exit 130 or 143,
+ * as a shell reports a process those signals ended. Core-private too. */
+#define FG_STATUS_SIGINT ((fg_status)17)
+#define FG_STATUS_SIGTERM ((fg_status)18)
+
 static inline fg_status fg_io_status(int e)
 {
     return e == ENOSPC || e == EDQUOT || e == EFBIG || e == EIO || e == EROFS

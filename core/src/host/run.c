@@ -8,6 +8,10 @@ int fg_status_exit_code(fg_status st, int configuring)
 {
     if (st == FG_STATUS_IO)
         return 4; /* a write failed for lack of space or a device fault: not the input's fault */
+    if (st == FG_STATUS_SIGINT)
+        return 130;
+    if (st == FG_STATUS_SIGTERM)
+        return 143;
     switch (st) {
     case FG_OK: return 0;
     case FG_INVALID_ARGUMENT:
@@ -38,7 +42,8 @@ fg_status fg_runtime_run(fg_runtime *rt, fg_verb verb, fg_error *err)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "fulgur: run before configure");
     fg_status st = fg_runtime_init_plugins(rt, err);
     if (st == FG_OK) st = fg_trainer_run(rt, verb, err);
-    if (st != FG_OK) abort_job(rt, st, err);
+    /* every rank of an interrupted fit stopped at the same step: nothing to abort */
+    if (st != FG_OK && st != FG_STATUS_SIGINT && st != FG_STATUS_SIGTERM) abort_job(rt, st, err);
     fg_runtime_deinit_plugins(rt);
     return st;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "init.h"
+#include "utf8.h"
 
 
 /* ---- shapes ------------------------------------------------------------------------- */
@@ -253,6 +254,10 @@ static fg_status build_layer(fg_model *m, const fg_config *cfg, const char *sect
     if (strlen(section + 6) + 12 >= sizeof l->name)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s]: the layer name is too long",
                             fg_config_origin(cfg, section, NULL), section);
+    /* its tensors' names go into checkpoint headers, which are JSON */
+    if (!fg_utf8_valid(section))
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s]: the layer name is not valid "
+                            "UTF-8", fg_config_origin(cfg, section, NULL), section);
     if (rep >= 0)
         snprintf(l->name, sizeof l->name, "%s.%d", section + 6, rep);
     else

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "fulgur/comm.h"
+#include "io_status.h"
 #include "runtime.h"
 #include "step_sink.h"
 #include "trainer_ckpt.h"
@@ -31,7 +32,55 @@ extern char **environ;
 
 /* Process-wide by nature: one handler per signal. */
 static volatile sig_atomic_t signalled;
-static struct sigaction previous;
+static volatile sig_atomic_t interrupted; /* SIGINT or SIGTERM received; 0 */
+static struct sigaction previous, previous_int, previous_term;
+
+static void on_interrupt(int signo)
+{
+    static const char first[] = "fulgur: interrupted: stopping at the next step boundary "
+                                "(Ctrl-C again exits at once)\n";
+    static const char again[] = "fulgur: interrupted again: exiting now\n";
+    if (interrupted && signo == SIGINT) {
+        ssize_t w = write(STDERR_FILENO, again, sizeof again - 1);
+        (void)w;
+        _exit(130);
+    }
+    interrupted = signo;
+    ssize_t w = write(STDERR_FILENO, first, sizeof first - 1);
+    (void)w;
+}
+
+/* SIGINT and SIGTERM stop a fit at a step boundary (requeue.h). */
+static fg_status arm_interrupts(fg_requeue *q, fg_error *err)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interrupt;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    interrupted = 0;
+    if (sigaction(SIGINT, &sa, &previous_int) != 0 ||
+        sigaction(SIGTERM, &sa, &previous_term) != 0)
+        return fg_error_set(err, FG_INTERNAL, "interrupts: sigaction: %s", strerror(errno));
+    q->interrupts_armed = 1;
+    return FG_OK;
+}
+
+/* A test hook: FULGUR_TEST_INTERRUPT_AT=STEP[:SIGNAL] raises the signal (SIGINT, SIGTERM or
+ * SIGINT2: two SIGINTs) when the fit reaches that optimizer step, on every rank or only on
+ * rank FULGUR_TEST_INTERRUPT_RANK, so the interrupt path is tested at a known step without
+ * timing. */
+static void test_interrupt(const struct fg_trainer *t)
+{
+    const char *spec = secure_getenv("FULGUR_TEST_INTERRUPT_AT");
+    const char *rank = secure_getenv("FULGUR_TEST_INTERRUPT_RANK");
+    if (!spec || strtoll(spec, NULL, 10) != t->progress.global_step) return;
+    if (rank && strtol(rank, NULL, 10) != t->rank) return;
+    const char *sig = strchr(spec, ':');
+    int twice = sig && strcmp(sig + 1, "SIGINT2") == 0;
+    raise(sig && strcmp(sig + 1, "SIGTERM") == 0 ? SIGTERM : SIGINT);
+    if (twice) raise(SIGINT);
+}
 
 static void on_signal(int signo)
 {
@@ -72,9 +121,17 @@ static const fg_instance *comm_of(struct fg_trainer *t)
 fg_status fg_requeue_arm(struct fg_trainer *t, fg_error *err)
 {
     fg_requeue *q = &t->requeue;
-    if (!q->signo || q->armed) return FG_OK;
     const fg_instance *c = comm_of(t);
-    if (t->world_size > 1 && (!c || !((const fg_comm_vtable *)c->plugin->vtable)->all_reduce))
+    int agree = t->world_size == 1 || (c && ((const fg_comm_vtable *)c->plugin->vtable)->all_reduce);
+    if (!q->interrupts_armed && agree) {
+        fg_status st = arm_interrupts(q, err);
+        if (st != FG_OK) return st;
+        q->next_check = t->progress.global_step + 1;
+        q->last_check_step = t->progress.global_step;
+        q->last_check_time = fg_now_seconds();
+    }
+    if (!q->signo || q->armed) return FG_OK;
+    if (!agree)
         return fg_error_set(err, FG_INCOMPATIBLE, "[trainer] requeue_signal = %s needs a [comm] "
                             "with all_reduce for %d processes to agree on the stop (or set "
                             "requeue_signal = none)", signal_name(q->signo), t->world_size);
@@ -100,14 +157,23 @@ fg_status fg_requeue_arm(struct fg_trainer *t, fg_error *err)
 
 void fg_requeue_disarm(fg_requeue *q)
 {
+    if (q->interrupts_armed) {
+        sigaction(SIGINT, &previous_int, NULL);
+        sigaction(SIGTERM, &previous_term, NULL);
+        q->interrupts_armed = 0;
+    }
     if (!q->armed) return;
     sigaction(q->signo, &previous, NULL);
     q->armed = 0;
 }
 
-/* Rank 0's choice of steps until the next agreement: about AGREE_PERIOD_S of its steps. */
+/* Rank 0's choice of steps until the next agreement: about AGREE_PERIOD_S of its steps
+ * (FULGUR_TEST_AGREE_EVERY=N: every N steps, for tests that stop at a known step). */
 static double next_interval(fg_requeue *q, int64_t step, double now)
 {
+    const char *every = secure_getenv("FULGUR_TEST_AGREE_EVERY");
+    if (every && strtoll(every, NULL, 10) > 0)
+        return (double)strtoll(every, NULL, 10);
     double steps = (double)(step - q->last_check_step), dt = now - q->last_check_time;
     double n = dt > 0 ? AGREE_PERIOD_S * steps / dt : 1;
     return n < 1 ? 1 : n > AGREE_MAX_INTERVAL ? AGREE_MAX_INTERVAL : (double)(int64_t)n;
@@ -116,25 +182,33 @@ static double next_interval(fg_requeue *q, int64_t step, double now)
 fg_status fg_requeue_poll(struct fg_trainer *t, fg_error *err)
 {
     fg_requeue *q = &t->requeue;
-    if (!q->armed || q->stopped) return FG_OK;
-    int stop = signalled != 0;
+    if ((!q->armed && !q->interrupts_armed) || q->stopped || q->interrupt_signo) return FG_OK;
+    test_interrupt(t);
+    int stop = signalled != 0, signo = interrupted;
     if (t->world_size > 1) {
         if (t->progress.global_step < q->next_check) return FG_OK;
         const fg_instance *c = comm_of(t);
         const fg_comm_vtable *vt = c->plugin->vtable;
         double now = fg_now_seconds();
-        double agree[2] = {stop, t->rank == 0 ? next_interval(q, t->progress.global_step, now) : 0};
+        double agree[3] = {stop, t->rank == 0 ? next_interval(q, t->progress.global_step, now) : 0,
+                           signo};
         fg_error e = {0};
-        fg_status st = vt->all_reduce(c->state, NULL, agree, 2, FG_F64, FG_REDUCE_MAX, &e);
+        fg_status st = vt->all_reduce(c->state, NULL, agree, 3, FG_F64, FG_REDUCE_MAX, &e);
         if (st != FG_OK)
             return fg_error_set(err, st, "requeue: agreeing on the stop flag at step %lld: %s",
                                 (long long)t->progress.global_step, e.message);
         stop = agree[0] > 0;
+        signo = (int)agree[2];
         q->next_check = t->progress.global_step + (int64_t)agree[1];
         q->last_check_step = t->progress.global_step;
         q->last_check_time = now;
     }
-    if (stop) {
+    if (signo) { /* an interrupt wins over a requeue: the user asked to stop */
+        q->interrupt_signo = signo;
+        t->stop = 1;
+        fprintf(t->out, "interrupted by %s: stopping after step %lld\n",
+                signo == SIGTERM ? "SIGTERM" : "SIGINT", (long long)t->progress.global_step);
+    } else if (stop) {
         q->stopped = 1;
         t->stop = 1;
         fprintf(t->out, "requeue: %s received, stopping after step %lld\n", signal_name(q->signo),
@@ -148,9 +222,25 @@ static int training_finished(const struct fg_trainer *t)
     return (t->keys.max_steps >= 0 && t->progress.global_step >= t->keys.max_steps) || t->progress.epoch >= t->keys.max_epochs;
 }
 
+/* Where ckpt_path = last looks (the checkpoint callback's dirpath, or checkpoints/). */
+static void stop_checkpoint_path(const struct fg_trainer *t, const char *name, char *out,
+                                 size_t size)
+{
+    const char *dir = fg_config_get(t->cfg, "callback.checkpoint", "dirpath");
+    if (!dir || !*dir) dir = "checkpoints";
+    if (dir[0] == '/')
+        snprintf(out, size, "%s/%s", dir, name);
+    else
+        snprintf(out, size, "%s/%s/%s", t->run_dir, dir, name);
+}
+
 fg_status fg_requeue_checkpoint(struct fg_trainer *t, fg_error *err)
 {
     fg_requeue *q = &t->requeue;
+    if (q->interrupt_signo && q->checkpoint_on_interrupt && !training_finished(t)) {
+        stop_checkpoint_path(t, "interrupted.safetensors", q->checkpoint, sizeof q->checkpoint);
+        return fg_trainer_save_checkpoint(t, q->checkpoint, err);
+    }
     if (!q->stopped) return FG_OK;
     if (training_finished(t)) {
         q->stopped = 0; /* the last step was the signal's: nothing to resume */
@@ -158,14 +248,29 @@ fg_status fg_requeue_checkpoint(struct fg_trainer *t, fg_error *err)
                 "not requeued\n");
         return FG_OK;
     }
-    /* Where ckpt_path = last looks (the checkpoint callback's dirpath, or checkpoints/). */
-    const char *dir = fg_config_get(t->cfg, "callback.checkpoint", "dirpath");
-    if (!dir || !*dir) dir = "checkpoints";
-    if (dir[0] == '/')
-        snprintf(q->checkpoint, sizeof q->checkpoint, "%s/requeue.safetensors", dir);
-    else
-        snprintf(q->checkpoint, sizeof q->checkpoint, "%s/%s/requeue.safetensors", t->run_dir, dir);
+    stop_checkpoint_path(t, "requeue.safetensors", q->checkpoint, sizeof q->checkpoint);
     return fg_trainer_save_checkpoint(t, q->checkpoint, err);
+}
+
+fg_status fg_requeue_interrupted(struct fg_trainer *t, fg_error *err)
+{
+    fg_requeue *q = &t->requeue;
+    const char *name = q->interrupt_signo == SIGTERM ? "SIGTERM" : "SIGINT";
+    fg_status st = q->interrupt_signo == SIGTERM ? FG_STATUS_SIGTERM : FG_STATUS_SIGINT;
+    const char *config = fg_config_path(t->cfg) ? fg_config_path(t->cfg) : "CONFIG";
+    /* printed here, before the comm finalises: under mpirun a rank's exit code 130 may end
+     * the others as soon as they return */
+    if (t->rank == 0 && q->checkpoint[0] && !training_finished(t))
+        fprintf(t->out, "interrupted by %s after step %lld; resume with: fulgur fit %s "
+                "--ckpt-path %s\n", name, (long long)t->progress.global_step, config,
+                q->checkpoint);
+    else if (t->rank == 0)
+        fprintf(t->out, "interrupted by %s after step %lld; no checkpoint written (set [trainer] "
+                "checkpoint_on_interrupt = true to resume from here)\n", name,
+                (long long)t->progress.global_step);
+    fflush(t->out);
+    return fg_error_set(err, st, "interrupted by %s after step %lld", name,
+                        (long long)t->progress.global_step);
 }
 
 /* SLURM_JOB_ID, or ARRAY_TASK of an array job (what scontrol requeue takes). */

@@ -1,8 +1,14 @@
-/* SLURM auto-requeue: a signal (SIGUSR1, which `sbatch --signal=USR1@90` sends before the
+/* Signals that stop a fit at a step boundary.
+ * SLURM auto-requeue: a signal (SIGUSR1, which `sbatch --signal=USR1@90` sends before the
  * time limit) makes the fit checkpoint at the next step boundary, stop, and ask SLURM to
  * requeue the job (`scontrol requeue $SLURM_JOB_ID`); the requeued job resumes with
- * --ckpt-path last. Under a comm every rank stops at the same step: the flag is agreed
- * with a max all-reduce about once a second (see requeue.c). */
+ * --ckpt-path last.
+ * Interrupts: a first SIGINT or SIGTERM stops the fit at the next step boundary; a
+ * checkpoint is written when [trainer] checkpoint_on_interrupt or save_on_exception asks,
+ * the loggers get the fit's end, and the run says how to resume and exits 130 / 143. A
+ * second SIGINT exits at once (130).
+ * Under a comm every rank stops at the same step: the flags are agreed with a max
+ * all-reduce about once a second (see requeue.c). */
 #ifndef FG_REQUEUE_H
 #define FG_REQUEUE_H
 
@@ -19,6 +25,9 @@ typedef struct fg_requeue {
     int64_t last_check_step;
     double last_check_time;
     int stopped;             /* every rank agreed: this fit stops for a requeue */
+    int interrupts_armed;    /* SIGINT and SIGTERM handlers installed */
+    int interrupt_signo;     /* every rank agreed: SIGINT or SIGTERM stopped this fit; 0 */
+    int checkpoint_on_interrupt; /* [trainer] checkpoint_on_interrupt or save_on_exception */
     char checkpoint[8192];   /* what it wrote */
 } fg_requeue;
 
@@ -36,5 +45,8 @@ fg_status fg_requeue_poll(struct fg_trainer *t, fg_error *err);
 fg_status fg_requeue_checkpoint(struct fg_trainer *t, fg_error *err);
 /* Instead of the end of a fit: rank 0 runs `scontrol requeue JOB` and says what happened. */
 fg_status fg_requeue_submit(struct fg_trainer *t, fg_error *err);
+/* After a fit an interrupt stopped: says where it stopped and how to resume; returns
+ * FG_STATUS_SIGINT or FG_STATUS_SIGTERM (io_status.h) with that message. */
+fg_status fg_requeue_interrupted(struct fg_trainer *t, fg_error *err);
 
 #endif

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include "init_from.h"
+#include "io_status.h"
 #include "optimizer.h"
+#include "output_paths.h"
 #include "run_status.h"
 #include "run_dir.h"
 #include "trainer_ckpt.h"
@@ -374,7 +376,9 @@ static fg_status record_outcome(fg_trainer *t, fg_status st, const fg_error *why
     snprintf(stopped, sizeof stopped, "stopped by the requeue signal after step %lld",
              (long long)t->progress.global_step);
     int requeued = st == FG_OK && t->requeue.stopped;
-    fg_run_outcome o = {st != FG_OK ? "failed" : requeued ? "interrupted" : "finished",
+    int interrupted = st == FG_STATUS_SIGINT || st == FG_STATUS_SIGTERM;
+    fg_run_outcome o = {interrupted ? "interrupted" : st != FG_OK ? "failed"
+                        : requeued ? "interrupted" : "finished",
                         st != FG_OK ? why->message : requeued ? stopped : NULL,
                         fg_status_exit_code(st, 0), t->progress.global_step, t->progress.epoch};
     fg_error e = {0};
@@ -394,6 +398,8 @@ static fg_status setup(fg_trainer *t, fg_error *err)
     if (st == FG_OK) st = check_precision(t, err);
     if (st == FG_OK) st = check_strategy(t, err);
     if (st == FG_OK) st = fg_trainer_read_keys(t, err);
+    if (st == FG_OK && (t->verb == FG_VERB_FIT || t->verb == FG_VERB_CHECK))
+        st = fg_trainer_check_outputs(t, err);
     if (st == FG_OK) st = open_data(t, err);
     if (st == FG_OK) st = build_model(t, err);
     if (st == FG_OK) st = fg_trainer_apply_precision(t, err);
@@ -480,6 +486,7 @@ static fg_status run_verb(fg_trainer *t, fg_error *err)
     case FG_VERB_CHECK: return FG_OK;
     case FG_VERB_FIT: {
         fg_status st = fg_trainer_fit(t, err);
+        if (st == FG_OK && t->requeue.interrupt_signo) return fg_requeue_interrupted(t, err);
         if (st == FG_OK) st = t->requeue.stopped ? fg_requeue_submit(t, err) : finish_fit(t, err);
         else save_after_failure(t, err);
         return st;

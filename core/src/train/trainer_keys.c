@@ -155,6 +155,10 @@ fg_status fg_trainer_read_keys(fg_trainer *t, fg_error *err)
     st = fg_requeue_configure(&t->requeue, read_string(t, "trainer", "requeue_signal", &origin),
                               origin, err);
     if (st != FG_OK) return st;
+    st = read_bool(t, "trainer", "checkpoint_on_interrupt", &t->requeue.checkpoint_on_interrupt,
+                   err);
+    if (st != FG_OK) return st;
+    t->requeue.checkpoint_on_interrupt |= t->keys.save_on_exception;
     /* The run folder is default_root_dir/NAME: a name with a '/' or a dot folder would
      * write elsewhere. */
     const char *name = fg_config_get(t->cfg, "trainer", "name");

@@ -12,6 +12,7 @@
 #include "core_schema.h"
 #include "generate.h"
 #include "trainer_internal.h"
+#include "utf8.h"
 
 #define BE(t) ((const fg_backend_vtable *)(t)->backend.vt)
 #define STRAT(t) ((const fg_strategy_vtable *)(t)->strategy.vt)
@@ -89,19 +90,8 @@ static void print_utf8(FILE *out, const unsigned char *s, size_t n)
 {
     size_t i = 0;
     while (i < n) {
-        unsigned char c = s[i];
-        size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-        int ok = len > 0 && i + len <= n;
-        for (size_t k = 1; ok && k < len; k++)
-            ok = (s[i + k] & 0xc0) == 0x80;
-        if (ok && len > 1) { /* overlong forms and surrogates are invalid too */
-            uint32_t cp = c & (0x7f >> len);
-            for (size_t k = 1; k < len; k++)
-                cp = (cp << 6) | (s[i + k] & 0x3f);
-            ok = cp >= (len == 2 ? 0x80u : len == 3 ? 0x800u : 0x10000u) && cp <= 0x10ffff &&
-                 !(cp >= 0xd800 && cp <= 0xdfff);
-        }
-        if (ok) {
+        size_t len = fg_utf8_sequence(s + i, n - i);
+        if (len) {
             fwrite(s + i, 1, len, out);
             i += len;
         } else {
