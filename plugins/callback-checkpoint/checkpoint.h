@@ -102,4 +102,10 @@ void ckpt_remove_orphans(const fg_host *host, const char *dir);
  * it is absolute): a resumed run starts in a new version folder. */
 void ckpt_remove_family_orphans(const fg_host *host, const char *run_dir, const char *dirpath);
 
+/* ---- shard folders of a deleted sharded index (checkpoint_shards.c) ----------------- */
+
+/* Removes DIR/NAME.s<step>-<hex>.shards (its rank-* files) of index DIR/NAME.safetensors;
+ * call it once the index is deleted and was the folder's only reference. */
+void ckpt_remove_shard_folders(const char *index_path);
+
 #endif

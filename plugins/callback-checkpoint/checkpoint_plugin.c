@@ -224,6 +224,15 @@ static int full_path(const checkpoint *cp, const char *path, char *out, size_t c
 static void delete_file(const checkpoint *cp, const char *path)
 {
     char full[CKPT_FULL_PATH_MAX];
+    struct stat sb;
+    /* A sharded index with no other name (last.safetensors links the newest) was the only
+     * reference to its shard folder: the folder goes with it. */
+    int sole_name = full_path(cp, path, full, sizeof full) && stat(full, &sb) == 0 &&
+                    sb.st_nlink == 1;
+    if (sole_name && unlink(full) == 0) {
+        ckpt_remove_shard_folders(full);
+        return;
+    }
     if (!full_path(cp, path, full, sizeof full) || (unlink(full) != 0 && errno != ENOENT)) {
         if (cp->host->log)
             cp->host->log(cp->host, FG_LOG_WARN, "cannot delete %s, which left the top %lld: %s",
