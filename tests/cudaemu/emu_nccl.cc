@@ -373,7 +373,8 @@ ncclResult_t check_peers(comm *c)
     for (int r = 0; r < c->nranks; r++) {
         const call_sig *b = &c->hdr->sig[r];
         if (memcmp(a, b, sizeof *a) != 0)
-            return c->async = ncclInvalidUsage, say(c, ncclInvalidUsage, "rank %d called %s(count %zu, type %d, op %d, root "
+            return c->async = ncclInvalidUsage,
+                   say(c, ncclInvalidUsage, "rank %d called %s(count %zu, type %d, op %d, root "
                        "%d) while rank %d called %s(count %zu, type %d, op %d, root %d)",
                        c->rank, kind_name(a->kind), a->count, a->dtype, a->op, a->root, r,
                        kind_name(b->kind), b->count, b->dtype, b->op, b->root);
