@@ -554,6 +554,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks, ncclUniqueId id
     if (r == ncclSuccess && rank == 0)
         shm_unlink(c->name); /* every rank has it mapped: no file left behind */
     if (r != ncclSuccess) {
+        shm_unlink(c->name); /* a failed init leaves no segment behind either */
         munmap(h, c->map_bytes);
         delete c;
         return r;
