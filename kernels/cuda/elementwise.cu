@@ -222,7 +222,8 @@ template <typename D>
 cudaError_t convert_to(cudaStream_t s, D *dst, const void *src, int src_type, size_t n)
 {
     FGCU_DISPATCH(src_type, S,
-                  FGCU_LAUNCH(grid_for(n), kThreads, 0, s, convert_k<D, S>)(dst, (const S *)src, n));
+                  FGCU_LAUNCH(grid_for(n), kThreads, 0, s, convert_k<D, S>)(
+                      dst, (const S *)src, n));
     return cudaGetLastError();
 }
 
@@ -231,8 +232,8 @@ cudaError_t accumulate_to(cudaStream_t s, D *dst, const void *src, int src_type,
                           int acc)
 {
     FGCU_DISPATCH(src_type, S,
-                  FGCU_LAUNCH(grid_for(n), kThreads, 0, s, accumulate_k<D, S>)(dst, (const S *)src, n,
-                                                                      acc));
+                  FGCU_LAUNCH(grid_for(n), kThreads, 0, s, accumulate_k<D, S>)(
+                      dst, (const S *)src, n, acc));
     return cudaGetLastError();
 }
 
@@ -303,8 +304,8 @@ cudaError_t fg_cu_scale_matrix(cudaStream_t s, int type, void *c, int rows, int 
 {
     size_t n = (size_t)rows * (size_t)cols;
     FGCU_DISPATCH(type, T,
-                  FGCU_LAUNCH(grid_for(n), kThreads, 0, s, scale_matrix_k<T>)((T *)c, rows, cols, ld,
-                                                                    beta));
+                  FGCU_LAUNCH(grid_for(n), kThreads, 0, s, scale_matrix_k<T>)(
+                      (T *)c, rows, cols, ld, beta));
     return cudaGetLastError();
 }
 
@@ -312,8 +313,8 @@ cudaError_t fg_cu_act_forward(cudaStream_t s, int type, int act, const void *x, 
                               size_t n)
 {
     FGCU_DISPATCH(type, T,
-                  FGCU_LAUNCH(grid_for(n), kThreads, 0, s, act_forward_k<T>)(act, (const T *)x, (T *)y,
-                                                                   n));
+                  FGCU_LAUNCH(grid_for(n), kThreads, 0, s, act_forward_k<T>)(
+                      act, (const T *)x, (T *)y, n));
     return cudaGetLastError();
 }
 
@@ -333,8 +334,8 @@ cudaError_t fg_cu_bias_add(cudaStream_t s, int type, int bias_type, void *y, con
         return cudaErrorInvalidValue;
     size_t n = (size_t)rows * (size_t)cols * (size_t)spatial;
     FGCU_DISPATCH(type, T,
-                  FGCU_LAUNCH(grid_for(n), kThreads, 0, s, bias_add_k<T>)((T *)y, bias, bias_type, cols,
-                                                                spatial, n));
+                  FGCU_LAUNCH(grid_for(n), kThreads, 0, s, bias_add_k<T>)(
+                      (T *)y, bias, bias_type, cols, spatial, n));
     return cudaGetLastError();
 }
 

@@ -227,8 +227,8 @@ cudaError_t fg_cu_sum_squares(cudaStream_t s, int type, const void *x, size_t n,
         chunk = 8192;
     unsigned blocks = (unsigned)((n + chunk - 1) / chunk);
     FGCU_DISPATCH(type, T,
-                  FGCU_LAUNCH(blocks, kReduceThreads, 0, s, sumsq_partial_k<T>)((const T *)x, n, chunk,
-                                                                       scratch));
+                  FGCU_LAUNCH(blocks, kReduceThreads, 0, s, sumsq_partial_k<T>)(
+                      (const T *)x, n, chunk, scratch));
     FGCU_LAUNCH(1, kReduceThreads, 0, s, sum_partials_k)(scratch, (int)blocks, out);
     return cudaGetLastError();
 }

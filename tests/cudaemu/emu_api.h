@@ -49,6 +49,11 @@ void fgemu_set_poison(int on);
 int fgemu_failures(void);
 /* Checks a runtime-API stream handle: 0 or a live stream of this emulator. */
 int fgemu_stream_valid(cudaStream_t s);
+/* Asynchronous work on a stream (emulated NCCL operations): a ticket taken at enqueue,
+ * ended by the thread that ran it; drain waits for the stream's work so far. */
+uint64_t fgemu_async_begin(cudaStream_t s);
+void fgemu_async_end(cudaStream_t s, uint64_t ticket);
+void fgemu_stream_drain(cudaStream_t s);
 /* Sets the sticky error a failed kernel leaves (cudaGetLastError and every later call). */
 void fgemu_set_sticky(cudaError_t e);
 void fgemu_set_last(cudaError_t e);

@@ -398,6 +398,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, const
         return CUBLAS_STATUS_INVALID_VALUE;
     if (!fgemu_stream_valid(stream) || fgemu_sticky() != cudaSuccess)
         return CUBLAS_STATUS_EXECUTION_FAILED;
+    fgemu_stream_drain(stream);
     const desc *o = (const desc *)op;
     const layout *la = (const layout *)a, *lb = (const layout *)b, *lc = (const layout *)c,
                  *ld = (const layout *)d;

@@ -196,6 +196,7 @@ cudnnStatus_t prepare(const char *who, const handle *h, size_t need, void *ws, s
         return fail(CUDNN_STATUS_EXECUTION_FAILED, who, "the workspace is not device memory");
     if (!fgemu_stream_valid(h->stream) || fgemu_sticky() != cudaSuccess)
         return fail(CUDNN_STATUS_EXECUTION_FAILED, who, "the handle's stream is not live");
+    fgemu_stream_drain(h->stream);
     for (int i = 0; i < count; i++)
         if (!fgemu_is_device(ptrs[i], bytes[i]))
             return fail(CUDNN_STATUS_EXECUTION_FAILED, who, "an operand is not device memory");

@@ -2,7 +2,9 @@
 # ddp on 2 ranks (processes, under mpirun) with the emulated CUDA backend: comm.nccl over
 # the emulated NCCL must give the weights comm.mpi gives, bit for bit (2 ranks: one sum per
 # element in either), and the same logged losses. Then both ranks on one device: the
-# emulated NCCL must refuse it as NCCL does ("Duplicate GPU detected").
+# emulated NCCL must refuse it as NCCL does ("Duplicate GPU detected"). Every emulated
+# enqueue takes 60 ms (FGEMU_NCCL_ENQUEUE_MS), longer than comm-nccl's 50 ms watchdog poll:
+# a watchdog call on the communicator concurrent with an enqueue (NCCL forbids it) is met.
 #   emu_ddp.sh MPIRUN FULGUR EMU_PLUGIN_DIR CONFIG
 set -u
 mpirun=$1 fulgur=$2 plugins=$3 cfg=$4
@@ -13,7 +15,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 run() { # COMM DEVICES LOG
-  FGEMU_DEVICES=$2 "$mpirun" $root --oversubscribe -n 2 -x FGEMU_DEVICES \
+  FGEMU_DEVICES=$2 FGEMU_NCCL_ENQUEUE_MS=60 "$mpirun" $root --oversubscribe -n 2 \
+    -x FGEMU_DEVICES -x FGEMU_NCCL_ENQUEUE_MS \
     "$fulgur" --plugin-path "$plugins" fit "$cfg" comm.name="$1" \
     trainer.default_root_dir="$tmp/runs" >"$3" 2>&1
 }

@@ -365,6 +365,7 @@ void *fgemu_dynamic_shared(void)
 void fgemu_launch(const char *name, dim3 grid, dim3 block, size_t shmem, cudaStream_t stream,
                   const fgemu_shared_range *shared, void (*body)(void *), void *arg)
 {
+    fgemu_stream_drain(stream); /* stream order: the asynchronous work before it */
     pthread_mutex_lock(&g_launch);
     read_modes();
     if (fgemu_sticky() != cudaSuccess || !check_dims(name, grid, block, shmem, stream)) {

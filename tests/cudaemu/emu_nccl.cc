@@ -2,8 +2,9 @@
  * MPI: one rank per process, the ncclUniqueId sent by MPI_Bcast). The unique id names a
  * POSIX shared-memory segment; the ranks meet there: a process-shared barrier, one data
  * slot per rank for collectives, one mailbox per (sender, receiver) pair for send/recv.
- * Work runs at enqueue time, as the emulated device's kernels do, so a collective returns
- * once every rank has reached it.
+ * A call checks its arguments and enqueues: the communicator's thread runs the operations in
+ * order (the emulated "device side") and completes the stream's work, so events recorded
+ * after it complete then, as on a GPU, and comm-nccl's watchdog sees a stalled peer.
  * Semantics (NCCL documentation): all_reduce/reduce_scatter reduce in rank order (sum,
  * prod, max, min; avg: floats pre-multiplied by 1/nranks then summed, integers summed then
  * divided); all_gather places rank r's data at r * count; broadcast copies the root's.
@@ -26,6 +27,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <deque>
+#include <functional>
 
 #include <nccl.h>
 
@@ -67,6 +70,12 @@ struct comm {
     size_t map_bytes;
     char name[NCCL_UNIQUE_ID_BYTES + 1];
     char last[256];
+    /* the communicator's "device side": a thread running the enqueued operations in order */
+    pthread_t worker;
+    int worker_started, stop, running;
+    pthread_mutex_t qmu;
+    pthread_cond_t qcv;
+    std::deque<std::function<void()>> jobs;
 };
 
 constexpr uint32_t kMagic = 0x6e63636cu;
@@ -268,8 +277,8 @@ void reduce_slots(comm *c, size_t at, char *out, size_t n, ncclDataType_t t, ncc
 const char *kind_name(int k)
 {
     static const char *names[] = { "ncclAllReduce", "ncclReduceScatter", "ncclAllGather",
-                                   "ncclBroadcast" };
-    return names[k];
+                                   "ncclBroadcast", "ncclCommFinalize" };
+    return k >= 0 && k <= 4 ? names[k] : "ncclSend/ncclRecv";
 }
 
 /* Checks shared by every operation; publishes the call's signature for the peers. */
@@ -295,10 +304,67 @@ ncclResult_t begin(comm *c, int kind, const void *in, size_t in_bytes, const voi
                        "device %d (cudaMalloc there): device of the pointer %d",
                        kind_name(kind), i ? "receive" : "send", bufs[i], sizes[i], c->device,
                        fgemu_device_of(bufs[i]));
-    if (kind >= 0) {
-        c->hdr->sig[c->rank] = call_sig{ kind, count, (int)t, op, root };
-    }
+    (void)count;
     return ncclSuccess;
+}
+
+void *worker_main(void *arg)
+{
+    comm *c = (comm *)arg;
+    pthread_mutex_lock(&c->qmu);
+    for (;;) {
+        while (c->jobs.empty() && !c->stop)
+            pthread_cond_wait(&c->qcv, &c->qmu);
+        if (c->jobs.empty())
+            break;
+        std::function<void()> job = std::move(c->jobs.front());
+        c->jobs.pop_front();
+        c->running = 1;
+        pthread_mutex_unlock(&c->qmu);
+        job();
+        pthread_mutex_lock(&c->qmu);
+        c->running = 0;
+        pthread_cond_broadcast(&c->qcv);
+    }
+    pthread_mutex_unlock(&c->qmu);
+    return NULL;
+}
+
+/* Enqueues work on the stream, as NCCL's kernels are: the call returns, the stream's events
+ * complete when the communicator's thread has run it. */
+void submit(comm *c, cudaStream_t s, std::function<void()> work)
+{
+    uint64_t ticket = fgemu_async_begin(s);
+    pthread_mutex_lock(&c->qmu);
+    c->jobs.push_back([work, s, ticket] {
+        work();
+        fgemu_async_end(s, ticket);
+    });
+    pthread_cond_broadcast(&c->qcv);
+    pthread_mutex_unlock(&c->qmu);
+}
+
+/* Until every enqueued operation ran. */
+void quiesce(comm *c)
+{
+    pthread_mutex_lock(&c->qmu);
+    while (!c->jobs.empty() || c->running)
+        pthread_cond_wait(&c->qcv, &c->qmu);
+    pthread_mutex_unlock(&c->qmu);
+}
+
+/* FGEMU_NCCL_ENQUEUE_MS: an enqueue takes that long (a real one does work too); longer
+ * than comm-nccl's 50 ms watchdog poll, a concurrent call from the watchdog is certain to
+ * meet it. */
+void enqueue_delay()
+{
+    static int ms = -1;
+    if (ms < 0) {
+        const char *e = getenv("FGEMU_NCCL_ENQUEUE_MS");
+        ms = e && *e ? atoi(e) : 0;
+    }
+    if (ms > 0)
+        usleep((useconds_t)ms * 1000);
 }
 
 ncclResult_t check_peers(comm *c)
@@ -307,7 +373,8 @@ ncclResult_t check_peers(comm *c)
     for (int r = 0; r < c->nranks; r++) {
         const call_sig *b = &c->hdr->sig[r];
         if (memcmp(a, b, sizeof *a) != 0)
-            return say(c, ncclInvalidUsage, "rank %d called %s(count %zu, type %d, op %d, root "
+            return c->async = ncclInvalidUsage,
+                   say(c, ncclInvalidUsage, "rank %d called %s(count %zu, type %d, op %d, root "
                        "%d) while rank %d called %s(count %zu, type %d, op %d, root %d)",
                        c->rank, kind_name(a->kind), a->count, a->dtype, a->op, a->root, r,
                        kind_name(b->kind), b->count, b->dtype, b->op, b->root);
@@ -315,26 +382,19 @@ ncclResult_t check_peers(comm *c)
     return ncclSuccess;
 }
 
-/* The collectives: chunk by chunk, write my part, barrier, read, barrier. */
-ncclResult_t collective(comm *c, int kind, const void *send, void *recv, size_t count,
-                        ncclDataType_t t, ncclRedOp_t op, int root, cudaStream_t s)
+/* The collectives' work, on the communicator's thread: chunk by chunk, write my part,
+ * barrier, read, barrier. */
+void run_collective(comm *c, int kind, const void *send, void *recv, size_t count,
+                    ncclDataType_t t, ncclRedOp_t op, int root)
 {
-    if (!c || c->magic != kMagic)
-        return say(NULL, ncclInvalidArgument, "%s: not a communicator", kind_name(kind));
-    entry in_comm(c, kind_name(kind));
-    if (!in_comm.ok)
-        return ncclInvalidUsage;
     size_t es = type_size(t), n = (size_t)c->nranks;
-    size_t in_n = kind == 1 ? count * n : count, out_n = kind == 2 ? count * n : count;
-    ncclResult_t r = begin(c, kind, send, (kind != 3 || c->rank == root) ? in_n * es : 0, recv,
-                           out_n * es, count, t, kind <= 1 ? (int)op : -1, kind == 3 ? root : -1,
-                           s);
-    if (r == ncclSuccess)
-        r = barrier(c, kind_name(kind));
+    c->hdr->sig[c->rank] = call_sig{ kind, count, (int)t, kind <= 1 ? (int)op : -1,
+                                     kind == 3 ? root : -1 };
+    ncclResult_t r = barrier(c, kind_name(kind));
     if (r == ncclSuccess)
         r = check_peers(c);
     size_t per = kind == 1 ? kSlot / es / n : kSlot / es;
-    for (size_t lo = 0; r == ncclSuccess && (lo < count || (count == 0 && lo == 0)); lo += per) {
+    for (size_t lo = 0; r == ncclSuccess && lo < count; lo += per) {
         size_t m = count - lo < per ? count - lo : per;
         char *mine = slot(c, c->rank);
         if (kind == 1)
@@ -356,10 +416,30 @@ ncclResult_t collective(comm *c, int kind, const void *send, void *recv, size_t 
         else
             memcpy(out, slot(c, root), m * es);
         r = barrier(c, kind_name(kind));
-        if (count == 0)
-            break;
     }
-    return r;
+    if (r != ncclSuccess && c->async == ncclSuccess)
+        c->async = r;
+}
+
+/* Checks the call where NCCL checks it (at enqueue), then enqueues the work. */
+ncclResult_t collective(comm *c, int kind, const void *send, void *recv, size_t count,
+                        ncclDataType_t t, ncclRedOp_t op, int root, cudaStream_t s)
+{
+    if (!c || c->magic != kMagic)
+        return say(NULL, ncclInvalidArgument, "%s: not a communicator", kind_name(kind));
+    entry in_comm(c, kind_name(kind));
+    if (!in_comm.ok)
+        return ncclInvalidUsage;
+    enqueue_delay();
+    size_t es = type_size(t), n = (size_t)c->nranks;
+    size_t in_n = kind == 1 ? count * n : count, out_n = kind == 2 ? count * n : count;
+    ncclResult_t r = begin(c, kind, send, (kind != 3 || c->rank == root) ? in_n * es : 0, recv,
+                           out_n * es, count, t, kind <= 1 ? (int)op : -1, kind == 3 ? root : -1,
+                           s);
+    if (r != ncclSuccess)
+        return r;
+    submit(c, s, [=] { run_collective(c, kind, send, recv, count, t, op, root); });
+    return ncclSuccess;
 }
 
 } // namespace
@@ -474,9 +554,18 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks, ncclUniqueId id
     if (r == ncclSuccess && rank == 0)
         shm_unlink(c->name); /* every rank has it mapped: no file left behind */
     if (r != ncclSuccess) {
+        shm_unlink(c->name); /* a failed init leaves no segment behind either */
         munmap(h, c->map_bytes);
         delete c;
         return r;
+    }
+    pthread_mutex_init(&c->qmu, NULL);
+    pthread_cond_init(&c->qcv, NULL);
+    c->worker_started = pthread_create(&c->worker, NULL, worker_main, c) == 0;
+    if (!c->worker_started) {
+        munmap(h, c->map_bytes);
+        delete c;
+        return say(NULL, ncclSystemError, "cannot start the communicator's thread");
     }
     *out = (ncclComm_t)c;
     c->pending_init = config && !config->blocking;
@@ -510,11 +599,21 @@ ncclResult_t ncclCommFinalize(ncclComm_t cm)
     entry in_comm(c, "ncclCommFinalize");
     if (!in_comm.ok)
         return ncclInvalidUsage;
-    return c->aborted ? ncclSuccess : barrier(c, "ncclCommFinalize");
+    quiesce(c);
+    if (c->aborted)
+        return ncclSuccess;
+    c->hdr->sig[c->rank] = call_sig{ 4, 0, 0, -1, -1 };
+    ncclResult_t r = barrier(c, "ncclCommFinalize");
+    return r == ncclSuccess ? check_peers(c) : r;
 }
 
 static ncclResult_t release(comm *c)
 {
+    pthread_mutex_lock(&c->qmu);
+    c->stop = 1;
+    pthread_cond_broadcast(&c->qcv);
+    pthread_mutex_unlock(&c->qmu);
+    pthread_join(c->worker, NULL);
     c->magic = 0;
     munmap(c->hdr, c->map_bytes);
     delete c;
@@ -577,24 +676,13 @@ ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, ncclDataT
 }
 
 /* Point to point: the sender fills the pair's mailbox chunk by chunk; the receiver empties
- * it. The byte counts must agree (NCCL would hang or truncate). */
-ncclResult_t ncclSend(const void *buf, size_t count, ncclDataType_t t, int peer, ncclComm_t cm,
-                      cudaStream_t s)
+ * it. The byte counts must agree (NCCL would hang or truncate). Both run on the
+ * communicator's thread, in enqueue order. */
+static void run_send(comm *c, const void *buf, size_t bytes, int peer)
 {
-    comm *c = (comm *)cm;
-    if (!c || c->magic != kMagic)
-        return say(NULL, ncclInvalidArgument, "ncclSend: not a communicator");
-    entry in_comm(c, "ncclSend");
-    if (!in_comm.ok)
-        return ncclInvalidUsage;
-    size_t bytes = count * type_size(t);
-    ncclResult_t r = begin(c, -1, buf, bytes, NULL, 0, count, t, -1, peer, s);
-    if (r != ncclSuccess)
-        return r;
-    if (peer < 0 || peer == c->rank)
-        return say(c, ncclInvalidArgument, "ncclSend to peer %d", peer);
     shm_hdr *h = c->hdr;
     size_t done = 0;
+    ncclResult_t r = ncclSuccess;
     do {
         size_t m = bytes - done < kSlot ? bytes - done : kSlot;
         pthread_mutex_lock(&h->mu);
@@ -609,26 +697,15 @@ ncclResult_t ncclSend(const void *buf, size_t count, ncclDataType_t t, int peer,
         pthread_mutex_unlock(&h->mu);
         done += m;
     } while (r == ncclSuccess && done < bytes);
-    return r;
+    if (r != ncclSuccess && c->async == ncclSuccess)
+        c->async = r;
 }
 
-ncclResult_t ncclRecv(void *buf, size_t count, ncclDataType_t t, int peer, ncclComm_t cm,
-                      cudaStream_t s)
+static void run_recv(comm *c, void *buf, size_t bytes, int peer)
 {
-    comm *c = (comm *)cm;
-    if (!c || c->magic != kMagic)
-        return say(NULL, ncclInvalidArgument, "ncclRecv: not a communicator");
-    entry in_comm(c, "ncclRecv");
-    if (!in_comm.ok)
-        return ncclInvalidUsage;
-    size_t bytes = count * type_size(t);
-    ncclResult_t r = begin(c, -1, NULL, 0, buf, bytes, count, t, -1, peer, s);
-    if (r != ncclSuccess)
-        return r;
-    if (peer < 0 || peer == c->rank)
-        return say(c, ncclInvalidArgument, "ncclRecv from peer %d", peer);
     shm_hdr *h = c->hdr;
     size_t done = 0;
+    ncclResult_t r = ncclSuccess;
     do {
         size_t m = bytes - done < kSlot ? bytes - done : kSlot;
         pthread_mutex_lock(&h->mu);
@@ -636,9 +713,11 @@ ncclResult_t ncclRecv(void *buf, size_t count, ncclDataType_t t, int peer, ncclC
                      "ncclRecv");
         if (r == ncclSuccess) {
             size_t sent = h->box_bytes[peer][c->rank];
-            if ((done + m == bytes) != (sent != (size_t)-1) || (sent != (size_t)-1 && sent != bytes))
-                r = say(c, ncclInvalidUsage, "ncclRecv of %zu bytes from rank %d, which sends "
-                        "another size", bytes, peer);
+            if ((done + m == bytes) != (sent != (size_t)-1) ||
+                (sent != (size_t)-1 && sent != bytes))
+                r = c->async = ncclInvalidUsage,
+                say(c, ncclInvalidUsage, "ncclRecv of %zu bytes from rank %d, which sends "
+                    "another size", bytes, peer);
             else
                 memcpy((char *)buf + done, box(c, peer, c->rank), m);
             h->taken[peer][c->rank]++;
@@ -647,7 +726,44 @@ ncclResult_t ncclRecv(void *buf, size_t count, ncclDataType_t t, int peer, ncclC
         pthread_mutex_unlock(&h->mu);
         done += m;
     } while (r == ncclSuccess && done < bytes);
-    return r;
+    if (r != ncclSuccess && c->async == ncclSuccess)
+        c->async = r;
+}
+
+static ncclResult_t p2p(const char *who, int sending, void *buf, size_t count,
+                        ncclDataType_t t, int peer, ncclComm_t cm, cudaStream_t s)
+{
+    comm *c = (comm *)cm;
+    if (!c || c->magic != kMagic)
+        return say(NULL, ncclInvalidArgument, "%s: not a communicator", who);
+    entry in_comm(c, who);
+    if (!in_comm.ok)
+        return ncclInvalidUsage;
+    enqueue_delay();
+    size_t bytes = count * type_size(t);
+    ncclResult_t r = sending ? begin(c, -1, buf, bytes, NULL, 0, count, t, -1, peer, s)
+                             : begin(c, -1, NULL, 0, buf, bytes, count, t, -1, peer, s);
+    if (r != ncclSuccess)
+        return r;
+    if (peer < 0 || peer == c->rank)
+        return say(c, ncclInvalidArgument, "%s with peer %d", who, peer);
+    if (sending)
+        submit(c, s, [=] { run_send(c, buf, bytes, peer); });
+    else
+        submit(c, s, [=] { run_recv(c, buf, bytes, peer); });
+    return ncclSuccess;
+}
+
+ncclResult_t ncclSend(const void *buf, size_t count, ncclDataType_t t, int peer, ncclComm_t cm,
+                      cudaStream_t s)
+{
+    return p2p("ncclSend", 1, (void *)buf, count, t, peer, cm, s);
+}
+
+ncclResult_t ncclRecv(void *buf, size_t count, ncclDataType_t t, int peer, ncclComm_t cm,
+                      cudaStream_t s)
+{
+    return p2p("ncclRecv", 0, buf, count, t, peer, cm, s);
 }
 
 } // extern "C"

@@ -1,6 +1,8 @@
 /* The CUDA runtime calls the backend and comm-nccl make, on the emulated device: device
- * memory is host memory (so AddressSanitizer sees a kernel's out-of-bounds access), work
- * runs at enqueue time in enqueue order (so a stream is complete when its call returns),
+ * memory is host memory (so AddressSanitizer sees a kernel's out-of-bounds access); kernels,
+ * copies and library calls run at enqueue time, after the asynchronous work already on
+ * their stream (emulated NCCL operations, which a communicator's thread runs) completed;
+ * events complete with the work recorded before them,
  * and the runtime's rules are checked: a pointer freed must be one allocated, a copy must
  * lie inside its allocations, a stream or event handle must be live, a wait must name an
  * event that was recorded. Errors follow the runtime: the last error is returned (and
@@ -12,6 +14,7 @@
 
 #include <map>
 #include <set>
+#include <vector>
 
 #include "emu_api.h"
 
@@ -26,15 +29,23 @@ struct allocation {
     unsigned flags;
 };
 
+struct emu_stream {
+    int device;
+    uint64_t enqueued, completed; /* asynchronous work (emulated NCCL) on the stream */
+};
+
 struct emu_event {
     int device;
     unsigned flags;
     int recorded;
+    emu_stream *stream; /* complete once stream->completed >= ticket */
+    uint64_t ticket;
 };
 
-struct emu_stream {
-    int device;
-};
+/* The legacy default stream (0, cudaStreamLegacy, cudaStreamPerThread). */
+emu_stream g_default_stream;
+pthread_mutex_t g_async = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t g_async_done = PTHREAD_COND_INITIALIZER;
 
 pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 std::map<uintptr_t, allocation> g_allocs;
@@ -128,6 +139,21 @@ int stream_ok(cudaStream_t s)
     return ok;
 }
 
+emu_stream *stream_of(cudaStream_t s)
+{
+    return !s || s == cudaStreamLegacy || s == cudaStreamPerThread ? &g_default_stream
+                                                                    : (emu_stream *)s;
+}
+
+/* Until the stream's asynchronous work up to ticket completed. */
+void wait_ticket(emu_stream *st, uint64_t ticket)
+{
+    pthread_mutex_lock(&g_async);
+    while (st->completed < ticket)
+        pthread_cond_wait(&g_async_done, &g_async);
+    pthread_mutex_unlock(&g_async);
+}
+
 int event_ok(cudaEvent_t e)
 {
     pthread_mutex_lock(&g_lock);
@@ -172,6 +198,47 @@ extern "C" {
 int fgemu_stream_valid(cudaStream_t s)
 {
     return stream_ok(s);
+}
+
+uint64_t fgemu_async_begin(cudaStream_t s)
+{
+    emu_stream *st = stream_of(s);
+    pthread_mutex_lock(&g_async);
+    uint64_t ticket = ++st->enqueued;
+    pthread_mutex_unlock(&g_async);
+    return ticket;
+}
+
+void fgemu_async_end(cudaStream_t s, uint64_t ticket)
+{
+    emu_stream *st = stream_of(s);
+    pthread_mutex_lock(&g_async);
+    if (ticket > st->completed)
+        st->completed = ticket;
+    pthread_cond_broadcast(&g_async_done);
+    pthread_mutex_unlock(&g_async);
+}
+
+void fgemu_stream_drain(cudaStream_t s)
+{
+    if (!stream_ok(s))
+        return;
+    emu_stream *st = stream_of(s);
+    pthread_mutex_lock(&g_async);
+    uint64_t ticket = st->enqueued;
+    pthread_mutex_unlock(&g_async);
+    wait_ticket(st, ticket);
+}
+
+static void drain_all(void)
+{
+    pthread_mutex_lock(&g_lock);
+    std::vector<emu_stream *> all(g_streams.begin(), g_streams.end());
+    pthread_mutex_unlock(&g_lock);
+    all.push_back(&g_default_stream);
+    for (emu_stream *st : all)
+        fgemu_stream_drain((cudaStream_t)st == (cudaStream_t)&g_default_stream ? 0
+                                                                               : (cudaStream_t)st);
 }
 
 void fgemu_set_sticky(cudaError_t e)
@@ -366,6 +433,7 @@ cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b)
 
 cudaError_t cudaDeviceSynchronize(void)
 {
+    drain_all();
     return ret(cudaSuccess);
 }
 
@@ -378,6 +446,7 @@ cudaError_t cudaMalloc(void **p, size_t bytes)
 
 cudaError_t cudaFree(void *p)
 {
+    drain_all(); /* cudaFree synchronises the device */
     return release(p, 0);
 }
 
@@ -424,6 +493,7 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcp
     cudaError_t e = check_copy(dst, src, n, kind);
     if (e != cudaSuccess)
         return ret(e);
+    fgemu_stream_drain(s); /* stream order; a copy to pageable memory returns when done */
     if (n)
         memmove(dst, src, n);
     return cudaSuccess;
@@ -444,6 +514,7 @@ cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_t s)
         fprintf(stderr, "cudaemu: cudaMemset of %zu bytes at %p: not device memory\n", n, p);
         return ret(cudaErrorInvalidValue);
     }
+    fgemu_stream_drain(s);
     memset(p, value, n);
     return cudaSuccess;
 }
@@ -457,7 +528,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags)
 {
     if (!s || flags > cudaStreamNonBlocking)
         return ret(cudaErrorInvalidValue);
-    emu_stream *st = new emu_stream{ t_device };
+    emu_stream *st = new emu_stream{ t_device, 0, 0 };
     pthread_mutex_lock(&g_lock);
     g_streams.insert(st);
     pthread_mutex_unlock(&g_lock);
@@ -472,6 +543,7 @@ cudaError_t cudaStreamCreate(cudaStream_t *s)
 
 cudaError_t cudaStreamDestroy(cudaStream_t s)
 {
+    fgemu_stream_drain(s); /* its work completes before its resources go */
     pthread_mutex_lock(&g_lock);
     int ok = s && g_streams.erase((emu_stream *)s);
     pthread_mutex_unlock(&g_lock);
@@ -483,12 +555,21 @@ cudaError_t cudaStreamDestroy(cudaStream_t s)
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s)
 {
-    return ret(stream_ok(s) ? cudaSuccess : cudaErrorInvalidResourceHandle);
+    if (!stream_ok(s))
+        return ret(cudaErrorInvalidResourceHandle);
+    fgemu_stream_drain(s);
+    return ret(cudaSuccess);
 }
 
 cudaError_t cudaStreamQuery(cudaStream_t s)
 {
-    return cudaStreamSynchronize(s);
+    if (!stream_ok(s))
+        return ret(cudaErrorInvalidResourceHandle);
+    emu_stream *st = stream_of(s);
+    pthread_mutex_lock(&g_async);
+    int done = st->completed >= st->enqueued;
+    pthread_mutex_unlock(&g_async);
+    return done ? ret(cudaSuccess) : cudaErrorNotReady;
 }
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
@@ -496,7 +577,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
     if (!e || (flags & ~(unsigned)(cudaEventBlockingSync | cudaEventDisableTiming |
                                    cudaEventInterprocess)))
         return ret(cudaErrorInvalidValue);
-    emu_event *ev = new emu_event{ t_device, flags, 0 };
+    emu_event *ev = new emu_event{ t_device, flags, 0, NULL, 0 };
     pthread_mutex_lock(&g_lock);
     g_events.insert(ev);
     pthread_mutex_unlock(&g_lock);
@@ -524,7 +605,13 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
 {
     if (!event_ok(e) || !stream_ok(s))
         return ret(cudaErrorInvalidResourceHandle);
-    ((emu_event *)e)->recorded = 1;
+    emu_event *ev = (emu_event *)e;
+    emu_stream *st = stream_of(s);
+    pthread_mutex_lock(&g_async);
+    ev->recorded = 1;
+    ev->stream = st;
+    ev->ticket = st->enqueued;
+    pthread_mutex_unlock(&g_async);
     return ret(cudaSuccess);
 }
 
@@ -532,12 +619,21 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e)
 {
     if (!event_ok(e))
         return ret(cudaErrorInvalidResourceHandle);
+    emu_event *ev = (emu_event *)e;
+    if (ev->stream)
+        wait_ticket(ev->stream, ev->ticket);
     return ret(cudaSuccess);
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t e)
 {
-    return cudaEventSynchronize(e);
+    if (!event_ok(e))
+        return ret(cudaErrorInvalidResourceHandle);
+    emu_event *ev = (emu_event *)e;
+    pthread_mutex_lock(&g_async);
+    int done = !ev->stream || ev->stream->completed >= ev->ticket;
+    pthread_mutex_unlock(&g_async);
+    return done ? ret(cudaSuccess) : cudaErrorNotReady;
 }
 
 /* The runtime lets a wait name a never-recorded event (it completes at once); in this
@@ -553,6 +649,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags)
                 "recorded\n", (void *)e);
         return ret(cudaErrorInvalidResourceHandle);
     }
+    cudaEventSynchronize(e); /* the device-side wait, done by the host here */
     return ret(cudaSuccess);
 }
 
