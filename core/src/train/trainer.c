@@ -9,6 +9,7 @@
 #include "init_from.h"
 #include "io_status.h"
 #include "optimizer.h"
+#include "rank_agreement.h"
 #include "output_paths.h"
 #include "run_status.h"
 #include "run_dir.h"
@@ -406,6 +407,7 @@ static fg_status setup(fg_trainer *t, fg_error *err)
     if (st == FG_OK) st = fg_trainer_check_backend(t, err);
     if (st == FG_OK) st = make_run_dir(t, err);
     if (st == FG_OK && t->keys.ckpt_path[0]) st = fg_trainer_load_weights(t, err);
+    if (st == FG_OK) st = fg_trainer_agree_across_ranks(t, err);
     if (st == FG_OK) st = setup_strategy(t, err);
     if (st == FG_OK && t->keys.ckpt_path[0] && t->verb == FG_VERB_FIT) st = fg_trainer_load_training_state(t, err);
     fg_trainer_close_checkpoint(t);

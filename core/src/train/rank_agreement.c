@@ -1,0 +1,291 @@
+/* The ranks' fingerprint and the search for the first difference (rank_agreement.h). */
+#include "rank_agreement.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "config.h"
+#include "fulgur/comm.h"
+#include "runtime.h"
+#include "trainer_internal.h"
+
+#define ITEM_NAME 120 /* int32 slots of a name on the wire (one byte each) */
+
+typedef struct agree_item {
+    char name[ITEM_NAME];
+    uint64_t hash;
+} agree_item;
+
+typedef struct agree_list {
+    agree_item *items;
+    size_t count, cap;
+} agree_list;
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static int add(agree_list *l, const char *name, const void *value, size_t n)
+{
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        agree_item *grown = realloc(l->items, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        l->items = grown;
+        l->cap = cap;
+    }
+    agree_item *it = &l->items[l->count++];
+    snprintf(it->name, sizeof it->name, "%s", name);
+    it->hash = fnv1a(0xcbf29ce484222325ull, value, n);
+    return 0;
+}
+
+/* Keys that may differ between ranks: where each finds its plugins and the checkpoint's
+ * path (its contents are compared). */
+static int per_rank(const char *section, const char *key)
+{
+    return (strcmp(section, "trainer") == 0 && strcmp(key, "ckpt_path") == 0) ||
+           strcmp(section, "plugins") == 0;
+}
+
+static int add_config(agree_list *l, const fg_config *cfg)
+{
+    char name[ITEM_NAME];
+    for (size_t s = 0; s < fg_config_section_count(cfg); s++) {
+        const char *section = fg_config_section_name(cfg, s);
+        for (size_t k = 0; k < fg_config_entry_count(cfg, section); k++) {
+            const char *key = fg_config_entry_key(cfg, section, k);
+            if (per_rank(section, key))
+                continue;
+            const char *v = fg_config_get(cfg, section, key);
+            snprintf(name, sizeof name, "[%s] %s", section, key);
+            if (add(l, name, v ? v : "", v ? strlen(v) : 0) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static int add_layout(agree_list *l, const fg_model *m)
+{
+    char name[ITEM_NAME];
+    for (size_t i = 0; i < fg_model_tensor_count(m); i++) {
+        const fg_tensor_info *t = fg_model_tensor(m, i);
+        int64_t shape[6] = {t->rank, t->shape[0], t->shape[1], t->shape[2], t->shape[3],
+                            (int64_t)t->offset};
+        snprintf(name, sizeof name, "tensor %s", t->name);
+        if (add(l, name, shape, sizeof shape) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int add_data(agree_list *l, const fg_trainer *t)
+{
+    const struct {
+        const char *name;
+        const fg_data_split *s;
+    } splits[] = {{"data: the train split's size", &t->train},
+                  {"data: the val split's size", &t->val},
+                  {"data: the test split's size", &t->test}};
+    for (size_t i = 0; i < sizeof splits / sizeof *splits; i++) {
+        int64_t n = splits[i].s->dataset ? splits[i].s->info.length : -1;
+        if (add(l, splits[i].name, &n, sizeof n) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The checkpoint being resumed: its metadata (step, epoch, format, ...) and tensor names. */
+static int add_checkpoint(agree_list *l, struct fg_ckpt *c)
+{
+    char name[ITEM_NAME];
+    const char *none = "(no checkpoint)";
+    if (!c)
+        return add(l, "checkpoint: the one resumed", none, strlen(none));
+    for (size_t i = 0; i < fg_ckpt_meta_count(c); i++) {
+        const char *key = fg_ckpt_meta_key(c, i), *v = fg_ckpt_meta(c, key);
+        snprintf(name, sizeof name, "checkpoint: metadata %s", key);
+        if (add(l, name, v ? v : "", v ? strlen(v) : 0) != 0)
+            return -1;
+    }
+    size_t n = fg_ckpt_tensor_count(c);
+    return add(l, "checkpoint: its number of tensors", &n, sizeof n);
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const agree_item *)a)->name, ((const agree_item *)b)->name);
+}
+
+static uint64_t fingerprint(const agree_list *l)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < l->count; i++) {
+        h = fnv1a(h, l->items[i].name, strlen(l->items[i].name) + 1);
+        h = fnv1a(h, &l->items[i].hash, sizeof l->items[i].hash);
+    }
+    return h;
+}
+
+/* The hash as four 16-bit chunks, and their negations: a max all-reduce gives each chunk's
+ * maximum and minus its minimum; every rank agrees when they coincide. */
+static void chunks(uint64_t h, int32_t out[8])
+{
+    for (int i = 0; i < 4; i++) {
+        out[i] = (int32_t)((h >> (16 * i)) & 0xffff);
+        out[4 + i] = -out[i];
+    }
+}
+
+typedef struct comm_ref {
+    const fg_comm_vtable *vt;
+    void *state;
+} comm_ref;
+
+static fg_status wire(comm_ref *c, fg_status st, const char *what, const fg_error *e,
+                      fg_error *err)
+{
+    return st == FG_OK ? FG_OK
+                       : fg_error_set(err, st, "rank agreement: %s: %s", what, e->message);
+}
+
+/* Rank 0's items on the wire: per item ITEM_NAME name bytes and 4 hash chunks. */
+enum { RECORD = ITEM_NAME + 4 };
+
+static const agree_item *find(const agree_list *l, const char *name)
+{
+    agree_item key;
+    memcpy(key.name, name, sizeof key.name);
+    key.name[sizeof key.name - 1] = '\0';
+    return bsearch(&key, l->items, l->count, sizeof key, by_name);
+}
+
+/* Index (in rank 0's order) of this rank's first differing item; n0 + 1 + i for an item i
+ * of its own that rank 0 lacks; INT32_MAX when none. */
+static int32_t first_difference(const agree_list *mine, const int32_t *theirs, int32_t n0)
+{
+    char name[ITEM_NAME];
+    for (int32_t k = 0; k < n0; k++) {
+        const int32_t *r = theirs + (size_t)k * RECORD;
+        for (int i = 0; i < ITEM_NAME; i++)
+            name[i] = (char)r[i];
+        const agree_item *it = find(mine, name);
+        int32_t c[8];
+        if (it)
+            chunks(it->hash, c);
+        if (!it || memcmp(c, r + ITEM_NAME, 4 * sizeof *c) != 0)
+            return k;
+    }
+    for (size_t i = 0; i < mine->count; i++) {
+        int known = 0;
+        for (int32_t k = 0; k < n0 && !known; k++) {
+            const int32_t *r = theirs + (size_t)k * RECORD;
+            int same = 1;
+            for (int j = 0; j < ITEM_NAME && same; j++)
+                same = (char)r[j] == mine->items[i].name[j];
+            known = same;
+        }
+        if (!known)
+            return n0 + 1 + (int32_t)i;
+    }
+    return INT32_MAX;
+}
+
+static void encode(const agree_list *l, int32_t *out)
+{
+    for (size_t k = 0; k < l->count; k++) {
+        int32_t *r = out + k * RECORD;
+        for (int i = 0; i < ITEM_NAME; i++)
+            r[i] = (unsigned char)l->items[k].name[i];
+        int32_t c[8];
+        chunks(l->items[k].hash, c);
+        memcpy(r + ITEM_NAME, c, 4 * sizeof *c);
+    }
+}
+
+/* Every rank learns the lowest rank that differs and the item's name. */
+static fg_status name_the_difference(comm_ref *c, const fg_trainer *t, const agree_list *l,
+                                     fg_error *err)
+{
+    fg_error e = {0};
+    int32_t n0 = (int32_t)l->count;
+    fg_status st = wire(c, c->vt->broadcast(c->state, NULL, &n0, 1, FG_I32, 0, &e), "broadcast",
+                        &e, err);
+    int32_t *theirs = st == FG_OK ? calloc((size_t)n0 * RECORD + 1, sizeof *theirs) : NULL;
+    if (st == FG_OK && !theirs)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "rank agreement: out of memory");
+    if (st == FG_OK && t->rank == 0)
+        encode(l, theirs);
+    if (st == FG_OK)
+        st = wire(c, c->vt->broadcast(c->state, NULL, theirs, (size_t)n0 * RECORD, FG_I32, 0, &e),
+                  "broadcast", &e, err);
+    /* lowest (item, rank): a max of the negated code */
+    int32_t k = st == FG_OK ? first_difference(l, theirs, n0) : INT32_MAX;
+    int64_t code = k == INT32_MAX ? INT64_MIN + 1
+                                  : -((int64_t)k * t->world_size + t->rank);
+    if (st == FG_OK)
+        st = wire(c, c->vt->all_reduce(c->state, NULL, &code, 1, FG_I64, FG_REDUCE_MAX, &e),
+                  "all_reduce", &e, err);
+    int32_t item = 0, rank = 0;
+    if (st == FG_OK) {
+        item = (int32_t)(-code / t->world_size);
+        rank = (int32_t)(-code % t->world_size);
+    }
+    int32_t name[ITEM_NAME] = {0};
+    if (st == FG_OK && item < n0)
+        memcpy(name, theirs + (size_t)item * RECORD, sizeof name);
+    else if (st == FG_OK && t->rank == rank)
+        for (int i = 0; i < ITEM_NAME; i++)
+            name[i] = (unsigned char)l->items[item - n0 - 1].name[i];
+    if (st == FG_OK && item >= n0)
+        st = wire(c, c->vt->broadcast(c->state, NULL, name, ITEM_NAME, FG_I32, rank, &e),
+                  "broadcast", &e, err);
+    free(theirs);
+    if (st != FG_OK)
+        return st;
+    char text[ITEM_NAME + 1];
+    for (int i = 0; i < ITEM_NAME; i++)
+        text[i] = (char)name[i];
+    text[ITEM_NAME] = '\0';
+    return fg_error_set(err, FG_INVALID_ARGUMENT, "rank %d does not match rank 0: %s %s (every "
+                        "rank must run the same config, model, data and checkpoint)", rank,
+                        text, item < n0 ? "differs" : "is only on that rank");
+}
+
+fg_status fg_trainer_agree_across_ranks(fg_trainer *t, fg_error *err)
+{
+    const fg_instance *inst = fg_runtime_instance_of_kind(t->rt, FG_KIND_COMM);
+    if (t->world_size < 2 || !inst)
+        return FG_OK;
+    comm_ref c = {inst->plugin->vtable, inst->state};
+    if (!c.vt->all_reduce || !c.vt->broadcast)
+        return FG_OK; /* a comm without them cannot agree: nothing to compare with */
+    agree_list l = {0};
+    int bad = add_config(&l, t->cfg) || add_layout(&l, t->model) || add_data(&l, t) ||
+              add_checkpoint(&l, t->ckpt.loaded);
+    if (bad) {
+        free(l.items);
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "rank agreement: out of memory");
+    }
+    qsort(l.items, l.count, sizeof *l.items, by_name);
+    int32_t sum[8];
+    chunks(fingerprint(&l), sum);
+    fg_error e = {0};
+    fg_status st = wire(&c, c.vt->all_reduce(c.state, NULL, sum, 8, FG_I32, FG_REDUCE_MAX, &e),
+                        "all_reduce", &e, err);
+    int agree = 1;
+    for (int i = 0; st == FG_OK && i < 4; i++)
+        agree &= sum[i] == -sum[4 + i];
+    if (st == FG_OK && !agree)
+        st = name_the_difference(&c, t, &l, err);
+    free(l.items);
+    return st;
+}
