@@ -102,7 +102,8 @@ static void test_classes(void)
     CHECK_STR(build_message("[trainer]\nmax_epochs = 1\n", (int64_t[]){20}, 1, 10),
               "cfg.ini: the model has no layers; add [layer.NAME] sections with type = one of "
               "linear, conv2d, maxpool2d, avgpool2d, batchnorm, dropout, flatten, relu, gelu, "
-              "tanh, sigmoid, add");
+              "tanh, sigmoid, add, layernorm, rmsnorm, embedding, position_embedding, "
+              "transformer_block");
 }
 
 static void test_input(void)
@@ -135,10 +136,12 @@ static void test_keys(void)
                             10),
               "cfg.ini:2: [layer.fc1] unknown layer type 'linaer'; did you mean 'linear'? "
               "(types: linear, conv2d, maxpool2d, avgpool2d, batchnorm, dropout, flatten, relu, "
-              "gelu, tanh, sigmoid, add)");
+              "gelu, tanh, sigmoid, add, layernorm, rmsnorm, embedding, position_embedding, "
+              "transformer_block)");
     CHECK_STR(build_message("[layer.fc1]\nout_features = 10\n", (int64_t[]){4}, 1, 10),
               "cfg.ini:1: [layer.fc1] has no 'type'; set type = one of linear, conv2d, "
-              "maxpool2d, avgpool2d, batchnorm, dropout, flatten, relu, gelu, tanh, sigmoid, add");
+              "maxpool2d, avgpool2d, batchnorm, dropout, flatten, relu, gelu, tanh, sigmoid, add, "
+              "layernorm, rmsnorm, embedding, position_embedding, transformer_block");
     /* the schemas reach the validator: unknown keys, missing and out-of-range values */
     const char *msg = build_message("[layer.fc1]\ntype = linear\nout_feature = 10\n",
                                     (int64_t[]){4}, 1, 10);

@@ -97,10 +97,14 @@ step_equivalence_n2() { equivalence 2 32 "1 2 3"; }
 step_equivalence_n4() { equivalence 4 16 "1 2 3"; }
 # Stages 2-3 reduce every micro-batch and add the reduced pieces (ZeRO-2's way: no full
 # gradient buffer to accumulate in), ddp adds locally and reduces once: the sums' order
-# differs, which AdamW magnifies to a few 1e-5 in 50 steps. Stage 1 stays exact.
+# differs, which AdamW magnifies (below). Stage 1 stays exact.
 step_equivalence_accumulate() {
     equivalence 2 16 "1" trainer.accumulate_grad_batches=2
-    TOL=1e-4 equivalence 2 16 "2 3" trainer.accumulate_grad_batches=2
+    # SGD with momentum for stages 2-3: AdamW divides each gradient by its running RMS, so
+    # where a gradient is nearly zero the summation-order noise becomes a full-size step
+    # (on an AVX-512 OpenBLAS the logged loss drifted 3e-4 from ddp's by step 50)
+    TOL=1e-4 equivalence 2 16 "2 3" trainer.accumulate_grad_batches=2 optimizer.name=sgd \
+        optimizer.lr=0.05 optimizer.momentum=0.9 optimizer.weight_decay=0
 }
 
 # A deeper model for the memory formulas: 24 layers of 128, so one layer's bucket and

@@ -44,9 +44,9 @@ static fg_status linear_plan(fg_layer *l, fg_model *m, fg_error *err)
                             l->origin, l->section, l->in_units, l->input_text, in);
     if (l->in.rank != 1 && l->in.rank != 2)
         return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "%s: [%s] (linear) needs a flat input or a sequence (T, features) "
-                            "but %s = %" PRId64 " values; add a layer with type = flatten "
-                            "before it", l->origin, l->section, l->input_text, in);
+                            "%s: [%s] (linear) needs a flat input but %s = %" PRId64
+                            " values; add a layer with type = flatten before it",
+                            l->origin, l->section, l->input_text, in);
     l->out = l->in;
     l->out.dims[l->in.rank - 1] = l->units;
     double bound = 1.0 / sqrt((double)in); /* kaiming_uniform(a=sqrt(5)) = U(+-1/sqrt(fan_in)) */

@@ -295,8 +295,8 @@ static fg_status check_logits(fg_model *m, fg_error *err)
     if (last->out.rank != 1)
         return fg_error_set(err, FG_INVALID_ARGUMENT,
                             "%s: [%s] is the last layer and gives %s, but the model must end in "
-                            "%d class scores per sample (or per position of a sequence); end "
-                            "with a flatten and a linear with out_features = %d",
+                            "%d class scores per sample; end with a flatten and a linear with "
+                            "out_features = %d",
                             last->origin, last->section,
                             fg_shape_format(&last->out, shape, sizeof shape), m->num_classes,
                             m->num_classes);
