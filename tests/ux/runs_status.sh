@@ -2,7 +2,8 @@
 # ux.runs_status: `fulgur runs DIR` tells a finished, a failed, a running, a killed and a
 # requeued run apart, with their steps, best monitored metric and wall time:
 #  - finished: a fit that ended; its best val/loss is the smallest the run logged;
-#  - failed: a fit whose final checkpoint cannot be written (exit 2), with the reason;
+#  - failed: a fit whose final checkpoint cannot be written (exit 2), with the reason (a path
+#    relative to the run folder that leads under a file);
 #  - running, then interrupted: a long fit listed while it runs, then killed with SIGKILL
 #    (status.json still says running; the pid is gone);
 #  - interrupted: a fit stopped by its requeue signal (SIGUSR1, outside SLURM).
@@ -16,7 +17,8 @@ line() { grep "^$1 " list.txt; }
 
 "$FULGUR" fit cfg.ini trainer.name=done > done.out 2>&1 || fail "the finished run failed: $(tail -2 done.out)"
 touch afile
-"$FULGUR" fit cfg.ini trainer.name=broken trainer.final_checkpoint="$UX_TMP/afile/x.safetensors" > broken.out 2>&1
+# (relative to the run folder: an absolute path under a file is refused before training)
+"$FULGUR" fit cfg.ini trainer.name=broken trainer.final_checkpoint=../../../afile/x.safetensors > broken.out 2>&1
 rc=$?
 [ $rc -ne 0 ] || fail "the failing run exited 0"
 
