@@ -28,3 +28,14 @@ fg_status fg_plugin_check_read(const char *who, const char *split, int64_t lengt
                                 who, (long long)indices[k], k, count, split, (long long)length);
     return FG_OK;
 }
+
+const char *fg_plugin_split_name(int split)
+{
+    switch (split) {
+    case FG_SPLIT_TRAIN: return "train";
+    case FG_SPLIT_VAL: return "val";
+    case FG_SPLIT_TEST: return "test";
+    case FG_SPLIT_PREDICT: return "predict";
+    }
+    return NULL;
+}

@@ -16,4 +16,7 @@ fg_status fg_plugin_check_read(const char *who, const char *split, int64_t lengt
                                const int64_t *indices, int count, const void *samples,
                                fg_error *err);
 
+/* "train", "val", "test", "predict" for an fg_split; NULL for anything else. */
+const char *fg_plugin_split_name(int split);
+
 #endif

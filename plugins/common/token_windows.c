@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "data_plugin.h"
+#include "plugin_options.h"
 
 #define GOLDEN 0x9e3779b97f4a7c15ull
 
@@ -85,4 +86,32 @@ fg_status fg_token_dataset_read(const char *who, const fg_token_dataset *ds,
                              labels ? (int32_t *)labels + k * row : NULL);
     }
     return FG_OK;
+}
+
+fg_status fg_token_window_options_read(const fg_host *host, const char *who,
+                                       fg_token_window_options *o, fg_error *err)
+{
+    int64_t context = 0;
+    fg_status st = fg_plugin_get_int(host, who, "context", &context, err);
+    if (st == FG_OK)
+        st = fg_plugin_get_int(host, who, "train_windows", &o->train_windows, err);
+    if (st == FG_OK)
+        st = fg_plugin_get_int(host, who, "val_windows", &o->val_windows, err);
+    if (st == FG_OK && (context < 1 || context > (1 << 20)))
+        st = fg_error_set(err, FG_INVALID_ARGUMENT, "%s: option context = %lld is outside "
+                          "[1, 1048576]", who, (long long)context);
+    if (st == FG_OK && (o->train_windows < 0 || o->val_windows < 0))
+        st = fg_error_set(err, FG_INVALID_ARGUMENT, "%s: options train_windows and val_windows "
+                          "must be >= 0", who);
+    o->context = (int32_t)context;
+    return st;
+}
+
+int64_t fg_token_window_count(const fg_token_window_options *o, int train, int64_t tokens)
+{
+    int64_t asked = train ? o->train_windows : o->val_windows;
+    if (asked > 0)
+        return asked;
+    int64_t n = tokens / o->context;
+    return n > 0 ? n : 1;
 }

@@ -26,6 +26,18 @@ int64_t fg_token_window_start(const fg_token_span *span, int32_t context, int ra
 void fg_token_window_copy(const fg_token_span *span, int64_t start, int32_t context,
                           int32_t *inputs, int32_t *labels);
 
+/* The options every language-model data plugin has: context, train_windows, val_windows. */
+typedef struct fg_token_window_options {
+    int32_t context;
+    int64_t train_windows, val_windows; /* 0: tokens / context of the split */
+} fg_token_window_options;
+
+/* Reads and checks the three options; messages start "who:". */
+fg_status fg_token_window_options_read(const fg_host *host, const char *who,
+                                       fg_token_window_options *o, fg_error *err);
+/* Samples of a split of `tokens` tokens: the option, or tokens / context (at least 1). */
+int64_t fg_token_window_count(const fg_token_window_options *o, int train, int64_t tokens);
+
 /* One open split of a language-model data plugin: `windows` samples of `context` tokens. */
 typedef struct fg_token_dataset {
     const char *split;   /* "train", "val", "test" (messages) */

@@ -61,17 +61,6 @@ typedef struct csv_dataset {
     int32_t num_classes;
 } csv_dataset;
 
-static const char *split_name(int split)
-{
-    switch (split) {
-    case FG_SPLIT_TRAIN: return "train";
-    case FG_SPLIT_VAL: return "val";
-    case FG_SPLIT_TEST: return "test";
-    case FG_SPLIT_PREDICT: return "predict";
-    }
-    return NULL;
-}
-
 /* ---- init ---------------------------------------------------------------------------- */
 
 static fg_status option_failure(const char *key, fg_status st, fg_error *err)
@@ -287,7 +276,7 @@ static fg_status csv_open(void *state, int split, void **dataset, fg_dataset_inf
 {
     csv_state *s = state;
     *dataset = NULL;
-    const char *name = split_name(split);
+    const char *name = fg_plugin_split_name(split);
     if (!name)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "csv: unknown split %d", split);
     if (s->files[split][0] == '\0')

@@ -72,17 +72,6 @@ typedef struct image_dataset {
     image_target target;
 } image_dataset;
 
-static const char *split_name(int split)
-{
-    switch (split) {
-    case FG_SPLIT_TRAIN: return "train";
-    case FG_SPLIT_VAL: return "val";
-    case FG_SPLIT_TEST: return "test";
-    case FG_SPLIT_PREDICT: return "predict";
-    }
-    return NULL;
-}
-
 static const char *dir_key(int split)
 {
     return split == FG_SPLIT_TRAIN ? "train_dir" : split == FG_SPLIT_VAL ? "val_dir" : "test_dir";
@@ -205,7 +194,7 @@ static fg_status image_open(void *state, int split, void **dataset, fg_dataset_i
 {
     const image_state *s = state;
     *dataset = NULL;
-    const char *name = split_name(split);
+    const char *name = fg_plugin_split_name(split);
     if (!name)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "image_folder: unknown split %d", split);
     if (s->cfg.dirs[split][0] == '\0')

@@ -110,23 +110,12 @@ static fg_status synthetic_init(const fg_host *host, void **state, fg_error *err
 
 /* ---- the data vtable --------------------------------------------------------------- */
 
-static const char *split_name(int split)
-{
-    switch (split) {
-    case FG_SPLIT_TRAIN: return "train";
-    case FG_SPLIT_VAL: return "val";
-    case FG_SPLIT_TEST: return "test";
-    case FG_SPLIT_PREDICT: return "predict";
-    }
-    return NULL;
-}
-
 static fg_status synthetic_open(void *state, int split, void **dataset, fg_dataset_info *info,
                                 fg_error *err)
 {
     const synthetic_state *s = state;
     *dataset = NULL;
-    const char *name = split_name(split);
+    const char *name = fg_plugin_split_name(split);
     if (!name)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "synthetic: unknown split %d", split);
     if (s->size[split] == 0)

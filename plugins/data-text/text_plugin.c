@@ -38,20 +38,8 @@ static const fg_option text_options[] = {
 
 typedef struct text_state {
     text_bytes split[FG_SPLIT_TEST + 1]; /* by fg_split; PREDICT reads TEST */
-    int32_t context;
-    int64_t train_windows, val_windows;
+    fg_token_window_options win;
 } text_state;
-
-static const char *split_name(int split)
-{
-    switch (split) {
-    case FG_SPLIT_TRAIN: return "train";
-    case FG_SPLIT_VAL: return "val";
-    case FG_SPLIT_TEST: return "test";
-    case FG_SPLIT_PREDICT: return "predict";
-    }
-    return NULL;
-}
 
 static void text_deinit(void *state)
 {
@@ -63,34 +51,16 @@ static void text_deinit(void *state)
     free(s);
 }
 
-static fg_status read_sizes(const fg_host *host, text_state *s, fg_error *err)
-{
-    int64_t context = 0;
-    fg_status st = fg_plugin_get_int(host, "text", "context", &context, err);
-    if (st == FG_OK)
-        st = fg_plugin_get_int(host, "text", "train_windows", &s->train_windows, err);
-    if (st == FG_OK)
-        st = fg_plugin_get_int(host, "text", "val_windows", &s->val_windows, err);
-    if (st == FG_OK && (context < 1 || context > (1 << 20)))
-        st = fg_error_set(err, FG_INVALID_ARGUMENT, "text: option context = %lld is outside "
-                          "[1, 1048576]", (long long)context);
-    if (st == FG_OK && (s->train_windows < 0 || s->val_windows < 0))
-        st = fg_error_set(err, FG_INVALID_ARGUMENT, "text: options train_windows and "
-                          "val_windows must be >= 0");
-    s->context = (int32_t)context;
-    return st;
-}
-
 /* A configured split must hold at least one window. */
 static fg_status check_long_enough(const text_state *s, int split, int configured,
                                    fg_error *err)
 {
-    if (!configured || s->split[split].count >= (int64_t)s->context + 1)
+    if (!configured || s->split[split].count >= (int64_t)s->win.context + 1)
         return FG_OK;
     return fg_error_set(err, FG_INVALID_ARGUMENT,
                         "text: the %s split holds %lld bytes, fewer than one window of context "
-                        "+ 1 = %d%s", split_name(split), (long long)s->split[split].count,
-                        s->context + 1,
+                        "+ 1 = %d%s", fg_plugin_split_name(split),
+                        (long long)s->split[split].count, s->win.context + 1,
                         split == FG_SPLIT_TEST ? " (option test_files)"
                                                : ": lower context, or change val_fraction "
                                                  "(the split is in 4096-byte chunks)");
@@ -133,7 +103,7 @@ static fg_status text_init(const fg_host *host, void **state, fg_error *err)
     text_state *s = calloc(1, sizeof *s);
     if (!s)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "text: out of memory");
-    fg_status st = read_sizes(host, s, err);
+    fg_status st = fg_token_window_options_read(host, "text", &s->win, err);
     if (st == FG_OK)
         st = read_corpus(host, s, err);
     if (st != FG_OK) {
@@ -144,35 +114,26 @@ static fg_status text_init(const fg_host *host, void **state, fg_error *err)
     return FG_OK;
 }
 
-static int64_t windows_of(const text_state *s, int split, int64_t bytes)
-{
-    int64_t asked = split == FG_SPLIT_TRAIN ? s->train_windows : s->val_windows;
-    if (asked > 0)
-        return asked;
-    int64_t n = bytes / s->context;
-    return n > 0 ? n : 1;
-}
-
 static fg_status text_open(void *state, int split, void **dataset, fg_dataset_info *info,
                            fg_error *err)
 {
     text_state *s = state;
     *dataset = NULL;
-    if (!split_name(split))
+    if (!fg_plugin_split_name(split))
         return fg_error_set(err, FG_INVALID_ARGUMENT, "text: unknown split %d", split);
     const text_bytes *b = &s->split[split == FG_SPLIT_PREDICT ? FG_SPLIT_TEST : split];
     if (b->count == 0)
         return fg_error_set(err, FG_NOT_FOUND, "text: the %s split is not configured (%s)",
-                            split_name(split),
+                            fg_plugin_split_name(split),
                             split == FG_SPLIT_VAL ? "val_fraction = 0" : "test_files is empty");
     fg_token_dataset *ds = calloc(1, sizeof *ds);
     if (!ds)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "text: out of memory");
-    ds->split = split_name(split);
+    ds->split = fg_plugin_split_name(split);
     ds->span = (fg_token_span){.tokens = b->bytes, .elem_bytes = 1, .count = b->count};
-    ds->context = s->context;
+    ds->context = s->win.context;
     ds->vocab = 256;
-    ds->windows = windows_of(s, split, b->count);
+    ds->windows = fg_token_window_count(&s->win, split == FG_SPLIT_TRAIN, b->count);
     ds->random = split == FG_SPLIT_TRAIN;
     if (info)
         fg_token_dataset_info(ds, info);

@@ -40,25 +40,14 @@ static const fg_option tokens_options[] = {
 typedef struct tokens_state {
     char *files[FG_SPLIT_TEST + 1]; /* by fg_split, resolved; "" when none */
     tokens_format format;
-    int32_t vocab, context;
-    int64_t train_windows, val_windows;
+    int32_t vocab;
+    fg_token_window_options win;
 } tokens_state;
 
 typedef struct tokens_dataset {
     fg_token_dataset windows;
     tokens_file file;
 } tokens_dataset;
-
-static const char *split_name(int split)
-{
-    switch (split) {
-    case FG_SPLIT_TRAIN: return "train";
-    case FG_SPLIT_VAL: return "val";
-    case FG_SPLIT_TEST: return "test";
-    case FG_SPLIT_PREDICT: return "predict";
-    }
-    return NULL;
-}
 
 static void tokens_deinit(void *state)
 {
@@ -84,16 +73,12 @@ static fg_status read_files(const fg_host *host, tokens_state *s, fg_error *err)
 static fg_status read_format(const fg_host *host, tokens_state *s, fg_error *err)
 {
     const char *format = NULL;
-    int64_t vocab = 0, context = 0;
+    int64_t vocab = 0;
     fg_status st = fg_plugin_get_string(host, "tokens", "format", &format, err);
     if (st == FG_OK)
         st = fg_plugin_get_int(host, "tokens", "vocab_size", &vocab, err);
     if (st == FG_OK)
-        st = fg_plugin_get_int(host, "tokens", "context", &context, err);
-    if (st == FG_OK)
-        st = fg_plugin_get_int(host, "tokens", "train_windows", &s->train_windows, err);
-    if (st == FG_OK)
-        st = fg_plugin_get_int(host, "tokens", "val_windows", &s->val_windows, err);
+        st = fg_token_window_options_read(host, "tokens", &s->win, err);
     if (st != FG_OK)
         return st;
     if (strcmp(format, "auto") == 0)
@@ -105,15 +90,10 @@ static fg_status read_format(const fg_host *host, tokens_state *s, fg_error *err
     else
         return fg_error_set(err, FG_INVALID_ARGUMENT, "tokens: option format = \"%s\": auto, "
                             "nanogpt or llmc", format);
-    if (vocab < 1 || vocab > 65536 || context < 1 || context > (1 << 20))
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "tokens: vocab_size = %lld (1..65536) or "
-                            "context = %lld (1..1048576) out of range", (long long)vocab,
-                            (long long)context);
-    if (s->train_windows < 0 || s->val_windows < 0)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "tokens: options train_windows and "
-                            "val_windows must be >= 0");
+    if (vocab < 1 || vocab > 65536)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "tokens: option vocab_size = %lld is "
+                            "outside [1, 65536]", (long long)vocab);
     s->vocab = (int32_t)vocab;
-    s->context = (int32_t)context;
     return FG_OK;
 }
 
@@ -143,42 +123,34 @@ static void tokens_close(void *state, void *dataset)
     free(ds);
 }
 
-static int64_t windows_of(const tokens_state *s, int split, int64_t tokens)
-{
-    int64_t asked = split == FG_SPLIT_TRAIN ? s->train_windows : s->val_windows;
-    if (asked > 0)
-        return asked;
-    int64_t n = tokens / s->context;
-    return n > 0 ? n : 1;
-}
-
 static fg_status tokens_open(void *state, int split, void **dataset, fg_dataset_info *info,
                              fg_error *err)
 {
     tokens_state *s = state;
     *dataset = NULL;
-    if (!split_name(split))
+    if (!fg_plugin_split_name(split))
         return fg_error_set(err, FG_INVALID_ARGUMENT, "tokens: unknown split %d", split);
     int file_split = split == FG_SPLIT_PREDICT ? FG_SPLIT_TEST : split;
     const char *path = s->files[file_split];
     if (path[0] == '\0')
         return fg_error_set(err, FG_NOT_FOUND, "tokens: the %s split is not configured (option "
-                            "%s_file is empty)", split_name(split), split_name(file_split));
+                            "%s_file is empty)", fg_plugin_split_name(split),
+                            fg_plugin_split_name(file_split));
     tokens_dataset *ds = calloc(1, sizeof *ds);
     if (!ds)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "tokens: out of memory");
-    fg_status st = tokens_file_open(path, s->format, s->vocab, (int64_t)s->context + 1,
+    fg_status st = tokens_file_open(path, s->format, s->vocab, (int64_t)s->win.context + 1,
                                     &ds->file, err);
     if (st != FG_OK) {
         free(ds);
         return st;
     }
     ds->windows = (fg_token_dataset){
-        .split = split_name(split),
+        .split = fg_plugin_split_name(split),
         .span = {.tokens = ds->file.tokens, .elem_bytes = 2, .count = ds->file.count},
-        .context = s->context,
+        .context = s->win.context,
         .vocab = s->vocab,
-        .windows = windows_of(s, split, ds->file.count),
+        .windows = fg_token_window_count(&s->win, split == FG_SPLIT_TRAIN, ds->file.count),
         .random = split == FG_SPLIT_TRAIN,
     };
     if (info)
