@@ -52,8 +52,8 @@ fg_status fg_plugin_read_file(const char *who, const char *path, unsigned char *
     fclose(f);
     if (failed || got != (size_t)st.st_size) {
         free(buf);
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: %s: read %zu of %lld bytes", who, path, got,
-                            (long long)st.st_size);
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: %s: read %zu of %lld bytes", who,
+                            path, got, (long long)st.st_size);
     }
     buf[got] = '\0';
     *data = buf;

@@ -122,7 +122,8 @@ fg_status fg_requeue_arm(struct fg_trainer *t, fg_error *err)
 {
     fg_requeue *q = &t->requeue;
     const fg_instance *c = comm_of(t);
-    int agree = t->world_size == 1 || (c && ((const fg_comm_vtable *)c->plugin->vtable)->all_reduce);
+    int agree = t->world_size == 1 ||
+                (c && ((const fg_comm_vtable *)c->plugin->vtable)->all_reduce);
     if (!q->interrupts_armed && agree) {
         fg_status st = arm_interrupts(q, err);
         if (st != FG_OK) return st;

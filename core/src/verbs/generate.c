@@ -105,7 +105,8 @@ static fg_status check_model(const fg_trainer *t, int *context, int *vocab, fg_e
 {
     *context = fg_model_positions(t->model);
     *vocab = fg_model_num_classes(t->model);
-    if (fg_model_input_dtype(t->model) != FG_I32 || *context < 1 || fg_shape_numel(fg_model_input_shape(t->model)) != (size_t)*context)
+    size_t sample = fg_shape_numel(fg_model_input_shape(t->model));
+    if (fg_model_input_dtype(t->model) != FG_I32 || *context < 1 || sample != (size_t)*context)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "fulgur generate needs a language model: "
                             "token ids in (an embedding first) and one score per position and "
                             "token out");
