@@ -234,6 +234,11 @@ static fg_status name_the_difference(comm_ref *c, const fg_trainer *t, const agr
     if (st == FG_OK)
         st = wire(c, c->vt->all_reduce(c->state, NULL, &code, 1, FG_I64, FG_REDUCE_MAX, &e),
                   "all_reduce", &e, err);
+    if (st == FG_OK && code == INT64_MIN + 1) { /* only if the hashes of equal lists differ */
+        free(theirs);
+        return fg_error_set(err, FG_INTERNAL, "rank agreement: the ranks' fingerprints differ "
+                            "but no item does");
+    }
     int32_t item = 0, rank = 0;
     if (st == FG_OK) {
         item = (int32_t)(-code / t->world_size);
