@@ -51,6 +51,8 @@ static void on_interrupt(int signo)
 }
 
 /* SIGINT and SIGTERM stop a fit at a step boundary (requeue.h). */
+static void read_test_hooks(fg_requeue *q);
+
 static fg_status arm_interrupts(fg_requeue *q, fg_error *err)
 {
     struct sigaction sa;
@@ -59,6 +61,7 @@ static fg_status arm_interrupts(fg_requeue *q, fg_error *err)
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
     interrupted = 0;
+    read_test_hooks(q);
     if (sigaction(SIGINT, &sa, &previous_int) != 0 ||
         sigaction(SIGTERM, &sa, &previous_term) != 0)
         return fg_error_set(err, FG_INTERNAL, "interrupts: sigaction: %s", strerror(errno));
@@ -70,16 +73,26 @@ static fg_status arm_interrupts(fg_requeue *q, fg_error *err)
  * SIGINT2: two SIGINTs) when the fit reaches that optimizer step, on every rank or only on
  * rank FULGUR_TEST_INTERRUPT_RANK, so the interrupt path is tested at a known step without
  * timing. */
-static void test_interrupt(const struct fg_trainer *t)
+static void read_test_hooks(fg_requeue *q)
 {
     const char *spec = secure_getenv("FULGUR_TEST_INTERRUPT_AT");
     const char *rank = secure_getenv("FULGUR_TEST_INTERRUPT_RANK");
-    if (!spec || strtoll(spec, NULL, 10) != t->progress.global_step) return;
-    if (rank && strtol(rank, NULL, 10) != t->rank) return;
-    const char *sig = strchr(spec, ':');
-    int twice = sig && strcmp(sig + 1, "SIGINT2") == 0;
-    raise(sig && strcmp(sig + 1, "SIGTERM") == 0 ? SIGTERM : SIGINT);
-    if (twice) raise(SIGINT);
+    const char *every = secure_getenv("FULGUR_TEST_AGREE_EVERY");
+    const char *sig = spec ? strchr(spec, ':') : NULL;
+    q->test_step = spec ? strtoll(spec, NULL, 10) : -1;
+    q->test_rank = rank ? (int)strtol(rank, NULL, 10) : -1;
+    q->test_signo = sig && strcmp(sig + 1, "SIGTERM") == 0 ? SIGTERM : SIGINT;
+    q->test_twice = sig && strcmp(sig + 1, "SIGINT2") == 0;
+    q->test_agree_every = every && strtoll(every, NULL, 10) > 0 ? strtoll(every, NULL, 10) : 0;
+}
+
+static void test_interrupt(const struct fg_trainer *t)
+{
+    const fg_requeue *q = &t->requeue;
+    if (q->test_step != t->progress.global_step || (q->test_rank >= 0 && q->test_rank != t->rank))
+        return;
+    raise(q->test_signo);
+    if (q->test_twice) raise(SIGINT);
 }
 
 static void on_signal(int signo)
@@ -101,6 +114,7 @@ fg_status fg_requeue_configure(fg_requeue *q, const char *value, const char *ori
                                fg_error *err)
 {
     memset(q, 0, sizeof *q);
+    q->test_step = -1;
     if (strcmp(value, "auto") == 0)
         q->signo = getenv("SLURM_JOB_ID") ? SIGUSR1 : 0;
     else if (strcmp(value, "SIGUSR1") == 0)
@@ -172,9 +186,8 @@ void fg_requeue_disarm(fg_requeue *q)
  * (FULGUR_TEST_AGREE_EVERY=N: every N steps, for tests that stop at a known step). */
 static double next_interval(fg_requeue *q, int64_t step, double now)
 {
-    const char *every = secure_getenv("FULGUR_TEST_AGREE_EVERY");
-    if (every && strtoll(every, NULL, 10) > 0)
-        return (double)strtoll(every, NULL, 10);
+    if (q->test_agree_every > 0)
+        return (double)q->test_agree_every;
     double steps = (double)(step - q->last_check_step), dt = now - q->last_check_time;
     double n = dt > 0 ? AGREE_PERIOD_S * steps / dt : 1;
     return n < 1 ? 1 : n > AGREE_MAX_INTERVAL ? AGREE_MAX_INTERVAL : (double)(int64_t)n;

@@ -26,6 +26,11 @@ typedef struct fg_requeue {
     double last_check_time;
     int stopped;             /* every rank agreed: this fit stops for a requeue */
     int interrupts_armed;    /* SIGINT and SIGTERM handlers installed */
+    /* test hooks, read once when armed (requeue.c): */
+    int64_t test_step;       /* FULGUR_TEST_INTERRUPT_AT's step; -1: none */
+    int test_rank;           /* FULGUR_TEST_INTERRUPT_RANK; -1: every rank */
+    int test_signo, test_twice;
+    int64_t test_agree_every; /* FULGUR_TEST_AGREE_EVERY; 0: about once a second */
     int interrupt_signo;     /* every rank agreed: SIGINT or SIGTERM stopped this fit; 0 */
     int checkpoint_on_interrupt; /* [trainer] checkpoint_on_interrupt or save_on_exception */
     char checkpoint[8192];   /* what it wrote */
