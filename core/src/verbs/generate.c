@@ -12,6 +12,7 @@
  * position embeddings) no cached key stays valid: each such token is again one forward of
  * the window, which refills the cache. Either way the probabilities are the full forward's
  * (to rounding), so the text is the same. */
+#include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include "core_schema.h"
 #include "decode.h"
 #include "generate.h"
+#include "step_sink.h"
 #include "trainer_internal.h"
 #include "utf8.h"
 
@@ -216,10 +218,19 @@ static fg_status generate(fg_trainer *t, void *primary, const gen_options *o, in
     fg_decoder *dec = st == FG_OK ? open_cache(primary, o) : NULL;
     uint64_t rng = (uint64_t)o->seed;
     size_t cached = NO_FORWARD;
+    double t0 = fg_now_seconds(), t1 = t0; /* t1: after the first token (the prompt's forward) */
     for (int64_t k = 0; st == FG_OK && k < o->max_new; k++) {
         st = probs_for(t, primary, dec, &s, context, text, *len, &cached, err);
         if (st == FG_OK)
             text[(*len)++] = (unsigned char)sample_token(s.p, vocab, o, &rng, s.w);
+        if (k == 0)
+            t1 = fg_now_seconds();
+    }
+    if (st == FG_OK && o->max_new > 1) {
+        double rest = fg_now_seconds() - t1;
+        fprintf(stderr, "fulgur generate: %" PRId64 " tokens in %.3f s: the first (the prompt) "
+                "%.3f s, then %.1f tokens/s (KV cache %s)\n", o->max_new, t1 - t0 + rest,
+                t1 - t0, rest > 0 ? (double)(o->max_new - 1) / rest : 0.0, dec ? "on" : "off");
     }
     fg_decoder_destroy(dec);
     free(s.window);
