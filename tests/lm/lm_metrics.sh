@@ -90,12 +90,12 @@ fit text
 n=$(check_csv "$csv" 1) || fail "text: $n"
 read -r nppl nbpb <<<"$n"
 [ "$nppl" -ge 4 ] && [ "$nbpb" -ge 4 ] || fail "text: only $nppl ppl and $nbpb bpb values checked"
-# the printed lines: ppl and bpb of the loss on the same line
+# the printed epoch and val lines: ppl and bpb of the loss on the same line
 awk '/ loss [0-9.]+ .* ppl / {
         for (i = 1; i < NF; i++) { if ($i == "loss") l = $(i + 1); if ($i == "ppl") p = $(i + 1); if ($i == "bpb") b = $(i + 1) }
         if (b == "" || (p - exp(l)) ^ 2 > (1e-3 * p) ^ 2 || (b - l / log(2)) ^ 2 > 1e-8) { print "bad line: " $0; bad = 1 }
         n++; b = "" }
-     END { exit bad || n < 3 }' "$WORK/text.log" || { cat "$WORK/text.log" >&2; fail "text: printed ppl/bpb do not match the printed loss"; }
+     END { exit bad || n < 2 }' "$WORK/text.log" || { cat "$WORK/text.log" >&2; fail "text: printed ppl/bpb do not match the printed loss"; }
 
 fit tokens
 n=$(check_csv "$csv" 0) || fail "tokens: $n"

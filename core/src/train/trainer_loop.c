@@ -110,12 +110,12 @@ static fg_status log_step(fg_trainer *t, log_window *w, fg_error *err)
     if (t->rt->step_observer &&
         t->rt->step_observer(t->rt->step_observer_user, t->progress.global_step, t->lr, loss))
         t->stop = 1;
-    char lmt[64];
-    fg_lm_metrics_text(&t->lm, loss, lmt, sizeof lmt);
+    /* ppl and bpb stay out of this line (they are in the step metrics): tests compare these
+     * lines across strategies, and two more rounded figures of one loss add nothing */
     if (t->rt->verbosity >= FG_LOG_INFO && !t->events.progress_bar)
-        fprintf(t->out, "epoch %lld step %lld/%lld  loss %.4f  %s %.4f%s  lr %.4g\n",
+        fprintf(t->out, "epoch %lld step %lld/%lld  loss %.4f  %s %.4f  lr %.4g\n",
                 (long long)t->progress.epoch + 1, (long long)t->progress.step_in_epoch, (long long)t->progress.steps_per_epoch,
-                loss, metric_name(t), acc, lmt, t->lr);
+                loss, metric_name(t), acc, t->lr);
     fg_metric metrics[STEP_METRICS_MAX] = {
         {"train/step_loss", loss}, {"train/step_acc", acc}, {"lr", t->lr},
         {"time/step_s", elapsed / steps}, {"time/data_wait_s", w->data_wait / steps},
