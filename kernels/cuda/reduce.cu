@@ -91,11 +91,6 @@ __global__ void bias_grad_planes_k(void *dbias, int dbias_type, const T *__restr
 
 /* ---- softmax cross-entropy ------------------------------------------------------------------ */
 
-__device__ __forceinline__ unsigned long long bad_word(int row, int label)
-{
-    return (1ull << 63) | ((unsigned long long)(unsigned)row << 32) | (unsigned)label;
-}
-
 /* (value, index) of the first maximum: x[0] always counts (a NaN there wins, as on the
  * CPU, whose loop starts from it); later elements win only by being strictly larger. */
 struct argmax_t {
@@ -159,7 +154,7 @@ __global__ void xent_rows_k(const T *logits, const int32_t *__restrict__ labels,
         probs[base + j] *= inv;
     if (lane == 0) {
         if (!valid) {
-            *bad = bad_word(first + warp, label);
+            *bad = bad_word(FG_CU_BAD_XENT, (size_t)(first + warp), label);
             loss[warp] = NAN;
             hit[warp] = 0.0;
         } else {
@@ -203,7 +198,7 @@ __global__ void xent_backward_k(const float *probs, const int32_t *__restrict__ 
         float p = probs[i];
         if (label < 0 || label >= classes) {
             if (j == 0)
-                *bad = bad_word((int)row, label);
+                *bad = bad_word(FG_CU_BAD_XENT, row, label);
             st(dlogits, i, NAN);
         } else {
             st(dlogits, i, j == label ? (p - 1.0f) * scale : p * scale);
