@@ -112,7 +112,10 @@ for prec in fp32 bf16-mixed; do
 done
 
 # The byte-level GPT of examples/char_lm.ini (its fortunes corpus packed by gpu_bundle.sh):
-# LM_STEPS steps at batch 32, then the validation loss (nats per byte) against a ceiling.
+# LM_STEPS steps at batch 32 (the cosine schedule ends with them), then the validation loss
+# (nats per byte, ln 256 = 5.55 at the start) against a ceiling. The CPU backend reaches
+# 2.0938 after these 600 steps (2026-11-26); the ceilings leave room for the GPU's other
+# summation orders and for bf16.
 LM_STEPS=600
 train_lm() { # precision ceiling
     local out val
@@ -132,9 +135,9 @@ train_lm() { # precision ceiling
 if [[ -f $data/fortunes.tar.xz ]]; then
     rm -rf /tmp/fulgur-gpu-fortunes && mkdir -p /tmp/fulgur-gpu-fortunes &&
         tar -C /tmp/fulgur-gpu-fortunes -xJf "$data/fortunes.tar.xz"
-    check "train char_lm fp32 val loss <= LM_FP32_CEILING" train_lm fp32 LM_FP32_CEILING
+    check "train char_lm fp32 val loss <= 2.25" train_lm fp32 2.25
     if [[ -f $fg/lib/fulgur/plugins/fulgur-precision-bf16-mixed.so ]]; then
-        check "train char_lm bf16-mixed val loss <= LM_BF16_CEILING" train_lm bf16-mixed LM_BF16_CEILING
+        check "train char_lm bf16-mixed val loss <= 2.30" train_lm bf16-mixed 2.30
     fi
 else
     note "SKIP train char_lm: no fortunes.tar.xz in the bundle (install fortunes, rerun gpu_bundle.sh)"
