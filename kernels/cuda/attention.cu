@@ -29,10 +29,12 @@ namespace {
 
 constexpr int kWarps = 4, kTile = 32, kAttnThreads = kWarps * 32;
 
-/* Where (b, h) and the block's first row are, from a 1-D grid of row tiles per head. */
+/* What a block and its threads work on, from a 1-D grid of row tiles per (b, h): the
+ * thread's warp and lane, its row (row0 + warp), and where head h of batch b starts in
+ * qkv (row stride ld3 = 3C) and in y, dy (row stride C). */
 struct attn_block {
-    int b, h, row0;
-    size_t bh;
+    int b, h, row0, warp, lane, row, D, seq, C;
+    size_t bh, ld3, qkv0, out0;
 };
 
 __device__ __forceinline__ attn_block attn_where(const fg_cu_attn &a)
@@ -43,6 +45,16 @@ __device__ __forceinline__ attn_block attn_where(const fg_cu_attn &a)
     w.row0 = (int)(blockIdx.x - w.bh * (unsigned)tiles) * kWarps;
     w.b = (int)(w.bh / (size_t)a.heads);
     w.h = (int)(w.bh - (size_t)w.b * (size_t)a.heads);
+    w.warp = (int)threadIdx.x / 32;
+    w.lane = (int)threadIdx.x % 32;
+    w.row = w.row0 + w.warp;
+    w.D = a.head_dim;
+    w.seq = a.seq;
+    w.C = a.heads * a.head_dim;
+    w.ld3 = 3 * (size_t)w.C;
+    size_t head = (size_t)w.h * (size_t)w.D;
+    w.qkv0 = (size_t)w.b * (size_t)w.seq * w.ld3 + head;
+    w.out0 = (size_t)w.b * (size_t)w.seq * (size_t)w.C + head;
     return w;
 }
 
@@ -79,15 +91,13 @@ template <typename T>
 __global__ void attn_forward_k(fg_cu_attn a, const T *qkv, T *y, float *lse)
 {
     FGCU_DYNAMIC_SHARED(float, sm);
-    int D = a.head_dim, seq = a.seq, C = a.heads * D;
-    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     attn_block w = attn_where(a);
-    float *ks = sm, *vs = ks + kTile * (D + 1);
-    float *q = vs + kTile * (D + 1) + warp * (2 * D + kTile), *acc = q + D, *pw = acc + D;
-    size_t ld3 = 3 * (size_t)C;
-    const T *qb = qkv + (size_t)w.b * (size_t)seq * ld3 + (size_t)w.h * (size_t)D;
-    int i = w.row0 + warp, active = i < seq;
+    int D = w.D, seq = w.seq, C = w.C, lane = w.lane, i = w.row, active = i < seq;
     int lim = a.causal ? i + 1 : seq; /* keys row i sees */
+    size_t ld3 = w.ld3;
+    float *ks = sm, *vs = ks + kTile * (D + 1);
+    float *q = vs + kTile * (D + 1) + w.warp * (2 * D + kTile), *acc = q + D, *pw = acc + D;
+    const T *qb = qkv + w.qkv0;
     if (active)
         for (int d = lane; d < D; d += 32) {
             q[d] = ld(qb, (size_t)i * ld3 + (size_t)d);
@@ -122,7 +132,7 @@ __global__ void attn_forward_k(fg_cu_attn a, const T *qkv, T *y, float *lse)
     }
     if (!active)
         return;
-    T *yr = y + ((size_t)w.b * (size_t)seq + (size_t)i) * (size_t)C + (size_t)w.h * (size_t)D;
+    T *yr = y + w.out0 + (size_t)i * (size_t)C;
     for (int d = lane; d < D; d += 32)
         st(yr, (size_t)d, acc[d] / l);
     if (lane == 0)
@@ -136,17 +146,14 @@ __global__ void attn_dq_k(fg_cu_attn a, const T *qkv, const T *y, const float *l
                           const T *dy, T *dqkv, float *delta)
 {
     FGCU_DYNAMIC_SHARED(float, sm);
-    int D = a.head_dim, seq = a.seq, C = a.heads * D;
-    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     attn_block w = attn_where(a);
-    float *ks = sm, *vs = ks + kTile * (D + 1);
-    float *q = vs + kTile * (D + 1) + warp * (3 * D + kTile), *g = q + D, *dq = g + D;
-    float *dsw = dq + D;
-    size_t ld3 = 3 * (size_t)C, head = (size_t)w.h * (size_t)D;
-    const T *qb = qkv + (size_t)w.b * (size_t)seq * ld3 + head;
-    int i = w.row0 + warp, active = i < seq;
+    int D = w.D, seq = w.seq, C = w.C, lane = w.lane, i = w.row, active = i < seq;
     int lim = a.causal ? i + 1 : seq;
-    size_t out_row = ((size_t)w.b * (size_t)seq + (size_t)i) * (size_t)C + head;
+    size_t ld3 = w.ld3, out_row = w.out0 + (size_t)i * (size_t)C;
+    float *ks = sm, *vs = ks + kTile * (D + 1);
+    float *q = vs + kTile * (D + 1) + w.warp * (3 * D + kTile), *g = q + D, *dq = g + D;
+    float *dsw = dq + D;
+    const T *qb = qkv + w.qkv0;
     float di = 0.0f, li = 0.0f;
     if (active) {
         double part = 0.0;
@@ -189,7 +196,7 @@ __global__ void attn_dq_k(fg_cu_attn a, const T *qkv, const T *y, const float *l
     }
     if (!active)
         return;
-    T *dqr = dqkv + (size_t)w.b * (size_t)seq * ld3 + head + (size_t)i * ld3;
+    T *dqr = dqkv + w.qkv0 + (size_t)i * ld3;
     for (int d = lane; d < D; d += 32)
         st(dqr, (size_t)d, a.scale * dq[d]);
 }
@@ -201,17 +208,14 @@ __global__ void attn_dkv_k(fg_cu_attn a, const T *qkv, const float *lse, const T
                            T *dqkv, const float *delta)
 {
     FGCU_DYNAMIC_SHARED(float, sm);
-    int D = a.head_dim, seq = a.seq, C = a.heads * D;
-    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     attn_block w = attn_where(a);
+    int D = w.D, seq = w.seq, C = w.C, lane = w.lane, j = w.row, active = j < seq;
+    size_t ld3 = w.ld3;
     float *qs = sm, *gs = qs + kTile * (D + 1), *ls = gs + kTile * (D + 1), *ds_t = ls + kTile;
-    float *k = ds_t + kTile + warp * (4 * D + 2 * kTile), *v = k + D, *dk = v + D, *dv = dk + D;
-    float *pw = dv + D, *dsw = pw + kTile;
-    size_t ld3 = 3 * (size_t)C, head = (size_t)w.h * (size_t)D;
-    const T *qb = qkv + (size_t)w.b * (size_t)seq * ld3 + head;
-    const T *dyb = dy + (size_t)w.b * (size_t)seq * (size_t)C + head;
+    float *k = ds_t + kTile + w.warp * (4 * D + 2 * kTile), *v = k + D, *dk = v + D;
+    float *dv = dk + D, *pw = dv + D, *dsw = pw + kTile;
+    const T *qb = qkv + w.qkv0, *dyb = dy + w.out0;
     const float *lse_bh = lse + w.bh * (size_t)seq, *delta_bh = delta + w.bh * (size_t)seq;
-    int j = w.row0 + warp, active = j < seq;
     if (active)
         for (int d = lane; d < D; d += 32) {
             k[d] = ld(qb + C, (size_t)j * ld3 + (size_t)d);
@@ -256,7 +260,7 @@ __global__ void attn_dkv_k(fg_cu_attn a, const T *qkv, const float *lse, const T
     }
     if (!active)
         return;
-    T *row = dqkv + (size_t)w.b * (size_t)seq * ld3 + head + (size_t)j * ld3;
+    T *row = dqkv + w.qkv0 + (size_t)j * ld3;
     for (int d = lane; d < D; d += 32) {
         st(row + C, (size_t)d, a.scale * dk[d]);
         st(row + 2 * C, (size_t)d, dv[d]);

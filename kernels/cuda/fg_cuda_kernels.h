@@ -138,7 +138,7 @@ cudaError_t fg_cu_bn_backward(cudaStream_t s, int type, int param_type, int grad
                               const void *dy, void *dx, void *dgamma, void *dbeta,
                               int accumulate);
 
-/* ---- pointwise losses (pointwise_loss.cu) -------------------------------------------------- */
+/* ---- pointwise losses (reduce.cu) -------------------------------------------------- */
 /* kind: 1 mse, 2 bce with logits (kernels/cpu/pointwise_loss.c's formulas). loss_sum and
  * metric_sum (may be NULL) += scale * the sums (f64); dx (type, may alias x, may be NULL) =
  * grad_scale * dl/dx. scratch: FG_CU_SCRATCH_DOUBLES. */
