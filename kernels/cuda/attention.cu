@@ -78,6 +78,18 @@ __device__ __forceinline__ void load_tile(float *tile, const T *src, size_t stri
     }
 }
 
+/* The whole block: once the previous tile is used up, stages the keys and values
+ * [j0, j0 + kTile) of the head (qb: its q columns) into ks and vs. */
+template <typename T>
+__device__ __forceinline__ void stage_kv(float *ks, float *vs, const T *qb, const attn_block &w,
+                                         int j0)
+{
+    __syncthreads(); /* the previous tile is used up */
+    load_tile(ks, qb + w.C, w.ld3, j0, w.seq, w.D);
+    load_tile(vs, qb + 2 * w.C, w.ld3, j0, w.seq, w.D);
+    __syncthreads();
+}
+
 __device__ __forceinline__ float dot_row(const float *v, const float *tile_row, int D)
 {
     float acc = 0.0f;
@@ -107,10 +119,7 @@ __global__ void attn_forward_k(fg_cu_attn a, const T *qkv, T *y, float *lse)
     int kend = a.causal ? last : seq;
     float m = -INFINITY, l = 0.0f;
     for (int j0 = 0; j0 < kend; j0 += kTile) {
-        __syncthreads(); /* the previous tile is used up */
-        load_tile(ks, qb + C, ld3, j0, seq, D);
-        load_tile(vs, qb + 2 * C, ld3, j0, seq, D);
-        __syncthreads();
+        stage_kv(ks, vs, qb, w, j0);
         if (!active)
             continue;
         int j = j0 + lane;
@@ -171,10 +180,7 @@ __global__ void attn_dq_k(fg_cu_attn a, const T *qkv, const T *y, const float *l
     int last = w.row0 + kWarps < seq ? w.row0 + kWarps : seq;
     int kend = a.causal ? last : seq;
     for (int j0 = 0; j0 < kend; j0 += kTile) {
-        __syncthreads();
-        load_tile(ks, qb + C, ld3, j0, seq, D);
-        load_tile(vs, qb + 2 * C, ld3, j0, seq, D);
-        __syncthreads();
+        stage_kv(ks, vs, qb, w, j0);
         if (!active)
             continue;
         int j = j0 + lane;
