@@ -11,8 +11,9 @@
  * cannot complete, so the job's fields are stable for it to read.
  *
  * Workers spin for a few microseconds after a job (back-to-back ops start without a futex
- * wake-up), then sleep on a condition variable so they do not take cores from OpenBLAS's
- * threads during a gemm. */
+ * wake-up), then sleep on a condition variable: an idle pool takes no core from the loader,
+ * the host or other processes. The pool is the only set of compute threads: gemms run
+ * their blocks on it with OpenBLAS at one thread (gemm.c). */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <sched.h>
