@@ -12,6 +12,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Streaming loops compiled for AVX-512 and AVX2 as well as the baseline, the variant picked
+ * once at load by the CPU (GCC/clang target_clones; a plain function elsewhere). Results
+ * are bitwise those of the baseline: the loops are elementwise and -std=c11 contracts no
+ * multiply-add into an FMA. Measured in tests/kernel-lab/sgd_lab.c (version 3). */
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(__SANITIZE_ADDRESS__)
+#if __has_attribute(target_clones)
+#define FG_CPU_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+#endif
+#ifndef FG_CPU_VECTOR_CLONES
+#define FG_CPU_VECTOR_CLONES
+#endif
+
 /* ---- thread pool (threadpool.c) ------------------------------------------------------ */
 
 typedef struct fg_cpu_pool fg_cpu_pool;
