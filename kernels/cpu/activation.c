@@ -21,7 +21,7 @@ typedef struct fg_cpu_act_ctx {
     float *out;
 } fg_cpu_act_ctx;
 
-static void fg_cpu_act_forward_range(void *p, size_t b, size_t e)
+FG_CPU_VECTOR_CLONES static void fg_cpu_act_forward_range(void *p, size_t b, size_t e)
 {
     fg_cpu_act_ctx *c = p;
     const float *x = c->x;
@@ -53,7 +53,7 @@ static void fg_cpu_act_forward_range(void *p, size_t b, size_t e)
     }
 }
 
-static void fg_cpu_act_backward_range(void *p, size_t b, size_t e)
+FG_CPU_VECTOR_CLONES static void fg_cpu_act_backward_range(void *p, size_t b, size_t e)
 {
     fg_cpu_act_ctx *c = p;
     const float *x = c->x, *y = c->y, *dy = c->dy;

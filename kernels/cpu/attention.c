@@ -131,13 +131,13 @@ void fg_cpu_attention_forward(fg_cpu_pool *pool, const fg_cpu_attn_shape *a, con
             for (int i0 = 0; i0 < T; i0 += FG_CPU_ATTN_BLOCK) {
                 int qn = T - i0 < FG_CPU_ATTN_BLOCK ? T - i0 : FG_CPU_ATTN_BLOCK;
                 int kend = a->causal ? i0 + qn : T;
-                fg_cpu_gemm(0, 1, qn, kend, D, scale, q + (size_t)i0 * 3 * C, 3 * C, k,
+                fg_cpu_gemm(pool, 0, 1, qn, kend, D, scale, q + (size_t)i0 * 3 * C, 3 * C, k,
                             3 * C, 0.0f, s, kend);
                 fg_cpu_attn_rows rows = {.s = s, .lse = lse_bh + i0, .first_row = i0,
                                          .ld = kend, .causal = a->causal};
                 fg_cpu_attn_set_dropout(&rows, a, b, h, i0);
                 fg_cpu_attn_rows_run(pool, &rows, qn, fg_cpu_attn_softmax_rows);
-                fg_cpu_gemm(0, 0, qn, D, kend, 1.0f, s, kend, v, 3 * C, 0.0f,
+                fg_cpu_gemm(pool, 0, 0, qn, D, kend, 1.0f, s, kend, v, 3 * C, 0.0f,
                             yb + (size_t)i0 * C, C);
             }
         }
@@ -175,9 +175,9 @@ void fg_cpu_attention_backward(fg_cpu_pool *pool, const fg_cpu_attn_shape *a,
                 int qn = T - i0 < FG_CPU_ATTN_BLOCK ? T - i0 : FG_CPU_ATTN_BLOCK;
                 int kend = a->causal ? i0 + qn : T;
                 const float *dyb = dy + out + (size_t)i0 * C;
-                fg_cpu_gemm(0, 1, qn, kend, D, scale, q + (size_t)i0 * 3 * C, 3 * C, k,
+                fg_cpu_gemm(pool, 0, 1, qn, kend, D, scale, q + (size_t)i0 * 3 * C, 3 * C, k,
                             3 * C, 0.0f, s, kend);
-                fg_cpu_gemm(0, 1, qn, kend, D, 1.0f, dyb, C, v, 3 * C, 0.0f, dp, kend);
+                fg_cpu_gemm(pool, 0, 1, qn, kend, D, 1.0f, dyb, C, v, 3 * C, 0.0f, dp, kend);
                 fg_cpu_attn_delta(dyb, y + out + (size_t)i0 * C, qn, D, C, delta);
                 fg_cpu_attn_rows rows = {.s = s, .dp = dp, .ds = dp, .delta = delta,
                                          .lse = (float *)(lse_bh + i0), .first_row = i0,
@@ -185,10 +185,10 @@ void fg_cpu_attention_backward(fg_cpu_pool *pool, const fg_cpu_attn_shape *a,
                 fg_cpu_attn_set_dropout(&rows, a, b, h, i0);
                 fg_cpu_attn_rows_run(pool, &rows, qn, fg_cpu_attn_backward_rows);
                 /* dV += P^T dY; dQ = scale dS K; dK += scale dS^T Q */
-                fg_cpu_gemm(1, 0, kend, D, qn, 1.0f, s, kend, dyb, C, 1.0f, dv, 3 * C);
-                fg_cpu_gemm(0, 0, qn, D, kend, scale, dp, kend, k, 3 * C, 0.0f,
+                fg_cpu_gemm(pool, 1, 0, kend, D, qn, 1.0f, s, kend, dyb, C, 1.0f, dv, 3 * C);
+                fg_cpu_gemm(pool, 0, 0, qn, D, kend, scale, dp, kend, k, 3 * C, 0.0f,
                             dq + (size_t)i0 * 3 * C, 3 * C);
-                fg_cpu_gemm(1, 0, kend, D, qn, scale, dp, kend, q + (size_t)i0 * 3 * C, 3 * C,
+                fg_cpu_gemm(pool, 1, 0, kend, D, qn, scale, dp, kend, q + (size_t)i0 * 3 * C, 3 * C,
                             1.0f, dk, 3 * C);
             }
         }

@@ -7,7 +7,7 @@ typedef struct fg_cpu_bias_ctx {
     int rows, cols, spatial, accumulate;
 } fg_cpu_bias_ctx;
 
-static void fg_cpu_bias_add_rows(void *p, size_t b, size_t e)
+FG_CPU_VECTOR_CLONES static void fg_cpu_bias_add_rows(void *p, size_t b, size_t e)
 {
     fg_cpu_bias_ctx *c = p;
     size_t cols = (size_t)c->cols, sp = (size_t)c->spatial;

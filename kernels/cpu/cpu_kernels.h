@@ -12,6 +12,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Streaming loops compiled for AVX-512 and AVX2 as well as the baseline, the variant picked
+ * once at load by the CPU (GCC/clang target_clones; a plain function elsewhere). Results
+ * are bitwise those of the baseline: the loops are elementwise and -std=c11 contracts no
+ * multiply-add into an FMA. Measured in tests/kernel-lab/sgd_lab.c (version 3). */
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(__SANITIZE_ADDRESS__)
+#if __has_attribute(target_clones)
+#define FG_CPU_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+#endif
+#ifndef FG_CPU_VECTOR_CLONES
+#define FG_CPU_VECTOR_CLONES
+#endif
+
 /* ---- thread pool (threadpool.c) ------------------------------------------------------ */
 
 typedef struct fg_cpu_pool fg_cpu_pool;
@@ -23,11 +36,11 @@ typedef void (*fg_cpu_range_fn)(void *ctx, size_t begin, size_t end);
  * (conv permutations, reductions, transcendental activations use fractions of it). */
 #define FG_CPU_GRAIN 32768
 /* Streaming ops (fill, scale, axpy, clamp, relu, bias add, SGD) stay on the calling thread
- * below 2 x this many elements. Measured on the MLP step at 2 threads: OpenBLAS's workers
- * keep spinning (sched_yield) for a while after every gemm, so a pool worker woken between
- * gemms shares its core; sgd_update over 269k parameters averaged 113-130 us inline
- * against 145-166 us on the pool. Beyond ~0.5M elements two threads win on bandwidth. */
-#define FG_CPU_STREAM_GRAIN 262144
+ * below 2 x this many elements. It was 262144 while OpenBLAS ran its own threads, whose
+ * sched_yield spinning after every gemm made a woken pool worker share its core; with the
+ * pool owning the cores, sgd_update over the MLP's 269k parameters fell from 56-71 us
+ * inline to 34-57 us on 2 threads (fastest of 100 steps, bench_backend_cpu). */
+#define FG_CPU_STREAM_GRAIN 32768
 
 /* threads >= 1 counts the calling thread; threads - 1 workers are started.
  * Returns 0 or an errno value from pthread_create / malloc. */
@@ -57,12 +70,15 @@ static inline size_t fg_cpu_reduce_chunk(size_t n, size_t min_chunk)
     return chunk ? chunk : 1;
 }
 
-/* ---- gemm (gemm.c): OpenBLAS on the calling thread, its own threads ------------------- */
+/* ---- gemm (gemm.c): OpenBLAS at one thread, blocks of C across the pool --------------- */
 
-void fg_cpu_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
-                 int lda, const float *b, int ldb, float beta, float *c, int ldc);
-/* Sets the thread count OpenBLAS uses for every gemm of the process. */
-void fg_cpu_gemm_set_threads(int threads);
+/* C = alpha op(A) op(B) + beta C, row-major. Large products are cut into blocks of rows or
+ * columns of C run on the pool (k is never split); small ones run on the calling thread. */
+void fg_cpu_gemm(fg_cpu_pool *pool, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                 const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                 int ldc);
+/* Sets OpenBLAS to one thread for the whole process: the pool owns the cores. */
+void fg_cpu_gemm_init(void);
 
 /* ---- bias (bias.c) ------------------------------------------------------------------- */
 

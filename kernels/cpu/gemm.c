@@ -1,5 +1,16 @@
-/* Matrix multiply through OpenBLAS. It runs on the calling thread and uses OpenBLAS's own
- * threads; the plugin's pool stays idle meanwhile, so the two never oversubscribe. */
+/* Matrix multiply: OpenBLAS single-threaded, partitioned across the plugin's pool.
+ *
+ * Why the pool owns the cores and not OpenBLAS: OpenBLAS's idle threads spin in
+ * sched_yield for a long while after every gemm, so on a small machine they took cores
+ * from the pool's bias, activation and optimizer sweeps between gemms (about 40% of the
+ * MLP step's samples were in sched_yield). With OpenBLAS at one thread there is a single
+ * set of threads; and the pool's claimed chunks keep a gemm moving on a busy machine: a
+ * worker that is not scheduled leaves its chunks to the caller instead of holding the
+ * whole gemm back, as a static split would.
+ *
+ * C is cut along its larger dimension into column or row blocks whose boundaries depend
+ * only on the shape and the pool size; k is never split, so every element of C is one
+ * single-threaded dot product in OpenBLAS's order. */
 #include <cblas.h>
 
 #include "cpu_kernels.h"
@@ -7,24 +18,78 @@
 /* Not declared by every cblas.h (netlib's has none); OpenBLAS always exports it. */
 void openblas_set_num_threads(int num_threads);
 
-void fg_cpu_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
-                 int lda, const float *b, int ldb, float beta, float *c, int ldc)
+/* Below this many FLOPs (2mnk) a gemm runs on the calling thread: waking a worker costs
+ * more than it saves. */
+#define FG_CPU_GEMM_SPLIT_FLOPS (1u << 21)
+/* Block boundaries are multiples of this (OpenBLAS's AVX-512 sgemm register tile is 16
+ * wide). One block per thread: every block packs the shared operand again, and with two per
+ * thread the MLP's gemms were no faster on a loaded machine (bench_backend_cpu, op minima). */
+#define FG_CPU_GEMM_ALIGN 16
+#define FG_CPU_GEMM_BLOCKS_PER_THREAD 1
+
+typedef struct fg_cpu_gemm_args {
+    int trans_a, trans_b, m, n, k;
+    float alpha, beta;
+    const float *a, *b;
+    float *c;
+    int lda, ldb, ldc;
+    int by_rows; /* blocks are rows of C (else columns) */
+} fg_cpu_gemm_args;
+
+static void fg_cpu_sgemm(const fg_cpu_gemm_args *g, int m, int n, const float *a,
+                         const float *b, float *c)
+{
+    cblas_sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans,
+                g->trans_b ? CblasTrans : CblasNoTrans, m, n, g->k, g->alpha, a, g->lda, b,
+                g->ldb, g->beta, c, g->ldc);
+}
+
+/* Rows [lo, hi) of C are rows of op(A); columns are columns of op(B). */
+static void fg_cpu_gemm_block(void *p, size_t lo, size_t hi)
+{
+    const fg_cpu_gemm_args *g = p;
+    if (g->by_rows) {
+        const float *a = g->trans_a ? g->a + lo : g->a + lo * (size_t)g->lda;
+        fg_cpu_sgemm(g, (int)(hi - lo), g->n, a, g->b, g->c + lo * (size_t)g->ldc);
+    } else {
+        const float *b = g->trans_b ? g->b + lo * (size_t)g->ldb : g->b + lo;
+        fg_cpu_sgemm(g, g->m, (int)(hi - lo), g->a, b, g->c + lo);
+    }
+}
+
+static void fg_cpu_gemm_scale(int m, int n, float beta, float *c, int ldc)
+{
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+            c[(size_t)i * (size_t)ldc + (size_t)j] =
+                beta == 0.0f ? 0.0f : beta * c[(size_t)i * (size_t)ldc + (size_t)j];
+}
+
+void fg_cpu_gemm(fg_cpu_pool *pool, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                 const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                 int ldc)
 {
     if (m == 0 || n == 0)
         return;
     if (k == 0) { /* C = beta * C; BLAS would reject the leading dimensions */
-        for (int i = 0; i < m; i++)
-            for (int j = 0; j < n; j++)
-                c[(size_t)i * (size_t)ldc + (size_t)j] =
-                    beta == 0.0f ? 0.0f : beta * c[(size_t)i * (size_t)ldc + (size_t)j];
+        fg_cpu_gemm_scale(m, n, beta, c, ldc);
         return;
     }
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c,
-                ldc);
+    fg_cpu_gemm_args g = { trans_a, trans_b, m, n, k, alpha, beta, a, b, c, lda, ldb, ldc,
+                           m > n };
+    size_t dim = g.by_rows ? (size_t)m : (size_t)n;
+    double flops = 2.0 * (double)m * (double)n * (double)k;
+    int threads = fg_cpu_pool_threads(pool);
+    if (threads < 2 || flops < FG_CPU_GEMM_SPLIT_FLOPS || dim < 2 * FG_CPU_GEMM_ALIGN) {
+        fg_cpu_gemm_block(&g, 0, dim);
+        return;
+    }
+    size_t blocks = (size_t)threads * FG_CPU_GEMM_BLOCKS_PER_THREAD;
+    size_t grain = (dim + blocks - 1) / blocks;
+    fg_cpu_parallel_for(pool, dim, grain, FG_CPU_GEMM_ALIGN, fg_cpu_gemm_block, &g);
 }
 
-void fg_cpu_gemm_set_threads(int threads)
+void fg_cpu_gemm_init(void)
 {
-    openblas_set_num_threads(threads);
+    openblas_set_num_threads(1);
 }

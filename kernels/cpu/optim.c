@@ -1,4 +1,6 @@
-/* Fused optimizer updates over a flat parameter range, PyTorch semantics. */
+/* Fused optimizer updates over a flat parameter range, PyTorch semantics: one sweep per
+ * update, on the pool, vectorised for the widest unit the CPU has (tests/kernel-lab/sgd_lab.c,
+ * version 4). */
 #include <math.h>
 
 #include "cpu_kernels.h"
@@ -14,7 +16,7 @@ typedef struct fg_cpu_optim_ctx {
 /* g = grad + wd * p; with momentum: b = g on the first step, else
  * b = momentum * b + (1 - dampening) * g; nesterov uses g + momentum * b, else b;
  * p -= lr * that. */
-static void fg_cpu_sgd_range(void *p, size_t b, size_t e)
+FG_CPU_VECTOR_CLONES static void fg_cpu_sgd_range(void *p, size_t b, size_t e)
 {
     fg_cpu_optim_ctx *c = p;
     const fg_cpu_sgd *a = c->sgd;
@@ -60,7 +62,7 @@ void fg_cpu_sgd_update(fg_cpu_pool *pool, const fg_cpu_sgd *a, float *param,
 
 /* As torch.optim.AdamW (foreach=False): p *= 1 - lr*wd; m, v moving averages;
  * p -= (lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps). */
-static void fg_cpu_adamw_range(void *p, size_t b, size_t e)
+FG_CPU_VECTOR_CLONES static void fg_cpu_adamw_range(void *p, size_t b, size_t e)
 {
     fg_cpu_optim_ctx *c = p;
     const fg_cpu_adamw *a = c->adam;

@@ -11,11 +11,11 @@
  * cannot complete, so the job's fields are stable for it to read.
  *
  * Workers spin for a few microseconds after a job (back-to-back ops start without a futex
- * wake-up), then sleep on a condition variable so they do not take cores from OpenBLAS's
- * threads during a gemm. */
+ * wake-up), then sleep on a condition variable: an idle pool takes no core from the loader,
+ * the host or other processes. The pool is the only set of compute threads: gemms run
+ * their blocks on it with OpenBLAS at one thread (gemm.c). */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -32,9 +32,11 @@ struct fg_cpu_pool {
     pthread_t *workers; /* threads - 1 */
     int started;
 
-    pthread_mutex_t lock; /* guards sleeping and the condition variable */
+    pthread_mutex_t lock; /* guards sleeping, caller_waiting and both condition variables */
     pthread_cond_t wake;
     int sleeping;
+    pthread_cond_t finished; /* the caller sleeps on it for a block a worker still runs */
+    int caller_waiting;
 
     atomic_flag busy; /* one parallel_for at a time; other host threads run inline */
 
@@ -76,7 +78,13 @@ static void fg_cpu_drain(fg_cpu_pool *pool, uint32_t gen)
         size_t b = (size_t)fg_ticket_next(t) * pool->chunk;
         size_t e = b + pool->chunk < pool->n ? b + pool->chunk : pool->n;
         pool->fn(pool->ctx, b, e);
-        atomic_fetch_add_explicit(&pool->done, 1, memory_order_release);
+        uint32_t done = atomic_fetch_add_explicit(&pool->done, 1, memory_order_acq_rel) + 1;
+        if (done == fg_ticket_chunks(t)) { /* the job's last chunk: wake a sleeping caller */
+            pthread_mutex_lock(&pool->lock);
+            if (pool->caller_waiting)
+                pthread_cond_signal(&pool->finished);
+            pthread_mutex_unlock(&pool->lock);
+        }
         t = atomic_load_explicit(&pool->ticket, memory_order_acquire);
     }
 }
@@ -138,6 +146,7 @@ int fg_cpu_pool_create(int threads, fg_cpu_pool **out)
     atomic_init(&pool->stop, 0);
     pthread_mutex_init(&pool->lock, NULL);
     pthread_cond_init(&pool->wake, NULL);
+    pthread_cond_init(&pool->finished, NULL);
     int rc = 0;
     if (threads > 1) {
         pool->workers = calloc((size_t)threads - 1, sizeof *pool->workers);
@@ -168,6 +177,7 @@ void fg_cpu_pool_destroy(fg_cpu_pool *pool)
             pthread_join(pool->workers[i], NULL);
     }
     pthread_cond_destroy(&pool->wake);
+    pthread_cond_destroy(&pool->finished);
     pthread_mutex_destroy(&pool->lock);
     free(pool->workers);
     free(pool);
@@ -210,13 +220,20 @@ void fg_cpu_parallel_for(fg_cpu_pool *pool, size_t n, size_t grain, size_t align
     uint32_t gen = ++pool->generation;
     fg_cpu_publish(pool, gen, count);
     fg_cpu_drain(pool, gen);
-    /* only chunks a running worker claimed can be outstanding now */
-    for (unsigned spins = 0;
-         atomic_load_explicit(&pool->done, memory_order_acquire) < count; spins++) {
-        if (spins < 4096)
-            fg_cpu_relax();
-        else
-            sched_yield();
+    /* only chunks a running worker claimed can be outstanding now: poll briefly, then
+     * sleep until the worker that finishes the last one signals (no sched_yield spinning,
+     * which on a loaded machine takes turns from the very worker being waited for) */
+    for (int i = 0; i < FG_CPU_SPIN_ITERATIONS &&
+                    atomic_load_explicit(&pool->done, memory_order_acquire) < count;
+         i++)
+        fg_cpu_relax();
+    if (atomic_load_explicit(&pool->done, memory_order_acquire) < count) {
+        pthread_mutex_lock(&pool->lock);
+        pool->caller_waiting = 1;
+        while (atomic_load_explicit(&pool->done, memory_order_acquire) < count)
+            pthread_cond_wait(&pool->finished, &pool->lock);
+        pool->caller_waiting = 0;
+        pthread_mutex_unlock(&pool->lock);
     }
     atomic_flag_clear_explicit(&pool->busy, memory_order_release);
 }

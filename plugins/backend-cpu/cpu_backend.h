@@ -15,7 +15,7 @@
 typedef struct fg_cpu_backend {
     const fg_host *host;
     int devices;               /* virtual devices: separate allocations, memcpy between */
-    int threads;               /* pool size and OpenBLAS threads */
+    int threads;               /* pool size (OpenBLAS runs single-threaded inside it) */
     int64_t memory_limit_mb;   /* per device; 0: unlimited */
     uint64_t limit_bytes;      /* memory_limit_mb in bytes; 0: unlimited */
     uint64_t physical_memory;  /* bytes, read at init */

@@ -9,7 +9,6 @@ fg_status fg_cpu_f32_gemm(void *state, void *queue, int trans_a, int trans_b, in
                           int k, float alpha, const float *a, int lda, const float *b, int ldb,
                           float beta, float *c, int ldc, fg_error *err)
 {
-    (void)state;
     FG_CPU_QUEUE("gemm");
     FG_CPU_REQUIRE(m >= 0 && n >= 0 && k >= 0, "gemm: m = %d, n = %d, k = %d must be >= 0", m,
                    n, k);
@@ -26,7 +25,8 @@ fg_status fg_cpu_f32_gemm(void *state, void *queue, int trans_a, int trans_b, in
         FG_CPU_NOT_NULL("gemm", a);
         FG_CPU_NOT_NULL("gemm", b);
     }
-    fg_cpu_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    fg_cpu_gemm(FG_CPU_POOL(state), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                ldc);
     return FG_OK;
 }
 

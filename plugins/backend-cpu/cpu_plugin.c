@@ -12,7 +12,7 @@ static const fg_option fg_cpu_options[] = {
       "number of virtual CPU devices (separate allocations, memcpy between them) for "
       "testing multi-device strategies" },
     { "threads", FG_OPT_INT, "0", 0, 1024, NULL,
-      "worker threads for ops and OpenBLAS; 0 = number of online CPUs" },
+      "threads for ops and gemms (OpenBLAS at one thread per block); 0 = online CPUs" },
     { "memory_limit_mb", FG_OPT_INT, "0", 0, 1 << 30, NULL,
       "per virtual device allocation limit in MiB; 0 = unlimited" },
 };
@@ -92,8 +92,8 @@ static fg_status fg_cpu_init(const fg_host *host, void **state, fg_error *err)
                             "cpu backend: cannot start %d worker threads (threads = %d): %s",
                             threads - 1, threads, strerror(rc));
     }
-    /* gemm runs on the calling thread with OpenBLAS's threads, never inside the pool */
-    fg_cpu_gemm_set_threads(be->threads);
+    /* the pool owns the cores: gemms are split across it, OpenBLAS runs single-threaded */
+    fg_cpu_gemm_init();
     if (host && host->log)
         host->log(host, FG_LOG_DEBUG, "cpu backend: %d virtual device(s), %d threads, %s",
                   be->devices, be->threads, be->cpu_model);

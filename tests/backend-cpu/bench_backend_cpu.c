@@ -4,7 +4,7 @@
  *        samples/s of forward + backward + SGD step, and the time of every op;
  *   cnn: the Fashion-MNIST convolutions at batch 128 (conv 1->32 3x3 on 28x28, conv
  *        32->64 3x3 on 13x13, stride 1, no padding): forward + backward time and GFLOP/s.
- * Usage: bench_backend_cpu [--threads N] [--steps N] [--smoke]
+ * Usage: bench_backend_cpu [--threads N] [--steps N] [--smoke] [--mlp-only | --conv-only]
  * --smoke runs a few steps and fails unless the loss on a fixed batch goes down. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -247,7 +247,7 @@ static void bench_conv(test_backend *tb, fg_conv2d_desc d, int with_dx, int reps
 
 int main(int argc, char **argv)
 {
-    int threads = 2, steps = 200, smoke = 0;
+    int threads = 2, steps = 200, smoke = 0, with_mlp = 1, with_conv = 1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
             threads = atoi(argv[++i]);
@@ -255,19 +255,26 @@ int main(int argc, char **argv)
             steps = atoi(argv[++i]);
         else if (strcmp(argv[i], "--smoke") == 0)
             smoke = 1;
+        else if (strcmp(argv[i], "--mlp-only") == 0)
+            with_conv = 0;
+        else if (strcmp(argv[i], "--conv-only") == 0)
+            with_mlp = 0;
         else {
-            fprintf(stderr, "usage: %s [--threads N] [--steps N] [--smoke]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--threads N] [--steps N] [--smoke] "
+                    "[--mlp-only | --conv-only]\n", argv[0]);
             return 2;
         }
     }
-    int ok = bench_mlp(threads, steps, smoke);
-    test_backend tb;
-    test_backend_open(&tb, 1, threads, 0);
-    fg_conv2d_desc c1 = { sizeof c1, B, 1, 28, 28, 32, 3, 3, 0, 0, 1, 1, 26, 26 };
-    fg_conv2d_desc c2 = { sizeof c2, B, 32, 13, 13, 64, 3, 3, 0, 0, 1, 1, 11, 11 };
-    bench_conv(&tb, c1, 0, smoke ? 1 : 20);
-    bench_conv(&tb, c2, 1, smoke ? 1 : 20);
-    test_backend_close(&tb);
+    int ok = with_mlp ? bench_mlp(threads, steps, smoke) : 1;
+    if (with_conv) {
+        test_backend tb;
+        test_backend_open(&tb, 1, threads, 0);
+        fg_conv2d_desc c1 = { sizeof c1, B, 1, 28, 28, 32, 3, 3, 0, 0, 1, 1, 26, 26 };
+        fg_conv2d_desc c2 = { sizeof c2, B, 32, 13, 13, 64, 3, 3, 0, 0, 1, 1, 11, 11 };
+        bench_conv(&tb, c1, 0, smoke ? 1 : 20);
+        bench_conv(&tb, c2, 1, smoke ? 1 : 20);
+        test_backend_close(&tb);
+    }
     if (!ok || test_failures) {
         fprintf(stderr, "bench: %s\n", ok ? "a call failed" : "the loss did not go down");
         return 1;

@@ -2,8 +2,11 @@
 # CPU training benchmark: fulgur against PyTorch on Fashion-MNIST, same model, batch size,
 # threads, optimizer and data (the models: mlp.ini and cnn.ini here, pinned copies of the
 # examples; torch_ref.py builds the same networks). Prints the median samples/s of each, the ratio fulgur/torch for
-# the MLP and the CNN, and what fraction of OpenBLAS's raw sgemm rate fulgur's MLP step reaches;
-# appends one row per model to tests/bench/results.csv. Installs nothing: PyTorch is used only
+# the MLP and the CNN, each run's op split (the throughput callback's phases), what fraction of
+# OpenBLAS's raw sgemm rate fulgur's MLP step reaches and what fraction of the sgemm peak the
+# CNN's convolution layers reach (bench_backend_cpu beside the fulgur binary), all measured in
+# this one invocation; appends one row per model to tests/bench/results.csv with the CPU model
+# and its vector flags. Installs nothing: PyTorch is used only
 # when /usr/bin/python3 can import torch (Debian: python3-torch), and the comparison is refused
 # when torch runs on the reference (netlib) BLAS, which would flatter fulgur.
 #
@@ -128,6 +131,8 @@ run_selftest() {
 load1() { cut -d' ' -f1 /proc/loadavg; }
 loadavg3() { cut -d' ' -f1-3 /proc/loadavg; }
 cpu_model() { sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1; }
+# The vector and matrix flags that decide which kernels run (lscpu's full list is longer).
+cpu_flags() { grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx|fma|amx|f16c)' | sort -u | tr '\n' ' ' | sed 's/ $//'; }
 
 wait_for_quiet() {
     [[ -n $wait_load ]] || return 0
@@ -203,12 +208,17 @@ fulgur_eval_off() {
 }
 
 # Two epochs of N batches; epoch 1 is the warm-up, epoch 2's "samples/s" is the figure.
-fulgur_run() { # ini batches -> samples/s on stdout
+# The throughput callback's line for epoch 2 (its phases: data wait, h2d, forward, backward,
+# optimizer) goes to the file named by $3.
+fulgur_run() { # ini batches split-file -> samples/s on stdout
     local ini=$1 batches=$2 out line
     out=$("$fulgur" fit "$ini" trainer.max_epochs=2 trainer.limit_train_batches="$batches" \
         trainer.log_every_n_steps="$batches" "${eval_off[@]}" backend.threads="$threads" \
         data.batch_size="$batch_size" optimizer.lr=0.01 optimizer.momentum=0.9 \
+        callback.throughput.log_every_n_events=1 callback.throughput.advise=false \
         "${fulgur_args[@]}" 2>&1) || { echo "fulgur failed:" >&2; echo "$out" >&2; return 1; }
+    awk '/^throughput: [0-9.]+k? samples\/s; step/ { last = $0 } /^epoch 2\/2 / { print last; exit }' \
+        <<<"$out" | sed -E 's/^throughput: [^;]*; //' >"$3"
     line=$(grep -E '^epoch 2/2 +train loss' <<<"$out") || { echo "no epoch 2 line in:" >&2; echo "$out" >&2; return 1; }
     sed -nE 's/.* ([0-9.]+) samples\/s.*/\1/p' <<<"$line" | grep . || { echo "no samples/s in: $line" >&2; return 1; }
 }
@@ -225,14 +235,18 @@ median() { tr ' ' '\n' | awk 'NF' | sort -g | awk '{ v[NR] = $1 } END {
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == "NA" || b == 0) print "NA"; else printf "%.3f", a / b }'; }
 
-# bench_model name ini runs batches: sets f_med, t_med and prints every run
+# bench_model name ini runs batches: sets f_med, t_med, split_med (the op split of the fulgur
+# run nearest the median) and prints every run with its split
 bench_model() {
-    local name=$1 ini=$2 runs=$3 batches=$4 f_all="" t_all="" f t i
+    local name=$1 ini=$2 runs=$3 batches=$4 f_all="" t_all="" f t i best=-1 best_d=0 dist
+    local -a fs=() splits=()
     echo
     echo "== $name: $runs run(s) each, $batches timed batches of $batch_size, $threads threads (load $(loadavg3))"
     for (( i = 1; i <= runs; i++ )); do
-        f=$(fulgur_run "$ini" "$batches")
+        f=$(fulgur_run "$ini" "$batches" "$scratch/split")
         f_all+=" $f"
+        fs+=("$f")
+        splits+=("$(cat "$scratch/split")")
         if (( have_torch )); then
             t=$(torch_one "$name" "$batches")
             t_all+=" $t"
@@ -240,9 +254,18 @@ bench_model() {
         else
             printf '  run %d: fulgur %10.0f samples/s\n' "$i" "$f"
         fi
+        printf '         fulgur split: %s\n' "${splits[-1]:-(no throughput line)}"
     done
     f_med=$(median <<<"$f_all")
     t_med=$(median <<<"$t_all")
+    split_med=""
+    for (( i = 0; i < runs; i++ )); do
+        dist=$(awk -v a="${fs[i]}" -v m="$f_med" 'BEGIN { d = a - m; print (d < 0 ? -d : d) }')
+        if (( best < 0 )) || awk -v d="$dist" -v b="$best_d" 'BEGIN { exit !(d < b) }'; then
+            best=$i best_d=$dist
+        fi
+    done
+    split_med=${splits[best]}
     printf '  median: fulgur %.0f samples/s, torch %s samples/s, fulgur/torch %s\n' "$f_med" \
         "$(whole "$t_med")" "$(ratio "$f_med" "$t_med")"
 }
@@ -254,6 +277,7 @@ mlp_fwd_flops=$((2 * (784 * 256 + 256 * 256 + 256 * 10)))
 # Training: forward + dW + dx; fulgur skips dx of the first layer (its input needs no gradient).
 mlp_train_flops=$((3 * mlp_fwd_flops - 2 * 784 * 256))
 
+# Sets sgemm_peak, sgemm_step (GFLOP/s) and mlp_gflops for the results row.
 sgemm_report() { # fulgur MLP samples/s
     local exe out peak step
     exe=$scratch/sgemm_peak
@@ -267,7 +291,10 @@ sgemm_report() { # fulgur MLP samples/s
     sed 's/^/  /' <<<"$out"
     peak=$(sed -n 's/^peak GFLOP\/s //p' <<<"$out")
     step=$(sed -n 's/^step GFLOP\/s //p' <<<"$out")
+    sgemm_peak=$peak sgemm_step=$step
+    mlp_gflops=$(awk -v s="$1" -v fl="$mlp_train_flops" 'BEGIN { printf "%.1f", s * fl * 1e-9 }')
     awk -v s="$1" -v fl="$mlp_train_flops" -v fw="$mlp_fwd_flops" -v peak="$peak" -v step="$step" 'BEGIN {
+        if (s <= 0) exit
         g = s * fl * 1e-9
         printf "  MLP FLOPs per sample: forward %d, training %d (3x forward minus fc1 dx)\n", fw, fl
         printf "  fulgur MLP step: %.0f samples/s = %.1f GFLOP/s = %.0f%% of the sgemm peak (%.1f),\n", s, g, 100 * g / peak, peak
@@ -276,16 +303,47 @@ sgemm_report() { # fulgur MLP samples/s
     }'
 }
 
+# ---- convolution layers against the sgemm peak ----------------------------------------------
+
+# The CNN's two convolutions through the CPU backend's vtable (bench_backend_cpu, built beside
+# the fulgur binary), forward and backward, against the sgemm peak of this invocation. Sets
+# conv_gflops (both layers: their FLOPs over their summed time).
+conv_report() {
+    local exe out
+    exe=$(dirname "$fulgur")/bench_backend_cpu
+    conv_gflops=NA
+    echo
+    echo "== CNN convolution layers against the sgemm peak ($threads threads)"
+    if [[ ! -x $exe ]]; then
+        echo "  no bench_backend_cpu beside $fulgur (cmake --build ... --target bench_backend_cpu)"
+        return 0
+    fi
+    out=$("$exe" --threads "$threads" --conv-only 2>&1) || { echo "  bench_backend_cpu failed: $out"; return 0; }
+    sed 's/^/  /' <<<"$(grep '^conv' <<<"$out")"
+    conv_gflops=$(grep '^conv' <<<"$out" | sed -nE 's/.*total ([0-9.]+) ms, ([0-9.]+) GFLOP\/s.*/\1 \2/p' |
+        awk '{ ms += $1; fl += $1 * $2 } END { if (ms > 0) printf "%.1f", fl / ms; else print "NA" }')
+    awk -v g="$conv_gflops" -v peak="${sgemm_peak:-NA}" 'BEGIN {
+        if (peak == "NA" || peak == "" || g == "NA") { printf "  both layers: %s GFLOP/s\n", g; exit }
+        printf "  both layers: %.1f GFLOP/s = %.0f%% of the sgemm peak (%.1f)\n", g, 100 * g / peak, peak }'
+}
+
 # ---- results --------------------------------------------------------------------------------
 
-csv_row() { # model fulgur torch ratio batches runs
+csv_header="date,machine,model,fulgur_samples_per_s,torch_samples_per_s,ratio,torch_blas,load_1_5_15,threads,batch_size,timed_batches,runs,torch_env,cpu_flags,step_gflops,sgemm_peak_gflops,sgemm_step_gflops,conv_gflops,op_split"
+
+# Rows are written after the sgemm and convolution figures exist; a results file with the older,
+# shorter header gets the new one (its old rows simply lack the trailing fields).
+csv_row() { # model fulgur torch ratio batches runs step_gflops conv_gflops split
     [[ -n $results ]] || return 0
     if [[ ! -s $results ]]; then
-        echo "date,machine,model,fulgur_samples_per_s,torch_samples_per_s,ratio,torch_blas,load_1_5_15,threads,batch_size,timed_batches,runs,torch_env" >"$results"
+        echo "$csv_header" >"$results"
+    elif [[ $(head -n1 "$results") != "$csv_header" ]]; then
+        sed -i "1s/.*/$csv_header/" "$results"
     fi
-    printf '%s,"%s",%s,%.0f,%s,%s,"%s","%s",%s,%s,%s,%s,"%s"\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
-        "$(nproc) x $(cpu_model)" "$1" "$2" "$(whole "$3")" \
-        "$4" "$torch_blas" "$(loadavg3)" "$threads" "$batch_size" "$5" "$6" "${torch_env[*]}" >>"$results"
+    printf '%s,"%s",%s,%.0f,%s,%s,"%s","%s",%s,%s,%s,%s,"%s","%s",%s,%s,%s,%s,"%s"\n' \
+        "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(nproc) x $(cpu_model)" "$1" "$2" "$(whole "$3")" \
+        "$4" "$torch_blas" "$(loadavg3)" "$threads" "$batch_size" "$5" "$6" "${torch_env[*]}" \
+        "$(cpu_flags)" "$7" "${sgemm_peak:-NA}" "${sgemm_step:-NA}" "$8" "$9" >>"$results"
 }
 
 whole() { [[ $1 == NA ]] && echo NA || printf '%.0f' "$1"; }
@@ -321,22 +379,36 @@ main() {
     echo "        which includes its data loader (shuffle, batch assembly, worker hand-off)."
     wait_for_quiet
 
+    local mlp_f=NA mlp_t=NA mlp_split="" cnn_f=NA cnn_t=NA cnn_split=""
     if (( mlp_runs > 0 )); then
         bench_model mlp "$here/mlp.ini" "$mlp_runs" "$mlp_batches"
-        local mlp_f=$f_med mlp_t=$t_med
-        csv_row mlp "$mlp_f" "$mlp_t" "$(ratio "$mlp_f" "$mlp_t")" "$mlp_batches" "$mlp_runs"
+        mlp_f=$f_med mlp_t=$t_med mlp_split=$split_med
     fi
     if (( cnn_runs > 0 )); then
         bench_model cnn "$here/cnn.ini" "$cnn_runs" "$cnn_batches"
-        local cnn_f=$f_med cnn_t=$t_med
-        csv_row cnn "$cnn_f" "$cnn_t" "$(ratio "$cnn_f" "$cnn_t")" "$cnn_batches" "$cnn_runs"
+        cnn_f=$f_med cnn_t=$t_med cnn_split=$split_med
     fi
-    (( mlp_runs == 0 )) || sgemm_report "$mlp_f"
+    sgemm_peak=NA sgemm_step=NA mlp_gflops=NA conv_gflops=NA
+    sgemm_report "${mlp_f/NA/0}"
+    (( cnn_runs == 0 )) || conv_report
+    (( mlp_runs == 0 )) || csv_row mlp "$mlp_f" "$mlp_t" "$(ratio "$mlp_f" "$mlp_t")" \
+        "$mlp_batches" "$mlp_runs" "$mlp_gflops" NA "$mlp_split"
+    (( cnn_runs == 0 )) || csv_row cnn "$cnn_f" "$cnn_t" "$(ratio "$cnn_f" "$cnn_t")" \
+        "$cnn_batches" "$cnn_runs" NA "$conv_gflops" "$cnn_split"
 
     echo
     echo "== summary (median samples/s; load now $(loadavg3))"
     (( mlp_runs == 0 )) || summary_line MLP "$mlp_f" "$mlp_t"
+    (( mlp_runs == 0 )) || echo "       split of the median run: $mlp_split"
+    (( mlp_runs == 0 )) || awk -v g="$mlp_gflops" -v p="$sgemm_peak" -v s="$sgemm_step" 'BEGIN {
+        if (p == "NA" || s == "NA") exit
+        printf "       step %.1f GFLOP/s = %.0f%% of the step-shape sgemm rate (%.1f), %.0f%% of the sgemm peak (%.1f)\n", g, 100 * g / s, s, 100 * g / p, p }'
     (( cnn_runs == 0 )) || summary_line CNN "$cnn_f" "$cnn_t"
+    (( cnn_runs == 0 )) || echo "       split of the median run: $cnn_split"
+    (( cnn_runs == 0 )) || awk -v g="$conv_gflops" -v p="$sgemm_peak" 'BEGIN {
+        if (p == "NA" || g == "NA") exit
+        printf "       convolution layers %.1f GFLOP/s = %.0f%% of the sgemm peak (%.1f)\n", g, 100 * g / p, p }'
+    echo "  machine: $(nproc) x $(cpu_model); flags: $(cpu_flags)"
     [[ -z $results ]] || echo "  rows appended to ${results#"$root"/}"
 }
 

@@ -1,0 +1,63 @@
+/* The kernel lab's harness: numbered versions of one hot CPU kernel beside a reference,
+ * a correctness check every version must pass (a ctest) and a timing run (a benchmark,
+ * never a test). In the manner of llm.c's dev/cpu: the winner moves into kernels/cpu and
+ * keeps its number in a comment there. */
+#ifndef FG_LAB_H
+#define FG_LAB_H
+
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static inline double lab_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Deterministic values in [-0.5, 0.5): the same inputs for every version. */
+static inline void lab_fill(float *x, size_t n, uint32_t seed)
+{
+    uint32_t s = seed * 2654435761u + 1u;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        x[i] = (float)(s >> 8) * (1.0f / 16777216.0f) - 0.5f;
+    }
+}
+
+static inline float *lab_alloc(size_t n)
+{
+    float *p = NULL;
+    if (posix_memalign((void **)&p, 64, (n ? n : 1) * sizeof *p) != 0) {
+        fprintf(stderr, "lab: out of memory for %zu floats\n", n);
+        exit(1);
+    }
+    return p;
+}
+
+/* First index where a and b differ bitwise, or n. */
+static inline size_t lab_first_diff(const float *a, const float *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof a[i]) != 0)
+            return i;
+    return n;
+}
+
+/* Median of n seconds (sorts in place). */
+static inline double lab_median(double *t, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && t[j - 1] > t[j]; j--) {
+            double x = t[j];
+            t[j] = t[j - 1];
+            t[j - 1] = x;
+        }
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+#endif
