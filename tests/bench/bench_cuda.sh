@@ -35,13 +35,16 @@ done
 
 scratch=$(mktemp -d /tmp/fulgur-bench-cuda.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
+# The CPU benchmark's configs, less the CPU backend's own keys (the cuda backend refuses them).
+for model in $models; do sed -E '/^threads *=/d' "$here/$model.ini" >"$scratch/$model.ini"; done
+fulgur_failed=0
 
 # timed batches: a fulgur epoch holds 60000/bs of them
 batches_for() { local per=$((60000 / $1)); local b=${batches}; (( b > 0 )) || b=$(( $1 >= 1024 ? 50 : 300 )); (( b <= per )) || b=$per; echo "$b"; }
 
 fulgur_run() { # model bs batches -> samples/s
     local out line
-    out=$("$fulgur" fit "$here/$1.ini" backend.name=cuda data.dir="$data" data.batch_size="$2" \
+    out=$("$fulgur" fit "$scratch/$1.ini" backend.name=cuda data.dir="$data" data.batch_size="$2" \
         trainer.max_epochs=2 trainer.limit_train_batches="$3" trainer.log_every_n_steps="$3" \
         trainer.check_val_every_n_epoch=0 trainer.test_after_fit=false \
         trainer.default_root_dir="$scratch/runs" 2>&1) || { echo "$out" >&2; return 1; }
@@ -71,7 +74,8 @@ for model in $models; do
         nb=$(batches_for "$bs")
         declare -A all=()
         for (( r = 1; r <= runs; r++ )); do
-            all[fulgur]+=" $(fulgur_run "$model" "$bs" "$nb" || echo NA)"
+            v=$(fulgur_run "$model" "$bs" "$nb") || { v=NA; fulgur_failed=1; }
+            all[fulgur]+=" $v"
             for m in $modes; do all[$m]+=" $(torch_run "$m" "$model" "$bs" "$nb")"; done
         done
         f=$(median <<<"${all[fulgur]}")
@@ -85,3 +89,4 @@ for model in $models; do
         unset all
     done
 done
+(( fulgur_failed == 0 )) || { echo "bench_cuda: a fulgur run failed (its output is above)" >&2; exit 1; }

@@ -79,7 +79,7 @@ parity_group() {
     return $rc
 }
 : >"$OUT/parity.log"
-for g in device flat cast gemm bias_act conv pool batchnorm dropout xent optim; do
+for g in device flat cast gemm bias_act conv pool batchnorm dropout xent ploss optim; do
     check "cuda.parity.$g" parity_group "$g"
 done
 check cuda.cli sh "$root/tests/cuda/cuda_cli.sh" "$fg/bin/fulgur" "$fg/lib/fulgur/plugins" \
