@@ -140,8 +140,11 @@ void fg_cpu_dropout_backward(fg_cpu_pool *pool, float p, const uint8_t *mask,
 
 /* ---- softmax cross-entropy (softmax_xent.c) --------------------------------------------- */
 
-/* The first row whose label lies outside [0, classes), or -1. */
-int64_t fg_cpu_find_bad_label(const int32_t *labels, int rows, int classes);
+/* A label the loss skips (the SDK's FG_IGNORED_LABEL). */
+#define FG_CPU_IGNORED_LABEL (-1)
+/* The first row whose label lies outside [0, classes) (ignorable: FG_CPU_IGNORED_LABEL
+ * allowed), or -1. */
+int64_t fg_cpu_find_bad_label(const int32_t *labels, int rows, int classes, int ignorable);
 /* Labels must have been checked. probs may alias logits; loss_sum/correct may be NULL. */
 void fg_cpu_softmax_xent_forward(fg_cpu_pool *pool, const float *logits,
                                  const int32_t *labels, int rows, int classes, float *probs,

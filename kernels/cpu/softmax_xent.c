@@ -1,14 +1,16 @@
 /* Softmax cross-entropy over rows: log-sum-exp around the row maximum, the row's
  * softmax kept for backward, loss and argmax hits summed per fixed row chunk in double
- * and combined in chunk order. */
+ * and combined in chunk order. A row labelled FG_CPU_IGNORED_LABEL adds nothing and gets a
+ * zero gradient. */
 #include <math.h>
 
 #include "cpu_kernels.h"
 
-int64_t fg_cpu_find_bad_label(const int32_t *labels, int rows, int classes)
+int64_t fg_cpu_find_bad_label(const int32_t *labels, int rows, int classes, int ignorable)
 {
     for (int i = 0; i < rows; i++)
-        if (labels[i] < 0 || labels[i] >= classes)
+        if ((labels[i] < 0 && !(ignorable && labels[i] == FG_CPU_IGNORED_LABEL)) ||
+            labels[i] >= classes)
             return i;
     return -1;
 }
@@ -33,7 +35,8 @@ static double fg_cpu_xent_row(const float *x, int label, int classes, float *pro
             m = x[j];
             best = j;
         }
-    float at_label = x[label]; /* read before prob, which may alias x, is written */
+    /* read before prob, which may alias x, is written */
+    float at_label = label == FG_CPU_IGNORED_LABEL ? 0.0f : x[label];
     double sum = 0.0;
     for (int j = 0; j < classes; j++) {
         float e = expf(x[j] - m);
@@ -44,7 +47,7 @@ static double fg_cpu_xent_row(const float *x, int label, int classes, float *pro
     for (int j = 0; j < classes; j++)
         prob[j] *= inv;
     *hit = best == label;
-    return (double)m + log(sum) - (double)at_label;
+    return label == FG_CPU_IGNORED_LABEL ? 0.0 : (double)m + log(sum) - (double)at_label;
 }
 
 static void fg_cpu_xent_forward_chunks(void *p, size_t b, size_t e)
@@ -98,6 +101,11 @@ static void fg_cpu_xent_backward_rows(void *p, size_t b, size_t e)
         const float *prob = c->logits + i * cl;
         float *d = c->probs + i * cl;
         int label = c->labels[i];
+        if (label == FG_CPU_IGNORED_LABEL) {
+            for (size_t j = 0; j < cl; j++)
+                d[j] = 0.0f;
+            continue;
+        }
         float at_label = prob[label]; /* d may alias prob */
         for (size_t j = 0; j < cl; j++)
             d[j] = prob[j] * c->scale;

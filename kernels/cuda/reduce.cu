@@ -115,6 +115,9 @@ __device__ __forceinline__ argmax_t argmax_join(argmax_t a, argmax_t b)
     return second.v > first.v ? second : first;
 }
 
+/* The SDK's FG_IGNORED_LABEL: a row the loss skips (no loss, no hit, a zero gradient). */
+constexpr int kIgnoredLabel = -1;
+
 /* One warp per row of a chunk that starts at row `first` of the whole batch: probs, the
  * row's loss and hit into scratch (loss[row], hit[row], chunk-relative); a bad label is
  * reported with its row in the whole batch. */
@@ -158,7 +161,10 @@ __global__ void xent_rows_k(const T *logits, const int32_t *__restrict__ labels,
     for (int j = lane; j < classes; j += 32)
         probs[base + j] *= inv;
     if (lane == 0) {
-        if (!valid) {
+        if (label == kIgnoredLabel) {
+            loss[warp] = 0.0;
+            hit[warp] = 0.0;
+        } else if (!valid) {
             *bad = bad_word(first + warp, label);
             loss[warp] = NAN;
             hit[warp] = 0.0;
@@ -201,7 +207,9 @@ __global__ void xent_backward_k(const float *probs, const int32_t *__restrict__ 
         int j = (int)(i - row * (size_t)classes);
         int label = labels[row];
         float p = probs[i];
-        if (label < 0 || label >= classes) {
+        if (label == kIgnoredLabel) {
+            st(dlogits, i, 0.0f);
+        } else if (label < 0 || label >= classes) {
             if (j == 0)
                 *bad = bad_word((int)row, label);
             st(dlogits, i, NAN);

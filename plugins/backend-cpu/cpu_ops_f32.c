@@ -326,9 +326,9 @@ static fg_status fg_cpu_check_labels(const char *op, const int32_t *labels, int 
     if (rows == 0)
         return FG_OK;
     FG_CPU_NOT_NULL(op, labels);
-    int64_t bad = fg_cpu_find_bad_label(labels, rows, classes);
-    FG_CPU_REQUIRE(bad < 0, "%s: row %lld has label %d, outside [0, %d)", op, (long long)bad,
-                   bad < 0 ? 0 : labels[bad], classes);
+    int64_t bad = fg_cpu_find_bad_label(labels, rows, classes, 1);
+    FG_CPU_REQUIRE(bad < 0, "%s: row %lld has label %d, outside [0, %d) (-1: ignored)", op,
+                   (long long)bad, bad < 0 ? 0 : labels[bad], classes);
     return FG_OK;
 }
 

@@ -80,7 +80,7 @@ static fg_status check_embedding(const char *op, void *queue, const int32_t *ids
     FG_CPU_REQUIRE(n >= 0 && dim >= 1 && rows >= 1,
                    "%s: n = %d must be >= 0, dim = %d and rows = %d >= 1", op, n, dim, rows);
     FG_CPU_REQUIRE(n == 0 || ids, "%s: ids is NULL", op);
-    int64_t bad = n > 0 ? fg_cpu_find_bad_label(ids, n, rows) : -1;
+    int64_t bad = n > 0 ? fg_cpu_find_bad_label(ids, n, rows, 0) : -1;
     FG_CPU_REQUIRE(bad < 0, "%s: id %d at position %lld is outside the table's %d rows", op,
                    bad >= 0 ? ids[bad] : 0, (long long)bad, rows);
     return FG_OK;

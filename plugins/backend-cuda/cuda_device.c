@@ -322,7 +322,8 @@ fg_status fg_cuda_queue_sync(void *state, void *queue, fg_error *err)
         *q->bad_host = 0;
         return fg_error_set(err, FG_INVALID_ARGUMENT,
                             "backend.cuda: softmax_xent: row %u has label %d, outside [0, "
-                            "classes) (found by a kernel, reported at the next queue_sync)",
+                            "classes) (-1: ignored) (found by a kernel, reported at the next "
+                            "queue_sync)",
                             (unsigned)((bad >> 32) & 0x7fffffffu), (int)(uint32_t)bad);
     }
     return FG_OK;

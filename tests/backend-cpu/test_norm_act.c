@@ -266,10 +266,28 @@ static void test_xent(void)
     CHECK(st == FG_INVALID_ARGUMENT && strstr(test_err.message, "row 2 has label 10") &&
               strstr(test_err.message, "[0, 10)"),
           "%s", test_err.message);
-    labels[2] = -1;
+    labels[2] = -2;
     st = tb.vt->softmax_xent_backward(Q, FG_F32, probs, labels, 3, 10, 1.0f, probs, &test_err);
-    CHECK(st == FG_INVALID_ARGUMENT && strstr(test_err.message, "row 2 has label -1"), "%s",
+    CHECK(st == FG_INVALID_ARGUMENT && strstr(test_err.message, "row 2 has label -2"), "%s",
           test_err.message);
+    /* FG_IGNORED_LABEL: no loss, no hit, a zero gradient row; the others as without it */
+    labels[2] = FG_IGNORED_LABEL;
+    for (int i = 0; i < 30; i++)
+        logits[i] = (float)((i * 7) % 11) / 4.0f;
+    float ref_loss = 0, ref_hits = 0, ref_probs[30], d[30];
+    st = tb.vt->softmax_xent_forward(Q, FG_F32, logits, labels, 2, 10, ref_probs, &ref_loss,
+                                     &ref_hits, &test_err);
+    CHECK(st == FG_OK, "%s", test_err.message);
+    st = tb.vt->softmax_xent_forward(Q, FG_F32, logits, labels, 3, 10, probs, &loss, &correct,
+                                     &test_err);
+    CHECK(st == FG_OK && loss == ref_loss && correct == ref_hits,
+          "ignored row: loss %g hits %g, without the row %g %g (%s)", loss, correct, ref_loss,
+          ref_hits, test_err.message);
+    st = tb.vt->softmax_xent_backward(Q, FG_F32, probs, labels, 3, 10, 0.5f, d, &test_err);
+    CHECK(st == FG_OK, "%s", test_err.message);
+    for (int j = 0; j < 10; j++)
+        CHECK(d[20 + j] == 0.0f && d[j] != 0.0f, "ignored row's gradient [%d] = %g", j,
+              d[20 + j]);
 }
 
 void test_group_norm_act(void)

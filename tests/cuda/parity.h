@@ -27,6 +27,7 @@ typedef struct parity {
     const fg_backend_vtable *ref, *dut; /* the CPU backend, the backend under test */
     void *rs, *ds; /* instance states */
     void *rq, *dq; /* queues on device 0 */
+    int dut_minor; /* the ABI minor the backend under test was built against */
 } parity;
 
 extern parity P;

@@ -389,6 +389,7 @@ static void open_backends(void)
         die("cpu init", st, &e);
     P.ref = cp->vtable;
     P.dut = tp->vtable;
+    P.dut_minor = tp->abi_minor;
     if ((st = P.ref->queue_create(P.rs, 0, &P.rq, &e)) != FG_OK)
         die("cpu queue_create", st, &e);
     if ((st = P.dut->queue_create(P.ds, 0, &P.dq, &e)) != FG_OK)

@@ -6,6 +6,9 @@
 #                                        softmax_cross_entropy are refused
 #   csv_check.sh fit_bce                 "is it class 0" (0/1 f32 targets) with bce_with_logits
 #   csv_check.sh fit_bad_table           broken tables stop with exit 2 naming file:line
+#   csv_check.sh fit_ignore_index        class 2 and half of class 0 relabelled 7 and [model]
+#                                        ignore_index = 7: trained and scored on the rest
+#                                        alone; bad ignore_index values stop with exit 2
 # FULGUR names the fulgur binary, CSV_DIR this folder.
 set -u
 check=$1
@@ -82,7 +85,33 @@ fit_bad_table() {
     "$FULGUR" fit "$cfg" "${common[@]}" data.target=kind
 }
 
+fit_ignore_index() {
+  for f in train test; do
+    awk -F, -v OFS=, 'NR > 1 && ($6 == 2 || ($6 == 0 && $1 % 2)) {$6 = 7} {print}' "$tmp/$f.csv" >"$tmp/i$f.csv"
+  done
+  local run=("$FULGUR" fit "$cfg" "${common[@]}" data.train_file=itrain.csv data.test_file=itest.csv
+             layer.fc2.out_features=8)
+  expect_exit2 "ignore_index under mse" "[model] ignore_index applies to softmax_cross_entropy, not loss = mse" \
+    "$FULGUR" fit "$cfg" "${common[@]}" model.loss=mse model.ignore_index=7 data.task=regression \
+    data.target=petal_width data.features=sepal_length layer.fc2.out_features=1
+  expect_exit2 "a malformed ignore_index" "[model] ignore_index = two: not none or a 32-bit integer label" \
+    "${run[@]}" model.ignore_index=two
+  # class 7 is class 2 and half of class 0: inseparable from 0 unless its rows are ignored
+  "${run[@]}" model.ignore_index=7 trainer.max_epochs=10 >"$tmp/out" 2>&1 ||
+    { cat "$tmp/out"; fail "fit with ignore_index exited $?"; }
+  tail -n 2 "$tmp/out"
+  local loss acc
+  loss=$(metric_of "$tmp/out" "test " loss); acc=$(metric_of "$tmp/out" "test " acc)
+  awk -v l="$loss" -v a="$acc" 'BEGIN { exit !(l < 0.1 && a >= 0.99) }' ||
+    fail "ignore_index: test loss $loss >= 0.1 or accuracy $acc < 0.99 over the classes that count"
+  "${run[@]}" trainer.max_epochs=10 >"$tmp/out2" 2>&1 || { cat "$tmp/out2"; fail "fit without ignore_index exited $?"; }
+  local acc2
+  acc2=$(metric_of "$tmp/out2" "test " acc)
+  awk -v a="$acc2" 'BEGIN { exit !(a < 0.99) }' || fail "without ignore_index the accuracy is $acc2: the check cannot tell"
+  echo "ok: label 7 ignored: test loss $loss, accuracy $acc over the other rows ($acc2 with every row)"
+}
+
 case "$check" in
-  fit_classification|fit_regression|fit_bce|fit_bad_table) "$check" ;;
+  fit_classification|fit_regression|fit_bce|fit_bad_table|fit_ignore_index) "$check" ;;
   *) echo "unknown check $check"; exit 2 ;;
 esac

@@ -310,6 +310,7 @@ typedef struct fake_data {
     uint64_t want_seed;
     int want_split;
     int64_t want_epoch;
+    int label_shift; /* labels are i % 10 - label_shift */
 } fake_data;
 
 /* Sample i is (i * FAKE_ELEMS + j) / 8 for j in [0, FAKE_ELEMS), exactly representable;
@@ -340,7 +341,7 @@ static fg_status fake_read(void *state, void *dataset, const fg_data_read_args *
         for (int j = 0; j < FAKE_ELEMS; j++)
             out[k * FAKE_ELEMS + j] = fake_value(indices[k], j);
         if (labels)
-            ((int32_t *)labels)[k] = (int32_t)(indices[k] % 10);
+            ((int32_t *)labels)[k] = (int32_t)(indices[k] % 10) - d->label_shift;
     }
     return FG_OK;
 }
@@ -415,6 +416,7 @@ static void fake_init(fake_data *d, int64_t length)
     d->want_seed = 0;
     d->want_split = 0;
     d->want_epoch = -1;
+    d->label_shift = 0;
 }
 
 /* Checks one delivered batch against what the sampler says it must hold. */
@@ -1095,6 +1097,51 @@ static void test_val_split_carve(void)
 
 /* ---- driver -------------------------------------------------------------------------- */
 
+/* [model] ignore_index: its label becomes FG_IGNORED_LABEL in every batch, whatever the
+ * workers; another negative label fails the batch naming its sample. */
+static void test_loader_ignore_labels(void)
+{
+    static const int workers[] = {0, 2};
+    fg_error err = {0};
+    for (size_t w = 0; w < 2; w++) {
+        fake_data d;
+        fake_init(&d, 40);
+        fg_dataloader *dl = NULL;
+        fg_dataloader_options o = loader_opts(&d, NULL, 4, workers[w], 2);
+        o.ignore_labels = 1;
+        o.ignore_label = 5;
+        REQUIRE_OK(fg_dataloader_create(&o, &dl, &err));
+        REQUIRE_OK(fg_dataloader_start_epoch(dl, 0, 0, &err));
+        int bad = 0, ignored = 0;
+        const fg_batch_view *v = NULL;
+        for (int64_t b = 0; b < 10; b++) {
+            REQUIRE_OK(fg_dataloader_next(dl, &v, &err));
+            for (int k = 0; k < v->count; k++) {
+                int64_t i = (int64_t)(v->samples[k * FAKE_ELEMS] / fake_value(1, 0));
+                int32_t want = i % 10 == 5 ? FG_IGNORED_LABEL : (int32_t)(i % 10);
+                bad += v->labels[k] != want;
+                ignored += v->labels[k] == FG_IGNORED_LABEL;
+            }
+            fg_dataloader_release(dl, v);
+        }
+        CHECK_EQ_I64(bad, 0);
+        CHECK_EQ_I64(ignored, 4);
+        fg_dataloader_destroy(dl);
+
+        d.label_shift = 1; /* sample 0 (in batch 0 unshuffled) has label -1, not 5 */
+        o.ignore_labels = 0;
+        o.sampler.shuffle = 0;
+        REQUIRE_OK(fg_dataloader_create(&o, &dl, &err));
+        REQUIRE_OK(fg_dataloader_start_epoch(dl, 0, 0, &err));
+        memset(&err, 0, sizeof err);
+        CHECK(fg_dataloader_next(dl, &v, &err) == FG_INVALID_ARGUMENT);
+        CHECK_HAS(err.message, "reading batch 0 of epoch 0");
+        CHECK_HAS(err.message, "sample 0 has label -1 (position 0); a negative label is an "
+                               "error unless [model] ignore_index names it");
+        fg_dataloader_destroy(dl);
+    }
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -1121,6 +1168,7 @@ static const struct {
     {"val_split_draw", test_val_split_draw},
     {"val_split_carve", test_val_split_carve},
     {"loader_subset", test_loader_subset},
+    {"loader_ignore_labels", test_loader_ignore_labels},
 };
 
 int main(int argc, char **argv)

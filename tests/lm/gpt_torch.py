@@ -145,7 +145,7 @@ def hf_layout(state):
 
 def init(folder, mode):
     torch.manual_seed(0)
-    model = Gpt(mode != "untied")
+    model = Gpt(mode in ("tied", "hf"))
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith(".weight") and p.dim() == 2:
@@ -161,8 +161,10 @@ def init(folder, mode):
 
 def train(folder, mode):
     torch.manual_seed(0)
-    tied = mode != "untied"
+    tied = mode in ("tied", "hf")
     model = Gpt(tied)
+    # mode "ignore": every space byte (32) is a label the loss skips
+    ignore_index = 32 if mode == "ignore" else -100
     tensors = {}
     with open(f"{folder}/{'ref' if mode == 'hf' else 'init'}.safetensors", "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
@@ -181,7 +183,7 @@ def train(folder, mode):
         idx = [window_start(SEED, 0, step * B + i, starts) for i in range(B)]
         x = torch.stack([text[s:s + T] for s in idx])
         y = torch.stack([text[s + 1:s + T + 1] for s in idx])
-        loss = F.cross_entropy(model(x).view(-1, V), y.view(-1))
+        loss = F.cross_entropy(model(x).view(-1, V), y.view(-1), ignore_index=ignore_index)
         opt.zero_grad()
         loss.backward()
         opt.step()

@@ -5,15 +5,16 @@
 # 1e-4 relative. `gpt_vs_torch.sh tied`: lm_head ties its weight to wte (GPT-2's one
 # parameter, its gradient summed). `gpt_vs_torch.sh hf`: tied, the initial weights read from
 # Hugging Face's GPT-2 layout (Conv1D weights transposed, "transformer." names, mask
-# buffers). Needs FULGUR; skips (77) without Debian's python3-torch.
+# buffers). `gpt_vs_torch.sh ignore`: untied, [model] ignore_index = 32 (every space byte's
+# label skipped, torch's ignore_index). Needs FULGUR; skips (77) without Debian's python3-torch.
 set -uo pipefail
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import torch" 2>/dev/null || exit 77
 here=$(cd "$(dirname "$0")" && pwd)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 mode=${1:-untied}
-tie=""
-[ "$mode" != untied ] && tie="tie = wte"
+tie="" ignore=""
+case $mode in tied|hf) tie="tie = wte" ;; ignore) ignore="ignore_index = 32" ;; esac
 /usr/bin/python3 "$here/gpt_torch.py" init "$dir" "$mode" || exit 1
 cat > "$dir/gpt.ini" <<INI
 [trainer]
@@ -38,6 +39,7 @@ num_workers = 0
 shuffle = false
 [model]
 init_from = $dir/init.safetensors
+$ignore
 [layer.wte]
 type = embedding
 num_embeddings = 256

@@ -16,6 +16,8 @@
 
 #include "dataloader.h"
 
+#include "fulgur/backend.h"
+
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -114,6 +116,29 @@ static void fg_default_free(void *ctx, void *ptr)
 
 /* Reads batch b of `epoch` into the slot using `indices` (batch_size entries). On failure
  * the message names the loader, batch, epoch, rank and carries the dataset's message. */
+
+/* i32 labels as the loss reads them: [model] ignore_index's value becomes
+ * FG_IGNORED_LABEL; another negative label is the data's error, caught here with its
+ * sample rather than ignored by the loss. */
+static fg_status fg_mark_ignored_labels(const fg_dataloader *dl, const int64_t *indices,
+                                        int count, int32_t *labels, fg_error *err)
+{
+    const fg_dataset_info *info = &dl->opts.info;
+    if (!labels || info->label_dtype != FG_I32)
+        return FG_OK;
+    int per = info->label_elems > 0 ? info->label_elems : 1;
+    for (int64_t i = 0; i < (int64_t)count * per; i++) {
+        if (dl->opts.ignore_labels && labels[i] == dl->opts.ignore_label)
+            labels[i] = FG_IGNORED_LABEL;
+        else if (labels[i] < 0)
+            return fg_error_set(err, FG_INVALID_ARGUMENT, "sample %" PRId64 " has label %d "
+                                "(position %" PRId64 "); a negative label is an error unless "
+                                "[model] ignore_index names it", indices[i / per], labels[i],
+                                i % per);
+    }
+    return FG_OK;
+}
+
 static fg_status fg_fill_slot(fg_dataloader *dl, fg_slot *slot, int64_t epoch, int64_t b,
                               int64_t *indices, fg_error *err)
 {
@@ -136,6 +161,8 @@ static fg_status fg_fill_slot(fg_dataloader *dl, fg_slot *slot, int64_t epoch, i
     if (st == FG_OK)
         st = dl->opts.data->read(dl->opts.data_state, dl->opts.dataset, &args, indices, count,
                                  slot->view.samples, slot->view.labels, &inner);
+    if (st == FG_OK)
+        st = fg_mark_ignored_labels(dl, indices, count, slot->view.labels, &inner);
     if (st != FG_OK)
         return fg_error_set(err, st,
                             "data loader '%s': reading batch %" PRId64 " of epoch %" PRId64

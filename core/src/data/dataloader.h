@@ -61,6 +61,10 @@ typedef struct fg_dataloader_options {
     /* The id of slot 0's copy fence; slot i's is fence_base + i. Loaders whose batches
      * reach the same copiers take disjoint ranges (fg_dataloader_slots_for). */
     int fence_base;
+    /* i32 labels: ignore_labels set, a label equal to ignore_label becomes FG_IGNORED_LABEL
+     * (the loss skips it); any other negative label fails the batch, naming the sample. */
+    int ignore_labels;
+    int32_t ignore_label;
 } fg_dataloader_options;
 
 /* One delivered batch, valid until fg_dataloader_release(). */

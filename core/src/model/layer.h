@@ -250,12 +250,12 @@ fg_status fg_xent_forward(const fg_backend_vtable *be, void *bs, void *queue,
                           uint32_t logits_dtype, const void *logits, const int32_t *labels,
                           int rows, int classes, float *probs, float *loss_sum, float *correct,
                           fg_error *err);
-/* dlogits (logits_dtype) = (probs - onehot) * loss_scale / rows: the gradient of the mean
- * loss. */
+/* dlogits (logits_dtype) = (probs - onehot) * loss_scale / counted: the gradient of the
+ * mean loss over the counted rows (rows less those labelled FG_IGNORED_LABEL). */
 fg_status fg_xent_backward(const fg_backend_vtable *be, void *bs, void *queue,
                            uint32_t logits_dtype, const float *probs, const int32_t *labels,
-                           int rows, int classes, float loss_scale, void *dlogits,
-                           fg_error *err);
+                           int rows, int64_t counted, int classes, float loss_scale,
+                           void *dlogits, fg_error *err);
 /* The ops the loss calls (training: backward too). */
 void fg_xent_op_needs(uint32_t logits_dtype, int training, fg_op_needs *n);
 

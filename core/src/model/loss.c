@@ -2,6 +2,9 @@
  * backend's pointwise_loss entry. See loss.h. */
 #include "loss.h"
 
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "layer.h"
@@ -28,6 +31,36 @@ fg_status fg_loss_read(const fg_config *cfg, fg_loss_kind *out, fg_error *err)
     }
     return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [model] loss = %s: not one of %s",
                         origin ? origin : "[model]", v, FG_LOSS_CHOICES);
+}
+
+fg_status fg_loss_read_ignore(const fg_config *cfg, int *enabled, int32_t *label,
+                              fg_error *err)
+{
+    size_t n;
+    const fg_option *opts = fg_model_schema(&n);
+    const char *origin = NULL;
+    const char *v = fg_section_value(cfg, "model", opts, n, "ignore_index", &origin);
+    *enabled = 0;
+    *label = 0;
+    if (!v || strcmp(v, "none") == 0)
+        return FG_OK;
+    char *end = NULL;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (end == v || *end || errno || x < INT32_MIN || x > INT32_MAX)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [model] ignore_index = %s: not "
+                            "none or a 32-bit integer label", origin ? origin : "[model]", v);
+    fg_loss_kind kind;
+    fg_status st = fg_loss_read(cfg, &kind, err);
+    if (st != FG_OK)
+        return st;
+    if (kind != FG_LOSS_KIND_XENT)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [model] ignore_index applies to "
+                            "softmax_cross_entropy, not loss = %s", origin ? origin : "[model]",
+                            fg_loss_name(kind));
+    *enabled = 1;
+    *label = (int32_t)x;
+    return FG_OK;
 }
 
 const char *fg_loss_name(fg_loss_kind kind)
@@ -88,12 +121,12 @@ fg_status fg_loss_forward(fg_loss_kind kind, const fg_backend_vtable *be, void *
 
 fg_status fg_loss_backward(fg_loss_kind kind, const fg_backend_vtable *be, void *bs, void *queue,
                            uint32_t out_dtype, const void *out, const float *probs,
-                           const void *labels, int rows, int cols, float loss_scale, void *dout,
-                           fg_error *err)
+                           const void *labels, int rows, int64_t counted, int cols,
+                           float loss_scale, void *dout, fg_error *err)
 {
     if (kind == FG_LOSS_KIND_XENT)
-        return fg_xent_backward(be, bs, queue, out_dtype, probs, labels, rows, cols, loss_scale,
-                                dout, err);
+        return fg_xent_backward(be, bs, queue, out_dtype, probs, labels, rows, counted, cols,
+                                loss_scale, dout, err);
     FG_BACKEND_NEED(be, pointwise_loss, err);
     size_t n = (size_t)rows * (size_t)cols;
     /* the mean over every output of the batch, as torch's reduction = 'mean' */

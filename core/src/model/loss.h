@@ -21,6 +21,10 @@ typedef enum fg_loss_kind {
 
 /* [model] loss of cfg (the default when unset). */
 fg_status fg_loss_read(const fg_config *cfg, fg_loss_kind *out, fg_error *err);
+/* [model] ignore_index: *enabled, and the label value the loss skips (softmax
+ * cross-entropy only; the message names the key's line). */
+fg_status fg_loss_read_ignore(const fg_config *cfg, int *enabled, int32_t *label,
+                              fg_error *err);
 const char *fg_loss_name(fg_loss_kind kind);
 /* The name of the second metric: "acc" or "mae". */
 const char *fg_loss_metric_name(fg_loss_kind kind);
@@ -38,11 +42,12 @@ fg_status fg_loss_forward(fg_loss_kind kind, const fg_backend_vtable *be, void *
                           uint32_t out_dtype, const void *out, const void *labels, int rows,
                           int cols, float *probs, float *loss_sum, float *metric_sum,
                           fg_error *err);
-/* dout (out_dtype) = d(mean loss)/d(out) * loss_scale, from the forward's out and probs. */
+/* dout (out_dtype) = d(mean loss)/d(out) * loss_scale, from the forward's out and probs;
+ * xent's mean is over the `counted` rows its labels do not ignore. */
 fg_status fg_loss_backward(fg_loss_kind kind, const fg_backend_vtable *be, void *bs, void *queue,
                            uint32_t out_dtype, const void *out, const float *probs,
-                           const void *labels, int rows, int cols, float loss_scale, void *dout,
-                           fg_error *err);
+                           const void *labels, int rows, int64_t counted, int cols,
+                           float loss_scale, void *dout, fg_error *err);
 void fg_loss_op_needs(fg_loss_kind kind, uint32_t out_dtype, int training, fg_op_needs *n);
 
 #endif

@@ -15,13 +15,14 @@ fg_status fg_xent_forward(const fg_backend_vtable *be, void *bs, void *queue,
 
 fg_status fg_xent_backward(const fg_backend_vtable *be, void *bs, void *queue,
                            uint32_t logits_dtype, const float *probs, const int32_t *labels,
-                           int rows, int classes, float loss_scale, void *dlogits,
-                           fg_error *err)
+                           int rows, int64_t counted, int classes, float loss_scale,
+                           void *dlogits, fg_error *err)
 {
     FG_BACKEND_NEED(be, softmax_xent_backward, err);
-    /* d(mean loss)/d(logits) = (probs - onehot) / rows */
+    /* d(mean loss)/d(logits) = (probs - onehot) / counted rows; ignored rows get 0 */
     return be->softmax_xent_backward(bs, queue, logits_dtype, probs, labels, rows, classes,
-                                     loss_scale / (float)rows, dlogits, err);
+                                     counted ? loss_scale / (float)counted : 0.0f, dlogits,
+                                     err);
 }
 
 void fg_xent_op_needs(uint32_t logits_dtype, int training, fg_op_needs *n)

@@ -71,6 +71,10 @@ static const fg_option model_options[] = {
     {"loss", FG_OPT_ENUM, "softmax_cross_entropy", 1, 0, FG_LOSS_CHOICES,
      "softmax_cross_entropy over class scores (i32 labels); mse or bce_with_logits of one "
      "output against an f32 target (regression, 0/1)"},
+    {"ignore_index", FG_OPT_STRING, "none", 1, 0, NULL,
+     "a label the softmax cross-entropy skips (PyTorch's ignore_index), e.g. a padding "
+     "token id: no loss, no gradient, and the mean is over the other positions; none: "
+     "every label counts, a negative one is an error"},
     {"init_from", FG_OPT_STRING, "", 1, 0, NULL,
      "weights-only safetensors file to start from (a PyTorch state dict, a fulgur "
      "checkpoint, Hugging Face GPT-2's model.safetensors): tensors matched by name, shapes "

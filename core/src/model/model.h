@@ -181,6 +181,9 @@ fg_status fg_replica_backward_from(fg_replica *r, void *queue, const void *dy, i
 /* This replica's batch starts at sample `first` of a larger batch (a shard or a
  * micro-batch): dropout then draws for each sample what the whole batch would. */
 void fg_replica_set_sample_offset(fg_replica *r, uint64_t first);
+/* Of the next forward's batch * positions labels, `counted` are not FG_IGNORED_LABEL: the
+ * loss is the mean over those ([model] ignore_index). Negative: all of them count. */
+void fg_replica_set_counted_labels(fg_replica *r, int64_t counted);
 
 /* ---- precision (model.c) ------------------------------------------------------------ */
 

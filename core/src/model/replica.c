@@ -58,6 +58,7 @@ struct fg_replica {
     size_t param_lo, param_hi, buffer_lo, buffer_hi;
     int shares;
     uint64_t sample_offset; /* dropout: this batch starts at that sample of the full one */
+    int64_t counted; /* labels of the batch the loss counts; < 0: all of them */
     /* precision: activations in dt->act (act_size bytes each); the layers read the working
      * parameters `work` (dt->param), a copy of params made by fg_replica_cast_params */
     const fg_role_dtypes *dt; /* NULL: every tensor f32 */
@@ -238,6 +239,8 @@ static fg_status create_replica(const fg_model *m, const fg_backend_vtable *be, 
     FG_BACKEND_NEED(be, queue_sync, err);
     FG_BACKEND_NEED(be, queue_destroy, err);
     fg_replica *r = calloc(1, sizeof *r);
+    if (r)
+        r->counted = -1;
     size_t n = m->layer_count;
     if (!r || !(r->y_off = calloc(n, sizeof *r->y_off)) ||
         !(r->aux_off = calloc(n, sizeof *r->aux_off)) || !(r->out = calloc(n, sizeof *r->out))) {
@@ -455,6 +458,13 @@ static fg_status forward_done(fg_replica *r, const void *x_dev, const int32_t *l
     return FG_OK;
 }
 
+/* The loss's rows of a batch: all batch * positions, or those ignore_index leaves. */
+static int64_t counted_rows(const fg_replica *r, int batch)
+{
+    int64_t rows = (int64_t)batch * fg_model_positions(r->m);
+    return r->counted >= 0 && r->counted < rows ? r->counted : rows;
+}
+
 /* The loss over (batch * positions) rows; a sequence's per-sample figures are the means
  * over its positions, summed through a scratch pair then scaled by 1/T. */
 static fg_status loss_forward(fg_replica *r, void *queue, const void *logits,
@@ -465,11 +475,14 @@ static fg_status loss_forward(fg_replica *r, void *queue, const void *logits,
     int positions = fg_model_positions(m);
     float *probs = (float *)(r->arena + r->probs_off);
     uint32_t act = fg_replica_act_dtype(r);
-    if (positions == 1 || !loss_sum || !correct)
+    int64_t counted = counted_rows(r, batch);
+    int all = counted == (int64_t)batch * positions;
+    if ((positions == 1 && all) || !loss_sum || !correct)
         return fg_loss_forward(m->loss, r->be, r->bs, queue, act, logits, labels,
                                batch * positions, m->num_classes, probs, loss_sum, correct, err);
     float *pair = (float *)(r->arena + r->seq_off);
-    float inv = 1.0f / (float)positions;
+    /* batch / counted: 1/T when every label counts (the same float: division rounds once) */
+    float inv = counted ? (float)batch / (float)counted : 0.0f;
     fg_status st = r->be->fill(r->bs, queue, FG_F32, pair, 0.0f, 2, err);
     if (st == FG_OK)
         st = fg_loss_forward(m->loss, r->be, r->bs, queue, act, logits, labels,
@@ -647,8 +660,8 @@ fg_status fg_replica_backward(fg_replica *r, void *queue, int batch, float loss_
     void *dlogits = r->arena + r->grad_off[fg_model_output_grad_slot(r->m)];
     st = fg_loss_backward(r->m->loss, r->be, r->bs, queue, fg_replica_act_dtype(r),
                           r->out[r->end - 1], (const float *)(r->arena + r->probs_off),
-                          r->labels, batch * fg_model_positions(r->m), r->m->num_classes,
-                          loss_scale, dlogits, err);
+                          r->labels, batch * fg_model_positions(r->m), counted_rows(r, batch),
+                          r->m->num_classes, loss_scale, dlogits, err);
     return st == FG_OK ? backward_layers(r, queue, dlogits, accumulate, err) : st;
 }
 
@@ -673,6 +686,9 @@ void fg_replica_buffer_range(const fg_replica *r, size_t *offset, size_t *size)
 
 const void *fg_replica_output(const fg_replica *r) { return r->out[r->end - 1]; }
 void fg_replica_set_sample_offset(fg_replica *r, uint64_t first) { r->sample_offset = first; }
+
+void fg_replica_set_counted_labels(fg_replica *r, int64_t counted) { r->counted = counted; }
+
 
 /* The replica's dtypes, from its model; a half model needs a whole replica that holds its
  * parameters. */

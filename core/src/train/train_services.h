@@ -37,6 +37,8 @@ typedef struct fg_train_ctx {
     /* Copy fence ids the loaders' staging slots use (0 .. fence_count - 1): each stage
      * has an event per id for its batch copies (data/batch_copy.h). */
     int fence_count;
+    /* [model] ignore_index is set: the last stage counts the labels the loss keeps */
+    int ignore_labels;
 } fg_train_ctx;
 
 /* What the core reads of a stage created by these services (checkpoints, checks, predict):

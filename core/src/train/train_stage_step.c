@@ -75,6 +75,16 @@ static fg_status precision_inputs(fg_train_ctx *c, fg_train_stage *s, const fg_b
     return st;
 }
 
+/* The labels of b the loss counts (the loader marked [model] ignore_index's as
+ * FG_IGNORED_LABEL): -1, all of them, unless the model ignores some. */
+static int64_t counted_labels(const fg_train_ctx *c, const fg_train_stage *s, const fg_batch *b)
+{
+    if (!c->ignore_labels || !s->is_last || !b->labels) return -1;
+    int64_t n = (int64_t)b->count * fg_batch_label_elems(b), counted = 0;
+    for (int64_t i = 0; i < n; i++) counted += b->labels[i] != FG_IGNORED_LABEL;
+    return counted;
+}
+
 static fg_status stage_forward(void *ctx, void *stage, int32_t chunk, const fg_batch *b,
                                int64_t first_sample, const void *x_dev, int training,
                                fg_error *err)
@@ -95,10 +105,13 @@ static fg_status stage_forward(void *ctx, void *stage, int32_t chunk, const fg_b
     fg_replica *r = s->arena[chunk];
     if (training) fg_replica_set_step(r, c->micro_step);
     fg_replica_set_sample_offset(r, (uint64_t)first_sample);
+    int64_t counted = counted_labels(c, s, b);
+    fg_replica_set_counted_labels(r, counted);
     s->rows[chunk] = b->count;
     st = fg_replica_forward(r, s->queue, x_dev, y, b->count, training, &s->metrics_dev[0],
                             &s->metrics_dev[1], err);
-    if (s->is_last) s->count += b->count;
+    /* a batch whose every label is ignored adds nothing to the mean */
+    if (s->is_last && counted) s->count += b->count;
     if (training) st = phase_end(c, s, FG_PHASE_FORWARD, &mark, st, err);
     /* evaluation reads the chunk's copy no further; training's backward does */
     if (st == FG_OK && !training && s->copier) st = fg_batch_copier_done(s->copier, chunk, err);

@@ -171,6 +171,8 @@ static fg_status make_loader(fg_trainer *t, fg_data_split *s, int training, fg_e
     o.num_workers = (int)t->keys.num_workers;
     o.prefetch = (int)t->keys.prefetch;
     o.fence_base = split_fences(t, s);
+    fg_status st = fg_loss_read_ignore(t->cfg, &o.ignore_labels, &o.ignore_label, err);
+    if (st != FG_OK) return st;
     if (t->keys.pin_memory && BE(t)->host_alloc && BE(t)->host_free) {
         o.alloc = pinned_alloc;
         o.free = pinned_free;
@@ -315,8 +317,11 @@ static fg_status setup_strategy(fg_trainer *t, fg_error *err)
     c->init_buffers = t->init_buffers;
     c->seed = (uint64_t)t->keys.seed;
     c->fence_count = split_fences(t, NULL);
+    int32_t ignored;
+    fg_status st = fg_loss_read_ignore(t->cfg, &c->ignore_labels, &ignored, err);
+    if (st != FG_OK) return st;
     double lr;
-    fg_status st = setup_schedule(t, &lr, err);
+    st = setup_schedule(t, &lr, err);
     if (st != FG_OK) return st;
     t->lr = (float)fg_scheduler_lr(t->scheduler, 0, 0);
     int64_t max_batch = t->keys.batch_size > t->keys.eval_batch_size ? t->keys.batch_size : t->keys.eval_batch_size;

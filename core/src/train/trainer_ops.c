@@ -2,6 +2,7 @@
  * model's layers and loss, the precision's dtypes, the optimizer and gradient clipping will
  * call, with their dtypes, asked of the backend in one go; every missing one is named in one
  * message (FG_UNAVAILABLE: exit 2). */
+#include "loss.h"
 #include "optimizer.h"
 #include "trainer_internal.h"
 #include "trainer_ops.h"
@@ -27,8 +28,26 @@ static fg_status training_needs(fg_trainer *t, fg_op_needs *n, fg_error *err)
     return FG_OK;
 }
 
+/* [model] ignore_index: the backend's loss must read FG_IGNORED_LABEL, which it does when
+ * built against ABI 1.1 or later. */
+static fg_status ignore_index_needs(fg_trainer *t, fg_error *err)
+{
+    int enabled;
+    int32_t label;
+    fg_status st = fg_loss_read_ignore(t->cfg, &enabled, &label, err);
+    const fg_plugin *p = t->backend.inst->plugin;
+    if (st != FG_OK || !enabled || p->abi_minor >= 1)
+        return st;
+    return fg_error_set(err, FG_UNAVAILABLE, "[model] ignore_index: backend.%s was built "
+                        "against ABI %d.%d; ignored labels need 1.1 or later",
+                        t->backend.inst->name, (int)p->abi_major, (int)p->abi_minor);
+}
+
 fg_status fg_trainer_check_backend(fg_trainer *t, fg_error *err)
 {
+    fg_status ist = ignore_index_needs(t, err);
+    if (ist != FG_OK)
+        return ist;
     int training = t->verb == FG_VERB_FIT || t->verb == FG_VERB_CHECK;
     fg_op_needs n = {0};
     fg_status st = fg_model_op_needs(t->model, training, &n);

@@ -66,6 +66,10 @@ typedef enum fg_pointwise_loss_kind {
     FG_LOSS_BCE_LOGITS = 2 /* l = max(x, 0) - x t + log(1 + exp(-|x|)); metric (x > 0) == (t > 0.5) */
 } fg_pointwise_loss_kind;
 
+/* The label that marks a row the loss ignores (softmax_xent_*, ABI 1.1): the core maps
+ * [model] ignore_index to it. */
+#define FG_IGNORED_LABEL (-1)
+
 /* Multi-head scaled dot-product attention over a fused QKV tensor (B, T, 3C): q | k | v
  * along the last dimension, head h at columns [h*D, (h+1)*D) of each third, C = heads*D;
  * the output (B, T, C) holds the heads side by side. Scores are scaled by 1/sqrt(D). */
@@ -268,13 +272,16 @@ typedef struct fg_backend_vtable {
     /* [required: the loss] Mean softmax cross-entropy over rows with int32 labels, the
      * softmax in f32. loss_sum and correct (f32 device scalars, may be NULL) are
      * accumulated into: += sum of row losses, += argmax hits. probs(rows, classes) keeps
-     * the softmax for backward. */
+     * the softmax for backward. Since ABI 1.1 a label of FG_IGNORED_LABEL (-1) marks an
+     * ignored row: it adds no loss and no hit, and backward writes zeros in its gradient
+     * row; any other label outside [0, classes) is an error. */
     fg_status (*softmax_xent_forward)(void *state, void *queue,
                                       uint32_t logits_dtype /* logits */, const void *logits,
                                       const int32_t *labels, int rows, int classes,
                                       float *probs, float *loss_sum, float *correct,
                                       fg_error *err);
-    /* [required: the loss] dlogits = (probs - onehot(labels)) * scale */
+    /* [required: the loss] dlogits = (probs - onehot(labels)) * scale; 0 in an ignored
+     * row (ABI 1.1) */
     fg_status (*softmax_xent_backward)(void *state, void *queue,
                                        uint32_t dlogits_dtype /* dlogits */, const float *probs,
                                        const int32_t *labels, int rows, int classes,
