@@ -156,12 +156,12 @@ static fg_attention_desc attention_desc(const fg_layer *l, const fg_layer_ctx *c
     return a;
 }
 
-/* The workspace at a batch: [saved tensors, recompute only] [backward's gradients,
- * 9 T*C per sample] [the attention's own]. */
+/* The workspace at a batch: [saved tensors, recompute only, to a 64-byte boundary]
+ * [backward's gradients, 9 T*C per sample] [the attention's own]. */
 static size_t saved_scratch(const fg_layer *l, int batch)
 {
     block_dims d = dims_of(l);
-    return l->recompute ? (size_t)batch * saved_bytes(&d) : 0;
+    return l->recompute ? ((size_t)batch * saved_bytes(&d) + 63) / 64 * 64 : 0;
 }
 
 static float *grad_scratch(const fg_layer *l, const fg_layer_ctx *c)
