@@ -60,6 +60,7 @@ struct mp {
     void *be_state;
     const fg_train_services *svc;
     const char *split;  /* [strategy] split: layer names that start stages ("" = balance) */
+    int balance_memory; /* [strategy] balance = memory: even bytes, not FLOPs */
     int device_count;   /* the backend's */
     int stages;         /* stages of a pipeline; 0 until planned: the device count */
     int replicas;       /* pipelines (dp_replicas): stage s of pipeline r on device r*stages+s */
@@ -90,8 +91,7 @@ struct mp {
     double fwd_s, bwd_s, opt_s;    /* this step: pipeline wall time by phase */
 };
 
-/* mp_plan.c: the stage boundaries, from `split` or balanced by parameter and activation
- * bytes; fills each stage's first_layer and layer_count, logs the plan. */
+/* mp_plan.c: the stage boundaries, from `split` or balanced by FLOPs or bytes; fills each stage's first_layer and layer_count, logs the plan. */
 fg_status mp_plan(mp *d, fg_error *err);
 
 /* mp_schedule.c */

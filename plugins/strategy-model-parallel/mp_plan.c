@@ -1,7 +1,9 @@
 /* strategy.model-parallel: where the stages begin. `split = fc2, fc3` names the layers that
  * start stages 2, 3, ...; without it the layers are cut into `stages` contiguous groups
- * that minimise the largest group's bytes (parameters with their gradients and optimizer
- * state, plus activations of a whole batch), the linear-partition dynamic programme. */
+ * that minimise the largest group's cost, the linear-partition dynamic programme: forward
+ * FLOPs (balance = flops: a pipeline runs at its slowest stage's pace) or bytes (balance =
+ * memory: parameters with their gradients and optimizer state, plus activations of a whole
+ * batch). A transformer_block repetition is one layer, so stages cut between blocks. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,12 +11,15 @@
 
 #include "mp.h"
 
-/* Bytes a layer costs on its stage. Parameters count three times (with gradients and
- * one optimizer slot); activations for every micro-batch in flight. */
+/* A layer's cost on its stage: its forward FLOPs per sample, or its bytes: parameters
+ * three times (with gradients and one optimizer slot), activations for every micro-batch
+ * in flight. */
 static double layer_cost(mp *d, int i, fg_error *err, fg_status *st)
 {
-    fg_layer_desc l = {sizeof l, NULL, 0, 0, 0, 0, 0};
+    fg_layer_desc l = {sizeof l, NULL, 0, 0, 0, 0, 0, 0};
     *st = d->svc->layer_info(d->svc->ctx, i, &l, err);
+    if (!d->balance_memory)
+        return (double)l.flops;
     return 3.0 * (double)l.param_bytes +
            (double)l.activation_bytes * (double)d->micro * (double)d->chunks;
 }
@@ -22,7 +27,7 @@ static double layer_cost(mp *d, int i, fg_error *err, fg_status *st)
 static int layer_index(mp *d, const char *want)
 {
     for (int i = 0; i < d->svc->layer_count; i++) {
-        fg_layer_desc l = {sizeof l, NULL, 0, 0, 0, 0, 0};
+        fg_layer_desc l = {sizeof l, NULL, 0, 0, 0, 0, 0, 0};
         if (d->svc->layer_info(d->svc->ctx, i, &l, NULL) == FG_OK && strcmp(l.name, want) == 0)
             return i;
     }
@@ -104,17 +109,19 @@ static void log_plan(mp *d)
     for (int s = 0; s < d->stages && used < sizeof line; s++) {
         const mp_stage *g = &d->s[s];
         const char *a = "", *b = "";
-        int64_t bytes = 0;
+        int64_t bytes = 0, flops = 0;
         for (int i = g->first_layer; i < g->first_layer + g->layer_count; i++) {
-            fg_layer_desc l = {sizeof l, "?", 0, 0, 0, 0, 0};
+            fg_layer_desc l = {sizeof l, "?", 0, 0, 0, 0, 0, 0};
             d->svc->layer_info(d->svc->ctx, i, &l, NULL);
             if (i == g->first_layer) a = l.name;
             b = l.name;
             bytes += l.param_bytes;
+            flops += l.flops;
         }
         used += (size_t)snprintf(line + used, sizeof line - used, "%sstage %d (device %d): %s..%s, "
-                                 "%.2f MiB params", s ? "; " : "", s, g->device, a, b,
-                                 (double)bytes / (1024.0 * 1024.0));
+                                 "%.2f MiB params, %.3g MFLOP/sample", s ? "; " : "", s,
+                                 g->device, a, b, (double)bytes / (1024.0 * 1024.0),
+                                 (double)flops / 1e6);
     }
     d->host->log(d->host, FG_LOG_INFO, "%s; %d micro-batch%s of up to %d samples%s", line,
                  d->chunks, d->chunks == 1 ? "" : "es", d->micro,
@@ -144,6 +151,10 @@ fg_status mp_plan(mp *d, fg_error *err)
                                 "stage boundaries with split", h->section, d->stages,
                                 d->stages == per ? "one per device: stages = 0" : "stages",
                                 n, n);
+        if (!d->balance_memory && h->abi_minor < 1)
+            return fg_error_set(err, FG_INCOMPATIBLE, "[%s] balance = flops needs a host of ABI "
+                                "1.1 (layer FLOPs), this one is 1.%d; set balance = memory",
+                                h->section, (int)h->abi_minor);
         if ((st = balance(d, starts, err)) != FG_OK) return st;
     }
     if (d->stages * d->replicas > d->device_count)

@@ -9,7 +9,11 @@
 static const fg_option options[] = {
     {"split", FG_OPT_LIST, "", 1, 0, NULL,
      "layers that start a new stage, in model order (split = conv2, fc1: three stages); "
-     "empty: `stages` stages balanced by parameter and activation bytes"},
+     "empty: `stages` stages balanced as `balance` says"},
+    {"balance", FG_OPT_ENUM, "flops", 1, 0, "flops|memory",
+     "what an unsplit pipeline evens out: each stage's forward FLOPs (its share of the "
+     "step's time), or its bytes of parameters, gradients, optimizer state and activations "
+     "(what fits on a device)"},
     {"stages", FG_OPT_INT, "0", 0, MP_MAX_STAGES, NULL,
      "stages when split is empty, stage s on device s; 0: one per backend device"},
     {"chunks", FG_OPT_INT, "1", 1, MP_MAX_CHUNKS, NULL,
@@ -34,6 +38,9 @@ static fg_status read_keys(mp *d, fg_error *err)
     int64_t stages = 0, chunks = 1, replicas = 1;
     d->split = "";
     h->get_string(h, "split", &d->split);
+    const char *balance = "flops";
+    h->get_string(h, "balance", &balance);
+    d->balance_memory = strcmp(balance, "memory") == 0;
     h->get_int(h, "stages", &stages);
     h->get_int(h, "chunks", &chunks);
     h->get_int(h, "dp_replicas", &replicas);
@@ -96,7 +103,7 @@ static fg_status mp_info(void *state, fg_strategy_info *out, fg_error *err)
 /* Floats per sample at the output of layer i (i = -1: the model's input is not needed). */
 static int64_t out_elems(const fg_train_services *svc, int i)
 {
-    fg_layer_desc l = {sizeof l, NULL, 0, 0, 0, 0, 0};
+    fg_layer_desc l = {sizeof l, NULL, 0, 0, 0, 0, 0, 0};
     if (i < 0 || svc->layer_info(svc->ctx, i, &l, NULL) != FG_OK) return 0;
     return l.out_elems;
 }

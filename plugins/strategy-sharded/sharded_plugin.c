@@ -129,7 +129,7 @@ static fg_status plan_layers(sharded *s, fg_error *err)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "strategy.sharded: out of memory");
     s->layers = 0;
     for (int32_t i = 0; i < s->model_layers; i++) {
-        fg_layer_desc d = {sizeof d, NULL, 0, 0, 0, 0, 0};
+        fg_layer_desc d = {sizeof d, NULL, 0, 0, 0, 0, 0, 0};
         fg_status st = svc->layer_info(svc->ctx, i, &d, err);
         if (st != FG_OK) return st;
         s->param_layer[i] = d.param_count ? s->layers : -1;

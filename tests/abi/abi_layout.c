@@ -218,7 +218,7 @@ static const layout_line current[] = {
     SIZE(fg_layer_desc), FIELD(fg_layer_desc, struct_size), FIELD(fg_layer_desc, name),
     FIELD(fg_layer_desc, param_offset), FIELD(fg_layer_desc, param_count),
     FIELD(fg_layer_desc, param_bytes), FIELD(fg_layer_desc, activation_bytes),
-    FIELD(fg_layer_desc, out_elems),
+    FIELD(fg_layer_desc, out_elems), FIELD(fg_layer_desc, flops),
 
     SIZE(fg_memory_report), FIELD(fg_memory_report, struct_size),
     FIELD(fg_memory_report, device), FIELD(fg_memory_report, param_bytes),

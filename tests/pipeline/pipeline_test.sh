@@ -10,7 +10,8 @@
 #                  on 6 devices with 3 micro-batches.
 # cnn              CNN with AdamW (cnn.ini, no batch norm: micro-batches would normalise over
 #                  fewer samples), cut before conv2 (chunks 2), before flatten (chunks 4) and
-#                  balanced automatically (chunks 3): the same
+#                  balanced automatically by FLOPs and by bytes (chunks 3): the same
+#                  weights, and the two plans differ as the layers' costs say
 # accumulate_clip  accumulate_grad_batches = 2 with gradient clipping by the global norm
 # memory_limit     a model of 25 MB with its gradients and momentum on 16 MiB devices:
 #                  single stops with the backend's out-of-memory message, the balanced
@@ -91,7 +92,14 @@ step_cnn() {
     same cnn conv2 "strategy.split=conv2 strategy.chunks=2"
     same cnn flatten "strategy.split=flatten strategy.chunks=4"
     same cnn balanced "strategy.chunks=3"
-    grep -q 'stage 0 (device 0): conv1\.\.' "$WORK/cnn.balanced.log" || fail "no plan line"
+    same cnn bytes "strategy.chunks=3 strategy.balance=memory"
+    # the convolutions hold few bytes but most FLOPs: balanced by FLOPs (the default) the
+    # first stage runs through pool1 (15.4k of 39.4k FLOPs per sample), by bytes it stops
+    # after relu1 (its activations weigh)
+    grep -q 'stage 0 (device 0): conv1\.\.pool1, .*0.0154 MFLOP/sample' "$WORK/cnn.balanced.log" ||
+        { grep 'stage 0' "$WORK/cnn.balanced.log"; fail "no FLOP-balanced plan line"; }
+    grep -q 'stage 0 (device 0): conv1\.\.relu1,' "$WORK/cnn.bytes.log" ||
+        { grep 'stage 0' "$WORK/cnn.bytes.log"; fail "no byte-balanced plan line"; }
 }
 
 step_accumulate_clip() {
@@ -107,7 +115,7 @@ step_memory_limit() {
     [ "$rc" -ne 0 ] || { cat "$log"; fail "single trained a model larger than its device"; }
     grep -q 'cannot allocate .* limit 16777216 bytes (memory_limit_mb = 16)' "$log" ||
         { cat "$log"; fail "single did not stop with the backend's out-of-memory message"; }
-    must "$WORK/mp.log" fit
+    must "$WORK/mp.log" fit strategy.balance=memory
     grep -q 'after 5 steps' "$WORK/mp.log" || { cat "$WORK/mp.log"; fail "the pipeline did not train 5 steps"; }
     for dev in 0 1; do
         mib=$(sed -n "s/^memory (device $dev): .* total \([0-9.]*\) MiB$/\1/p" "$WORK/mp.log")

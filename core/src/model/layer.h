@@ -104,6 +104,8 @@ typedef struct fg_layer_ops {
      * NULL: none (an alias). */
     void (*op_needs)(const fg_layer *l, const fg_role_dtypes *dt, int training,
                      fg_op_needs *needs);
+    /* Forward FLOPs per sample (a multiply-add is 2); NULL: one per output value. */
+    int64_t (*flops)(const fg_layer *l);
 } fg_layer_ops;
 
 struct fg_layer {

@@ -358,6 +358,15 @@ static void block_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int trai
     FG_NEED(n, who, FG_OP_ATTENTION_BACKWARD, dt->act);
 }
 
+/* per position: the qkv, proj and two MLP products, and attention's scores and weighted
+ * sum over the keys it sees (causal: (T + 1) / 2 on average) */
+static int64_t block_flops(const fg_layer *l)
+{
+    block_dims d = dims_of(l);
+    int64_t C = d.C, keys = l->causal ? (d.T + 1) / 2 : d.T;
+    return (int64_t)d.T * (2 * (4 * C * C + 2 * C * d.F) + 4 * keys * C);
+}
+
 const fg_layer_ops fg_layer_transformer_block = {
     .type = "transformer_block",
     .options = block_options,
@@ -369,4 +378,5 @@ const fg_layer_ops fg_layer_transformer_block = {
     .forward = block_forward,
     .backward = block_backward,
     .op_needs = block_op_needs,
+    .flops = block_flops,
 };

@@ -97,6 +97,12 @@ static void conv2d_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int tra
         FG_NEED(n, l->section, FG_OP_CONV2D_BACKWARD, dt->act, dt->param, dt->grad);
 }
 
+/* every output value: a kernel x kernel x in_channels dot product */
+static int64_t conv2d_flops(const fg_layer *l)
+{
+    return 2 * (int64_t)fg_shape_numel(&l->out) * l->kernel * l->kernel * l->in.dims[0];
+}
+
 const fg_layer_ops fg_layer_conv2d = {
     .type = "conv2d",
     .options = conv2d_options,
@@ -108,4 +114,5 @@ const fg_layer_ops fg_layer_conv2d = {
     .forward = conv2d_forward,
     .backward = conv2d_backward,
     .op_needs = conv2d_op_needs,
+    .flops = conv2d_flops,
 };

@@ -113,6 +113,14 @@ static void linear_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int tra
         FG_NEED(n, l->section, FG_OP_BIAS_GRAD, dt->grad, dt->act);
 }
 
+/* every position: an (in x out) product */
+static int64_t linear_flops(const fg_layer *l)
+{
+    int64_t in = l->in.dims[l->in.rank - 1];
+    int64_t positions = (int64_t)fg_shape_numel(&l->in) / (in > 0 ? in : 1);
+    return 2 * positions * in * l->units;
+}
+
 const fg_layer_ops fg_layer_linear = {
     .type = "linear",
     .options = linear_options,
@@ -123,4 +131,5 @@ const fg_layer_ops fg_layer_linear = {
     .forward = linear_forward,
     .backward = linear_backward,
     .op_needs = linear_op_needs,
+    .flops = linear_flops,
 };

@@ -36,6 +36,8 @@ static fg_status layer_info(void *ctx, int32_t layer, fg_layer_desc *out, fg_err
     out->activation_bytes = (int64_t)(((l->ops->flags & FG_LAYER_ALIAS) ? 0 : o * sizeof(float)) +
                                       l->aux_per_sample);
     out->out_elems = (int64_t)o;
+    if (FG_HAS_FIELD(out, fg_layer_desc, flops))
+        out->flops = l->ops->flops ? l->ops->flops(l) : (int64_t)o;
     return FG_OK;
 }
 

@@ -141,6 +141,8 @@ typedef struct fg_layer_desc {
     int64_t param_bytes;      /* param_count f32 values */
     int64_t activation_bytes; /* per sample: its output and what backward keeps */
     int64_t out_elems;        /* output values per sample */
+    int64_t flops;            /* ABI 1.1: forward FLOPs per sample (a multiply-add is 2);
+                               * backward costs about twice as much */
 } fg_layer_desc;
 
 enum { FG_LAYER_FORWARD = 0, FG_LAYER_BACKWARD = 1 };
