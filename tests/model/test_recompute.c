@@ -89,6 +89,9 @@ static void test_bitwise(tk_backend *b)
         CHECK(memcmp(g0, prev, np * sizeof(float)) != 0);
         memcpy(prev, g0, np * sizeof(float));
     }
+    /* evaluation (validation, generate): the saved tensors go to the scratch all the same */
+    double e0 = tk_net_loss(&plain, 0), e1 = tk_net_loss(&rc, 0);
+    CHECK(memcmp(&e0, &e1, sizeof e0) == 0, "eval loss %.9g vs %.9g with recompute", e0, e1);
     /* a batch below the replica's: the workspace's regions are laid out for it */
     step_rows(&plain, BATCH - 3, g0);
     step_rows(&rc, BATCH - 3, g1);
