@@ -193,3 +193,64 @@ void fg_cpu_attention_backward(fg_cpu_pool *pool, const fg_cpu_attn_shape *a,
             }
         }
 }
+
+/* ---- one query against the cache (fulgur generate) ------------------------------------- */
+
+typedef struct fg_cpu_attn_decode {
+    const fg_cpu_attn_shape *a;
+    int pos, h0;     /* the query row; the first (batch * heads) item of this chunk */
+    const float *qkv;
+    float *y;
+    float *s;        /* (chunk, seq) scores, one row per item */
+} fg_cpu_attn_decode;
+
+/* Items [i0, i1) of the chunk, each a (batch, head): scores, softmax (as the forward's
+ * rows: the max, exp, a double sum), then y = P V. */
+static void fg_cpu_attn_decode_items(void *p, size_t i0, size_t i1)
+{
+    const fg_cpu_attn_decode *w = p;
+    const fg_cpu_attn_shape *a = w->a;
+    int T = a->seq, D = a->head_dim, C = a->heads * a->head_dim, n = w->pos + 1;
+    float scale = 1.0f / sqrtf((float)D);
+    for (size_t i = i0; i < i1; i++) {
+        int item = w->h0 + (int)i, b = item / a->heads, h = item % a->heads;
+        const float *base = w->qkv + (size_t)b * T * 3 * C + (size_t)h * D;
+        const float *q = base + (size_t)w->pos * 3 * C, *k = base + C, *v = base + 2 * C;
+        float *s = w->s + i * (size_t)T, *y = w->y + (size_t)b * C + (size_t)h * D;
+        float mx = -INFINITY;
+        for (int j = 0; j < n; j++) {
+            float dot = 0.0f;
+            for (int d = 0; d < D; d++)
+                dot += q[d] * k[(size_t)j * 3 * C + d];
+            s[j] = dot * scale;
+            mx = s[j] > mx ? s[j] : mx;
+        }
+        double sum = 0.0;
+        for (int j = 0; j < n; j++) {
+            s[j] = expf(s[j] - mx);
+            sum += s[j];
+        }
+        float inv = (float)(1.0 / sum);
+        for (int d = 0; d < D; d++)
+            y[d] = 0.0f;
+        for (int j = 0; j < n; j++) {
+            float pj = s[j] * inv;
+            const float *vj = v + (size_t)j * 3 * C;
+            for (int d = 0; d < D; d++)
+                y[d] += pj * vj[d];
+        }
+    }
+}
+
+void fg_cpu_attention_decode(fg_cpu_pool *pool, const fg_cpu_attn_shape *a, int pos,
+                             const float *qkv, float *y, void *workspace)
+{
+    /* the workspace holds 2 * BLOCK rows of seq scores: that many heads at a time */
+    int items = a->batch * a->heads, chunk = 2 * FG_CPU_ATTN_BLOCK;
+    size_t grain = (FG_CPU_GRAIN / 4) / ((size_t)(pos + 1) * (size_t)a->head_dim) + 1;
+    for (int h0 = 0; h0 < items; h0 += chunk) {
+        int count = items - h0 < chunk ? items - h0 : chunk;
+        fg_cpu_attn_decode w = {a, pos, h0, qkv, y, workspace};
+        fg_cpu_parallel_for(pool, (size_t)count, grain, 1, fg_cpu_attn_decode_items, &w);
+    }
+}

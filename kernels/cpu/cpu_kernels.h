@@ -236,5 +236,9 @@ void fg_cpu_attention_forward(fg_cpu_pool *pool, const fg_cpu_attn_shape *a, con
 void fg_cpu_attention_backward(fg_cpu_pool *pool, const fg_cpu_attn_shape *a,
                                const float *qkv, const float *y, const float *lse,
                                const float *dy, float *dqkv, void *workspace);
+/* y (B, C) = the causal forward's row pos, from rows [0, pos] of qkv (B, seq, 3C): one
+ * query against pos + 1 cached keys per head (fulgur generate's KV cache). */
+void fg_cpu_attention_decode(fg_cpu_pool *pool, const fg_cpu_attn_shape *a, int pos,
+                             const float *qkv, float *y, void *workspace);
 
 #endif

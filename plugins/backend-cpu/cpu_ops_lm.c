@@ -198,3 +198,24 @@ fg_status fg_cpu_op_attention_backward(void *state, void *queue, uint32_t dtype,
                                   workspace);
     return fg_cpu_unstage(state, o, NARGS(o), st);
 }
+
+fg_status fg_cpu_op_attention_decode(void *state, void *queue, uint32_t dtype,
+                                     const fg_attention_desc *d, int pos, const void *qkv,
+                                     void *y, void *workspace, fg_error *err)
+{
+    fg_cpu_attn_shape a;
+    fg_status st = check_attention("attention_decode", queue, d, &a, qkv, &(float){0},
+                                   workspace, err);
+    if (st != FG_OK)
+        return st;
+    FG_CPU_NOT_NULL("attention_decode", y);
+    FG_CPU_REQUIRE(pos >= 0 && pos < a.seq, "attention_decode: pos = %d is outside the cache's "
+                   "%d rows", pos, a.seq);
+    size_t rows = (size_t)a.batch * (size_t)a.seq, c = (size_t)a.heads * (size_t)a.head_dim;
+    fg_cpu_operand o[] = {ARG_IN(qkv, dtype, rows * 3 * c),
+                          ARG_OUT(y, dtype, (size_t)a.batch * c)};
+    st = fg_cpu_stage(state, queue, "attention_decode", o, NARGS(o), err);
+    if (st == FG_OK)
+        fg_cpu_attention_decode(FG_CPU_POOL(state), &a, pos, o[0].f, o[1].f, workspace);
+    return fg_cpu_unstage(state, o, NARGS(o), st);
+}

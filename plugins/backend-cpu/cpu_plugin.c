@@ -151,6 +151,7 @@ static const fg_backend_vtable fg_cpu_vtable = {
     .attention_workspace = fg_cpu_op_attention_workspace,
     .attention_forward = fg_cpu_op_attention_forward,
     .attention_backward = fg_cpu_op_attention_backward,
+    .attention_decode = fg_cpu_op_attention_decode,
 };
 
 FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {

@@ -119,6 +119,10 @@ static void render(char *buf, size_t cap, const progress_view *v, const layout *
         snprintf(part, sizeof part, "%sacc %.2f", loss ? " " : "  ", v->acc);
         append(buf, cap, &len, part);
     }
+    if (l->train && l->acc && v->has_ppl) { /* dropped with the accuracies */
+        snprintf(part, sizeof part, "%sppl %.2f", loss || acc ? " " : "  ", v->ppl);
+        append(buf, cap, &len, part);
+    }
     if (l->val && (v->has_val_loss || (v->has_val_acc && l->acc))) {
         append(buf, cap, &len, "  val");
         if (v->has_val_loss) {
@@ -127,6 +131,10 @@ static void render(char *buf, size_t cap, const progress_view *v, const layout *
         }
         if (v->has_val_acc && l->acc) {
             snprintf(part, sizeof part, " acc %.2f", v->val_acc);
+            append(buf, cap, &len, part);
+        }
+        if (v->has_val_ppl && l->acc) {
+            snprintf(part, sizeof part, " ppl %.2f", v->val_ppl);
             append(buf, cap, &len, part);
         }
     }

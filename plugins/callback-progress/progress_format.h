@@ -26,6 +26,8 @@ typedef struct progress_view {
     double loss, acc;
     int has_val_loss, has_val_acc;
     double val_loss, val_acc;
+    int has_ppl, has_val_ppl; /* a language model's perplexity (train/ppl, val/ppl) */
+    double ppl, val_ppl;
 } progress_view;
 
 typedef struct progress_style {

@@ -209,9 +209,12 @@ static void tty_step(progress *p, const fg_event *e)
         v.val_loss = p->view.val_loss;
         v.has_val_acc = p->view.has_val_acc;
         v.val_acc = p->view.val_acc;
+        v.has_val_ppl = p->view.has_val_ppl;
+        v.val_ppl = p->view.val_ppl;
     }
     v.has_loss = find_metric(e, "train/step_loss", &v.loss);
     v.has_acc = find_metric(e, "train/step_acc", &v.acc);
+    v.has_ppl = find_metric(e, "train/step_ppl", &v.ppl);
     p->view = v;
     draw_bar(p, &p->view);
 }
@@ -222,6 +225,7 @@ static void tty_validation(progress *p, const fg_event *e)
         return; /* no bar of this epoch on screen (e.g. `fulgur validate`) */
     p->view.has_val_loss = find_metric(e, "val/loss", &p->view.val_loss);
     p->view.has_val_acc = find_metric(e, "val/acc", &p->view.val_acc);
+    p->view.has_val_ppl = find_metric(e, "val/ppl", &p->view.val_ppl);
     draw_bar(p, &p->view);
 }
 
@@ -233,9 +237,12 @@ static void tty_epoch_end(progress *p, const fg_event *e, double now)
         v.val_loss = p->view.val_loss;
         v.has_val_acc = p->view.has_val_acc;
         v.val_acc = p->view.val_acc;
+        v.has_val_ppl = p->view.has_val_ppl;
+        v.val_ppl = p->view.val_ppl;
     }
     v.has_loss = find_metric(e, "train/loss", &v.loss);
     v.has_acc = find_metric(e, "train/acc", &v.acc);
+    v.has_ppl = find_metric(e, "train/ppl", &v.ppl);
     v.finished = 1;
     v.elapsed_s = now - p->epoch_start;
     char line[LINE_CHARS];
@@ -274,6 +281,7 @@ static void plain_step(progress *p, const fg_event *e, double now)
     progress_view v = epoch_view(p, e);
     v.has_loss = find_metric(e, "train/step_loss", &v.loss);
     v.has_acc = find_metric(e, "train/step_acc", &v.acc);
+    v.has_ppl = find_metric(e, "train/step_ppl", &v.ppl);
     if (v.total > 0 && v.done >= v.total) {
         plain_finish(p, e, v, now);
         return;
@@ -296,6 +304,7 @@ static void plain_epoch_end(progress *p, const fg_event *e, double now)
     progress_view v = epoch_view(p, e);
     v.has_loss = find_metric(e, "train/loss", &v.loss);
     v.has_acc = find_metric(e, "train/acc", &v.acc);
+    v.has_ppl = find_metric(e, "train/ppl", &v.ppl);
     plain_finish(p, e, v, now);
 }
 

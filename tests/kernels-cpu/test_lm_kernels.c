@@ -337,6 +337,45 @@ static int case_attention_memory(void)
     return 0;
 }
 
+/* One query against the cache: row pos of the causal forward over the whole window, for
+ * every pos and every (batch, head), against the float64 reference; more heads than one
+ * workspace chunk (2 * BLOCK) holds. */
+static void run_attention_decode(int batch, int seq, int heads, int dim)
+{
+    fg_cpu_attn_shape a = {.batch = batch, .seq = seq, .heads = heads, .head_dim = dim,
+                           .causal = 1};
+    int C = heads * dim;
+    size_t nq = (size_t)batch * seq * 3 * C, ny = (size_t)batch * seq * C;
+    fg_cpu_pool *pool;
+    CHECK_EQ(fg_cpu_pool_create(2, &pool), 0);
+    float *qkv = random_floats(nq, -1.5, 1.5), *row = malloc((size_t)batch * C * 4);
+    void *ws = malloc(fg_cpu_attention_workspace(&a));
+    double *qd = to_double(qkv, nq), *yd = malloc(ny * sizeof *yd);
+    ref_attention(&a, qd, yd);
+    double worst = 0;
+    for (int pos = 0; pos < seq; pos++) {
+        fg_cpu_attention_decode(pool, &a, pos, qkv, row, ws);
+        for (int b = 0; b < batch; b++)
+            for (int c = 0; c < C; c++) {
+                double ref = yd[((size_t)b * seq + pos) * C + c];
+                double e = fabs((double)row[(size_t)b * C + c] - ref) / (fabs(ref) + 1e-2);
+                worst = e > worst ? e : worst;
+            }
+    }
+    printf("attention_decode B%d T%d H%d D%d: every position, max rel error %.2e\n", batch, seq,
+           heads, dim, worst);
+    CHECK(worst < 1e-5, "attention_decode: error %.3e", worst);
+    free(qkv); free(row); free(ws); free(qd); free(yd);
+    fg_cpu_pool_destroy(pool);
+}
+
+static int case_attention_decode(void)
+{
+    run_attention_decode(2, 67, 3, 5);
+    run_attention_decode(1, 9, 2 * FG_CPU_ATTN_BLOCK + 3, 4);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -346,7 +385,7 @@ int main(int argc, char **argv)
         {"layernorm", case_layernorm},         {"rmsnorm", case_rmsnorm},
         {"embedding", case_embedding},         {"attention_causal", case_attention_causal},
         {"attention_full", case_attention_full}, {"attention_dropout", case_attention_dropout},
-        {"attention_memory", case_attention_memory},
+        {"attention_memory", case_attention_memory}, {"attention_decode", case_attention_decode},
     };
     for (size_t i = 0; argc == 2 && i < sizeof cases / sizeof *cases; i++)
         if (strcmp(argv[1], cases[i].name) == 0) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A byte-level GPT trained on "abcdefgh" repeated, then:
 #   greedy (temperature 0) continues the pattern exactly;
+#   the KV cache prints the full forward's tokens, greedy and sampled, past the context;
 #   sampling with a seed gives the same text twice, another seed other text;
 #   an invalid UTF-8 prompt byte prints as U+FFFD;
 #   a run stopped at step 100 and resumed from its checkpoint to step 200 ends with the
@@ -70,6 +71,18 @@ c=$(gen --prompt xyz --max-new-tokens 40 --temperature 1.5 --seed 6)
 k=$(gen --prompt xyz --max-new-tokens 40 --temperature 1.5 --top-k 1 --seed 7)
 g=$(gen --prompt xyz --max-new-tokens 40 --temperature 0)
 [ "$k" = "$g" ] || fail "top-k 1 ('$k') is not greedy ('$g')"
+# the KV cache (the default) prints exactly the full forward's tokens (generate.kv_cache =
+# false), greedy and sampled, over runs longer than the context of 16 (the window slides)
+for args in "--prompt cdef --max-new-tokens 40 --temperature 0" \
+            "--prompt xyz --max-new-tokens 60 --temperature 1.5 --seed 5" \
+            "--prompt abcdefghabcdefgha --max-new-tokens 30 --temperature 2 --top-k 5 --seed 9" \
+            "--prompt q --max-new-tokens 25 --temperature 3 --seed 11"; do
+    # shellcheck disable=SC2086
+    kv=$(gen $args)
+    # shellcheck disable=SC2086
+    full=$(gen $args generate.kv_cache=false)
+    [ "$kv" = "$full" ] || fail "$args: the KV cache gave '$kv', the full forward '$full'"
+done
 bad=$(gen --prompt "$(printf 'a\377b')" --max-new-tokens 1 --temperature 0)
 want=$(printf 'a\357\277\275b')
 [[ "$bad" == "$want"* ]] || fail "invalid UTF-8 not replaced: '$bad'"

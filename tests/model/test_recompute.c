@@ -2,9 +2,11 @@
  * every gradient bit for bit the same as without it, attention dropout on, over several
  * steps and a smaller batch, with no allocation after setup; the arena smaller by exactly the saved tensors of all blocks but one (they share
  * one scratch set); [model] recompute reaching every block and a block's own key winning;
- * the key refused, with its file:line, on a kind that cannot recompute. */
+ * the key refused, with its file:line, on a kind that cannot recompute; no KV cache for
+ * generate from recomputing blocks. */
 #include <stdlib.h>
 
+#include "decode.h"
 #include "testkit.h"
 
 #define BATCH 8
@@ -145,6 +147,24 @@ static void test_refused(void)
     fg_config_destroy(cfg);
 }
 
+/* fulgur generate's KV cache is a block's saved qkv, which a recomputing block does not
+ * keep: the decoder refuses it (generate then runs a full forward per token). */
+static void test_no_kv_cache(tk_backend *b)
+{
+    tk_net n; /* logits per position: a chain the cache runs but for the blocks */
+    const char *text = "[layer.pre]\ntype = linear\nout_features = 8\n[layer.h]\n"
+                       "type = transformer_block\nheads = 2\nrecompute = true\n"
+                       "[layer.head]\ntype = linear\nout_features = 3\n";
+    if (tk_net_create(&n, b, text, (int64_t[]){T, C}, 2, 3, 1, 7) != 0)
+        return;
+    fg_decoder *dec = NULL;
+    fg_error err = {0};
+    CHECK_STATUS(fg_decoder_create(n.rep, &dec, &err), FG_UNAVAILABLE);
+    CHECK(dec == NULL);
+    CHECK_CONTAINS(err.message, "[layer.h] recompute = true: the block keeps no K and V");
+    tk_net_destroy(&n);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -157,6 +177,7 @@ int main(int argc, char **argv)
     test_bitwise(&b);
     test_memory(&b);
     test_refused();
+    test_no_kv_cache(&b);
     tk_backend_close(&b);
     return fg_test_report("model.recompute");
 }

@@ -106,6 +106,11 @@ typedef struct fg_layer_ops {
                      fg_op_needs *needs);
     /* Forward FLOPs per sample (a multiply-add is 2); NULL: one per output value. */
     int64_t (*flops)(const fg_layer *l);
+    /* fulgur generate's KV cache (decode.c): position pos of one sample (batch 1), x and y
+     * that position's rows; aux is the layer's arena at batch 1, whose saved state of the
+     * positions before pos a forward or earlier decodes wrote. NULL: a position-wise kind
+     * (decode.c runs its forward on a one-position view) or one with no incremental path. */
+    fg_status (*decode)(const fg_layer *l, const fg_layer_ctx *c, int pos, fg_error *err);
 } fg_layer_ops;
 
 struct fg_layer {

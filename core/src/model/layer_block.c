@@ -14,12 +14,13 @@
  * front of the shared workspace (one set for every block, overwritten by the next one),
  * and backward runs forward again into it up to the GELU output before going back. The
  * same ops on the same inputs give the same bits, and the attention dropout mask is keyed
- * by (seed, layer, step, sample), not drawn from a stream, so it is the same mask. */
+ * by (seed, layer, step, sample), not drawn from a stream, so it is the same mask. Such a
+ * block keeps no K and V for fulgur generate's cache (decode.c refuses it). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 
-#include "model.h"
+#include "layer_block.h"
 
 static const fg_option block_options[] = {
     FG_LAYER_TYPE_OPTION("transformer_block"),
@@ -42,8 +43,6 @@ static const fg_option block_options[] = {
      "recompute"},
 };
 
-enum { LN1_W, LN1_B, QKV_W, QKV_B, PROJ_W, PROJ_B, LN2_W, LN2_B, FC_W, FC_B, MPROJ_W, MPROJ_B };
-
 static fg_status block_configure(fg_layer *l, const fg_config *cfg, fg_error *err)
 {
     int64_t ratio = 4;
@@ -62,27 +61,6 @@ static fg_status block_configure(fg_layer *l, const fg_config *cfg, fg_error *er
         st = fg_layer_read_bool(l, cfg, "recompute", &l->recompute, err);
     l->in_units = ratio; /* reused: the MLP ratio */
     return st;
-}
-
-/* Sizes in one place: T positions, C width, H heads, F = ratio * C hidden units. */
-typedef struct block_dims {
-    int T, C, H, F;
-    size_t n; /* T * C */
-} block_dims;
-
-static block_dims dims_of(const fg_layer *l)
-{
-    block_dims d = {(int)l->in.dims[0], (int)l->in.dims[1], (int)l->heads, 0, 0};
-    d.F = (int)(l->in_units * d.C);
-    d.n = (size_t)d.T * (size_t)d.C;
-    return d;
-}
-
-/* Bytes per sample of what forward keeps for backward: act values in 4-byte slots (any
- * act dtype fits), then f32 statistics. */
-static size_t saved_bytes(const block_dims *d)
-{
-    return (15 * d->n + (size_t)(4 + d->H) * (size_t)d->T) * sizeof(float);
 }
 
 static fg_status add_linear(fg_model *m, fg_layer *l, const char *name, int64_t out, int64_t in,
@@ -123,8 +101,8 @@ static fg_status block_plan(fg_layer *l, fg_model *m, fg_error *err)
                             "divide the width C = %" PRId64 " (%s)", l->origin, l->section,
                             l->heads, l->in.dims[1], l->input_text);
     l->out = l->in;
-    block_dims d = dims_of(l);
-    l->aux_per_sample = l->recompute ? 0 : saved_bytes(&d);
+    block_dims d = fg_block_dims(l);
+    l->aux_per_sample = l->recompute ? 0 : fg_block_saved_bytes(&d);
     int64_t c = d.C;
     fg_status st = add_norm(m, l, "ln_1", c, err);
     if (st == FG_OK)
@@ -142,7 +120,7 @@ static fg_status block_plan(fg_layer *l, fg_model *m, fg_error *err)
 
 static fg_attention_desc attention_desc(const fg_layer *l, const fg_layer_ctx *c)
 {
-    block_dims d = dims_of(l);
+    block_dims d = fg_block_dims(l);
     fg_attention_desc a = {sizeof a, c->batch, d.T, d.H, d.C / d.H, l->causal, 0.0f, 0, 0};
     if (c->training && l->p > 0) {
         /* the replica's offset is (step << 32) + first sample * T * C: re-based to this
@@ -160,8 +138,8 @@ static fg_attention_desc attention_desc(const fg_layer *l, const fg_layer_ctx *c
  * [backward's gradients, 9 T*C per sample] [the attention's own]. */
 static size_t saved_scratch(const fg_layer *l, int batch)
 {
-    block_dims d = dims_of(l);
-    return l->recompute ? ((size_t)batch * saved_bytes(&d) + 63) / 64 * 64 : 0;
+    block_dims d = fg_block_dims(l);
+    return l->recompute ? ((size_t)batch * fg_block_saved_bytes(&d) + 63) / 64 * 64 : 0;
 }
 
 static float *grad_scratch(const fg_layer *l, const fg_layer_ctx *c)
@@ -171,52 +149,22 @@ static float *grad_scratch(const fg_layer *l, const fg_layer_ctx *c)
 
 static void *attention_scratch(const fg_layer *l, const fg_layer_ctx *c)
 {
-    block_dims d = dims_of(l);
+    block_dims d = fg_block_dims(l);
     return grad_scratch(l, c) + (size_t)c->batch * 9 * d.n;
 }
 
 static size_t block_workspace(const fg_layer *l, const fg_backend_vtable *be, void *bs,
                               int batch)
 {
-    block_dims d = dims_of(l);
+    block_dims d = fg_block_dims(l);
     fg_layer_ctx c = {.batch = batch};
     fg_attention_desc a = attention_desc(l, &c);
     size_t attn = FG_BACKEND_HAS(be, attention_workspace) ? be->attention_workspace(bs, &a) : 0;
     return saved_scratch(l, batch) + (size_t)batch * 9 * d.n * sizeof(float) + attn;
 }
 
-/* The forward's saved tensors for a batch: in the layer's arena, or with recompute at the
- * front of the shared workspace. */
-typedef struct block_saved {
-    void *h1, *qkv, *att, *x2, *h2, *f, *g;
-    float *mean1, *rstd1, *mean2, *rstd2, *lse;
-} block_saved;
-
-static block_saved saved_of(const fg_layer *l, const fg_layer_ctx *c)
-{
-    block_dims d = dims_of(l);
-    size_t bn = (size_t)c->batch * d.n, rows = (size_t)c->batch * (size_t)d.T;
-    float *base = l->recompute ? c->workspace : c->aux;
-    block_saved s;
-    s.h1 = base;
-    s.qkv = base + bn;
-    s.att = base + 4 * bn;
-    s.x2 = base + 5 * bn;
-    s.h2 = base + 6 * bn;
-    s.f = base + 7 * bn;
-    s.g = base + (7 + l->in_units) * bn;
-    float *stats = base + 15 * bn;
-    s.mean1 = stats;
-    s.rstd1 = stats + rows;
-    s.mean2 = stats + 2 * rows;
-    s.rstd2 = stats + 3 * rows;
-    s.lse = stats + 4 * rows;
-    return s;
-}
-
-/* y(rows, out) = x(rows, in) W^T + b */
-static fg_status linear_fwd(const fg_layer_ctx *c, int rows, int out, int in, const void *x,
-                            const void *w, const void *b, void *y, fg_error *err)
+fg_status fg_block_linear(const fg_layer_ctx *c, int rows, int out, int in, const void *x,
+                          const void *w, const void *b, void *y, fg_error *err)
 {
     uint32_t act = c->dt.act, param = c->dt.param;
     fg_status st = FG_OP(c, err, gemm, act, param, act, 0, 1, rows, out, in, 1.0f, x, in, w, in,
@@ -247,7 +195,7 @@ static fg_status linear_bwd(const fg_layer_ctx *c, int rows, int out, int in, co
 static fg_status block_activations(const fg_layer *l, const fg_layer_ctx *c, block_saved s,
                                    fg_error *err)
 {
-    block_dims d = dims_of(l);
+    block_dims d = fg_block_dims(l);
     int rows = c->batch * d.T;
     size_t n = (size_t)rows * (size_t)d.C;
     uint32_t act = c->dt.act, param = c->dt.param;
@@ -257,18 +205,18 @@ static fg_status block_activations(const fg_layer *l, const fg_layer_ctx *c, blo
     fg_status st = FG_OP(c, err, layernorm_forward, act, param, 0, rows, d.C, c->x, p[LN1_W],
                          p[LN1_B], (float)l->eps, s.mean1, s.rstd1, s.h1);
     if (st == FG_OK)
-        st = linear_fwd(c, rows, 3 * d.C, d.C, s.h1, p[QKV_W], p[QKV_B], s.qkv, err);
+        st = fg_block_linear(c, rows, 3 * d.C, d.C, s.h1, p[QKV_W], p[QKV_B], s.qkv, err);
     if (st == FG_OK)
         st = FG_OP(c, err, attention_forward, act, &a, s.qkv, s.att, s.lse, ws_attn);
     if (st == FG_OK)
-        st = linear_fwd(c, rows, d.C, d.C, s.att, p[PROJ_W], p[PROJ_B], s.x2, err);
+        st = fg_block_linear(c, rows, d.C, d.C, s.att, p[PROJ_W], p[PROJ_B], s.x2, err);
     if (st == FG_OK)
         st = FG_OP(c, err, axpy, act, act, 1.0f, c->x, s.x2, n);
     if (st == FG_OK)
         st = FG_OP(c, err, layernorm_forward, act, param, 0, rows, d.C, s.x2, p[LN2_W],
                    p[LN2_B], (float)l->eps, s.mean2, s.rstd2, s.h2);
     if (st == FG_OK)
-        st = linear_fwd(c, rows, d.F, d.C, s.h2, p[FC_W], p[FC_B], s.f, err);
+        st = fg_block_linear(c, rows, d.F, d.C, s.h2, p[FC_W], p[FC_B], s.f, err);
     if (st == FG_OK)
         st = FG_OP(c, err, activation_forward, act, FG_ACT_GELU, s.f, s.g,
                    (size_t)rows * (size_t)d.F);
@@ -277,15 +225,15 @@ static fg_status block_activations(const fg_layer *l, const fg_layer_ctx *c, blo
 
 static fg_status block_forward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
-    block_dims d = dims_of(l);
-    block_saved s = saved_of(l, c);
+    block_dims d = fg_block_dims(l);
+    block_saved s = fg_block_saved(l, c);
     int rows = c->batch * d.T;
     size_t n = (size_t)rows * (size_t)d.C;
     uint32_t act = c->dt.act;
     fg_status st = block_activations(l, c, s, err);
     if (st == FG_OK)
-        st = linear_fwd(c, rows, d.C, d.F, s.g, c->param[MPROJ_W], c->param[MPROJ_B], c->y,
-                        err);
+        st = fg_block_linear(c, rows, d.C, d.F, s.g, c->param[MPROJ_W], c->param[MPROJ_B],
+                             c->y, err);
     if (st == FG_OK)
         st = FG_OP(c, err, axpy, act, act, 1.0f, s.x2, c->y, n);
     return st;
@@ -293,8 +241,8 @@ static fg_status block_forward(const fg_layer *l, const fg_layer_ctx *c, fg_erro
 
 static fg_status block_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
-    block_dims d = dims_of(l);
-    block_saved s = saved_of(l, c);
+    block_dims d = fg_block_dims(l);
+    block_saved s = fg_block_saved(l, c);
     int rows = c->batch * d.T;
     size_t n = (size_t)rows * (size_t)d.C;
     uint32_t act = c->dt.act, param = c->dt.param, grad = c->dt.grad;
@@ -362,7 +310,7 @@ static void block_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int trai
  * sum over the keys it sees (causal: (T + 1) / 2 on average) */
 static int64_t block_flops(const fg_layer *l)
 {
-    block_dims d = dims_of(l);
+    block_dims d = fg_block_dims(l);
     int64_t C = d.C, keys = l->causal ? (d.T + 1) / 2 : d.T;
     return (int64_t)d.T * (2 * (4 * C * C + 2 * C * d.F) + 4 * keys * C);
 }
@@ -379,4 +327,5 @@ const fg_layer_ops fg_layer_transformer_block = {
     .backward = block_backward,
     .op_needs = block_op_needs,
     .flops = block_flops,
+    .decode = fg_block_decode,
 };

@@ -134,6 +134,19 @@ static fg_status position_backward(const fg_layer *l, const fg_layer_ctx *c, fg_
     return st;
 }
 
+/* One position: y = x + weight[pos] */
+static fg_status position_decode(const fg_layer *l, const fg_layer_ctx *c, int pos,
+                                 fg_error *err)
+{
+    int cols = (int)l->in.dims[1];
+    const char *row = (const char *)c->param[0] +
+                      (size_t)pos * (size_t)cols * fg_dtype_size((fg_dtype)c->dt.param);
+    fg_status st = FG_OP(c, err, cast, c->dt.act, c->dt.act, c->y, c->x, (size_t)cols);
+    if (st == FG_OK)
+        st = FG_OP(c, err, bias_add, c->dt.act, c->dt.param, c->y, row, 1, cols, 1);
+    return st;
+}
+
 static void position_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int training,
                               fg_op_needs *n)
 {
@@ -155,4 +168,5 @@ const fg_layer_ops fg_layer_position_embedding = {
     .forward = position_forward,
     .backward = position_backward,
     .op_needs = position_op_needs,
+    .decode = position_decode,
 };

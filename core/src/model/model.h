@@ -136,6 +136,13 @@ fg_status fg_replica_forward(fg_replica *r, void *queue, const void *x_dev,
 fg_status fg_replica_backward(fg_replica *r, void *queue, int batch, float loss_scale,
                               int accumulate, fg_error *err);
 
+/* Layer l's context for one sample (batch 1, not training) on queue: its parameters,
+ * buffers, arena (aux) and the shared workspace, and y = the start of its output in the
+ * arena, (1, out...). For fulgur generate's KV cache (decode.h): the arena then holds what
+ * a forward of batch 1 left there. */
+void fg_replica_decode_ctx(const fg_replica *r, const fg_layer *l, void *queue,
+                           fg_layer_ctx *c);
+
 /* ---- sharded memory (strategy.sharded) ------------------------------------------------ */
 
 enum { FG_REPLICA_NO_PARAMS = 1u << 0, FG_REPLICA_NO_GRADS = 1u << 1 };

@@ -440,6 +440,14 @@ static void layer_ctx(const fg_replica *r, const fg_layer *l, fg_layer_ctx *c)
     c->dropout_offset = (r->step << 32) + r->sample_offset * fg_shape_numel(&l->in);
 }
 
+void fg_replica_decode_ctx(const fg_replica *r, const fg_layer *l, void *queue,
+                           fg_layer_ctx *c)
+{
+    *c = (fg_layer_ctx){.be = r->be, .bs = r->bs, .queue = queue, .batch = 1};
+    layer_ctx(r, l, c);
+    c->y = r->arena + r->y_off[l->index];
+}
+
 static fg_status layer_failed(const fg_layer *l, const char *pass, fg_status st, fg_error *err)
 {
     char why[FG_ERROR_MESSAGE_MAX];

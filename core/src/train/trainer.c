@@ -276,6 +276,7 @@ static fg_status build_model(fg_trainer *t, fg_error *err)
     if (!t->init_params || !t->init_buffers)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory for the initial parameters");
     if ((st = check_model_fits_data(t, s, err)) != FG_OK) return st;
+    fg_lm_metrics_init(&t->lm, t->model, t->data.inst ? t->data.inst->name : NULL);
     fg_model_init_params(t->model, (uint64_t)t->keys.seed, t->init_params, t->init_buffers);
     char note[1536];
     st = fg_model_init_from_config(t->model, t->cfg, t->init_params, t->init_buffers, note,

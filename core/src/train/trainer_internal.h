@@ -16,6 +16,7 @@
 #include "fulgur/data.h"
 #include "fulgur/precision.h"
 #include "fulgur/strategy.h"
+#include "lm_metrics.h"
 #include "model.h"
 #include "progress.h"
 #include "requeue.h"
@@ -55,6 +56,7 @@ typedef struct fg_trainer {
     int callback_count;
     fg_data_split train, val, test, predict;
     fg_model *model;
+    fg_lm_metrics lm;          /* perplexity and bits per byte of a language model */
     float *init_params, *init_buffers;
     fg_train_ctx tctx;         /* the services the strategy drives */
     fg_scheduler *scheduler;

@@ -56,19 +56,24 @@ fg_status fg_trainer_evaluate_split(fg_trainer *t, fg_data_split *s, const fg_ba
     double loss, acc, n;
     fg_status st = run_eval(t, s, batches, &loss, &acc, &n, err);
     if (st != FG_OK) return st;
+    char lmt[64];
+    fg_lm_metrics_text(&t->lm, loss, lmt, sizeof lmt);
     if (!(t->events.progress_bar && t->verb == FG_VERB_FIT && event == FG_EVENT_VALIDATION_END))
-        fprintf(t->out, "%-5s loss %.4f  %s %.4f  (%.0f samples, after step %lld)\n", prefix,
-                loss, metric_name(t), acc, n, (long long)t->progress.global_step); /* a bar shows them in its line */
+        fprintf(t->out, "%-5s loss %.4f  %s %.4f%s  (%.0f samples, after step %lld)\n", prefix,
+                loss, metric_name(t), acc, lmt, n, (long long)t->progress.global_step); /* a bar shows them in its line */
     char ln[64], an[64];
     snprintf(ln, sizeof ln, "%s/loss", prefix);
     snprintf(an, sizeof an, "%s/%s", prefix, metric_name(t));
     char sn[64]; /* under mse the loss is the mean squared error: logged by that name too */
     snprintf(sn, sizeof sn, "%s/mse", prefix);
-    fg_metric metrics[] = {{ln, loss}, {an, acc}, {sn, loss}};
+    fg_metric metrics[3 + FG_LM_METRICS_MAX] = {{ln, loss}, {an, acc}, {sn, loss}};
     uint32_t count = fg_model_loss(t->model) == FG_LOSS_KIND_MSE ? 3 : 2;
+    char lm_prefix[64], lm_names[FG_LM_METRICS_MAX][FG_LM_METRIC_NAME_MAX];
+    snprintf(lm_prefix, sizeof lm_prefix, "%s/", prefix);
+    count += fg_lm_metrics_add(&t->lm, lm_prefix, loss, metrics + count, lm_names);
     if (t->scheduler && event == FG_EVENT_VALIDATION_END) {
         const char *mon = fg_scheduler_monitor(t->scheduler);
-        for (int i = 0; mon && i < 2; i++) fg_scheduler_observe(t->scheduler, metrics[i].name, metrics[i].value);
+        for (uint32_t i = 0; mon && i < count; i++) fg_scheduler_observe(t->scheduler, metrics[i].name, metrics[i].value);
     }
     return fg_trainer_emit(t, event, metrics, count, err);
 }
@@ -92,7 +97,7 @@ typedef struct log_window {
     int64_t steps;
 } log_window;
 
-#define STEP_METRICS_MAX (6 + FG_PHASE_COUNT + FG_SINK_SLOTS)
+#define STEP_METRICS_MAX (6 + FG_LM_METRICS_MAX + FG_PHASE_COUNT + FG_SINK_SLOTS)
 
 static fg_status log_step(fg_trainer *t, log_window *w, fg_error *err)
 {
@@ -105,6 +110,8 @@ static fg_status log_step(fg_trainer *t, log_window *w, fg_error *err)
     if (t->rt->step_observer &&
         t->rt->step_observer(t->rt->step_observer_user, t->progress.global_step, t->lr, loss))
         t->stop = 1;
+    /* ppl and bpb stay out of this line (they are in the step metrics): tests compare these
+     * lines across strategies, and two more rounded figures of one loss add nothing */
     if (t->rt->verbosity >= FG_LOG_INFO && !t->events.progress_bar)
         fprintf(t->out, "epoch %lld step %lld/%lld  loss %.4f  %s %.4f  lr %.4g\n",
                 (long long)t->progress.epoch + 1, (long long)t->progress.step_in_epoch, (long long)t->progress.steps_per_epoch,
@@ -115,6 +122,8 @@ static fg_status log_step(fg_trainer *t, log_window *w, fg_error *err)
         {"throughput/samples_per_s", elapsed > 0 ? m.count / elapsed : 0}};
     if (fg_model_loss(t->model) == FG_LOSS_KIND_MSE) metrics[1].name = "train/step_mae";
     uint32_t n = 6;
+    char lm_names[FG_LM_METRICS_MAX][FG_LM_METRIC_NAME_MAX];
+    n += fg_lm_metrics_add(&t->lm, "train/step_", loss, metrics + n, lm_names);
     if (t->checks.sink_ready)
         n += fg_step_sink_drain(&t->checks.sink, w->steps, t->checks.timing, metrics + n, STEP_METRICS_MAX - n);
     w->step_time = 0;
@@ -238,14 +247,18 @@ static fg_status train_epoch(fg_trainer *t, fg_error *err)
     t->progress.epoch_training_done = t->progress.batches_done >= batches;
     double secs = fg_now_seconds() - t0, n = t->progress.sum_n;
     double loss = n > 0 ? t->progress.sum_loss / n : NAN, acc = n > 0 ? t->progress.sum_correct / n : NAN;
+    char lmt[64];
+    fg_lm_metrics_text(&t->lm, loss, lmt, sizeof lmt);
     if (!t->events.progress_bar) /* a bar leaves its own summary line at the epoch's end */
-        fprintf(t->out, "epoch %lld/%lld  train loss %.4f  %s %.4f  (%.1f s, %.0f samples/s, data wait %.1f%%)\n",
-                (long long)t->progress.epoch + 1, (long long)t->keys.max_epochs, loss, metric_name(t), acc, secs,
+        fprintf(t->out, "epoch %lld/%lld  train loss %.4f  %s %.4f%s  (%.1f s, %.0f samples/s, data wait %.1f%%)\n",
+                (long long)t->progress.epoch + 1, (long long)t->keys.max_epochs, loss, metric_name(t), acc, lmt, secs,
                 samples * t->world_size / (secs > 0 ? secs : 1), 100.0 * wait / (secs > 0 ? secs : 1));
     if (validation_due_this_epoch(t) && !t->stop) st = validate(t, err);
-    fg_metric metrics[] = {{"train/loss", loss}, {"train/acc", acc}};
+    fg_metric metrics[2 + FG_LM_METRICS_MAX] = {{"train/loss", loss}, {"train/acc", acc}};
     if (fg_model_loss(t->model) == FG_LOSS_KIND_MSE) metrics[1].name = "train/mae";
-    if (st == FG_OK) st = fg_trainer_emit(t, FG_EVENT_EPOCH_END, metrics, 2, err);
+    char lm_names[FG_LM_METRICS_MAX][FG_LM_METRIC_NAME_MAX];
+    uint32_t count = 2 + fg_lm_metrics_add(&t->lm, "train/", loss, metrics + 2, lm_names);
+    if (st == FG_OK) st = fg_trainer_emit(t, FG_EVENT_EPOCH_END, metrics, count, err);
     return st;
 }
 

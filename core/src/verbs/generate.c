@@ -1,16 +1,29 @@
 /* fulgur generate: the continuation of [generate] prompt by a byte-level language model
- * (vocab 256: every byte a token), printed as UTF-8 with invalid sequences replaced. Each
- * new token is one forward of the last `context` tokens (the prompt left-aligned and
- * zero-padded while shorter: causal attention never looks right), sampled from the softmax
- * at the last real position with temperature and top-k, by a generator seeded from
- * [generate] seed alone. */
+ * (vocab 256: every byte a token), printed as UTF-8 with invalid sequences replaced. The
+ * next token is sampled from the softmax at the last position of the last `context`
+ * tokens (the prompt left-aligned and zero-padded while shorter: causal attention never
+ * looks right), with temperature and top-k, by a generator seeded from [generate] seed
+ * alone.
+ *
+ * Without the KV cache (kv_cache = false) each token is one forward of that window. With
+ * it (decode.h), the prompt is one forward and each later token one position against the
+ * blocks' cached keys and values, while the text fits the context; once it is longer, the
+ * window slides by one per token and every position moves, so (with learned absolute
+ * position embeddings) no cached key stays valid: each such token is again one forward of
+ * the window, which refills the cache. Either way the probabilities are the full forward's
+ * (to rounding), so the text is the same. */
+#include <inttypes.h>
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
 #include "core_schema.h"
+#include "decode.h"
 #include "generate.h"
+#include "step_sink.h"
 #include "trainer_internal.h"
 #include "utf8.h"
 
@@ -21,6 +34,7 @@ typedef struct gen_options {
     const char *prompt;
     int64_t max_new, top_k, seed;
     double temperature;
+    int kv_cache;
 } gen_options;
 
 /* [generate] keys (validated with the config), their defaults from the core schema. */
@@ -38,6 +52,8 @@ static fg_status read_options(const fg_config *cfg, gen_options *o, fg_error *er
         st = fg_section_read_int(cfg, "generate", opts, n, "seed", &o->seed, err);
     if (st == FG_OK)
         st = fg_section_read_float(cfg, "generate", opts, n, "temperature", &o->temperature, err);
+    if (st == FG_OK)
+        st = fg_section_read_bool(cfg, "generate", opts, n, "kv_cache", &o->kv_cache, err);
     return st;
 }
 
@@ -117,49 +133,110 @@ static fg_status check_model(const fg_trainer *t, int *context, int *vocab, fg_e
     return FG_OK;
 }
 
+/* Probabilities of position `at` of the replica's last forward (or decode step) into p. */
+static fg_status read_probs(fg_trainer *t, void *primary, int at, float *p, fg_error *err)
+{
+    fg_replica *r = fg_train_stage_model(primary);
+    void *queue = fg_train_stage_queue(primary);
+    int vocab = fg_model_num_classes(t->model);
+    fg_status st = BE(t)->copy(t->backend.state, queue, p, -1,
+                               fg_replica_probs(r) + (size_t)at * vocab,
+                               fg_train_stage_device(primary), (size_t)vocab * sizeof(float),
+                               err);
+    if (st == FG_OK)
+        st = BE(t)->queue_sync(t->backend.state, queue, err);
+    return st;
+}
+
 /* One forward of `window` (context ids); probs of position `at` into p. */
 static fg_status next_probs(fg_trainer *t, void *primary, const int32_t *window,
                             const int32_t *labels, int context, int at, float *p,
                             fg_error *err)
 {
     const fg_train_services *svc = &t->tctx.svc;
-    fg_replica *r = fg_train_stage_model(primary);
-    void *queue = fg_train_stage_queue(primary);
-    int vocab = fg_model_num_classes(t->model);
     fg_batch b = {sizeof b, (const float *)(const void *)window, labels, 1, context, NULL, context};
     fg_status st = svc->forward(svc->ctx, primary, 0, &b, 0, NULL, 0, err);
-    if (st == FG_OK)
-        st = BE(t)->copy(t->backend.state, queue, p, -1, fg_replica_probs(r) + (size_t)at * vocab,
-                         fg_train_stage_device(primary), (size_t)vocab * sizeof(float), err);
-    if (st == FG_OK)
-        st = BE(t)->queue_sync(t->backend.state, queue, err);
-    return st;
+    return st == FG_OK ? read_probs(t, primary, at, p, err) : st;
+}
+
+/* The KV cache, or NULL when off or when the model has no incremental path (said once on
+ * stderr: the text is the same, only slower). */
+static fg_decoder *open_cache(void *primary, const gen_options *o)
+{
+    fg_decoder *dec = NULL;
+    fg_error why = {0};
+    if (o->kv_cache && fg_decoder_create(fg_train_stage_model(primary), &dec, &why) != FG_OK)
+        fprintf(stderr, "fulgur generate: no KV cache (%s); a full forward per token\n",
+                why.message);
+    return dec;
+}
+
+/* Scratch of one generation, taken once. */
+typedef struct gen_scratch {
+    int32_t *window, *labels;
+    float *p;
+    double *w;
+} gen_scratch;
+
+/* The next token's probabilities into s->p: one position against the cache when the
+ * window still starts at the text's first token and the cache holds every position before
+ * the last (`cached` of them; NO_FORWARD before the first forward), else one forward of the
+ * last `context` tokens. */
+#define NO_FORWARD SIZE_MAX
+static fg_status probs_for(fg_trainer *t, void *primary, fg_decoder *dec, gen_scratch *s,
+                           int context, const unsigned char *text, size_t len, size_t *cached,
+                           fg_error *err)
+{
+    if (dec && len >= 1 && len <= (size_t)context && *cached != NO_FORWARD &&
+        *cached + 1 >= len) {
+        int pos = (int)len - 1;
+        fg_status st = fg_decoder_step(dec, fg_train_stage_queue(primary), text[pos], pos, err);
+        if (st == FG_OK)
+            st = read_probs(t, primary, pos, s->p, err);
+        *cached = len;
+        return st;
+    }
+    size_t n = len < (size_t)context ? len : (size_t)context; /* the last n tokens */
+    memset(s->window, 0, (size_t)context * sizeof *s->window);
+    for (size_t i = 0; i < n; i++)
+        s->window[i] = text[len - n + i];
+    /* after a slide the next window slides too: nothing cached stays at its position */
+    *cached = len <= (size_t)context ? len : 0;
+    /* nothing yet: predict from a single zero byte (its row is not kept) */
+    return next_probs(t, primary, s->window, s->labels, context, n ? (int)n - 1 : 0, s->p,
+                      err);
 }
 
 static fg_status generate(fg_trainer *t, void *primary, const gen_options *o, int context,
                           int vocab, unsigned char *text, size_t *len, fg_error *err)
 {
-    int32_t *window = calloc((size_t)context, sizeof *window);
-    int32_t *labels = calloc((size_t)context, sizeof *labels);
-    float *p = malloc((size_t)vocab * sizeof *p);
-    double *w = malloc((size_t)vocab * sizeof *w);
-    fg_status st = window && labels && p && w ? FG_OK
+    gen_scratch s = {calloc((size_t)context, sizeof *s.window),
+                     calloc((size_t)context, sizeof *s.labels),
+                     malloc((size_t)vocab * sizeof *s.p), malloc((size_t)vocab * sizeof *s.w)};
+    fg_status st = s.window && s.labels && s.p && s.w ? FG_OK
                  : fg_error_set(err, FG_OUT_OF_MEMORY, "fulgur generate: out of memory");
+    fg_decoder *dec = st == FG_OK ? open_cache(primary, o) : NULL;
     uint64_t rng = (uint64_t)o->seed;
+    size_t cached = NO_FORWARD;
+    double t0 = fg_now_seconds(), t1 = t0; /* t1: after the first token (the prompt's forward) */
     for (int64_t k = 0; st == FG_OK && k < o->max_new; k++) {
-        size_t n = *len < (size_t)context ? *len : (size_t)context; /* the last n tokens */
-        memset(window, 0, (size_t)context * sizeof *window);
-        for (size_t i = 0; i < n; i++)
-            window[i] = text[*len - n + i];
-        /* nothing yet: predict from a single zero byte */
-        st = next_probs(t, primary, window, labels, context, n ? (int)n - 1 : 0, p, err);
+        st = probs_for(t, primary, dec, &s, context, text, *len, &cached, err);
         if (st == FG_OK)
-            text[(*len)++] = (unsigned char)sample_token(p, vocab, o, &rng, w);
+            text[(*len)++] = (unsigned char)sample_token(s.p, vocab, o, &rng, s.w);
+        if (k == 0)
+            t1 = fg_now_seconds();
     }
-    free(window);
-    free(labels);
-    free(p);
-    free(w);
+    if (st == FG_OK && o->max_new > 1) {
+        double rest = fg_now_seconds() - t1;
+        fprintf(stderr, "fulgur generate: %" PRId64 " tokens in %.3f s: the first (the prompt) "
+                "%.3f s, then %.1f tokens/s (KV cache %s)\n", o->max_new, t1 - t0 + rest,
+                t1 - t0, rest > 0 ? (double)(o->max_new - 1) / rest : 0.0, dec ? "on" : "off");
+    }
+    fg_decoder_destroy(dec);
+    free(s.window);
+    free(s.labels);
+    free(s.p);
+    free(s.w);
     return st;
 }
 

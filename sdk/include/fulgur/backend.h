@@ -115,7 +115,8 @@ typedef enum fg_backend_op {
     FG_OP_EMBEDDING_BACKWARD = 27,
     FG_OP_ATTENTION_FORWARD = 28,
     FG_OP_ATTENTION_BACKWARD = 29,
-    FG_OP_COUNT = 30
+    FG_OP_ATTENTION_DECODE = 30, /* ABI 1.1 */
+    FG_OP_COUNT = 31
 } fg_backend_op;
 
 /* The most dtype arguments an op takes. */
@@ -415,6 +416,19 @@ typedef struct fg_backend_vtable {
                                     const fg_attention_desc *d, const void *qkv, const void *y,
                                     const float *lse, const void *dy, void *dqkv,
                                     void *workspace, fg_error *err);
+
+    /* ---- ABI 1.1 ------------------------------------------------------------------------ */
+    /* [optional: fulgur generate's KV cache] The attention of one new position against the
+     * cached ones: qkv (B, seq, 3C) in attention_forward's layout holds rows [0, pos] of
+     * each sample (row pos the new position's q | k | v, rows before it the K and V of the
+     * earlier positions; seq is the rows the cache holds, > pos); y (B, C) = the causal
+     * attention_forward's row pos: softmax(q K^T / sqrt(D)) V over keys 0..pos. d->causal
+     * and d->dropout are not read (decoding never drops). workspace: attention_workspace(d)
+     * bytes. NULL: the caller runs attention_forward over rows [0, pos] (every query of
+     * them, not only the last). */
+    fg_status (*attention_decode)(void *state, void *queue, uint32_t dtype /* qkv, y */,
+                                  const fg_attention_desc *d, int pos, const void *qkv,
+                                  void *y, void *workspace, fg_error *err);
 } fg_backend_vtable;
 
 /* The five event entries (all or none: see "queues and events" above). */
@@ -466,6 +480,7 @@ static inline const fg_backend_op_desc *fg_backend_op_info(uint32_t op)
         FG_OP_DESC_(embedding_backward, 2, "dout", "grad"),
         FG_OP_DESC_(attention_forward, 1, "qkv"),
         FG_OP_DESC_(attention_backward, 1, "qkv"),
+        FG_OP_DESC_(attention_decode, 1, "qkv"),
     };
 #undef FG_OP_DESC_
     return op < FG_OP_COUNT ? &ops[op] : NULL;
