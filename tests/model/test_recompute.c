@@ -1,9 +1,10 @@
 /* Activation recomputation of transformer blocks on the CPU backend (argv[1]): the loss and
  * every gradient bit for bit the same as without it, attention dropout on, over several
- * steps and a smaller batch, with no allocation after setup; the arena smaller by exactly the saved tensors of all blocks but one (they share
- * one scratch set); [model] recompute reaching every block and a block's own key winning;
- * the key refused, with its file:line, on a kind that cannot recompute; no KV cache for
- * generate from recomputing blocks. */
+ * steps, in evaluation and at a smaller batch, with no allocation after setup; the arena
+ * smaller by exactly the saved tensors of all blocks but one (they share one scratch set);
+ * [model] recompute reaching every block and a block's own key winning; the key refused,
+ * with its file:line, on a kind that cannot recompute; no KV cache for generate from
+ * recomputing blocks. */
 #include <stdlib.h>
 
 #include "decode.h"
