@@ -133,13 +133,6 @@ __global__ void bias_add_k(T *y, const void *bias, int bias_type, int cols, int 
     }
 }
 
-__device__ __forceinline__ uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 template <typename T>
 __global__ void dropout_forward_k(uint64_t key, uint64_t offset, uint32_t threshold, float scale,
                                   const T *x, T *y,

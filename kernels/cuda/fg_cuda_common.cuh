@@ -132,6 +132,45 @@ template <int BLOCK> __device__ __forceinline__ double block_sum(double v, doubl
     return r;
 }
 
+/* The word a kernel stores for a bad index (fg_cuda_kernels.h, FG_CU_BAD_*). */
+__device__ __forceinline__ unsigned long long bad_word(int op, size_t row, int value)
+{
+    return (1ull << 63) | ((unsigned long long)op << 61) |
+           ((unsigned long long)(row & 0x1fffffffu) << 32) | (unsigned)value;
+}
+
+/* splitmix64's finaliser: the counter-based dropout draws of kernels/cpu/dropout.c. */
+__device__ __forceinline__ uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Whether draw `index` of the stream keyed `key` (mix64(seed ^ ...), made on the host) is
+ * kept at a 24-bit threshold: fg_cpu_keep. */
+__device__ __forceinline__ bool dropout_keep(uint64_t key, uint64_t index, uint32_t threshold)
+{
+    return (uint32_t)(mix64(key + index * 0x9E3779B97F4A7C15ull) >> 40) >= threshold;
+}
+
+/* Warp-wide max and sum by butterfly: every lane gets the same value (a + b == b + a). */
+template <typename V> __device__ __forceinline__ V warp_max(V v)
+{
+    for (int off = 16; off > 0; off >>= 1) {
+        V o = __shfl_xor_sync(0xffffffffu, v, off);
+        v = o > v ? o : v;
+    }
+    return v;
+}
+
+template <typename V> __device__ __forceinline__ V warp_sum(V v)
+{
+    for (int off = 16; off > 0; off >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, off);
+    return v;
+}
+
 } // namespace fgcu
 
 /* Runs BODY with T bound to the storage type of code `t` (returns cudaErrorInvalidValue

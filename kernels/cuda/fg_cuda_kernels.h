@@ -27,6 +27,11 @@ extern "C" {
 #define FG_CU_XENT_CHUNK 32768
 #define FG_CU_SCRATCH_DOUBLES (2 * FG_CU_XENT_CHUNK + FG_CU_REDUCE_BLOCKS)
 
+/* A bad index a kernel found, in the queue's mapped word: bit 63 set, bits 62..61 the op,
+ * bits 60..32 the row or position, bits 31..0 the value (several bad ones: one is kept). */
+#define FG_CU_BAD_XENT 0
+#define FG_CU_BAD_EMBEDDING 1
+
 /* ---- elementwise (elementwise.cu) ------------------------------------------------------ */
 /* x(n) (type) = value */
 cudaError_t fg_cu_fill(cudaStream_t s, int type, void *x, float value, size_t n);
@@ -132,6 +137,69 @@ cudaError_t fg_cu_bn_backward(cudaStream_t s, int type, int param_type, int grad
                               const float *saved_mean, const float *saved_invstd,
                               const void *dy, void *dx, void *dgamma, void *dbeta,
                               int accumulate);
+
+/* ---- pointwise losses (reduce.cu) -------------------------------------------------- */
+/* kind: 1 mse, 2 bce with logits (kernels/cpu/pointwise_loss.c's formulas). loss_sum and
+ * metric_sum (may be NULL) += scale * the sums (f64); dx (type, may alias x, may be NULL) =
+ * grad_scale * dl/dx. scratch: FG_CU_SCRATCH_DOUBLES. */
+cudaError_t fg_cu_pointwise_loss(cudaStream_t s, int type, int kind, const void *x,
+                                 const float *t, size_t n, float scale, float *loss_sum,
+                                 float *metric_sum, float grad_scale, void *dx,
+                                 double *scratch);
+
+/* ---- layer and RMS norm (layernorm.cu) ------------------------------------------------------ */
+/* As kernels/cpu/layernorm.c over x (rows, cols) in `type`, gamma and beta (param_type) may
+ * be NULL; mean (NULL with rms) and rstd (rows) f32. One block per row. */
+cudaError_t fg_cu_ln_forward(cudaStream_t s, int type, int param_type, int rms, int rows,
+                             int cols, const void *x, const void *gamma, const void *beta,
+                             float eps, float *mean, float *rstd, void *y);
+/* dx (type, may be NULL) overwritten; dgamma and dbeta (grad_type, may be NULL) overwritten
+ * or accumulated into: partial column sums over row chunks into scratch
+ * (FG_CU_SCRATCH_DOUBLES), then the chunks in order. */
+cudaError_t fg_cu_ln_backward(cudaStream_t s, int type, int param_type, int grad_type,
+                              int rms, int rows, int cols, const void *x, const void *gamma,
+                              const float *mean, const float *rstd, const void *dy, void *dx,
+                              void *dgamma, void *dbeta, int accumulate, double *scratch);
+
+/* ---- embedding (embedding.cu) --------------------------------------------------------------- */
+/* out(n, dim) (out_type) (+)= table(rows, dim) (table_type) [ids]. An id outside [0, rows)
+ * writes NaN into its row and is reported in *bad (fg_cu_bad_word(FG_CU_BAD_EMBEDDING, ...)). */
+cudaError_t fg_cu_embedding_forward(cudaStream_t s, int table_type, int out_type,
+                                    const int32_t *ids, int n, int dim, int rows,
+                                    const void *table, void *out, int accumulate,
+                                    unsigned long long *bad);
+/* dtable(rows, dim) (grad_type) (+)= dout rows (type) at ids. Deterministic without atomics:
+ * the first position of each id owns its table row and adds every position with that id in
+ * position order, in f32, as the CPU does. */
+cudaError_t fg_cu_embedding_backward(cudaStream_t s, int type, int grad_type,
+                                     const int32_t *ids, int n, int dim, int rows,
+                                     const void *dout, void *dtable, int accumulate,
+                                     unsigned long long *bad);
+
+/* ---- attention (attention.cu) --------------------------------------------------------------- */
+/* The largest head_dim the attention kernels take (their shared-memory tiles). */
+#define FG_CU_ATTN_MAX_HEAD_DIM 128
+
+typedef struct fg_cu_attn {
+    int batch, seq, heads, head_dim, causal;
+    float scale;           /* 1 / sqrtf(head_dim) */
+    int dropout;           /* nonzero: draws below threshold drop a probability */
+    uint64_t key, offset;  /* the draws: dropout_keep(key, offset + ((b*H + h)*T + i)*T + j) */
+    uint32_t threshold;
+    float drop_scale;      /* 1 / (1 - p) */
+} fg_cu_attn;
+
+/* Bytes of workspace forward and backward need: B*H*T floats (backward's rowsum(dY*Y)). */
+size_t fg_cu_attention_workspace(const fg_cu_attn *a);
+/* y (B, T, C) and lse (B, H, T) from qkv (B, T, 3C), flash-style: online softmax over tiles
+ * of keys in shared memory, no (T, T) matrix anywhere. */
+cudaError_t fg_cu_attention_forward(cudaStream_t s, int type, const fg_cu_attn *a,
+                                    const void *qkv, void *y, float *lse);
+/* dqkv overwritten: one pass over query rows (dQ and rowsum(dY*Y) into the workspace), one
+ * over key rows (dK, dV), each recomputing the probabilities from lse: no atomics. */
+cudaError_t fg_cu_attention_backward(cudaStream_t s, int type, const fg_cu_attn *a,
+                                     const void *qkv, const void *y, const float *lse,
+                                     const void *dy, void *dqkv, void *workspace);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,8 @@
-/* Reductions: sum of squares, bias gradients and softmax cross-entropy. Every sum is taken
- * in f64 over a partition that depends only on the problem size, and combined in a fixed
- * tree order: the same inputs give the same bits on every run. */
+/* Reductions: sum of squares, bias gradients, softmax cross-entropy and the pointwise losses
+ * (mse, bce with logits: each value's loss, metric and gradient in the CPU's formulas, f64
+ * where it uses f64). Every sum is taken in f64 over a partition that depends only on the
+ * problem size, and combined in a fixed tree order: the same inputs give the same bits on
+ * every run. */
 #include <math.h>
 
 #include "fg_cuda_common.cuh"
@@ -91,11 +93,6 @@ __global__ void bias_grad_planes_k(void *dbias, int dbias_type, const T *__restr
 
 /* ---- softmax cross-entropy ------------------------------------------------------------------ */
 
-__device__ __forceinline__ unsigned long long bad_word(int row, int label)
-{
-    return (1ull << 63) | ((unsigned long long)(unsigned)row << 32) | (unsigned)label;
-}
-
 /* (value, index) of the first maximum: x[0] always counts (a NaN there wins, as on the
  * CPU, whose loop starts from it); later elements win only by being strictly larger. */
 struct argmax_t {
@@ -165,7 +162,7 @@ __global__ void xent_rows_k(const T *logits, const int32_t *__restrict__ labels,
             loss[warp] = 0.0;
             hit[warp] = 0.0;
         } else if (!valid) {
-            *bad = bad_word(first + warp, label);
+            *bad = bad_word(FG_CU_BAD_XENT, (size_t)(first + warp), label);
             loss[warp] = NAN;
             hit[warp] = 0.0;
         } else {
@@ -175,23 +172,25 @@ __global__ void xent_rows_k(const T *logits, const int32_t *__restrict__ labels,
     }
 }
 
-/* One block: adds the chunk's row losses and hits, in a fixed tree, to the scalars. */
-__global__ void xent_sum_k(const double *loss, const double *hit, int rows, float *loss_sum,
-                           float *correct)
+/* One block: scale times the sums of a[count] and b[count], in a fixed tree, added to the
+ * scalars (NULL: skipped). The softmax's losses and hits (scale 1: exactly the sums) and
+ * the pointwise losses' chunk sums. */
+__global__ void sum_pair_k(const double *a, const double *b, int count, float scale,
+                           float *a_sum, float *b_sum)
 {
     __shared__ double sh[kReduceThreads];
     double l = 0.0, h = 0.0;
-    for (int i = threadIdx.x; i < rows; i += kReduceThreads) {
-        l += loss[i];
-        h += hit[i];
+    for (int i = threadIdx.x; i < count; i += kReduceThreads) {
+        l += a[i];
+        h += b[i];
     }
-    double tl = block_sum<kReduceThreads>(l, sh);
-    double th = block_sum<kReduceThreads>(h, sh);
+    double ta = block_sum<kReduceThreads>(l, sh);
+    double tb = block_sum<kReduceThreads>(h, sh);
     if (threadIdx.x == 0) {
-        if (loss_sum)
-            *loss_sum = (float)((double)*loss_sum + tl);
-        if (correct)
-            *correct = (float)((double)*correct + th);
+        if (a_sum)
+            *a_sum = (float)((double)*a_sum + (double)scale * ta);
+        if (b_sum)
+            *b_sum = (float)((double)*b_sum + (double)scale * tb);
     }
 }
 
@@ -211,11 +210,54 @@ __global__ void xent_backward_k(const float *probs, const int32_t *__restrict__ 
             st(dlogits, i, 0.0f);
         } else if (label < 0 || label >= classes) {
             if (j == 0)
-                *bad = bad_word((int)row, label);
+                *bad = bad_word(FG_CU_BAD_XENT, row, label);
             st(dlogits, i, NAN);
         } else {
             st(dlogits, i, j == label ? (p - 1.0f) * scale : p * scale);
         }
+    }
+}
+
+/* ---- pointwise losses (mse, bce with logits), as kernels/cpu/pointwise_loss.c ------------- */
+
+/* One value: returns its loss, sets *metric and *grad (dl/dx). */
+__device__ __forceinline__ double ploss_one(int kind, float x, float t, double *metric,
+                                            float *grad)
+{
+    if (kind == 1) {
+        float d = x - t;
+        *metric = fabs((double)d);
+        *grad = 2.0f * d;
+        return (double)d * (double)d;
+    }
+    double e = exp(-fabs((double)x));
+    double sig = x >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
+    *metric = (x > 0) == (t > 0.5f) ? 1.0 : 0.0;
+    *grad = (float)(sig - (double)t);
+    return (x > 0 ? (double)x : 0.0) - (double)x * (double)t + log1p(e);
+}
+
+template <typename T>
+__global__ void ploss_partial_k(int kind, const T *x, const float *__restrict__ t, size_t n,
+                                size_t chunk, float grad_scale, T *dx, double *loss,
+                                double *metric)
+{
+    __shared__ double sh[kReduceThreads];
+    size_t lo = (size_t)blockIdx.x * chunk, hi = lo + chunk < n ? lo + chunk : n;
+    double l = 0.0, m = 0.0;
+    for (size_t i = lo + threadIdx.x; i < hi; i += kReduceThreads) {
+        double mi;
+        float g;
+        l += ploss_one(kind, ld(x, i), t[i], &mi, &g);
+        m += mi;
+        if (dx)
+            st(dx, i, g * grad_scale); /* after reading x[i]: dx may alias x */
+    }
+    double tl = block_sum<kReduceThreads>(l, sh);
+    double tm = block_sum<kReduceThreads>(m, sh);
+    if (threadIdx.x == 0) {
+        loss[blockIdx.x] = tl;
+        metric[blockIdx.x] = tm;
     }
 }
 
@@ -277,7 +319,8 @@ cudaError_t fg_cu_xent_forward(cudaStream_t s, int type, const void *logits,
                       FGCU_LAUNCH(blocks, 256, 0, s, xent_rows_k<T>)((const T *)lg, labels + first,
                                                             count, first, classes, probs + off,
                                                             loss, hit, bad));
-        FGCU_LAUNCH(1, kReduceThreads, 0, s, xent_sum_k)(loss, hit, count, loss_sum, correct);
+        FGCU_LAUNCH(1, kReduceThreads, 0, s, sum_pair_k)(loss, hit, count, 1.0f, loss_sum,
+                                                          correct);
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess)
             return e;
@@ -293,6 +336,24 @@ cudaError_t fg_cu_xent_backward(cudaStream_t s, int type, const float *probs,
     FGCU_DISPATCH(type, T,
                   FGCU_LAUNCH(grid_for(n), kThreads, 0, s, xent_backward_k<T>)(
                       probs, labels, rows, classes, scale, (T *)dlogits, bad));
+    return cudaGetLastError();
+}
+
+cudaError_t fg_cu_pointwise_loss(cudaStream_t s, int type, int kind, const void *x,
+                                 const float *t, size_t n, float scale, float *loss_sum,
+                                 float *metric_sum, float grad_scale, void *dx,
+                                 double *scratch)
+{
+    size_t chunk = (n + FG_CU_REDUCE_BLOCKS - 1) / FG_CU_REDUCE_BLOCKS;
+    if (chunk < 2048)
+        chunk = 2048;
+    unsigned blocks = (unsigned)((n + chunk - 1) / chunk);
+    double *loss = scratch, *metric = scratch + FG_CU_REDUCE_BLOCKS;
+    FGCU_DISPATCH(type, T,
+                  FGCU_LAUNCH(blocks, kReduceThreads, 0, s, ploss_partial_k<T>)(
+                      kind, (const T *)x, t, n, chunk, grad_scale, (T *)dx, loss, metric));
+    FGCU_LAUNCH(1, kReduceThreads, 0, s, sum_pair_k)(loss, metric, (int)blocks, scale, loss_sum,
+                                                      metric_sum);
     return cudaGetLastError();
 }
 

@@ -1,8 +1,9 @@
 /* The CUDA backend plugin's instance state and functions, split by concern:
  * cuda_plugin.c (descriptor, options, init: driver and device probing), cuda_device.c
  * (devices, memory, queues, copies), cuda_event.c (events), cuda_gemm.c (cuBLASLt),
- * cuda_conv.c (cuDNN), cuda_ops.c and cuda_layer_ops.c (argument checks, then the kernels of
- * kernels/cuda). Every op is one vtable entry for every dtype (f32, f16, bf16). */
+ * cuda_conv.c (cuDNN), cuda_ops.c, cuda_layer_ops.c and cuda_lm_ops.c (argument checks,
+ * cuda_checks.h, then the kernels of kernels/cuda). Every op is one vtable entry for every
+ * dtype (f32, f16, bf16). */
 #ifndef FG_CUDA_BACKEND_H
 #define FG_CUDA_BACKEND_H
 

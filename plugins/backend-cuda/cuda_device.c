@@ -320,11 +320,17 @@ fg_status fg_cuda_queue_sync(void *state, void *queue, fg_error *err)
     unsigned long long bad = *(volatile unsigned long long *)q->bad_host;
     if (bad) {
         *q->bad_host = 0;
+        unsigned at = (unsigned)((bad >> 32) & 0x1fffffffu);
+        if (((bad >> 61) & 3u) == FG_CU_BAD_EMBEDDING)
+            return fg_error_set(err, FG_INVALID_ARGUMENT,
+                                "backend.cuda: embedding: id %d at position %u is outside the "
+                                "table's rows (found by a kernel, reported at the next "
+                                "queue_sync)", (int)(uint32_t)bad, at);
         return fg_error_set(err, FG_INVALID_ARGUMENT,
                             "backend.cuda: softmax_xent: row %u has label %d, outside [0, "
                             "classes) (-1: ignored) (found by a kernel, reported at the next "
                             "queue_sync)",
-                            (unsigned)((bad >> 32) & 0x7fffffffu), (int)(uint32_t)bad);
+                            at, (int)(uint32_t)bad);
     }
     return FG_OK;
 }

@@ -1,31 +1,10 @@
 /* The layers' own-kernel ops, each once for every dtype: bias, activations, pooling, batch
- * norm, dropout and softmax cross-entropy. Checks mirror the CPU backend's (plugins/backend-cpu/
- * cpu_ops.c), except labels: they live on the device, so a kernel flags a bad one (the
+ * norm, dropout, softmax cross-entropy and the pointwise losses. Checks mirror the CPU
+ * backend's (plugins/backend-cpu/cpu_ops.c), except labels: they live on the device, so a kernel flags a bad one (the
  * row's loss becomes NaN) and the next queue_sync reports it. */
 #include "cuda_backend.h"
+#include "cuda_checks.h"
 #include "cuda_ops.h"
-
-#define STREAM(queue) (((fg_cuda_queue *)(queue))->stream)
-
-#define FG_CUDA_REQUIRE(cond, ...)                                                         \
-    do {                                                                                   \
-        if (!(cond))                                                                       \
-            return fg_error_set(err, FG_INVALID_ARGUMENT, "backend.cuda: " __VA_ARGS__);   \
-    } while (0)
-
-#define FG_CUDA_NOT_NULL(op, ptr) FG_CUDA_REQUIRE((ptr) != NULL, "%s: %s is NULL", op, #ptr)
-
-/* Device and dtypes of an op; returns on failure. */
-#define FG_CUDA_BEGIN(op, ...)                                                             \
-    do {                                                                                   \
-        const uint32_t types_[] = { __VA_ARGS__ };                                         \
-        fg_status st_ = fg_cuda_enter(queue, op, err);                                     \
-        if (st_ == FG_OK)                                                                  \
-            st_ = fg_cuda_check_types(op, (int)(sizeof types_ / sizeof types_[0]), types_, \
-                                      err);                                                \
-        if (st_ != FG_OK)                                                                  \
-            return st_;                                                                    \
-    } while (0)
 
 /* ---- bias ------------------------------------------------------------------------------ */
 
@@ -231,7 +210,12 @@ static uint64_t fg_cuda_mix64(uint64_t z)
     return z ^ (z >> 31);
 }
 
-static uint32_t fg_cuda_dropout_threshold(float p)
+uint64_t fg_cuda_dropout_key(uint64_t seed)
+{
+    return fg_cuda_mix64(seed ^ 0x6A09E667F3BCC909ull);
+}
+
+uint32_t fg_cuda_dropout_threshold(float p)
 {
     if (p <= 0.0f)
         return 0;
@@ -263,7 +247,7 @@ fg_status fg_cuda_op_dropout_forward(void *state, void *queue, uint32_t dtype, f
     FG_CUDA_NOT_NULL("dropout_forward", x);
     FG_CUDA_NOT_NULL("dropout_forward", y);
     FG_CUDA_NOT_NULL("dropout_forward", mask);
-    uint64_t key = fg_cuda_mix64(seed ^ 0x6A09E667F3BCC909ull);
+    uint64_t key = fg_cuda_dropout_key(seed);
     return fg_cuda_launched(fg_cu_dropout_forward(STREAM(queue), (int)dtype, key, offset,
                                                   fg_cuda_dropout_threshold(p),
                                                   fg_cuda_dropout_scale(p), x, y, mask, n),
@@ -336,4 +320,24 @@ fg_status fg_cuda_op_softmax_xent_backward(void *state, void *queue, uint32_t dl
                             "softmax_xent_backward", err);
 }
 
+/* ---- pointwise losses (mse, bce with logits) ------------------------------------------------- */
 
+fg_status fg_cuda_op_pointwise_loss(void *state, void *queue, uint32_t x_dtype, int kind,
+                                    const void *x, const float *t, size_t n, float scale,
+                                    float *loss_sum, float *metric_sum, float grad_scale,
+                                    void *dx, fg_error *err)
+{
+    (void)state;
+    FG_CUDA_BEGIN("pointwise_loss", x_dtype);
+    FG_CUDA_REQUIRE(kind == FG_LOSS_MSE || kind == FG_LOSS_BCE_LOGITS,
+                    "pointwise_loss: unknown loss kind %d", kind);
+    if (n == 0)
+        return FG_OK;
+    FG_CUDA_NOT_NULL("pointwise_loss", x);
+    FG_CUDA_NOT_NULL("pointwise_loss", t);
+    fg_cuda_queue *q = queue;
+    return fg_cuda_launched(fg_cu_pointwise_loss(q->stream, (int)x_dtype, kind, x, t, n, scale,
+                                                 loss_sum, metric_sum, grad_scale, dx,
+                                                 q->scratch),
+                            "pointwise_loss", err);
+}

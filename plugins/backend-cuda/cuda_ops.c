@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "cuda_backend.h"
+#include "cuda_checks.h"
 #include "cuda_ops.h"
 
 static int fg_cuda_storable(uint32_t t)
@@ -38,19 +39,11 @@ fg_status fg_cuda_launched(cudaError_t e, const char *op, fg_error *err)
     return e == cudaSuccess ? FG_OK : fg_cuda_fail(err, e, op);
 }
 
-#define STREAM(queue) (((fg_cuda_queue *)(queue))->stream)
-
 /* Enters the queue's device and checks the dtypes; n == 0 is done; otherwise the pointers
  * must be there. */
 #define FG_CUDA_FLAT(op, n, types, ...)                                                    \
     do {                                                                                   \
-        const uint32_t types_[] = { FG_CUDA_UNPAREN types };                               \
-        fg_status st_ = fg_cuda_enter(queue, op, err);                                     \
-        if (st_ == FG_OK)                                                                  \
-            st_ = fg_cuda_check_types(op, (int)(sizeof types_ / sizeof types_[0]), types_, \
-                                      err);                                                \
-        if (st_ != FG_OK)                                                                  \
-            return st_;                                                                    \
+        FG_CUDA_BEGIN(op, FG_CUDA_UNPAREN types);                                          \
         if ((n) == 0)                                                                      \
             return FG_OK;                                                                  \
         const void *ptrs_[] = { __VA_ARGS__ };                                             \

@@ -1,7 +1,7 @@
 /* The CUDA backend's own-kernel ops: cuda_layer_ops.c (bias, activations, pooling, batch
- * norm, dropout, softmax cross-entropy) and cuda_ops.c (flat buffers: fill, scale, axpy,
- * clamp, sum of squares, cast, the fused optimizer updates), each one vtable entry for
- * every dtype. */
+ * norm, dropout, softmax cross-entropy, pointwise losses), cuda_ops.c (flat buffers: fill,
+ * scale, axpy, clamp, sum of squares, cast, the fused optimizer updates) and cuda_lm_ops.c
+ * (layer and RMS norm, embedding, attention), each one vtable entry for every dtype. */
 #ifndef FG_CUDA_OPS_H
 #define FG_CUDA_OPS_H
 
@@ -70,5 +70,42 @@ fg_status fg_cuda_op_adamw_update(void *state, void *queue, uint32_t param_dtype
                                   fg_error *err);
 fg_status fg_cuda_op_cast(void *state, void *queue, uint32_t dst_dtype, uint32_t src_dtype,
                           void *dst, const void *src, size_t n, fg_error *err);
+/* Dropout's draws (kernels/cpu/dropout.c): the key of a seed, the 24-bit threshold of p;
+ * dropout and attention dropout share them. */
+uint64_t fg_cuda_dropout_key(uint64_t seed);
+uint32_t fg_cuda_dropout_threshold(float p);
+fg_status fg_cuda_op_pointwise_loss(void *state, void *queue, uint32_t x_dtype, int kind,
+                                    const void *x, const float *t, size_t n, float scale,
+                                    float *loss_sum, float *metric_sum, float grad_scale,
+                                    void *dx, fg_error *err);
+
+/* cuda_lm_ops.c */
+fg_status fg_cuda_op_layernorm_forward(void *state, void *queue, uint32_t x_dtype,
+                                       uint32_t param_dtype, int rms, int rows, int cols,
+                                       const void *x, const void *gamma, const void *beta,
+                                       float eps, float *mean, float *rstd, void *y,
+                                       fg_error *err);
+fg_status fg_cuda_op_layernorm_backward(void *state, void *queue, uint32_t x_dtype,
+                                        uint32_t param_dtype, uint32_t grad_dtype, int rms,
+                                        int rows, int cols, const void *x, const void *gamma,
+                                        const float *mean, const float *rstd, const void *dy,
+                                        void *dx, void *dgamma, void *dbeta, int accumulate,
+                                        fg_error *err);
+fg_status fg_cuda_op_embedding_forward(void *state, void *queue, uint32_t table_dtype,
+                                       uint32_t out_dtype, const int32_t *ids, int n, int dim,
+                                       int rows, const void *table, void *out, int accumulate,
+                                       fg_error *err);
+fg_status fg_cuda_op_embedding_backward(void *state, void *queue, uint32_t dout_dtype,
+                                        uint32_t grad_dtype, const int32_t *ids, int n,
+                                        int dim, int rows, const void *dout, void *dtable,
+                                        int accumulate, fg_error *err);
+size_t fg_cuda_op_attention_workspace(void *state, const fg_attention_desc *d);
+fg_status fg_cuda_op_attention_forward(void *state, void *queue, uint32_t dtype,
+                                       const fg_attention_desc *d, const void *qkv, void *y,
+                                       float *lse, void *workspace, fg_error *err);
+fg_status fg_cuda_op_attention_backward(void *state, void *queue, uint32_t dtype,
+                                        const fg_attention_desc *d, const void *qkv,
+                                        const void *y, const float *lse, const void *dy,
+                                        void *dqkv, void *workspace, fg_error *err);
 
 #endif

@@ -237,6 +237,14 @@ static const fg_backend_vtable fg_cuda_vtable = {
     .event_record = fg_cuda_event_record,
     .queue_wait_event = fg_cuda_queue_wait_event,
     .event_sync = fg_cuda_event_sync,
+    .pointwise_loss = fg_cuda_op_pointwise_loss,
+    .layernorm_forward = fg_cuda_op_layernorm_forward,
+    .layernorm_backward = fg_cuda_op_layernorm_backward,
+    .embedding_forward = fg_cuda_op_embedding_forward,
+    .embedding_backward = fg_cuda_op_embedding_backward,
+    .attention_workspace = fg_cuda_op_attention_workspace,
+    .attention_forward = fg_cuda_op_attention_forward,
+    .attention_backward = fg_cuda_op_attention_backward,
 };
 
 FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {

@@ -9,7 +9,9 @@
 #   .gpu/bundle.tar.xz  bin/fulgur, bin/test_parity, lib/libfulgur.so*, the plugins,
 #                       and lib/deps/: the shared libraries they need beyond glibc, libstdc++
 #                       and CUDA's own (inih, jansson, OpenBLAS, gfortran, quadmath, zlib)
-#   .gpu/data/          Fashion-MNIST (the four .gz files of dataset-fashion-mnist)
+#   .gpu/data/          Fashion-MNIST (the four .gz files of dataset-fashion-mnist) and
+#                       fortunes.tar.xz, the text files of Debian's fortunes package that
+#                       examples/char_lm.ini trains on (when installed here)
 # Then, from the session: run(command="bash tests/cuda/gpu_checks.sh", carry=[".gpu"],
 # timeout_s=600). The bundle must stay under the tool's 64 MiB (checked here).
 set -euo pipefail
@@ -48,6 +50,15 @@ rm -f "$stage"/lib/fulgur/plugins/fulgur-comm-*.so "$stage"/lib/fulgur/plugins/f
 mkdir -p "$root/.gpu/data"
 tar -C "$stage" -cJf "$root/.gpu/bundle.tar.xz" bin lib
 cp "$data"/*.gz "$root/.gpu/data/"
+fortunes=/usr/share/games/fortunes
+rm -f "$root/.gpu/data/fortunes.tar.xz"
+if [[ -d $fortunes ]]; then
+    # the plain text files only (not the strfile indexes .dat, nor the .u8 links)
+    (cd "$fortunes" && find . -maxdepth 1 -type f ! -name '*.dat' ! -name '*.u8' -printf '%P\n' |
+        tar -cJf "$root/.gpu/data/fortunes.tar.xz" -T -)
+else
+    echo "gpu_bundle: no $fortunes (Debian package fortunes): the LM check will be skipped" >&2
+fi
 exclude=$(git -C "$root" rev-parse --git-path info/exclude 2>/dev/null || true)
 if [[ -n $exclude ]]; then
     [[ $exclude = /* ]] || exclude="$root/$exclude"

@@ -11,7 +11,9 @@
 #
 # 1. the cuda tests: cuda.parity.* (every op against the CPU backend) and cuda.cli;
 # 2. training: examples/fashion_mnist_{mlp,cnn}.ini with backend.name=cuda, fp32 and
-#    bf16-mixed, against the accuracy floors (MLP >= 0.87, CNN >= 0.90);
+#    bf16-mixed, against the accuracy floors (MLP >= 0.87, CNN >= 0.90); and the language
+#    model examples/char_lm.ini (layernorm, embedding, attention kernels) for LM_STEPS steps
+#    against a validation-loss ceiling (about 30 s of GPU time in all);
 # 3. the benchmark tests/bench/bench_cuda.sh (PyTorch eager, torch.compile, Lightning at
 #    batch 128 and 1024).
 # Results under $OUT (what the device tool brings back): summary.txt (one PASS/FAIL line per
@@ -79,7 +81,8 @@ parity_group() {
     return $rc
 }
 : >"$OUT/parity.log"
-for g in device flat cast gemm bias_act conv pool batchnorm dropout xent ploss optim; do
+for g in device flat cast gemm bias_act conv pool batchnorm dropout xent ploss optim \
+         layernorm embedding attention; do
     check "cuda.parity.$g" parity_group "$g"
 done
 check cuda.cli sh "$root/tests/cuda/cuda_cli.sh" "$fg/bin/fulgur" "$fg/lib/fulgur/plugins" \
@@ -107,6 +110,38 @@ for prec in fp32 bf16-mixed; do
     check "train mlp $prec >= 0.87" train fashion_mnist_mlp.ini 0.87 "$prec"
     check "train cnn $prec >= 0.90" train fashion_mnist_cnn.ini 0.90 "$prec"
 done
+
+# The byte-level GPT of examples/char_lm.ini (its fortunes corpus packed by gpu_bundle.sh):
+# LM_STEPS steps at batch 32 (the cosine schedule ends with them), then the validation loss
+# (nats per byte, ln 256 = 5.55 at the start) against a ceiling. The CPU backend reaches
+# 2.0938 after these 600 steps (2026-11-26); the ceilings leave room for the GPU's other
+# summation orders and for bf16.
+LM_STEPS=600
+train_lm() { # precision ceiling
+    local out val
+    out=$("$fg/bin/fulgur" fit "$root/examples/char_lm.ini" backend.name=cuda \
+        precision.name="$1" data.dir=/tmp/fulgur-gpu-fortunes trainer.max_epochs=1 \
+        trainer.limit_train_batches=$LM_STEPS trainer.limit_val_batches=20 \
+        trainer.log_every_n_steps=100 trainer.enable_progress_bar=false \
+        trainer.test_after_fit=false trainer.default_root_dir=/tmp/fulgur-gpu-runs 2>&1)
+    local rc=$?
+    { echo "=== char_lm.ini $1 (exit $rc)"; echo "$out"; } >>"$OUT/train.log"
+    (( rc == 0 )) || return 1
+    val=$(awk '/^val /{for (i = 1; i <= NF; i++) if ($i == "loss") print $(i + 1)}' <<<"$out" | tail -n1)
+    [[ -n $val ]] || return 1
+    note "  char_lm.ini $1, $LM_STEPS steps: val loss $val (ceiling $2); $(grep -oE '[0-9.]+ (tokens|samples)/s' <<<"$out" | tail -n1 || true)"
+    awk -v v="$val" -v c="$2" 'BEGIN { exit !(v <= c) }'
+}
+if [[ -f $data/fortunes.tar.xz ]]; then
+    rm -rf /tmp/fulgur-gpu-fortunes && mkdir -p /tmp/fulgur-gpu-fortunes &&
+        tar -C /tmp/fulgur-gpu-fortunes -xJf "$data/fortunes.tar.xz"
+    check "train char_lm fp32 val loss <= 2.25" train_lm fp32 2.25
+    if [[ -f $fg/lib/fulgur/plugins/fulgur-precision-bf16-mixed.so ]]; then
+        check "train char_lm bf16-mixed val loss <= 2.30" train_lm bf16-mixed 2.30
+    fi
+else
+    note "SKIP train char_lm: no fortunes.tar.xz in the bundle (install fortunes, rerun gpu_bundle.sh)"
+fi
 fi
 
 # 3. benchmark ---------------------------------------------------------------------------------

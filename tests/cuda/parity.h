@@ -66,7 +66,7 @@ size_t dtype_size(uint32_t t);
 /* Tolerance of a dtype's outputs: fp32 1e-5 relative, f16 5e-3, bf16 2e-2. */
 double tol_of(uint32_t dtype);
 
-/* Groups (parity_ops.c, parity_layers.c). */
+/* Groups (parity_ops.c, parity_layers.c, parity_lm.c). */
 void test_device(void);
 void test_flat(void);
 void test_cast(void);
@@ -79,5 +79,8 @@ void test_dropout(void);
 void test_xent(void);
 void test_pointwise_loss(void);
 void test_optim(void);
+void test_layernorm(void);
+void test_embedding(void);
+void test_attention(void);
 
 #endif

@@ -416,6 +416,9 @@ static const struct {
     { "xent", test_xent, OPS(FG_OP_SOFTMAX_XENT_FORWARD, FG_OP_SOFTMAX_XENT_BACKWARD) },
     { "ploss", test_pointwise_loss, OPS(FG_OP_POINTWISE_LOSS) },
     { "optim", test_optim, OPS(FG_OP_SGD_UPDATE, FG_OP_ADAMW_UPDATE) },
+    { "layernorm", test_layernorm, OPS(FG_OP_LAYERNORM_FORWARD, FG_OP_LAYERNORM_BACKWARD) },
+    { "embedding", test_embedding, OPS(FG_OP_EMBEDDING_FORWARD, FG_OP_EMBEDDING_BACKWARD) },
+    { "attention", test_attention, OPS(FG_OP_ATTENTION_FORWARD, FG_OP_ATTENTION_BACKWARD) },
 };
 
 /* The first entry of ops the backend under test leaves NULL, or NULL when it has them all
@@ -432,6 +435,9 @@ static const char *missing_entry(const uint32_t *ops)
         if ((*ops == FG_OP_CONV2D_FORWARD || *ops == FG_OP_CONV2D_BACKWARD) &&
             !P.dut->conv2d_workspace)
             return "conv2d_workspace";
+        if ((*ops == FG_OP_ATTENTION_FORWARD || *ops == FG_OP_ATTENTION_BACKWARD) &&
+            !P.dut->attention_workspace)
+            return "attention_workspace";
     }
     return NULL;
 }

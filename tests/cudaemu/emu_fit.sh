@@ -1,18 +1,23 @@
 #!/bin/sh
-# Trains a Fashion-MNIST example for a few batches on the CPU backend and on the emulated
-# CUDA backend (plugins/backend-cuda built against tests/cudaemu), and checks that the
-# epoch's train loss and the val loss agree within TOL (relative).
-#   emu_fit.sh FULGUR EMU_PLUGIN_DIR CONFIG PRECISION BATCHES TOL
-# Exits 77 (skipped) without the dataset.
+# Trains an example for a few batches on the CPU backend and on the emulated CUDA backend
+# (plugins/backend-cuda built against tests/cudaemu), and checks that the epoch's train loss
+# and the val loss agree within TOL (relative).
+#   emu_fit.sh FULGUR EMU_PLUGIN_DIR CONFIG PRECISION BATCHES TOL [DATA_DIR [KEY=VALUE...]]
+# DATA_DIR is the dataset the config reads (default: Fashion-MNIST's); the KEY=VALUE
+# overrides go to both runs. Exits 77 (skipped) without the dataset.
 set -u
 fulgur=$1 plugins=$2 cfg=$3 precision=$4 batches=$5 tol=$6
-[ -d /usr/share/datasets/fashion-mnist ] || { echo "skip: no dataset-fashion-mnist"; exit 77; }
+data=${7:-/usr/share/datasets/fashion-mnist}
+shift 6
+[ $# -gt 0 ] && shift
+extra="$*"
+[ -d "$data" ] || { echo "skip: no $data"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 common="precision.name=$precision trainer.max_epochs=1 trainer.limit_train_batches=$batches
   trainer.limit_val_batches=2 trainer.test_after_fit=false trainer.log_every_n_steps=$batches
-  data.num_workers=0 trainer.default_root_dir=$tmp/runs"
+  data.num_workers=0 trainer.default_root_dir=$tmp/runs $extra"
 # shellcheck disable=SC2086
 "$fulgur" fit "$cfg" backend.name=cpu $common >cpu.out 2>&1 || { cat cpu.out; echo "FAIL: cpu run"; exit 1; }
 # shellcheck disable=SC2086

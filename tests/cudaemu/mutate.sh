@@ -30,7 +30,7 @@ run() { # GROUP [asan] -> exit status of the parity group on the emulated backen
     fi
 }
 
-for g in xent batchnorm gemm conv; do
+for g in xent batchnorm gemm conv attention embedding layernorm; do
     if ! run "$g"; then
         echo "mutate: baseline parity group $g fails before any mutation:"; tail -5 run.log
         exit 1
@@ -67,6 +67,9 @@ off-by-one grid (xent rows: count / 8 blocks)|kernels/cuda/reduce.cu|s/\(\(count
 transposed gemm operand (cuBLASLt TRANSA inverted)|plugins/backend-cuda/cuda_gemm.c|s/ta = k->trans_b \? CUBLAS_OP_T : CUBLAS_OP_N/ta = k->trans_b ? CUBLAS_OP_N : CUBLAS_OP_T/|gemm
 wrong leading dimension (A layout with lda)|plugins/backend-cuda/cuda_gemm.c|s/a_cols, k->ldb\)/a_cols, k->lda)/|gemm
 conv descriptor with swapped padding|plugins/backend-cuda/cuda_conv.c|s/\(p->conv, k->pad_h, k->pad_w,/(p->conv, k->pad_w, k->pad_h,/|conv
+removed __syncthreads before an attention key tile is reloaded|kernels/cuda/attention.cu|s/__syncthreads\(\); \/\* the previous tile is used up \*\//;/|attention
+every position of an id adds into its embedding row (no first-owner test)|kernels/cuda/embedding.cu|s/if \(earlier\)\n/if (earlier < 0)\n/|embedding
+layernorm parameter gradient drops its first row chunk|kernels/cuda/layernorm.cu|s/for \(int k = 0; k < chunks; k\+\+\)/for (int k = 1; k < chunks; k++)/|layernorm
 grid-stride loop one element past the end (ASan)|kernels/cuda/fg_cuda_common.cuh|s/i < \(n\);/i <= (n);/|flat|asan
 LIST
 cmake --build build --target fulgur-backend-cuda-emu fulgur-backend-cuda-emu-asan >>build.log 2>&1
