@@ -225,14 +225,19 @@ static void test_schemas(void)
         CHECK(o && n >= 1 && strcmp(o[0].key, "type") == 0);
     }
     o = fg_model_schema(&n);
-    CHECK(o && n == 5);
+    CHECK(o && n == 7);
     if (o) {
         CHECK_STR(o[0].key, "input");
         CHECK_STR(o[1].default_value, "softmax_cross_entropy");
-        CHECK_STR(o[2].key, "init_from");
-        CHECK_STR(o[3].default_value, "true");
-        CHECK_STR(o[4].choices, "auto|fulgur|hf_gpt2");
+        CHECK_STR(o[2].key, "ignore_index");
+        CHECK_STR(o[3].key, "init_from");
+        CHECK_STR(o[4].default_value, "true");
+        CHECK_STR(o[5].choices, "auto|fulgur|hf_gpt2");
+        CHECK_STR(o[6].key, "recompute");
+        CHECK_STR(o[6].default_value, "false");
     }
+    o = fg_layer_schema("transformer_block", &n);
+    CHECK(o && n >= 1 && strcmp(o[n - 1].key, "recompute") == 0);
 }
 
 /* Graphs: named inputs, add's shapes, every output read; errors name file:line. */

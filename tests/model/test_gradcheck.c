@@ -73,6 +73,9 @@ static const gc_case cases[] = {
     {"transformer_block_full",
      "[layer.pre]\ntype = linear\nout_features = 6\n[layer.h]\ntype = transformer_block\n"
      "heads = 3\ncausal = false\nmlp_ratio = 2\n" HEAD, {3, 5}, 2, 3, 2, 1e-2},
+    {"transformer_block_recompute",
+     "[layer.pre]\ntype = linear\nout_features = 8\n[layer.h]\ntype = transformer_block\n"
+     "heads = 2\nrepeat = 2\nrecompute = true\n" HEAD, {5, 4}, 2, 3, 3, 1e-2},
     {"net",
      "[layer.conv1]\ntype = conv2d\nout_channels = 4\nkernel_size = 3\npadding = 1\n"
      "[layer.bn1]\ntype = batchnorm\n[layer.relu1]\ntype = relu\n"

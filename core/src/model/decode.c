@@ -52,6 +52,10 @@ static fg_status plan_layer(fg_decoder *d, const fg_layer *l, fg_error *err)
     if (l->ops == &fg_layer_transformer_block && !l->causal)
         return fg_error_set(err, FG_UNAVAILABLE, "%s: [%s] causal = false: the KV cache needs "
                             "causal attention", l->origin, l->section);
+    if (l->ops == &fg_layer_transformer_block && l->recompute)
+        return fg_error_set(err, FG_UNAVAILABLE, "%s: [%s] recompute = true: the block keeps "
+                            "no K and V of its own to cache (set recompute = false to generate "
+                            "with the cache)", l->origin, l->section);
     d->mode[l->index] = l->ops->decode ? MODE_DECODE : MODE_VIEW;
     fg_layer *v = &d->views[l->index];
     *v = *l;

@@ -145,6 +145,9 @@ struct fg_layer {
     int causal;     /* attention: query i sees keys 0..i */
     int rms;        /* normalisation without centring (rmsnorm) */
     char tie[FG_LAYER_NAME_MAX]; /* linear: the embedding whose weight it uses; "" none */
+    /* transformer_block: keep only the input and recompute the activations in backward
+     * (set from [model] recompute before configure; the section's own key wins) */
+    int recompute;
     int tied;          /* this layer's weight is another's (tie): it owns no tensor */
     int weight_shared; /* a later layer uses this layer's weight: backward adds to its grad */
 

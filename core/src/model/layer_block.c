@@ -7,7 +7,15 @@
  * Forward keeps what backward reads in the layer's arena: ln_1 and ln_2 outputs and
  * statistics, qkv, the attention output and its log-sum-exp, x2, the MLP's pre-activation
  * and GELU output (15 T*C values and (4 + heads) T statistics per sample). Backward's
- * intermediate gradients live in the shared workspace. */
+ * intermediate gradients live in the shared workspace.
+ *
+ * With recompute, the block keeps nothing of its own: its input is the previous layer's
+ * output, which stays in the arena anyway. Forward writes the saved tensors into the
+ * front of the shared workspace (one set for every block, overwritten by the next one),
+ * and backward runs forward again into it up to the GELU output before going back. The
+ * same ops on the same inputs give the same bits, and the attention dropout mask is keyed
+ * by (seed, layer, step, sample), not drawn from a stream, so it is the same mask. Such a
+ * block keeps no K and V for fulgur generate's cache (decode.c refuses it). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -29,6 +37,10 @@ static const fg_option block_options[] = {
     {"init_std", FG_OPT_FLOAT, "0", 0, 1e3, NULL,
      "0: PyTorch's Linear initialisation; > 0: weights from N(0, init_std^2) and zero biases, "
      "as GPT-2 (0.02)"},
+    {"recompute", FG_OPT_BOOL, "false", 1, 0, NULL,
+     "keep only the block's input and recompute its activations in backward (one scratch "
+     "set shared by every such block: less memory, one more forward); unset: [model] "
+     "recompute"},
 };
 
 static fg_status block_configure(fg_layer *l, const fg_config *cfg, fg_error *err)
@@ -45,6 +57,8 @@ static fg_status block_configure(fg_layer *l, const fg_config *cfg, fg_error *er
         st = fg_layer_read_float(l, cfg, "eps", &l->eps, err);
     if (st == FG_OK)
         st = fg_layer_read_float(l, cfg, "init_std", &l->momentum, err); /* reused: init std */
+    if (st == FG_OK && fg_config_get(cfg, l->section, "recompute")) /* else [model]'s */
+        st = fg_layer_read_bool(l, cfg, "recompute", &l->recompute, err);
     l->in_units = ratio; /* reused: the MLP ratio */
     return st;
 }
@@ -88,8 +102,7 @@ static fg_status block_plan(fg_layer *l, fg_model *m, fg_error *err)
                             l->heads, l->in.dims[1], l->input_text);
     l->out = l->in;
     block_dims d = fg_block_dims(l);
-    /* act values in 4-byte slots (any act dtype fits), then f32 statistics */
-    l->aux_per_sample = (15 * d.n + (size_t)(4 + d.H) * (size_t)d.T) * sizeof(float);
+    l->aux_per_sample = l->recompute ? 0 : fg_block_saved_bytes(&d);
     int64_t c = d.C;
     fg_status st = add_norm(m, l, "ln_1", c, err);
     if (st == FG_OK)
@@ -121,6 +134,25 @@ static fg_attention_desc attention_desc(const fg_layer *l, const fg_layer_ctx *c
     return a;
 }
 
+/* The workspace at a batch: [saved tensors, recompute only, to a 64-byte boundary]
+ * [backward's gradients, 9 T*C per sample] [the attention's own]. */
+static size_t saved_scratch(const fg_layer *l, int batch)
+{
+    block_dims d = fg_block_dims(l);
+    return l->recompute ? ((size_t)batch * fg_block_saved_bytes(&d) + 63) / 64 * 64 : 0;
+}
+
+static float *grad_scratch(const fg_layer *l, const fg_layer_ctx *c)
+{
+    return (float *)((char *)c->workspace + saved_scratch(l, c->batch));
+}
+
+static void *attention_scratch(const fg_layer *l, const fg_layer_ctx *c)
+{
+    block_dims d = fg_block_dims(l);
+    return grad_scratch(l, c) + (size_t)c->batch * 9 * d.n;
+}
+
 static size_t block_workspace(const fg_layer *l, const fg_backend_vtable *be, void *bs,
                               int batch)
 {
@@ -128,7 +160,7 @@ static size_t block_workspace(const fg_layer *l, const fg_backend_vtable *be, vo
     fg_layer_ctx c = {.batch = batch};
     fg_attention_desc a = attention_desc(l, &c);
     size_t attn = FG_BACKEND_HAS(be, attention_workspace) ? be->attention_workspace(bs, &a) : 0;
-    return (size_t)batch * 9 * d.n * sizeof(float) + attn;
+    return saved_scratch(l, batch) + (size_t)batch * 9 * d.n * sizeof(float) + attn;
 }
 
 fg_status fg_block_linear(const fg_layer_ctx *c, int rows, int out, int in, const void *x,
@@ -159,16 +191,17 @@ static fg_status linear_bwd(const fg_layer_ctx *c, int rows, int out, int in, co
     return st;
 }
 
-static fg_status block_forward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
+/* Forward up to the MLP's GELU output: every tensor backward reads, into s. */
+static fg_status block_activations(const fg_layer *l, const fg_layer_ctx *c, block_saved s,
+                                   fg_error *err)
 {
     block_dims d = fg_block_dims(l);
-    block_saved s = fg_block_saved(l, c);
     int rows = c->batch * d.T;
     size_t n = (size_t)rows * (size_t)d.C;
     uint32_t act = c->dt.act, param = c->dt.param;
     fg_attention_desc a = attention_desc(l, c);
     void *const *p = c->param;
-    void *ws_attn = (char *)c->workspace + (size_t)c->batch * 9 * d.n * sizeof(float);
+    void *ws_attn = attention_scratch(l, c);
     fg_status st = FG_OP(c, err, layernorm_forward, act, param, 0, rows, d.C, c->x, p[LN1_W],
                          p[LN1_B], (float)l->eps, s.mean1, s.rstd1, s.h1);
     if (st == FG_OK)
@@ -187,8 +220,20 @@ static fg_status block_forward(const fg_layer *l, const fg_layer_ctx *c, fg_erro
     if (st == FG_OK)
         st = FG_OP(c, err, activation_forward, act, FG_ACT_GELU, s.f, s.g,
                    (size_t)rows * (size_t)d.F);
+    return st;
+}
+
+static fg_status block_forward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
+{
+    block_dims d = fg_block_dims(l);
+    block_saved s = fg_block_saved(l, c);
+    int rows = c->batch * d.T;
+    size_t n = (size_t)rows * (size_t)d.C;
+    uint32_t act = c->dt.act;
+    fg_status st = block_activations(l, c, s, err);
     if (st == FG_OK)
-        st = fg_block_linear(c, rows, d.C, d.F, s.g, p[MPROJ_W], p[MPROJ_B], c->y, err);
+        st = fg_block_linear(c, rows, d.C, d.F, s.g, c->param[MPROJ_W], c->param[MPROJ_B],
+                             c->y, err);
     if (st == FG_OK)
         st = FG_OP(c, err, axpy, act, act, 1.0f, s.x2, c->y, n);
     return st;
@@ -203,12 +248,14 @@ static fg_status block_backward(const fg_layer *l, const fg_layer_ctx *c, fg_err
     uint32_t act = c->dt.act, param = c->dt.param, grad = c->dt.grad;
     fg_attention_desc a = attention_desc(l, c);
     void *const *p = c->param, *const *g = c->grad;
-    float *ws = c->workspace;
+    float *ws = grad_scratch(l, c);
     size_t bn = (size_t)c->batch * d.n;
     void *dA = ws, *dB = ws + 4 * bn, *dC = ws + 5 * bn, *dD = ws + 6 * bn;
-    void *ws_attn = ws + 9 * bn;
+    void *ws_attn = attention_scratch(l, c);
+    fg_status st = l->recompute ? block_activations(l, c, s, err) : FG_OK;
     /* MLP: dy -> dg -> df -> dh2 */
-    fg_status st = linear_bwd(c, rows, d.C, d.F, s.g, p[MPROJ_W], c->dy, g[MPROJ_W], g[MPROJ_B],
+    if (st == FG_OK)
+        st = linear_bwd(c, rows, d.C, d.F, s.g, p[MPROJ_W], c->dy, g[MPROJ_W], g[MPROJ_B],
                               dA, err);
     if (st == FG_OK)
         st = FG_OP(c, err, activation_backward, act, FG_ACT_GELU, s.f, s.g, dA, dA,

@@ -23,8 +23,16 @@ static inline block_dims fg_block_dims(const fg_layer *l)
     return d;
 }
 
-/* The forward's saved tensors in the arena, for a batch: act values in 4-byte slots, then
- * f32 statistics. qkv (batch, T, 3C) is also the KV cache of fulgur generate. */
+/* Bytes per sample of what forward keeps for backward: 15 T*C act values in 4-byte slots
+ * (any act dtype fits), then (4 + H) T f32 statistics. */
+static inline size_t fg_block_saved_bytes(const block_dims *d)
+{
+    return (15 * d->n + (size_t)(4 + d->H) * (size_t)d->T) * sizeof(float);
+}
+
+/* The forward's saved tensors for a batch, in the layer's arena (with recompute: at the
+ * front of the workspace every block shares): act values in 4-byte slots, then f32
+ * statistics. qkv (batch, T, 3C) is also the KV cache of fulgur generate. */
 typedef struct block_saved {
     void *h1, *qkv, *att, *x2, *h2, *f, *g;     /* (B, T, C), (B, T, 3C), ..., (B, T, F) x 2 */
     float *mean1, *rstd1, *mean2, *rstd2, *lse; /* (B, T) x 4, (B, H, T) */
@@ -34,7 +42,7 @@ static inline block_saved fg_block_saved(const fg_layer *l, const fg_layer_ctx *
 {
     block_dims d = fg_block_dims(l);
     size_t bn = (size_t)c->batch * d.n, rows = (size_t)c->batch * (size_t)d.T;
-    float *base = c->aux;
+    float *base = l->recompute ? c->workspace : c->aux;
     block_saved s;
     s.h1 = base;
     s.qkv = base + bn;

@@ -85,12 +85,30 @@ static const fg_option model_options[] = {
     {"init_layout", FG_OPT_ENUM, "auto", 1, 0, "auto|fulgur|hf_gpt2",
      "tensor names of init_from's file: fulgur's own, or Hugging Face GPT-2's (Conv1D "
      "weights read transposed); auto: hf_gpt2 when the file names h.0.attn.c_attn.weight"},
+    {"recompute", FG_OPT_BOOL, "false", 1, 0, NULL,
+     "activation recomputation: every transformer_block keeps only its input and "
+     "recomputes its activations in backward (a block's own recompute key wins)"},
 };
 
 const fg_option *fg_model_schema(size_t *count)
 {
     *count = COUNT(model_options);
     return model_options;
+}
+
+/* `recompute` on a kind that keeps its activations: said plainly, not "unknown key". */
+static fg_status check_recompute(const fg_config *cfg, const char *section,
+                                 const fg_layer_ops *k, fg_error *err)
+{
+    if (!fg_config_get(cfg, section, "recompute"))
+        return FG_OK;
+    for (size_t i = 0; i < k->option_count; i++)
+        if (strcmp(k->options[i].key, "recompute") == 0)
+            return FG_OK;
+    return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s] recompute: a %s layer cannot "
+                        "recompute its activations; only transformer_block can (set it there, "
+                        "or [model] recompute = true for every block)",
+                        fg_config_origin(cfg, section, "recompute"), section, k->type);
 }
 
 fg_status fg_layer_check_type(const fg_config *cfg, const char *section, fg_error *err)
@@ -101,7 +119,7 @@ fg_status fg_layer_check_type(const fg_config *cfg, const char *section, fg_erro
                             "%s: [%s] has no 'type'; set type = one of %s",
                             fg_config_origin(cfg, section, NULL), section, fg_layer_type_list());
     if (fg_layer_kind(type))
-        return FG_OK;
+        return check_recompute(cfg, section, fg_layer_kind(type), err);
     const char *names[COUNT(layer_kinds)];
     for (size_t i = 0; i < COUNT(layer_kinds); i++)
         names[i] = layer_kinds[i]->type;
@@ -255,6 +273,7 @@ static fg_status build_layer(fg_model *m, const fg_config *cfg, const char *sect
     memset(l, 0, sizeof *l);
     l->ops = k;
     l->index = (int)m->layer_count;
+    l->recompute = m->recompute;
     if (strlen(section + 6) + 12 >= sizeof l->name)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s]: the layer name is too long",
                             fg_config_origin(cfg, section, NULL), section);
@@ -381,6 +400,9 @@ fg_status fg_model_build(const fg_config *cfg, const int64_t *sample_shape, int 
         fg_schema schema = {"core", model_options, COUNT(model_options), sizeof(fg_option)};
         st = fg_config_validate_section(cfg, "model", &schema, 1, err);
     }
+    if (st == FG_OK)
+        st = fg_section_read_bool(cfg, "model", model_options, COUNT(model_options),
+                                  "recompute", &m->recompute, err);
     if (st == FG_OK)
         st = resolve_input(cfg, sample_shape, sample_rank, &m->input, err);
     if (st == FG_OK)

@@ -40,7 +40,8 @@ const fg_option *fg_layer_schema(const char *type, size_t *count);
 /* Keys of [model]. */
 const fg_option *fg_model_schema(size_t *count);
 /* Fails for a [layer.NAME] section without a known `type`: "ORIGIN: [layer.x] unknown
- * layer type 'linaer'; did you mean 'linear'? (types: linear, conv2d, ...)". */
+ * layer type 'linaer'; did you mean 'linear'? (types: linear, conv2d, ...)", and for a
+ * `recompute` key on a kind that cannot recompute (naming the key's file:line). */
 fg_status fg_layer_check_type(const fg_config *cfg, const char *section, fg_error *err);
 
 /* ---- the model ---------------------------------------------------------------------- */

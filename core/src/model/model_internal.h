@@ -28,6 +28,7 @@ struct fg_model {
     int typed;                        /* some dtype of dt is not f32 */
     int no_master;                    /* half params are the only copy ("true" modes) */
     int positions;                    /* labels per sample: 1, or T of (T, classes) logits */
+    int recompute;                    /* [model] recompute: every block's default */
     /* the graph (graph.c): named inputs somewhere; gradient slots of a whole replica, the
      * loss's and the model input's */
     int is_graph;
