@@ -29,7 +29,9 @@ static const fg_option block_options[] = {
     {"repeat", FG_OPT_INT, "1", 1, FG_MAX_REPEAT, NULL,
      "blocks this section makes, one after the other, named NAME.0, NAME.1, ... (their "
      "tensors h.0.attn.qkv.weight, ... as PyTorch's state dict of a ModuleList)"},
-    {"mlp_ratio", FG_OPT_INT, "4", 1, 64, NULL, "hidden units of the MLP per unit of width"},
+    {"mlp_ratio", FG_OPT_INT, "4", 1, 4, NULL,
+     "hidden units of the MLP per unit of width (at most 4: the saved activations and the "
+     "backward scratch are laid out for 4)"},
     {"causal", FG_OPT_BOOL, "true", 1, 0, NULL, "position i attends to positions 0..i only"},
     {"attn_dropout", FG_OPT_FLOAT, "0", 0, 0.99, NULL,
      "dropout on the attention weights while training"},
