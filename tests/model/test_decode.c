@@ -15,15 +15,6 @@
 #define VOCAB 256
 #define TOL 1e-5 /* relative, per probability */
 
-static int alloc_calls;
-static const fg_backend_vtable *real_be;
-
-static fg_status counting_alloc(void *state, int device, size_t bytes, void **ptr, fg_error *err)
-{
-    alloc_calls++;
-    return real_be->alloc(state, device, bytes, ptr, err);
-}
-
 /* A GPT: tied head, dropout (the identity at inference), four heads. */
 static const char *gpt =
     "[layer.wte]\ntype = embedding\nnum_embeddings = 256\nembedding_dim = 32\n"
@@ -114,13 +105,13 @@ static void check_decode(lm *m, int prompt, const char *what)
     forward_window(m, prompt);
     double worst = 0, peak = 0;
     float p[VOCAB];
-    int calls = alloc_calls;
+    int calls = tk_alloc_calls;
     for (int pos = prompt; pos < T; pos++) {
         CHECK_OK(fg_decoder_step(d, m->n.b->queue, m->tokens[pos], pos, &err), &err);
         probs_row(m, pos, p);
         worst = fmax(worst, row_error(m, pos, p, &peak));
     }
-    CHECK_EQ(alloc_calls, calls);
+    CHECK_EQ(tk_alloc_calls, calls);
     printf("  %s, prompt %d: positions %d..%d, worst relative error %.2e (largest p %.3f)\n",
            what, prompt, prompt, T - 1, worst, peak);
     CHECK(worst <= TOL, "%s: relative error %.3e above %.0e", what, worst, TOL);
@@ -188,9 +179,7 @@ int main(int argc, char **argv)
     tk_backend b;
     if (tk_backend_open(&b, argv[1]) != 0)
         return 1;
-    fg_backend_vtable counted = *b.be;
-    real_be = b.be;
-    counted.alloc = counting_alloc;
+    fg_backend_vtable counted = tk_counting_backend(&b);
     tk_backend cb = b;
     cb.be = &counted;
     test_model(&cb, gpt, "gpt");

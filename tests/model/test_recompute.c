@@ -31,15 +31,6 @@ static char *gpt_config(const char *model_keys, const char *block_keys)
 }
 
 /* Counts device allocations (test-only state, reached through a copy of the vtable). */
-static int alloc_calls;
-static const fg_backend_vtable *real_be;
-
-static fg_status counting_alloc(void *state, int device, size_t bytes, void **ptr, fg_error *err)
-{
-    alloc_calls++;
-    return real_be->alloc(state, device, bytes, ptr, err);
-}
-
 static int net_create(tk_net *n, tk_backend *b, const char *model_keys, const char *block_keys)
 {
     return tk_net_create(n, b, gpt_config(model_keys, block_keys), (int64_t[]){T, C}, 2, 3,
@@ -65,15 +56,13 @@ static void step_rows(tk_net *n, int rows, float *g)
 
 static void test_bitwise(tk_backend *b)
 {
-    fg_backend_vtable counting = *b->be;
-    real_be = b->be;
-    counting.alloc = counting_alloc;
+    fg_backend_vtable counting = tk_counting_backend(b);
     tk_backend cb = *b;
     cb.be = &counting;
     tk_net plain, rc;
     if (net_create(&plain, b, "", "") != 0 || net_create(&rc, &cb, "", "recompute = true") != 0)
         return;
-    int at_setup = alloc_calls;
+    int at_setup = tk_alloc_calls;
     size_t np = fg_model_params_size(plain.model);
     float *g0 = malloc(np * sizeof(float)), *g1 = malloc(np * sizeof(float));
     float *prev = calloc(np, sizeof(float));
@@ -100,7 +89,7 @@ static void test_bitwise(tk_backend *b)
     step_rows(&rc, BATCH - 3, g1);
     CHECK(memcmp(g0, g1, np * sizeof(float)) == 0, "batch %d: gradients differ", BATCH - 3);
     CHECK(at_setup > 0); /* the counter sees the replica's allocations */
-    CHECK_EQ(alloc_calls, at_setup);
+    CHECK_EQ(tk_alloc_calls, at_setup);
     printf("  bitwise: loss and %zu gradients equal with recompute over 3 steps, attention "
            "dropout 0.3\n", np);
     free(g0);

@@ -7,17 +7,6 @@
 
 #include "testkit.h"
 
-/* Counts device allocations: the replica must take all its memory at creation. Test-only
- * state, reached through a copy of the backend's vtable. */
-static int alloc_calls;
-static const fg_backend_vtable *real_be;
-
-static fg_status counting_alloc(void *state, int device, size_t bytes, void **ptr, fg_error *err)
-{
-    alloc_calls++;
-    return real_be->alloc(state, device, bytes, ptr, err);
-}
-
 static const char *conv_net =
     "[layer.conv]\ntype = conv2d\nout_channels = 3\nkernel_size = 3\npadding = 1\n"
     "[layer.relu]\ntype = relu\n[layer.pool]\ntype = maxpool2d\nkernel_size = 2\n"
@@ -114,13 +103,11 @@ static void test_loss_reference(tk_backend *b)
 
 static void test_no_alloc_in_step(tk_backend *b)
 {
-    fg_backend_vtable wrapped = *b->be;
-    real_be = b->be;
-    wrapped.alloc = counting_alloc;
+    fg_backend_vtable wrapped = tk_counting_backend(b);
     tk_backend wb = *b;
     wb.be = &wrapped;
     tk_net n;
-    alloc_calls = 0;
+    tk_alloc_calls = 0;
     const char *text = "[layer.conv]\ntype = conv2d\nout_channels = 3\nkernel_size = 3\n"
                        "[layer.bn]\ntype = batchnorm\n[layer.gelu]\ntype = gelu\n"
                        "[layer.pool]\ntype = avgpool2d\nkernel_size = 2\n"
@@ -128,7 +115,7 @@ static void test_no_alloc_in_step(tk_backend *b)
                        "[layer.fc]\ntype = linear\nout_features = 4\n";
     if (tk_net_create(&n, &wb, text, (int64_t[]){2, 6, 6}, 3, 4, 8, 5) != 0)
         return;
-    int at_setup = alloc_calls;
+    int at_setup = tk_alloc_calls;
     CHECK(fg_replica_arena_bytes(n.rep) > 0);
     for (int s = 0; s < 3; s++) {
         fg_replica_set_step(n.rep, (uint64_t)s);
@@ -136,8 +123,8 @@ static void test_no_alloc_in_step(tk_backend *b)
         tk_net_loss(&n, 0);
     }
     printf("  allocations: %d at setup, %d during 3 steps; arena %zu bytes\n", at_setup,
-           alloc_calls - at_setup, fg_replica_arena_bytes(n.rep));
-    CHECK(alloc_calls == at_setup);
+           tk_alloc_calls - at_setup, fg_replica_arena_bytes(n.rep));
+    CHECK(tk_alloc_calls == at_setup);
     tk_net_destroy(&n);
 }
 

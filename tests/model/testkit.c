@@ -184,3 +184,21 @@ int tk_net_grads(tk_net *n, int accumulate, float *grads)
                     fg_model_params_size(n->model) * sizeof(float));
     return 0;
 }
+
+int tk_alloc_calls;
+static const fg_backend_vtable *tk_real_be;
+
+static fg_status tk_counting_alloc(void *state, int device, size_t bytes, void **ptr,
+                                   fg_error *err)
+{
+    tk_alloc_calls++;
+    return tk_real_be->alloc(state, device, bytes, ptr, err);
+}
+
+fg_backend_vtable tk_counting_backend(const tk_backend *b)
+{
+    fg_backend_vtable v = *b->be;
+    tk_real_be = b->be;
+    v.alloc = tk_counting_alloc;
+    return v;
+}

@@ -29,6 +29,11 @@ typedef struct tk_backend {
 int tk_backend_open(tk_backend *b, const char *path);
 void tk_backend_close(tk_backend *b);
 
+/* tk_counting_backend(b): a copy of b's vtable whose alloc also counts into tk_alloc_calls,
+ * for the checks that nothing is allocated after setup. */
+extern int tk_alloc_calls;
+fg_backend_vtable tk_counting_backend(const tk_backend *b);
+
 /* Device floats; aborts the test (exit 1) when the backend cannot allocate. */
 float *tk_dev_alloc(tk_backend *b, size_t n);
 void tk_dev_free(tk_backend *b, void *p);
