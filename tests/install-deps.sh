@@ -9,7 +9,7 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config libinih-dev zlib1g-dev libopenblas-dev
           libopenmpi-dev openmpi-bin libjansson-dev dataset-fashion-mnist tmux python3
           libpng-dev libjpeg-dev python3-pil python3-torchvision clang libclang-rt-14-dev
-          fortunes)
+          fortunes libdnnl-dev)
 browser=(chromium)
 [ "${FULGUR_DEPS_NO_BROWSER:-0}" = 1 ] && browser=()
 missing() {
