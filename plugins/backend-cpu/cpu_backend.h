@@ -53,6 +53,10 @@ void fg_cpu_probe_machine(fg_cpu_backend *be);
 fg_status fg_cpu_f32_gemm(void *state, void *queue, int trans_a, int trans_b, int m, int n,
                           int k, float alpha, const float *a, int lda, const float *b, int ldb,
                           float beta, float *c, int ldc, fg_error *err);
+/* bias may be NULL (none) */
+fg_status fg_cpu_f32_gemm_bias(void *state, void *queue, int trans_a, int trans_b, int m, int n,
+                               int k, const float *a, int lda, const float *b, int ldb,
+                               const float *bias, float *c, int ldc, fg_error *err);
 fg_status fg_cpu_f32_bias_add(void *state, void *queue, float *y, const float *bias, int rows,
                               int cols, int spatial, fg_error *err);
 fg_status fg_cpu_f32_bias_grad(void *state, void *queue, float *dbias, const float *dy,
@@ -128,6 +132,10 @@ fg_status fg_cpu_op_gemm(void *state, void *queue, uint32_t a_dtype, uint32_t b_
                          uint32_t c_dtype, int trans_a, int trans_b, int m, int n, int k,
                          float alpha, const void *a, int lda, const void *b, int ldb,
                          float beta, void *c, int ldc, fg_error *err);
+fg_status fg_cpu_op_gemm_bias(void *state, void *queue, uint32_t a_dtype, uint32_t b_dtype,
+                              uint32_t c_dtype, int trans_a, int trans_b, int m, int n, int k,
+                              const void *a, int lda, const void *b, int ldb, const void *bias,
+                              void *c, int ldc, fg_error *err);
 fg_status fg_cpu_op_bias_add(void *state, void *queue, uint32_t y_dtype, uint32_t bias_dtype,
                              void *y, const void *bias, int rows, int cols, int spatial,
                              fg_error *err);

@@ -146,6 +146,30 @@ fg_status fg_cpu_op_gemm(void *state, void *queue, uint32_t a_dtype, uint32_t b_
     return unstage(state, o, NARGS(o), st);
 }
 
+fg_status fg_cpu_op_gemm_bias(void *state, void *queue, uint32_t a_dtype, uint32_t b_dtype,
+                              uint32_t c_dtype, int trans_a, int trans_b, int m, int n, int k,
+                              const void *a, int lda, const void *b, int ldb, const void *bias,
+                              void *c, int ldc, fg_error *err)
+{
+    int a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
+    int b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
+    int shaped = m >= 0 && n >= 0 && k >= 0 && lda >= (a_cols > 1 ? a_cols : 1) &&
+                 ldb >= (b_cols > 1 ? b_cols : 1) && ldc >= (n > 1 ? n : 1);
+    if (!shaped) /* the f32 op names the bad argument */
+        return fg_cpu_f32_gemm_bias(state, queue, trans_a, trans_b, m, n, k, a, lda, b, ldb,
+                                    bias, c, ldc, err);
+    /* the product and the bias meet in the f32 view of C: one rounding into C's dtype */
+    fg_cpu_operand o[] = {ARG_IN(a, a_dtype, span(a_rows, a_cols, lda)),
+                   ARG_IN(b, b_dtype, span(b_rows, b_cols, ldb)),
+                   ARG_IN(bias, b_dtype, n > 0 ? (size_t)n : 0),
+                   ARG_ACC(c, c_dtype, span(m, n, ldc), ldc > n)}; /* keep the gaps */
+    fg_status st = stage(state, queue, "gemm_bias", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_f32_gemm_bias(state, queue, trans_a, trans_b, m, n, k, o[0].f, lda, o[1].f,
+                                  ldb, o[2].f, o[3].f, ldc, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
 /* ---- bias and activations ------------------------------------------------------------- */
 
 static size_t volume3(int a, int b, int c)

@@ -152,6 +152,7 @@ static const fg_backend_vtable fg_cpu_vtable = {
     .attention_forward = fg_cpu_op_attention_forward,
     .attention_backward = fg_cpu_op_attention_backward,
     .attention_decode = fg_cpu_op_attention_decode,
+    .gemm_bias = fg_cpu_op_gemm_bias,
 };
 
 FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
