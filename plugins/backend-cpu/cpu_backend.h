@@ -22,6 +22,9 @@ typedef struct fg_cpu_backend {
     char cpu_model[64];        /* from /proc/cpuinfo, read at init */
     fg_cpu_pool *pool;
     _Atomic uint64_t in_use[FG_CPU_MAX_DEVICES]; /* bytes allocated per device */
+    int bf16_native;           /* bf16 gemms through oneDNN (cpu_bf16.c) */
+    const char *bf16_why;      /* why not, when not */
+    atomic_int bf16_noted;     /* "bf16 emulated" was said */
 } fg_cpu_backend;
 
 /* A queue only names its device: ops run synchronously on the calling thread. */
@@ -32,7 +35,28 @@ typedef struct fg_cpu_queue {
      * device's accounting. */
     float *scratch;
     size_t scratch_bytes;
+    /* bf16 gemm primitives (cpu_bf16.c), made on the queue's first bf16 gemm */
+    struct fg_cpu_dnnl_gemm *dnnl;
+    int dnnl_failed; /* oneDNN could not make an engine: emulate */
 } fg_cpu_queue;
+
+/* cpu_bf16.c: a gemm in bf16 on oneDNN where the CPU has avx512_bf16 */
+typedef struct fg_cpu_bf16_args {
+    const char *op; /* "gemm", "gemm_bias", for messages */
+    uint32_t a_dtype, b_dtype, c_dtype;
+    int trans_a, trans_b, m, n, k;
+    float alpha, beta;
+    const void *a, *b, *bias; /* bias: b_dtype, NULL: none */
+    void *c;
+    int lda, ldb, ldc;
+} fg_cpu_bf16_args;
+/* Reads the CPU and the option bf16 (auto | native | emulated) into be. */
+fg_status fg_cpu_bf16_setup(fg_cpu_backend *be, const char *mode, fg_error *err);
+/* Runs g natively when it can (returns 1, *st the result); 0: the caller emulates (the
+ * first bf16 gemm emulated is logged once). Arguments are already checked. */
+int fg_cpu_bf16_gemm(fg_cpu_backend *be, fg_cpu_queue *q, const fg_cpu_bf16_args *g,
+                     fg_status *st, fg_error *err);
+void fg_cpu_bf16_queue_fini(fg_cpu_queue *q);
 
 /* cpu_device.c */
 fg_status fg_cpu_device_count(void *state, int *count, fg_error *err);

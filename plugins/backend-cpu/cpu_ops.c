@@ -136,10 +136,15 @@ fg_status fg_cpu_op_gemm(void *state, void *queue, uint32_t a_dtype, uint32_t b_
     if (!shaped) /* the f32 op names the bad argument */
         return fg_cpu_f32_gemm(state, queue, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
                                beta, c, ldc, err);
+    fg_cpu_bf16_args g = {"gemm", a_dtype, b_dtype, c_dtype, trans_a, trans_b, m, n, k, alpha,
+                          beta, a, b, NULL, c, lda, ldb, ldc};
+    fg_status st = FG_OK;
+    if (a && b && c && fg_cpu_bf16_gemm(state, queue, &g, &st, err))
+        return st;
     fg_cpu_operand o[] = {ARG_IN(a, a_dtype, span(a_rows, a_cols, lda)),
                    ARG_IN(b, b_dtype, span(b_rows, b_cols, ldb)),
                    ARG_ACC(c, c_dtype, span(m, n, ldc), beta != 0.0f)};
-    fg_status st = stage(state, queue, "gemm", o, NARGS(o), err);
+    st = stage(state, queue, "gemm", o, NARGS(o), err);
     if (st == FG_OK)
         st = fg_cpu_f32_gemm(state, queue, trans_a, trans_b, m, n, k, alpha, o[0].f, lda,
                              o[1].f, ldb, beta, o[2].f, ldc, err);
@@ -158,12 +163,17 @@ fg_status fg_cpu_op_gemm_bias(void *state, void *queue, uint32_t a_dtype, uint32
     if (!shaped) /* the f32 op names the bad argument */
         return fg_cpu_f32_gemm_bias(state, queue, trans_a, trans_b, m, n, k, a, lda, b, ldb,
                                     bias, c, ldc, err);
+    fg_cpu_bf16_args g = {"gemm_bias", a_dtype, b_dtype, c_dtype, trans_a, trans_b, m, n, k,
+                          1.0f, 0.0f, a, b, bias, c, lda, ldb, ldc};
+    fg_status st = FG_OK;
+    if (a && b && c && fg_cpu_bf16_gemm(state, queue, &g, &st, err))
+        return st;
     /* the product and the bias meet in the f32 view of C: one rounding into C's dtype */
     fg_cpu_operand o[] = {ARG_IN(a, a_dtype, span(a_rows, a_cols, lda)),
                    ARG_IN(b, b_dtype, span(b_rows, b_cols, ldb)),
                    ARG_IN(bias, b_dtype, n > 0 ? (size_t)n : 0),
                    ARG_ACC(c, c_dtype, span(m, n, ldc), ldc > n)}; /* keep the gaps */
-    fg_status st = stage(state, queue, "gemm_bias", o, NARGS(o), err);
+    st = stage(state, queue, "gemm_bias", o, NARGS(o), err);
     if (st == FG_OK)
         st = fg_cpu_f32_gemm_bias(state, queue, trans_a, trans_b, m, n, k, o[0].f, lda, o[1].f,
                                   ldb, o[2].f, o[3].f, ldc, err);

@@ -111,11 +111,11 @@ static void test_descriptor(void)
 {
     test_backend tb;
     test_backend_open(&tb, 1, 1, 0);
-    CHECK(tb.plugin->option_count == 3, "option_count %u", tb.plugin->option_count);
-    const char *keys[] = { "devices", "threads", "memory_limit_mb" };
-    for (int i = 0; i < 3; i++)
+    CHECK(tb.plugin->option_count == 4, "option_count %u", tb.plugin->option_count);
+    const char *keys[] = { "devices", "threads", "memory_limit_mb", "bf16" };
+    for (int i = 0; i < 4; i++)
         CHECK(strcmp(tb.plugin->options[i].key, keys[i]) == 0 &&
-                  tb.plugin->options[i].type == FG_OPT_INT,
+                  tb.plugin->options[i].type == (i < 3 ? FG_OPT_INT : FG_OPT_ENUM),
               "option %d is %s", i, tb.plugin->options[i].key);
     const fg_backend_vtable *vt = tb.vt;
     CHECK(vt->struct_size == sizeof(fg_backend_vtable), "vtable struct_size %u",
