@@ -205,7 +205,15 @@ static dnnl_entry *entry_find(fg_cpu_dnnl_gemm *g, const dnnl_key *key)
     for (size_t i = 0; i < g->count; i++)
         if (memcmp(&g->entries[i]->key, key, sizeof *key) == 0)
             return g->entries[i];
-    return entry_make(g, key);
+    /* a matmul fixes its thread count when it is made (brgemm's nthr): one, or each block
+     * would open an OpenMP team of the caller's default size on every call */
+    int threads = omp_get_max_threads();
+    if (threads != 1)
+        omp_set_num_threads(1);
+    dnnl_entry *e = entry_make(g, key);
+    if (threads != 1)
+        omp_set_num_threads(threads);
+    return e;
 }
 
 typedef struct dnnl_call {
