@@ -12,7 +12,8 @@
  * bias), each holding a primitive and its memory objects per block; made on the first call
  * of the shape on the calling thread, then only looked up (a short linear scan) and the
  * pointers set. Blocks of one call run on different threads but each block index has its
- * own primitive, memory objects and stream, so nothing is shared while they run. */
+ * own primitive, memory objects, scratchpad and stream, so nothing is shared while they
+ * run. */
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,8 @@ typedef struct dnnl_key {
 typedef struct dnnl_block {
     dnnl_primitive_t prim;
     dnnl_memory_t src, wei, bias, dst;
+    dnnl_memory_t scratch; /* the block's own scratchpad (NULL: none needed) */
+    void *scratch_bytes;
 } dnnl_block;
 
 typedef struct dnnl_entry {
@@ -68,6 +71,8 @@ static void block_destroy(dnnl_block *b)
     dnnl_memory_destroy(b->wei);
     dnnl_memory_destroy(b->bias);
     dnnl_memory_destroy(b->dst);
+    dnnl_memory_destroy(b->scratch);
+    free(b->scratch_bytes);
     memset(b, 0, sizeof *b);
 }
 
@@ -123,9 +128,13 @@ static int block_make(fg_cpu_dnnl_gemm *g, const dnnl_key *key, int rows, int co
                    dnnl_success;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t post = NULL;
+    /* each block brings its own scratchpad: the library's is one per creating thread, and
+     * the blocks of a call run at once on different threads */
+    ok = ok && dnnl_primitive_attr_create(&attr) == dnnl_success &&
+         dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) ==
+             dnnl_success;
     if (ok && key->beta_one) /* C += the product: the sum post-op, before the one rounding */
-        ok = dnnl_primitive_attr_create(&attr) == dnnl_success &&
-             dnnl_post_ops_create(&post) == dnnl_success &&
+        ok = dnnl_post_ops_create(&post) == dnnl_success &&
              dnnl_post_ops_append_sum(post, 1.0f) == dnnl_success &&
              dnnl_primitive_attr_set_post_ops(attr, post) == dnnl_success;
     dnnl_primitive_desc_t pd = NULL;
@@ -135,6 +144,16 @@ static int block_make(fg_cpu_dnnl_gemm *g, const dnnl_key *key, int rows, int co
     ok = ok && dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) ==
                    dnnl_success && impl && strncmp(impl, "ref", 3) != 0;
     ok = ok && dnnl_primitive_create(&out->prim, pd) == dnnl_success;
+    const dnnl_memory_desc_t *scratch = ok ? dnnl_primitive_desc_query_md(
+                                                 pd, dnnl_query_scratchpad_md, 0)
+                                           : NULL;
+    size_t scratch_size = scratch ? dnnl_memory_desc_get_size(scratch) : 0;
+    if (ok && scratch_size > 0) {
+        out->scratch_bytes = aligned_alloc(64, (scratch_size + 63) / 64 * 64);
+        ok = out->scratch_bytes &&
+             dnnl_memory_create(&out->scratch, scratch, g->engine, out->scratch_bytes) ==
+                 dnnl_success;
+    }
     ok = ok && dnnl_memory_create(&out->src, &a, g->engine, DNNL_MEMORY_NONE) == dnnl_success &&
          dnnl_memory_create(&out->wei, &b, g->engine, DNNL_MEMORY_NONE) == dnnl_success &&
          dnnl_memory_create(&out->dst, &c, g->engine, DNNL_MEMORY_NONE) == dnnl_success &&
@@ -243,8 +262,13 @@ static int block_run(dnnl_call *call, int b)
             bias += type_size(p->bias_type) * lo;
         c += cs * lo;
     }
-    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, blk->src}, {DNNL_ARG_WEIGHTS, blk->wei},
-                               {DNNL_ARG_DST, blk->dst}, {DNNL_ARG_BIAS, blk->bias}};
+    dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, blk->src}, {DNNL_ARG_WEIGHTS, blk->wei},
+                               {DNNL_ARG_DST, blk->dst}};
+    int nargs = 3;
+    if (bias)
+        args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, blk->bias};
+    if (blk->scratch)
+        args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, blk->scratch};
     int ok = dnnl_memory_set_data_handle(blk->src, (void *)a) == dnnl_success &&
              dnnl_memory_set_data_handle(blk->wei, (void *)bm) == dnnl_success &&
              dnnl_memory_set_data_handle(blk->dst, c) == dnnl_success &&
@@ -252,7 +276,7 @@ static int block_run(dnnl_call *call, int b)
     int threads = omp_get_max_threads();
     if (threads != 1)
         omp_set_num_threads(1);
-    ok = ok && dnnl_primitive_execute(blk->prim, call->g->streams[b], bias ? 4 : 3, args) ==
+    ok = ok && dnnl_primitive_execute(blk->prim, call->g->streams[b], nargs, args) ==
                    dnnl_success;
     ok = ok && dnnl_stream_wait(call->g->streams[b]) == dnnl_success;
     if (threads != 1)

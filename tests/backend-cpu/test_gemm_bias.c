@@ -254,9 +254,9 @@ static size_t bf16_far(const float *x, const float *y, size_t n, double terms)
 }
 
 /* The linear layer's three products in bf16-mixed on both backends. */
-static void test_native_vs_emulated(test_backend *native, test_backend *emul)
+static void test_native_vs_emulated(test_backend *native, test_backend *emul, int rows, int in,
+                                    int out)
 {
-    int rows = 200, in = 96, out = 72;
     float *x = test_alloc((size_t)rows * in * 4), *w = test_alloc((size_t)out * in * 4);
     float *bias = test_alloc((size_t)out * 4), *dy = test_alloc((size_t)rows * out * 4);
     uint16_t *xh = test_alloc((size_t)rows * in * 2), *wh = test_alloc((size_t)out * in * 2);
@@ -308,8 +308,8 @@ static void test_native_vs_emulated(test_backend *native, test_backend *emul)
         dw_far += fabs(dw[0][i] - dw[1][i]) > 1e-5 * (rows + 0.5);
     CHECK(dw_far == 0, "bf16 native dW gemm (f32 out, beta 1): %zu values differ beyond f32 "
           "reordering", dw_far);
-    printf("  native vs emulated: y differs bitwise in %zu of %d values, all within bf16 "
-           "rounding\n", nd, rows * out);
+    printf("  native vs emulated %dx%dx%d: y differs bitwise in %zu of %d values, all within "
+           "bf16 rounding\n", rows, out, in, nd, rows * out);
     for (int s = 0; s < 2; s++)
         free(y[s]), free(dx[s]), free(dw[s]);
     free(x), free(w), free(bias), free(dy), free(xh), free(wh), free(bh), free(dyh);
@@ -384,7 +384,8 @@ void test_group_gemm_bias(void)
     test_backend_open_with(&emul, 1, 2, 0, "bf16 = emulated");
     test_backend_open_with(&autob, 1, 1, 0, "bf16 = auto");
     printf("  this CPU %s avx512_bf16\n", cpu_bf16() ? "has" : "lacks");
-    test_native_vs_emulated(&native, &emul);
+    test_native_vs_emulated(&native, &emul, 200, 96, 72);
+    test_native_vs_emulated(&native, &emul, 256, 784, 256); /* the MLP's fc1, two blocks */
     test_note(&emul, &autob);
     test_backend_close(&native);
     test_backend_close(&emul);
