@@ -1,7 +1,8 @@
 /* The CPU backend plugin's instance state and the vtable functions, split by concern:
  * cpu_plugin.c (descriptor, options, init/deinit), cpu_device.c (devices, memory, queues,
  * copies), cpu_ops.c (the vtable's ops in every dtype) over cpu_ops_f32.c (the ops in f32:
- * argument checks, then the kernels of kernels/cpu), cpu_ops_lm.c (the transformer ops). */
+ * argument checks, then the kernels of kernels/cpu), cpu_ops_lm.c (the transformer ops),
+ * cpu_bf16.c (bf16 gemms natively through oneDNN where the CPU has avx512_bf16). */
 #ifndef FG_CPU_BACKEND_H
 #define FG_CPU_BACKEND_H
 
