@@ -143,7 +143,8 @@ fg_status fg_cpu_op_gemm(void *state, void *queue, uint32_t a_dtype, uint32_t b_
         return st;
     fg_cpu_operand o[] = {ARG_IN(a, a_dtype, span(a_rows, a_cols, lda)),
                    ARG_IN(b, b_dtype, span(b_rows, b_cols, ldb)),
-                   ARG_ACC(c, c_dtype, span(m, n, ldc), beta != 0.0f)};
+                   /* a wider ldc: read C too, so the gaps between rows keep their value */
+                   ARG_ACC(c, c_dtype, span(m, n, ldc), beta != 0.0f || ldc > n)};
     st = stage(state, queue, "gemm", o, NARGS(o), err);
     if (st == FG_OK)
         st = fg_cpu_f32_gemm(state, queue, trans_a, trans_b, m, n, k, alpha, o[0].f, lda,

@@ -315,6 +315,53 @@ static void test_native_vs_emulated(test_backend *native, test_backend *emul, in
     free(x), free(w), free(bias), free(dy), free(xh), free(wh), free(bh), free(dyh);
 }
 
+/* Every transpose, both block directions (m > n: rows, else columns), padded leading
+ * dimensions, C bf16 (beta 0) or f32 (beta 1), native against emulated. */
+static void test_native_transposes(test_backend *native, test_backend *emul)
+{
+    static const int shapes[][3] = {{300, 40, 64}, {40, 300, 64}, {96, 96, 33}};
+    for (int s = 0; s < 3; s++)
+        for (int t = 0; t < 8; t++) {
+            int ta = t & 1, tb_ = (t >> 1) & 1, f32_out = t >> 2, pad = 3;
+            int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+            int lda = (ta ? m : k) + pad, ldb = (tb_ ? k : n) + pad, ldc = n + pad;
+            size_t as = (size_t)(ta ? k : m) * lda, bs = (size_t)(tb_ ? n : k) * ldb;
+            size_t cs = (size_t)m * ldc;
+            float *af = test_alloc(as * 4), *bf = test_alloc(bs * 4);
+            uint16_t *ah = test_alloc(as * 2), *bh = test_alloc(bs * 2);
+            fill_bf16(af, ah, as, -1, 1);
+            fill_bf16(bf, bh, bs, -1, 1);
+            float *out[2];
+            for (int side = 0; side < 2; side++) {
+                test_backend *t_ = side ? emul : native;
+                out[side] = test_alloc(cs * 4);
+                uint16_t *ch = test_alloc(cs * 2);
+                for (size_t i = 0; i < cs; i++) {
+                    out[side][i] = 0.25f;
+                    ch[i] = 0x3e80; /* 0.25 */
+                }
+                CHECK_OK(t_->vt->gemm(t_->state, t_->queue, FG_BF16, FG_BF16,
+                                      f32_out ? FG_F32 : FG_BF16, ta, tb_, m, n, k, 1.0f, ah, lda,
+                                      bh, ldb, f32_out ? 1.0f : 0.0f,
+                                      f32_out ? (void *)out[side] : (void *)ch, ldc, &test_err));
+                if (!f32_out)
+                    for (size_t i = 0; i < cs; i++)
+                        out[side][i] = bf16_float(ch[i]);
+                free(ch);
+            }
+            size_t far = bf16_far(out[0], out[1], cs, k);
+            CHECK(far == 0, "bf16 gemm native vs emulated ta=%d tb=%d %dx%dx%d %s: %zu values "
+                  "apart", ta, tb_, m, n, k, f32_out ? "f32 += " : "bf16 =", far);
+            /* the padding between rows of C keeps its value, on both paths */
+            for (int side = 0; side < 2; side++)
+                for (int i = 0; i + 1 < m; i++)
+                    for (int j = n; j < ldc; j++)
+                        CHECK(out[side][(size_t)i * ldc + j] == 0.25f, "%s: padding of C "
+                              "written", side ? "emulated" : "native");
+            free(af), free(bf), free(ah), free(bh), free(out[0]), free(out[1]);
+        }
+}
+
 /* bf16 = emulated says "bf16 emulated" on its first bf16 gemm, once; auto says it only on
  * a CPU without avx512_bf16 (or a build without oneDNN: then the note names that). */
 static void test_note(test_backend *emul, test_backend *autob)
@@ -386,6 +433,7 @@ void test_group_gemm_bias(void)
     printf("  this CPU %s avx512_bf16\n", cpu_bf16() ? "has" : "lacks");
     test_native_vs_emulated(&native, &emul, 200, 96, 72);
     test_native_vs_emulated(&native, &emul, 256, 784, 256); /* the MLP's fc1, two blocks */
+    test_native_transposes(&native, &emul);
     test_note(&emul, &autob);
     test_backend_close(&native);
     test_backend_close(&emul);
