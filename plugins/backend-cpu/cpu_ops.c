@@ -213,9 +213,25 @@ fg_status fg_cpu_op_bias_grad(void *state, void *queue, uint32_t dbias_dtype,
     return unstage(state, o, NARGS(o), st);
 }
 
+/* A half relu runs on the stored bits (kernels/cpu/activation.c): the emulation's values
+ * without its two conversions. */
+static int half_relu(uint32_t dtype, int act, void *queue, size_t n)
+{
+    return act == FG_ACT_RELU && queue && n > 0 && (dtype == FG_BF16 || dtype == FG_F16);
+}
+
+static uint16_t half_inf(uint32_t dtype)
+{
+    return dtype == FG_BF16 ? 0x7f80 : 0x7c00;
+}
+
 fg_status fg_cpu_op_activation_forward(void *state, void *queue, uint32_t dtype, int act,
                                        const void *x, void *y, size_t n, fg_error *err)
 {
+    if (half_relu(dtype, act, queue, n) && x && y) {
+        fg_cpu_half_relu_forward(POOL(state), half_inf(dtype), x, y, n);
+        return FG_OK;
+    }
     fg_cpu_operand o[] = {ARG_IN(x, dtype, n), ARG_OUT(y, dtype, n)};
     fg_status st = stage(state, queue, "activation_forward", o, NARGS(o), err);
     if (st == FG_OK)
@@ -227,6 +243,10 @@ fg_status fg_cpu_op_activation_backward(void *state, void *queue, uint32_t dtype
                                         const void *x, const void *y, const void *dy,
                                         void *dx, size_t n, fg_error *err)
 {
+    if (half_relu(dtype, act, queue, n) && x && dy && dx) {
+        fg_cpu_half_relu_backward(POOL(state), half_inf(dtype), x, dy, dx, n);
+        return FG_OK;
+    }
     /* relu and gelu read x, tanh and sigmoid y: stage only what is read */
     int reads_x = act == FG_ACT_RELU || act == FG_ACT_GELU;
     fg_cpu_operand o[] = {ARG_IN(reads_x ? x : NULL, dtype, n), ARG_IN(reads_x ? NULL : y, dtype, n),
