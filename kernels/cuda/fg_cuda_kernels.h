@@ -200,6 +200,10 @@ cudaError_t fg_cu_attention_forward(cudaStream_t s, int type, const fg_cu_attn *
 cudaError_t fg_cu_attention_backward(cudaStream_t s, int type, const fg_cu_attn *a,
                                      const void *qkv, const void *y, const float *lse,
                                      const void *dy, void *dqkv, void *workspace);
+/* y (B, C): query row pos of every (batch, head) against keys [0, pos], the scores in the
+ * workspace (fg_cu_attention_workspace bytes); never drops. */
+cudaError_t fg_cu_attention_decode(cudaStream_t s, int type, const fg_cu_attn *a, int pos,
+                                   const void *qkv, void *y, void *workspace);
 
 #ifdef __cplusplus
 }

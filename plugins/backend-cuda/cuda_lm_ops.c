@@ -188,3 +188,22 @@ fg_status fg_cuda_op_attention_backward(void *state, void *queue, uint32_t dtype
                                                      dy, dqkv, workspace),
                             "attention_backward", err);
 }
+
+fg_status fg_cuda_op_attention_decode(void *state, void *queue, uint32_t dtype,
+                                      const fg_attention_desc *d, int pos, const void *qkv,
+                                      void *y, void *workspace, fg_error *err)
+{
+    (void)state;
+    FG_CUDA_BEGIN("attention_decode", dtype);
+    fg_cu_attn a;
+    fg_status st = check_attention("attention_decode", d, &a, qkv, &(float){0}, workspace,
+                                   err);
+    if (st != FG_OK)
+        return st;
+    FG_CUDA_NOT_NULL("attention_decode", y);
+    FG_CUDA_REQUIRE(pos >= 0 && pos < a.seq,
+                    "attention_decode: pos = %d is outside the cache's %d rows", pos, a.seq);
+    return fg_cuda_launched(fg_cu_attention_decode(STREAM(queue), (int)dtype, &a, pos, qkv, y,
+                                                   workspace),
+                            "attention_decode", err);
+}
