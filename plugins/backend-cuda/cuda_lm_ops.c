@@ -106,9 +106,12 @@ fg_status fg_cuda_op_embedding_backward(void *state, void *queue, uint32_t dout_
     FG_CUDA_NOT_NULL("embedding_backward", dtable);
     FG_CUDA_REQUIRE(n == 0 || dout, "embedding_backward: dout is NULL");
     fg_cuda_queue *q = queue;
+    st = fg_cuda_stage(q, fg_cu_embedding_workspace(n, rows), "embedding_backward", err);
+    if (st != FG_OK)
+        return st;
     return fg_cuda_launched(fg_cu_embedding_backward(q->stream, (int)dout_dtype,
                                                      (int)grad_dtype, ids, n, dim, rows, dout,
-                                                     dtable, accumulate, q->bad_dev),
+                                                     dtable, accumulate, q->stage, q->bad_dev),
                             "embedding_backward", err);
 }
 
