@@ -1,5 +1,6 @@
 #!/bin/sh
-# fulgur generate on the emulated CUDA backend: trains examples/char_lm.ini for BATCHES
+# fulgur generate on the emulated CUDA backend (or a real one: tests/cuda/gpu_checks.sh passes
+# the real plugin directory): trains examples/char_lm.ini for BATCHES
 # batches on the CPU backend, then continues a prompt greedily (top-k 1) from that checkpoint
 # on the CPU backend and on the emulated cuda backend with the KV cache (attention_decode)
 # and without it (a full forward per token). The three texts must be the same bytes.
