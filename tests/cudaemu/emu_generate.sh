@@ -14,7 +14,7 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 common="trainer.max_epochs=1 trainer.limit_train_batches=$batches trainer.limit_val_batches=1
   trainer.test_after_fit=false data.num_workers=0 trainer.default_root_dir=$tmp/runs
-  data.batch_size=8 trainer.enable_progress_bar=false"
+  data.batch_size=8 data.dir=$data trainer.enable_progress_bar=false"
 # shellcheck disable=SC2086
 "$fulgur" fit "$cfg" $common >fit.out 2>&1 || { cat fit.out; echo "FAIL: cpu fit"; exit 1; }
 gen() { # NAME [KEY=VALUE...]: the continuation into NAME.txt
