@@ -1,8 +1,9 @@
 /* Embedding lookups and their gradient, as kernels/cpu/embedding.c. The ids live on the
  * device, so a bad one is flagged to the host (the queue's bad word) instead of checked
- * before the launch. The backward needs no atomics: the first position of each id owns the
- * id's table row and adds the rows of every position with that id, in position order and in
- * f32, which is the order (and the rounding) of the CPU's loop. */
+ * before the launch. The backward's sums need no atomics: each id's table row is written by
+ * one block, which adds the rows of every position with that id in position order and in
+ * f32, the order (and the rounding) of the CPU's loop; only the counting sort that groups
+ * the positions by id uses atomics, and its result does not depend on their order. */
 #include <math.h>
 
 #include "fg_cuda_common.cuh"
@@ -34,35 +35,112 @@ __global__ void embed_forward_k(const int32_t *__restrict__ ids, int n, int dim,
     }
 }
 
-/* One block per position r: it returns unless r is its id's first position; then it sums
- * that id's positions r.. into the id's table row, column by column. */
-template <typename T, typename G>
-__global__ void embed_backward_k(const int32_t *__restrict__ ids, int n, int dim, int rows,
-                                 const T *dout, G *dtable, int accumulate,
-                                 unsigned long long *bad)
+/* The backward groups the positions by id with a counting sort in the workspace
+ * (fg_cu_embedding_workspace): 1) count each id's positions; 2) an exclusive scan of the
+ * counts gives each id's segment; 3) positions are scattered into their segments (in any
+ * order: atomics); 4) each segment is put in position order by ranks (a position's rank is
+ * the number of its segment's positions before it); 5) one block per segment sums its rows
+ * in that order into the id's table row. O(B*T + V) work plus the squares of the segments'
+ * lengths, instead of the (B*T)^2 of scanning every earlier position. */
+struct embed_sort {
+    int *count;  /* rows: positions per id, then the scatter's cursor */
+    int *start;  /* rows + 1: each id's first slot */
+    int *slots;  /* n: positions grouped by id, unordered within an id */
+    int *sorted; /* n: the same, in position order within an id */
+};
+
+__device__ __forceinline__ bool embed_valid(int id, int rows) { return id >= 0 && id < rows; }
+
+__global__ void embed_count_k(const int32_t *__restrict__ ids, int n, int rows, embed_sort w,
+                              unsigned long long *bad)
 {
-    __shared__ int earlier;
-    int r = blockIdx.x, id = ids[r];
-    if (id < 0 || id >= rows) {
-        if (threadIdx.x == 0)
-            *bad = bad_word(FG_CU_BAD_EMBEDDING, (size_t)r, id);
-        return;
+    FGCU_FOR(r, (size_t)n)
+    {
+        int id = ids[r];
+        if (embed_valid(id, rows))
+            atomicAdd(&w.count[id], 1);
+        else
+            *bad = bad_word(FG_CU_BAD_EMBEDDING, r, id);
     }
-    if (threadIdx.x == 0)
-        earlier = 0;
+}
+
+/* One block: start = exclusive prefix sum of count, each thread over a contiguous run of
+ * ids; count becomes the scatter's cursor (= start). */
+__global__ void embed_scan_k(int rows, embed_sort w)
+{
+    __shared__ int run_total[kEmbedThreads];
+    int per = (rows + kEmbedThreads - 1) / kEmbedThreads, t = (int)threadIdx.x;
+    int lo = t * per < rows ? t * per : rows, hi = lo + per < rows ? lo + per : rows;
+    int sum = 0;
+    for (int i = lo; i < hi; i++)
+        sum += w.count[i];
+    run_total[t] = sum;
     __syncthreads();
-    for (int k = threadIdx.x; k < r; k += kEmbedThreads)
-        if (ids[k] == id)
-            earlier = 1; /* every writer stores the same value */
+    if (t == 0) /* kEmbedThreads values: serial is enough */
+        for (int k = 0, acc = 0; k < kEmbedThreads; k++) {
+            int v = run_total[k];
+            run_total[k] = acc;
+            acc += v;
+        }
     __syncthreads();
-    if (earlier)
+    int acc = run_total[t];
+    for (int i = lo; i < hi; i++) {
+        int c = w.count[i];
+        w.start[i] = acc;
+        w.count[i] = acc;
+        acc += c;
+    }
+    if (t == kEmbedThreads - 1)
+        w.start[rows] = acc;
+}
+
+__global__ void embed_scatter_k(const int32_t *__restrict__ ids, int n, int rows, embed_sort w)
+{
+    FGCU_FOR(r, (size_t)n)
+    {
+        int id = ids[r];
+        if (embed_valid(id, rows))
+            w.slots[atomicAdd(&w.count[id], 1)] = (int)r;
+    }
+}
+
+/* The block of slot i does the work of i's segment when i is its first slot. */
+__device__ __forceinline__ bool embed_segment(const int32_t *ids, const embed_sort &w, int i,
+                                             int n_valid, int *lo, int *hi)
+{
+    if (i >= n_valid)
+        return false;
+    int id = ids[w.slots[i]];
+    *lo = w.start[id];
+    *hi = w.start[id + 1];
+    return i == *lo;
+}
+
+__global__ void embed_order_k(const int32_t *__restrict__ ids, embed_sort w, const int *n_valid)
+{
+    int lo, hi;
+    if (!embed_segment(ids, w, (int)blockIdx.x, *n_valid, &lo, &hi))
         return;
-    size_t d = (size_t)dim, row = (size_t)id * d;
+    for (int a = lo + (int)threadIdx.x; a < hi; a += kEmbedThreads) {
+        int pos = w.slots[a], rank = 0;
+        for (int b = lo; b < hi; b++)
+            rank += w.slots[b] < pos;
+        w.sorted[lo + rank] = pos;
+    }
+}
+
+template <typename T, typename G>
+__global__ void embed_sum_k(const int32_t *__restrict__ ids, int dim, embed_sort w,
+                            const int *n_valid, const T *dout, G *dtable, int accumulate)
+{
+    int lo, hi;
+    if (!embed_segment(ids, w, (int)blockIdx.x, *n_valid, &lo, &hi))
+        return;
+    size_t d = (size_t)dim, row = (size_t)ids[w.slots[lo]] * d;
     for (size_t c = threadIdx.x; c < d; c += kEmbedThreads) {
         float v = accumulate ? ld(dtable, row + c) : 0.0f;
-        for (int k = r; k < n; k++)
-            if (ids[k] == id)
-                v += ld(dout, (size_t)k * d + c);
+        for (int k = lo; k < hi; k++)
+            v += ld(dout, (size_t)w.sorted[k] * d + c);
         st(dtable, row + c, v);
     }
 }
@@ -86,10 +164,15 @@ cudaError_t fg_cu_embedding_forward(cudaStream_t s, int table_type, int out_type
     return cudaGetLastError();
 }
 
+size_t fg_cu_embedding_workspace(int n, int rows)
+{
+    return ((size_t)rows * 2 + 1 + (size_t)n * 2) * sizeof(int);
+}
+
 cudaError_t fg_cu_embedding_backward(cudaStream_t s, int type, int grad_type,
                                      const int32_t *ids, int n, int dim, int rows,
                                      const void *dout, void *dtable, int accumulate,
-                                     unsigned long long *bad)
+                                     void *workspace, unsigned long long *bad)
 {
     if (!known_type(type) || !known_type(grad_type))
         return cudaErrorInvalidValue;
@@ -101,12 +184,23 @@ cudaError_t fg_cu_embedding_backward(cudaStream_t s, int type, int grad_type,
     }
     if (n == 0)
         return cudaSuccess;
+    int *base = (int *)workspace;
+    embed_sort w = { base, base + rows, base + 2 * (size_t)rows + 1,
+                     base + 2 * (size_t)rows + 1 + n };
+    cudaError_t e = cudaMemsetAsync(w.count, 0, (size_t)rows * sizeof(int), s);
+    if (e != cudaSuccess)
+        return e;
+    FGCU_LAUNCH(grid_for((size_t)n), kThreads, 0, s, embed_count_k)(ids, n, rows, w, bad);
+    FGCU_LAUNCH(1, kEmbedThreads, 0, s, embed_scan_k)(rows, w);
+    FGCU_LAUNCH(grid_for((size_t)n), kThreads, 0, s, embed_scatter_k)(ids, n, rows, w);
+    const int *n_valid = w.start + rows; /* slots past it: bad ids, not scattered */
+    FGCU_LAUNCH((unsigned)n, kEmbedThreads, 0, s, embed_order_k)(ids, w, n_valid);
     FGCU_DISPATCH(type, T,
                   FGCU_DISPATCH(grad_type, G,
                                 FGCU_LAUNCH((unsigned)n, kEmbedThreads, 0, s,
-                                            embed_backward_k<T, G>)(
-                                    ids, n, dim, rows, (const T *)dout, (G *)dtable,
-                                    accumulate, bad)));
+                                            embed_sum_k<T, G>)(
+                                    ids, dim, w, n_valid, (const T *)dout, (G *)dtable,
+                                    accumulate)));
     return cudaGetLastError();
 }
 

@@ -168,13 +168,15 @@ cudaError_t fg_cu_embedding_forward(cudaStream_t s, int table_type, int out_type
                                     const int32_t *ids, int n, int dim, int rows,
                                     const void *table, void *out, int accumulate,
                                     unsigned long long *bad);
-/* dtable(rows, dim) (grad_type) (+)= dout rows (type) at ids. Deterministic without atomics:
- * the first position of each id owns its table row and adds every position with that id in
- * position order, in f32, as the CPU does. */
+/* Bytes of device workspace embedding_backward needs for n ids into a table of rows. */
+size_t fg_cu_embedding_workspace(int n, int rows);
+/* dtable(rows, dim) (grad_type) (+)= dout rows (type) at ids. Deterministic: the positions
+ * are grouped by id with a counting sort in the workspace, and one block per id adds that
+ * id's positions in position order, in f32, as the CPU does. */
 cudaError_t fg_cu_embedding_backward(cudaStream_t s, int type, int grad_type,
                                      const int32_t *ids, int n, int dim, int rows,
                                      const void *dout, void *dtable, int accumulate,
-                                     unsigned long long *bad);
+                                     void *workspace, unsigned long long *bad);
 
 /* ---- attention (attention.cu) --------------------------------------------------------------- */
 /* The largest head_dim the attention kernels take (their shared-memory tiles). */
@@ -200,6 +202,10 @@ cudaError_t fg_cu_attention_forward(cudaStream_t s, int type, const fg_cu_attn *
 cudaError_t fg_cu_attention_backward(cudaStream_t s, int type, const fg_cu_attn *a,
                                      const void *qkv, const void *y, const float *lse,
                                      const void *dy, void *dqkv, void *workspace);
+/* y (B, C): query row pos of every (batch, head) against keys [0, pos], the scores in the
+ * workspace (fg_cu_attention_workspace bytes); never drops. */
+cudaError_t fg_cu_attention_decode(cudaStream_t s, int type, const fg_cu_attn *a, int pos,
+                                   const void *qkv, void *y, void *workspace);
 
 #ifdef __cplusplus
 }

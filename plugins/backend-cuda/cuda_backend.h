@@ -83,8 +83,8 @@ typedef struct fg_cuda_queue {
     double *scratch;             /* FG_CU_SCRATCH_DOUBLES, reductions */
     unsigned long long *bad_host; /* mapped page-locked word: a bad label seen by a kernel */
     unsigned long long *bad_dev;  /* its device address */
-    void *stage;                 /* f32 copies for a gemm of mixed element types: grown on */
-    size_t stage_bytes;          /* the first such call, then reused */
+    void *stage;                 /* scratch grown on first use, then reused: a gemm's f32 */
+    size_t stage_bytes;          /* copies of mixed element types, embedding_backward's sort */
     fg_cuda_gemm_plan gemm[FG_CUDA_GEMM_PLANS];
     int gemm_next;
     fg_cuda_conv_plan conv[FG_CUDA_CONV_PLANS];

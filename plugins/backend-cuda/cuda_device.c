@@ -349,8 +349,7 @@ fg_status fg_cuda_stage(fg_cuda_queue *q, size_t bytes, const char *op, fg_error
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         return fg_error_set(err, FG_OUT_OF_MEMORY,
-                            "backend.cuda: %s: cannot allocate %zu bytes of f32 staging for "
-                            "operands of mixed element types: %s", op, bytes,
+                            "backend.cuda: %s: cannot allocate %zu bytes of scratch: %s", op, bytes,
                             cudaGetErrorString(e));
     }
     q->stage_bytes = bytes;

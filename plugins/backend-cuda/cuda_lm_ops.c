@@ -106,9 +106,12 @@ fg_status fg_cuda_op_embedding_backward(void *state, void *queue, uint32_t dout_
     FG_CUDA_NOT_NULL("embedding_backward", dtable);
     FG_CUDA_REQUIRE(n == 0 || dout, "embedding_backward: dout is NULL");
     fg_cuda_queue *q = queue;
+    st = fg_cuda_stage(q, fg_cu_embedding_workspace(n, rows), "embedding_backward", err);
+    if (st != FG_OK)
+        return st;
     return fg_cuda_launched(fg_cu_embedding_backward(q->stream, (int)dout_dtype,
                                                      (int)grad_dtype, ids, n, dim, rows, dout,
-                                                     dtable, accumulate, q->bad_dev),
+                                                     dtable, accumulate, q->stage, q->bad_dev),
                             "embedding_backward", err);
 }
 
@@ -187,4 +190,23 @@ fg_status fg_cuda_op_attention_backward(void *state, void *queue, uint32_t dtype
     return fg_cuda_launched(fg_cu_attention_backward(STREAM(queue), (int)dtype, &a, qkv, y, lse,
                                                      dy, dqkv, workspace),
                             "attention_backward", err);
+}
+
+fg_status fg_cuda_op_attention_decode(void *state, void *queue, uint32_t dtype,
+                                      const fg_attention_desc *d, int pos, const void *qkv,
+                                      void *y, void *workspace, fg_error *err)
+{
+    (void)state;
+    FG_CUDA_BEGIN("attention_decode", dtype);
+    fg_cu_attn a;
+    fg_status st = check_attention("attention_decode", d, &a, qkv, &(float){0}, workspace,
+                                   err);
+    if (st != FG_OK)
+        return st;
+    FG_CUDA_NOT_NULL("attention_decode", y);
+    FG_CUDA_REQUIRE(pos >= 0 && pos < a.seq,
+                    "attention_decode: pos = %d is outside the cache's %d rows", pos, a.seq);
+    return fg_cuda_launched(fg_cu_attention_decode(STREAM(queue), (int)dtype, &a, pos, qkv, y,
+                                                   workspace),
+                            "attention_decode", err);
 }

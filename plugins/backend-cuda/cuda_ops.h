@@ -107,5 +107,8 @@ fg_status fg_cuda_op_attention_backward(void *state, void *queue, uint32_t dtype
                                         const fg_attention_desc *d, const void *qkv,
                                         const void *y, const float *lse, const void *dy,
                                         void *dqkv, void *workspace, fg_error *err);
+fg_status fg_cuda_op_attention_decode(void *state, void *queue, uint32_t dtype,
+                                      const fg_attention_desc *d, int pos, const void *qkv,
+                                      void *y, void *workspace, fg_error *err);
 
 #endif

@@ -6,6 +6,8 @@
 #   run(command="bash tests/cuda/gpu_checks.sh", carry=[".gpu"], timeout_s=600)
 #   bash tests/cuda/gpu_checks.sh --no-bench      (tests and training only, ~3 minutes)
 #   bash tests/cuda/gpu_checks.sh --bench-only    (the benchmark alone)
+#   bash tests/cuda/gpu_checks.sh --lm-bench      (GPT-2 small against PyTorch alone:
+#                                                  tests/bench/bench_lm_cuda.sh, eager)
 # All of it should fit one 10-minute call; results are written as they come, so a call cut
 # short still brings back what was done (the benchmark runs last).
 #
@@ -23,12 +25,13 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 OUT=${OUT:-/tmp/fulgur-gpu-out}
 mkdir -p "$OUT"
-bench=1 tests=1
+bench=1 tests=1 lm_bench=0
 case ${1:-} in
     --no-bench) bench=0 ;;
     --bench-only) tests=0 ;;
+    --lm-bench) tests=0 bench=0 lm_bench=1 ;;
     "") ;;
-    *) echo "usage: $0 [--no-bench | --bench-only]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--no-bench | --bench-only | --lm-bench]" >&2; exit 2 ;;
 esac
 summary=$OUT/summary.txt
 : >"$summary"
@@ -136,6 +139,9 @@ if [[ -f $data/fortunes.tar.xz ]]; then
     rm -rf /tmp/fulgur-gpu-fortunes && mkdir -p /tmp/fulgur-gpu-fortunes &&
         tar -C /tmp/fulgur-gpu-fortunes -xJf "$data/fortunes.tar.xz"
     check "train char_lm fp32 val loss <= 2.25" train_lm fp32 2.25
+    check "generate on cuda: the cpu backend's greedy text, KV cache on and off" \
+        bash "$root/tests/cudaemu/emu_generate.sh" "$fg/bin/fulgur" "$fg/lib/fulgur/plugins" \
+        "$root/examples/char_lm.ini" /tmp/fulgur-gpu-fortunes 150 >>"$OUT/train.log" 2>&1
     if [[ -f $fg/lib/fulgur/plugins/fulgur-precision-bf16-mixed.so ]]; then
         check "train char_lm bf16-mixed val loss <= 2.30" train_lm bf16-mixed 2.30
     fi
@@ -149,6 +155,11 @@ if (( bench )); then
     check "bench_cuda.sh ran" bash "$root/tests/bench/bench_cuda.sh" --fulgur "$fg/bin/fulgur" \
         --data "$data" --results "$OUT/bench.csv" --runs 1 >"$OUT/bench.log" 2>&1
     grep -E '^(GPU|mlp|cnn) ' "$OUT/bench.log" | tee -a "$summary"
+fi
+if (( lm_bench )); then
+    check "bench_lm_cuda.sh ran" bash "$root/tests/bench/bench_lm_cuda.sh" --fulgur "$fg/bin/fulgur" \
+        --modes eager --steps 20 >"$OUT/bench_lm.log" 2>&1
+    grep -vE '^\s*$' "$OUT/bench_lm.log" | tail -n 12 | tee -a "$summary"
 fi
 echo
 cat "$summary"

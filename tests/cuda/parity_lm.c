@@ -167,6 +167,22 @@ void test_embedding(void)
 
 /* ---- attention ------------------------------------------------------------------------ */
 
+/* One query row against the cache (generate's KV cache): the first, a middle and the last
+ * row; dropout is not read. */
+static void decode_case(uint32_t dt, const fg_attention_desc *d, pair qkv, pair ws,
+                        const char *name)
+{
+    size_t c = (size_t)d->heads * d->head_dim, n = (size_t)d->batch * c;
+    int rows[] = { 0, d->seq / 2, d->seq - 1 };
+    for (int r = 0; r < 3; r++) {
+        pair y = pnew(n * dtype_size(dt));
+        ppoison(y);
+        const char *what = W("attention_decode pos=%d %s", rows[r], name);
+        BOTH(what, V->attention_decode(S, Q, dt, d, rows[r], X(qkv), X(y), X(ws), E));
+        compare(what, y, n, dt, tol_of(dt));
+    }
+}
+
 static void attention_case(uint32_t dt, int batch, int seq, int heads, int head_dim,
                            int causal, float dropout)
 {
@@ -198,6 +214,8 @@ static void attention_case(uint32_t dt, int batch, int seq, int heads, int head_
     BOTH(what, V->attention_backward(S, Q, dt, &d, X(qkv), X(y), X(lse), X(dy), X(dqkv), X(ws),
                                      E));
     compare(what, dqkv, rows * 3 * c, dt, tol_of(dt));
+    if (dropout == 0.0f)
+        decode_case(dt, &d, qkv, ws, name);
     release_all();
 }
 

@@ -68,7 +68,8 @@ transposed gemm operand (cuBLASLt TRANSA inverted)|plugins/backend-cuda/cuda_gem
 wrong leading dimension (A layout with lda)|plugins/backend-cuda/cuda_gemm.c|s/a_cols, k->ldb\)/a_cols, k->lda)/|gemm
 conv descriptor with swapped padding|plugins/backend-cuda/cuda_conv.c|s/\(p->conv, k->pad_h, k->pad_w,/(p->conv, k->pad_w, k->pad_h,/|conv
 removed __syncthreads before an attention key tile is reloaded|kernels/cuda/attention.cu|s/__syncthreads\(\); \/\* the previous tile is used up \*\//;/|attention
-every position of an id adds into its embedding row (no first-owner test)|kernels/cuda/embedding.cu|s/if \(earlier\)\n/if (earlier < 0)\n/|embedding
+decode attends to keys [0, pos) (the query's own key left out)|kernels/cuda/attention_decode.cu|s/n = pos \+ 1;/n = pos;/|attention
+embedding positions ranked one slot late within their id (<= for <)|kernels/cuda/embedding.cu|s/rank \+= w.slots\[b\] < pos;/rank += w.slots[b] <= pos;/|embedding
 layernorm parameter gradient drops its first row chunk|kernels/cuda/layernorm.cu|s/for \(int k = 0; k < chunks; k\+\+\)/for (int k = 1; k < chunks; k++)/|layernorm
 grid-stride loop one element past the end (ASan)|kernels/cuda/fg_cuda_common.cuh|s/i < \(n\);/i <= (n);/|flat|asan
 LIST
