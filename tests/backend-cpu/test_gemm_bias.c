@@ -316,13 +316,15 @@ static void test_native_vs_emulated(test_backend *native, test_backend *emul, in
 }
 
 /* Every transpose, both block directions (m > n: rows, else columns), padded leading
- * dimensions, C bf16 (beta 0) or f32 (beta 1), native against emulated. */
+ * dimensions, C bf16 (beta 0 or 1: half gradients accumulate) or f32 (beta 1), native
+ * against emulated. */
 static void test_native_transposes(test_backend *native, test_backend *emul)
 {
     static const int shapes[][3] = {{300, 40, 64}, {40, 300, 64}, {96, 96, 33}};
     for (int s = 0; s < 3; s++)
-        for (int t = 0; t < 8; t++) {
-            int ta = t & 1, tb_ = (t >> 1) & 1, f32_out = t >> 2, pad = 3;
+        for (int t = 0; t < 12; t++) {
+            int ta = t & 1, tb_ = (t >> 1) & 1, f32_out = (t >> 2) == 1, pad = 3;
+            float beta = t >= 4 ? 1.0f : 0.0f;
             int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
             int lda = (ta ? m : k) + pad, ldb = (tb_ ? k : n) + pad, ldc = n + pad;
             size_t as = (size_t)(ta ? k : m) * lda, bs = (size_t)(tb_ ? n : k) * ldb;
@@ -342,7 +344,7 @@ static void test_native_transposes(test_backend *native, test_backend *emul)
                 }
                 CHECK_OK(t_->vt->gemm(t_->state, t_->queue, FG_BF16, FG_BF16,
                                       f32_out ? FG_F32 : FG_BF16, ta, tb_, m, n, k, 1.0f, ah, lda,
-                                      bh, ldb, f32_out ? 1.0f : 0.0f,
+                                      bh, ldb, beta,
                                       f32_out ? (void *)out[side] : (void *)ch, ldc, &test_err));
                 if (!f32_out)
                     for (size_t i = 0; i < cs; i++)
@@ -350,8 +352,9 @@ static void test_native_transposes(test_backend *native, test_backend *emul)
                 free(ch);
             }
             size_t far = bf16_far(out[0], out[1], cs, k);
-            CHECK(far == 0, "bf16 gemm native vs emulated ta=%d tb=%d %dx%dx%d %s: %zu values "
-                  "apart", ta, tb_, m, n, k, f32_out ? "f32 += " : "bf16 =", far);
+            CHECK(far == 0, "bf16 gemm native vs emulated ta=%d tb=%d %dx%dx%d %s %s: %zu "
+                  "values apart", ta, tb_, m, n, k, f32_out ? "f32" : "bf16",
+                  beta != 0.0f ? "+=" : "=", far);
             /* the padding between rows of C keeps its value, on both paths */
             for (int side = 0; side < 2; side++)
                 for (int i = 0; i + 1 < m; i++)
