@@ -28,10 +28,10 @@ void fg_cpu_dnnl_gemm_destroy(fg_cpu_dnnl_gemm *g);
 #define FG_CPU_DNNL_NONE (-1)   /* no primitive for this product; nothing was written */
 #define FG_CPU_DNNL_FAILED (-2) /* oneDNN failed while running it; C is undefined */
 
-/* Runs p, cut into blocks of C's rows (or columns, for a short C) across the pool, oneDNN at
- * one OpenMP thread inside each block: the pool owns the cores. A shape's primitives are made on its first
- * call and reused. Returns 0, FG_CPU_DNNL_NONE (the caller computes it another way) or
- * FG_CPU_DNNL_FAILED. */
+/* Runs p, cut into blocks of C's rows (or columns, for a short C) across the pool, oneDNN
+ * at one OpenMP thread inside each block: the pool owns the cores. A shape's primitives are
+ * made on its first call and reused. Returns 0, FG_CPU_DNNL_NONE (the caller computes it
+ * another way) or FG_CPU_DNNL_FAILED. */
 int fg_cpu_dnnl_gemm_run(fg_cpu_dnnl_gemm *g, fg_cpu_pool *pool, const fg_cpu_mm *p);
 
 #endif

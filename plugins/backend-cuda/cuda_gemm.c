@@ -176,7 +176,8 @@ static fg_status fg_cuda_matmul(const fg_cuda_backend *be, fg_cuda_queue *q, int
     cublasStatus_t s = cublasLtMatmul(q->lt, p->op, &alpha, b, p->a, a, p->b, &beta, c, p->c, c,
                                       p->c, &p->algo, q->lt_workspace, FG_CUDA_LT_WORKSPACE,
                                       q->stream);
-    return s == CUBLAS_STATUS_SUCCESS ? FG_OK : fg_cuda_lt_fail(err, s, bias ? "gemm_bias" : "gemm");
+    return s == CUBLAS_STATUS_SUCCESS ? FG_OK
+                                      : fg_cuda_lt_fail(err, s, bias ? "gemm_bias" : "gemm");
 }
 
 static size_t fg_cuda_span(int rows, int cols, int ld)
