@@ -77,8 +77,8 @@ static inline size_t fg_cpu_reduce_chunk(size_t n, size_t min_chunk)
 void fg_cpu_gemm(fg_cpu_pool *pool, int trans_a, int trans_b, int m, int n, int k, float alpha,
                  const float *a, int lda, const float *b, int ldb, float beta, float *c,
                  int ldc);
-/* C = op(A) op(B) + bias(n) on every row: each block of gemm's partition gets the bias
- * right after its product (the same roundings as gemm, beta 0, then a bias add). */
+/* C = op(A) op(B) + bias(n) on every row (bias may be NULL): gemm with beta 0, then the
+ * bias added in the pool's bias pass (the same roundings as gemm then bias_add). */
 void fg_cpu_gemm_bias(fg_cpu_pool *pool, int trans_a, int trans_b, int m, int n, int k,
                       const float *a, int lda, const float *b, int ldb, const float *bias,
                       float *c, int ldc);
