@@ -78,7 +78,7 @@ void fg_cpu_gemm(fg_cpu_pool *pool, int trans_a, int trans_b, int m, int n, int 
                  const float *a, int lda, const float *b, int ldb, float beta, float *c,
                  int ldc);
 /* C = op(A) op(B) + bias(n) on every row (bias may be NULL): gemm with beta 0, then the
- * bias added in the pool's bias pass (the same roundings as gemm then bias_add). */
+ * bias added in a pass over C's rows on the pool (the roundings of gemm then bias_add). */
 void fg_cpu_gemm_bias(fg_cpu_pool *pool, int trans_a, int trans_b, int m, int n, int k,
                       const float *a, int lda, const float *b, int ldb, const float *bias,
                       float *c, int ldc);

@@ -12,9 +12,9 @@
  * only on the shape and the pool size; k is never split, so every element of C is one
  * single-threaded dot product in OpenBLAS's order.
  *
- * The bias of fg_cpu_gemm_bias is added after the product, in the pool's bias pass (bias.c):
- * the f32 product, then + bias, as gemm then bias_add did, so fp32 results are bitwise
- * unchanged. Measured against two alternatives (bench_gemm_bias, tests/bench/RESULTS.md):
+ * The bias of fg_cpu_gemm_bias is added after the product, in a pass over C's rows on the
+ * pool (as bias.c's bias_add): the f32 product, then + bias, as gemm then bias_add did, so
+ * fp32 results are bitwise unchanged. Measured against two alternatives (bench_gemm_bias, tests/bench/RESULTS.md):
  * adding the bias inside each block right after its sgemm was as fast on one thread but
  * 30-50 us slower over the MLP's three forward products on two; pre-filling C with the bias
  * and running sgemm with beta = 1 costs nothing but adds the bias before OpenBLAS's later
@@ -52,14 +52,20 @@ static void fg_cpu_sgemm(const fg_cpu_gemm_args *g, int m, int n, const float *a
                 g->ldb, g->beta, c, g->ldc);
 }
 
-/* c(m, n) += bias(n) on every row, rows ldc apart (the pool's pass takes dense rows) */
-FG_CPU_VECTOR_CLONES static void fg_cpu_gemm_add_bias(int m, int n, const float *bias, float *c,
-                                                      int ldc)
+/* The bias pass: rows [lo, hi) of c += bias, rows ldc apart. */
+typedef struct fg_cpu_gemm_bias_pass {
+    float *c;
+    const float *bias;
+    int n, ldc;
+} fg_cpu_gemm_bias_pass;
+
+FG_CPU_VECTOR_CLONES static void fg_cpu_gemm_add_bias(void *p, size_t lo, size_t hi)
 {
-    for (int i = 0; i < m; i++) {
-        float *restrict row = c + (size_t)i * (size_t)ldc;
-        const float *restrict b = bias;
-        for (int j = 0; j < n; j++)
+    const fg_cpu_gemm_bias_pass *g = p;
+    for (size_t i = lo; i < hi; i++) {
+        float *restrict row = g->c + i * (size_t)g->ldc;
+        const float *restrict b = g->bias;
+        for (int j = 0; j < g->n; j++)
             row[j] += b[j];
     }
 }
@@ -116,10 +122,9 @@ void fg_cpu_gemm_bias(fg_cpu_pool *pool, int trans_a, int trans_b, int m, int n,
     fg_cpu_gemm(pool, trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
     if (!bias || m == 0 || n == 0)
         return;
-    if (ldc == n)
-        fg_cpu_bias_add(pool, c, bias, m, n, 1);
-    else
-        fg_cpu_gemm_add_bias(m, n, bias, c, ldc);
+    fg_cpu_gemm_bias_pass g = { c, bias, n, ldc };
+    size_t grain = FG_CPU_STREAM_GRAIN / (size_t)n; /* as bias.c's pass */
+    fg_cpu_parallel_for(pool, (size_t)m, grain ? grain : 1, 1, fg_cpu_gemm_add_bias, &g);
 }
 
 void fg_cpu_gemm_init(void)
