@@ -249,6 +249,48 @@ static void test_threads(void)
     io_free(&io);
 }
 
+/* A model sizes the workspace once at its largest batch and runs a smaller last batch in
+ * it: oneDNN's pieces for the smaller batch fit, and agree with im2col. */
+static void test_smaller_batch(test_backend *dnnl, test_backend *im2col)
+{
+    fg_conv2d_desc big = { sizeof big, 29, 6, 11, 11, 12, 3, 3, 1, 1, 1, 1, 11, 11 };
+    fg_conv2d_desc small = big;
+    small.n = 11;
+    conv_io io;
+    test_seed(8);
+    io_make(&io, &big);
+    io.xs = (size_t)small.n * small.c * small.h * small.w;
+    io.ys = (size_t)small.n * small.k * small.out_h * small.out_w;
+    conv_out o[2];
+    test_backend *tbs[2] = { dnnl, im2col };
+    for (int t = 0; t < 2; t++) {
+        test_backend *tb = tbs[t];
+        size_t bytes = tb->vt->conv2d_workspace(tb->state, &big);
+        char *work = test_alloc(bytes + 64);
+        memset(work + bytes, 0x5a, 64); /* a guard: nothing is written past the workspace */
+        o[t].y = test_alloc(io.ys * 4);
+        o[t].dx = test_alloc(io.xs * 4);
+        o[t].dw = test_alloc(io.ws * 4);
+        o[t].db = test_alloc((size_t)small.k * 4);
+        o[t].dw2 = o[t].db2 = NULL;
+        CHECK_OK(tb->vt->conv2d_forward(tb->state, tb->queue, FG_F32, FG_F32, &small, io.x, io.w,
+                                        io.b, o[t].y, work, &test_err));
+        CHECK_OK(tb->vt->conv2d_backward(tb->state, tb->queue, FG_F32, FG_F32, FG_F32, &small,
+                                         io.x, io.w, io.dy, o[t].dx, o[t].dw, o[t].db, 0, work,
+                                         &test_err));
+        for (int i = 0; i < 64; i++)
+            CHECK(work[bytes + i] == 0x5a, "byte %d past the workspace was written", i);
+        free(work);
+    }
+    compare("smaller batch y", o[0].y, o[1].y, io.ys, F32_TOL);
+    compare("smaller batch dx", o[0].dx, o[1].dx, io.xs, F32_TOL);
+    compare("smaller batch dw", o[0].dw, o[1].dw, io.ws, F32_TOL);
+    compare("smaller batch db", o[0].db, o[1].db, (size_t)small.k, F32_TOL);
+    out_free(&o[0]);
+    out_free(&o[1]);
+    io_free(&io);
+}
+
 /* auto times both at the first call of a shape and logs the choice with the times. */
 static void test_auto_logs(void)
 {
@@ -300,6 +342,7 @@ void test_group_conv_algo(void)
     if (strstr(tb.host.log, "runs im2col although conv_algorithm = onednn"))
         printf("conv_algo: some shapes fell back to im2col (see the log)\n");
     test_random_bf16(&tb, &im2col);
+    test_smaller_batch(&tb, &im2col);
     test_backend_close(&im2col);
     test_backend_close(&tb);
     test_threads();
