@@ -35,7 +35,9 @@ typedef struct fg_dnnl_port {
     dnnl_memory_desc_t user, inner;
     dnnl_primitive_t reorder; /* NULL when the two layouts agree */
     int output;               /* reordered after the primitive, not before */
-    size_t offset;            /* of the inner buffer in the piece's workspace */
+    int shared;               /* weights: reordered once per call for every piece */
+    size_t offset;            /* of the inner buffer in the piece's workspace, or (shared)
+                                 in the whole workspace */
 } fg_dnnl_port;
 
 /* Everything for one piece size (at most two sizes: the batch is cut evenly). */
@@ -105,14 +107,15 @@ static dnnl_data_type_t fg_dnnl_type(int t)
     } while (0)
 
 /* A port between `user` and the primitive's layout `inner`; its buffer is reserved at
- * *bytes. */
+ * *bytes, unless shared (placed by fg_dnnl_conv_build). */
 static int fg_dnnl_port_init(fg_dnnl_port *p, dnnl_engine_t eng, const dnnl_memory_desc_t *user,
-                             const dnnl_memory_desc_t *inner, int output, size_t *bytes,
-                             char *why, size_t why_len)
+                             const dnnl_memory_desc_t *inner, int output, int shared,
+                             size_t *bytes, char *why, size_t why_len)
 {
     p->user = *user;
     p->inner = *inner;
     p->output = output;
+    p->shared = shared;
     p->reorder = NULL;
     if (dnnl_memory_desc_equal(user, inner))
         return 0;
@@ -133,8 +136,10 @@ static int fg_dnnl_port_init(fg_dnnl_port *p, dnnl_engine_t eng, const dnnl_memo
     st = dnnl_primitive_create(&p->reorder, pd);
     dnnl_primitive_desc_destroy(pd);
     FG_DNNL_TRY(st, "reorder create");
-    p->offset = *bytes;
-    *bytes += fg_dnnl_round(dnnl_memory_desc_get_size(inner));
+    if (!shared) {
+        p->offset = *bytes;
+        *bytes += fg_dnnl_round(dnnl_memory_desc_get_size(inner));
+    }
     return 0;
 }
 
@@ -230,7 +235,8 @@ static int fg_dnnl_plan_init(fg_cpu_dnnl_conv *c, fg_dnnl_plan *pl, int n, char 
     int rc = 0;
     for (int i = 0; i < P_COUNT && rc == 0; i++)
         rc = fg_dnnl_port_init(&pl->port[ports[i].port], c->engine, ports[i].user,
-                               fg_dnnl_md(ports[i].pd, ports[i].q), ports[i].out, &pl->bytes,
+                               fg_dnnl_md(ports[i].pd, ports[i].q), ports[i].out,
+                               ports[i].port == P_FWD_W || ports[i].port == P_BD_W, &pl->bytes,
                                why, why_len);
     if (rc != 0) {
         dnnl_primitive_desc_destroy(fpd);
@@ -336,8 +342,17 @@ static int fg_dnnl_conv_build(fg_cpu_dnnl_conv *c, char *why, size_t why_len)
         snprintf(why, why_len, "no memory for the oneDNN convolution's state");
         return -1;
     }
-    int first = 0;
+    /* the reordered weights, once per plan, then the pieces' buffers */
     c->bytes = 0;
+    for (int i = 0; i < c->plans; i++)
+        for (int w = 0; w < 2; w++) {
+            fg_dnnl_port *p = &c->plan[i].port[w ? P_BD_W : P_FWD_W];
+            if (!p->reorder)
+                continue;
+            p->offset = c->bytes;
+            c->bytes += fg_dnnl_round(dnnl_memory_desc_get_size(&p->inner));
+        }
+    int first = 0;
     for (int i = 0; i < c->parts; i++) {
         fg_dnnl_piece *pc = &c->piece[i];
         pc->plan = &c->plan[i < extra || !small ? 0 : c->plans - 1];
@@ -413,19 +428,43 @@ static size_t fg_dnnl_elem(int type)
     return type == FG_CPU_F32 ? 4 : 2;
 }
 
-/* Binds port i of piece pc to the caller's `user` and, for an input, reorders it in. */
-static dnnl_status_t fg_dnnl_bind(fg_dnnl_piece *pc, char *ws, int i, const void *user)
+/* Binds port i of piece pc to the caller's `user` and, for an input, reorders it in (a
+ * shared port only when `shared_too`: fg_dnnl_shared does it once per call). */
+static dnnl_status_t fg_dnnl_bind_port(fg_dnnl_run *r, fg_dnnl_piece *pc, int i,
+                                       const void *user, int shared_too)
 {
     const fg_dnnl_port *p = &pc->plan->port[i];
     dnnl_status_t st = dnnl_memory_set_data_handle_v2(pc->user[i], (void *)user, pc->stream);
-    void *inner = p->reorder ? ws + p->offset : (void *)user;
+    void *inner = !p->reorder ? (void *)user
+                  : p->shared ? r->ws + p->offset
+                              : r->ws + pc->offset + p->offset;
     if (st == dnnl_success)
         st = dnnl_memory_set_data_handle_v2(pc->inner[i], inner, pc->stream);
-    if (st == dnnl_success && p->reorder && !p->output) {
+    if (st == dnnl_success && p->reorder && !p->output && (!p->shared || shared_too)) {
         dnnl_exec_arg_t a[2] = { { DNNL_ARG_FROM, pc->user[i] }, { DNNL_ARG_TO, pc->inner[i] } };
         st = dnnl_primitive_execute(p->reorder, pc->stream, 2, a);
     }
     return st;
+}
+
+static dnnl_status_t fg_dnnl_bind(fg_dnnl_run *r, fg_dnnl_piece *pc, int i, const void *user)
+{
+    return fg_dnnl_bind_port(r, pc, i, user, 0);
+}
+
+/* Reorders the weights into port i's shared buffer of every plan, on the calling thread. */
+static int fg_dnnl_shared(fg_dnnl_run *r, int i, const void *w)
+{
+    fg_dnnl_one_thread();
+    for (int k = 0; k < r->c->plans; k++)
+        for (int j = 0; j < r->c->parts; j++)
+            if (r->c->piece[j].plan == &r->c->plan[k]) {
+                dnnl_status_t st = fg_dnnl_bind_port(r, &r->c->piece[j], i, w, 1);
+                if (st != dnnl_success)
+                    return (int)st;
+                break;
+            }
+    return (int)dnnl_success;
 }
 
 /* For an output port: reorders the primitive's result out to the caller's buffer. */
@@ -456,11 +495,11 @@ static dnnl_status_t fg_dnnl_forward_piece(fg_dnnl_run *r, fg_dnnl_piece *pc)
     char *ws = r->ws + pc->offset;
     size_t xi = (size_t)d->c * (size_t)d->h * (size_t)d->w;
     size_t yi = (size_t)d->k * (size_t)d->out_h * (size_t)d->out_w;
-    dnnl_status_t st = fg_dnnl_bind(pc, ws, P_FWD_SRC, fg_dnnl_image(r->x, pc->first, xi, at));
+    dnnl_status_t st = fg_dnnl_bind(r, pc, P_FWD_SRC, fg_dnnl_image(r->x, pc->first, xi, at));
     if (st == dnnl_success)
-        st = fg_dnnl_bind(pc, ws, P_FWD_W, r->w);
+        st = fg_dnnl_bind(r, pc, P_FWD_W, r->w);
     if (st == dnnl_success)
-        st = fg_dnnl_bind(pc, ws, P_FWD_DST, fg_dnnl_image(r->y, pc->first, yi, at));
+        st = fg_dnnl_bind(r, pc, P_FWD_DST, fg_dnnl_image(r->y, pc->first, yi, at));
     if (st == dnnl_success)
         st = dnnl_memory_set_data_handle_v2(pc->bias, (void *)r->bias, pc->stream);
     if (st == dnnl_success)
@@ -486,11 +525,11 @@ static dnnl_status_t fg_dnnl_backward_piece(fg_dnnl_run *r, fg_dnnl_piece *pc)
     size_t xi = (size_t)d->c * (size_t)d->h * (size_t)d->w;
     size_t yi = (size_t)d->k * (size_t)d->out_h * (size_t)d->out_w;
     const void *dy = fg_dnnl_image(r->dy, pc->first, yi, at);
-    dnnl_status_t st = fg_dnnl_bind(pc, ws, P_BW_SRC, fg_dnnl_image(r->x, pc->first, xi, at));
+    dnnl_status_t st = fg_dnnl_bind(r, pc, P_BW_SRC, fg_dnnl_image(r->x, pc->first, xi, at));
     if (st == dnnl_success)
-        st = fg_dnnl_bind(pc, ws, P_BW_DDST, dy);
+        st = fg_dnnl_bind(r, pc, P_BW_DDST, dy);
     if (st == dnnl_success)
-        st = fg_dnnl_bind(pc, ws, P_BW_DW, ws + pc->plan->dw_offset);
+        st = fg_dnnl_bind(r, pc, P_BW_DW, ws + pc->plan->dw_offset);
     if (st == dnnl_success)
         st = dnnl_memory_set_data_handle_v2(pc->dbias, ws + pc->plan->db_offset, pc->stream);
     if (st == dnnl_success)
@@ -507,11 +546,11 @@ static dnnl_status_t fg_dnnl_backward_piece(fg_dnnl_run *r, fg_dnnl_piece *pc)
         st = fg_dnnl_unbind(pc, P_BW_DW);
     if (st != dnnl_success || !r->dx)
         return st;
-    st = fg_dnnl_bind(pc, ws, P_BD_DDST, dy);
+    st = fg_dnnl_bind(r, pc, P_BD_DDST, dy);
     if (st == dnnl_success)
-        st = fg_dnnl_bind(pc, ws, P_BD_W, r->w);
+        st = fg_dnnl_bind(r, pc, P_BD_W, r->w);
     if (st == dnnl_success)
-        st = fg_dnnl_bind(pc, ws, P_BD_DSRC, fg_dnnl_image(r->dx, pc->first, xi, at));
+        st = fg_dnnl_bind(r, pc, P_BD_DSRC, fg_dnnl_image(r->dx, pc->first, xi, at));
     if (st == dnnl_success)
         st = fg_dnnl_scratch(pc, ws, OP_BD);
     if (st == dnnl_success) {
@@ -560,6 +599,11 @@ int fg_cpu_dnnl_conv_forward(fg_cpu_pool *pool, fg_cpu_dnnl_conv *c, const void 
 {
     fg_dnnl_run r = { .c = c, .x = x, .w = w, .bias = bias ? bias : c->zero_bias, .y = y,
                       .ws = workspace };
+    int st = fg_dnnl_shared(&r, P_FWD_W, w);
+    if (st != (int)dnnl_success) {
+        snprintf(why, why_len, "oneDNN weights reorder failed (status %d)", st);
+        return -1;
+    }
     fg_cpu_parallel_for(pool, (size_t)c->parts, 1, 1, fg_dnnl_forward_range, &r);
     return fg_dnnl_check(&r, "forward", why, why_len);
 }
@@ -612,6 +656,11 @@ int fg_cpu_dnnl_conv_backward(fg_cpu_pool *pool, fg_cpu_dnnl_conv *c, const void
                               size_t why_len)
 {
     fg_dnnl_run r = { .c = c, .x = x, .w = w, .dy = dy, .dx = dx, .ws = workspace };
+    int st = dx ? fg_dnnl_shared(&r, P_BD_W, w) : (int)dnnl_success;
+    if (st != (int)dnnl_success) {
+        snprintf(why, why_len, "oneDNN weights reorder failed (status %d)", st);
+        return -1;
+    }
     fg_cpu_parallel_for(pool, (size_t)c->parts, 1, 1, fg_dnnl_backward_range, &r);
     if (fg_dnnl_check(&r, "backward", why, why_len) != 0)
         return -1;

@@ -44,6 +44,18 @@ enum { DIR_FWD, DIR_BWD };
  * not half the batch. A fixed count, not one per thread, so results do not depend on the
  * thread count. oneDNN's speed per image measured the same at 16 images as at 64. */
 #define FG_CPU_CONV_DNNL_PIECES 8
+/* Each piece sums its own f32 weight gradient in the workspace: layers with large weights
+ * get fewer pieces, so these partial sums stay under this many bytes. */
+#define FG_CPU_CONV_DNNL_PARTIAL_BYTES (16u << 20)
+
+static int fg_cpu_conv_pieces(const fg_cpu_conv_shape *s)
+{
+    size_t wbytes = (size_t)s->k * (size_t)s->c * (size_t)s->r * (size_t)s->s * sizeof(float);
+    int pieces = FG_CPU_CONV_DNNL_PIECES;
+    while (pieces > 1 && (size_t)pieces * wbytes > FG_CPU_CONV_DNNL_PARTIAL_BYTES)
+        pieces /= 2;
+    return pieces;
+}
 
 /* One (shape, dtypes): its oneDNN state and the algorithm chosen per direction. */
 typedef struct fg_cpu_conv_entry {
@@ -87,7 +99,7 @@ static fg_cpu_conv_entry *fg_cpu_conv_entry_get(fg_cpu_backend *be, const fg_cpu
         found->param = param;
         found->algo[0] = found->algo[1] = -1;
         pthread_mutex_init(&found->run, NULL);
-        if (fg_cpu_dnnl_conv_create(s, act, param, FG_CPU_CONV_DNNL_PIECES, &found->dnnl,
+        if (fg_cpu_dnnl_conv_create(s, act, param, fg_cpu_conv_pieces(s), &found->dnnl,
                                     found->why, sizeof found->why) != 0)
             found->dnnl = NULL;
         c->e[c->count++] = found;
