@@ -12,6 +12,12 @@ static uint64_t test_rng = 0x9E3779B97F4A7C15ull;
 fg_status test_backend_try_open(test_backend *tb, int64_t devices, int64_t threads,
                                 int64_t memory_limit_mb)
 {
+    return test_backend_try_open_with(tb, devices, threads, memory_limit_mb, NULL);
+}
+
+fg_status test_backend_try_open_with(test_backend *tb, int64_t devices, int64_t threads,
+                                     int64_t memory_limit_mb, const char *more)
+{
     static const fg_plugin *plugin; /* a test program's own state, loaded once */
     if (!plugin)
         plugin = fg_test_need_plugin(FG_CPU_PLUGIN_PATH, FG_KIND_BACKEND, "cpu");
@@ -23,6 +29,8 @@ fg_status test_backend_try_open(test_backend *tb, int64_t devices, int64_t threa
              (long long)devices, (long long)threads, (long long)memory_limit_mb);
     fg_fake_host_init(&tb->host, plugin, NULL);
     fg_fake_host_set_text(&tb->host, options);
+    if (more)
+        fg_fake_host_set_text(&tb->host, more);
     fg_fake_host_echo(&tb->host, stderr, FG_LOG_WARN);
     memset(&test_err, 0, sizeof test_err);
     return plugin->init(&tb->host.host, &tb->state, &test_err);
@@ -31,7 +39,13 @@ fg_status test_backend_try_open(test_backend *tb, int64_t devices, int64_t threa
 void test_backend_open(test_backend *tb, int64_t devices, int64_t threads,
                        int64_t memory_limit_mb)
 {
-    if (test_backend_try_open(tb, devices, threads, memory_limit_mb) != FG_OK) {
+    test_backend_open_with(tb, devices, threads, memory_limit_mb, NULL);
+}
+
+void test_backend_open_with(test_backend *tb, int64_t devices, int64_t threads,
+                            int64_t memory_limit_mb, const char *more)
+{
+    if (test_backend_try_open_with(tb, devices, threads, memory_limit_mb, more) != FG_OK) {
         fprintf(stderr, "init failed: %s\n", test_err.message);
         exit(1);
     }

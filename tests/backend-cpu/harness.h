@@ -34,6 +34,11 @@ void test_backend_close(test_backend *tb);
 /* Creates an instance and returns init's status (for option errors). */
 fg_status test_backend_try_open(test_backend *tb, int64_t devices, int64_t threads,
                                 int64_t memory_limit_mb);
+/* As the two above, with more "key = value" lines of options (NULL: none). */
+void test_backend_open_with(test_backend *tb, int64_t devices, int64_t threads,
+                            int64_t memory_limit_mb, const char *more);
+fg_status test_backend_try_open_with(test_backend *tb, int64_t devices, int64_t threads,
+                                     int64_t memory_limit_mb, const char *more);
 
 /* xorshift random numbers, seeded per test for reproducible inputs. */
 void test_seed(uint64_t seed);
@@ -62,5 +67,6 @@ void test_group_gradients(void);  /* test_gradients.c: finite differences */
 void test_group_device(void);     /* test_device.c: devices, memory, copies, options */
 void test_group_determinism(void); /* test_determinism.c: threads=1 vs threads=2 */
 void test_group_transformer(void); /* test_transformer.c: norms, embedding, attention */
+void test_group_conv_algo(void);   /* test_conv_algo.c: conv_algorithm, oneDNN vs im2col */
 
 #endif
