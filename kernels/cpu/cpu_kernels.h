@@ -243,8 +243,9 @@ typedef struct fg_cpu_attn_shape {
     uint64_t seed, offset;  /* its draws: fg_cpu_dropout_keep(seed, offset + index) */
 } fg_cpu_attn_shape;
 
-/* Bytes of scratch forward and backward need: 2 * BLOCK * seq floats. */
-size_t fg_cpu_attention_workspace(const fg_cpu_attn_shape *a);
+/* Bytes of scratch forward and backward need on a pool of `threads`: 2 * BLOCK * seq
+ * floats for each thread that runs a (batch, head) item, min(threads, batch * heads). */
+size_t fg_cpu_attention_workspace(const fg_cpu_attn_shape *a, int threads);
 /* qkv (B, T, 3C) -> y (B, T, C), lse (B, H, T) saved for backward. */
 void fg_cpu_attention_forward(fg_cpu_pool *pool, const fg_cpu_attn_shape *a, const float *qkv,
                               float *y, float *lse, void *workspace);
