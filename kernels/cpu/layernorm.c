@@ -3,10 +3,10 @@
  * and split across the pool; the parameter gradients are reduced column by column over
  * every row in row order in double, so results do not depend on the thread count.
  *
- * tests/kernel-lab/layernorm_lab.c, version 3: a row's sums run in 16 float lanes, combined
- * in double (a single double accumulator is a dependency chain that no vector unit takes),
- * dx is computed in float, and every loop is compiled for AVX-512 / AVX2 as well: 2.2x the
- * forward + backward of version 1 on the mid GPT's 4096 x 384. */
+ * tests/kernel-lab/layernorm_lab.c, version 4: a row's sums run in 16 lanes (float for the
+ * forward's, combined in double; double for the backward's, whose difference cancels), as a
+ * single double accumulator is a dependency chain that no vector unit takes; every loop is
+ * compiled for AVX-512 / AVX2 as well. */
 #include <math.h>
 
 #include "cpu_kernels.h"
@@ -100,7 +100,9 @@ static inline float fg_cpu_ln_xhat(const fg_cpu_ln_ctx *c, size_t r, size_t i)
 }
 
 /* One row's dx = rstd * (g*dy - mean(g*dy) - xhat * mean(g*dy*xhat)); RMS drops the
- * mean(g*dy). Always inlined with has_gamma a constant, so each case is its own loop. */
+ * mean(g*dy). In double as version 1 (the difference cancels: a row of one element has
+ * dx ~ 1e-5 g), the sums in 16 double lanes. Always inlined with has_gamma a constant, so
+ * each case is its own loop. */
 static inline __attribute__((always_inline)) void
 fg_cpu_ln_backward_row(const fg_cpu_ln_ctx *c, size_t r, int has_gamma)
 {
@@ -108,29 +110,29 @@ fg_cpu_ln_backward_row(const fg_cpu_ln_ctx *c, size_t r, int has_gamma)
     const float *x = c->x + r * n, *dy = c->dy + r * n, *gm = c->gamma;
     float *dx = c->dx + r * n;
     float m = c->rms ? 0.0f : c->mean_in[r], rs = c->rstd_in[r];
-    float l1[FG_CPU_LN_LANES] = {0}, l2[FG_CPU_LN_LANES] = {0};
+    double l1[FG_CPU_LN_LANES] = {0}, l2[FG_CPU_LN_LANES] = {0};
     size_t i = 0;
     for (; i + FG_CPU_LN_LANES <= n; i += FG_CPU_LN_LANES)
         for (int l = 0; l < FG_CPU_LN_LANES; l++) {
-            float g = has_gamma ? dy[i + l] * gm[i + l] : dy[i + l];
-            float xh = (x[i + l] - m) * rs;
+            double g = has_gamma ? (double)dy[i + l] * (double)gm[i + l] : (double)dy[i + l];
+            double xh = (double)((x[i + l] - m) * rs);
             l1[l] += g;
             l2[l] += g * xh;
         }
     double s1 = 0.0, s2 = 0.0;
     for (; i < n; i++) {
-        float g = has_gamma ? dy[i] * gm[i] : dy[i], xh = (x[i] - m) * rs;
+        double g = has_gamma ? (double)dy[i] * (double)gm[i] : (double)dy[i];
         s1 += g;
-        s2 += g * xh;
+        s2 += g * (double)((x[i] - m) * rs);
     }
     for (int l = 0; l < FG_CPU_LN_LANES; l++) {
         s1 += l1[l];
         s2 += l2[l];
     }
-    float m1 = c->rms ? 0.0f : (float)(s1 / (double)n), m2 = (float)(s2 / (double)n);
+    double m1 = c->rms ? 0.0 : s1 / (double)n, m2 = s2 / (double)n, rstd = rs;
     for (i = 0; i < n; i++) {
-        float g = has_gamma ? dy[i] * gm[i] : dy[i], xh = (x[i] - m) * rs;
-        dx[i] = rs * (g - m1 - xh * m2);
+        double g = has_gamma ? (double)dy[i] * (double)gm[i] : (double)dy[i];
+        dx[i] = (float)(rstd * (g - m1 - (double)((x[i] - m) * rs) * m2));
     }
 }
 
