@@ -8,8 +8,10 @@
  *   version 2  a (batch, head) per thread, its gemms and softmax inline; libm expf, memset
  *   version 3  version 2 with a 16-lane fast_exp softmax and the backward's query blocks last
  *              to first (the first covers every key: beta 0, no memset of dqkv)
- *              <- the winner, now kernels/cpu/attention.c
  *   version 4  version 3 with blocks of 128 query rows (the gemms' shapes twice as tall)
+ *   version 5  version 3 with the backward's rowsum(dY * Y) in 16 double lanes (a single
+ *              double accumulator was 6% of the backward, perf)
+ *              <- the winner, now kernels/cpu/attention.c
  *
  * Versions 1-4 change summation orders (gemm tiles, lane sums, block order), so they are
  * checked against the reference within a tolerance: 2e-5 of the largest value of y and of
@@ -242,7 +244,7 @@ static void v1_backward(fg_cpu_pool *pool, const lab_attn *a, const float *qkv, 
 typedef struct cand_job {
     fg_cpu_pool *pool;
     const lab_attn *a;
-    int block, fast;
+    int block, fast; /* fast: 0 libm softmax (v2), 1 lanes (v3, v4), 2 and delta (v5) */
     const float *qkv, *y, *dy, *lse_in;
     float *out, *lse, *ws;
     int backward;
@@ -305,6 +307,24 @@ LAB_CLONES static void cand_grad_row(float *s, float *ds, int n, int ld, float l
         s[j] = ds[j] = 0.0f;
 }
 
+LAB_CLONES static void cand_delta_lanes(const float *dy, const float *y, int rows, int D, int ld,
+                                        float *delta)
+{
+    for (int i = 0; i < rows; i++) {
+        const float *a = dy + (size_t)i * ld, *b = y + (size_t)i * ld;
+        double lane[16] = {0}, acc = 0.0;
+        int d = 0;
+        for (; d + 16 <= D; d += 16)
+            for (int l = 0; l < 16; l++)
+                lane[l] += (double)a[d + l] * (double)b[d + l];
+        for (; d < D; d++)
+            acc += (double)a[d] * (double)b[d];
+        for (int l = 0; l < 16; l++)
+            acc += lane[l];
+        delta[i] = (float)acc;
+    }
+}
+
 static void cand_softmax(const cand_job *j, float *s, int i0, int qn, int ld, float *lse)
 {
     for (int r = 0; r < qn; r++) {
@@ -362,7 +382,10 @@ static void cand_backward_item(const cand_job *j, int b, int h, float *s)
         const float *dyb = j->dy + out + (size_t)i0 * C, *qb = q + (size_t)i0 * 3 * C;
         fg_cpu_gemm(j->pool, 0, 1, qn, kend, D, scale, qb, 3 * C, k, 3 * C, 0.0f, s, kend);
         fg_cpu_gemm(j->pool, 0, 1, qn, kend, D, 1.0f, dyb, C, v, 3 * C, 0.0f, dp, kend);
-        lab_delta(dyb, j->y + out + (size_t)i0 * C, qn, D, C, delta);
+        if (j->fast == 2)
+            cand_delta_lanes(dyb, j->y + out + (size_t)i0 * C, qn, D, C, delta);
+        else
+            lab_delta(dyb, j->y + out + (size_t)i0 * C, qn, D, C, delta);
         if (j->fast) {
             for (int r = 0; r < qn; r++)
                 cand_grad_row(s + (size_t)r * kend, dp + (size_t)r * kend, i0 + r + 1, kend,
@@ -443,6 +466,7 @@ static void run_cand(fg_cpu_pool *pool, const lab_attn *a, lab_bufs *m, int bloc
 static void run_v2(fg_cpu_pool *pool, const lab_attn *a, lab_bufs *m) { run_cand(pool, a, m, 64, 0); }
 static void run_v3(fg_cpu_pool *pool, const lab_attn *a, lab_bufs *m) { run_cand(pool, a, m, 64, 1); }
 static void run_v4(fg_cpu_pool *pool, const lab_attn *a, lab_bufs *m) { run_cand(pool, a, m, 128, 1); }
+static void run_v5(fg_cpu_pool *pool, const lab_attn *a, lab_bufs *m) { run_cand(pool, a, m, 64, 2); }
 
 static void run_product(fg_cpu_pool *pool, const lab_attn *a, lab_bufs *m)
 {
@@ -461,6 +485,7 @@ static const struct {
     { "v2 a head per thread", run_v2 },
     { "v3 v2 + fast softmax", run_v3 },
     { "v4 v3, 128-row blocks", run_v4 },
+    { "v5 v3 + delta in lanes", run_v5 },
     { "kernels/cpu now", run_product },
 };
 #define NVERSIONS (sizeof versions / sizeof versions[0])
