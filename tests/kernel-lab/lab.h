@@ -48,6 +48,20 @@ static inline size_t lab_first_diff(const float *a, const float *b, size_t n)
     return n;
 }
 
+/* Largest |a - ref| over the largest |ref|: the error of a version whose summation order
+ * differs from the reference's, relative to the tensor's scale. */
+static inline double lab_max_rel(const float *a, const float *ref, size_t n)
+{
+    double err = 0.0, scale = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - (double)ref[i], r = ref[i] < 0 ? -(double)ref[i] : ref[i];
+        d = d < 0 ? -d : d;
+        err = d > err || d != d ? d : err;
+        scale = r > scale ? r : scale;
+    }
+    return err / (scale > 0.0 ? scale : 1.0);
+}
+
 /* Median of n seconds (sorts in place). */
 static inline double lab_median(double *t, int n)
 {
