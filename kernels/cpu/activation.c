@@ -112,3 +112,48 @@ void fg_cpu_activation_backward(fg_cpu_pool *pool, int act, const float *x, cons
     fg_cpu_act_ctx c = { act, x, y, dy, dx };
     fg_cpu_parallel_for(pool, n, fg_cpu_act_grain(act), 16, fg_cpu_act_backward_range, &c);
 }
+
+/* ---- relu on half bits ------------------------------------------------------------------
+ * A relu's result is its input or +0, so on f16/bf16 it needs no conversion: x > 0 exactly
+ * when its bits lie in [1, +inf's bits] (sign clear, not zero, not NaN). The values are the
+ * f32 relu's on the widened input, rounded back (a NaN dy passes through unquietened). */
+
+typedef struct fg_cpu_half_relu_ctx {
+    const uint16_t *x, *dy;
+    uint16_t *out;
+    uint16_t inf;
+} fg_cpu_half_relu_ctx;
+
+FG_CPU_VECTOR_CLONES static void fg_cpu_half_relu_forward_range(void *p, size_t b, size_t e)
+{
+    const fg_cpu_half_relu_ctx *c = p;
+    const uint16_t *x = c->x;
+    uint16_t *y = c->out, top = (uint16_t)(c->inf - 1);
+    for (size_t i = b; i < e; i++)
+        y[i] = (uint16_t)(x[i] - 1u) <= top ? x[i] : 0;
+}
+
+FG_CPU_VECTOR_CLONES static void fg_cpu_half_relu_backward_range(void *p, size_t b, size_t e)
+{
+    const fg_cpu_half_relu_ctx *c = p;
+    const uint16_t *x = c->x, *dy = c->dy;
+    uint16_t *dx = c->out, top = (uint16_t)(c->inf - 1);
+    for (size_t i = b; i < e; i++) {
+        uint16_t g = dy[i];
+        dx[i] = (uint16_t)(x[i] - 1u) <= top ? g : 0;
+    }
+}
+
+void fg_cpu_half_relu_forward(fg_cpu_pool *pool, uint16_t inf_bits, const uint16_t *x,
+                              uint16_t *y, size_t n)
+{
+    fg_cpu_half_relu_ctx c = { x, NULL, y, inf_bits };
+    fg_cpu_parallel_for(pool, n, FG_CPU_STREAM_GRAIN, 32, fg_cpu_half_relu_forward_range, &c);
+}
+
+void fg_cpu_half_relu_backward(fg_cpu_pool *pool, uint16_t inf_bits, const uint16_t *x,
+                               const uint16_t *dy, uint16_t *dx, size_t n)
+{
+    fg_cpu_half_relu_ctx c = { x, dy, dx, inf_bits };
+    fg_cpu_parallel_for(pool, n, FG_CPU_STREAM_GRAIN, 32, fg_cpu_half_relu_backward_range, &c);
+}

@@ -81,6 +81,11 @@ static inline size_t fg_cpu_reduce_chunk(size_t n, size_t min_chunk)
 void fg_cpu_gemm(fg_cpu_pool *pool, int trans_a, int trans_b, int m, int n, int k, float alpha,
                  const float *a, int lda, const float *b, int ldb, float beta, float *c,
                  int ldc);
+/* C = op(A) op(B) + bias(n) on every row: each block of gemm's partition gets the bias
+ * right after its product (the same roundings as gemm, beta 0, then a bias add). */
+void fg_cpu_gemm_bias(fg_cpu_pool *pool, int trans_a, int trans_b, int m, int n, int k,
+                      const float *a, int lda, const float *b, int ldb, const float *bias,
+                      float *c, int ldc);
 /* Sets OpenBLAS to one thread for the whole process: the pool owns the cores. */
 void fg_cpu_gemm_init(void);
 
@@ -101,6 +106,12 @@ void fg_cpu_activation_forward(fg_cpu_pool *pool, int act, const float *x, float
                                size_t n);
 void fg_cpu_activation_backward(fg_cpu_pool *pool, int act, const float *x, const float *y,
                                 const float *dy, float *dx, size_t n);
+/* relu forward and backward on f16 or bf16 storage, no conversion: inf_bits is the type's
+ * +inf (f16 0x7c00, bf16 0x7f80); the same values as the f32 relu on the widened input. */
+void fg_cpu_half_relu_forward(fg_cpu_pool *pool, uint16_t inf_bits, const uint16_t *x,
+                              uint16_t *y, size_t n);
+void fg_cpu_half_relu_backward(fg_cpu_pool *pool, uint16_t inf_bits, const uint16_t *x,
+                               const uint16_t *dy, uint16_t *dx, size_t n);
 
 /* ---- conv2d (conv2d.c): im2col + sgemm over groups of images ----------------------------- */
 

@@ -1,7 +1,8 @@
 /* The CPU backend plugin's instance state and the vtable functions, split by concern:
  * cpu_plugin.c (descriptor, options, init/deinit), cpu_device.c (devices, memory, queues,
  * copies), cpu_ops.c (the vtable's ops in every dtype) over cpu_ops_f32.c (the ops in f32:
- * argument checks, then the kernels of kernels/cpu), cpu_ops_lm.c (the transformer ops). */
+ * argument checks, then the kernels of kernels/cpu), cpu_ops_lm.c (the transformer ops),
+ * cpu_bf16.c (bf16 gemms natively through oneDNN where the CPU has avx512_bf16). */
 #ifndef FG_CPU_BACKEND_H
 #define FG_CPU_BACKEND_H
 
@@ -28,6 +29,9 @@ typedef struct fg_cpu_backend {
     int conv_algorithm;             /* FG_CPU_CONV_*: measured per shape, or fixed */
     fg_cpu_conv_cache *conv_cache;  /* the choice and the oneDNN state per conv shape */
     _Atomic uint64_t in_use[FG_CPU_MAX_DEVICES]; /* bytes allocated per device */
+    int bf16_native;           /* bf16 gemms through oneDNN (cpu_bf16.c) */
+    const char *bf16_why;      /* why not, when not */
+    atomic_int bf16_noted;     /* "bf16 emulated" was said */
 } fg_cpu_backend;
 
 /* A queue only names its device: ops run synchronously on the calling thread. */
@@ -38,7 +42,28 @@ typedef struct fg_cpu_queue {
      * device's accounting. */
     float *scratch;
     size_t scratch_bytes;
+    /* bf16 gemm primitives (cpu_bf16.c), made on the queue's first bf16 gemm */
+    struct fg_cpu_dnnl_gemm *dnnl;
+    int dnnl_failed; /* oneDNN could not make an engine: emulate */
 } fg_cpu_queue;
+
+/* cpu_bf16.c: a gemm in bf16 on oneDNN where the CPU has avx512_bf16 */
+typedef struct fg_cpu_bf16_args {
+    const char *op; /* "gemm", "gemm_bias", for messages */
+    uint32_t a_dtype, b_dtype, c_dtype;
+    int trans_a, trans_b, m, n, k;
+    float alpha, beta;
+    const void *a, *b, *bias; /* bias: b_dtype, NULL: none */
+    void *c;
+    int lda, ldb, ldc;
+} fg_cpu_bf16_args;
+/* Reads the CPU and the option bf16 (auto | native | emulated) into be. */
+fg_status fg_cpu_bf16_setup(fg_cpu_backend *be, const char *mode, fg_error *err);
+/* Runs g natively when it can (returns 1, *st the result); 0: the caller emulates (the
+ * first bf16 gemm emulated is logged once). Arguments are already checked. */
+int fg_cpu_bf16_gemm(fg_cpu_backend *be, fg_cpu_queue *q, const fg_cpu_bf16_args *g,
+                     fg_status *st, fg_error *err);
+void fg_cpu_bf16_queue_fini(fg_cpu_queue *q);
 
 /* cpu_device.c */
 fg_status fg_cpu_device_count(void *state, int *count, fg_error *err);
@@ -59,6 +84,10 @@ void fg_cpu_probe_machine(fg_cpu_backend *be);
 fg_status fg_cpu_f32_gemm(void *state, void *queue, int trans_a, int trans_b, int m, int n,
                           int k, float alpha, const float *a, int lda, const float *b, int ldb,
                           float beta, float *c, int ldc, fg_error *err);
+/* bias may be NULL (none) */
+fg_status fg_cpu_f32_gemm_bias(void *state, void *queue, int trans_a, int trans_b, int m, int n,
+                               int k, const float *a, int lda, const float *b, int ldb,
+                               const float *bias, float *c, int ldc, fg_error *err);
 fg_status fg_cpu_f32_bias_add(void *state, void *queue, float *y, const float *bias, int rows,
                               int cols, int spatial, fg_error *err);
 fg_status fg_cpu_f32_bias_grad(void *state, void *queue, float *dbias, const float *dy,
@@ -134,6 +163,10 @@ fg_status fg_cpu_op_gemm(void *state, void *queue, uint32_t a_dtype, uint32_t b_
                          uint32_t c_dtype, int trans_a, int trans_b, int m, int n, int k,
                          float alpha, const void *a, int lda, const void *b, int ldb,
                          float beta, void *c, int ldc, fg_error *err);
+fg_status fg_cpu_op_gemm_bias(void *state, void *queue, uint32_t a_dtype, uint32_t b_dtype,
+                              uint32_t c_dtype, int trans_a, int trans_b, int m, int n, int k,
+                              const void *a, int lda, const void *b, int ldb, const void *bias,
+                              void *c, int ldc, fg_error *err);
 fg_status fg_cpu_op_bias_add(void *state, void *queue, uint32_t y_dtype, uint32_t bias_dtype,
                              void *y, const void *bias, int rows, int cols, int spatial,
                              fg_error *err);

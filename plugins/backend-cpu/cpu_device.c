@@ -198,8 +198,10 @@ fg_status fg_cpu_queue_create(void *state, int device, void **queue, fg_error *e
 void fg_cpu_queue_destroy(void *state, void *queue)
 {
     (void)state;
-    if (queue)
+    if (queue) {
         free(((fg_cpu_queue *)queue)->scratch);
+        fg_cpu_bf16_queue_fini(queue);
+    }
     free(queue);
 }
 

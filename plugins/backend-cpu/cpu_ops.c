@@ -136,13 +136,48 @@ fg_status fg_cpu_op_gemm(void *state, void *queue, uint32_t a_dtype, uint32_t b_
     if (!shaped) /* the f32 op names the bad argument */
         return fg_cpu_f32_gemm(state, queue, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
                                beta, c, ldc, err);
+    fg_cpu_bf16_args g = {"gemm", a_dtype, b_dtype, c_dtype, trans_a, trans_b, m, n, k, alpha,
+                          beta, a, b, NULL, c, lda, ldb, ldc};
+    fg_status st = FG_OK;
+    if (a && b && c && fg_cpu_bf16_gemm(state, queue, &g, &st, err))
+        return st;
     fg_cpu_operand o[] = {ARG_IN(a, a_dtype, span(a_rows, a_cols, lda)),
                    ARG_IN(b, b_dtype, span(b_rows, b_cols, ldb)),
-                   ARG_ACC(c, c_dtype, span(m, n, ldc), beta != 0.0f)};
-    fg_status st = stage(state, queue, "gemm", o, NARGS(o), err);
+                   /* a wider ldc: read C too, so the gaps between rows keep their value */
+                   ARG_ACC(c, c_dtype, span(m, n, ldc), beta != 0.0f || ldc > n)};
+    st = stage(state, queue, "gemm", o, NARGS(o), err);
     if (st == FG_OK)
         st = fg_cpu_f32_gemm(state, queue, trans_a, trans_b, m, n, k, alpha, o[0].f, lda,
                              o[1].f, ldb, beta, o[2].f, ldc, err);
+    return unstage(state, o, NARGS(o), st);
+}
+
+fg_status fg_cpu_op_gemm_bias(void *state, void *queue, uint32_t a_dtype, uint32_t b_dtype,
+                              uint32_t c_dtype, int trans_a, int trans_b, int m, int n, int k,
+                              const void *a, int lda, const void *b, int ldb, const void *bias,
+                              void *c, int ldc, fg_error *err)
+{
+    int a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
+    int b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
+    int shaped = m >= 0 && n >= 0 && k >= 0 && lda >= (a_cols > 1 ? a_cols : 1) &&
+                 ldb >= (b_cols > 1 ? b_cols : 1) && ldc >= (n > 1 ? n : 1);
+    if (!shaped) /* the f32 op names the bad argument */
+        return fg_cpu_f32_gemm_bias(state, queue, trans_a, trans_b, m, n, k, a, lda, b, ldb,
+                                    bias, c, ldc, err);
+    fg_cpu_bf16_args g = {"gemm_bias", a_dtype, b_dtype, c_dtype, trans_a, trans_b, m, n, k,
+                          1.0f, 0.0f, a, b, bias, c, lda, ldb, ldc};
+    fg_status st = FG_OK;
+    if (a && b && c && fg_cpu_bf16_gemm(state, queue, &g, &st, err))
+        return st;
+    /* the product and the bias meet in the f32 view of C: one rounding into C's dtype */
+    fg_cpu_operand o[] = {ARG_IN(a, a_dtype, span(a_rows, a_cols, lda)),
+                   ARG_IN(b, b_dtype, span(b_rows, b_cols, ldb)),
+                   ARG_IN(bias, b_dtype, n > 0 ? (size_t)n : 0),
+                   ARG_ACC(c, c_dtype, span(m, n, ldc), ldc > n)}; /* keep the gaps */
+    st = stage(state, queue, "gemm_bias", o, NARGS(o), err);
+    if (st == FG_OK)
+        st = fg_cpu_f32_gemm_bias(state, queue, trans_a, trans_b, m, n, k, o[0].f, lda, o[1].f,
+                                  ldb, o[2].f, o[3].f, ldc, err);
     return unstage(state, o, NARGS(o), st);
 }
 
@@ -178,9 +213,25 @@ fg_status fg_cpu_op_bias_grad(void *state, void *queue, uint32_t dbias_dtype,
     return unstage(state, o, NARGS(o), st);
 }
 
+/* A half relu runs on the stored bits (kernels/cpu/activation.c): the emulation's values
+ * without its two conversions. */
+static int half_relu(uint32_t dtype, int act, void *queue, size_t n)
+{
+    return act == FG_ACT_RELU && queue && n > 0 && (dtype == FG_BF16 || dtype == FG_F16);
+}
+
+static uint16_t half_inf(uint32_t dtype)
+{
+    return dtype == FG_BF16 ? 0x7f80 : 0x7c00;
+}
+
 fg_status fg_cpu_op_activation_forward(void *state, void *queue, uint32_t dtype, int act,
                                        const void *x, void *y, size_t n, fg_error *err)
 {
+    if (half_relu(dtype, act, queue, n) && x && y) {
+        fg_cpu_half_relu_forward(POOL(state), half_inf(dtype), x, y, n);
+        return FG_OK;
+    }
     fg_cpu_operand o[] = {ARG_IN(x, dtype, n), ARG_OUT(y, dtype, n)};
     fg_status st = stage(state, queue, "activation_forward", o, NARGS(o), err);
     if (st == FG_OK)
@@ -192,6 +243,10 @@ fg_status fg_cpu_op_activation_backward(void *state, void *queue, uint32_t dtype
                                         const void *x, const void *y, const void *dy,
                                         void *dx, size_t n, fg_error *err)
 {
+    if (half_relu(dtype, act, queue, n) && x && dy && dx) {
+        fg_cpu_half_relu_backward(POOL(state), half_inf(dtype), x, dy, dx, n);
+        return FG_OK;
+    }
     /* relu and gelu read x, tanh and sigmoid y: stage only what is read */
     int reads_x = act == FG_ACT_RELU || act == FG_ACT_GELU;
     fg_cpu_operand o[] = {ARG_IN(reads_x ? x : NULL, dtype, n), ARG_IN(reads_x ? NULL : y, dtype, n),

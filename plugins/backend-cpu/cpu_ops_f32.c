@@ -5,28 +5,54 @@
 #include "cpu_backend.h"
 #include "cpu_checks.h"
 
+/* The shape and pointer checks of gemm and gemm_bias (op names the entry). */
+static fg_status fg_cpu_check_gemm(const char *op, int trans_a, int trans_b, int m, int n,
+                                   int k, const float *a, int lda, const float *b, int ldb,
+                                   const float *c, int ldc, fg_error *err)
+{
+    FG_CPU_REQUIRE(m >= 0 && n >= 0 && k >= 0, "%s: m = %d, n = %d, k = %d must be >= 0", op,
+                   m, n, k);
+    int a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
+    FG_CPU_REQUIRE(lda >= (a_cols > 1 ? a_cols : 1),
+                   "%s: lda = %d is smaller than the %d columns of A", op, lda, a_cols);
+    FG_CPU_REQUIRE(ldb >= (b_cols > 1 ? b_cols : 1),
+                   "%s: ldb = %d is smaller than the %d columns of B", op, ldb, b_cols);
+    FG_CPU_REQUIRE(ldc >= (n > 1 ? n : 1), "%s: ldc = %d is smaller than n = %d", op, ldc, n);
+    if (m == 0 || n == 0)
+        return FG_OK;
+    FG_CPU_REQUIRE(c != NULL, "%s: c is NULL", op);
+    if (k > 0) {
+        FG_CPU_REQUIRE(a != NULL, "%s: a is NULL", op);
+        FG_CPU_REQUIRE(b != NULL, "%s: b is NULL", op);
+    }
+    return FG_OK;
+}
+
 fg_status fg_cpu_f32_gemm(void *state, void *queue, int trans_a, int trans_b, int m, int n,
                           int k, float alpha, const float *a, int lda, const float *b, int ldb,
                           float beta, float *c, int ldc, fg_error *err)
 {
     FG_CPU_QUEUE("gemm");
-    FG_CPU_REQUIRE(m >= 0 && n >= 0 && k >= 0, "gemm: m = %d, n = %d, k = %d must be >= 0", m,
-                   n, k);
-    int a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
-    FG_CPU_REQUIRE(lda >= (a_cols > 1 ? a_cols : 1),
-                   "gemm: lda = %d is smaller than the %d columns of A", lda, a_cols);
-    FG_CPU_REQUIRE(ldb >= (b_cols > 1 ? b_cols : 1),
-                   "gemm: ldb = %d is smaller than the %d columns of B", ldb, b_cols);
-    FG_CPU_REQUIRE(ldc >= (n > 1 ? n : 1), "gemm: ldc = %d is smaller than n = %d", ldc, n);
-    if (m == 0 || n == 0)
-        return FG_OK;
-    FG_CPU_NOT_NULL("gemm", c);
-    if (k > 0) {
-        FG_CPU_NOT_NULL("gemm", a);
-        FG_CPU_NOT_NULL("gemm", b);
-    }
+    fg_status st = fg_cpu_check_gemm("gemm", trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc,
+                                     err);
+    if (st != FG_OK || m == 0 || n == 0)
+        return st;
     fg_cpu_gemm(FG_CPU_POOL(state), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
                 ldc);
+    return FG_OK;
+}
+
+fg_status fg_cpu_f32_gemm_bias(void *state, void *queue, int trans_a, int trans_b, int m, int n,
+                               int k, const float *a, int lda, const float *b, int ldb,
+                               const float *bias, float *c, int ldc, fg_error *err)
+{
+    FG_CPU_QUEUE("gemm_bias");
+    fg_status st = fg_cpu_check_gemm("gemm_bias", trans_a, trans_b, m, n, k, a, lda, b, ldb, c,
+                                     ldc, err);
+    if (st != FG_OK || m == 0 || n == 0)
+        return st;
+    fg_cpu_gemm_bias(FG_CPU_POOL(state), trans_a, trans_b, m, n, k, a, lda, b, ldb, bias, c,
+                     ldc);
     return FG_OK;
 }
 

@@ -18,6 +18,9 @@ static const fg_option fg_cpu_options[] = {
     { "conv_algorithm", FG_OPT_ENUM, "auto", 0, 0, "auto|im2col|onednn",
       "conv2d: auto times im2col+gemm against oneDNN per layer shape at its first call and "
       "keeps the faster; im2col or onednn fixes it (reproducible)" },
+    { "bf16", FG_OPT_ENUM, "auto", 1, 0, "auto|native|emulated",
+      "bf16 gemms: native (oneDNN on avx512_bf16, f32 accumulation), emulated (in f32, "
+      "rounded), or auto: native where the CPU and the build have it" },
 };
 
 /* An option the host does not know falls back to the schema default; any other failure
@@ -97,6 +100,14 @@ static fg_status fg_cpu_init(const fg_host *host, void **state, fg_error *err)
     for (int i = 0; i < FG_CPU_MAX_DEVICES; i++)
         atomic_init(&be->in_use[i], 0);
     fg_cpu_probe_machine(be);
+    const char *bf16 = "auto";
+    if (host && host->get_string && host->get_string(host, "bf16", &bf16) != FG_OK)
+        bf16 = "auto"; /* a host without the key: the schema default */
+    st = fg_cpu_bf16_setup(be, bf16, err);
+    if (st != FG_OK) {
+        free(be);
+        return st;
+    }
     int rc = fg_cpu_pool_create(be->threads, &be->pool);
     if (rc != 0) {
         int threads = be->threads;
@@ -109,8 +120,10 @@ static fg_status fg_cpu_init(const fg_host *host, void **state, fg_error *err)
     /* the pool owns the cores: gemms are split across it, OpenBLAS runs single-threaded */
     fg_cpu_gemm_init();
     if (host && host->log)
-        host->log(host, FG_LOG_DEBUG, "cpu backend: %d virtual device(s), %d threads, %s",
-                  be->devices, be->threads, be->cpu_model);
+        host->log(host, FG_LOG_DEBUG, "cpu backend: %d virtual device(s), %d threads, %s; "
+                  "bf16 gemms %s%s", be->devices, be->threads, be->cpu_model,
+                  be->bf16_native ? "native (oneDNN, avx512_bf16)" : "emulated: ",
+                  be->bf16_native ? "" : be->bf16_why);
     *state = be;
     return FG_OK;
 }
@@ -166,13 +179,14 @@ static const fg_backend_vtable fg_cpu_vtable = {
     .attention_forward = fg_cpu_op_attention_forward,
     .attention_backward = fg_cpu_op_attention_backward,
     .attention_decode = fg_cpu_op_attention_decode,
+    .gemm_bias = fg_cpu_op_gemm_bias,
 };
 
 FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
     FG_PLUGIN_HEADER(FG_KIND_BACKEND, 0),
     .name = "cpu",
     .version = "1.0.0",
-    .description = "CPU backend: OpenBLAS gemm, pooled threads, N virtual devices",
+    .description = "CPU backend: OpenBLAS gemm, oneDNN bf16 gemm, pooled threads, N virtual devices",
     FG_PLUGIN_OPTIONS(fg_cpu_options),
     .init = fg_cpu_init,
     .deinit = fg_cpu_deinit,

@@ -41,6 +41,7 @@ typedef struct fg_cuda_backend {
 typedef struct fg_cuda_gemm_key {
     int32_t trans_a, trans_b, m, n, k, lda, ldb, ldc;
     uint32_t a_type, b_type, c_type, align;
+    uint32_t bias_type; /* gemm_bias: the BIAS epilogue's vector type; 0: no epilogue */
 } fg_cuda_gemm_key;
 
 typedef struct fg_cuda_gemm_plan {
@@ -124,6 +125,10 @@ fg_status fg_cuda_event_sync(void *state, void *event, fg_error *err);
 fg_status fg_cuda_stage(fg_cuda_queue *q, size_t bytes, const char *op, fg_error *err);
 
 /* cuda_gemm.c */
+fg_status fg_cuda_gemm_bias(void *state, void *queue, uint32_t a_type, uint32_t b_type,
+                            uint32_t c_type, int trans_a, int trans_b, int m, int n, int k,
+                            const void *a, int lda, const void *b, int ldb, const void *bias,
+                            void *c, int ldc, fg_error *err);
 fg_status fg_cuda_gemm(void *state, void *queue, uint32_t a_type, uint32_t b_type,
                        uint32_t c_type, int trans_a, int trans_b, int m, int n, int k,
                        float alpha, const void *a, int lda, const void *b, int ldb, float beta,

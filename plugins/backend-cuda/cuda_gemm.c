@@ -6,9 +6,11 @@
  * so a step allocates nothing and asks no heuristic. Other mixes of element types go
  * through f32 copies in the queue's staging buffer.
  *
- * Not here: fused epilogues (bias, ReLU, GELU). cuBLASLt has them
- * (CUBLASLT_MATMUL_DESC_EPILOGUE), but the ABI has no fused linear entry; that needs an
- * appended vtable op and a layer that calls it. */
+ * gemm_bias (ABI 1.2) is the same matmul with cuBLASLt's BIAS epilogue: the bias vector
+ * (its n values are the rows of the column-major D) is added to the f32 accumulator before
+ * D is rounded once. The epilogue and the bias type are part of the plan; the bias pointer
+ * is set on the descriptor at each call. A bias whose type is not D's goes through f32
+ * copies, as other type mixes do. Not here: fused ReLU/GELU (no ABI entry asks for them). */
 #include <string.h>
 
 #include "cuda_backend.h"
@@ -81,6 +83,15 @@ static fg_status fg_cuda_plan_make(const fg_cuda_backend *be, fg_cuda_queue *q,
         s = cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
     if (s == CUBLAS_STATUS_SUCCESS)
         s = cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
+    if (s == CUBLAS_STATUS_SUCCESS && k->bias_type) {
+        cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+        int32_t bias_type = (int32_t)fg_cuda_data_type(k->bias_type);
+        s = cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi,
+                                           sizeof epi);
+        if (s == CUBLAS_STATUS_SUCCESS)
+            s = cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                               &bias_type, sizeof bias_type);
+    }
     if (s == CUBLAS_STATUS_SUCCESS)
         s = fg_cuda_plan_layouts(p);
     if (s != CUBLAS_STATUS_SUCCESS) {
@@ -143,21 +154,29 @@ static int fg_cuda_native(uint32_t at, uint32_t bt, uint32_t ct)
     return at == bt && (ct == at || ct == FG_F32);
 }
 
+/* bias (NULL: none) of bias_type, added by the BIAS epilogue */
 static fg_status fg_cuda_matmul(const fg_cuda_backend *be, fg_cuda_queue *q, int trans_a,
                                 int trans_b, int m, int n, int k, float alpha, const void *a,
                                 uint32_t at, int lda, const void *b, uint32_t bt, int ldb,
-                                float beta, void *c, uint32_t ct, int ldc, fg_error *err)
+                                float beta, void *c, uint32_t ct, int ldc, const void *bias,
+                                uint32_t bias_type, fg_error *err)
 {
     fg_cuda_gemm_key key = (fg_cuda_gemm_key){ trans_a ? 1 : 0, trans_b ? 1 : 0, m, n, k, lda, ldb, ldc,
-                              at, bt, ct, fg_cuda_alignment(a, b, c) };
+                              at, bt, ct, fg_cuda_alignment(a, b, c), bias ? bias_type : 0 };
     fg_cuda_gemm_plan *p;
     fg_status st = fg_cuda_plan_find(be, q, &key, &p, err);
     if (st != FG_OK)
         return st;
+    if (bias) {
+        cublasStatus_t bs = cublasLtMatmulDescSetAttribute(
+            p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+        if (bs != CUBLAS_STATUS_SUCCESS)
+            return fg_cuda_lt_fail(err, bs, "gemm_bias: setting the bias");
+    }
     cublasStatus_t s = cublasLtMatmul(q->lt, p->op, &alpha, b, p->a, a, p->b, &beta, c, p->c, c,
                                       p->c, &p->algo, q->lt_workspace, FG_CUDA_LT_WORKSPACE,
                                       q->stream);
-    return s == CUBLAS_STATUS_SUCCESS ? FG_OK : fg_cuda_lt_fail(err, s, "gemm");
+    return s == CUBLAS_STATUS_SUCCESS ? FG_OK : fg_cuda_lt_fail(err, s, bias ? "gemm_bias" : "gemm");
 }
 
 static size_t fg_cuda_span(int rows, int cols, int ld)
@@ -170,7 +189,7 @@ static fg_status fg_cuda_gemm_staged(const fg_cuda_backend *be, fg_cuda_queue *q
                                      int trans_b, int m, int n, int k, float alpha,
                                      const void *a, uint32_t at, int lda, const void *b,
                                      uint32_t bt, int ldb, float beta, void *c, uint32_t ct,
-                                     int ldc, fg_error *err)
+                                     int ldc, const void *bias, fg_error *err)
 {
     size_t an = fg_cuda_span(trans_a ? k : m, trans_a ? m : k, lda);
     size_t bn = fg_cuda_span(trans_b ? n : k, trans_b ? k : n, ldb);
@@ -178,20 +197,24 @@ static fg_status fg_cuda_gemm_staged(const fg_cuda_backend *be, fg_cuda_queue *q
     size_t round = 64;
     size_t a_off = 0, b_off = (an * 4 + round - 1) / round * round;
     size_t c_off = b_off + (bn * 4 + round - 1) / round * round;
-    fg_status st = fg_cuda_stage(q, c_off + cn * 4 + 4, "gemm", err);
+    size_t bias_off = c_off + (cn * 4 + round - 1) / round * round;
+    fg_status st = fg_cuda_stage(q, bias_off + (bias ? (size_t)n * 4 : 0) + 4, "gemm", err);
     if (st != FG_OK)
         return st;
     float *fa = (float *)((char *)q->stage + a_off), *fb = (float *)((char *)q->stage + b_off);
     float *fc = ct == FG_F32 ? c : (float *)((char *)q->stage + c_off);
+    float *fbias = bias ? (float *)((char *)q->stage + bias_off) : NULL;
     cudaError_t e = fg_cu_convert(q->stream, fa, FG_F32, a, (int)at, an);
     if (e == cudaSuccess)
         e = fg_cu_convert(q->stream, fb, FG_F32, b, (int)bt, bn);
     if (e == cudaSuccess && ct != FG_F32 && beta != 0.0f)
         e = fg_cu_convert(q->stream, fc, FG_F32, c, (int)ct, cn);
+    if (e == cudaSuccess && bias) /* the bias has b's type */
+        e = fg_cu_convert(q->stream, fbias, FG_F32, bias, (int)bt, (size_t)n);
     if (e != cudaSuccess)
         return fg_cuda_fail(err, e, "gemm: converting operands to f32");
     st = fg_cuda_matmul(be, q, trans_a, trans_b, m, n, k, alpha, fa, FG_F32, lda, fb, FG_F32,
-                        ldb, beta, fc, FG_F32, ldc, err);
+                        ldb, beta, fc, FG_F32, ldc, fbias, FG_F32, err);
     if (st != FG_OK || ct == FG_F32)
         return st;
     /* back into C: its m rows of n values, one launch (the gaps of a wider ldc keep their
@@ -208,35 +231,52 @@ static int fg_cuda_storable(uint32_t t)
     return t == FG_F32 || t == FG_F16 || t == FG_BF16;
 }
 
+/* The checks gemm and gemm_bias share; *done when there is nothing to compute. */
+static fg_status fg_cuda_gemm_check(const char *op, void *queue, uint32_t a_type,
+                                    uint32_t b_type, uint32_t c_type, int trans_a, int trans_b,
+                                    int m, int n, int k, const void *a, int lda, const void *b,
+                                    int ldb, const void *c, int ldc, int *done, fg_error *err)
+{
+    *done = 1;
+    fg_status st = fg_cuda_enter(queue, op, err);
+    if (st != FG_OK)
+        return st;
+    if (!fg_cuda_storable(a_type) || !fg_cuda_storable(b_type) || !fg_cuda_storable(c_type))
+        return fg_error_set(err, FG_UNAVAILABLE,
+                            "backend.cuda: %s: %s x %s -> %s: this backend stores f32, "
+                            "f16 and bf16", op, fg_dtype_name((fg_dtype)a_type),
+                            fg_dtype_name((fg_dtype)b_type), fg_dtype_name((fg_dtype)c_type));
+    if (m < 0 || n < 0 || k < 0)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "backend.cuda: %s: m = %d, n = %d, k = %d must be >= 0", op, m, n,
+                            k);
+    int a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
+    if (lda < (a_cols > 1 ? a_cols : 1) || ldb < (b_cols > 1 ? b_cols : 1) ||
+        ldc < (n > 1 ? n : 1))
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "backend.cuda: %s: lda = %d, ldb = %d, ldc = %d are smaller than "
+                            "the %d columns of A, %d of B, %d of C", op, lda, ldb, ldc, a_cols,
+                            b_cols, n);
+    if (m == 0 || n == 0)
+        return FG_OK;
+    if (!c || (k > 0 && (!a || !b)))
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "backend.cuda: %s: %s is NULL", op,
+                            !c ? "c" : !a ? "a" : "b");
+    *done = 0;
+    return FG_OK;
+}
+
 fg_status fg_cuda_gemm(void *state, void *queue, uint32_t a_type, uint32_t b_type,
                        uint32_t c_type, int trans_a, int trans_b, int m, int n, int k,
                        float alpha, const void *a, int lda, const void *b, int ldb, float beta,
                        void *c, int ldc, fg_error *err)
 {
     const fg_cuda_backend *be = state;
-    fg_status st = fg_cuda_enter(queue, "gemm", err);
-    if (st != FG_OK)
+    int done;
+    fg_status st = fg_cuda_gemm_check("gemm", queue, a_type, b_type, c_type, trans_a, trans_b,
+                                      m, n, k, a, lda, b, ldb, c, ldc, &done, err);
+    if (st != FG_OK || done)
         return st;
-    if (!fg_cuda_storable(a_type) || !fg_cuda_storable(b_type) || !fg_cuda_storable(c_type))
-        return fg_error_set(err, FG_UNAVAILABLE,
-                            "backend.cuda: gemm: %s x %s -> %s: this backend stores f32, "
-                            "f16 and bf16", fg_dtype_name((fg_dtype)a_type),
-                            fg_dtype_name((fg_dtype)b_type), fg_dtype_name((fg_dtype)c_type));
-    if (m < 0 || n < 0 || k < 0)
-        return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "backend.cuda: gemm: m = %d, n = %d, k = %d must be >= 0", m, n, k);
-    int a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
-    if (lda < (a_cols > 1 ? a_cols : 1) || ldb < (b_cols > 1 ? b_cols : 1) ||
-        ldc < (n > 1 ? n : 1))
-        return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "backend.cuda: gemm: lda = %d, ldb = %d, ldc = %d are smaller than "
-                            "the %d columns of A, %d of B, %d of C", lda, ldb, ldc, a_cols,
-                            b_cols, n);
-    if (m == 0 || n == 0)
-        return FG_OK;
-    if (!c || (k > 0 && (!a || !b)))
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "backend.cuda: gemm: %s is NULL",
-                            !c ? "c" : !a ? "a" : "b");
     fg_cuda_queue *q = queue;
     if (k == 0) { /* C = beta C: no product to take */
         cudaError_t e = fg_cu_scale_matrix(q->stream, (int)c_type, c, m, n, ldc, beta);
@@ -244,7 +284,36 @@ fg_status fg_cuda_gemm(void *state, void *queue, uint32_t a_type, uint32_t b_typ
     }
     if (fg_cuda_native(a_type, b_type, c_type))
         return fg_cuda_matmul(be, q, trans_a, trans_b, m, n, k, alpha, a, a_type, lda, b,
-                              b_type, ldb, beta, c, c_type, ldc, err);
+                              b_type, ldb, beta, c, c_type, ldc, NULL, 0, err);
     return fg_cuda_gemm_staged(be, q, trans_a, trans_b, m, n, k, alpha, a, a_type, lda, b,
-                               b_type, ldb, beta, c, c_type, ldc, err);
+                               b_type, ldb, beta, c, c_type, ldc, NULL, err);
+}
+
+fg_status fg_cuda_gemm_bias(void *state, void *queue, uint32_t a_type, uint32_t b_type,
+                            uint32_t c_type, int trans_a, int trans_b, int m, int n, int k,
+                            const void *a, int lda, const void *b, int ldb, const void *bias,
+                            void *c, int ldc, fg_error *err)
+{
+    const fg_cuda_backend *be = state;
+    int done;
+    fg_status st = fg_cuda_gemm_check("gemm_bias", queue, a_type, b_type, c_type, trans_a,
+                                      trans_b, m, n, k, a, lda, b, ldb, c, ldc, &done, err);
+    if (st != FG_OK || done)
+        return st;
+    fg_cuda_queue *q = queue;
+    if (k == 0) { /* C = bias on every row */
+        cudaError_t e = fg_cu_scale_matrix(q->stream, (int)c_type, c, m, n, ldc, 0.0f);
+        for (int r = 0; e == cudaSuccess && bias && r < m; r += ldc == n ? m : 1)
+            e = fg_cu_bias_add(q->stream, (int)c_type, (int)b_type,
+                               (char *)c + (size_t)r * (size_t)ldc *
+                                               (c_type == FG_F32 ? 4 : 2),
+                               bias, ldc == n ? m : 1, n, 1);
+        return e == cudaSuccess ? FG_OK : fg_cuda_fail(err, e, "gemm_bias (k = 0)");
+    }
+    /* cuBLASLt's bias takes D's type */
+    if (fg_cuda_native(a_type, b_type, c_type) && (!bias || b_type == c_type))
+        return fg_cuda_matmul(be, q, trans_a, trans_b, m, n, k, 1.0f, a, a_type, lda, b,
+                              b_type, ldb, 0.0f, c, c_type, ldc, bias, b_type, err);
+    return fg_cuda_gemm_staged(be, q, trans_a, trans_b, m, n, k, 1.0f, a, a_type, lda, b,
+                               b_type, ldb, 0.0f, c, c_type, ldc, bias, err);
 }

@@ -246,6 +246,7 @@ static const fg_backend_vtable fg_cuda_vtable = {
     .attention_forward = fg_cuda_op_attention_forward,
     .attention_backward = fg_cuda_op_attention_backward,
     .attention_decode = fg_cuda_op_attention_decode,
+    .gemm_bias = fg_cuda_gemm_bias,
 };
 
 FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {

@@ -407,6 +407,7 @@ static const struct {
     { "flat", test_flat, OPS(FG_OP_FILL, FG_OP_SCALE, FG_OP_AXPY, FG_OP_CLAMP, FG_OP_SUM_SQUARES) },
     { "cast", test_cast, OPS(FG_OP_CAST) },
     { "gemm", test_gemm, OPS(FG_OP_GEMM) },
+    { "gemm_bias", test_gemm_bias, OPS(FG_OP_GEMM_BIAS) },
     { "bias_act", test_bias_act,
       OPS(FG_OP_BIAS_ADD, FG_OP_BIAS_GRAD, FG_OP_ACTIVATION_FORWARD, FG_OP_ACTIVATION_BACKWARD) },
     { "conv", test_conv, OPS(FG_OP_CONV2D_FORWARD, FG_OP_CONV2D_BACKWARD) },

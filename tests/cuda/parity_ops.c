@@ -269,6 +269,50 @@ void test_gemm(void)
     release_all();
 }
 
+/* gemm_bias (ABI 1.2): the bias in the product's f32 epilogue, one rounding into C */
+static void gemm_bias_case(int m, int n, int k, int ta, int tb, int pad, int with_bias,
+                           uint32_t at, uint32_t bt, uint32_t ct)
+{
+    int a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
+    int lda = a_cols + pad, ldb = b_cols + pad, ldc = n + pad;
+    pair a = prandom((size_t)a_rows * (size_t)lda, at, -1, 1);
+    pair b = prandom((size_t)b_rows * (size_t)ldb, bt, -1, 1);
+    pair bias = prandom((size_t)n, bt, -2, 2);
+    pair c = prandom((size_t)m * (size_t)ldc, ct, -1, 1);
+    poison_matrix(c, m, n, ldc, dtype_size(ct));
+    const char *what = W("gemm_bias m=%d n=%d k=%d ta=%d tb=%d pad=%d bias=%d %s.%s->%s", m, n,
+                         k, ta, tb, pad, with_bias, fg_dtype_name((fg_dtype)at),
+                         fg_dtype_name((fg_dtype)bt), fg_dtype_name((fg_dtype)ct));
+    BOTH(what, V->gemm_bias(S, Q, at, bt, ct, ta, tb, m, n, k, X(a), lda, X(b), ldb,
+                            XN(with_bias, bias), X(c), ldc, E));
+    double tol = tol_of(at) > tol_of(bt) ? tol_of(at) : tol_of(bt);
+    if (tol_of(ct) > tol)
+        tol = tol_of(ct);
+    compare(what, c, (size_t)m * (size_t)ldc, ct, tol);
+}
+
+void test_gemm_bias(void)
+{
+    static const uint32_t mixes[][3] = { { FG_F32, FG_F32, FG_F32 },   { FG_BF16, FG_BF16, FG_BF16 },
+                                         { FG_F16, FG_F16, FG_F16 },   { FG_BF16, FG_BF16, FG_F32 },
+                                         { FG_F32, FG_BF16, FG_F32 } };
+    for (size_t s = 0; s < sizeof gemm_shapes / sizeof gemm_shapes[0]; s++)
+        for (size_t x = 0; x < sizeof mixes / sizeof mixes[0]; x++)
+            for (int t = 0; t < 4; t++) {
+                gemm_bias_case(gemm_shapes[s][0], gemm_shapes[s][1], gemm_shapes[s][2], t & 1,
+                               t >> 1, (int)((s + (size_t)t) % 2) * 3, t != 3, mixes[x][0],
+                               mixes[x][1], mixes[x][2]);
+                release_all();
+            }
+    /* k = 0: C is the bias on every row */
+    pair a = prandom(4, FG_F32, -1, 1), bias = prandom(4, FG_F32, -1, 1);
+    pair c = prandom(12, FG_F32, -1, 1);
+    BOTH("gemm_bias k=0", V->gemm_bias(S, Q, FG_F32, FG_F32, FG_F32, 0, 0, 3, 4, 0, X(a), 1, X(a),
+                                       4, X(bias), X(c), 4, E));
+    compare("gemm_bias k=0", c, 12, FG_F32, 0);
+    release_all();
+}
+
 /* ---- optimizers -------------------------------------------------------------------------- */
 
 static const size_t optim_sizes[] = { 1, 1000, 262147 };

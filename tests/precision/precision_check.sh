@@ -7,6 +7,9 @@
 #   precision_check.sh resume    fp16-mixed resume restores the loss scale exactly
 #   precision_check.sh memory    half activations and working params: half the bytes
 #   precision_check.sh refusals  unsupported settings fail with a message
+#   precision_check.sh emulated  bf16 on the CPU's f32 emulation (backend.bf16 = emulated, what
+#                                a CPU without avx512_bf16 runs) says "bf16 emulated" once;
+#                                fp32 says nothing of it
 set -u
 : "${FULGUR:?FULGUR must name the fulgur binary}" "${EXAMPLES:?EXAMPLES must name the examples folder}"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -121,6 +124,23 @@ refusals() {
   expect "a scaler key under bf16" "hysteresis" precision.name=bf16-mixed precision.hysteresis=2
 }
 
+emulated() {
+  local short=(trainer.limit_train_batches=5 trainer.test_after_fit=false
+               trainer.check_val_every_n_epoch=0 trainer.num_sanity_val_steps=0
+               trainer.default_root_dir="$tmp/runs")
+  "$FULGUR" fit "$mlp" "${short[@]}" trainer.max_epochs=2 precision.name=bf16-mixed \
+    backend.bf16=emulated >"$tmp/e" 2>&1 || fail "bf16 on the emulation: $(tail -5 "$tmp/e")"
+  local n; n=$(grep -c 'bf16 emulated' "$tmp/e")
+  [ "$n" = 1 ] || fail "'bf16 emulated' said $n times: $(cat "$tmp/e")"
+  grep -F 'bf16 emulated' "$tmp/e" | grep -qF 'backend.bf16 = emulated' ||
+    fail "the note does not say why: $(grep -F 'bf16 emulated' "$tmp/e")"
+  echo "ok: $(grep -F 'bf16 emulated' "$tmp/e")"
+  "$FULGUR" fit "$mlp" "${short[@]}" trainer.max_epochs=1 precision.name=fp32 \
+    backend.bf16=emulated >"$tmp/f" 2>&1 || fail "fp32: $(tail -5 "$tmp/f")"
+  ! grep -qF 'bf16 emulated' "$tmp/f" || fail "fp32 said bf16 emulated"
+  echo "ok: fp32 says nothing of bf16"
+}
+
 case "${1:-}" in
   accuracy) accuracy "$2" "$3" "$4" ;;
   skip) skip ;;
@@ -128,5 +148,6 @@ case "${1:-}" in
   resume) resume ;;
   memory) memory ;;
   refusals) refusals ;;
-  *) echo "usage: $0 accuracy CONFIG PRECISION FLOOR | skip | growth | resume | memory"; exit 2 ;;
+  emulated) emulated ;;
+  *) echo "usage: $0 accuracy CONFIG PRECISION FLOOR | skip | growth | resume | memory | refusals | emulated"; exit 2 ;;
 esac

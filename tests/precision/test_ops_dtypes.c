@@ -272,6 +272,40 @@ static void elementwise_half(void)
     free(got), free(x), free(dy), free(xh), free(dyh), free(xb);
 }
 
+/* relu forward and backward on half storage (run on the bits, no conversion) against the
+ * f32 relu of the widened values rounded back, for every f16 and bf16 value of x; dy takes
+ * every value too (reversed), and a NaN dx only needs to be a NaN. */
+static void relu_all_values(void)
+{
+    uint16_t *x = test_alloc(65536 * 2), *dy = test_alloc(65536 * 2);
+    uint16_t *y = test_alloc(65536 * 2), *dx = test_alloc(65536 * 2);
+    for (uint32_t i = 0; i < 65536; i++)
+        x[i] = (uint16_t)i, dy[i] = (uint16_t)(65535 - i);
+    for (int t = FG_F16; t <= FG_BF16; t++) {
+        const char *name = t == FG_F16 ? "f16" : "bf16";
+        CHECK_OK(tb.vt->activation_forward(Q, (uint32_t)t, FG_ACT_RELU, x, y, 65536, &test_err));
+        CHECK_OK(tb.vt->activation_backward(Q, (uint32_t)t, FG_ACT_RELU, x, NULL, dy, dx, 65536,
+                                            &test_err));
+        size_t bad = 0;
+        for (uint32_t i = 0; i < 65536; i++) {
+            float xf = t == FG_F16 ? fg_f16_to_f32(x[i]) : fg_bf16_to_f32(x[i]);
+            float gf = t == FG_F16 ? fg_f16_to_f32(dy[i]) : fg_bf16_to_f32(dy[i]);
+            float yf = xf > 0.0f ? xf : 0.0f, df = xf > 0.0f ? gf : 0.0f;
+            uint16_t yw = t == FG_F16 ? fg_f32_to_f16(yf) : fg_f32_to_bf16(yf);
+            uint16_t dw = t == FG_F16 ? fg_f32_to_f16(df) : fg_f32_to_bf16(df);
+            float dgot = t == FG_F16 ? fg_f16_to_f32(dx[i]) : fg_bf16_to_f32(dx[i]);
+            int d_ok = isnan(df) ? isnan(dgot) : dx[i] == dw;
+            if (y[i] != yw || !d_ok) {
+                if (bad++ < 4)
+                    CHECK(0, "relu %s x = %04x, dy = %04x: y %04x (want %04x), dx %04x (want "
+                          "%04x)", name, x[i], dy[i], y[i], yw, dx[i], dw);
+            }
+        }
+        CHECK(bad == 0, "relu %s: %zu of 65536 values differ", name, bad);
+    }
+    free(x), free(dy), free(y), free(dx);
+}
+
 /* The backend's cast (vectorised loops) against the scalar conversions: every f16 and bf16
  * value to f32 and back, and f32 values around every rounding edge. */
 static void cast_all_values(void)
@@ -334,6 +368,7 @@ void test_group_ops(void)
     conv_backward_half();
     xent_half();
     elementwise_half();
+    relu_all_values();
     cast_all_values();
     cast_and_refusals();
     test_backend_close(&tb);

@@ -249,6 +249,14 @@ static inline fg_status fg_backend_lacks(fg_error *err, const char *fn)
     (FG_BACKEND_HAS((c)->be, fn) ? (c)->be->fn((c)->bs, (c)->queue, __VA_ARGS__, (err))      \
                                  : fg_backend_lacks((err), #fn))
 
+/* ---- the affine map (affine.c) -------------------------------------------------------- */
+
+/* y(rows, out) = x(rows, in) w(out, in)^T + b(out) in the context's dtypes (b may be NULL):
+ * the backend's gemm_bias when it has one for them, else gemm then bias_add. The setup
+ * check asks for gemm and bias_add (what every backend runs). */
+fg_status fg_affine_forward(const fg_layer_ctx *c, int rows, int out, int in, const void *x,
+                            const void *w, const void *b, void *y, fg_error *err);
+
 /* ---- loss (loss_xent.c) ------------------------------------------------------------- */
 
 /* Softmax cross-entropy over (rows, classes) logits in logits_dtype: loss_sum and correct

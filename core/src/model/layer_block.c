@@ -168,12 +168,7 @@ static size_t block_workspace(const fg_layer *l, const fg_backend_vtable *be, vo
 fg_status fg_block_linear(const fg_layer_ctx *c, int rows, int out, int in, const void *x,
                           const void *w, const void *b, void *y, fg_error *err)
 {
-    uint32_t act = c->dt.act, param = c->dt.param;
-    fg_status st = FG_OP(c, err, gemm, act, param, act, 0, 1, rows, out, in, 1.0f, x, in, w, in,
-                         0.0f, y, out);
-    if (st == FG_OK)
-        st = FG_OP(c, err, bias_add, act, param, y, b, rows, out, 1);
-    return st;
+    return fg_affine_forward(c, rows, out, in, x, w, b, y, err);
 }
 
 /* dW (+)= dy^T x, db (+)= sum dy, dx = dy W (dx may be NULL) */

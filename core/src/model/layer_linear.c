@@ -73,13 +73,8 @@ static int linear_in(const fg_layer *l)
 static fg_status linear_forward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
     int in = linear_in(l), out = (int)l->units, rows = linear_rows(l, c);
-    uint32_t act = c->dt.act, param = c->dt.param;
-    /* y = x W^T */
-    fg_status st = FG_OP(c, err, gemm, act, param, act, 0, 1, rows, out, in, 1.0f, c->x, in,
-                         c->param[0], in, 0.0f, c->y, out);
-    if (st != FG_OK || !l->bias)
-        return st;
-    return FG_OP(c, err, bias_add, act, param, c->y, c->param[1], rows, out, 1);
+    return fg_affine_forward(c, rows, out, in, c->x, c->param[0], l->bias ? c->param[1] : NULL,
+                             c->y, err);
 }
 
 static fg_status linear_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)

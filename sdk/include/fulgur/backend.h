@@ -116,7 +116,8 @@ typedef enum fg_backend_op {
     FG_OP_ATTENTION_FORWARD = 28,
     FG_OP_ATTENTION_BACKWARD = 29,
     FG_OP_ATTENTION_DECODE = 30, /* ABI 1.1 */
-    FG_OP_COUNT = 31
+    FG_OP_GEMM_BIAS = 31,        /* ABI 1.2 */
+    FG_OP_COUNT = 32
 } fg_backend_op;
 
 /* The most dtype arguments an op takes. */
@@ -429,6 +430,19 @@ typedef struct fg_backend_vtable {
     fg_status (*attention_decode)(void *state, void *queue, uint32_t dtype /* qkv, y */,
                                   const fg_attention_desc *d, int pos, const void *qkv,
                                   void *y, void *workspace, fg_error *err);
+
+    /* ---- ABI 1.2 ------------------------------------------------------------------------ */
+    /* [optional: linear's forward] C(m,n) = op(A) op(B) + bias(n) broadcast over the rows,
+     * row-major as gemm (C is not read). The product is accumulated in f32, the bias added
+     * to it in f32, and the sum rounded once into C's dtype (PyTorch autocast's addmm);
+     * bias has b's dtype (a layer's weight and bias are both parameters) and may be NULL
+     * (no bias). NULL: the caller runs gemm (beta 0), then bias_add on C, which rounds C
+     * before adding the bias when C is a half type. */
+    fg_status (*gemm_bias)(void *state, void *queue, uint32_t a_dtype /* a */,
+                           uint32_t b_dtype /* b, bias */, uint32_t c_dtype /* c */,
+                           int trans_a, int trans_b, int m, int n, int k, const void *a,
+                           int lda, const void *b, int ldb, const void *bias, void *c, int ldc,
+                           fg_error *err);
 } fg_backend_vtable;
 
 /* The five event entries (all or none: see "queues and events" above). */
@@ -481,6 +495,7 @@ static inline const fg_backend_op_desc *fg_backend_op_info(uint32_t op)
         FG_OP_DESC_(attention_forward, 1, "qkv"),
         FG_OP_DESC_(attention_backward, 1, "qkv"),
         FG_OP_DESC_(attention_decode, 1, "qkv"),
+        FG_OP_DESC_(gemm_bias, 3, "a", "b", "c"),
     };
 #undef FG_OP_DESC_
     return op < FG_OP_COUNT ? &ops[op] : NULL;
