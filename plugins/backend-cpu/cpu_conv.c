@@ -132,12 +132,14 @@ static void fg_cpu_conv_set_budget(fg_cpu_backend *be, const fg_cpu_conv_shape *
     pthread_mutex_unlock(&c->lock);
 }
 
-/* The dtypes oneDNN runs here: all f32, or bf16 activations and weights on a CPU with
- * native bf16 (the gradients' dtype is free: they are summed in f32, then stored). */
-static int fg_cpu_conv_dnnl_types(uint32_t act, uint32_t param)
+/* The dtypes oneDNN runs here: all f32, or bf16 activations and weights where bf16 is
+ * native (the CPU, the build and [backend] bf16 allow it, cpu_bf16.c, and oneDNN's ISA has
+ * it); the gradients' dtype is free: they are summed in f32, then stored. */
+static int fg_cpu_conv_dnnl_types(const fg_cpu_backend *be, uint32_t act, uint32_t param)
 {
     return (act == FG_F32 && param == FG_F32) ||
-           (act == FG_BF16 && param == FG_BF16 && fg_cpu_dnnl_bf16_native());
+           (act == FG_BF16 && param == FG_BF16 && be->bf16_native &&
+            fg_cpu_dnnl_bf16_native());
 }
 
 static void fg_cpu_conv_describe(const fg_cpu_conv_entry *e, char *buf, size_t len)
@@ -159,7 +161,7 @@ static fg_cpu_conv_entry *fg_cpu_conv_pick(fg_cpu_backend *be, const fg_conv2d_d
         return NULL; /* a bad descriptor: im2col's checks say why */
     s = (fg_cpu_conv_shape){ d->n, d->c, d->h, d->w, d->k, d->r, d->s, d->pad_h, d->pad_w,
                              d->stride_h, d->stride_w, d->out_h, d->out_w };
-    if (!fg_cpu_conv_dnnl_types(act, param))
+    if (!fg_cpu_conv_dnnl_types(be, act, param))
         return NULL;
     fg_cpu_conv_entry *e = fg_cpu_conv_entry_get(be, &s, (int)act, (int)param);
     if (!e)
@@ -391,7 +393,7 @@ size_t fg_cpu_op_conv2d_workspace(void *state, const fg_conv2d_desc *d)
                             d->stride_h, d->stride_w, d->out_h, d->out_w };
     /* every dtype the ops may run oneDNN with: f32, and bf16 where it is native */
     for (int t = FG_CPU_F32; t <= FG_CPU_BF16; t += FG_CPU_BF16 - FG_CPU_F32) {
-        if (!fg_cpu_conv_dnnl_types((uint32_t)t, (uint32_t)t))
+        if (!fg_cpu_conv_dnnl_types(be, (uint32_t)t, (uint32_t)t))
             continue;
         fg_cpu_conv_entry *e = fg_cpu_conv_entry_get(be, &s, t, t);
         if (e && e->dnnl && fg_cpu_dnnl_conv_workspace(e->dnnl) > ws)
