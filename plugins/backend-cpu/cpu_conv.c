@@ -150,19 +150,20 @@ static void fg_cpu_conv_describe(const fg_cpu_conv_entry *e, char *buf, size_t l
              e->act == FG_CPU_BF16 ? "bf16" : "f32");
 }
 
-/* oneDNN is usable for this call: say once why not when it was asked for. */
+/* The entry to run this call with oneDNN (its algorithm still to be decided), or NULL for
+ * im2col. Why oneDNN cannot run a shape is logged once per (shape, dtypes): a warning
+ * when conv_algorithm = onednn asked for it, an info line (the run's record) under auto. */
 static fg_cpu_conv_entry *fg_cpu_conv_pick(fg_cpu_backend *be, const fg_conv2d_desc *d,
                                            uint32_t act, uint32_t param, const void *workspace)
 {
     if (be->conv_algorithm == FG_CPU_CONV_IM2COL || !workspace)
         return NULL;
-    fg_cpu_conv_shape s;
     if (fg_cpu_im2col_conv2d_workspace(be, d) == 0)
         return NULL; /* a bad descriptor: im2col's checks say why */
-    s = (fg_cpu_conv_shape){ d->n, d->c, d->h, d->w, d->k, d->r, d->s, d->pad_h, d->pad_w,
-                             d->stride_h, d->stride_w, d->out_h, d->out_w };
     if (!fg_cpu_conv_dnnl_types(be, act, param))
         return NULL;
+    fg_cpu_conv_shape s = { d->n, d->c, d->h, d->w, d->k, d->r, d->s, d->pad_h, d->pad_w,
+                            d->stride_h, d->stride_w, d->out_h, d->out_w };
     fg_cpu_conv_entry *e = fg_cpu_conv_entry_get(be, &s, (int)act, (int)param);
     if (!e)
         return NULL;
@@ -171,15 +172,20 @@ static fg_cpu_conv_entry *fg_cpu_conv_pick(fg_cpu_backend *be, const fg_conv2d_d
         why = "its workspace is larger than the one conv2d_workspace sized for this shape";
     else if (e->dnnl)
         return e;
-    if (be->conv_algorithm == FG_CPU_CONV_ONEDNN && !e->logged_fallback && be->host &&
-        be->host->log) {
+    pthread_mutex_lock(&e->run);
+    if (!e->logged_fallback && be->host && be->host->log) {
         char what[160];
         fg_cpu_conv_describe(e, what, sizeof what);
-        be->host->log(be->host, FG_LOG_WARN,
-                      "cpu backend: %s runs im2col although conv_algorithm = onednn: %s", what,
-                      why);
+        if (be->conv_algorithm == FG_CPU_CONV_ONEDNN)
+            be->host->log(be->host, FG_LOG_WARN,
+                          "cpu backend: %s runs im2col although conv_algorithm = onednn: %s",
+                          what, why);
+        else
+            be->host->log(be->host, FG_LOG_INFO, "cpu backend: %s: im2col (oneDNN cannot: %s)",
+                          what, why);
         e->logged_fallback = 1;
     }
+    pthread_mutex_unlock(&e->run);
     return NULL;
 }
 

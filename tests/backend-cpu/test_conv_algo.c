@@ -291,6 +291,33 @@ static void test_smaller_batch(test_backend *dnnl, test_backend *im2col)
     io_free(&io);
 }
 
+/* A workspace conv2d_workspace never sized for oneDNN (the caller asked another backend):
+ * conv_algorithm = onednn runs im2col there, bit for bit, and warns once saying why. */
+static void test_unsized_workspace(test_backend *im2col)
+{
+    test_backend tb;
+    test_backend_open_with(&tb, 1, 2, 0, "conv_algorithm = onednn");
+    fg_conv2d_desc d = { sizeof d, 6, 3, 10, 10, 5, 3, 3, 0, 0, 1, 1, 8, 8 };
+    conv_io io;
+    test_seed(10);
+    io_make(&io, &d);
+    void *work = test_alloc(im2col->vt->conv2d_workspace(im2col->state, &d));
+    float *a = test_alloc(io.ys * 4), *b = test_alloc(io.ys * 4);
+    for (int i = 0; i < 2; i++)
+        CHECK_OK(tb.vt->conv2d_forward(tb.state, tb.queue, FG_F32, FG_F32, &d, io.x, io.w, io.b,
+                                       a, work, &test_err));
+    CHECK_OK(im2col->vt->conv2d_forward(im2col->state, im2col->queue, FG_F32, FG_F32, &d, io.x,
+                                        io.w, io.b, b, work, &test_err));
+    CHECK(!differs(a, b, io.ys), "the fallback is not im2col's result");
+    const char *warn = strstr(tb.host.log, "runs im2col although conv_algorithm = onednn: its "
+                                           "workspace is larger");
+    CHECK(warn && !strstr(warn + 1, "runs im2col although"),
+          "no single warning for the unsized workspace: %s", tb.host.log);
+    free(a); free(b); free(work);
+    io_free(&io);
+    test_backend_close(&tb);
+}
+
 /* auto times both at the first call of a shape and logs the choice with the times. */
 static void test_auto_logs(void)
 {
@@ -343,6 +370,7 @@ void test_group_conv_algo(void)
         printf("conv_algo: some shapes fell back to im2col (see the log)\n");
     test_random_bf16(&tb, &im2col);
     test_smaller_batch(&tb, &im2col);
+    test_unsized_workspace(&im2col);
     test_backend_close(&im2col);
     test_backend_close(&tb);
     test_threads();
