@@ -86,7 +86,7 @@ static void v0_forward(const lab_attn *a, const float *qkv, float *y, float *lse
 }
 
 static void v0_backward(const lab_attn *a, const float *qkv, const float *y, const float *lse,
-                        const float *dy, float *dqkv, float *p)
+                        const float *dy, float *dqkv)
 {
     int T = a->T, D = a->D, C = a->H * a->D;
     float scale = 1.0f / sqrtf((float)D);
@@ -115,7 +115,6 @@ static void v0_backward(const lab_attn *a, const float *qkv, const float *y, con
                         dqkv[kj + 2 * C + d] += prob * dyi[d];
                     }
                 }
-                (void)p;
             }
 }
 
@@ -491,7 +490,7 @@ static void run_v0(fg_cpu_pool *pool, const lab_attn *a, lab_bufs *m)
 {
     (void)pool;
     v0_forward(a, m->qkv, m->y, m->lse, m->ws);
-    v0_backward(a, m->qkv, m->y, m->lse, m->dy, m->dqkv, m->ws);
+    v0_backward(a, m->qkv, m->y, m->lse, m->dy, m->dqkv);
 }
 
 static void run_v1(fg_cpu_pool *pool, const lab_attn *a, lab_bufs *m)

@@ -77,7 +77,12 @@ static void v0_backward(const ln_args *c)
     size_t n = (size_t)c->cols;
     for (size_t i = 0; i < n; i++)
         c->dgamma[i] = c->dbeta[i] = 0.0f;
-    double *g = calloc(2 * n, sizeof *g), *b = g + n;
+    double *g = calloc(2 * n, sizeof *g);
+    if (!g) {
+        fprintf(stderr, "layernorm lab: out of memory\n");
+        exit(1);
+    }
+    double *b = g + n;
     for (size_t r = 0; r < (size_t)c->rows; r++) {
         const float *x = c->x + r * n, *dy = c->dy + r * n;
         double m = c->rms ? 0.0 : c->mean_in[r], rstd = c->rstd_in[r], s1 = 0.0, s2 = 0.0;
