@@ -14,8 +14,9 @@
  *              <- the winner, now kernels/cpu/attention.c
  *   version 6  version 5 whose backward runs by blocks of 64 keys against every query that
  *              sees them (FlashAttention-2's order): dK, dV one gemm each with k = T - j0
- *              instead of five gemms with k = 64 per query block: no gain (median CPU time
- *              of B16 H6 T256 D64 51.0 ms against version 5's 51.7, version 1's 96.0)
+ *              instead of five gemms with k = 64 per query block: on a quiet machine
+ *              B16 H6 T256 D64 takes 25.5 ms against version 5's 26.5 (CPU 50.1 against
+ *              54.5 ms), 4%; not taken yet (dropout's draws and the workspace would change)
  *
  * Versions 1-4 change summation orders (gemm tiles, lane sums, block order), so they are
  * checked against the reference within a tolerance: 2e-5 of the largest value of y and of
