@@ -325,7 +325,7 @@ typedef struct fg_cpu_attn_decode {
 } fg_cpu_attn_decode;
 
 /* Items [i0, i1) of the chunk, each a (batch, head): scores, softmax (as the forward's
- * rows: the max, exp, a double sum), then y = P V. */
+ * rows: the max, fast_exp, a sum in double), then y = P V. */
 static void fg_cpu_attn_decode_items(void *p, size_t i0, size_t i1)
 {
     const fg_cpu_attn_decode *w = p;
@@ -347,7 +347,7 @@ static void fg_cpu_attn_decode_items(void *p, size_t i0, size_t i1)
         }
         double sum = 0.0;
         for (int j = 0; j < n; j++) {
-            s[j] = expf(s[j] - mx);
+            s[j] = fg_cpu_exp(s[j] - mx); /* the forward's exponential */
             sum += s[j];
         }
         float inv = (float)(1.0 / sum);

@@ -19,6 +19,15 @@ static inline double lab_now(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* CPU seconds of the whole process (every thread): on a shared machine, a measure of the
+ * work a version does that the other jobs' load does not inflate (spinning counts too). */
+static inline double lab_cpu_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 /* Deterministic values in [-0.5, 0.5): the same inputs for every version. */
 static inline void lab_fill(float *x, size_t n, uint32_t seed)
 {
