@@ -1,20 +1,33 @@
-/* Multi-head scaled dot-product attention over a fused QKV tensor, tiled by blocks of
- * query rows: for each (batch, head) and block of FG_CPU_ATTN_BLOCK queries, the scores
- * against the keys the block may see are one sgemm, the masked softmax runs on the pool,
- * and the output is a second sgemm. Only the block's scores are held (BLOCK x T floats),
- * and the forward keeps the log-sum-exp of each row (B, H, T) for backward, which
- * recomputes the scores a block at a time (FlashAttention-2's recurrence, with gemm tiles
- * instead of a fused kernel): memory grows with T, never with T^2.
+/* Multi-head scaled dot-product attention over a fused QKV tensor, flash-style: each
+ * (batch, head) is one work item of the pool, and one thread runs it whole, by blocks of
+ * FG_CPU_ATTN_BLOCK query rows: the scores against the keys the block may see are one
+ * sgemm, the masked softmax a vectorised pass, the output a second sgemm. Only the block's
+ * scores are held (BLOCK x T floats per thread), and the forward keeps the log-sum-exp of
+ * each row (B, H, T) for backward, which recomputes the scores a block at a time
+ * (FlashAttention-2's recurrence, with gemm tiles instead of a fused kernel): memory grows
+ * with T, never with T^2. tests/kernel-lab/attention_lab.c, version 3: a head per thread
+ * instead of every small gemm and softmax cut across the pool (two wake-ups per gemm), a
+ * fast_exp softmax in 16 lanes, and a backward that runs the query blocks last to first so
+ * that the first block written covers every key (no memset of dqkv); version 5, its
+ * rowsum(dY * Y) in 16 lanes.
  *
  * qkv (B, T, 3C): q | k | v along the last dimension, head h at columns [h*D, (h+1)*D) of
  * each third, C = H*D. y (B, T, C), heads side by side. Scores are scaled by 1/sqrt(D).
  * Attention dropout drops probability (b, h, i, j) when the draw of (seed, offset +
  * ((b*H + h)*T + i)*T + j) says so (fg_cpu_dropout_keep), in forward and backward alike;
- * rowsum(dY * Y) is still the softmax backward's correction term with it. */
+ * rowsum(dY * Y) is still the softmax backward's correction term with it.
+ *
+ * Results do not depend on the thread count: an item's arithmetic is the same on any
+ * thread (its gemms run whole on it), and a single item runs its gemms on the pool, whose
+ * blocks of C do not change a sum. */
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "cpu_kernels.h"
+#include "fast_exp.h"
+
+enum { FG_CPU_ATTN_LANES = 16 };
 
 typedef struct fg_cpu_attn_rows {
     float *s;              /* (rows, ld) scores in, probabilities out */
@@ -40,65 +53,103 @@ static inline int fg_cpu_attn_limit(const fg_cpu_attn_rows *a, size_t r)
     return a->causal ? a->first_row + (int)r + 1 : a->ld;
 }
 
-static void fg_cpu_attn_softmax_rows(void *p, size_t r0, size_t r1)
+/* max of s[0, n), 16 lanes at a time */
+FG_CPU_VECTOR_CLONES static float fg_cpu_attn_row_max(const float *s, int n)
 {
-    const fg_cpu_attn_rows *a = p;
-    for (size_t r = r0; r < r1; r++) {
-        float *s = a->s + r * (size_t)a->ld;
-        int lim = fg_cpu_attn_limit(a, r);
-        float mx = -INFINITY;
-        for (int j = 0; j < lim; j++)
-            mx = s[j] > mx ? s[j] : mx;
-        double sum = 0.0;
-        for (int j = 0; j < lim; j++) {
-            s[j] = expf(s[j] - mx);
-            sum += s[j];
+    float lane[FG_CPU_ATTN_LANES];
+    for (int l = 0; l < FG_CPU_ATTN_LANES; l++)
+        lane[l] = -INFINITY;
+    int j = 0;
+    for (; j + FG_CPU_ATTN_LANES <= n; j += FG_CPU_ATTN_LANES)
+        for (int l = 0; l < FG_CPU_ATTN_LANES; l++)
+            lane[l] = s[j + l] > lane[l] ? s[j + l] : lane[l];
+    float mx = -INFINITY;
+    for (; j < n; j++)
+        mx = s[j] > mx ? s[j] : mx;
+    for (int l = 0; l < FG_CPU_ATTN_LANES; l++)
+        mx = lane[l] > mx ? lane[l] : mx;
+    return mx;
+}
+
+/* s[j] = exp(s[j] - mx) over [0, n); returns their sum (16 float lanes, then double) */
+FG_CPU_VECTOR_CLONES static double fg_cpu_attn_row_exp(float *s, int n, float mx)
+{
+    float lane[FG_CPU_ATTN_LANES] = {0};
+    int j = 0;
+    for (; j + FG_CPU_ATTN_LANES <= n; j += FG_CPU_ATTN_LANES)
+        for (int l = 0; l < FG_CPU_ATTN_LANES; l++) {
+            float e = fg_cpu_exp(s[j + l] - mx);
+            s[j + l] = e;
+            lane[l] += e;
         }
-        float inv = (float)(1.0 / sum);
-        for (int j = 0; j < lim; j++)
-            s[j] *= inv;
-        for (int j = lim; j < a->ld; j++)
-            s[j] = 0.0f;
+    double sum = 0.0;
+    for (; j < n; j++) {
+        s[j] = fg_cpu_exp(s[j] - mx);
+        sum += s[j];
+    }
+    for (int l = 0; l < FG_CPU_ATTN_LANES; l++)
+        sum += lane[l];
+    return sum;
+}
+
+FG_CPU_VECTOR_CLONES static void fg_cpu_attn_row_scale(float *s, int n, float inv, int ld)
+{
+    for (int j = 0; j < n; j++)
+        s[j] *= inv;
+    for (int j = n; j < ld; j++)
+        s[j] = 0.0f;
+}
+
+static void fg_cpu_attn_softmax_rows(const fg_cpu_attn_rows *a, int rows)
+{
+    for (int r = 0; r < rows; r++) {
+        float *s = a->s + (size_t)r * (size_t)a->ld;
+        int lim = fg_cpu_attn_limit(a, (size_t)r);
+        float mx = fg_cpu_attn_row_max(s, lim);
+        double sum = fg_cpu_attn_row_exp(s, lim, mx);
+        fg_cpu_attn_row_scale(s, lim, (float)(1.0 / sum), a->ld);
         a->lse[r] = mx + (float)log(sum);
         if (a->dropout > 0.0f)
             for (int j = 0; j < lim; j++)
-                s[j] *= fg_cpu_attn_keep(a, r, j);
+                s[j] *= fg_cpu_attn_keep(a, (size_t)r, j);
     }
+}
+
+/* P = exp(S - lse) over [0, n), dS = P * (dP - delta); zeros to ld */
+FG_CPU_VECTOR_CLONES static void fg_cpu_attn_row_grad(float *s, const float *dp, float *ds,
+                                                      int n, int ld, float l, float d)
+{
+    for (int j = 0; j < n; j++) {
+        float prob = fg_cpu_exp(s[j] - l);
+        s[j] = prob;
+        ds[j] = prob * (dp[j] - d);
+    }
+    for (int j = n; j < ld; j++)
+        s[j] = ds[j] = 0.0f;
 }
 
 /* P = exp(S - lse) recomputed; with dropout, s keeps the dropped P (for dV) and dP is the
  * gradient through the mask; dS = P * (dP - delta). */
-static void fg_cpu_attn_backward_rows(void *p, size_t r0, size_t r1)
+static void fg_cpu_attn_backward_rows(const fg_cpu_attn_rows *a, int rows)
 {
-    const fg_cpu_attn_rows *a = p;
-    for (size_t r = r0; r < r1; r++) {
-        float *s = a->s + r * (size_t)a->ld;
-        const float *dp = a->dp + r * (size_t)a->ld;
-        float *ds = a->ds + r * (size_t)a->ld;
-        int lim = fg_cpu_attn_limit(a, r);
+    for (int r = 0; r < rows; r++) {
+        float *s = a->s + (size_t)r * (size_t)a->ld;
+        const float *dp = a->dp + (size_t)r * (size_t)a->ld;
+        float *ds = a->ds + (size_t)r * (size_t)a->ld;
+        int lim = fg_cpu_attn_limit(a, (size_t)r);
         float l = a->lse[r], d = a->delta[r];
-        if (a->dropout > 0.0f)
+        if (a->dropout > 0.0f) {
             for (int j = 0; j < lim; j++) {
-                float prob = expf(s[j] - l), keep = fg_cpu_attn_keep(a, r, j);
+                float prob = fg_cpu_exp(s[j] - l), keep = fg_cpu_attn_keep(a, (size_t)r, j);
                 s[j] = prob * keep;
                 ds[j] = prob * (dp[j] * keep - d);
             }
-        else
-            for (int j = 0; j < lim; j++) {
-                s[j] = expf(s[j] - l);
-                ds[j] = s[j] * (dp[j] - d);
-            }
-        for (int j = lim; j < a->ld; j++)
-            s[j] = ds[j] = 0.0f;
+            for (int j = lim; j < a->ld; j++)
+                s[j] = ds[j] = 0.0f;
+        } else {
+            fg_cpu_attn_row_grad(s, dp, ds, lim, a->ld, l, d);
+        }
     }
-}
-
-static void fg_cpu_attn_rows_run(fg_cpu_pool *pool, fg_cpu_attn_rows *a, int rows,
-                                 fg_cpu_range_fn fn)
-{
-    /* exp per element: an eighth of the grain's arithmetic */
-    size_t grain = (FG_CPU_GRAIN / 8) / (size_t)a->ld + 1;
-    fg_cpu_parallel_for(pool, (size_t)rows, grain, 1, fn, a);
 }
 
 static void fg_cpu_attn_set_dropout(fg_cpu_attn_rows *rows, const fg_cpu_attn_shape *a, int b,
@@ -111,87 +162,156 @@ static void fg_cpu_attn_set_dropout(fg_cpu_attn_rows *rows, const fg_cpu_attn_sh
                                          (uint64_t)a->seq + (uint64_t)i0) * (uint64_t)a->seq;
 }
 
-size_t fg_cpu_attention_workspace(const fg_cpu_attn_shape *a)
+/* Workspace slots: one per thread that runs items at once. */
+static int fg_cpu_attn_slots(const fg_cpu_attn_shape *a, int threads)
 {
-    return 2 * (size_t)FG_CPU_ATTN_BLOCK * (size_t)a->seq * sizeof(float);
+    int items = a->batch * a->heads;
+    return threads < items ? threads : items;
+}
+
+static size_t fg_cpu_attn_slot_floats(const fg_cpu_attn_shape *a)
+{
+    return 2 * (size_t)FG_CPU_ATTN_BLOCK * (size_t)a->seq;
+}
+
+size_t fg_cpu_attention_workspace(const fg_cpu_attn_shape *a, int threads)
+{
+    int slots = fg_cpu_attn_slots(a, threads > 1 ? threads : 1);
+    return (size_t)slots * fg_cpu_attn_slot_floats(a) * sizeof(float);
+}
+
+/* The job: (batch, head) items claimed one at a time by the slots running on the pool. */
+typedef struct fg_cpu_attn_job {
+    fg_cpu_pool *pool;
+    const fg_cpu_attn_shape *a;
+    const float *qkv, *y, *dy;
+    float *out;  /* forward: y (B, T, C); backward: dqkv (B, T, 3C) */
+    float *lse;  /* (B, H, T) */
+    float *ws;   /* slots x (2, BLOCK, T) */
+    void (*item)(const struct fg_cpu_attn_job *j, int b, int h, float *s);
+    atomic_int next;
+} fg_cpu_attn_job;
+
+static void fg_cpu_attn_forward_item(const fg_cpu_attn_job *j, int b, int h, float *s)
+{
+    const fg_cpu_attn_shape *a = j->a;
+    int T = a->seq, D = a->head_dim, C = a->heads * a->head_dim;
+    float scale = 1.0f / sqrtf((float)D);
+    const float *q = j->qkv + (size_t)b * T * 3 * C + (size_t)h * D;
+    const float *k = q + C, *v = q + 2 * C;
+    float *yb = j->out + (size_t)b * T * C + (size_t)h * D;
+    float *lse_bh = j->lse + ((size_t)b * a->heads + (size_t)h) * (size_t)T;
+    for (int i0 = 0; i0 < T; i0 += FG_CPU_ATTN_BLOCK) {
+        int qn = T - i0 < FG_CPU_ATTN_BLOCK ? T - i0 : FG_CPU_ATTN_BLOCK;
+        int kend = a->causal ? i0 + qn : T;
+        fg_cpu_gemm(j->pool, 0, 1, qn, kend, D, scale, q + (size_t)i0 * 3 * C, 3 * C, k, 3 * C,
+                    0.0f, s, kend);
+        fg_cpu_attn_rows rows = {.s = s, .lse = lse_bh + i0, .first_row = i0, .ld = kend,
+                                 .causal = a->causal};
+        fg_cpu_attn_set_dropout(&rows, a, b, h, i0);
+        fg_cpu_attn_softmax_rows(&rows, qn);
+        fg_cpu_gemm(j->pool, 0, 0, qn, D, kend, 1.0f, s, kend, v, 3 * C, 0.0f,
+                    yb + (size_t)i0 * C, C);
+    }
+}
+
+/* delta[i] = sum_d dY[i, d] * Y[i, d] for the head's rows, in 16 double lanes (one double
+ * accumulator was a dependency chain: 6% of the backward). */
+FG_CPU_VECTOR_CLONES static void fg_cpu_attn_delta(const float *dy, const float *y, int rows,
+                                                   int D, int ld, float *delta)
+{
+    for (int i = 0; i < rows; i++) {
+        const float *a = dy + (size_t)i * ld, *b = y + (size_t)i * ld;
+        double lane[FG_CPU_ATTN_LANES] = {0}, acc = 0.0;
+        int d = 0;
+        for (; d + FG_CPU_ATTN_LANES <= D; d += FG_CPU_ATTN_LANES)
+            for (int l = 0; l < FG_CPU_ATTN_LANES; l++)
+                lane[l] += (double)a[d + l] * (double)b[d + l];
+        for (; d < D; d++)
+            acc += (double)a[d] * (double)b[d];
+        for (int l = 0; l < FG_CPU_ATTN_LANES; l++)
+            acc += lane[l];
+        delta[i] = (float)acc;
+    }
+}
+
+/* Query blocks last to first: the last block sees every key (causal or not), so it
+ * overwrites the head's dK and dV (beta 0) and the earlier blocks add to them. */
+static void fg_cpu_attn_backward_item(const fg_cpu_attn_job *j, int b, int h, float *s)
+{
+    const fg_cpu_attn_shape *a = j->a;
+    int T = a->seq, D = a->head_dim, C = a->heads * a->head_dim;
+    float scale = 1.0f / sqrtf((float)D);
+    float *dp = s + (size_t)FG_CPU_ATTN_BLOCK * (size_t)T;
+    float delta[FG_CPU_ATTN_BLOCK];
+    size_t base = (size_t)b * T * 3 * C + (size_t)h * D;
+    const float *q = j->qkv + base, *k = q + C, *v = q + 2 * C;
+    float *dq = j->out + base, *dk = dq + C, *dv = dq + 2 * C;
+    size_t out = (size_t)b * T * C + (size_t)h * D;
+    const float *lse_bh = j->lse + ((size_t)b * a->heads + (size_t)h) * (size_t)T;
+    int last = (T - 1) / FG_CPU_ATTN_BLOCK * FG_CPU_ATTN_BLOCK;
+    for (int i0 = last; i0 >= 0; i0 -= FG_CPU_ATTN_BLOCK) {
+        int qn = T - i0 < FG_CPU_ATTN_BLOCK ? T - i0 : FG_CPU_ATTN_BLOCK;
+        int kend = a->causal ? i0 + qn : T;
+        float beta = i0 == last ? 0.0f : 1.0f;
+        const float *dyb = j->dy + out + (size_t)i0 * C, *qb = q + (size_t)i0 * 3 * C;
+        fg_cpu_gemm(j->pool, 0, 1, qn, kend, D, scale, qb, 3 * C, k, 3 * C, 0.0f, s, kend);
+        fg_cpu_gemm(j->pool, 0, 1, qn, kend, D, 1.0f, dyb, C, v, 3 * C, 0.0f, dp, kend);
+        fg_cpu_attn_delta(dyb, j->y + out + (size_t)i0 * C, qn, D, C, delta);
+        fg_cpu_attn_rows rows = {.s = s, .dp = dp, .ds = dp, .delta = delta,
+                                 .lse = (float *)(lse_bh + i0), .first_row = i0, .ld = kend,
+                                 .causal = a->causal};
+        fg_cpu_attn_set_dropout(&rows, a, b, h, i0);
+        fg_cpu_attn_backward_rows(&rows, qn);
+        /* dV (+)= P^T dY; dQ = scale dS K; dK (+)= scale dS^T Q */
+        fg_cpu_gemm(j->pool, 1, 0, kend, D, qn, 1.0f, s, kend, dyb, C, beta, dv, 3 * C);
+        fg_cpu_gemm(j->pool, 0, 0, qn, D, kend, scale, dp, kend, k, 3 * C, 0.0f,
+                    dq + (size_t)i0 * 3 * C, 3 * C);
+        fg_cpu_gemm(j->pool, 1, 0, kend, D, qn, scale, dp, kend, qb, 3 * C, beta, dk, 3 * C);
+    }
+}
+
+/* Slot s claims items until none is left; a slot is run by one thread at a time. */
+static void fg_cpu_attn_run_slots(void *p, size_t s0, size_t s1)
+{
+    fg_cpu_attn_job *j = p;
+    int items = j->a->batch * j->a->heads;
+    for (size_t slot = s0; slot < s1; slot++) {
+        float *s = j->ws + slot * fg_cpu_attn_slot_floats(j->a);
+        for (;;) {
+            int it = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+            if (it >= items)
+                break;
+            j->item(j, it / j->a->heads, it % j->a->heads, s);
+        }
+    }
+}
+
+/* One slot per thread (a single item's gemms then run on the pool themselves: the pool is
+ * idle while one slot runs inline). */
+static void fg_cpu_attn_run(fg_cpu_attn_job *j)
+{
+    int slots = fg_cpu_attn_slots(j->a, fg_cpu_pool_threads(j->pool));
+    atomic_init(&j->next, 0);
+    fg_cpu_parallel_for(j->pool, (size_t)slots, 1, 1, fg_cpu_attn_run_slots, j);
 }
 
 void fg_cpu_attention_forward(fg_cpu_pool *pool, const fg_cpu_attn_shape *a, const float *qkv,
                               float *y, float *lse, void *workspace)
 {
-    int T = a->seq, D = a->head_dim, C = a->heads * a->head_dim;
-    float scale = 1.0f / sqrtf((float)D);
-    float *s = workspace;
-    for (int b = 0; b < a->batch; b++)
-        for (int h = 0; h < a->heads; h++) {
-            const float *q = qkv + (size_t)b * T * 3 * C + (size_t)h * D;
-            const float *k = q + C, *v = q + 2 * C;
-            float *yb = y + (size_t)b * T * C + (size_t)h * D;
-            float *lse_bh = lse + ((size_t)b * a->heads + (size_t)h) * (size_t)T;
-            for (int i0 = 0; i0 < T; i0 += FG_CPU_ATTN_BLOCK) {
-                int qn = T - i0 < FG_CPU_ATTN_BLOCK ? T - i0 : FG_CPU_ATTN_BLOCK;
-                int kend = a->causal ? i0 + qn : T;
-                fg_cpu_gemm(pool, 0, 1, qn, kend, D, scale, q + (size_t)i0 * 3 * C, 3 * C, k,
-                            3 * C, 0.0f, s, kend);
-                fg_cpu_attn_rows rows = {.s = s, .lse = lse_bh + i0, .first_row = i0,
-                                         .ld = kend, .causal = a->causal};
-                fg_cpu_attn_set_dropout(&rows, a, b, h, i0);
-                fg_cpu_attn_rows_run(pool, &rows, qn, fg_cpu_attn_softmax_rows);
-                fg_cpu_gemm(pool, 0, 0, qn, D, kend, 1.0f, s, kend, v, 3 * C, 0.0f,
-                            yb + (size_t)i0 * C, C);
-            }
-        }
-}
-
-/* delta[i] = sum_d dY[i, d] * Y[i, d] for the head's rows. */
-static void fg_cpu_attn_delta(const float *dy, const float *y, int rows, int D, int ld,
-                              float *delta)
-{
-    for (int i = 0; i < rows; i++) {
-        double acc = 0.0;
-        for (int d = 0; d < D; d++)
-            acc += (double)dy[(size_t)i * ld + d] * (double)y[(size_t)i * ld + d];
-        delta[i] = (float)acc;
-    }
+    fg_cpu_attn_job j = {.pool = pool, .a = a, .qkv = qkv, .out = y, .lse = lse,
+                         .ws = workspace, .item = fg_cpu_attn_forward_item};
+    fg_cpu_attn_run(&j);
 }
 
 void fg_cpu_attention_backward(fg_cpu_pool *pool, const fg_cpu_attn_shape *a,
                                const float *qkv, const float *y, const float *lse,
                                const float *dy, float *dqkv, void *workspace)
 {
-    int T = a->seq, D = a->head_dim, C = a->heads * a->head_dim;
-    float scale = 1.0f / sqrtf((float)D);
-    float *s = workspace, *dp = s + (size_t)FG_CPU_ATTN_BLOCK * (size_t)T;
-    float delta[FG_CPU_ATTN_BLOCK];
-    memset(dqkv, 0, (size_t)a->batch * T * 3 * C * sizeof *dqkv);
-    for (int b = 0; b < a->batch; b++)
-        for (int h = 0; h < a->heads; h++) {
-            size_t base = (size_t)b * T * 3 * C + (size_t)h * D;
-            const float *q = qkv + base, *k = q + C, *v = q + 2 * C;
-            float *dq = dqkv + base, *dk = dq + C, *dv = dq + 2 * C;
-            size_t out = (size_t)b * T * C + (size_t)h * D;
-            const float *lse_bh = lse + ((size_t)b * a->heads + (size_t)h) * (size_t)T;
-            for (int i0 = 0; i0 < T; i0 += FG_CPU_ATTN_BLOCK) {
-                int qn = T - i0 < FG_CPU_ATTN_BLOCK ? T - i0 : FG_CPU_ATTN_BLOCK;
-                int kend = a->causal ? i0 + qn : T;
-                const float *dyb = dy + out + (size_t)i0 * C;
-                fg_cpu_gemm(pool, 0, 1, qn, kend, D, scale, q + (size_t)i0 * 3 * C, 3 * C, k,
-                            3 * C, 0.0f, s, kend);
-                fg_cpu_gemm(pool, 0, 1, qn, kend, D, 1.0f, dyb, C, v, 3 * C, 0.0f, dp, kend);
-                fg_cpu_attn_delta(dyb, y + out + (size_t)i0 * C, qn, D, C, delta);
-                fg_cpu_attn_rows rows = {.s = s, .dp = dp, .ds = dp, .delta = delta,
-                                         .lse = (float *)(lse_bh + i0), .first_row = i0,
-                                         .ld = kend, .causal = a->causal};
-                fg_cpu_attn_set_dropout(&rows, a, b, h, i0);
-                fg_cpu_attn_rows_run(pool, &rows, qn, fg_cpu_attn_backward_rows);
-                /* dV += P^T dY; dQ = scale dS K; dK += scale dS^T Q */
-                fg_cpu_gemm(pool, 1, 0, kend, D, qn, 1.0f, s, kend, dyb, C, 1.0f, dv, 3 * C);
-                fg_cpu_gemm(pool, 0, 0, qn, D, kend, scale, dp, kend, k, 3 * C, 0.0f,
-                            dq + (size_t)i0 * 3 * C, 3 * C);
-                fg_cpu_gemm(pool, 1, 0, kend, D, qn, scale, dp, kend, q + (size_t)i0 * 3 * C, 3 * C,
-                            1.0f, dk, 3 * C);
-            }
-        }
+    fg_cpu_attn_job j = {.pool = pool, .a = a, .qkv = qkv, .y = y, .dy = dy, .out = dqkv,
+                         .lse = (float *)lse, .ws = workspace,
+                         .item = fg_cpu_attn_backward_item};
+    fg_cpu_attn_run(&j);
 }
 
 /* ---- one query against the cache (fulgur generate) ------------------------------------- */
@@ -205,7 +325,7 @@ typedef struct fg_cpu_attn_decode {
 } fg_cpu_attn_decode;
 
 /* Items [i0, i1) of the chunk, each a (batch, head): scores, softmax (as the forward's
- * rows: the max, exp, a double sum), then y = P V. */
+ * rows: the max, fast_exp, a sum in double), then y = P V. */
 static void fg_cpu_attn_decode_items(void *p, size_t i0, size_t i1)
 {
     const fg_cpu_attn_decode *w = p;
@@ -227,7 +347,7 @@ static void fg_cpu_attn_decode_items(void *p, size_t i0, size_t i1)
         }
         double sum = 0.0;
         for (int j = 0; j < n; j++) {
-            s[j] = expf(s[j] - mx);
+            s[j] = fg_cpu_exp(s[j] - mx); /* the forward's exponential */
             sum += s[j];
         }
         float inv = (float)(1.0 / sum);

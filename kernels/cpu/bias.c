@@ -52,8 +52,10 @@ static double fg_cpu_span_sum(const float *x, size_t n)
 
 #define FG_CPU_BIAS_BLOCK 256
 
-/* Columns [b, e): each column sums its rows in row order, whatever the partition. */
-static void fg_cpu_bias_grad_cols(void *p, size_t b, size_t e)
+/* Columns [b, e): each column sums its rows in row order, whatever the partition; the
+ * vectors run across the columns, so the clones give the baseline's sums bit for bit
+ * (tests/kernel-lab/bias_grad_lab.c, version 2). */
+FG_CPU_VECTOR_CLONES static void fg_cpu_bias_grad_cols(void *p, size_t b, size_t e)
 {
     fg_cpu_bias_ctx *c = p;
     size_t rows = (size_t)c->rows, cols = (size_t)c->cols, sp = (size_t)c->spatial;

@@ -15,7 +15,11 @@
 /* Streaming loops compiled for AVX-512 and AVX2 as well as the baseline, the variant picked
  * once at load by the CPU (GCC/clang target_clones; a plain function elsewhere). Results
  * are bitwise those of the baseline: the loops are elementwise and -std=c11 contracts no
- * multiply-add into an FMA. Measured in tests/kernel-lab/sgd_lab.c (version 3). */
+ * multiply-add into an FMA. Measured in tests/kernel-lab/sgd_lab.c (version 3).
+ * Reductions that should vectorise are written as 16 explicit lanes (the softmaxes of
+ * attention.c and softmax_xent.c, layernorm.c's row sums, attention's rowsum): the lanes fix
+ * the summation order, so every ISA's clone gives the same sums (the kernel labs in
+ * tests/kernel-lab check it against references and time each version). */
 #if defined(__x86_64__) && defined(__has_attribute) && !defined(__SANITIZE_ADDRESS__)
 #if __has_attribute(target_clones)
 #define FG_CPU_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -254,8 +258,9 @@ typedef struct fg_cpu_attn_shape {
     uint64_t seed, offset;  /* its draws: fg_cpu_dropout_keep(seed, offset + index) */
 } fg_cpu_attn_shape;
 
-/* Bytes of scratch forward and backward need: 2 * BLOCK * seq floats. */
-size_t fg_cpu_attention_workspace(const fg_cpu_attn_shape *a);
+/* Bytes of scratch forward and backward need on a pool of `threads`: 2 * BLOCK * seq
+ * floats for each thread that runs a (batch, head) item, min(threads, batch * heads). */
+size_t fg_cpu_attention_workspace(const fg_cpu_attn_shape *a, int threads);
 /* qkv (B, T, 3C) -> y (B, T, C), lse (B, H, T) saved for backward. */
 void fg_cpu_attention_forward(fg_cpu_pool *pool, const fg_cpu_attn_shape *a, const float *qkv,
                               float *y, float *lse, void *workspace);

@@ -1,10 +1,18 @@
 /* Softmax cross-entropy over rows: log-sum-exp around the row maximum, the row's
  * softmax kept for backward, loss and argmax hits summed per fixed row chunk in double
  * and combined in chunk order. A row labelled FG_CPU_IGNORED_LABEL adds nothing and gets a
- * zero gradient. */
+ * zero gradient.
+ *
+ * tests/kernel-lab/softmax_xent_lab.c, version 3: the maximum and the exponentials' sum in
+ * 16 float lanes (the sum combined in double), fast_exp (within 2 ulp of expf) instead of
+ * libm, every loop compiled for AVX-512 / AVX2 as well: forward + backward of 4096 rows x
+ * V 256 4.9 -> 1.6 ms, 64 rows x V 50257 15.6 -> 5.5 ms (2 threads). */
 #include <math.h>
 
 #include "cpu_kernels.h"
+#include "fast_exp.h"
+
+enum { FG_CPU_XENT_LANES = 16 };
 
 int64_t fg_cpu_find_bad_label(const int32_t *labels, int rows, int classes, int ignorable)
 {
@@ -25,32 +33,59 @@ typedef struct fg_cpu_xent_ctx {
     float scale;
 } fg_cpu_xent_ctx;
 
-/* One row: writes its softmax, returns its loss, sets *hit when argmax == label. */
-static double fg_cpu_xent_row(const float *x, int label, int classes, float *prob, int *hit)
+/* The maximum of x[0, n) as a scan from x[0] finds it (NaN only when x[0] is NaN). */
+static inline __attribute__((always_inline)) float fg_cpu_xent_max(const float *x, int n)
 {
+    float lane[FG_CPU_XENT_LANES];
+    for (int l = 0; l < FG_CPU_XENT_LANES; l++)
+        lane[l] = x[0];
+    int j = 0;
+    for (; j + FG_CPU_XENT_LANES <= n; j += FG_CPU_XENT_LANES)
+        for (int l = 0; l < FG_CPU_XENT_LANES; l++)
+            lane[l] = x[j + l] > lane[l] ? x[j + l] : lane[l];
     float m = x[0];
+    for (; j < n; j++)
+        m = x[j] > m ? x[j] : m;
+    for (int l = 0; l < FG_CPU_XENT_LANES; l++)
+        m = lane[l] > m ? lane[l] : m;
+    return m;
+}
+
+/* One row: writes its softmax, returns its loss, sets *hit when argmax (the first
+ * maximum) == label. */
+static inline __attribute__((always_inline)) double
+fg_cpu_xent_row(const float *x, int label, int classes, float *prob, int *hit)
+{
+    float m = fg_cpu_xent_max(x, classes);
     int best = 0;
-    for (int j = 1; j < classes; j++)
-        if (x[j] > m) {
-            m = x[j];
-            best = j;
-        }
+    while (best < classes && !(x[best] == m))
+        best++;
+    best = best < classes ? best : 0; /* x[0] is NaN */
     /* read before prob, which may alias x, is written */
     float at_label = label == FG_CPU_IGNORED_LABEL ? 0.0f : x[label];
+    float lane[FG_CPU_XENT_LANES] = {0};
+    int j = 0;
+    for (; j + FG_CPU_XENT_LANES <= classes; j += FG_CPU_XENT_LANES)
+        for (int l = 0; l < FG_CPU_XENT_LANES; l++) {
+            float e = fg_cpu_exp(x[j + l] - m);
+            prob[j + l] = e;
+            lane[l] += e;
+        }
     double sum = 0.0;
-    for (int j = 0; j < classes; j++) {
-        float e = expf(x[j] - m);
-        prob[j] = e;
-        sum += (double)e;
+    for (; j < classes; j++) {
+        prob[j] = fg_cpu_exp(x[j] - m);
+        sum += (double)prob[j];
     }
+    for (int l = 0; l < FG_CPU_XENT_LANES; l++)
+        sum += lane[l];
     float inv = (float)(1.0 / sum);
-    for (int j = 0; j < classes; j++)
+    for (j = 0; j < classes; j++)
         prob[j] *= inv;
     *hit = best == label;
     return label == FG_CPU_IGNORED_LABEL ? 0.0 : (double)m + log(sum) - (double)at_label;
 }
 
-static void fg_cpu_xent_forward_chunks(void *p, size_t b, size_t e)
+FG_CPU_VECTOR_CLONES static void fg_cpu_xent_forward_chunks(void *p, size_t b, size_t e)
 {
     fg_cpu_xent_ctx *c = p;
     size_t cl = (size_t)c->classes;
@@ -93,7 +128,7 @@ void fg_cpu_softmax_xent_forward(fg_cpu_pool *pool, const float *logits,
         *correct = (float)((double)*correct + total_hits);
 }
 
-static void fg_cpu_xent_backward_rows(void *p, size_t b, size_t e)
+FG_CPU_VECTOR_CLONES static void fg_cpu_xent_backward_rows(void *p, size_t b, size_t e)
 {
     fg_cpu_xent_ctx *c = p;
     size_t cl = (size_t)c->classes;

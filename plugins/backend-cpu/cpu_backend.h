@@ -13,6 +13,10 @@
 
 #define FG_CPU_MAX_DEVICES 64
 
+/* [backend] conv_algorithm: how conv2d runs (cpu_conv.c) */
+enum { FG_CPU_CONV_AUTO = 0, FG_CPU_CONV_IM2COL = 1, FG_CPU_CONV_ONEDNN = 2 };
+typedef struct fg_cpu_conv_cache fg_cpu_conv_cache;
+
 typedef struct fg_cpu_backend {
     const fg_host *host;
     int devices;               /* virtual devices: separate allocations, memcpy between */
@@ -22,6 +26,8 @@ typedef struct fg_cpu_backend {
     uint64_t physical_memory;  /* bytes, read at init */
     char cpu_model[64];        /* from /proc/cpuinfo, read at init */
     fg_cpu_pool *pool;
+    int conv_algorithm;             /* FG_CPU_CONV_*: measured per shape, or fixed */
+    fg_cpu_conv_cache *conv_cache;  /* the choice and the oneDNN state per conv shape */
     _Atomic uint64_t in_use[FG_CPU_MAX_DEVICES]; /* bytes allocated per device */
     int bf16_native;           /* bf16 gemms through oneDNN (cpu_bf16.c) */
     const char *bf16_why;      /* why not, when not */
@@ -91,7 +97,7 @@ fg_status fg_cpu_f32_activation_forward(void *state, void *queue, int act, const
 fg_status fg_cpu_f32_activation_backward(void *state, void *queue, int act, const float *x,
                                          const float *y, const float *dy, float *dx, size_t n,
                                          fg_error *err);
-size_t fg_cpu_op_conv2d_workspace(void *state, const fg_conv2d_desc *d);
+size_t fg_cpu_im2col_conv2d_workspace(void *state, const fg_conv2d_desc *d);
 fg_status fg_cpu_f32_conv2d_forward(void *state, void *queue, const fg_conv2d_desc *d,
                                     const float *x, const float *w, const float *bias,
                                     float *y, void *workspace, fg_error *err);
@@ -172,15 +178,16 @@ fg_status fg_cpu_op_activation_forward(void *state, void *queue, uint32_t dtype,
 fg_status fg_cpu_op_activation_backward(void *state, void *queue, uint32_t dtype, int act,
                                         const void *x, const void *y, const void *dy,
                                         void *dx, size_t n, fg_error *err);
-fg_status fg_cpu_op_conv2d_forward(void *state, void *queue, uint32_t x_dtype,
-                                   uint32_t param_dtype, const fg_conv2d_desc *d,
-                                   const void *x, const void *w, const void *bias, void *y,
-                                   void *workspace, fg_error *err);
-fg_status fg_cpu_op_conv2d_backward(void *state, void *queue, uint32_t x_dtype,
-                                    uint32_t param_dtype, uint32_t grad_dtype,
-                                    const fg_conv2d_desc *d, const void *x, const void *w,
-                                    const void *dy, void *dx, void *dw, void *dbias,
-                                    int accumulate, void *workspace, fg_error *err);
+/* im2col + gemm in every dtype (half operands staged through f32) */
+fg_status fg_cpu_im2col_conv2d_forward(void *state, void *queue, uint32_t x_dtype,
+                                       uint32_t param_dtype, const fg_conv2d_desc *d,
+                                       const void *x, const void *w, const void *bias, void *y,
+                                       void *workspace, fg_error *err);
+fg_status fg_cpu_im2col_conv2d_backward(void *state, void *queue, uint32_t x_dtype,
+                                        uint32_t param_dtype, uint32_t grad_dtype,
+                                        const fg_conv2d_desc *d, const void *x, const void *w,
+                                        const void *dy, void *dx, void *dw, void *dbias,
+                                        int accumulate, void *workspace, fg_error *err);
 fg_status fg_cpu_op_pool2d_forward(void *state, void *queue, uint32_t dtype, int mode,
                                    const fg_conv2d_desc *d, const void *x, void *y,
                                    int32_t *argmax, fg_error *err);
@@ -234,6 +241,22 @@ fg_status fg_cpu_op_sgd_update(void *state, void *queue, uint32_t param_dtype,
 fg_status fg_cpu_op_adamw_update(void *state, void *queue, uint32_t param_dtype,
                                  uint32_t grad_dtype, const fg_adamw_args *a, void *param,
                                  const void *grad, float *m, float *v, size_t n, fg_error *err);
+
+/* cpu_conv.c: conv2d by the algorithm [backend] conv_algorithm picks, per shape and dtype:
+ * im2col + gemm, or oneDNN (when built with it), chosen by timing both at the first call
+ * of a shape (auto) or fixed. */
+fg_status fg_cpu_conv_init(fg_cpu_backend *be, const char *algorithm, fg_error *err);
+void fg_cpu_conv_deinit(fg_cpu_backend *be);
+size_t fg_cpu_op_conv2d_workspace(void *state, const fg_conv2d_desc *d);
+fg_status fg_cpu_op_conv2d_forward(void *state, void *queue, uint32_t x_dtype,
+                                   uint32_t param_dtype, const fg_conv2d_desc *d,
+                                   const void *x, const void *w, const void *bias, void *y,
+                                   void *workspace, fg_error *err);
+fg_status fg_cpu_op_conv2d_backward(void *state, void *queue, uint32_t x_dtype,
+                                    uint32_t param_dtype, uint32_t grad_dtype,
+                                    const fg_conv2d_desc *d, const void *x, const void *w,
+                                    const void *dy, void *dx, void *dw, void *dbias,
+                                    int accumulate, void *workspace, fg_error *err);
 
 /* cpu_ops_lm.c: the transformer ops, every dtype */
 fg_status fg_cpu_op_layernorm_forward(void *state, void *queue, uint32_t x_dtype,

@@ -278,7 +278,7 @@ static size_t volume4(int a, int b, int c, int d)
     return (size_t)a * (size_t)b * (size_t)c * (size_t)d;
 }
 
-fg_status fg_cpu_op_conv2d_forward(void *state, void *queue, uint32_t x_dtype,
+fg_status fg_cpu_im2col_conv2d_forward(void *state, void *queue, uint32_t x_dtype,
                                    uint32_t param_dtype, const fg_conv2d_desc *d,
                                    const void *x, const void *w, const void *bias, void *y,
                                    void *workspace, fg_error *err)
@@ -296,7 +296,7 @@ fg_status fg_cpu_op_conv2d_forward(void *state, void *queue, uint32_t x_dtype,
     return unstage(state, o, NARGS(o), st);
 }
 
-fg_status fg_cpu_op_conv2d_backward(void *state, void *queue, uint32_t x_dtype,
+fg_status fg_cpu_im2col_conv2d_backward(void *state, void *queue, uint32_t x_dtype,
                                     uint32_t param_dtype, uint32_t grad_dtype,
                                     const fg_conv2d_desc *d, const void *x, const void *w,
                                     const void *dy, void *dx, void *dw, void *dbias,

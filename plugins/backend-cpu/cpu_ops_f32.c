@@ -160,7 +160,7 @@ static fg_status fg_cpu_window(const char *op, const fg_conv2d_desc *d, int need
     return FG_OK;
 }
 
-size_t fg_cpu_op_conv2d_workspace(void *state, const fg_conv2d_desc *d)
+size_t fg_cpu_im2col_conv2d_workspace(void *state, const fg_conv2d_desc *d)
 {
     (void)state;
     fg_cpu_conv_shape s;

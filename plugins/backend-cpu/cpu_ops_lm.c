@@ -140,9 +140,10 @@ static int attention_shape(const fg_attention_desc *d, fg_cpu_attn_shape *out)
 
 size_t fg_cpu_op_attention_workspace(void *state, const fg_attention_desc *d)
 {
-    (void)state;
     fg_cpu_attn_shape a;
-    return attention_shape(d, &a) ? fg_cpu_attention_workspace(&a) : 0;
+    return attention_shape(d, &a)
+               ? fg_cpu_attention_workspace(&a, fg_cpu_pool_threads(FG_CPU_POOL(state)))
+               : 0;
 }
 
 static fg_status check_attention(const char *op, void *queue, const fg_attention_desc *d,

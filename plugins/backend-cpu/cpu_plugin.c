@@ -15,6 +15,9 @@ static const fg_option fg_cpu_options[] = {
       "threads for ops and gemms (OpenBLAS at one thread per block); 0 = online CPUs" },
     { "memory_limit_mb", FG_OPT_INT, "0", 0, 1 << 30, NULL,
       "per virtual device allocation limit in MiB; 0 = unlimited" },
+    { "conv_algorithm", FG_OPT_ENUM, "auto", 0, 0, "auto|im2col|onednn",
+      "conv2d: auto times im2col+gemm against oneDNN per layer shape at its first call and "
+      "keeps the faster; im2col or onednn fixes it (reproducible)" },
     { "bf16", FG_OPT_ENUM, "auto", 1, 0, "auto|native|emulated",
       "bf16 gemms: native (oneDNN on avx512_bf16, f32 accumulation), emulated (in f32, "
       "rounded), or auto: native where the CPU and the build have it" },
@@ -60,7 +63,16 @@ static fg_status fg_cpu_read_options(fg_cpu_backend *be, const fg_host *host, fg
     be->threads = (int)threads;
     be->memory_limit_mb = limit;
     be->limit_bytes = (uint64_t)limit << 20;
-    return FG_OK;
+    const char *algorithm = "auto";
+    if (host && host->get_string) {
+        st = host->get_string(host, "conv_algorithm", &algorithm);
+        if (st == FG_NOT_FOUND)
+            algorithm = "auto";
+        else if (st != FG_OK)
+            return fg_error_set(err, st, "cpu backend: cannot read option %s.conv_algorithm (%s)",
+                                host->section ? host->section : "backend", fg_status_name(st));
+    }
+    return fg_cpu_conv_init(be, algorithm, err);
 }
 
 static void fg_cpu_deinit(void *state)
@@ -68,6 +80,7 @@ static void fg_cpu_deinit(void *state)
     fg_cpu_backend *be = state;
     if (!be)
         return;
+    fg_cpu_conv_deinit(be);
     fg_cpu_pool_destroy(be->pool);
     free(be);
 }
@@ -98,6 +111,7 @@ static fg_status fg_cpu_init(const fg_host *host, void **state, fg_error *err)
     int rc = fg_cpu_pool_create(be->threads, &be->pool);
     if (rc != 0) {
         int threads = be->threads;
+        fg_cpu_conv_deinit(be);
         free(be);
         return fg_error_set(err, FG_BACKEND_ERROR,
                             "cpu backend: cannot start %d worker threads (threads = %d): %s",

@@ -5,7 +5,10 @@
  *   cnn: the Fashion-MNIST convolutions at batch 128 (conv 1->32 3x3 on 28x28, conv
  *        32->64 3x3 on 13x13, stride 1, no padding): forward + backward time and GFLOP/s.
  * Usage: bench_backend_cpu [--threads N] [--steps N] [--smoke] [--mlp-only | --conv-only]
- * --smoke runs a few steps and fails unless the loss on a fixed batch goes down. */
+ *                          [--conv-algorithm auto|im2col|onednn] [--bf16]
+ * --smoke runs a few steps and fails unless the loss on a fixed batch goes down.
+ * --conv-algorithm sets [backend] conv_algorithm (default auto: what a fit runs);
+ * --bf16 runs the convolutions with bf16 activations, weights and gradients. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
@@ -211,24 +214,40 @@ static int bench_mlp(int threads, int steps, int smoke)
     return ok;
 }
 
-static void bench_conv(test_backend *tb, fg_conv2d_desc d, int with_dx, int reps)
+/* Fills n elements of dtype t with uniform values in [lo, hi]. */
+static void *conv_tensor(size_t n, uint32_t t, double lo, double hi)
+{
+    float *f = test_alloc(n * 4);
+    test_fill_uniform(f, n, lo, hi);
+    if (t == FG_F32)
+        return f;
+    uint16_t *h = test_alloc(n * 2);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &f[i], 4);
+        h[i] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+    free(f);
+    return h;
+}
+
+static void bench_conv(test_backend *tb, fg_conv2d_desc d, int with_dx, int reps, uint32_t t)
 {
     const fg_backend_vtable *vt = tb->vt;
     size_t xs = (size_t)d.n * d.c * d.h * d.w, ws = (size_t)d.k * d.c * d.r * d.s;
     size_t ys = (size_t)d.n * d.k * d.out_h * d.out_w;
-    float *x = test_alloc(xs * 4), *w = test_alloc(ws * 4), *b = test_alloc((size_t)d.k * 4);
-    float *y = test_alloc(ys * 4), *dx = test_alloc(xs * 4), *dw = test_alloc(ws * 4);
-    float *db = test_alloc((size_t)d.k * 4);
+    void *x = conv_tensor(xs, t, -1, 1), *w = conv_tensor(ws, t, -0.1, 0.1);
+    void *b = conv_tensor((size_t)d.k, t, -0.1, 0.1), *y = conv_tensor(ys, t, 0, 0);
+    void *dx = conv_tensor(xs, t, 0, 0), *dw = conv_tensor(ws, t, 0, 0);
+    void *db = conv_tensor((size_t)d.k, t, 0, 0);
     void *work = test_alloc(vt->conv2d_workspace(tb->state, &d));
-    test_fill_uniform(x, xs, -1, 1);
-    test_fill_uniform(w, ws, -0.1, 0.1);
     double tf = 1e30, tbk = 1e30;
     for (int i = 0; i < reps; i++) {
         double t0 = now();
-        CHECK_OK(vt->conv2d_forward(tb->state, tb->queue, FG_F32, FG_F32, &d, x, w, b, y, work,
+        CHECK_OK(vt->conv2d_forward(tb->state, tb->queue, t, t, &d, x, w, b, y, work,
                                     &test_err));
         double t1 = now();
-        CHECK_OK(vt->conv2d_backward(tb->state, tb->queue, FG_F32, FG_F32, FG_F32, &d, x, w, y,
+        CHECK_OK(vt->conv2d_backward(tb->state, tb->queue, t, t, t, &d, x, w, y,
                                      with_dx ? dx : NULL, dw, db, 0, work, &test_err));
         double t2 = now();
         tf = t1 - t0 < tf ? t1 - t0 : tf;
@@ -248,6 +267,8 @@ static void bench_conv(test_backend *tb, fg_conv2d_desc d, int with_dx, int reps
 int main(int argc, char **argv)
 {
     int threads = 2, steps = 200, smoke = 0, with_mlp = 1, with_conv = 1;
+    const char *conv_algorithm = "auto";
+    uint32_t conv_type = FG_F32;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
             threads = atoi(argv[++i]);
@@ -259,20 +280,28 @@ int main(int argc, char **argv)
             with_conv = 0;
         else if (strcmp(argv[i], "--conv-only") == 0)
             with_mlp = 0;
+        else if (strcmp(argv[i], "--conv-algorithm") == 0 && i + 1 < argc)
+            conv_algorithm = argv[++i];
+        else if (strcmp(argv[i], "--bf16") == 0)
+            conv_type = FG_BF16;
         else {
             fprintf(stderr, "usage: %s [--threads N] [--steps N] [--smoke] "
-                    "[--mlp-only | --conv-only]\n", argv[0]);
+                    "[--mlp-only | --conv-only] [--conv-algorithm auto|im2col|onednn] "
+                    "[--bf16]\n", argv[0]);
             return 2;
         }
     }
     int ok = with_mlp ? bench_mlp(threads, steps, smoke) : 1;
     if (with_conv) {
         test_backend tb;
-        test_backend_open(&tb, 1, threads, 0);
+        char options[96];
+        snprintf(options, sizeof options, "conv_algorithm = %s", conv_algorithm);
+        test_backend_open_with(&tb, 1, threads, 0, options);
+        fg_fake_host_echo(&tb.host, stdout, FG_LOG_INFO); /* the choices, with their times */
         fg_conv2d_desc c1 = { sizeof c1, B, 1, 28, 28, 32, 3, 3, 0, 0, 1, 1, 26, 26 };
         fg_conv2d_desc c2 = { sizeof c2, B, 32, 13, 13, 64, 3, 3, 0, 0, 1, 1, 11, 11 };
-        bench_conv(&tb, c1, 0, smoke ? 1 : 20);
-        bench_conv(&tb, c2, 1, smoke ? 1 : 20);
+        bench_conv(&tb, c1, 0, smoke ? 1 : 20, conv_type);
+        bench_conv(&tb, c2, 1, smoke ? 1 : 20, conv_type);
         test_backend_close(&tb);
     }
     if (!ok || test_failures) {

@@ -67,6 +67,7 @@ void test_group_gradients(void);  /* test_gradients.c: finite differences */
 void test_group_device(void);     /* test_device.c: devices, memory, copies, options */
 void test_group_determinism(void); /* test_determinism.c: threads=1 vs threads=2 */
 void test_group_transformer(void); /* test_transformer.c: norms, embedding, attention */
+void test_group_conv_algo(void);   /* test_conv_algo.c: conv_algorithm, oneDNN vs im2col */
 void test_group_gemm_bias(void);   /* test_gemm_bias.c: gemm_bias, bf16 native vs emulated */
 
 #endif

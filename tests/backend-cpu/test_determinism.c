@@ -1,7 +1,8 @@
 /* Every op except gemm gives bitwise identical results with threads = 1 and threads = 2:
  * reductions use chunks fixed by the problem size, combined in a fixed order. conv2d's dx
  * and dw come out of OpenBLAS gemms and are only as deterministic as OpenBLAS; its dbias
- * is checked. */
+ * is checked. conv2d runs im2col here (conv_algorithm = auto could time a different
+ * algorithm in each instance); test_conv_algo.c checks oneDNN's across thread counts. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +19,7 @@ enum { N_BIG = 1000003, BR = 512, BC = 300, BS = 37, XR = 4099, XC = 33 };
 static void run_all(int threads, outputs *o)
 {
     test_backend tb;
-    test_backend_open(&tb, 1, threads, 0);
+    test_backend_open_with(&tb, 1, threads, 0, "conv_algorithm = im2col");
     void *s = tb.state, *q = tb.queue;
     test_seed(77);
     float *x = test_alloc((size_t)N_BIG * 4), *dy = test_alloc((size_t)N_BIG * 4);

@@ -111,12 +111,21 @@ static void test_descriptor(void)
 {
     test_backend tb;
     test_backend_open(&tb, 1, 1, 0);
-    CHECK(tb.plugin->option_count == 4, "option_count %u", tb.plugin->option_count);
-    const char *keys[] = { "devices", "threads", "memory_limit_mb", "bf16" };
-    for (int i = 0; i < 4; i++)
+    CHECK(tb.plugin->option_count == 5, "option_count %u", tb.plugin->option_count);
+    const char *keys[] = { "devices", "threads", "memory_limit_mb" };
+    for (int i = 0; i < 3; i++)
         CHECK(strcmp(tb.plugin->options[i].key, keys[i]) == 0 &&
-                  tb.plugin->options[i].type == (i < 3 ? FG_OPT_INT : FG_OPT_ENUM),
+                  tb.plugin->options[i].type == FG_OPT_INT,
               "option %d is %s", i, tb.plugin->options[i].key);
+    CHECK(strcmp(tb.plugin->options[3].key, "conv_algorithm") == 0 &&
+              tb.plugin->options[3].type == FG_OPT_ENUM &&
+              strcmp(tb.plugin->options[3].choices, "auto|im2col|onednn") == 0 &&
+              strcmp(tb.plugin->options[3].default_value, "auto") == 0,
+          "option 3 is %s", tb.plugin->options[3].key);
+    CHECK(strcmp(tb.plugin->options[4].key, "bf16") == 0 &&
+              tb.plugin->options[4].type == FG_OPT_ENUM &&
+              strcmp(tb.plugin->options[4].choices, "auto|native|emulated") == 0,
+          "option 4 is %s", tb.plugin->options[4].key);
     const fg_backend_vtable *vt = tb.vt;
     CHECK(vt->struct_size == sizeof(fg_backend_vtable), "vtable struct_size %u",
           vt->struct_size);

@@ -11,6 +11,7 @@ int main(int argc, char **argv)
         {"device", .run = test_group_device},
         {"determinism", .run = test_group_determinism},
         {"transformer", .run = test_group_transformer},
+        {"conv_algo", .run = test_group_conv_algo},
         {"gemm_bias", .run = test_group_gemm_bias},
     };
     return fg_test_main(argc, argv, groups, sizeof groups / sizeof groups[0]);

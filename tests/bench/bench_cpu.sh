@@ -305,9 +305,17 @@ sgemm_report() { # fulgur MLP samples/s
 
 # ---- convolution layers against the sgemm peak ----------------------------------------------
 
+# Both layers' GFLOP/s from bench_backend_cpu's "conv" lines: FLOPs over summed time.
+conv_total() {
+    grep '^conv' <<<"$1" | sed -nE 's/.*total ([0-9.]+) ms, ([0-9.]+) GFLOP\/s.*/\1 \2/p' |
+        awk '{ ms += $1; fl += $1 * $2 } END { if (ms > 0) printf "%.1f", fl / ms; else print "NA" }'
+}
+
 # The CNN's two convolutions through the CPU backend's vtable (bench_backend_cpu, built beside
 # the fulgur binary), forward and backward, against the sgemm peak of this invocation. Sets
-# conv_gflops (both layers: their FLOPs over their summed time).
+# conv_gflops (both layers: their FLOPs over their summed time) from what a fit runs
+# ([backend] conv_algorithm = auto: each layer's faster of im2col and oneDNN, timed at its
+# first call; the choices are printed), then prints im2col alone and bf16 for comparison.
 conv_report() {
     local exe out
     exe=$(dirname "$fulgur")/bench_backend_cpu
@@ -320,11 +328,18 @@ conv_report() {
     fi
     out=$("$exe" --threads "$threads" --conv-only 2>&1) || { echo "  bench_backend_cpu failed: $out"; return 0; }
     sed 's/^/  /' <<<"$(grep '^conv' <<<"$out")"
-    conv_gflops=$(grep '^conv' <<<"$out" | sed -nE 's/.*total ([0-9.]+) ms, ([0-9.]+) GFLOP\/s.*/\1 \2/p' |
-        awk '{ ms += $1; fl += $1 * $2 } END { if (ms > 0) printf "%.1f", fl / ms; else print "NA" }')
+    conv_gflops=$(conv_total "$out")
+    grep -o 'conv2d .*' <<<"$out" | sed 's/^/    auto: /'
     awk -v g="$conv_gflops" -v peak="${sgemm_peak:-NA}" 'BEGIN {
         if (peak == "NA" || peak == "" || g == "NA") { printf "  both layers: %s GFLOP/s\n", g; exit }
         printf "  both layers: %.1f GFLOP/s = %.0f%% of the sgemm peak (%.1f)\n", g, 100 * g / peak, peak }'
+    local alt label
+    for alt in "im2col:--conv-algorithm im2col" "bf16 (auto):--conv-algorithm auto --bf16"; do
+        label=${alt%%:*}
+        # shellcheck disable=SC2086 # the flags are words
+        out=$("$exe" --threads "$threads" --conv-only ${alt#*:} 2>&1) || continue
+        echo "  $label: both layers $(conv_total "$out") GFLOP/s"
+    done
 }
 
 # ---- results --------------------------------------------------------------------------------

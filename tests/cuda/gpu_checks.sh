@@ -84,7 +84,7 @@ parity_group() {
     return $rc
 }
 : >"$OUT/parity.log"
-for g in device flat cast gemm bias_act conv pool batchnorm dropout xent ploss optim \
+for g in device flat cast gemm gemm_bias bias_act conv pool batchnorm dropout xent ploss optim \
          layernorm embedding attention; do
     check "cuda.parity.$g" parity_group "$g"
 done

@@ -332,10 +332,22 @@ static fg_status host_get_bool(const fg_host *host, const char *key, int *out)
     return FG_OK;
 }
 
+/* The CPU backend's convolutions are pinned to im2col: a reference must not depend on
+ * timing (auto times im2col against oneDNN per shape, and two instances may choose
+ * differently); tests/backend-cpu conv_algo compares the two. */
+static fg_status host_get_string(const fg_host *host, const char *key, const char **out)
+{
+    (void)host;
+    if (strcmp(key, "conv_algorithm") != 0)
+        return FG_NOT_FOUND;
+    *out = "im2col";
+    return FG_OK;
+}
+
 static const fg_host test_host = {
     .struct_size = sizeof(fg_host), .abi_major = FG_ABI_MAJOR, .abi_minor = FG_ABI_MINOR,
     .section = "backend", .log = host_log, .get_bool = host_get_bool,
-    .get_int = host_get_int,
+    .get_int = host_get_int, .get_string = host_get_string,
 };
 
 static const fg_plugin *load(const char *path, const char *name)

@@ -19,6 +19,15 @@ static inline double lab_now(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* CPU seconds of the whole process (every thread): on a shared machine, a measure of the
+ * work a version does that the other jobs' load does not inflate (spinning counts too). */
+static inline double lab_cpu_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 /* Deterministic values in [-0.5, 0.5): the same inputs for every version. */
 static inline void lab_fill(float *x, size_t n, uint32_t seed)
 {
@@ -46,6 +55,20 @@ static inline size_t lab_first_diff(const float *a, const float *b, size_t n)
         if (memcmp(&a[i], &b[i], sizeof a[i]) != 0)
             return i;
     return n;
+}
+
+/* Largest |a - ref| over the largest |ref|: the error of a version whose summation order
+ * differs from the reference's, relative to the tensor's scale. */
+static inline double lab_max_rel(const float *a, const float *ref, size_t n)
+{
+    double err = 0.0, scale = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - (double)ref[i], r = ref[i] < 0 ? -(double)ref[i] : ref[i];
+        d = d < 0 ? -d : d;
+        err = d > err || d != d ? d : err;
+        scale = r > scale ? r : scale;
+    }
+    return err / (scale > 0.0 ? scale : 1.0);
 }
 
 /* Median of n seconds (sorts in place). */

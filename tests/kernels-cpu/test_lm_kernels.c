@@ -256,7 +256,7 @@ static void run_attention_p(int batch, int seq, int heads, int dim, int causal, 
     float *qkv = random_floats(nq, -1.5, 1.5), *w = random_floats(ny, -1, 1);
     float *y = malloc(ny * 4), *dqkv = malloc(nq * 4);
     float *lse = malloc((size_t)batch * heads * seq * 4);
-    void *ws = malloc(fg_cpu_attention_workspace(&a));
+    void *ws = malloc(fg_cpu_attention_workspace(&a, fg_cpu_pool_threads(pool)));
     fg_cpu_attention_forward(pool, &a, qkv, y, lse, ws);
     fg_cpu_attention_backward(pool, &a, qkv, y, lse, w, dqkv, ws);
     double *qd = to_double(qkv, nq), *wd = to_double(w, ny), *yd = malloc(ny * sizeof *yd);
@@ -306,18 +306,19 @@ static int case_attention_dropout(void)
 static int case_attention_memory(void)
 {
     fg_cpu_attn_shape a = {.batch = 1, .seq = 1024, .heads = 12, .head_dim = 64, .causal = 1};
-    size_t ws = fg_cpu_attention_workspace(&a);
+    size_t ws = fg_cpu_attention_workspace(&a, 1), ws2 = fg_cpu_attention_workspace(&a, 2);
     size_t lse = (size_t)a.heads * a.seq * sizeof(float);
     size_t naive = (size_t)a.heads * a.seq * a.seq * sizeof(float) * 2; /* scores + probs */
-    printf("attention T=1024 H=12 D=64 per sample: workspace %zu KiB + lse %zu KiB; a naive "
-           "kernel keeps %zu MiB of scores and probabilities\n", ws >> 10, lse >> 10,
+    printf("attention T=1024 H=12 D=64 per sample: workspace %zu KiB per thread + lse %zu KiB; "
+           "a naive kernel keeps %zu MiB of scores and probabilities\n", ws >> 10, lse >> 10,
            naive >> 20);
     CHECK_EQ(ws, (size_t)2 * FG_CPU_ATTN_BLOCK * 1024 * sizeof(float));
+    CHECK_EQ(ws2, 2 * ws);
     fg_cpu_attn_shape s = {.batch = 2, .seq = 150, .heads = 2, .head_dim = 16, .causal = 1};
     size_t nq = (size_t)2 * 150 * 3 * 32, ny = (size_t)2 * 150 * 32;
     float *qkv = random_floats(nq, -1, 1), *dy = random_floats(ny, -1, 1);
     float *y[2], *dq[2], lse2[2][600];
-    void *w = malloc(fg_cpu_attention_workspace(&s));
+    void *w = malloc(fg_cpu_attention_workspace(&s, 2));
     for (int t = 0; t < 2; t++) {
         fg_cpu_pool *pool;
         CHECK_EQ(fg_cpu_pool_create(t + 1, &pool), 0);
@@ -349,7 +350,7 @@ static void run_attention_decode(int batch, int seq, int heads, int dim)
     fg_cpu_pool *pool;
     CHECK_EQ(fg_cpu_pool_create(2, &pool), 0);
     float *qkv = random_floats(nq, -1.5, 1.5), *row = malloc((size_t)batch * C * 4);
-    void *ws = malloc(fg_cpu_attention_workspace(&a));
+    void *ws = malloc(fg_cpu_attention_workspace(&a, 1)); /* the least: one thread */
     double *qd = to_double(qkv, nq), *yd = malloc(ny * sizeof *yd);
     ref_attention(&a, qd, yd);
     double worst = 0;

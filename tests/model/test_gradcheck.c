@@ -73,6 +73,13 @@ static const gc_case cases[] = {
     {"transformer_block_full",
      "[layer.pre]\ntype = linear\nout_features = 6\n[layer.h]\ntype = transformer_block\n"
      "heads = 3\ncausal = false\nmlp_ratio = 2\n" HEAD, {3, 5}, 2, 3, 2, 1e-2},
+    /* a ratio past 4 and one below: the saved tensors and backward's scratch follow it */
+    {"transformer_block_ratio6",
+     "[layer.pre]\ntype = linear\nout_features = 6\n[layer.h]\ntype = transformer_block\n"
+     "heads = 2\nmlp_ratio = 6\nrepeat = 2\n" HEAD, {4, 3}, 2, 3, 2, 1e-2},
+    {"transformer_block_ratio1_recompute",
+     "[layer.pre]\ntype = linear\nout_features = 6\n[layer.h]\ntype = transformer_block\n"
+     "heads = 2\nmlp_ratio = 1\nrepeat = 2\nrecompute = true\n" HEAD, {4, 3}, 2, 3, 2, 1e-2},
     {"transformer_block_recompute",
      "[layer.pre]\ntype = linear\nout_features = 8\n[layer.h]\ntype = transformer_block\n"
      "heads = 2\nrepeat = 2\nrecompute = true\n" HEAD, {5, 4}, 2, 3, 3, 1e-2},

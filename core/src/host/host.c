@@ -65,21 +65,33 @@ static fg_status host_get_string(const fg_host *host, const char *key, const cha
     return FG_OK;
 }
 
-static void host_log(const fg_host *host, int level, const char *fmt, ...)
+static void host_log_line(FILE *f, const fg_instance *inst, int level, const char *fmt,
+                          va_list ap)
 {
-    const fg_instance *inst = (const fg_instance *)host;
-    int verbosity = inst->rt ? inst->rt->verbosity : FG_LOG_INFO;
-    if (level > verbosity) return;
     static const char *const names[] = {"error", "warning", "info", "debug"};
-    FILE *f = level <= FG_LOG_WARN ? stderr : (inst->rt && inst->rt->out ? inst->rt->out : stdout);
-    va_list ap;
-    va_start(ap, fmt);
     flockfile(f);
     fprintf(f, "[%s.%s] %s: ", fg_kind_name(inst->kind) ? fg_kind_name(inst->kind) : "?",
             inst->name, names[level < 0 ? 0 : level > 3 ? 3 : level]);
     vfprintf(f, fmt, ap);
     fputc('\n', f);
     funlockfile(f);
+}
+
+static void host_log(const fg_host *host, int level, const char *fmt, ...)
+{
+    const fg_instance *inst = (const fg_instance *)host;
+    int verbosity = inst->rt ? inst->rt->verbosity : FG_LOG_INFO;
+    va_list ap;
+    if (level <= FG_LOG_INFO && inst->rt && inst->rt->plugin_log) {
+        va_start(ap, fmt);
+        host_log_line(inst->rt->plugin_log, inst, level, fmt, ap);
+        fflush(inst->rt->plugin_log);
+        va_end(ap);
+    }
+    if (level > verbosity) return;
+    FILE *f = level <= FG_LOG_WARN ? stderr : (inst->rt && inst->rt->out ? inst->rt->out : stdout);
+    va_start(ap, fmt);
+    host_log_line(f, inst, level, fmt, ap);
     va_end(ap);
 }
 

@@ -40,6 +40,10 @@ struct fg_runtime {
      * precision and strategy plugins go (the trainer's per-step sink); NULL: logged only. */
     void (*metric_sink)(void *user, const char *name, double value);
     void *metric_sink_user;
+    /* Internal, set by the trainer while a fit has a run folder (rank 0): its plugins.log,
+     * where every line a plugin logs at info level or above is also written, whatever the
+     * verbosity (what a backend chose, such as its convolution algorithms); NULL: none. */
+    FILE *plugin_log;
 };
 
 /* The instance configured from `section`, or NULL. */

@@ -29,9 +29,8 @@ static const fg_option block_options[] = {
     {"repeat", FG_OPT_INT, "1", 1, FG_MAX_REPEAT, NULL,
      "blocks this section makes, one after the other, named NAME.0, NAME.1, ... (their "
      "tensors h.0.attn.qkv.weight, ... as PyTorch's state dict of a ModuleList)"},
-    {"mlp_ratio", FG_OPT_INT, "4", 1, 4, NULL,
-     "hidden units of the MLP per unit of width (at most 4: the saved activations and the "
-     "backward scratch are laid out for 4)"},
+    {"mlp_ratio", FG_OPT_INT, "4", 1, 64, NULL,
+     "hidden units of the MLP per unit of width (GPT-2: 4)"},
     {"causal", FG_OPT_BOOL, "true", 1, 0, NULL, "position i attends to positions 0..i only"},
     {"attn_dropout", FG_OPT_FLOAT, "0", 0, 0.99, NULL,
      "dropout on the attention weights while training"},
@@ -137,7 +136,7 @@ static fg_attention_desc attention_desc(const fg_layer *l, const fg_layer_ctx *c
 }
 
 /* The workspace at a batch: [saved tensors, recompute only, to a 64-byte boundary]
- * [backward's gradients, 9 T*C per sample] [the attention's own]. */
+ * [backward's gradients, fg_block_grad_slots T*C per sample] [the attention's own]. */
 static size_t saved_scratch(const fg_layer *l, int batch)
 {
     block_dims d = fg_block_dims(l);
@@ -149,10 +148,10 @@ static float *grad_scratch(const fg_layer *l, const fg_layer_ctx *c)
     return (float *)((char *)c->workspace + saved_scratch(l, c->batch));
 }
 
-static void *attention_scratch(const fg_layer *l, const fg_layer_ctx *c)
+void *fg_block_attention_workspace(const fg_layer *l, const fg_layer_ctx *c)
 {
     block_dims d = fg_block_dims(l);
-    return grad_scratch(l, c) + (size_t)c->batch * 9 * d.n;
+    return grad_scratch(l, c) + (size_t)c->batch * fg_block_grad_slots(&d) * d.n;
 }
 
 static size_t block_workspace(const fg_layer *l, const fg_backend_vtable *be, void *bs,
@@ -162,7 +161,8 @@ static size_t block_workspace(const fg_layer *l, const fg_backend_vtable *be, vo
     fg_layer_ctx c = {.batch = batch};
     fg_attention_desc a = attention_desc(l, &c);
     size_t attn = FG_BACKEND_HAS(be, attention_workspace) ? be->attention_workspace(bs, &a) : 0;
-    return saved_scratch(l, batch) + (size_t)batch * 9 * d.n * sizeof(float) + attn;
+    return saved_scratch(l, batch) + (size_t)batch * fg_block_grad_slots(&d) * d.n * sizeof(float) +
+           attn;
 }
 
 fg_status fg_block_linear(const fg_layer_ctx *c, int rows, int out, int in, const void *x,
@@ -198,7 +198,7 @@ static fg_status block_activations(const fg_layer *l, const fg_layer_ctx *c, blo
     uint32_t act = c->dt.act, param = c->dt.param;
     fg_attention_desc a = attention_desc(l, c);
     void *const *p = c->param;
-    void *ws_attn = attention_scratch(l, c);
+    void *ws_attn = fg_block_attention_workspace(l, c);
     fg_status st = FG_OP(c, err, layernorm_forward, act, param, 0, rows, d.C, c->x, p[LN1_W],
                          p[LN1_B], (float)l->eps, s.mean1, s.rstd1, s.h1);
     if (st == FG_OK)
@@ -247,8 +247,9 @@ static fg_status block_backward(const fg_layer *l, const fg_layer_ctx *c, fg_err
     void *const *p = c->param, *const *g = c->grad;
     float *ws = grad_scratch(l, c);
     size_t bn = (size_t)c->batch * d.n;
-    void *dA = ws, *dB = ws + 4 * bn, *dC = ws + 5 * bn, *dD = ws + 6 * bn;
-    void *ws_attn = attention_scratch(l, c);
+    size_t r = (size_t)d.R;
+    void *dA = ws, *dB = ws + r * bn, *dC = ws + (r + 1) * bn, *dD = ws + (r + 2) * bn;
+    void *ws_attn = fg_block_attention_workspace(l, c);
     fg_status st = l->recompute ? block_activations(l, c, s, err) : FG_OK;
     /* MLP: dy -> dg -> df -> dh2 */
     if (st == FG_OK)

@@ -9,26 +9,33 @@
 /* The block's tensors, in declaration order. */
 enum { LN1_W, LN1_B, QKV_W, QKV_B, PROJ_W, PROJ_B, LN2_W, LN2_B, FC_W, FC_B, MPROJ_W, MPROJ_B };
 
-/* Sizes in one place: T positions, C width, H heads, F = ratio * C hidden units. */
+/* Sizes in one place: T positions, C width, H heads, R the MLP ratio, F = R * C hidden
+ * units. */
 typedef struct block_dims {
-    int T, C, H, F;
+    int T, C, H, R, F;
     size_t n; /* T * C */
 } block_dims;
 
 static inline block_dims fg_block_dims(const fg_layer *l)
 {
-    block_dims d = {(int)l->in.dims[0], (int)l->in.dims[1], (int)l->heads, 0, 0};
-    d.F = (int)(l->in_units * d.C); /* in_units: the MLP ratio */
+    block_dims d = {(int)l->in.dims[0], (int)l->in.dims[1], (int)l->heads,
+                    (int)l->in_units /* reused: the MLP ratio */, 0, 0};
+    d.F = d.R * d.C;
     d.n = (size_t)d.T * (size_t)d.C;
     return d;
 }
 
-/* Bytes per sample of what forward keeps for backward: 15 T*C act values in 4-byte slots
- * (any act dtype fits), then (4 + H) T f32 statistics. */
+/* Bytes per sample of what forward keeps for backward: 7 + 2R T*C act values in 4-byte
+ * slots (any act dtype fits), then (4 + H) T f32 statistics. */
 static inline size_t fg_block_saved_bytes(const block_dims *d)
 {
-    return (15 * d->n + (size_t)(4 + d->H) * (size_t)d->T) * sizeof(float);
+    return ((size_t)(7 + 2 * d->R) * d->n + (size_t)(4 + d->H) * (size_t)d->T) *
+           sizeof(float);
 }
+
+/* T*C f32 slots per sample of backward's gradients: the MLP's hidden (R), then three
+ * (T, C) and one (T, 3C) that overlap as backward goes (layer_block.c). */
+static inline size_t fg_block_grad_slots(const block_dims *d) { return (size_t)d->R + 5; }
 
 /* The forward's saved tensors for a batch, in the layer's arena (with recompute: at the
  * front of the workspace every block shares): act values in 4-byte slots, then f32
@@ -50,8 +57,8 @@ static inline block_saved fg_block_saved(const fg_layer *l, const fg_layer_ctx *
     s.x2 = base + 5 * bn;
     s.h2 = base + 6 * bn;
     s.f = base + 7 * bn;
-    s.g = base + (7 + l->in_units) * bn;
-    float *stats = base + 15 * bn;
+    s.g = base + (size_t)(7 + d.R) * bn;
+    float *stats = base + (size_t)(7 + 2 * d.R) * bn;
     s.mean1 = stats;
     s.rstd1 = stats + rows;
     s.mean2 = stats + 2 * rows;
@@ -63,6 +70,9 @@ static inline block_saved fg_block_saved(const fg_layer *l, const fg_layer_ctx *
 /* y(rows, out) = x(rows, in) W^T + b */
 fg_status fg_block_linear(const fg_layer_ctx *c, int rows, int out, int in, const void *x,
                           const void *w, const void *b, void *y, fg_error *err);
+
+/* The attention op's workspace, after the saved tensors (recompute) and the gradients. */
+void *fg_block_attention_workspace(const fg_layer *l, const fg_layer_ctx *c);
 
 /* Position pos of one sample against the KV cache (fg_layer_ops.decode). */
 fg_status fg_block_decode(const fg_layer *l, const fg_layer_ctx *c, int pos, fg_error *err);

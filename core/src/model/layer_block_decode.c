@@ -13,10 +13,10 @@ static void *row_of(void *base, int pos, int width, size_t act_size)
     return (char *)base + (size_t)pos * (size_t)width * act_size;
 }
 
-static fg_status attention_row(const fg_layer_ctx *c, const block_dims *d,
+static fg_status attention_row(const fg_layer *l, const fg_layer_ctx *c, const block_dims *d,
                                const block_saved *s, int pos, void *att, fg_error *err)
 {
-    void *ws = (char *)c->workspace + 9 * d->n * sizeof(float); /* as the forward's */
+    void *ws = fg_block_attention_workspace(l, c); /* as the forward's */
     fg_attention_desc a = {sizeof a, 1, d->T, d->H, d->C / d->H, 1, 0.0f, 0, 0};
     if (FG_BACKEND_HAS(c->be, attention_decode))
         return c->be->attention_decode(c->bs, c->queue, c->dt.act, &a, pos, s->qkv, att, ws,
@@ -45,7 +45,7 @@ fg_status fg_block_decode(const fg_layer *l, const fg_layer_ctx *c, int pos, fg_
     if (st == FG_OK)
         st = fg_block_linear(c, 1, 3 * d.C, d.C, h1, p[QKV_W], p[QKV_B], qkv, err);
     if (st == FG_OK)
-        st = attention_row(c, &d, &s, pos, att, err);
+        st = attention_row(l, c, &d, &s, pos, att, err);
     if (st == FG_OK)
         st = fg_block_linear(c, 1, d.C, d.C, att, p[PROJ_W], p[PROJ_B], x2, err);
     if (st == FG_OK)

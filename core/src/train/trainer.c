@@ -1,6 +1,7 @@
 /* The trainer: binds the configured plugins, opens the data, builds the model, hands it to
  * the strategy, and runs a verb (fit, validate, test, check). The loops are in
  * trainer_loop.c, checkpoints in trainer_ckpt.c. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -372,7 +373,14 @@ static fg_status make_run_dir(fg_trainer *t, fg_error *err)
     if (t->rank != 0) return FG_OK;
     fg_status st = fg_run_dir_create(t->cfg, root ? root : "runs", name ? name : "default",
                                      t->run_dir, sizeof t->run_dir, err);
-    return st == FG_OK ? fg_run_status_begin(t->run_dir, t->rt, t->verb, err) : st;
+    if (st == FG_OK) st = fg_run_status_begin(t->run_dir, t->rt, t->verb, err);
+    if (st != FG_OK) return st;
+    /* what the plugins say from here on (a backend's algorithm choices) stays with the run */
+    char path[4200];
+    snprintf(path, sizeof path, "%s/plugins.log", t->run_dir);
+    if (!(t->rt->plugin_log = fopen(path, "w")))
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: cannot write: %s", path, strerror(errno));
+    return FG_OK;
 }
 
 /* status.json: finished, failed, or interrupted by a requeue signal. */
@@ -439,6 +447,10 @@ static void teardown(fg_trainer *t)
     fg_trainer_close_checkpoint(t);
     fg_requeue_disarm(&t->requeue);
     if (t->strategy_ready && STRAT(t)->teardown) STRAT(t)->teardown(t->strategy.state);
+    if (t->rank == 0 && t->rt->plugin_log) {
+        fclose(t->rt->plugin_log);
+        t->rt->plugin_log = NULL;
+    }
     if (t->data.vt) {
         close_split(t, &t->val, &t->train);
         close_split(t, &t->train, NULL);
