@@ -658,32 +658,34 @@ static void time_versions(fg_cpu_pool *pool, lab_attn a)
     case_free(&c);
 }
 
-int main(int argc, char **argv)
+/* The check also runs every version on one thread (a pool of its own). */
+static int check_both(fg_cpu_pool *pool)
 {
-    fg_cpu_pool *pool = NULL, *one = NULL;
-    if (fg_cpu_pool_create(2, &pool) != 0 || fg_cpu_pool_create(1, &one) != 0) {
-        fprintf(stderr, "attention lab: cannot start the pool\n");
+    fg_cpu_pool *one = NULL;
+    if (fg_cpu_pool_create(1, &one) != 0) {
+        fprintf(stderr, "attention lab: cannot start the one-thread pool\n");
         return 1;
     }
-    fg_cpu_gemm_init();
-    int rc = 0;
-    if (argc >= 2 && strcmp(argv[1], "check") == 0) {
-        rc = check(pool, one);
-    } else if (argc >= 2 && strcmp(argv[1], "time") == 0) {
-        lab_attn a = {16, 6, 256, 64};
-        if (argc >= 6)
-            a = (lab_attn){atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5])};
-        if (a.B < 1 || a.H < 1 || a.T < 1 || a.D < 1) {
-            fprintf(stderr, "attention lab: B H T D must be >= 1\n");
-            rc = 2;
-        } else {
-            time_versions(pool, a);
-        }
-    } else {
-        fprintf(stderr, "usage: attention_lab check | time [B H T D]\n");
-        rc = 2;
-    }
-    fg_cpu_pool_destroy(pool);
+    int rc = check(pool, one);
     fg_cpu_pool_destroy(one);
     return rc;
+}
+
+static int time_main(fg_cpu_pool *pool, int argc, char **argv)
+{
+    lab_attn a = {16, 6, 256, 64};
+    if (argc >= 4)
+        a = (lab_attn){atoi(argv[0]), atoi(argv[1]), atoi(argv[2]), atoi(argv[3])};
+    if (a.B < 1 || a.H < 1 || a.T < 1 || a.D < 1) {
+        fprintf(stderr, "attention lab: B H T D must be >= 1\n");
+        return 2;
+    }
+    time_versions(pool, a);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    fg_cpu_gemm_init();
+    return lab_main(argc, argv, "attention", "[B H T D]", check_both, time_main);
 }

@@ -171,28 +171,18 @@ static void time_versions(fg_cpu_pool *pool, int rows, int cols)
     free(dy), free(db);
 }
 
+static int time_main(fg_cpu_pool *pool, int argc, char **argv)
+{
+    int rows = argc >= 2 ? atoi(argv[0]) : 4096, cols = argc >= 2 ? atoi(argv[1]) : 1536;
+    if (rows < 1 || cols < 1) {
+        fprintf(stderr, "bias_grad lab: rows and cols must be >= 1\n");
+        return 2;
+    }
+    time_versions(pool, rows, cols);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    fg_cpu_pool *pool = NULL;
-    if (fg_cpu_pool_create(2, &pool) != 0) {
-        fprintf(stderr, "bias_grad lab: cannot start the pool\n");
-        return 1;
-    }
-    int rc = 0;
-    if (argc >= 2 && strcmp(argv[1], "check") == 0) {
-        rc = check(pool);
-    } else if (argc >= 2 && strcmp(argv[1], "time") == 0) {
-        int rows = argc >= 4 ? atoi(argv[2]) : 4096, cols = argc >= 4 ? atoi(argv[3]) : 1536;
-        if (rows < 1 || cols < 1) {
-            fprintf(stderr, "bias_grad lab: rows and cols must be >= 1\n");
-            rc = 2;
-        } else {
-            time_versions(pool, rows, cols);
-        }
-    } else {
-        fprintf(stderr, "usage: bias_grad_lab check | time [rows cols]\n");
-        rc = 2;
-    }
-    fg_cpu_pool_destroy(pool);
-    return rc;
+    return lab_main(argc, argv, "bias_grad", "[rows cols]", check, time_main);
 }

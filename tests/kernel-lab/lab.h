@@ -12,6 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "cpu_kernels.h"
+
 static inline double lab_now(void)
 {
     struct timespec t;
@@ -81,6 +83,33 @@ static inline double lab_median(double *t, int n)
             t[j - 1] = x;
         }
     return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+/* A lab program's main. `NAME_lab check` runs check(pool), the ctest; `NAME_lab time
+ * [ARGS]` runs time(pool, argc, argv) with the words after "time" (it says what is wrong
+ * and returns 2 for bad ones); anything else prints the usage. The pool has 2 threads. */
+typedef int (*lab_check_fn)(fg_cpu_pool *pool);
+typedef int (*lab_time_fn)(fg_cpu_pool *pool, int argc, char **argv);
+
+static inline int lab_main(int argc, char **argv, const char *name, const char *time_args,
+                           lab_check_fn check, lab_time_fn time)
+{
+    fg_cpu_pool *pool = NULL;
+    if (fg_cpu_pool_create(2, &pool) != 0) {
+        fprintf(stderr, "%s lab: cannot start the pool\n", name);
+        return 1;
+    }
+    int rc;
+    if (argc >= 2 && strcmp(argv[1], "check") == 0) {
+        rc = check(pool);
+    } else if (argc >= 2 && strcmp(argv[1], "time") == 0) {
+        rc = time(pool, argc - 2, argv + 2);
+    } else {
+        fprintf(stderr, "usage: %s_lab check | time %s\n", name, time_args);
+        rc = 2;
+    }
+    fg_cpu_pool_destroy(pool);
+    return rc;
 }
 
 #endif

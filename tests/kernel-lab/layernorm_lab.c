@@ -436,28 +436,18 @@ static void time_versions(fg_cpu_pool *pool, int rows, int cols)
     bufs_free(&m);
 }
 
+static int time_main(fg_cpu_pool *pool, int argc, char **argv)
+{
+    int rows = argc >= 2 ? atoi(argv[0]) : 4096, cols = argc >= 2 ? atoi(argv[1]) : 384;
+    if (rows < 1 || cols < 1) {
+        fprintf(stderr, "layernorm lab: rows and cols must be >= 1\n");
+        return 2;
+    }
+    time_versions(pool, rows, cols);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    fg_cpu_pool *pool = NULL;
-    if (fg_cpu_pool_create(2, &pool) != 0) {
-        fprintf(stderr, "layernorm lab: cannot start the pool\n");
-        return 1;
-    }
-    int rc = 0;
-    if (argc >= 2 && strcmp(argv[1], "check") == 0) {
-        rc = check(pool);
-    } else if (argc >= 2 && strcmp(argv[1], "time") == 0) {
-        int rows = argc >= 4 ? atoi(argv[2]) : 4096, cols = argc >= 4 ? atoi(argv[3]) : 384;
-        if (rows < 1 || cols < 1) {
-            fprintf(stderr, "layernorm lab: rows and cols must be >= 1\n");
-            rc = 2;
-        } else {
-            time_versions(pool, rows, cols);
-        }
-    } else {
-        fprintf(stderr, "usage: layernorm_lab check | time [rows cols]\n");
-        rc = 2;
-    }
-    fg_cpu_pool_destroy(pool);
-    return rc;
+    return lab_main(argc, argv, "layernorm", "[rows cols]", check, time_main);
 }

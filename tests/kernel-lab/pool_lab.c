@@ -380,30 +380,20 @@ static void time_versions(fg_cpu_pool *pool, fg_cpu_conv_shape d)
     bufs_free(&m);
 }
 
+static int time_main(fg_cpu_pool *pool, int argc, char **argv)
+{
+    fg_cpu_conv_shape d = shape_of(128, 32, 26, 26, 2, 2, 0);
+    if (argc >= 4)
+        d = shape_of(atoi(argv[0]), atoi(argv[1]), atoi(argv[2]), atoi(argv[3]), 2, 2, 0);
+    if (d.n < 1 || d.c < 1 || d.h < 2 || d.w < 2) {
+        fprintf(stderr, "pool lab: N, C >= 1 and H, W >= 2\n");
+        return 2;
+    }
+    time_versions(pool, d);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    fg_cpu_pool *pool = NULL;
-    if (fg_cpu_pool_create(2, &pool) != 0) {
-        fprintf(stderr, "pool lab: cannot start the pool\n");
-        return 1;
-    }
-    int rc = 0;
-    if (argc >= 2 && strcmp(argv[1], "check") == 0) {
-        rc = check(pool);
-    } else if (argc >= 2 && strcmp(argv[1], "time") == 0) {
-        fg_cpu_conv_shape d = shape_of(128, 32, 26, 26, 2, 2, 0);
-        if (argc >= 6)
-            d = shape_of(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), 2, 2, 0);
-        if (d.n < 1 || d.c < 1 || d.h < 2 || d.w < 2) {
-            fprintf(stderr, "pool lab: N, C >= 1 and H, W >= 2\n");
-            rc = 2;
-        } else {
-            time_versions(pool, d);
-        }
-    } else {
-        fprintf(stderr, "usage: pool_lab check | time [N C H W]\n");
-        rc = 2;
-    }
-    fg_cpu_pool_destroy(pool);
-    return rc;
+    return lab_main(argc, argv, "pool", "[N C H W]", check, time_main);
 }

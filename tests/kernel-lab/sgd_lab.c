@@ -224,22 +224,13 @@ static void time_versions(fg_cpu_pool *pool, size_t n)
     free(p), free(b), free(g);
 }
 
+static int time_main(fg_cpu_pool *pool, int argc, char **argv)
+{
+    time_versions(pool, argc >= 1 ? (size_t)strtoull(argv[0], NULL, 10) : 269322);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    fg_cpu_pool *pool = NULL;
-    if (fg_cpu_pool_create(2, &pool) != 0) {
-        fprintf(stderr, "sgd lab: cannot start the pool\n");
-        return 1;
-    }
-    int rc = 0;
-    if (argc >= 2 && strcmp(argv[1], "check") == 0) {
-        rc = check(pool);
-    } else if (argc >= 2 && strcmp(argv[1], "time") == 0) {
-        time_versions(pool, argc >= 3 ? (size_t)strtoull(argv[2], NULL, 10) : 269322);
-    } else {
-        fprintf(stderr, "usage: sgd_lab check | time [parameters]\n");
-        rc = 2;
-    }
-    fg_cpu_pool_destroy(pool);
-    return rc;
+    return lab_main(argc, argv, "sgd", "[parameters]", check, time_main);
 }

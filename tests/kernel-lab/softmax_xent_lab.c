@@ -355,28 +355,18 @@ static void time_versions(fg_cpu_pool *pool, int rows, int V)
     bufs_free(&m);
 }
 
+static int time_main(fg_cpu_pool *pool, int argc, char **argv)
+{
+    int rows = argc >= 2 ? atoi(argv[0]) : 4096, V = argc >= 2 ? atoi(argv[1]) : 256;
+    if (rows < 1 || V < 1) {
+        fprintf(stderr, "softmax_xent lab: rows and V must be >= 1\n");
+        return 2;
+    }
+    time_versions(pool, rows, V);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    fg_cpu_pool *pool = NULL;
-    if (fg_cpu_pool_create(2, &pool) != 0) {
-        fprintf(stderr, "softmax_xent lab: cannot start the pool\n");
-        return 1;
-    }
-    int rc = 0;
-    if (argc >= 2 && strcmp(argv[1], "check") == 0) {
-        rc = check(pool);
-    } else if (argc >= 2 && strcmp(argv[1], "time") == 0) {
-        int rows = argc >= 4 ? atoi(argv[2]) : 4096, V = argc >= 4 ? atoi(argv[3]) : 256;
-        if (rows < 1 || V < 1) {
-            fprintf(stderr, "softmax_xent lab: rows and V must be >= 1\n");
-            rc = 2;
-        } else {
-            time_versions(pool, rows, V);
-        }
-    } else {
-        fprintf(stderr, "usage: softmax_xent_lab check | time [rows V]\n");
-        rc = 2;
-    }
-    fg_cpu_pool_destroy(pool);
-    return rc;
+    return lab_main(argc, argv, "softmax_xent", "[rows V]", check, time_main);
 }
