@@ -22,15 +22,6 @@
 
 #include "cpu_kernels.h"
 
-#if defined(__x86_64__) && defined(__has_attribute) && !defined(__SANITIZE_ADDRESS__)
-#if __has_attribute(target_clones)
-#define LAB_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-#endif
-#ifndef LAB_CLONES
-#define LAB_CLONES
-#endif
-
 typedef struct adamw_job {
     const fg_cpu_adamw *a;
     float *param, *m, *v;

@@ -34,15 +34,6 @@
 #include "cpu_kernels.h"
 #include "fast_exp.h"
 
-#if defined(__x86_64__) && defined(__has_attribute) && !defined(__SANITIZE_ADDRESS__)
-#if __has_attribute(target_clones)
-#define LAB_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-#endif
-#ifndef LAB_CLONES
-#define LAB_CLONES
-#endif
-
 typedef struct lab_attn {
     int B, H, T, D;
 } lab_attn;

@@ -14,6 +14,10 @@
 
 #include "cpu_kernels.h"
 
+/* A candidate compiled for AVX-512, AVX2 and the baseline, picked at load, as the product's
+ * kernels are. */
+#define LAB_CLONES FG_CPU_VECTOR_CLONES
+
 static inline double lab_now(void)
 {
     struct timespec t;

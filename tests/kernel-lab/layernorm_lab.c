@@ -32,14 +32,6 @@
 
 #include "cpu_kernels.h"
 
-#if defined(__x86_64__) && defined(__has_attribute) && !defined(__SANITIZE_ADDRESS__)
-#if __has_attribute(target_clones)
-#define LAB_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-#endif
-#ifndef LAB_CLONES
-#define LAB_CLONES
-#endif
 #define LAB_INLINE static inline __attribute__((always_inline))
 
 typedef struct ln_args {
