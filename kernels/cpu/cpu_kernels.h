@@ -76,6 +76,13 @@ static inline size_t fg_cpu_reduce_chunk(size_t n, size_t min_chunk)
 
 /* ---- gemm (gemm.c): OpenBLAS at one thread, blocks of C across the pool --------------- */
 
+/* Below this many FLOPs (2mnk) a gemm runs on the calling thread: waking a worker costs
+ * more than it saves. Blocks of C cut across the pool have boundaries at multiples of
+ * FG_CPU_GEMM_ALIGN (OpenBLAS's AVX-512 sgemm register tile is 16 wide). gemm.c and the
+ * bf16 gemm (gemm_dnnl.c) both cut by these. */
+#define FG_CPU_GEMM_SPLIT_FLOPS (1u << 21)
+#define FG_CPU_GEMM_ALIGN 16
+
 /* C = alpha op(A) op(B) + beta C, row-major. Large products are cut into blocks of rows or
  * columns of C run on the pool (k is never split); small ones run on the calling thread. */
 void fg_cpu_gemm(fg_cpu_pool *pool, int trans_a, int trans_b, int m, int n, int k, float alpha,

@@ -26,13 +26,8 @@
 /* Not declared by every cblas.h (netlib's has none); OpenBLAS always exports it. */
 void openblas_set_num_threads(int num_threads);
 
-/* Below this many FLOPs (2mnk) a gemm runs on the calling thread: waking a worker costs
- * more than it saves. */
-#define FG_CPU_GEMM_SPLIT_FLOPS (1u << 21)
-/* Block boundaries are multiples of this (OpenBLAS's AVX-512 sgemm register tile is 16
- * wide). One block per thread: every block packs the shared operand again, and with two per
+/* One block per thread: every block packs the shared operand again, and with two per
  * thread the MLP's gemms were no faster on a loaded machine (bench_backend_cpu, op minima). */
-#define FG_CPU_GEMM_ALIGN 16
 #define FG_CPU_GEMM_BLOCKS_PER_THREAD 1
 
 typedef struct fg_cpu_gemm_args {

@@ -23,9 +23,6 @@
 #include "gemm_dnnl.h"
 #include "half.h"
 
-/* As gemm.c: run inline below this many FLOPs, block boundaries multiples of 16. */
-#define FG_DNNL_SPLIT_FLOPS (1u << 21)
-#define FG_DNNL_ALIGN 16
 #define FG_DNNL_MAX_BLOCKS 64
 
 typedef struct dnnl_key {
@@ -175,7 +172,7 @@ static int block_make(fg_cpu_dnnl_gemm *g, const dnnl_key *key, int rows, int co
  * MLP's products got its older gemm kernels, 2-7% slower on one core). */
 static int split_rows(int m, int n)
 {
-    return m >= 2 * FG_DNNL_ALIGN || m > n;
+    return m >= 2 * FG_CPU_GEMM_ALIGN || m > n;
 }
 
 static void entry_plan(dnnl_entry *e)
@@ -185,7 +182,7 @@ static void entry_plan(dnnl_entry *e)
     int dim = e->by_rows ? k->m : k->n;
     int blocks = k->blocks;
     int grain = (dim + blocks - 1) / blocks;
-    grain = (grain + FG_DNNL_ALIGN - 1) / FG_DNNL_ALIGN * FG_DNNL_ALIGN;
+    grain = (grain + FG_CPU_GEMM_ALIGN - 1) / FG_CPU_GEMM_ALIGN * FG_CPU_GEMM_ALIGN;
     int at = 0;
     for (int b = 0; b < blocks; b++) {
         e->bounds[b] = at < dim ? at : dim;
@@ -308,7 +305,7 @@ int fg_cpu_dnnl_gemm_run(fg_cpu_dnnl_gemm *g, fg_cpu_pool *pool, const fg_cpu_mm
     double flops = 2.0 * (double)p->m * (double)p->n * (double)p->k;
     int dim = split_rows(p->m, p->n) ? p->m : p->n;
     int threads = fg_cpu_pool_threads(pool);
-    int blocks = threads < 2 || flops < FG_DNNL_SPLIT_FLOPS || dim < 2 * FG_DNNL_ALIGN
+    int blocks = threads < 2 || flops < FG_CPU_GEMM_SPLIT_FLOPS || dim < 2 * FG_CPU_GEMM_ALIGN
                      ? 1
                      : threads < FG_DNNL_MAX_BLOCKS ? threads : FG_DNNL_MAX_BLOCKS;
     dnnl_key key = {p->trans_a, p->trans_b, p->m, p->n, p->k, p->lda, p->ldb, p->ldc,
