@@ -1,5 +1,6 @@
 /* A split of an IDX dataset: load and cross-check the two files once, then serve reads
- * from memory with a 256-entry table (no arithmetic, no allocation on the hot path). */
+ * from memory through a 256-entry table, or a division where that gives the table's values
+ * (no allocation on the hot path). */
 #include "idx_dataset.h"
 
 #include <math.h>
@@ -8,6 +9,9 @@
 
 #include "data_plugin.h"
 #include "idx_file.h"
+
+/* Images prefetched ahead of the one being converted (2 and 4 measured alike). */
+#define IDX_PREFETCH_AHEAD 2
 
 /* Image and label files describe the same items, or the pairing is meaningless. */
 static fg_status check_pairing(const idx_split_source *src, const idx_array *images,
@@ -42,6 +46,18 @@ static void fill_lut(const idx_transform *tf, float lut[256])
         double x = b / 255.0;
         lut[b] = (float)(tf->normalize ? (x - tf->mean) / tf->std : x);
     }
+}
+
+/* Whether the table is byte / 255 in float arithmetic (x/255 unnormalised: every entry
+ * is). Then read() divides instead of looking up: the loop vectorises, the table's one
+ * lookup per pixel does not; same values. A batch of 128 Fashion-MNIST images at random
+ * indices: 67 us by table, 47 us with the prefetch, 24 us dividing (gcc -O3, Zen 4). */
+static int lut_is_div255(const float lut[256])
+{
+    for (int b = 0; b < 256; b++)
+        if (lut[b] != (float)b / 255.0f)
+            return 0;
+    return 1;
 }
 
 /* [begin, end) of n items for the fractions [first, last): the same rounding on both
@@ -102,6 +118,7 @@ fg_status idx_dataset_open(const idx_split_source *src, const idx_transform *tf,
         goto fail;
     ds->split_name = src->name;
     fill_lut(tf, ds->lut);
+    ds->table_is_div255 = lut_is_div255(ds->lut);
     *out = ds;
     return FG_OK;
 fail:
@@ -118,6 +135,33 @@ void idx_dataset_close(idx_dataset *ds)
     free(ds);
 }
 
+/* Asks for an image's bytes ahead of its conversion: samples sit at random places in a
+ * file larger than the caches, and waiting for each one's lines in turn took about a third
+ * of a batch's read. */
+static void prefetch_image(const uint8_t *src, size_t bytes)
+{
+#if defined(__GNUC__)
+    for (size_t o = 0; o < bytes; o += 64)
+        __builtin_prefetch(src + o);
+#else
+    (void)src;
+    (void)bytes;
+#endif
+}
+
+static void convert_by_table(const float lut[256], const uint8_t *src, float *dst,
+                             size_t pixels)
+{
+    for (size_t p = 0; p < pixels; p++)
+        dst[p] = lut[src[p]];
+}
+
+static void convert_div255(const uint8_t *src, float *dst, size_t pixels)
+{
+    for (size_t p = 0; p < pixels; p++)
+        dst[p] = (float)src[p] / 255.0f;
+}
+
 fg_status idx_dataset_read(const idx_dataset *ds, const int64_t *indices, int count,
                            float *samples, int32_t *labels, fg_error *err)
 {
@@ -127,11 +171,15 @@ fg_status idx_dataset_read(const idx_dataset *ds, const int64_t *indices, int co
         return st;
     const size_t pixels = (size_t)(ds->rows * ds->cols);
     for (int k = 0; k < count; k++) {
+        if (k + IDX_PREFETCH_AHEAD < count)
+            prefetch_image(ds->images + (size_t)indices[k + IDX_PREFETCH_AHEAD] * pixels, pixels);
         int64_t i = indices[k];
         const uint8_t *src = ds->images + (size_t)i * pixels;
         float *dst = samples + (size_t)k * pixels;
-        for (size_t p = 0; p < pixels; p++)
-            dst[p] = ds->lut[src[p]];
+        if (ds->table_is_div255)
+            convert_div255(src, dst, pixels);
+        else
+            convert_by_table(ds->lut, src, dst, pixels);
         if (labels)
             labels[k] = ds->labels[i];
     }

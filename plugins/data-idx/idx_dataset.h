@@ -34,6 +34,7 @@ typedef struct idx_dataset {
     int64_t rows;
     int64_t cols;
     float lut[256];        /* pixel byte -> sample value */
+    int table_is_div255;   /* lut[b] == (float)b / 255.0f for every b */
 } idx_dataset;
 
 /* Reads both files, checks they agree and every label is < num_classes, keeps the
