@@ -67,6 +67,7 @@ void fg_cpu_bf16_queue_fini(fg_cpu_queue *q);
 
 /* cpu_device.c */
 fg_status fg_cpu_device_count(void *state, int *count, fg_error *err);
+int fg_cpu_host_synchronous(void *state, int device);
 fg_status fg_cpu_device_info(void *state, int device, fg_device_info *info, fg_error *err);
 fg_status fg_cpu_alloc(void *state, int device, size_t bytes, void **ptr, fg_error *err);
 void fg_cpu_free(void *state, int device, void *ptr);

@@ -64,6 +64,14 @@ fg_status fg_cpu_device_count(void *state, int *count, fg_error *err)
     return FG_OK;
 }
 
+/* Every device is host memory, and every op and copy runs to completion in the calling
+ * thread (the pool's workers are joined before an op returns). */
+int fg_cpu_host_synchronous(void *state, int device)
+{
+    const fg_cpu_backend *be = state;
+    return device >= 0 && device < be->devices;
+}
+
 fg_status fg_cpu_device_info(void *state, int device, fg_device_info *info, fg_error *err)
 {
     fg_cpu_backend *be = state;

@@ -180,6 +180,7 @@ static const fg_backend_vtable fg_cpu_vtable = {
     .attention_backward = fg_cpu_op_attention_backward,
     .attention_decode = fg_cpu_op_attention_decode,
     .gemm_bias = fg_cpu_op_gemm_bias,
+    .host_synchronous = fg_cpu_host_synchronous,
 };
 
 FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {

@@ -108,7 +108,7 @@ static const layout_line current[] = {
     FIELD(fg_backend_vtable, embedding_forward), FIELD(fg_backend_vtable, embedding_backward),
     FIELD(fg_backend_vtable, attention_workspace), FIELD(fg_backend_vtable, attention_forward),
     FIELD(fg_backend_vtable, attention_backward), FIELD(fg_backend_vtable, attention_decode),
-    FIELD(fg_backend_vtable, gemm_bias),
+    FIELD(fg_backend_vtable, gemm_bias), FIELD(fg_backend_vtable, host_synchronous),
     SIZE(fg_backend_op_desc),
     FIELD(fg_backend_op_desc, name), FIELD(fg_backend_op_desc, offset),
     FIELD(fg_backend_op_desc, dtype_count), FIELD(fg_backend_op_desc, dtype_names),

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch_copy.h"
 #include "check.h"
 #include "dataloader.h"
 #include "sampler.h"
@@ -1142,6 +1143,74 @@ static void test_loader_ignore_labels(void)
     }
 }
 
+
+/* ---- batch copier: copy, or hand over on a host_synchronous backend ------------------- */
+
+static fg_status host_alloc_fn(void *state, int device, size_t bytes, void **ptr, fg_error *err)
+{
+    (void)state;
+    (void)device;
+    *ptr = malloc(bytes);
+    return *ptr ? FG_OK : fg_error_set(err, FG_OUT_OF_MEMORY, "fake: out of memory");
+}
+
+static void host_free_fn(void *state, int device, void *ptr)
+{
+    (void)state;
+    (void)device;
+    free(ptr);
+}
+
+static fg_status host_copy_fn(void *state, void *queue, void *dst, int dst_device,
+                              const void *src, int src_device, size_t bytes, fg_error *err)
+{
+    (void)state, (void)queue, (void)dst_device, (void)src_device, (void)err;
+    memcpy(dst, src, bytes);
+    return FG_OK;
+}
+
+static int host_sync_yes(void *state, int device)
+{
+    (void)state;
+    return device == 0;
+}
+
+/* With host_synchronous the copier hands the staging pointers over and holds no device
+ * buffers; without it (or where it says 0) the batch is copied into a buffer of its own. */
+static void test_batch_copier_direct(void)
+{
+    fg_backend_vtable be = {.struct_size = sizeof be, .alloc = host_alloc_fn,
+                            .free = host_free_fn, .copy = host_copy_fn};
+    float samples[4 * 3];
+    int32_t labels[4] = {3, 1, 0, 2};
+    for (int i = 0; i < 12; i++) samples[i] = (float)i * 0.5f;
+    fg_batch b = {.struct_size = sizeof b, .samples = samples, .labels = labels, .count = 4,
+                  .sample_elems = 3};
+    for (int direct = 0; direct < 2; direct++) {
+        be.host_synchronous = direct ? host_sync_yes : NULL;
+        fg_batch_copier_options o = {&be, NULL, 0, NULL, 0, 1, 4 * 3 * sizeof(float),
+                                     4 * sizeof(int32_t)};
+        fg_batch_copier *c = NULL;
+        fg_error err = {FG_OK, ""};
+        REQUIRE_OK(fg_batch_copier_create(&o, &c, &err));
+        float *x = NULL;
+        int32_t *y = NULL;
+        REQUIRE_OK(fg_batch_copier_upload(c, 0, &b, &x, &y, &err));
+        CHECK(direct ? x == samples && y == labels : x != samples && y != labels);
+        CHECK(x && memcmp(x, samples, sizeof samples) == 0);
+        CHECK(y && memcmp(y, labels, sizeof labels) == 0);
+        CHECK_EQ((int64_t)fg_batch_copier_device_bytes(c),
+                 direct ? 0 : (int64_t)(sizeof samples + sizeof labels));
+        CHECK_EQ(fg_batch_copier_done(c, 0, &err), FG_OK);
+        /* a batch larger than the copier was made for is refused either way */
+        fg_batch big = b;
+        big.count = 5;
+        CHECK_EQ(fg_batch_copier_upload(c, 0, &big, &x, &y, &err), FG_INTERNAL);
+        CHECK_HAS(err.message, "does not fit");
+        fg_batch_copier_destroy(c);
+    }
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -1169,6 +1238,7 @@ static const struct {
     {"val_split_carve", test_val_split_carve},
     {"loader_subset", test_loader_subset},
     {"loader_ignore_labels", test_loader_ignore_labels},
+    {"batch_copier_direct", test_batch_copier_direct},
 };
 
 int main(int argc, char **argv)

@@ -360,6 +360,7 @@ static fg_status late_init(const fg_host *host, void **state, fg_error *err)
     late_vtable.event_record = late_event_record;
     late_vtable.queue_wait_event = late_queue_wait_event;
     late_vtable.event_sync = late_event_sync;
+    late_vtable.host_synchronous = NULL; /* its copies complete late: batches must be copied */
     return FG_OK;
 }
 

@@ -18,6 +18,7 @@ typedef struct fg_copy_buffer {
 
 struct fg_batch_copier {
     fg_batch_copier_options o;
+    int direct;                /* host_synchronous backend: batches are handed over, not copied */
     int events;                /* the backend has events */
     void *copy_queue;          /* own queue (separate) or the compute queue */
     int separate;              /* copy_queue is a copy queue of its own */
@@ -90,7 +91,9 @@ fg_status fg_batch_copier_create(const fg_batch_copier_options *o, fg_batch_copi
     if (!c)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory for a batch copier");
     c->o = *o;
-    fg_status st = open_queue(c, err);
+    c->direct = FG_HAS_FIELD(o->be, fg_backend_vtable, host_synchronous) &&
+                o->be->host_synchronous && o->be->host_synchronous(o->bs, o->device);
+    fg_status st = c->direct ? FG_OK : open_queue(c, err);
     size_t nbuf = (size_t)o->areas * (size_t)c->buffers;
     if (st == FG_OK && (!(c->buf = calloc(nbuf, sizeof *c->buf)) ||
                         !(c->current = calloc((size_t)o->areas, sizeof *c->current)) ||
@@ -98,7 +101,7 @@ fg_status fg_batch_copier_create(const fg_batch_copier_options *o, fg_batch_copi
         st = fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory for a batch copier");
     if (st == FG_OK && c->events)
         st = create_events(c, err);
-    if (st == FG_OK)
+    if (st == FG_OK && !c->direct)
         st = create_buffers(c, err);
     if (st != FG_OK) {
         fg_batch_copier_destroy(c);
@@ -151,17 +154,28 @@ static fg_status mark_consumed(fg_batch_copier *c, fg_copy_buffer *buf, fg_error
     return FG_OK;
 }
 
-static fg_status copy_parts(fg_batch_copier *c, fg_copy_buffer *buf, const fg_batch *b,
-                            float **x, int32_t **y, fg_error *err)
+static fg_status check_fits(const fg_batch_copier *c, const fg_batch *b, size_t *xb,
+                            size_t *yb, fg_error *err)
 {
-    const fg_backend_vtable *be = c->o.be;
-    size_t xb = (size_t)b->count * (size_t)b->sample_elems * sizeof(float);
-    size_t yb = (size_t)b->count * (size_t)fg_batch_label_elems(b) * sizeof(int32_t);
-    if ((c->o.sample_bytes && xb > c->o.sample_bytes) || (c->o.label_bytes && yb > c->o.label_bytes))
+    *xb = (size_t)b->count * (size_t)b->sample_elems * sizeof(float);
+    *yb = (size_t)b->count * (size_t)fg_batch_label_elems(b) * sizeof(int32_t);
+    if ((c->o.sample_bytes && *xb > c->o.sample_bytes) ||
+        (c->o.label_bytes && *yb > c->o.label_bytes))
         return fg_error_set(err, FG_INTERNAL, "batch copier: a batch of %d samples of %lld "
                             "values does not fit the device buffer of %zu + %zu bytes",
                             (int)b->count, (long long)b->sample_elems, c->o.sample_bytes,
                             c->o.label_bytes);
+    return FG_OK;
+}
+
+static fg_status copy_parts(fg_batch_copier *c, fg_copy_buffer *buf, const fg_batch *b,
+                            float **x, int32_t **y, fg_error *err)
+{
+    const fg_backend_vtable *be = c->o.be;
+    size_t xb, yb;
+    fg_status checked = check_fits(c, b, &xb, &yb, err);
+    if (checked != FG_OK)
+        return checked;
     *x = buf->x;
     *y = buf->y;
     fg_status st = FG_OK;
@@ -193,6 +207,21 @@ static fg_status fence_copy(fg_batch_copier *c, const fg_batch *b, fg_error *err
     return FG_OK;
 }
 
+/* A host_synchronous backend reads the staging memory itself: every op reading it has
+ * completed before the strategy's step returns, and the trainer releases the slot only
+ * then, so no fence is needed. (The batch is read-only to the model: it is const here.) */
+static fg_status hand_over(const fg_batch_copier *c, const fg_batch *b, float **x, int32_t **y,
+                           fg_error *err)
+{
+    size_t xb, yb;
+    fg_status st = check_fits(c, b, &xb, &yb, err);
+    if (st != FG_OK)
+        return st;
+    *x = c->o.sample_bytes ? (float *)b->samples : NULL;
+    *y = c->o.label_bytes ? (int32_t *)b->labels : NULL;
+    return FG_OK;
+}
+
 fg_status fg_batch_copier_upload(fg_batch_copier *c, int area, const fg_batch *b, float **x,
                                  int32_t **y, fg_error *err)
 {
@@ -200,6 +229,8 @@ fg_status fg_batch_copier_upload(fg_batch_copier *c, int area, const fg_batch *b
     *y = NULL;
     if (area < 0 || area >= c->o.areas)
         return fg_error_set(err, FG_INTERNAL, "batch copier: area %d of %d", area, c->o.areas);
+    if (c->direct)
+        return hand_over(c, b, x, y, err);
     int k = (c->current[area] + 1) % c->buffers;
     fg_copy_buffer *buf = &c->buf[area * c->buffers + k];
     c->current[area] = k;
@@ -224,5 +255,7 @@ fg_status fg_batch_copier_done(fg_batch_copier *c, int area, fg_error *err)
 
 size_t fg_batch_copier_device_bytes(const fg_batch_copier *c)
 {
+    if (c->direct)
+        return 0;
     return (size_t)c->o.areas * (size_t)c->buffers * (c->o.sample_bytes + c->o.label_bytes);
 }

@@ -19,6 +19,12 @@
  * synchronous backend) the copy has completed when it returns. Nothing is allocated and
  * nothing waited for on the host in a step.
  *
+ * A backend that computes on host memory in the calling thread (`host_synchronous`, ABI
+ * 1.3: the CPU backend) gets no copy at all: upload hands over the staging pointers, the
+ * copier holds no device buffers, and no fence is needed, since every op reading the batch
+ * has completed when the strategy's step returns and the loader's slot is released after
+ * that.
+ *
  * Thread rule: one thread at a time per copier (its compute queue's). */
 #ifndef FG_BATCH_COPY_H
 #define FG_BATCH_COPY_H

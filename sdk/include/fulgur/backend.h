@@ -443,6 +443,14 @@ typedef struct fg_backend_vtable {
                            int trans_a, int trans_b, int m, int n, int k, const void *a,
                            int lda, const void *b, int ldb, const void *bias, void *c, int ldc,
                            fg_error *err);
+
+    /* ---- ABI 1.3 ------------------------------------------------------------------------ */
+    /* [optional; any thread] Nonzero when `device` computes on host memory synchronously:
+     * any host pointer may stand where an op or a copy on its queues takes device memory,
+     * and an op or a copy has completed when it returns (fulgur's CPU backend). The trainer
+     * then hands the model a batch where the data loader staged it instead of copying it
+     * into a device buffer first. NULL or 0: batches are copied. */
+    int (*host_synchronous)(void *state, int device);
 } fg_backend_vtable;
 
 /* The five event entries (all or none: see "queues and events" above). */
