@@ -558,7 +558,11 @@ void fg_dataloader_release(fg_dataloader *dl, const fg_batch_view *batch)
     pthread_mutex_lock(&dl->mu);
     if (slot->state == FG_SLOT_HELD) {
         slot->state = FG_SLOT_FREE;
-        pthread_cond_broadcast(&dl->work_cv);
+        /* One slot came free: one worker can claim it, and only when it is the next
+         * batch's. Waking every worker made the others' wake-ups take turns from the
+         * compute threads for nothing. */
+        if (fg_can_claim(dl))
+            pthread_cond_signal(&dl->work_cv);
     }
     pthread_mutex_unlock(&dl->mu);
 }
