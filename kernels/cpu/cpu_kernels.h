@@ -43,8 +43,11 @@ typedef void (*fg_cpu_range_fn)(void *ctx, size_t begin, size_t end);
  * below 2 x this many elements. It was 262144 while OpenBLAS ran its own threads, whose
  * sched_yield spinning after every gemm made a woken pool worker share its core; with the
  * pool owning the cores, sgd_update over the MLP's 269k parameters fell from 56-71 us
- * inline to 34-57 us on 2 threads (fastest of 100 steps, bench_backend_cpu). */
-#define FG_CPU_STREAM_GRAIN 32768
+ * inline to 34-57 us on 2 threads (fastest of 100 steps, bench_backend_cpu). At 32768 the
+ * MLP's activations (128 x 256) ran inline while the worker spun idle; 16384 splits them:
+ * the bench MLP's fit 117-122k -> 123k samples/s (medians of 8 alternating fits, twice;
+ * 8192 no better). Every op it splits is elementwise: results do not depend on it. */
+#define FG_CPU_STREAM_GRAIN 16384
 
 /* threads >= 1 counts the calling thread; threads - 1 workers are started.
  * Returns 0 or an errno value from pthread_create / malloc. */
