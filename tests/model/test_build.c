@@ -273,6 +273,68 @@ static void test_graph(void)
                    "cfg.ini:4: [layer.b]'s output is never read");
 }
 
+
+/* The layer names of text's model in run order, space-separated, and *swapped the count of
+ * relu / max pooling pairs run pooling first. */
+static const char *run_order(const char *text, size_t *swapped)
+{
+    static char names[256];
+    static fg_error err;
+    names[0] = '\0';
+    *swapped = 99;
+    fg_config *cfg = tk_config(text);
+    fg_model *m = NULL;
+    if (!cfg || fg_model_build(cfg, (int64_t[]){1, 8, 8}, 3, 4, &m, &err) != FG_OK) {
+        fg_config_destroy(cfg);
+        return err.message;
+    }
+    for (size_t i = 0; i < fg_model_layer_count(m); i++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? " " : "",
+                 fg_model_layer(m, i)->name);
+    *swapped = fg_model_relu_after_pool(m);
+    fg_model_destroy(m);
+    fg_config_destroy(cfg);
+    return names;
+}
+
+#define CONV "[layer.conv]\ntype = conv2d\nout_channels = 2\nkernel_size = 3\n"
+#define RELU "[layer.relu]\ntype = relu\n"
+#define MAXPOOL "[layer.pool]\ntype = maxpool2d\nkernel_size = 2\n"
+#define HEAD_4 "[layer.flat]\ntype = flatten\n[layer.fc]\ntype = linear\nout_features = 4\n"
+
+/* layer_order.c: relu then max pooling runs pooling first, only where nothing else can see
+ * the difference. */
+static void test_relu_after_pool(void)
+{
+    size_t n = 0;
+    CHECK_STR(run_order(CONV RELU MAXPOOL HEAD_4, &n), "conv pool relu flat fc");
+    CHECK_EQ(n, 1);
+    /* average pooling does not commute with relu */
+    CHECK_STR(run_order(CONV RELU "[layer.pool]\ntype = avgpool2d\nkernel_size = 2\n" HEAD_4,
+                        &n), "conv relu pool flat fc");
+    CHECK_EQ(n, 0);
+    /* a relu that names its input, a pooling read by name, a relu read by name: as written */
+    CHECK_STR(run_order(CONV "[layer.relu]\ntype = relu\ninput = conv\n" MAXPOOL HEAD_4, &n),
+              "conv relu pool flat fc");
+    CHECK_EQ(n, 0);
+    CHECK_STR(run_order(CONV RELU MAXPOOL "[layer.flat]\ntype = flatten\ninput = pool\n"
+                        "[layer.fc]\ntype = linear\nout_features = 4\n", &n),
+              "conv relu pool flat fc");
+    CHECK_EQ(n, 0);
+    CHECK_STR(run_order(CONV RELU MAXPOOL "[layer.p2]\ntype = maxpool2d\nkernel_size = 2\n"
+                        "input = relu\n[layer.sum]\ntype = add\ninput = pool, p2\n" HEAD_4, &n),
+              "conv relu pool p2 sum flat fc");
+    CHECK_EQ(n, 0);
+    /* pooling before relu already, and two pairs */
+    CHECK_STR(run_order(CONV MAXPOOL RELU HEAD_4, &n), "conv pool relu flat fc");
+    CHECK_EQ(n, 0);
+    CHECK_STR(run_order(CONV RELU MAXPOOL "[layer.c2]\ntype = conv2d\nout_channels = 2\n"
+                        "kernel_size = 1\n[layer.r2]\ntype = relu\n"
+                        "[layer.p2]\ntype = maxpool2d\nkernel_size = 1\n" HEAD_4, &n),
+              "conv pool relu c2 p2 r2 flat fc");
+    CHECK_EQ(n, 2);
+}
+
 int main(void)
 {
     test_graph();
@@ -283,5 +345,6 @@ int main(void)
     test_keys();
     test_layout();
     test_schemas();
+    test_relu_after_pool();
     return fg_test_report("model.build");
 }

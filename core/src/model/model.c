@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "init.h"
+#include "layer_order.h"
 #include "utf8.h"
 
 
@@ -343,6 +344,23 @@ static size_t section_repeat(const fg_config *cfg, const char *section)
     return (size_t)n;
 }
 
+/* The layers of one section: one, or `repeat` of them. */
+static fg_status build_section(fg_model *m, const fg_config *cfg, const char *section,
+                               fg_error *err)
+{
+    int repeated = fg_config_get(cfg, section, "repeat") != NULL;
+    if (repeated && fg_config_get(cfg, section, "input"))
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s] sets both repeat and input: "
+                            "each repetition reads the one before it",
+                            fg_config_origin(cfg, section, "input"), section);
+    for (size_t k = 0; k < section_repeat(cfg, section); k++) {
+        fg_status st = build_layer(m, cfg, section, repeated ? (int)k : -1, err);
+        if (st != FG_OK)
+            return st;
+    }
+    return FG_OK;
+}
+
 static fg_status build_layers(fg_model *m, const fg_config *cfg, fg_error *err)
 {
     size_t n = 0, sections = fg_config_section_count(cfg);
@@ -356,24 +374,22 @@ static fg_status build_layers(fg_model *m, const fg_config *cfg, fg_error *err)
                             fg_config_path(cfg) ? fg_config_path(cfg) : "config",
                             fg_layer_type_list());
     m->layers = calloc(n, sizeof *m->layers);
-    if (!m->layers)
+    size_t *order = calloc(n, sizeof *order); /* n >= the number of layer sections */
+    if (!m->layers || !order) {
+        free(order);
         return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory building the model");
-    for (size_t i = 0; i < sections; i++) {
-        const char *section = fg_config_section_name(cfg, i);
-        if (!is_layer_section(section))
-            continue;
-        int repeated = fg_config_get(cfg, section, "repeat") != NULL;
-        if (repeated && fg_config_get(cfg, section, "input"))
-            return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s] sets both repeat and input: "
-                                "each repetition reads the one before it",
-                                fg_config_origin(cfg, section, "input"), section);
-        for (size_t k = 0; k < section_repeat(cfg, section); k++) {
-            fg_status st = build_layer(m, cfg, section, repeated ? (int)k : -1, err);
-            if (st != FG_OK)
-                return st;
-        }
     }
-    fg_status st = check_logits(m, err);
+    size_t layer_sections = 0;
+    for (size_t i = 0; i < sections; i++)
+        layer_sections += is_layer_section(fg_config_section_name(cfg, i));
+    m->relu_after_pool = fg_layer_order(cfg, order, layer_sections);
+    fg_status st = FG_OK;
+    for (size_t j = 0; j < layer_sections && st == FG_OK; j++)
+        st = build_section(m, cfg, fg_config_section_name(cfg, order[j]), err);
+    free(order);
+    if (st != FG_OK)
+        return st;
+    st = check_logits(m, err);
     return st == FG_OK ? fg_graph_plan(m, err) : st;
 }
 
@@ -463,6 +479,7 @@ size_t fg_model_layer_count(const fg_model *m) { return m->layer_count; }
 const fg_layer *fg_model_layer(const fg_model *m, size_t i) { return &m->layers[i]; }
 const fg_shape *fg_model_input_shape(const fg_model *m) { return &m->input; }
 int fg_model_num_classes(const fg_model *m) { return m->num_classes; }
+size_t fg_model_relu_after_pool(const fg_model *m) { return m->relu_after_pool; }
 fg_loss_kind fg_model_loss(const fg_model *m) { return m->loss; }
 size_t fg_model_param_count(const fg_model *m) { return m->param_count; }
 size_t fg_model_params_size(const fg_model *m) { return m->params_size; }

@@ -56,6 +56,8 @@ fg_status fg_model_build(const fg_config *cfg, const int64_t *sample_shape, int 
 void fg_model_destroy(fg_model *m);
 
 size_t fg_model_layer_count(const fg_model *m);
+/* How many relu / max pooling pairs run the pooling first (layer_order.c). */
+size_t fg_model_relu_after_pool(const fg_model *m);
 const fg_layer *fg_model_layer(const fg_model *m, size_t i);
 const fg_shape *fg_model_input_shape(const fg_model *m);
 int fg_model_num_classes(const fg_model *m);

@@ -32,6 +32,7 @@ struct fg_model {
     /* the graph (graph.c): named inputs somewhere; gradient slots of a whole replica, the
      * loss's and the model input's */
     int is_graph;
+    size_t relu_after_pool;  /* relu / max pooling pairs run pooling first (layer_order.c) */
     int grad_slots, output_slot, input_slot;
 };
 

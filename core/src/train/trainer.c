@@ -343,6 +343,11 @@ static void report_model(fg_trainer *t)
     fprintf(t->out, "), %d classes; backend %s, strategy %s (%d process%s), precision %s\n",
             s->info.num_classes, t->backend.inst->name, t->strategy.inst->name, t->world_size,
             t->world_size > 1 ? "es" : "", t->precision.inst->name);
+    size_t swapped = fg_model_relu_after_pool(t->model);
+    if (swapped)
+        fprintf(t->out, "model: %zu relu layer%s run after the max pooling that follows "
+                "(the same values and gradients, a quarter of the relu's memory traffic)\n",
+                swapped, swapped == 1 ? "" : "s");
     if (t->run_dir[0]) fprintf(t->out, "run folder: %s\n", t->run_dir);
 }
 
