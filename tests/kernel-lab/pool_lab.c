@@ -10,11 +10,17 @@
  *   version 2  version 1 compiled for AVX-512 / AVX2 as well (FG_CPU_VECTOR_CLONES)
  *   version 3  version 1 whose backward writes each non-overlapping 2x2 window whole (dy at
  *              the argmax, zeros around it) in one pass, zeroing only what no window covers
+ *   version 4  (the product's forward since 2026-11-26, "kernels/cpu now" below) the 2x2
+ *              stride-2 forward in AVX-512 intrinsics, 16 outputs of a row per step: masked
+ *              loads of both rows, even/odd columns by permutes, the scalar compare order
  *
- * No candidate won: version 1 stays the product. On 2 threads (fastest rounds, 128 x 32 x
- * 26 x 26): version 1 2.2 ms, version 2 4.7 ms (the AVX-512 clones of the strided 2x2 loop
- * and the scatter are slower), version 3 2.7 ms (the memset and scatter of version 1 stay in
- * L1: one plane is 2.7 KiB).
+ * Versions 1-3, measured first: none won; version 1 stayed. On 2 threads (fastest rounds,
+ * 128 x 32 x 26 x 26): version 1 2.2 ms, version 2 4.7 ms (the AVX-512 clones of the
+ * strided 2x2 loop and the scatter are slower: rows of 13 outputs leave the vector loop to
+ * its scalar tail), version 3 2.7 ms (the memset and scatter of version 1 stay in L1: one
+ * plane is 2.7 KiB). Version 4 (one thread, the forward alone, a /tmp harness with NaN,
+ * ties and -0): 26 x 26 planes 1.29 -> 0.74 ms, 11 x 11 1.07 -> 0.12 ms, 64 x 64 8.0 ->
+ * 6.0 ms; slower below 3 outputs a row, where the product keeps the scalar loop.
  *
  * Pooling moves values and adds each dy to one zero, so every version must give the
  * reference's y, argmax and dx bit for bit (dx = 0.0f + dy, so a -0 dy gives +0 as the
@@ -303,6 +309,8 @@ static void bufs_init(pool_bufs *m, const fg_cpu_conv_shape *d)
     lab_fill(m->x, nx, 31), lab_fill(m->dy, ny, 32);
     for (size_t i = 0; i < nx; i += 7) /* ties: the first maximum must win */
         m->x[i] = m->x[i + 1 < nx ? i + 1 : i];
+    for (size_t i = 0; i + (size_t)d->w < nx; i += 11) /* and ties across a window's rows */
+        m->x[i + (size_t)d->w] = m->x[i];
     for (size_t i = 0; i < nx; i += 101)
         m->x[i] = NAN;
     for (size_t i = 0; i < ny; i += 13)
@@ -319,6 +327,9 @@ static int check(fg_cpu_pool *pool)
     const fg_cpu_conv_shape shapes[] = {
         shape_of(4, 3, 26, 26, 2, 2, 0), shape_of(3, 5, 11, 11, 2, 2, 0),
         shape_of(2, 3, 9, 12, 3, 2, 1), shape_of(2, 2, 7, 5, 2, 1, 0),
+        /* rows of 35 and 3 outputs: two full 16-output steps and a tail; the smallest row
+         * the vector kernel takes */
+        shape_of(2, 3, 10, 70, 2, 2, 0), shape_of(2, 3, 7, 6, 2, 2, 0),
     };
     int bad = 0;
     for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
