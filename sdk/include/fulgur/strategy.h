@@ -269,7 +269,9 @@ typedef struct fg_strategy_vtable {
     fg_status (*setup)(void *state, const fg_train_services *svc, fg_error *err);
     void (*teardown)(void *state);
     /* One micro-batch: forward and backward. final = 0 on the non-final micro-batches of
-     * gradient accumulation (no gradient sync needed), micro_index counts them from 0. */
+     * gradient accumulation (no gradient sync needed), micro_index counts them from 0. The
+     * batch is the caller's again when it returns: on a host_synchronous backend the
+     * services read it where the loader staged it, and the loader rewrites it after. */
     fg_status (*train_step)(void *state, const fg_batch *batch, int micro_index, int final,
                             float grad_scale, fg_error *err);
     /* The optimizer update of every parameter, with the trainer's lr, step number and
