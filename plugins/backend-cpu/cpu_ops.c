@@ -1,12 +1,14 @@
-/* The vtable's ops, one entry each for every dtype: half operands are converted to f32 in
- * the queue's scratch, the f32 op of cpu_ops_f32.c runs on those copies (its argument
- * checks included), and the outputs are rounded to nearest even back into their storage.
- * f32 operands are used in place, so an op whose dtypes are all f32 is the f32 op, bit for
- * bit. Every op runs with any mix of f32, f16 and bf16 (fg_cpu_supports). */
+/* The dense and flat ops, one function each for every dtype, behind the checked trampolines
+ * (fulgur/backend_checks.h: the arguments are valid and there is work to do): half operands
+ * are converted to f32 in the queue's scratch, the kernel of kernels/cpu runs on those
+ * copies, and the outputs are rounded to nearest even back into their storage. f32 operands
+ * are used in place, so an op whose dtypes are all f32 is the f32 kernel, bit for bit. Every
+ * op runs with any mix of f32, f16 and bf16 (fg_cpu_supports). */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "cpu_backend.h"
+#include "fulgur/backend_checks.h"
 #include "cpu_stage.h"
 #include "half.h"
 
@@ -101,17 +103,10 @@ fg_status fg_cpu_unstage(void *state, const fg_cpu_operand *o, int count, fg_sta
 fg_status fg_cpu_op_cast(void *state, void *queue, uint32_t dst_dtype, uint32_t src_dtype,
                          void *dst, const void *src, size_t n, fg_error *err)
 {
-    if (!queue)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "cpu backend: cast: queue is NULL");
     if (!storable(dst_dtype) || !storable(src_dtype))
         return fg_error_set(err, FG_UNAVAILABLE, "cpu backend: cast from %s to %s: this backend "
                             "stores f32, f16 and bf16", fg_dtype_name((fg_dtype)src_dtype),
                             fg_dtype_name((fg_dtype)dst_dtype));
-    if (n == 0)
-        return FG_OK;
-    if (!dst || !src)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "cpu backend: cast: %s is NULL",
-                            dst ? "src" : "dst");
     fg_cpu_convert(POOL(state), dst, (int)dst_dtype, src, (int)src_dtype, n);
     return FG_OK;
 }
@@ -131,15 +126,10 @@ fg_status fg_cpu_op_gemm(void *state, void *queue, uint32_t a_dtype, uint32_t b_
 {
     int a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
     int b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
-    int shaped = m >= 0 && n >= 0 && k >= 0 && lda >= (a_cols > 1 ? a_cols : 1) &&
-                 ldb >= (b_cols > 1 ? b_cols : 1) && ldc >= (n > 1 ? n : 1);
-    if (!shaped) /* the f32 op names the bad argument */
-        return fg_cpu_f32_gemm(state, queue, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
-                               beta, c, ldc, err);
     fg_cpu_bf16_args g = {"gemm", a_dtype, b_dtype, c_dtype, trans_a, trans_b, m, n, k, alpha,
                           beta, a, b, NULL, c, lda, ldb, ldc};
     fg_status st = FG_OK;
-    if (a && b && c && fg_cpu_bf16_gemm(state, queue, &g, &st, err))
+    if (a && b && fg_cpu_bf16_gemm(state, queue, &g, &st, err))
         return st;
     fg_cpu_operand o[] = {ARG_IN(a, a_dtype, span(a_rows, a_cols, lda)),
                    ARG_IN(b, b_dtype, span(b_rows, b_cols, ldb)),
@@ -147,8 +137,8 @@ fg_status fg_cpu_op_gemm(void *state, void *queue, uint32_t a_dtype, uint32_t b_
                    ARG_ACC(c, c_dtype, span(m, n, ldc), beta != 0.0f || ldc > n)};
     st = stage(state, queue, "gemm", o, NARGS(o), err);
     if (st == FG_OK)
-        st = fg_cpu_f32_gemm(state, queue, trans_a, trans_b, m, n, k, alpha, o[0].f, lda,
-                             o[1].f, ldb, beta, o[2].f, ldc, err);
+        fg_cpu_gemm(POOL(state), trans_a, trans_b, m, n, k, alpha, o[0].f, lda, o[1].f, ldb,
+                    beta, o[2].f, ldc);
     return unstage(state, o, NARGS(o), st);
 }
 
@@ -159,15 +149,10 @@ fg_status fg_cpu_op_gemm_bias(void *state, void *queue, uint32_t a_dtype, uint32
 {
     int a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
     int b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
-    int shaped = m >= 0 && n >= 0 && k >= 0 && lda >= (a_cols > 1 ? a_cols : 1) &&
-                 ldb >= (b_cols > 1 ? b_cols : 1) && ldc >= (n > 1 ? n : 1);
-    if (!shaped) /* the f32 op names the bad argument */
-        return fg_cpu_f32_gemm_bias(state, queue, trans_a, trans_b, m, n, k, a, lda, b, ldb,
-                                    bias, c, ldc, err);
     fg_cpu_bf16_args g = {"gemm_bias", a_dtype, b_dtype, c_dtype, trans_a, trans_b, m, n, k,
                           1.0f, 0.0f, a, b, bias, c, lda, ldb, ldc};
     fg_status st = FG_OK;
-    if (a && b && c && fg_cpu_bf16_gemm(state, queue, &g, &st, err))
+    if (a && b && fg_cpu_bf16_gemm(state, queue, &g, &st, err))
         return st;
     /* the product and the bias meet in the f32 view of C: one rounding into C's dtype */
     fg_cpu_operand o[] = {ARG_IN(a, a_dtype, span(a_rows, a_cols, lda)),
@@ -176,8 +161,8 @@ fg_status fg_cpu_op_gemm_bias(void *state, void *queue, uint32_t a_dtype, uint32
                    ARG_ACC(c, c_dtype, span(m, n, ldc), ldc > n)}; /* keep the gaps */
     st = stage(state, queue, "gemm_bias", o, NARGS(o), err);
     if (st == FG_OK)
-        st = fg_cpu_f32_gemm_bias(state, queue, trans_a, trans_b, m, n, k, o[0].f, lda, o[1].f,
-                                  ldb, o[2].f, o[3].f, ldc, err);
+        fg_cpu_gemm_bias(POOL(state), trans_a, trans_b, m, n, k, o[0].f, lda, o[1].f, ldb,
+                         o[2].f, o[3].f, ldc);
     return unstage(state, o, NARGS(o), st);
 }
 
@@ -196,7 +181,7 @@ fg_status fg_cpu_op_bias_add(void *state, void *queue, uint32_t y_dtype, uint32_
                    ARG_IN(bias, bias_dtype, cols > 0 ? (size_t)cols : 0)};
     fg_status st = stage(state, queue, "bias_add", o, NARGS(o), err);
     if (st == FG_OK)
-        st = fg_cpu_f32_bias_add(state, queue, o[0].f, o[1].f, rows, cols, spatial, err);
+        fg_cpu_bias_add(POOL(state), o[0].f, o[1].f, rows, cols, spatial);
     return unstage(state, o, NARGS(o), st);
 }
 
@@ -208,16 +193,15 @@ fg_status fg_cpu_op_bias_grad(void *state, void *queue, uint32_t dbias_dtype,
                    ARG_IN(dy, dy_dtype, volume3(rows, cols, spatial))};
     fg_status st = stage(state, queue, "bias_grad", o, NARGS(o), err);
     if (st == FG_OK)
-        st = fg_cpu_f32_bias_grad(state, queue, o[0].f, o[1].f, rows, cols, spatial,
-                                  accumulate, err);
+        fg_cpu_bias_grad(POOL(state), o[0].f, o[1].f, rows, cols, spatial, accumulate);
     return unstage(state, o, NARGS(o), st);
 }
 
 /* A half relu runs on the stored bits (kernels/cpu/activation.c): the emulation's values
  * without its two conversions. */
-static int half_relu(uint32_t dtype, int act, void *queue, size_t n)
+static int half_relu(uint32_t dtype, int act)
 {
-    return act == FG_ACT_RELU && queue && n > 0 && (dtype == FG_BF16 || dtype == FG_F16);
+    return act == FG_ACT_RELU && (dtype == FG_BF16 || dtype == FG_F16);
 }
 
 static uint16_t half_inf(uint32_t dtype)
@@ -228,14 +212,14 @@ static uint16_t half_inf(uint32_t dtype)
 fg_status fg_cpu_op_activation_forward(void *state, void *queue, uint32_t dtype, int act,
                                        const void *x, void *y, size_t n, fg_error *err)
 {
-    if (half_relu(dtype, act, queue, n) && x && y) {
+    if (half_relu(dtype, act)) {
         fg_cpu_half_relu_forward(POOL(state), half_inf(dtype), x, y, n);
         return FG_OK;
     }
     fg_cpu_operand o[] = {ARG_IN(x, dtype, n), ARG_OUT(y, dtype, n)};
     fg_status st = stage(state, queue, "activation_forward", o, NARGS(o), err);
     if (st == FG_OK)
-        st = fg_cpu_f32_activation_forward(state, queue, act, o[0].f, o[1].f, n, err);
+        fg_cpu_activation_forward(POOL(state), act, o[0].f, o[1].f, n);
     return unstage(state, o, NARGS(o), st);
 }
 
@@ -243,7 +227,7 @@ fg_status fg_cpu_op_activation_backward(void *state, void *queue, uint32_t dtype
                                         const void *x, const void *y, const void *dy,
                                         void *dx, size_t n, fg_error *err)
 {
-    if (half_relu(dtype, act, queue, n) && x && dy && dx) {
+    if (half_relu(dtype, act)) {
         fg_cpu_half_relu_backward(POOL(state), half_inf(dtype), x, dy, dx, n);
         return FG_OK;
     }
@@ -253,24 +237,28 @@ fg_status fg_cpu_op_activation_backward(void *state, void *queue, uint32_t dtype
                    ARG_IN(dy, dtype, n), ARG_OUT(dx, dtype, n)};
     fg_status st = stage(state, queue, "activation_backward", o, NARGS(o), err);
     if (st == FG_OK)
-        st = fg_cpu_f32_activation_backward(state, queue, act, reads_x ? o[0].f : x,
-                                            reads_x ? y : o[1].f, o[2].f, o[3].f, n, err);
+        fg_cpu_activation_backward(POOL(state), act, reads_x ? o[0].f : x,
+                                   reads_x ? y : o[1].f, o[2].f, o[3].f, n);
     return unstage(state, o, NARGS(o), st);
 }
 
 /* ---- windows: conv and pooling -------------------------------------------------------- */
 
-/* A descriptor the f32 op will accept; otherwise that op is called to say why. */
-static int window_ok(const fg_conv2d_desc *d, int need_k)
+/* The kernels' view of a checked window descriptor. */
+static fg_cpu_conv_shape window(const fg_conv2d_desc *d, int need_k)
 {
-    if (!d || d->struct_size < offsetof(fg_conv2d_desc, out_w) + sizeof d->out_w)
+    return (fg_cpu_conv_shape){ d->n, d->c, d->h, d->w, need_k ? d->k : 0, d->r, d->s,
+                                d->pad_h, d->pad_w, d->stride_h, d->stride_w, d->out_h,
+                                d->out_w };
+}
+
+size_t fg_cpu_im2col_conv2d_workspace(void *state, const fg_conv2d_desc *d)
+{
+    (void)state;
+    if (fg_check_window("cpu backend", "conv2d_workspace", d, 1, NULL) != FG_OK)
         return 0;
-    if (d->n < 1 || d->c < 1 || d->h < 1 || d->w < 1 || (need_k && d->k < 1) || d->r < 1 ||
-        d->s < 1 || d->stride_h < 1 || d->stride_w < 1 || d->pad_h < 0 || d->pad_w < 0)
-        return 0;
-    int eh = d->h + 2 * d->pad_h - d->r, ew = d->w + 2 * d->pad_w - d->s;
-    return eh >= 0 && ew >= 0 && d->out_h == eh / d->stride_h + 1 &&
-           d->out_w == ew / d->stride_w + 1;
+    fg_cpu_conv_shape s = window(d, 1);
+    return fg_cpu_conv2d_workspace(&s);
 }
 
 static size_t volume4(int a, int b, int c, int d)
@@ -283,16 +271,14 @@ fg_status fg_cpu_im2col_conv2d_forward(void *state, void *queue, uint32_t x_dtyp
                                    const void *x, const void *w, const void *bias, void *y,
                                    void *workspace, fg_error *err)
 {
-    if (!window_ok(d, 1))
-        return fg_cpu_f32_conv2d_forward(state, queue, d, x, w, bias, y, workspace, err);
+    fg_cpu_conv_shape s = window(d, 1);
     fg_cpu_operand o[] = {ARG_IN(x, x_dtype, volume4(d->n, d->c, d->h, d->w)),
                    ARG_IN(w, param_dtype, volume4(d->k, d->c, d->r, d->s)),
                    ARG_IN(bias, param_dtype, (size_t)d->k),
                    ARG_OUT(y, x_dtype, volume4(d->n, d->k, d->out_h, d->out_w))};
     fg_status st = stage(state, queue, "conv2d_forward", o, NARGS(o), err);
     if (st == FG_OK)
-        st = fg_cpu_f32_conv2d_forward(state, queue, d, o[0].f, o[1].f, o[2].f, o[3].f,
-                                       workspace, err);
+        fg_cpu_conv2d_forward(POOL(state), &s, o[0].f, o[1].f, o[2].f, o[3].f, workspace);
     return unstage(state, o, NARGS(o), st);
 }
 
@@ -302,9 +288,7 @@ fg_status fg_cpu_im2col_conv2d_backward(void *state, void *queue, uint32_t x_dty
                                     const void *dy, void *dx, void *dw, void *dbias,
                                     int accumulate, void *workspace, fg_error *err)
 {
-    if (!window_ok(d, 1))
-        return fg_cpu_f32_conv2d_backward(state, queue, d, x, w, dy, dx, dw, dbias, accumulate,
-                                          workspace, err);
+    fg_cpu_conv_shape s = window(d, 1);
     size_t xn = volume4(d->n, d->c, d->h, d->w), wn = volume4(d->k, d->c, d->r, d->s);
     fg_cpu_operand o[] = {ARG_IN(x, x_dtype, xn), ARG_IN(w, param_dtype, wn),
                    ARG_IN(dy, x_dtype, volume4(d->n, d->k, d->out_h, d->out_w)),
@@ -312,8 +296,8 @@ fg_status fg_cpu_im2col_conv2d_backward(void *state, void *queue, uint32_t x_dty
                    ARG_ACC(dbias, grad_dtype, (size_t)d->k, accumulate)};
     fg_status st = stage(state, queue, "conv2d_backward", o, NARGS(o), err);
     if (st == FG_OK)
-        st = fg_cpu_f32_conv2d_backward(state, queue, d, o[0].f, o[1].f, o[2].f, o[3].f,
-                                        o[4].f, o[5].f, accumulate, workspace, err);
+        fg_cpu_conv2d_backward(POOL(state), &s, o[0].f, o[1].f, o[2].f, o[3].f, o[4].f, o[5].f,
+                               accumulate, workspace);
     return unstage(state, o, NARGS(o), st);
 }
 
@@ -321,13 +305,12 @@ fg_status fg_cpu_op_pool2d_forward(void *state, void *queue, uint32_t dtype, int
                                    const fg_conv2d_desc *d, const void *x, void *y,
                                    int32_t *argmax, fg_error *err)
 {
-    if (!window_ok(d, 0))
-        return fg_cpu_f32_pool2d_forward(state, queue, mode, d, x, y, argmax, err);
+    fg_cpu_conv_shape s = window(d, 0);
     fg_cpu_operand o[] = {ARG_IN(x, dtype, volume4(d->n, d->c, d->h, d->w)),
                    ARG_OUT(y, dtype, volume4(d->n, d->c, d->out_h, d->out_w))};
     fg_status st = stage(state, queue, "pool2d_forward", o, NARGS(o), err);
     if (st == FG_OK)
-        st = fg_cpu_f32_pool2d_forward(state, queue, mode, d, o[0].f, o[1].f, argmax, err);
+        fg_cpu_pool2d_forward(POOL(state), mode == FG_POOL_MAX, &s, o[0].f, o[1].f, argmax);
     return unstage(state, o, NARGS(o), st);
 }
 
@@ -335,13 +318,12 @@ fg_status fg_cpu_op_pool2d_backward(void *state, void *queue, uint32_t dtype, in
                                     const fg_conv2d_desc *d, const void *dy,
                                     const int32_t *argmax, void *dx, fg_error *err)
 {
-    if (!window_ok(d, 0))
-        return fg_cpu_f32_pool2d_backward(state, queue, mode, d, dy, argmax, dx, err);
+    fg_cpu_conv_shape s = window(d, 0);
     fg_cpu_operand o[] = {ARG_IN(dy, dtype, volume4(d->n, d->c, d->out_h, d->out_w)),
                    ARG_OUT(dx, dtype, volume4(d->n, d->c, d->h, d->w))};
     fg_status st = stage(state, queue, "pool2d_backward", o, NARGS(o), err);
     if (st == FG_OK)
-        st = fg_cpu_f32_pool2d_backward(state, queue, mode, d, o[0].f, argmax, o[1].f, err);
+        fg_cpu_pool2d_backward(POOL(state), mode == FG_POOL_MAX, &s, o[0].f, argmax, o[1].f);
     return unstage(state, o, NARGS(o), st);
 }
 
@@ -360,9 +342,9 @@ fg_status fg_cpu_op_batchnorm_forward(void *state, void *queue, uint32_t x_dtype
                    ARG_IN(beta, param_dtype, cn), ARG_OUT(y, x_dtype, xn)};
     fg_status st = stage(state, queue, "batchnorm_forward", o, NARGS(o), err);
     if (st == FG_OK)
-        st = fg_cpu_f32_batchnorm_forward(state, queue, training, n, c, spatial, o[0].f,
-                                          o[1].f, o[2].f, running_mean, running_var, momentum,
-                                          eps, saved_mean, saved_invstd, o[3].f, err);
+        fg_cpu_batchnorm_forward(POOL(state), training, n, c, spatial, o[0].f, o[1].f, o[2].f,
+                                 running_mean, running_var, momentum, eps, saved_mean,
+                                 saved_invstd, o[3].f);
     return unstage(state, o, NARGS(o), st);
 }
 
@@ -380,9 +362,8 @@ fg_status fg_cpu_op_batchnorm_backward(void *state, void *queue, uint32_t x_dtyp
                    ARG_ACC(dbeta, grad_dtype, cn, accumulate)};
     fg_status st = stage(state, queue, "batchnorm_backward", o, NARGS(o), err);
     if (st == FG_OK)
-        st = fg_cpu_f32_batchnorm_backward(state, queue, n, c, spatial, o[0].f, o[1].f,
-                                           saved_mean, saved_invstd, o[2].f, o[3].f, o[4].f,
-                                           o[5].f, accumulate, err);
+        fg_cpu_batchnorm_backward(POOL(state), n, c, spatial, o[0].f, o[1].f, saved_mean,
+                                  saved_invstd, o[2].f, o[3].f, o[4].f, o[5].f, accumulate);
     return unstage(state, o, NARGS(o), st);
 }
 
@@ -393,8 +374,7 @@ fg_status fg_cpu_op_dropout_forward(void *state, void *queue, uint32_t dtype, fl
     fg_cpu_operand o[] = {ARG_IN(x, dtype, n), ARG_OUT(y, dtype, n)};
     fg_status st = stage(state, queue, "dropout_forward", o, NARGS(o), err);
     if (st == FG_OK)
-        st = fg_cpu_f32_dropout_forward(state, queue, p, seed, offset, o[0].f, o[1].f, mask, n,
-                                        err);
+        fg_cpu_dropout_forward(POOL(state), p, seed, offset, o[0].f, o[1].f, mask, n);
     return unstage(state, o, NARGS(o), st);
 }
 
@@ -405,8 +385,20 @@ fg_status fg_cpu_op_dropout_backward(void *state, void *queue, uint32_t dtype, f
     fg_cpu_operand o[] = {ARG_IN(dy, dtype, n), ARG_OUT(dx, dtype, n)};
     fg_status st = stage(state, queue, "dropout_backward", o, NARGS(o), err);
     if (st == FG_OK)
-        st = fg_cpu_f32_dropout_backward(state, queue, p, mask, o[0].f, o[1].f, n, err);
+        fg_cpu_dropout_backward(POOL(state), p, mask, o[0].f, o[1].f, n);
     return unstage(state, o, NARGS(o), st);
+}
+
+/* Every label in [0, classes) or FG_IGNORED_LABEL (the values: the shapes are checked). */
+static fg_status check_labels(const char *op, const int32_t *labels, int rows, int classes,
+                              fg_error *err)
+{
+    int64_t bad = fg_cpu_find_bad_label(labels, rows, classes, 1);
+    if (bad >= 0)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "cpu backend: %s: row %lld has label %d, outside [0, %d) (-1: "
+                            "ignored)", op, (long long)bad, labels[bad], classes);
+    return FG_OK;
 }
 
 fg_status fg_cpu_op_softmax_xent_forward(void *state, void *queue, uint32_t logits_dtype,
@@ -414,11 +406,14 @@ fg_status fg_cpu_op_softmax_xent_forward(void *state, void *queue, uint32_t logi
                                          int classes, float *probs, float *loss_sum,
                                          float *correct, fg_error *err)
 {
+    fg_status st = check_labels("softmax_xent_forward", labels, rows, classes, err);
+    if (st != FG_OK)
+        return st;
     fg_cpu_operand o[] = {ARG_IN(logits, logits_dtype, volume3(rows, classes, 1))};
-    fg_status st = stage(state, queue, "softmax_xent_forward", o, NARGS(o), err);
+    st = stage(state, queue, "softmax_xent_forward", o, NARGS(o), err);
     if (st == FG_OK)
-        st = fg_cpu_f32_softmax_xent_forward(state, queue, o[0].f, labels, rows, classes,
-                                             probs, loss_sum, correct, err);
+        fg_cpu_softmax_xent_forward(POOL(state), o[0].f, labels, rows, classes, probs, loss_sum,
+                                    correct);
     return unstage(state, o, NARGS(o), st);
 }
 
@@ -427,11 +422,13 @@ fg_status fg_cpu_op_softmax_xent_backward(void *state, void *queue, uint32_t dlo
                                           int classes, float scale, void *dlogits,
                                           fg_error *err)
 {
+    fg_status st = check_labels("softmax_xent_backward", labels, rows, classes, err);
+    if (st != FG_OK)
+        return st;
     fg_cpu_operand o[] = {ARG_OUT(dlogits, dlogits_dtype, volume3(rows, classes, 1))};
-    fg_status st = stage(state, queue, "softmax_xent_backward", o, NARGS(o), err);
+    st = stage(state, queue, "softmax_xent_backward", o, NARGS(o), err);
     if (st == FG_OK)
-        st = fg_cpu_f32_softmax_xent_backward(state, queue, probs, labels, rows, classes, scale,
-                                              o[0].f, err);
+        fg_cpu_softmax_xent_backward(POOL(state), probs, labels, rows, classes, scale, o[0].f);
     return unstage(state, o, NARGS(o), st);
 }
 
@@ -444,8 +441,8 @@ fg_status fg_cpu_op_pointwise_loss(void *state, void *queue, uint32_t x_dtype, i
     fg_cpu_operand o[] = {ARG_IN(x, x_dtype, n), ARG_OUT(dx, x_dtype, dx ? n : 0)};
     fg_status st = stage(state, queue, "pointwise_loss", o, NARGS(o), err);
     if (st == FG_OK)
-        st = fg_cpu_f32_pointwise_loss(state, queue, kind, o[0].f, t, n, scale, loss_sum,
-                                       metric_sum, grad_scale, dx ? o[1].f : NULL, err);
+        fg_cpu_pointwise_loss(POOL(state), kind, o[0].f, t, n, scale, loss_sum, metric_sum,
+                              grad_scale, dx ? o[1].f : NULL);
     return unstage(state, o, NARGS(o), st);
 }
 
@@ -457,7 +454,7 @@ fg_status fg_cpu_op_fill(void *state, void *queue, uint32_t dtype, void *x, floa
     fg_cpu_operand o[] = {ARG_OUT(x, dtype, n)};
     fg_status st = stage(state, queue, "fill", o, NARGS(o), err);
     if (st == FG_OK)
-        st = fg_cpu_f32_fill(state, queue, o[0].f, value, n, err);
+        fg_cpu_fill(POOL(state), o[0].f, value, n);
     return unstage(state, o, NARGS(o), st);
 }
 
@@ -467,7 +464,7 @@ fg_status fg_cpu_op_scale(void *state, void *queue, uint32_t dtype, void *x, flo
     fg_cpu_operand o[] = {ARG_INOUT(x, dtype, n)};
     fg_status st = stage(state, queue, "scale", o, NARGS(o), err);
     if (st == FG_OK)
-        st = fg_cpu_f32_scale(state, queue, o[0].f, alpha, n, err);
+        fg_cpu_scale(POOL(state), o[0].f, alpha, n);
     return unstage(state, o, NARGS(o), st);
 }
 
@@ -477,7 +474,7 @@ fg_status fg_cpu_op_axpy(void *state, void *queue, uint32_t x_dtype, uint32_t y_
     fg_cpu_operand o[] = {ARG_IN(x, x_dtype, n), ARG_INOUT(y, y_dtype, n)};
     fg_status st = stage(state, queue, "axpy", o, NARGS(o), err);
     if (st == FG_OK)
-        st = fg_cpu_f32_axpy(state, queue, alpha, o[0].f, o[1].f, n, err);
+        fg_cpu_axpy(POOL(state), alpha, o[0].f, o[1].f, n);
     return unstage(state, o, NARGS(o), st);
 }
 
@@ -487,7 +484,7 @@ fg_status fg_cpu_op_clamp(void *state, void *queue, uint32_t dtype, void *x, flo
     fg_cpu_operand o[] = {ARG_INOUT(x, dtype, n)};
     fg_status st = stage(state, queue, "clamp", o, NARGS(o), err);
     if (st == FG_OK)
-        st = fg_cpu_f32_clamp(state, queue, o[0].f, lo, hi, n, err);
+        fg_cpu_clamp(POOL(state), o[0].f, lo, hi, n);
     return unstage(state, o, NARGS(o), st);
 }
 
@@ -496,7 +493,9 @@ fg_status fg_cpu_op_sum_squares(void *state, void *queue, uint32_t dtype, const 
 {
     fg_cpu_operand o[] = {ARG_IN(x, dtype, n)};
     fg_status st = stage(state, queue, "sum_squares", o, NARGS(o), err);
-    return st == FG_OK ? fg_cpu_f32_sum_squares(state, queue, o[0].f, n, out, err) : st;
+    if (st == FG_OK)
+        *out = n ? (float)fg_cpu_sum_squares(POOL(state), o[0].f, n) : 0.0f;
+    return st;
 }
 
 fg_status fg_cpu_op_sgd_update(void *state, void *queue, uint32_t param_dtype,
@@ -505,8 +504,11 @@ fg_status fg_cpu_op_sgd_update(void *state, void *queue, uint32_t param_dtype,
 {
     fg_cpu_operand o[] = {ARG_INOUT(param, param_dtype, n), ARG_IN(grad, grad_dtype, n)};
     fg_status st = stage(state, queue, "sgd_update", o, NARGS(o), err);
-    if (st == FG_OK)
-        st = fg_cpu_f32_sgd_update(state, queue, a, o[0].f, o[1].f, momentum_buf, n, err);
+    if (st == FG_OK) {
+        fg_cpu_sgd s = { a->lr, a->momentum, a->dampening, a->weight_decay, a->nesterov,
+                         a->first_step };
+        fg_cpu_sgd_update(POOL(state), &s, o[0].f, o[1].f, momentum_buf, n);
+    }
     return unstage(state, o, NARGS(o), st);
 }
 
@@ -516,7 +518,9 @@ fg_status fg_cpu_op_adamw_update(void *state, void *queue, uint32_t param_dtype,
 {
     fg_cpu_operand o[] = {ARG_INOUT(param, param_dtype, n), ARG_IN(grad, grad_dtype, n)};
     fg_status st = stage(state, queue, "adamw_update", o, NARGS(o), err);
-    if (st == FG_OK)
-        st = fg_cpu_f32_adamw_update(state, queue, a, o[0].f, o[1].f, m, v, n, err);
+    if (st == FG_OK) {
+        fg_cpu_adamw s = { a->lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->step };
+        fg_cpu_adamw_update(POOL(state), &s, o[0].f, o[1].f, m, v, n);
+    }
     return unstage(state, o, NARGS(o), st);
 }

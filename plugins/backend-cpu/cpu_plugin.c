@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cpu_backend.h"
+#include "fulgur/backend_checks.h"
 #include "cpu_event.h"
 
 static const fg_option fg_cpu_options[] = {
@@ -128,6 +129,10 @@ static fg_status fg_cpu_init(const fg_host *host, void **state, fg_error *err)
     return FG_OK;
 }
 
+/* Every op behind its argument checks (fulgur/backend_checks.h). */
+#define FG_BACKEND_CHECK_WHO "cpu backend"
+FG_BACKEND_CHECKED_OPS(fg_cpu_op_)
+
 static const fg_backend_vtable fg_cpu_vtable = {
     .struct_size = sizeof(fg_backend_vtable),
     .device_count = fg_cpu_device_count,
@@ -141,46 +146,15 @@ static const fg_backend_vtable fg_cpu_vtable = {
     .queue_sync = fg_cpu_queue_sync,
     .copy = fg_cpu_copy,
     .supports = fg_cpu_supports,
-    .gemm = fg_cpu_op_gemm,
-    .bias_add = fg_cpu_op_bias_add,
-    .bias_grad = fg_cpu_op_bias_grad,
-    .activation_forward = fg_cpu_op_activation_forward,
-    .activation_backward = fg_cpu_op_activation_backward,
     .conv2d_workspace = fg_cpu_op_conv2d_workspace,
-    .conv2d_forward = fg_cpu_op_conv2d_forward,
-    .conv2d_backward = fg_cpu_op_conv2d_backward,
-    .pool2d_forward = fg_cpu_op_pool2d_forward,
-    .pool2d_backward = fg_cpu_op_pool2d_backward,
-    .batchnorm_forward = fg_cpu_op_batchnorm_forward,
-    .batchnorm_backward = fg_cpu_op_batchnorm_backward,
-    .dropout_forward = fg_cpu_op_dropout_forward,
-    .dropout_backward = fg_cpu_op_dropout_backward,
-    .softmax_xent_forward = fg_cpu_op_softmax_xent_forward,
-    .softmax_xent_backward = fg_cpu_op_softmax_xent_backward,
-    .fill = fg_cpu_op_fill,
-    .scale = fg_cpu_op_scale,
-    .axpy = fg_cpu_op_axpy,
-    .clamp = fg_cpu_op_clamp,
-    .sum_squares = fg_cpu_op_sum_squares,
-    .cast = fg_cpu_op_cast,
-    .sgd_update = fg_cpu_op_sgd_update,
-    .adamw_update = fg_cpu_op_adamw_update,
     .event_create = fg_cpu_event_create,
     .event_destroy = fg_cpu_event_destroy,
     .event_record = fg_cpu_event_record,
     .queue_wait_event = fg_cpu_queue_wait_event,
     .event_sync = fg_cpu_event_sync,
-    .pointwise_loss = fg_cpu_op_pointwise_loss,
-    .layernorm_forward = fg_cpu_op_layernorm_forward,
-    .layernorm_backward = fg_cpu_op_layernorm_backward,
-    .embedding_forward = fg_cpu_op_embedding_forward,
-    .embedding_backward = fg_cpu_op_embedding_backward,
     .attention_workspace = fg_cpu_op_attention_workspace,
-    .attention_forward = fg_cpu_op_attention_forward,
-    .attention_backward = fg_cpu_op_attention_backward,
-    .attention_decode = fg_cpu_op_attention_decode,
-    .gemm_bias = fg_cpu_op_gemm_bias,
     .host_synchronous = fg_cpu_host_synchronous,
+    FG_BACKEND_OP_INIT_CHECKED(fg_cpu_op_)
 };
 
 FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {

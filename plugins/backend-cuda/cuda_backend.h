@@ -1,9 +1,9 @@
 /* The CUDA backend plugin's instance state and functions, split by concern:
  * cuda_plugin.c (descriptor, options, init: driver and device probing), cuda_device.c
  * (devices, memory, queues, copies), cuda_event.c (events), cuda_gemm.c (cuBLASLt),
- * cuda_conv.c (cuDNN), cuda_ops.c, cuda_layer_ops.c and cuda_lm_ops.c (argument checks,
- * cuda_checks.h, then the kernels of kernels/cuda). Every op is one vtable entry for every
- * dtype (f32, f16, bf16). */
+ * cuda_conv.c (cuDNN), cuda_ops.c, cuda_layer_ops.c and cuda_lm_ops.c (the kernels of
+ * kernels/cuda). Every op is one function for every dtype (f32, f16, bf16), behind the
+ * checked trampolines of fulgur/backend_checks.h (cuda_plugin.c). */
 #ifndef FG_CUDA_BACKEND_H
 #define FG_CUDA_BACKEND_H
 
@@ -124,31 +124,12 @@ fg_status fg_cuda_event_sync(void *state, void *event, fg_error *err);
 /* Grows the queue's staging buffer to at least `bytes`. */
 fg_status fg_cuda_stage(fg_cuda_queue *q, size_t bytes, const char *op, fg_error *err);
 
-/* cuda_gemm.c */
-fg_status fg_cuda_gemm_bias(void *state, void *queue, uint32_t a_type, uint32_t b_type,
-                            uint32_t c_type, int trans_a, int trans_b, int m, int n, int k,
-                            const void *a, int lda, const void *b, int ldb, const void *bias,
-                            void *c, int ldc, fg_error *err);
-fg_status fg_cuda_gemm(void *state, void *queue, uint32_t a_type, uint32_t b_type,
-                       uint32_t c_type, int trans_a, int trans_b, int m, int n, int k,
-                       float alpha, const void *a, int lda, const void *b, int ldb, float beta,
-                       void *c, int ldc, fg_error *err);
+/* cuda_gemm.c (the ops gemm and gemm_bias: cuda_ops.h) */
 void fg_cuda_gemm_plans_destroy(fg_cuda_queue *q);
 
-/* cuda_conv.c */
+/* cuda_conv.c (the ops conv2d_forward and conv2d_backward: cuda_ops.h) */
 size_t fg_cuda_conv2d_workspace(void *state, const fg_conv2d_desc *d);
-fg_status fg_cuda_conv2d_forward(void *state, void *queue, uint32_t x_dtype,
-                                 uint32_t param_dtype, const fg_conv2d_desc *d, const void *x,
-                                 const void *w, const void *bias, void *y, void *workspace,
-                                 fg_error *err);
-fg_status fg_cuda_conv2d_backward(void *state, void *queue, uint32_t x_dtype,
-                                  uint32_t param_dtype, uint32_t grad_dtype,
-                                  const fg_conv2d_desc *d, const void *x, const void *w,
-                                  const void *dy, void *dx, void *dw, void *dbias,
-                                  int accumulate, void *workspace, fg_error *err);
 void fg_cuda_conv_plans_destroy(fg_cuda_queue *q);
-/* Checks a window descriptor (conv when need_k) the way the CPU backend does. */
-fg_status fg_cuda_window(const char *op, const fg_conv2d_desc *d, int need_k, fg_error *err);
 
 /* cuda_ops.c: what every op shares (the ops themselves: cuda_ops.h) */
 /* The capability query: every op runs with any mix of f32, f16 and bf16. */

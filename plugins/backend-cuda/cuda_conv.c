@@ -13,41 +13,13 @@
 
 #include "cuda_backend.h"
 #include "cuda_ops.h"
+#include "fulgur/backend_checks.h"
 
 #define FG_CUDA_MIB ((size_t)1 << 20)
 
 static size_t fg_cuda_round(size_t n)
 {
     return (n + 255) / 256 * 256;
-}
-
-fg_status fg_cuda_window(const char *op, const fg_conv2d_desc *d, int need_k, fg_error *err)
-{
-    const char *why = NULL;
-    if (!d)
-        why = "descriptor is NULL";
-    else if (d->struct_size < offsetof(fg_conv2d_desc, out_w) + sizeof d->out_w)
-        why = "descriptor struct_size is smaller than fg_conv2d_desc v1.0";
-    else if (d->n < 1 || d->c < 1 || d->h < 1 || d->w < 1 || (need_k && d->k < 1))
-        why = "n, c, h, w (and k) must all be >= 1";
-    else if (d->r < 1 || d->s < 1 || d->stride_h < 1 || d->stride_w < 1)
-        why = "window r, s and strides must be >= 1";
-    else if (d->pad_h < 0 || d->pad_w < 0)
-        why = "pad_h and pad_w must be >= 0";
-    else if (d->h + 2 * d->pad_h < d->r || d->w + 2 * d->pad_w < d->s)
-        why = "the window is larger than the padded input";
-    else if (d->out_h != (d->h + 2 * d->pad_h - d->r) / d->stride_h + 1 ||
-             d->out_w != (d->w + 2 * d->pad_w - d->s) / d->stride_w + 1)
-        why = "out_h, out_w do not match the window";
-    if (!why)
-        return FG_OK;
-    if (!d)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "backend.cuda: %s: %s", op, why);
-    return fg_error_set(err, FG_INVALID_ARGUMENT,
-                        "backend.cuda: %s: %s (n %d, c %d, h %d, w %d, k %d, window %dx%d, "
-                        "pad %d/%d, stride %d/%d, out %dx%d)", op, why, d->n, d->c, d->h, d->w,
-                        d->k, d->r, d->s, d->pad_h, d->pad_w, d->stride_h, d->stride_w,
-                        d->out_h, d->out_w);
 }
 
 /* Scratch the algorithms may use: twice the im2col matrix, within [16, 256] MiB. */
@@ -69,7 +41,7 @@ static size_t fg_cuda_filter_bytes(const fg_conv2d_desc *d)
 size_t fg_cuda_conv2d_workspace(void *state, const fg_conv2d_desc *d)
 {
     (void)state;
-    if (fg_cuda_window("conv2d_workspace", d, 1, NULL) != FG_OK)
+    if (fg_check_window("backend.cuda", "conv2d_workspace", d, 1, NULL) != FG_OK)
         return 0;
     return fg_cuda_conv_budget(d) + 2 * fg_cuda_filter_bytes(d);
 }
@@ -285,19 +257,10 @@ static fg_status fg_cuda_conv_plan_get(const fg_cuda_backend *be, fg_cuda_queue 
 /* ---- ops ---------------------------------------------------------------------------------- */
 
 static fg_status fg_cuda_conv_begin(const char *op, void *queue, int type_count,
-                                    const uint32_t *types, const fg_conv2d_desc *d,
-                                    const void *workspace, fg_error *err)
+                                    const uint32_t *types, fg_error *err)
 {
     fg_status st = fg_cuda_enter(queue, op, err);
-    if (st == FG_OK)
-        st = fg_cuda_check_types(op, type_count, types, err);
-    if (st == FG_OK)
-        st = fg_cuda_window(op, d, 1, err);
-    if (st == FG_OK && !workspace)
-        st = fg_error_set(err, FG_INVALID_ARGUMENT,
-                          "backend.cuda: %s: workspace is NULL (conv2d_workspace() bytes "
-                          "needed)", op);
-    return st;
+    return st == FG_OK ? fg_cuda_check_types(op, type_count, types, err) : st;
 }
 
 /* w in the activations' type: w itself, or a copy in the workspace's filter slot. */
@@ -315,19 +278,16 @@ static fg_status fg_cuda_conv_filter(fg_cuda_queue *q, uint32_t x_dtype, uint32_
     return e == cudaSuccess ? FG_OK : fg_cuda_fail(err, e, "conv2d: converting w");
 }
 
-fg_status fg_cuda_conv2d_forward(void *state, void *queue, uint32_t x_dtype,
+fg_status fg_cuda_op_conv2d_forward(void *state, void *queue, uint32_t x_dtype,
                                  uint32_t param_dtype, const fg_conv2d_desc *d, const void *x,
                                  const void *w, const void *bias, void *y, void *workspace,
                                  fg_error *err)
 {
     const char *op = "conv2d_forward";
     const uint32_t types[] = { x_dtype, param_dtype };
-    fg_status st = fg_cuda_conv_begin(op, queue, 2, types, d, workspace, err);
+    fg_status st = fg_cuda_conv_begin(op, queue, 2, types, err);
     if (st != FG_OK)
         return st;
-    if (!x || !w || !y)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "backend.cuda: %s: %s is NULL", op,
-                            !x ? "x" : !w ? "w" : "y");
     fg_cuda_queue *q = queue;
     fg_cuda_conv_plan *p;
     const void *wa;
@@ -350,7 +310,7 @@ fg_status fg_cuda_conv2d_forward(void *state, void *queue, uint32_t x_dtype,
     return fg_cuda_launched(e, "conv2d_forward (bias)", err);
 }
 
-fg_status fg_cuda_conv2d_backward(void *state, void *queue, uint32_t x_dtype,
+fg_status fg_cuda_op_conv2d_backward(void *state, void *queue, uint32_t x_dtype,
                                   uint32_t param_dtype, uint32_t grad_dtype,
                                   const fg_conv2d_desc *d, const void *x, const void *w,
                                   const void *dy, void *dx, void *dw, void *dbias,
@@ -358,12 +318,9 @@ fg_status fg_cuda_conv2d_backward(void *state, void *queue, uint32_t x_dtype,
 {
     const char *op = "conv2d_backward";
     const uint32_t types[] = { x_dtype, param_dtype, grad_dtype };
-    fg_status st = fg_cuda_conv_begin(op, queue, 3, types, d, workspace, err);
+    fg_status st = fg_cuda_conv_begin(op, queue, 3, types, err);
     if (st != FG_OK)
         return st;
-    if (!dy || (dw && !x) || (dx && !w))
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "backend.cuda: %s: %s is NULL", op,
-                            !dy ? "dy" : (dw && !x) ? "x (dw needs it)" : "w (dx needs it)");
     fg_cuda_queue *q = queue;
     fg_cuda_conv_plan *p;
     st = fg_cuda_conv_plan_get(state, q, d, x_dtype, &p, err);

@@ -232,13 +232,11 @@ static int fg_cuda_storable(uint32_t t)
     return t == FG_F32 || t == FG_F16 || t == FG_BF16;
 }
 
-/* The checks gemm and gemm_bias share; *done when there is nothing to compute. */
-static fg_status fg_cuda_gemm_check(const char *op, void *queue, uint32_t a_type,
-                                    uint32_t b_type, uint32_t c_type, int trans_a, int trans_b,
-                                    int m, int n, int k, const void *a, int lda, const void *b,
-                                    int ldb, const void *c, int ldc, int *done, fg_error *err)
+/* What gemm and gemm_bias start with (their arguments are checked): the queue's device and
+ * the dtypes. */
+static fg_status fg_cuda_gemm_enter(const char *op, void *queue, uint32_t a_type,
+                                    uint32_t b_type, uint32_t c_type, fg_error *err)
 {
-    *done = 1;
     fg_status st = fg_cuda_enter(queue, op, err);
     if (st != FG_OK)
         return st;
@@ -247,36 +245,17 @@ static fg_status fg_cuda_gemm_check(const char *op, void *queue, uint32_t a_type
                             "backend.cuda: %s: %s x %s -> %s: this backend stores f32, "
                             "f16 and bf16", op, fg_dtype_name((fg_dtype)a_type),
                             fg_dtype_name((fg_dtype)b_type), fg_dtype_name((fg_dtype)c_type));
-    if (m < 0 || n < 0 || k < 0)
-        return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "backend.cuda: %s: m = %d, n = %d, k = %d must be >= 0", op, m, n,
-                            k);
-    int a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
-    if (lda < (a_cols > 1 ? a_cols : 1) || ldb < (b_cols > 1 ? b_cols : 1) ||
-        ldc < (n > 1 ? n : 1))
-        return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "backend.cuda: %s: lda = %d, ldb = %d, ldc = %d are smaller than "
-                            "the %d columns of A, %d of B, %d of C", op, lda, ldb, ldc, a_cols,
-                            b_cols, n);
-    if (m == 0 || n == 0)
-        return FG_OK;
-    if (!c || (k > 0 && (!a || !b)))
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "backend.cuda: %s: %s is NULL", op,
-                            !c ? "c" : !a ? "a" : "b");
-    *done = 0;
     return FG_OK;
 }
 
-fg_status fg_cuda_gemm(void *state, void *queue, uint32_t a_type, uint32_t b_type,
+fg_status fg_cuda_op_gemm(void *state, void *queue, uint32_t a_type, uint32_t b_type,
                        uint32_t c_type, int trans_a, int trans_b, int m, int n, int k,
                        float alpha, const void *a, int lda, const void *b, int ldb, float beta,
                        void *c, int ldc, fg_error *err)
 {
     const fg_cuda_backend *be = state;
-    int done;
-    fg_status st = fg_cuda_gemm_check("gemm", queue, a_type, b_type, c_type, trans_a, trans_b,
-                                      m, n, k, a, lda, b, ldb, c, ldc, &done, err);
-    if (st != FG_OK || done)
+    fg_status st = fg_cuda_gemm_enter("gemm", queue, a_type, b_type, c_type, err);
+    if (st != FG_OK)
         return st;
     fg_cuda_queue *q = queue;
     if (k == 0) { /* C = beta C: no product to take */
@@ -290,16 +269,14 @@ fg_status fg_cuda_gemm(void *state, void *queue, uint32_t a_type, uint32_t b_typ
                                b_type, ldb, beta, c, c_type, ldc, NULL, err);
 }
 
-fg_status fg_cuda_gemm_bias(void *state, void *queue, uint32_t a_type, uint32_t b_type,
+fg_status fg_cuda_op_gemm_bias(void *state, void *queue, uint32_t a_type, uint32_t b_type,
                             uint32_t c_type, int trans_a, int trans_b, int m, int n, int k,
                             const void *a, int lda, const void *b, int ldb, const void *bias,
                             void *c, int ldc, fg_error *err)
 {
     const fg_cuda_backend *be = state;
-    int done;
-    fg_status st = fg_cuda_gemm_check("gemm_bias", queue, a_type, b_type, c_type, trans_a,
-                                      trans_b, m, n, k, a, lda, b, ldb, c, ldc, &done, err);
-    if (st != FG_OK || done)
+    fg_status st = fg_cuda_gemm_enter("gemm_bias", queue, a_type, b_type, c_type, err);
+    if (st != FG_OK)
         return st;
     fg_cuda_queue *q = queue;
     if (k == 0) { /* C = bias on every row */

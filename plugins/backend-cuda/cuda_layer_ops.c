@@ -1,7 +1,7 @@
 /* The layers' own-kernel ops, each once for every dtype: bias, activations, pooling, batch
- * norm, dropout, softmax cross-entropy and the pointwise losses. Checks mirror the CPU
- * backend's (plugins/backend-cpu/cpu_ops.c), except labels: they live on the device, so a kernel flags a bad one (the
- * row's loss becomes NaN) and the next queue_sync reports it. */
+ * norm, dropout, softmax cross-entropy and the pointwise losses, behind the checked
+ * trampolines (fulgur/backend_checks.h). Labels live on the device, so a kernel flags a bad
+ * one (the row's loss becomes NaN) and the next queue_sync reports it. */
 #include "cuda_backend.h"
 #include "cuda_checks.h"
 #include "cuda_ops.h"
@@ -14,13 +14,6 @@ fg_status fg_cuda_op_bias_add(void *state, void *queue, uint32_t y_dtype, uint32
 {
     (void)state;
     FG_CUDA_BEGIN("bias_add", y_dtype, bias_dtype);
-    FG_CUDA_REQUIRE(rows >= 0 && cols >= 0 && spatial >= 0,
-                    "bias_add: rows = %d, cols = %d, spatial = %d must be >= 0", rows, cols,
-                    spatial);
-    if ((size_t)rows * (size_t)cols * (size_t)spatial == 0)
-        return FG_OK;
-    FG_CUDA_NOT_NULL("bias_add", y);
-    FG_CUDA_NOT_NULL("bias_add", bias);
     return fg_cuda_launched(fg_cu_bias_add(STREAM(queue), (int)y_dtype, (int)bias_dtype, y, bias,
                                            rows, cols, spatial),
                             "bias_add", err);
@@ -32,14 +25,6 @@ fg_status fg_cuda_op_bias_grad(void *state, void *queue, uint32_t dbias_dtype, u
 {
     (void)state;
     FG_CUDA_BEGIN("bias_grad", dbias_dtype, dy_dtype);
-    FG_CUDA_REQUIRE(rows >= 0 && cols >= 0 && spatial >= 0,
-                    "bias_grad: rows = %d, cols = %d, spatial = %d must be >= 0", rows, cols,
-                    spatial);
-    if (cols == 0)
-        return FG_OK;
-    FG_CUDA_NOT_NULL("bias_grad", dbias);
-    if ((size_t)rows * (size_t)spatial > 0)
-        FG_CUDA_NOT_NULL("bias_grad", dy);
     return fg_cuda_launched(fg_cu_bias_grad(STREAM(queue), (int)dy_dtype, (int)dbias_dtype, dbias,
                                             dy, rows, cols, spatial, accumulate),
                             "bias_grad", err);
@@ -47,24 +32,11 @@ fg_status fg_cuda_op_bias_grad(void *state, void *queue, uint32_t dbias_dtype, u
 
 /* ---- activations --------------------------------------------------------------------------- */
 
-static fg_status fg_cuda_check_act(const char *op, int act, fg_error *err)
-{
-    FG_CUDA_REQUIRE(act >= FG_ACT_NONE && act <= FG_ACT_SIGMOID,
-                    "%s: unknown activation %d (none 0, relu 1, gelu 2, tanh 3, sigmoid 4)", op,
-                    act);
-    return FG_OK;
-}
-
 fg_status fg_cuda_op_activation_forward(void *state, void *queue, uint32_t dtype, int act,
                                         const void *x, void *y, size_t n, fg_error *err)
 {
     (void)state;
     FG_CUDA_BEGIN("activation_forward", dtype);
-    fg_status st = fg_cuda_check_act("activation_forward", act, err);
-    if (st != FG_OK || n == 0)
-        return st;
-    FG_CUDA_NOT_NULL("activation_forward", x);
-    FG_CUDA_NOT_NULL("activation_forward", y);
     return fg_cuda_launched(fg_cu_act_forward(STREAM(queue), (int)dtype, act, x, y, n),
                             "activation_forward", err);
 }
@@ -75,15 +47,6 @@ fg_status fg_cuda_op_activation_backward(void *state, void *queue, uint32_t dtyp
 {
     (void)state;
     FG_CUDA_BEGIN("activation_backward", dtype);
-    fg_status st = fg_cuda_check_act("activation_backward", act, err);
-    if (st != FG_OK || n == 0)
-        return st;
-    FG_CUDA_NOT_NULL("activation_backward", dy);
-    FG_CUDA_NOT_NULL("activation_backward", dx);
-    if (act == FG_ACT_RELU || act == FG_ACT_GELU)
-        FG_CUDA_NOT_NULL("activation_backward", x);
-    if (act == FG_ACT_TANH || act == FG_ACT_SIGMOID)
-        FG_CUDA_NOT_NULL("activation_backward", y);
     return fg_cuda_launched(fg_cu_act_backward(STREAM(queue), (int)dtype, act, x, y, dy, dx,
                                                n),
                             "activation_backward", err);
@@ -91,19 +54,11 @@ fg_status fg_cuda_op_activation_backward(void *state, void *queue, uint32_t dtyp
 
 /* ---- pooling ---------------------------------------------------------------------------------- */
 
-static fg_status fg_cuda_pool_check(const char *op, int mode, const int32_t *argmax,
-                                    const fg_conv2d_desc *d, fg_cu_window *w, fg_error *err)
+/* The kernels' view of a checked window descriptor. */
+static fg_cu_window fg_cuda_pool_window(const fg_conv2d_desc *d)
 {
-    FG_CUDA_REQUIRE(mode == FG_POOL_MAX || mode == FG_POOL_AVG,
-                    "%s: unknown mode %d (max 1, avg 2)", op, mode);
-    FG_CUDA_REQUIRE(mode != FG_POOL_MAX || argmax != NULL,
-                    "%s: max pooling needs the argmax buffer", op);
-    fg_status st = fg_cuda_window(op, d, 0, err);
-    if (st != FG_OK)
-        return st;
-    *w = (fg_cu_window){ d->n, d->c, d->h, d->w, d->r, d->s, d->pad_h, d->pad_w,
-                         d->stride_h, d->stride_w, d->out_h, d->out_w };
-    return FG_OK;
+    return (fg_cu_window){ d->n, d->c, d->h, d->w, d->r, d->s, d->pad_h, d->pad_w,
+                           d->stride_h, d->stride_w, d->out_h, d->out_w };
 }
 
 fg_status fg_cuda_op_pool2d_forward(void *state, void *queue, uint32_t dtype, int mode,
@@ -112,12 +67,7 @@ fg_status fg_cuda_op_pool2d_forward(void *state, void *queue, uint32_t dtype, in
 {
     (void)state;
     FG_CUDA_BEGIN("pool2d_forward", dtype);
-    fg_cu_window w;
-    fg_status st = fg_cuda_pool_check("pool2d_forward", mode, argmax, d, &w, err);
-    if (st != FG_OK)
-        return st;
-    FG_CUDA_NOT_NULL("pool2d_forward", x);
-    FG_CUDA_NOT_NULL("pool2d_forward", y);
+    fg_cu_window w = fg_cuda_pool_window(d);
     return fg_cuda_launched(fg_cu_pool_forward(STREAM(queue), (int)dtype,
                                                mode == FG_POOL_MAX, &w, x, y, argmax),
                             "pool2d_forward", err);
@@ -129,12 +79,7 @@ fg_status fg_cuda_op_pool2d_backward(void *state, void *queue, uint32_t dtype, i
 {
     (void)state;
     FG_CUDA_BEGIN("pool2d_backward", dtype);
-    fg_cu_window w;
-    fg_status st = fg_cuda_pool_check("pool2d_backward", mode, argmax, d, &w, err);
-    if (st != FG_OK)
-        return st;
-    FG_CUDA_NOT_NULL("pool2d_backward", dy);
-    FG_CUDA_NOT_NULL("pool2d_backward", dx);
+    fg_cu_window w = fg_cuda_pool_window(d);
     return fg_cuda_launched(fg_cu_pool_backward(STREAM(queue), (int)dtype,
                                                 mode == FG_POOL_MAX, &w, dy, argmax, dx),
                             "pool2d_backward", err);
@@ -152,25 +97,6 @@ fg_status fg_cuda_op_batchnorm_forward(void *state, void *queue, uint32_t x_dtyp
 {
     (void)state;
     FG_CUDA_BEGIN("batchnorm_forward", x_dtype, param_dtype);
-    FG_CUDA_REQUIRE(n >= 1 && c >= 1 && spatial >= 1,
-                    "batchnorm_forward: n = %d, c = %d, spatial = %d must be >= 1", n, c,
-                    spatial);
-    FG_CUDA_REQUIRE(eps >= 0.0f, "batchnorm_forward: eps = %g must be >= 0", (double)eps);
-    FG_CUDA_NOT_NULL("batchnorm_forward", x);
-    FG_CUDA_NOT_NULL("batchnorm_forward", y);
-    if (training) {
-        FG_CUDA_REQUIRE((size_t)n * (size_t)spatial > 1,
-                        "batchnorm_forward: training needs more than 1 value per channel "
-                        "(n = %d, spatial = %d)", n, spatial);
-        FG_CUDA_NOT_NULL("batchnorm_forward", saved_mean);
-        FG_CUDA_NOT_NULL("batchnorm_forward", saved_invstd);
-        FG_CUDA_REQUIRE((running_mean == NULL) == (running_var == NULL),
-                        "batchnorm_forward: running_mean and running_var must both be given "
-                        "or both be NULL");
-    } else {
-        FG_CUDA_NOT_NULL("batchnorm_forward", running_mean);
-        FG_CUDA_NOT_NULL("batchnorm_forward", running_var);
-    }
     return fg_cuda_launched(fg_cu_bn_forward(STREAM(queue), (int)x_dtype, (int)param_dtype,
                                              training, n, c, spatial, x, gamma, beta,
                                              running_mean, running_var, momentum, eps,
@@ -187,13 +113,6 @@ fg_status fg_cuda_op_batchnorm_backward(void *state, void *queue, uint32_t x_dty
 {
     (void)state;
     FG_CUDA_BEGIN("batchnorm_backward", x_dtype, param_dtype, grad_dtype);
-    FG_CUDA_REQUIRE(n >= 1 && c >= 1 && spatial >= 1,
-                    "batchnorm_backward: n = %d, c = %d, spatial = %d must be >= 1", n, c,
-                    spatial);
-    FG_CUDA_NOT_NULL("batchnorm_backward", x);
-    FG_CUDA_NOT_NULL("batchnorm_backward", saved_mean);
-    FG_CUDA_NOT_NULL("batchnorm_backward", saved_invstd);
-    FG_CUDA_NOT_NULL("batchnorm_backward", dy);
     return fg_cuda_launched(fg_cu_bn_backward(STREAM(queue), (int)x_dtype, (int)param_dtype,
                                               (int)grad_dtype, n, c, spatial, x, gamma,
                                               saved_mean, saved_invstd, dy, dx, dgamma, dbeta,
@@ -229,24 +148,12 @@ static float fg_cuda_dropout_scale(float p)
     return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
 }
 
-static fg_status fg_cuda_check_p(const char *op, float p, fg_error *err)
-{
-    FG_CUDA_REQUIRE(p >= 0.0f && p <= 1.0f, "%s: p = %g is outside [0, 1]", op, (double)p);
-    return FG_OK;
-}
-
 fg_status fg_cuda_op_dropout_forward(void *state, void *queue, uint32_t dtype, float p,
                                      uint64_t seed, uint64_t offset, const void *x, void *y,
                                      uint8_t *mask, size_t n, fg_error *err)
 {
     (void)state;
     FG_CUDA_BEGIN("dropout_forward", dtype);
-    fg_status st = fg_cuda_check_p("dropout_forward", p, err);
-    if (st != FG_OK || n == 0)
-        return st;
-    FG_CUDA_NOT_NULL("dropout_forward", x);
-    FG_CUDA_NOT_NULL("dropout_forward", y);
-    FG_CUDA_NOT_NULL("dropout_forward", mask);
     uint64_t key = fg_cuda_dropout_key(seed);
     return fg_cuda_launched(fg_cu_dropout_forward(STREAM(queue), (int)dtype, key, offset,
                                                   fg_cuda_dropout_threshold(p),
@@ -260,28 +167,12 @@ fg_status fg_cuda_op_dropout_backward(void *state, void *queue, uint32_t dtype, 
 {
     (void)state;
     FG_CUDA_BEGIN("dropout_backward", dtype);
-    fg_status st = fg_cuda_check_p("dropout_backward", p, err);
-    if (st != FG_OK || n == 0)
-        return st;
-    FG_CUDA_NOT_NULL("dropout_backward", mask);
-    FG_CUDA_NOT_NULL("dropout_backward", dy);
-    FG_CUDA_NOT_NULL("dropout_backward", dx);
     return fg_cuda_launched(fg_cu_dropout_backward(STREAM(queue), (int)dtype,
                                                    fg_cuda_dropout_scale(p), mask, dy, dx, n),
                             "dropout_backward", err);
 }
 
 /* ---- softmax cross-entropy ------------------------------------------------------------------- */
-
-static fg_status fg_cuda_check_rows(const char *op, const int32_t *labels, int rows,
-                                    int classes, fg_error *err)
-{
-    FG_CUDA_REQUIRE(rows >= 0 && classes >= 1, "%s: rows = %d must be >= 0, classes = %d >= 1",
-                    op, rows, classes);
-    if (rows > 0)
-        FG_CUDA_NOT_NULL(op, labels);
-    return FG_OK;
-}
 
 fg_status fg_cuda_op_softmax_xent_forward(void *state, void *queue, uint32_t logits_dtype,
                                           const void *logits, const int32_t *labels, int rows,
@@ -290,11 +181,6 @@ fg_status fg_cuda_op_softmax_xent_forward(void *state, void *queue, uint32_t log
 {
     (void)state;
     FG_CUDA_BEGIN("softmax_xent_forward", logits_dtype);
-    fg_status st = fg_cuda_check_rows("softmax_xent_forward", labels, rows, classes, err);
-    if (st != FG_OK || rows == 0)
-        return st;
-    FG_CUDA_NOT_NULL("softmax_xent_forward", logits);
-    FG_CUDA_NOT_NULL("softmax_xent_forward", probs);
     fg_cuda_queue *q = queue;
     return fg_cuda_launched(fg_cu_xent_forward(q->stream, (int)logits_dtype, logits, labels, rows,
                                                classes, probs, loss_sum, correct, q->scratch,
@@ -309,11 +195,6 @@ fg_status fg_cuda_op_softmax_xent_backward(void *state, void *queue, uint32_t dl
 {
     (void)state;
     FG_CUDA_BEGIN("softmax_xent_backward", dlogits_dtype);
-    fg_status st = fg_cuda_check_rows("softmax_xent_backward", labels, rows, classes, err);
-    if (st != FG_OK || rows == 0)
-        return st;
-    FG_CUDA_NOT_NULL("softmax_xent_backward", probs);
-    FG_CUDA_NOT_NULL("softmax_xent_backward", dlogits);
     fg_cuda_queue *q = queue;
     return fg_cuda_launched(fg_cu_xent_backward(q->stream, (int)dlogits_dtype, probs, labels, rows,
                                                 classes, scale, dlogits, q->bad_dev),
@@ -329,12 +210,6 @@ fg_status fg_cuda_op_pointwise_loss(void *state, void *queue, uint32_t x_dtype, 
 {
     (void)state;
     FG_CUDA_BEGIN("pointwise_loss", x_dtype);
-    FG_CUDA_REQUIRE(kind == FG_LOSS_MSE || kind == FG_LOSS_BCE_LOGITS,
-                    "pointwise_loss: unknown loss kind %d", kind);
-    if (n == 0)
-        return FG_OK;
-    FG_CUDA_NOT_NULL("pointwise_loss", x);
-    FG_CUDA_NOT_NULL("pointwise_loss", t);
     fg_cuda_queue *q = queue;
     return fg_cuda_launched(fg_cu_pointwise_loss(q->stream, (int)x_dtype, kind, x, t, n, scale,
                                                  loss_sum, metric_sum, grad_scale, dx,

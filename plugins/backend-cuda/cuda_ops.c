@@ -1,6 +1,7 @@
 /* Flat-buffer ops (fill, scale, axpy, clamp, sum of squares, fused optimizer updates,
- * cast), each for f32, f16 and bf16 storage, and the helpers every op shares: argument
- * checks at the border, then a kernel of kernels/cuda enqueued on the queue's stream. */
+ * cast), each for f32, f16 and bf16 storage, and the helpers every op shares; behind the
+ * checked trampolines (fulgur/backend_checks.h), each enters the queue's device, checks
+ * the dtypes and enqueues a kernel of kernels/cuda on the queue's stream. */
 #include <math.h>
 
 #include "cuda_backend.h"
@@ -39,26 +40,12 @@ fg_status fg_cuda_launched(cudaError_t e, const char *op, fg_error *err)
     return e == cudaSuccess ? FG_OK : fg_cuda_fail(err, e, op);
 }
 
-/* Enters the queue's device and checks the dtypes; n == 0 is done; otherwise the pointers
- * must be there. */
-#define FG_CUDA_FLAT(op, n, types, ...)                                                    \
-    do {                                                                                   \
-        FG_CUDA_BEGIN(op, FG_CUDA_UNPAREN types);                                          \
-        if ((n) == 0)                                                                      \
-            return FG_OK;                                                                  \
-        const void *ptrs_[] = { __VA_ARGS__ };                                             \
-        for (size_t i_ = 0; i_ < sizeof ptrs_ / sizeof ptrs_[0]; i_++)                     \
-            if (!ptrs_[i_])                                                                \
-                return fg_error_set(err, FG_INVALID_ARGUMENT,                              \
-                                    "backend.cuda: %s: operand %zu is NULL", op, i_);      \
-    } while (0)
-#define FG_CUDA_UNPAREN(...) __VA_ARGS__
 
 fg_status fg_cuda_op_fill(void *state, void *queue, uint32_t dtype, void *x, float value,
                           size_t n, fg_error *err)
 {
     (void)state;
-    FG_CUDA_FLAT("fill", n, (dtype), x);
+    FG_CUDA_BEGIN("fill", dtype);
     return fg_cuda_launched(fg_cu_fill(STREAM(queue), (int)dtype, x, value, n), "fill", err);
 }
 
@@ -66,7 +53,7 @@ fg_status fg_cuda_op_scale(void *state, void *queue, uint32_t dtype, void *x, fl
                            size_t n, fg_error *err)
 {
     (void)state;
-    FG_CUDA_FLAT("scale", n, (dtype), x);
+    FG_CUDA_BEGIN("scale", dtype);
     return fg_cuda_launched(fg_cu_scale(STREAM(queue), (int)dtype, x, alpha, n), "scale", err);
 }
 
@@ -74,7 +61,7 @@ fg_status fg_cuda_op_axpy(void *state, void *queue, uint32_t x_dtype, uint32_t y
                           float alpha, const void *x, void *y, size_t n, fg_error *err)
 {
     (void)state;
-    FG_CUDA_FLAT("axpy", n, (x_dtype, y_dtype), x, y);
+    FG_CUDA_BEGIN("axpy", x_dtype, y_dtype);
     return fg_cuda_launched(fg_cu_axpy(STREAM(queue), (int)x_dtype, (int)y_dtype, alpha, x, y,
                                        n),
                             "axpy", err);
@@ -85,7 +72,7 @@ fg_status fg_cuda_op_clamp(void *state, void *queue, uint32_t dtype, void *x, fl
                            float hi, size_t n, fg_error *err)
 {
     (void)state;
-    FG_CUDA_FLAT("clamp", n, (dtype), x);
+    FG_CUDA_BEGIN("clamp", dtype);
     return fg_cuda_launched(fg_cu_clamp(STREAM(queue), (int)dtype, x, lo, hi, n), "clamp",
                             err);
 }
@@ -94,15 +81,7 @@ fg_status fg_cuda_op_sum_squares(void *state, void *queue, uint32_t dtype, const
                                  size_t n, float *out, fg_error *err)
 {
     (void)state;
-    uint32_t types[] = { dtype };
-    fg_status st = fg_cuda_enter(queue, "sum_squares", err);
-    if (st == FG_OK)
-        st = fg_cuda_check_types("sum_squares", 1, types, err);
-    if (st != FG_OK)
-        return st;
-    if (!out || (n > 0 && !x))
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "backend.cuda: sum_squares: %s is NULL",
-                            !out ? "out" : "x");
+    FG_CUDA_BEGIN("sum_squares", dtype);
     fg_cuda_queue *q = queue;
     return fg_cuda_launched(fg_cu_sum_squares(q->stream, (int)dtype, x, n, out, q->scratch),
                             "sum_squares", err);
@@ -113,26 +92,7 @@ fg_status fg_cuda_op_sgd_update(void *state, void *queue, uint32_t param_dtype,
                                 const void *grad, float *momentum_buf, size_t n, fg_error *err)
 {
     (void)state;
-    uint32_t types[] = { param_dtype, grad_dtype };
-    fg_status st = fg_cuda_enter(queue, "sgd_update", err);
-    if (st == FG_OK)
-        st = fg_cuda_check_types("sgd_update", 2, types, err);
-    if (st != FG_OK)
-        return st;
-    if (!a || a->struct_size < offsetof(fg_sgd_args, first_step) + sizeof a->first_step)
-        return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "backend.cuda: sgd_update: args are NULL or older than "
-                            "fg_sgd_args v1.0");
-    if (a->nesterov && (a->momentum <= 0.0f || a->dampening != 0.0f))
-        return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "backend.cuda: sgd_update: nesterov needs momentum > 0 and "
-                            "dampening = 0 (momentum = %g, dampening = %g)",
-                            (double)a->momentum, (double)a->dampening);
-    if (n == 0)
-        return FG_OK;
-    if (!param || !grad || (a->momentum != 0.0f && !momentum_buf))
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "backend.cuda: sgd_update: %s is NULL",
-                            !param ? "param" : !grad ? "grad" : "momentum_buf");
+    FG_CUDA_BEGIN("sgd_update", param_dtype, grad_dtype);
     fg_cu_sgd s = { a->lr, a->momentum, a->dampening, a->weight_decay, a->nesterov,
                     a->first_step };
     return fg_cuda_launched(fg_cu_sgd_update(STREAM(queue), &s, param, (int)param_dtype, grad,
@@ -146,29 +106,7 @@ fg_status fg_cuda_op_adamw_update(void *state, void *queue, uint32_t param_dtype
                                   fg_error *err)
 {
     (void)state;
-    uint32_t types[] = { param_dtype, grad_dtype };
-    fg_status st = fg_cuda_enter(queue, "adamw_update", err);
-    if (st == FG_OK)
-        st = fg_cuda_check_types("adamw_update", 2, types, err);
-    if (st != FG_OK)
-        return st;
-    if (!a || a->struct_size < offsetof(fg_adamw_args, step) + sizeof a->step)
-        return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "backend.cuda: adamw_update: args are NULL or older than "
-                            "fg_adamw_args v1.0");
-    if (a->step < 1)
-        return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "backend.cuda: adamw_update: step = %lld must be >= 1 (1-based)",
-                            (long long)a->step);
-    if (!(a->beta1 >= 0.0f && a->beta1 < 1.0f && a->beta2 >= 0.0f && a->beta2 < 1.0f))
-        return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "backend.cuda: adamw_update: beta1 = %g, beta2 = %g must lie in "
-                            "[0, 1)", (double)a->beta1, (double)a->beta2);
-    if (n == 0)
-        return FG_OK;
-    if (!param || !grad || !m || !v)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "backend.cuda: adamw_update: %s is NULL",
-                            !param ? "param" : !grad ? "grad" : !m ? "m" : "v");
+    FG_CUDA_BEGIN("adamw_update", param_dtype, grad_dtype);
     /* the bias corrections exactly as kernels/cpu/optim.c computes them */
     double step = (double)a->step;
     fg_cu_adamw s = { a->lr, a->beta1, a->beta2, a->eps, a->weight_decay,
@@ -191,11 +129,6 @@ fg_status fg_cuda_op_cast(void *state, void *queue, uint32_t dst_dtype, uint32_t
                             "backend.cuda: cast from %s to %s: this backend stores f32, f16 "
                             "and bf16", fg_dtype_name((fg_dtype)src_dtype),
                             fg_dtype_name((fg_dtype)dst_dtype));
-    if (n == 0)
-        return FG_OK;
-    if (!dst || !src)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "backend.cuda: cast: %s is NULL",
-                            dst ? "src" : "dst");
     return fg_cuda_launched(fg_cu_convert(STREAM(queue), dst, (int)dst_dtype, src,
                                           (int)src_dtype, n),
                             "cast", err);

@@ -12,6 +12,7 @@
 
 #include "cuda_backend.h"
 #include "cuda_ops.h"
+#include "fulgur/backend_checks.h"
 
 static const fg_option fg_cuda_options[] = {
     { "allow_tf32", FG_OPT_BOOL, "false", 1, 0, NULL,
@@ -194,6 +195,10 @@ static fg_status fg_cuda_init(const fg_host *host, void **state, fg_error *err)
     return FG_OK;
 }
 
+/* Every op behind its argument checks (fulgur/backend_checks.h). */
+#define FG_BACKEND_CHECK_WHO "backend.cuda"
+FG_BACKEND_CHECKED_OPS(fg_cuda_op_)
+
 static const fg_backend_vtable fg_cuda_vtable = {
     .struct_size = sizeof(fg_backend_vtable),
     .device_count = fg_cuda_device_count,
@@ -207,46 +212,15 @@ static const fg_backend_vtable fg_cuda_vtable = {
     .queue_sync = fg_cuda_queue_sync,
     .copy = fg_cuda_copy,
     .supports = fg_cuda_supports,
-    .gemm = fg_cuda_gemm,
-    .bias_add = fg_cuda_op_bias_add,
-    .bias_grad = fg_cuda_op_bias_grad,
-    .activation_forward = fg_cuda_op_activation_forward,
-    .activation_backward = fg_cuda_op_activation_backward,
     .conv2d_workspace = fg_cuda_conv2d_workspace,
-    .conv2d_forward = fg_cuda_conv2d_forward,
-    .conv2d_backward = fg_cuda_conv2d_backward,
-    .pool2d_forward = fg_cuda_op_pool2d_forward,
-    .pool2d_backward = fg_cuda_op_pool2d_backward,
-    .batchnorm_forward = fg_cuda_op_batchnorm_forward,
-    .batchnorm_backward = fg_cuda_op_batchnorm_backward,
-    .dropout_forward = fg_cuda_op_dropout_forward,
-    .dropout_backward = fg_cuda_op_dropout_backward,
-    .softmax_xent_forward = fg_cuda_op_softmax_xent_forward,
-    .softmax_xent_backward = fg_cuda_op_softmax_xent_backward,
-    .fill = fg_cuda_op_fill,
-    .scale = fg_cuda_op_scale,
-    .axpy = fg_cuda_op_axpy,
-    .clamp = fg_cuda_op_clamp,
-    .sum_squares = fg_cuda_op_sum_squares,
-    .cast = fg_cuda_op_cast,
-    .sgd_update = fg_cuda_op_sgd_update,
-    .adamw_update = fg_cuda_op_adamw_update,
     .copy_queue_create = fg_cuda_copy_queue_create,
     .event_create = fg_cuda_event_create,
     .event_destroy = fg_cuda_event_destroy,
     .event_record = fg_cuda_event_record,
     .queue_wait_event = fg_cuda_queue_wait_event,
     .event_sync = fg_cuda_event_sync,
-    .pointwise_loss = fg_cuda_op_pointwise_loss,
-    .layernorm_forward = fg_cuda_op_layernorm_forward,
-    .layernorm_backward = fg_cuda_op_layernorm_backward,
-    .embedding_forward = fg_cuda_op_embedding_forward,
-    .embedding_backward = fg_cuda_op_embedding_backward,
     .attention_workspace = fg_cuda_op_attention_workspace,
-    .attention_forward = fg_cuda_op_attention_forward,
-    .attention_backward = fg_cuda_op_attention_backward,
-    .attention_decode = fg_cuda_op_attention_decode,
-    .gemm_bias = fg_cuda_gemm_bias,
+    FG_BACKEND_OP_INIT_CHECKED(fg_cuda_op_)
 };
 
 FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {

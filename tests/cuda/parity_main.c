@@ -416,6 +416,7 @@ static const struct {
     const uint32_t *ops;
 } groups[] = {
     { "device", test_device, OPS(FG_OP_COUNT) },
+    { "checks", test_checks, OPS(FG_OP_COUNT) }, /* every op, skipping missing entries */
     { "flat", test_flat, OPS(FG_OP_FILL, FG_OP_SCALE, FG_OP_AXPY, FG_OP_CLAMP, FG_OP_SUM_SQUARES) },
     { "cast", test_cast, OPS(FG_OP_CAST) },
     { "gemm", test_gemm, OPS(FG_OP_GEMM) },

@@ -82,43 +82,169 @@ typedef struct fg_attention_desc {
                               * reproducible as dropout_forward's */
 } fg_attention_desc;
 
+/* ---- the op list -------------------------------------------------------------------------
+ * Every op is written here once, in ABI order (its id is its position). Each has a signature
+ * macro FG_OP_SIG_<entry>(P): its arguments between `queue` and `err`, as P(type, name); every op
+ * is `fg_status entry(void *state, void *queue, <arguments>, fg_error *err)`. FG_BACKEND_OPS(X, ctx)
+ * calls X(ctx, ID, entry, dtype argument names...) for each op, in id order. From them come the
+ * op ids (fg_backend_op), the vtable's op entries (FG_OP_ENTRY), the info table
+ * (fg_backend_op_info), the argument checks' trampolines (fulgur/backend_checks.h) and each
+ * backend's prototypes and vtable initialiser (FG_BACKEND_OP_PROTOTYPES, FG_BACKEND_OP_INIT).
+ * An op's semantics are documented at its entry in fg_backend_vtable. Appending an op: its
+ * signature, its row at the end of FG_BACKEND_OPS, its entry at the end of the vtable, its
+ * checks in backend_checks.h, then the backends' maths. */
+
+#define FG_OP_SIG_gemm(P) P(uint32_t, a_dtype) /* a */ P(uint32_t, b_dtype) /* b */              \
+    P(uint32_t, c_dtype) /* c */ P(int, trans_a) P(int, trans_b) P(int, m) P(int, n) P(int, k)   \
+    P(float, alpha) P(const void *, a) P(int, lda) P(const void *, b) P(int, ldb)                \
+    P(float, beta) P(void *, c) P(int, ldc)
+#define FG_OP_SIG_bias_add(P) P(uint32_t, y_dtype) /* y */ P(uint32_t, bias_dtype) /* bias */    \
+    P(void *, y) P(const void *, bias) P(int, rows) P(int, cols) P(int, spatial)
+#define FG_OP_SIG_bias_grad(P) P(uint32_t, dbias_dtype) /* dbias */                              \
+    P(uint32_t, dy_dtype) /* dy */ P(void *, dbias) P(const void *, dy) P(int, rows)             \
+    P(int, cols) P(int, spatial) P(int, accumulate)
+#define FG_OP_SIG_activation_forward(P) P(uint32_t, dtype) /* x, y */ P(int, act)                \
+    P(const void *, x) P(void *, y) P(size_t, n)
+#define FG_OP_SIG_activation_backward(P) P(uint32_t, dtype) /* x, y, dy, dx */ P(int, act)       \
+    P(const void *, x) P(const void *, y) P(const void *, dy) P(void *, dx) P(size_t, n)
+#define FG_OP_SIG_conv2d_forward(P) P(uint32_t, x_dtype) /* x, y */                              \
+    P(uint32_t, param_dtype) /* w, bias */ P(const fg_conv2d_desc *, d) P(const void *, x)       \
+    P(const void *, w) P(const void *, bias) P(void *, y) P(void *, workspace)
+#define FG_OP_SIG_conv2d_backward(P) P(uint32_t, x_dtype) /* x, dy, dx */                        \
+    P(uint32_t, param_dtype) /* w */ P(uint32_t, grad_dtype) /* dw, dbias */                     \
+    P(const fg_conv2d_desc *, d) P(const void *, x) P(const void *, w) P(const void *, dy)       \
+    P(void *, dx) P(void *, dw) P(void *, dbias) P(int, accumulate) P(void *, workspace)
+#define FG_OP_SIG_pool2d_forward(P) P(uint32_t, dtype) /* x, y */ P(int, mode)                   \
+    P(const fg_conv2d_desc *, d) P(const void *, x) P(void *, y) P(int32_t *, argmax)
+#define FG_OP_SIG_pool2d_backward(P) P(uint32_t, dtype) /* dy, dx */ P(int, mode)                \
+    P(const fg_conv2d_desc *, d) P(const void *, dy) P(const int32_t *, argmax) P(void *, dx)
+#define FG_OP_SIG_batchnorm_forward(P) P(uint32_t, x_dtype) /* x, y */                           \
+    P(uint32_t, param_dtype) /* gamma, beta */ P(int, training) P(int, n) P(int, c)              \
+    P(int, spatial) P(const void *, x) P(const void *, gamma) P(const void *, beta)              \
+    P(float *, running_mean) P(float *, running_var) P(float, momentum) P(float, eps)            \
+    P(float *, saved_mean) P(float *, saved_invstd) P(void *, y)
+#define FG_OP_SIG_batchnorm_backward(P) P(uint32_t, x_dtype) /* x, dy, dx */                     \
+    P(uint32_t, param_dtype) /* gamma */ P(uint32_t, grad_dtype) /* dgamma, dbeta */ P(int, n)   \
+    P(int, c) P(int, spatial) P(const void *, x) P(const void *, gamma)                          \
+    P(const float *, saved_mean) P(const float *, saved_invstd) P(const void *, dy)              \
+    P(void *, dx) P(void *, dgamma) P(void *, dbeta) P(int, accumulate)
+#define FG_OP_SIG_dropout_forward(P) P(uint32_t, dtype) /* x, y */ P(float, p)                   \
+    P(uint64_t, seed) P(uint64_t, offset) P(const void *, x) P(void *, y) P(uint8_t *, mask)     \
+    P(size_t, n)
+#define FG_OP_SIG_dropout_backward(P) P(uint32_t, dtype) /* dy, dx */ P(float, p)                \
+    P(const uint8_t *, mask) P(const void *, dy) P(void *, dx) P(size_t, n)
+#define FG_OP_SIG_softmax_xent_forward(P) P(uint32_t, logits_dtype) /* logits */                 \
+    P(const void *, logits) P(const int32_t *, labels) P(int, rows) P(int, classes)              \
+    P(float *, probs) P(float *, loss_sum) P(float *, correct)
+#define FG_OP_SIG_softmax_xent_backward(P) P(uint32_t, dlogits_dtype) /* dlogits */              \
+    P(const float *, probs) P(const int32_t *, labels) P(int, rows) P(int, classes)              \
+    P(float, scale) P(void *, dlogits)
+#define FG_OP_SIG_fill(P) P(uint32_t, dtype) /* x */ P(void *, x) P(float, value) P(size_t, n)
+#define FG_OP_SIG_scale(P) P(uint32_t, dtype) /* x */ P(void *, x) P(float, alpha) P(size_t, n)
+#define FG_OP_SIG_axpy(P) P(uint32_t, x_dtype) /* x */ P(uint32_t, y_dtype) /* y */              \
+    P(float, alpha) P(const void *, x) P(void *, y) P(size_t, n)
+#define FG_OP_SIG_clamp(P) P(uint32_t, dtype) /* x */ P(void *, x) P(float, lo) P(float, hi)     \
+    P(size_t, n)
+#define FG_OP_SIG_sum_squares(P) P(uint32_t, dtype) /* x */ P(const void *, x) P(size_t, n)      \
+    P(float *, out)
+#define FG_OP_SIG_cast(P) P(uint32_t, dst_dtype) /* dst */ P(uint32_t, src_dtype) /* src */      \
+    P(void *, dst) P(const void *, src) P(size_t, n)
+#define FG_OP_SIG_sgd_update(P) P(uint32_t, param_dtype) /* param */                             \
+    P(uint32_t, grad_dtype) /* grad */ P(const fg_sgd_args *, a) P(void *, param)                \
+    P(const void *, grad) P(float *, momentum_buf) P(size_t, n)
+#define FG_OP_SIG_adamw_update(P) P(uint32_t, param_dtype) /* param */                           \
+    P(uint32_t, grad_dtype) /* grad */ P(const fg_adamw_args *, a) P(void *, param)              \
+    P(const void *, grad) P(float *, m) P(float *, v) P(size_t, n)
+#define FG_OP_SIG_pointwise_loss(P) P(uint32_t, x_dtype) /* x, dx */ P(int, kind)                \
+    P(const void *, x) P(const float *, t) P(size_t, n) P(float, scale) P(float *, loss_sum)     \
+    P(float *, metric_sum) P(float, grad_scale) P(void *, dx)
+#define FG_OP_SIG_layernorm_forward(P) P(uint32_t, x_dtype) /* x, y */                           \
+    P(uint32_t, param_dtype) /* gamma, beta */ P(int, rms) P(int, rows) P(int, cols)             \
+    P(const void *, x) P(const void *, gamma) P(const void *, beta) P(float, eps)                \
+    P(float *, mean) P(float *, rstd) P(void *, y)
+#define FG_OP_SIG_layernorm_backward(P) P(uint32_t, x_dtype) /* x, dy, dx */                     \
+    P(uint32_t, param_dtype) /* gamma */ P(uint32_t, grad_dtype) /* dgamma, dbeta */             \
+    P(int, rms) P(int, rows) P(int, cols) P(const void *, x) P(const void *, gamma)              \
+    P(const float *, mean) P(const float *, rstd) P(const void *, dy) P(void *, dx)              \
+    P(void *, dgamma) P(void *, dbeta) P(int, accumulate)
+#define FG_OP_SIG_embedding_forward(P) P(uint32_t, table_dtype) /* table */                      \
+    P(uint32_t, out_dtype) /* out */ P(const int32_t *, ids) P(int, n) P(int, dim) P(int, rows)  \
+    P(const void *, table) P(void *, out) P(int, accumulate)
+#define FG_OP_SIG_embedding_backward(P) P(uint32_t, dout_dtype) /* dout */                       \
+    P(uint32_t, grad_dtype) /* dtable */ P(const int32_t *, ids) P(int, n) P(int, dim)           \
+    P(int, rows) P(const void *, dout) P(void *, dtable) P(int, accumulate)
+#define FG_OP_SIG_attention_forward(P) P(uint32_t, dtype) /* qkv, y */                           \
+    P(const fg_attention_desc *, d) P(const void *, qkv) P(void *, y) P(float *, lse)            \
+    P(void *, workspace)
+#define FG_OP_SIG_attention_backward(P) P(uint32_t, dtype) /* qkv, y, dy, dqkv */                \
+    P(const fg_attention_desc *, d) P(const void *, qkv) P(const void *, y)                      \
+    P(const float *, lse) P(const void *, dy) P(void *, dqkv) P(void *, workspace)
+#define FG_OP_SIG_attention_decode(P) P(uint32_t, dtype) /* qkv, y */                            \
+    P(const fg_attention_desc *, d) P(int, pos) P(const void *, qkv) P(void *, y)                \
+    P(void *, workspace)
+#define FG_OP_SIG_gemm_bias(P) P(uint32_t, a_dtype) /* a */ P(uint32_t, b_dtype) /* b, bias */   \
+    P(uint32_t, c_dtype) /* c */ P(int, trans_a) P(int, trans_b) P(int, m) P(int, n) P(int, k)   \
+    P(const void *, a) P(int, lda) P(const void *, b) P(int, ldb) P(const void *, bias)          \
+    P(void *, c) P(int, ldc)
+
+#define FG_BACKEND_OPS(X, ctx)                                                                   \
+    X(ctx, GEMM, gemm, "a", "b", "c")                                                            \
+    X(ctx, BIAS_ADD, bias_add, "y", "bias")                                                      \
+    X(ctx, BIAS_GRAD, bias_grad, "dbias", "dy")                                                  \
+    X(ctx, ACTIVATION_FORWARD, activation_forward, "x")                                          \
+    X(ctx, ACTIVATION_BACKWARD, activation_backward, "x")                                        \
+    X(ctx, CONV2D_FORWARD, conv2d_forward, "x", "param")                                         \
+    X(ctx, CONV2D_BACKWARD, conv2d_backward, "x", "param", "grad")                               \
+    X(ctx, POOL2D_FORWARD, pool2d_forward, "x")                                                  \
+    X(ctx, POOL2D_BACKWARD, pool2d_backward, "x")                                                \
+    X(ctx, BATCHNORM_FORWARD, batchnorm_forward, "x", "param")                                   \
+    X(ctx, BATCHNORM_BACKWARD, batchnorm_backward, "x", "param", "grad")                         \
+    X(ctx, DROPOUT_FORWARD, dropout_forward, "x")                                                \
+    X(ctx, DROPOUT_BACKWARD, dropout_backward, "x")                                              \
+    X(ctx, SOFTMAX_XENT_FORWARD, softmax_xent_forward, "logits")                                 \
+    X(ctx, SOFTMAX_XENT_BACKWARD, softmax_xent_backward, "dlogits")                              \
+    X(ctx, FILL, fill, "x")                                                                      \
+    X(ctx, SCALE, scale, "x")                                                                    \
+    X(ctx, AXPY, axpy, "x", "y")                                                                 \
+    X(ctx, CLAMP, clamp, "x")                                                                    \
+    X(ctx, SUM_SQUARES, sum_squares, "x")                                                        \
+    X(ctx, CAST, cast, "dst", "src")                                                             \
+    X(ctx, SGD_UPDATE, sgd_update, "param", "grad")                                              \
+    X(ctx, ADAMW_UPDATE, adamw_update, "param", "grad")                                          \
+    X(ctx, POINTWISE_LOSS, pointwise_loss, "x")                                                  \
+    X(ctx, LAYERNORM_FORWARD, layernorm_forward, "x", "param")                                   \
+    X(ctx, LAYERNORM_BACKWARD, layernorm_backward, "x", "param", "grad")                         \
+    X(ctx, EMBEDDING_FORWARD, embedding_forward, "table", "out")                                 \
+    X(ctx, EMBEDDING_BACKWARD, embedding_backward, "dout", "grad")                               \
+    X(ctx, ATTENTION_FORWARD, attention_forward, "qkv")                                          \
+    X(ctx, ATTENTION_BACKWARD, attention_backward, "qkv")                                        \
+    X(ctx, ATTENTION_DECODE, attention_decode, "qkv") /* ABI 1.1 */                              \
+    X(ctx, GEMM_BIAS, gemm_bias, "a", "b", "c") /* ABI 1.2 */
+
+/* The generators' helpers: each argument as a declaration or as its name, after a comma. */
+#define FG_OP_DECL_(type, name) , type name
+#define FG_OP_NAME_(type, name) , name
+/* An op's parameter list, and its argument list (the parameters' names in order). */
+#define FG_OP_PARAMS(entry) (void *state, void *queue FG_OP_SIG_##entry(FG_OP_DECL_), fg_error *err)
+#define FG_OP_ARGS(entry) (state, queue FG_OP_SIG_##entry(FG_OP_NAME_), err)
+/* An op's vtable entry. */
+#define FG_OP_ENTRY(entry) fg_status(*entry) FG_OP_PARAMS(entry)
+
 /* Op ids: the capability query (supports) names an op by its id. The ids are the ABI's and
- * never change; fg_backend_op_info gives each one's entry name and dtype arguments. */
-typedef enum fg_backend_op {
-    FG_OP_GEMM = 0,
-    FG_OP_BIAS_ADD = 1,
-    FG_OP_BIAS_GRAD = 2,
-    FG_OP_ACTIVATION_FORWARD = 3,
-    FG_OP_ACTIVATION_BACKWARD = 4,
-    FG_OP_CONV2D_FORWARD = 5,
-    FG_OP_CONV2D_BACKWARD = 6,
-    FG_OP_POOL2D_FORWARD = 7,
-    FG_OP_POOL2D_BACKWARD = 8,
-    FG_OP_BATCHNORM_FORWARD = 9,
-    FG_OP_BATCHNORM_BACKWARD = 10,
-    FG_OP_DROPOUT_FORWARD = 11,
-    FG_OP_DROPOUT_BACKWARD = 12,
-    FG_OP_SOFTMAX_XENT_FORWARD = 13,
-    FG_OP_SOFTMAX_XENT_BACKWARD = 14,
-    FG_OP_FILL = 15,
-    FG_OP_SCALE = 16,
-    FG_OP_AXPY = 17,
-    FG_OP_CLAMP = 18,
-    FG_OP_SUM_SQUARES = 19,
-    FG_OP_CAST = 20,
-    FG_OP_SGD_UPDATE = 21,
-    FG_OP_ADAMW_UPDATE = 22,
-    FG_OP_POINTWISE_LOSS = 23,
-    FG_OP_LAYERNORM_FORWARD = 24,
-    FG_OP_LAYERNORM_BACKWARD = 25,
-    FG_OP_EMBEDDING_FORWARD = 26,
-    FG_OP_EMBEDDING_BACKWARD = 27,
-    FG_OP_ATTENTION_FORWARD = 28,
-    FG_OP_ATTENTION_BACKWARD = 29,
-    FG_OP_ATTENTION_DECODE = 30, /* ABI 1.1 */
-    FG_OP_GEMM_BIAS = 31,        /* ABI 1.2 */
-    FG_OP_COUNT = 32
-} fg_backend_op;
+ * never change: an op's position in FG_BACKEND_OPS. fg_backend_op_info gives each one's entry
+ * name and dtype arguments. */
+#define FG_OP_ID_(ctx, id, ...) FG_OP_##id,
+typedef enum fg_backend_op { FG_BACKEND_OPS(FG_OP_ID_, ~) FG_OP_COUNT } fg_backend_op;
+#undef FG_OP_ID_
+
+/* A backend's prototypes of its op functions, PREFIX<entry> (FG_BACKEND_OP_PROTOTYPES(fg_cpu_op_)
+ * declares fg_cpu_op_gemm, ...), and the designated initialisers of its vtable's op entries
+ * (.gemm = fg_cpu_op_gemm, ...). A backend that leaves ops out writes its entries by hand. */
+#define FG_OP_PROTOTYPE_(prefix, id, entry, ...) fg_status prefix##entry FG_OP_PARAMS(entry);
+#define FG_BACKEND_OP_PROTOTYPES(prefix) FG_BACKEND_OPS(FG_OP_PROTOTYPE_, prefix)
+#define FG_OP_INIT_(prefix, id, entry, ...) .entry = prefix##entry,
+#define FG_BACKEND_OP_INIT(prefix) FG_BACKEND_OPS(FG_OP_INIT_, prefix)
+
 
 /* The most dtype arguments an op takes. */
 #define FG_OP_MAX_DTYPES 3
@@ -182,9 +308,9 @@ typedef struct fg_backend_vtable {
     int (*supports)(void *state, uint32_t op, const uint32_t *dtypes);
 
     /* ops --------------------------------------------------------------------------
-     * All [queue]. Tensors are `void *` with their element type in a dtype argument
-     * (FG_F32, FG_F16, FG_BF16); the comment after a dtype argument lists the tensors it
-     * types. Typed pointers have a fixed type whatever the dtypes: float * is f32 (running
+     * All [queue]; each op's signature is its FG_OP_SIG_ in the op list above. Tensors
+     * are `void *` with their element type in a dtype argument (FG_F32, FG_F16, FG_BF16);
+     * the comment after a dtype argument there lists the tensors it types. Typed pointers have a fixed type whatever the dtypes: float * is f32 (running
      * and saved statistics, probabilities, loss sums, optimizer state), int32_t * is int32
      * (labels, argmax indices), uint8_t * a byte (dropout masks). An op's dtype arguments
      * come right after `queue`, in the order their tensors first appear.
@@ -195,133 +321,74 @@ typedef struct fg_backend_vtable {
 
     /* [required: linear] C(m,n) = alpha * op(A) op(B) + beta * C, row-major; op(A) is
      * (m,k), op(B) is (k,n). beta == 0: C is not read. */
-    fg_status (*gemm)(void *state, void *queue, uint32_t a_dtype /* a */,
-                      uint32_t b_dtype /* b */, uint32_t c_dtype /* c */, int trans_a,
-                      int trans_b, int m, int n, int k, float alpha, const void *a, int lda,
-                      const void *b, int ldb, float beta, void *c, int ldc, fg_error *err);
+    FG_OP_ENTRY(gemm); /* op 0 */
     /* [required: linear] y(rows, cols, spatial) += bias(cols) broadcast over rows and
      * spatial positions */
-    fg_status (*bias_add)(void *state, void *queue, uint32_t y_dtype /* y */,
-                          uint32_t bias_dtype /* bias */, void *y, const void *bias, int rows,
-                          int cols, int spatial, fg_error *err);
+    FG_OP_ENTRY(bias_add); /* op 1 */
     /* [required: linear] dbias(cols) (+)= sum over rows (and spatial positions) of dy;
      * accumulate != 0 adds */
-    fg_status (*bias_grad)(void *state, void *queue, uint32_t dbias_dtype /* dbias */,
-                           uint32_t dy_dtype /* dy */, void *dbias, const void *dy, int rows,
-                           int cols, int spatial, int accumulate, fg_error *err);
+    FG_OP_ENTRY(bias_grad); /* op 2 */
     /* [required: activation layers] act: fg_activation */
-    fg_status (*activation_forward)(void *state, void *queue, uint32_t dtype /* x, y */,
-                                    int act, const void *x, void *y, size_t n, fg_error *err);
+    FG_OP_ENTRY(activation_forward); /* op 3 */
     /* [required: activation layers] dx = dy * act'(x); x is the activation's input, y its
      * output (relu and gelu read x, tanh and sigmoid y; the other may be NULL) */
-    fg_status (*activation_backward)(void *state, void *queue,
-                                     uint32_t dtype /* x, y, dy, dx */, int act,
-                                     const void *x, const void *y, const void *dy, void *dx,
-                                     size_t n, fg_error *err);
+    FG_OP_ENTRY(activation_backward); /* op 4 */
     /* [required with conv2d_forward; any thread] Bytes of scratch conv2d_forward and
      * conv2d_backward need on the queue's device, for every dtype; 0 for a bad desc. */
     size_t (*conv2d_workspace)(void *state, const fg_conv2d_desc *d);
     /* [required: conv2d] bias may be NULL. */
-    fg_status (*conv2d_forward)(void *state, void *queue, uint32_t x_dtype /* x, y */,
-                                uint32_t param_dtype /* w, bias */, const fg_conv2d_desc *d,
-                                const void *x, const void *w, const void *bias, void *y,
-                                void *workspace, fg_error *err);
+    FG_OP_ENTRY(conv2d_forward); /* op 5 */
     /* [required: conv2d] dx may be NULL (first layer), dbias too (no bias); dw and dbias
      * are accumulated into when accumulate != 0 */
-    fg_status (*conv2d_backward)(void *state, void *queue, uint32_t x_dtype /* x, dy, dx */,
-                                 uint32_t param_dtype /* w */,
-                                 uint32_t grad_dtype /* dw, dbias */, const fg_conv2d_desc *d,
-                                 const void *x, const void *w, const void *dy, void *dx,
-                                 void *dw, void *dbias, int accumulate, void *workspace,
-                                 fg_error *err);
+    FG_OP_ENTRY(conv2d_backward); /* op 6 */
     /* [required: maxpool2d, avgpool2d] mode: fg_pool_mode; argmax: (n,c,out_h,out_w)
      * scratch for max pooling, NULL for avg */
-    fg_status (*pool2d_forward)(void *state, void *queue, uint32_t dtype /* x, y */, int mode,
-                                const fg_conv2d_desc *d, const void *x, void *y,
-                                int32_t *argmax, fg_error *err);
+    FG_OP_ENTRY(pool2d_forward); /* op 7 */
     /* [required: maxpool2d, avgpool2d] dx overwritten */
-    fg_status (*pool2d_backward)(void *state, void *queue, uint32_t dtype /* dy, dx */,
-                                 int mode, const fg_conv2d_desc *d, const void *dy,
-                                 const int32_t *argmax, void *dx, fg_error *err);
+    FG_OP_ENTRY(pool2d_backward); /* op 8 */
     /* [required: batchnorm] Batch norm over (n, c, spatial). training != 0: batch
      * statistics, saved_mean and saved_invstd written, running stats updated with momentum
      * (PyTorch's unbiased var). gamma and beta may be NULL (1 and 0). */
-    fg_status (*batchnorm_forward)(void *state, void *queue, uint32_t x_dtype /* x, y */,
-                                   uint32_t param_dtype /* gamma, beta */, int training, int n,
-                                   int c, int spatial, const void *x, const void *gamma,
-                                   const void *beta, float *running_mean, float *running_var,
-                                   float momentum, float eps, float *saved_mean,
-                                   float *saved_invstd, void *y, fg_error *err);
+    FG_OP_ENTRY(batchnorm_forward); /* op 9 */
     /* [required: batchnorm] dx, dgamma, dbeta may be NULL; dgamma and dbeta accumulated
      * into when accumulate != 0 */
-    fg_status (*batchnorm_backward)(void *state, void *queue,
-                                    uint32_t x_dtype /* x, dy, dx */,
-                                    uint32_t param_dtype /* gamma */,
-                                    uint32_t grad_dtype /* dgamma, dbeta */, int n, int c,
-                                    int spatial, const void *x, const void *gamma,
-                                    const float *saved_mean, const float *saved_invstd,
-                                    const void *dy, void *dx, void *dgamma, void *dbeta,
-                                    int accumulate, fg_error *err);
+    FG_OP_ENTRY(batchnorm_backward); /* op 10 */
     /* [required: dropout] mask(n) bytes; keep with probability 1-p, scale 1/(1-p);
      * reproducible from (seed, offset): element i's draw depends only on seed, offset + i. */
-    fg_status (*dropout_forward)(void *state, void *queue, uint32_t dtype /* x, y */, float p,
-                                 uint64_t seed, uint64_t offset, const void *x, void *y,
-                                 uint8_t *mask, size_t n, fg_error *err);
+    FG_OP_ENTRY(dropout_forward); /* op 11 */
     /* [required: dropout] */
-    fg_status (*dropout_backward)(void *state, void *queue, uint32_t dtype /* dy, dx */,
-                                  float p, const uint8_t *mask, const void *dy, void *dx,
-                                  size_t n, fg_error *err);
+    FG_OP_ENTRY(dropout_backward); /* op 12 */
     /* [required: the loss] Mean softmax cross-entropy over rows with int32 labels, the
      * softmax in f32. loss_sum and correct (f32 device scalars, may be NULL) are
      * accumulated into: += sum of row losses, += argmax hits. probs(rows, classes) keeps
      * the softmax for backward. Since ABI 1.1 a label of FG_IGNORED_LABEL (-1) marks an
      * ignored row: it adds no loss and no hit, and backward writes zeros in its gradient
      * row; any other label outside [0, classes) is an error. */
-    fg_status (*softmax_xent_forward)(void *state, void *queue,
-                                      uint32_t logits_dtype /* logits */, const void *logits,
-                                      const int32_t *labels, int rows, int classes,
-                                      float *probs, float *loss_sum, float *correct,
-                                      fg_error *err);
+    FG_OP_ENTRY(softmax_xent_forward); /* op 13 */
     /* [required: the loss] dlogits = (probs - onehot(labels)) * scale; 0 in an ignored
      * row (ABI 1.1) */
-    fg_status (*softmax_xent_backward)(void *state, void *queue,
-                                       uint32_t dlogits_dtype /* dlogits */, const float *probs,
-                                       const int32_t *labels, int rows, int classes,
-                                       float scale, void *dlogits, fg_error *err);
+    FG_OP_ENTRY(softmax_xent_backward); /* op 14 */
     /* [required: replicas, optimizers, metrics] x(n) = value (rounded into dtype) */
-    fg_status (*fill)(void *state, void *queue, uint32_t dtype /* x */, void *x, float value,
-                      size_t n, fg_error *err);
+    FG_OP_ENTRY(fill); /* op 15 */
     /* [required: loss scaling, gradient clipping, strategies] x(n) *= alpha */
-    fg_status (*scale)(void *state, void *queue, uint32_t dtype /* x */, void *x, float alpha,
-                       size_t n, fg_error *err);
+    FG_OP_ENTRY(scale); /* op 16 */
     /* [required: strategies that sum gradients across devices] y(n) += alpha * x */
-    fg_status (*axpy)(void *state, void *queue, uint32_t x_dtype /* x */,
-                      uint32_t y_dtype /* y */, float alpha, const void *x, void *y, size_t n,
-                      fg_error *err);
+    FG_OP_ENTRY(axpy); /* op 17 */
     /* [required: gradient_clip_algorithm = value] x(n) = min(max(x, lo), hi), as
      * torch.clamp: NaN stays NaN; lo > hi gives hi */
-    fg_status (*clamp)(void *state, void *queue, uint32_t dtype /* x */, void *x, float lo,
-                       float hi, size_t n, fg_error *err);
+    FG_OP_ENTRY(clamp); /* op 18 */
     /* [required: gradient norms (clipping, loss scaling, nan_guard)] *out = sum of x^2, an
      * f32 device scalar, accumulated in f32 or wider; n == 0 gives 0 */
-    fg_status (*sum_squares)(void *state, void *queue, uint32_t dtype /* x */, const void *x,
-                             size_t n, float *out, fg_error *err);
+    FG_OP_ENTRY(sum_squares); /* op 19 */
     /* [required: half precisions] dst(n) = src(n) converted (NaN stays NaN, overflow gives
      * inf; the same dtype copies) */
-    fg_status (*cast)(void *state, void *queue, uint32_t dst_dtype /* dst */,
-                      uint32_t src_dtype /* src */, void *dst, const void *src, size_t n,
-                      fg_error *err);
+    FG_OP_ENTRY(cast); /* op 20 */
     /* [required: optimizer sgd] Fused update over a flat range; the momentum buffer is f32
      * (NULL without momentum). Each element's update is computed in f32 from the widened
      * parameter and rounded to nearest even back into param. */
-    fg_status (*sgd_update)(void *state, void *queue, uint32_t param_dtype /* param */,
-                            uint32_t grad_dtype /* grad */, const fg_sgd_args *a, void *param,
-                            const void *grad, float *momentum_buf, size_t n, fg_error *err);
+    FG_OP_ENTRY(sgd_update); /* op 21 */
     /* [required: optimizer adamw] As sgd_update; m and v are f32. */
-    fg_status (*adamw_update)(void *state, void *queue, uint32_t param_dtype /* param */,
-                              uint32_t grad_dtype /* grad */, const fg_adamw_args *a,
-                              void *param, const void *grad, float *m, float *v, size_t n,
-                              fg_error *err);
+    FG_OP_ENTRY(adamw_update); /* op 22 */
 
     /* ---- queues and events -------------------------------------------
      * What lets a batch's host-to-device copy overlap compute. An event marks a point in a
@@ -367,56 +434,31 @@ typedef struct fg_backend_vtable {
      * its metric and its gradient. loss_sum and metric_sum (f32 device scalars; NULL:
      * skipped) are accumulated into: += scale * sum(l), += scale * sum(metric). dx (x_dtype,
      * may alias x; NULL: skipped) = grad_scale * dl/dx. */
-    fg_status (*pointwise_loss)(void *state, void *queue, uint32_t x_dtype /* x, dx */,
-                                int kind, const void *x, const float *t, size_t n, float scale,
-                                float *loss_sum, float *metric_sum, float grad_scale, void *dx,
-                                fg_error *err);
+    FG_OP_ENTRY(pointwise_loss); /* op 23 */
 
     /* ---- transformer ops ([queue] unless said otherwise) ------------------------------ */
     /* [required: layernorm, rmsnorm] Over the last dimension of x (rows, cols). rms == 0:
      * PyTorch's LayerNorm (biased variance, eps inside the square root); gamma and beta may
      * be NULL (1 and 0). rms != 0: y = x / sqrt(mean(x^2) + eps) * gamma, beta and mean
      * unused (may be NULL). mean and rstd (rows, f32) are saved for backward. */
-    fg_status (*layernorm_forward)(void *state, void *queue, uint32_t x_dtype /* x, y */,
-                                   uint32_t param_dtype /* gamma, beta */, int rms, int rows,
-                                   int cols, const void *x, const void *gamma,
-                                   const void *beta, float eps, float *mean, float *rstd,
-                                   void *y, fg_error *err);
+    FG_OP_ENTRY(layernorm_forward); /* op 24 */
     /* [required: layernorm, rmsnorm] dx overwritten (may be NULL); dgamma, dbeta (may be
      * NULL) overwritten or, when accumulate != 0, added to. */
-    fg_status (*layernorm_backward)(void *state, void *queue, uint32_t x_dtype /* x, dy, dx */,
-                                    uint32_t param_dtype /* gamma */,
-                                    uint32_t grad_dtype /* dgamma, dbeta */, int rms, int rows,
-                                    int cols, const void *x, const void *gamma,
-                                    const float *mean, const float *rstd, const void *dy,
-                                    void *dx, void *dgamma, void *dbeta, int accumulate,
-                                    fg_error *err);
+    FG_OP_ENTRY(layernorm_backward); /* op 25 */
     /* [required: embedding] out(n, dim) = table(rows, dim)[ids] (accumulate != 0: +=).
      * An id outside [0, rows) fails with FG_INVALID_ARGUMENT naming it and its position. */
-    fg_status (*embedding_forward)(void *state, void *queue, uint32_t table_dtype /* table */,
-                                   uint32_t out_dtype /* out */, const int32_t *ids, int n,
-                                   int dim, int rows, const void *table, void *out,
-                                   int accumulate, fg_error *err);
+    FG_OP_ENTRY(embedding_forward); /* op 26 */
     /* [required: embedding] dtable(rows, dim) (+)= the rows of dout(n, dim) added at ids;
      * repeated ids sum. */
-    fg_status (*embedding_backward)(void *state, void *queue, uint32_t dout_dtype /* dout */,
-                                    uint32_t grad_dtype /* dtable */, const int32_t *ids,
-                                    int n, int dim, int rows, const void *dout, void *dtable,
-                                    int accumulate, fg_error *err);
+    FG_OP_ENTRY(embedding_backward); /* op 27 */
     /* [required with attention_forward; any thread] Bytes of device scratch
      * attention_forward and attention_backward need, for every dtype; 0 for a bad desc. */
     size_t (*attention_workspace)(void *state, const fg_attention_desc *d);
     /* [required: attention] y(B, T, C) from qkv(B, T, 3C); lse (B, heads, T, f32): each
      * row's log-sum-exp of the scaled scores, saved for backward. */
-    fg_status (*attention_forward)(void *state, void *queue, uint32_t dtype /* qkv, y */,
-                                   const fg_attention_desc *d, const void *qkv, void *y,
-                                   float *lse, void *workspace, fg_error *err);
+    FG_OP_ENTRY(attention_forward); /* op 28 */
     /* [required: attention] dqkv overwritten. y and lse are the forward's. */
-    fg_status (*attention_backward)(void *state, void *queue,
-                                    uint32_t dtype /* qkv, y, dy, dqkv */,
-                                    const fg_attention_desc *d, const void *qkv, const void *y,
-                                    const float *lse, const void *dy, void *dqkv,
-                                    void *workspace, fg_error *err);
+    FG_OP_ENTRY(attention_backward); /* op 29 */
 
     /* ---- ABI 1.1 ------------------------------------------------------------------------ */
     /* [optional: fulgur generate's KV cache] The attention of one new position against the
@@ -427,9 +469,7 @@ typedef struct fg_backend_vtable {
      * and d->dropout are not read (decoding never drops). workspace: attention_workspace(d)
      * bytes. NULL: the caller runs attention_forward over rows [0, pos] (every query of
      * them, not only the last). */
-    fg_status (*attention_decode)(void *state, void *queue, uint32_t dtype /* qkv, y */,
-                                  const fg_attention_desc *d, int pos, const void *qkv,
-                                  void *y, void *workspace, fg_error *err);
+    FG_OP_ENTRY(attention_decode); /* op 30 */
 
     /* ---- ABI 1.2 ------------------------------------------------------------------------ */
     /* [optional: linear's forward] C(m,n) = op(A) op(B) + bias(n) broadcast over the rows,
@@ -438,11 +478,7 @@ typedef struct fg_backend_vtable {
      * bias has b's dtype (a layer's weight and bias are both parameters) and may be NULL
      * (no bias). NULL: the caller runs gemm (beta 0), then bias_add on C, which rounds C
      * before adding the bias when C is a half type. */
-    fg_status (*gemm_bias)(void *state, void *queue, uint32_t a_dtype /* a */,
-                           uint32_t b_dtype /* b, bias */, uint32_t c_dtype /* c */,
-                           int trans_a, int trans_b, int m, int n, int k, const void *a,
-                           int lda, const void *b, int ldb, const void *bias, void *c, int ldc,
-                           fg_error *err);
+    FG_OP_ENTRY(gemm_bias); /* op 31 */
 
     /* ---- ABI 1.3 ------------------------------------------------------------------------ */
     /* [optional; any thread] Nonzero when `device` computes on host memory synchronously:
@@ -467,45 +503,15 @@ typedef struct fg_backend_op_desc {
     const char *dtype_names[FG_OP_MAX_DTYPES];
 } fg_backend_op_desc;
 
+/* The count of an op's dtype arguments (1 to FG_OP_MAX_DTYPES). */
+#define FG_OP_NARGS_(...) FG_OP_NARGS_I_(__VA_ARGS__, 3, 2, 1, 0)
+#define FG_OP_NARGS_I_(a, b, c, n, ...) n
+#define FG_OP_DESC_(ctx, id, entry, ...)                                                    \
+    { #entry, offsetof(fg_backend_vtable, entry), FG_OP_NARGS_(__VA_ARGS__), { __VA_ARGS__ } },
+
 static inline const fg_backend_op_desc *fg_backend_op_info(uint32_t op)
 {
-#define FG_OP_DESC_(entry, count, ...)                                                      \
-    { #entry, offsetof(fg_backend_vtable, entry), count, { __VA_ARGS__ } }
-    static const fg_backend_op_desc ops[FG_OP_COUNT] = {
-        FG_OP_DESC_(gemm, 3, "a", "b", "c"),
-        FG_OP_DESC_(bias_add, 2, "y", "bias"),
-        FG_OP_DESC_(bias_grad, 2, "dbias", "dy"),
-        FG_OP_DESC_(activation_forward, 1, "x"),
-        FG_OP_DESC_(activation_backward, 1, "x"),
-        FG_OP_DESC_(conv2d_forward, 2, "x", "param"),
-        FG_OP_DESC_(conv2d_backward, 3, "x", "param", "grad"),
-        FG_OP_DESC_(pool2d_forward, 1, "x"),
-        FG_OP_DESC_(pool2d_backward, 1, "x"),
-        FG_OP_DESC_(batchnorm_forward, 2, "x", "param"),
-        FG_OP_DESC_(batchnorm_backward, 3, "x", "param", "grad"),
-        FG_OP_DESC_(dropout_forward, 1, "x"),
-        FG_OP_DESC_(dropout_backward, 1, "x"),
-        FG_OP_DESC_(softmax_xent_forward, 1, "logits"),
-        FG_OP_DESC_(softmax_xent_backward, 1, "dlogits"),
-        FG_OP_DESC_(fill, 1, "x"),
-        FG_OP_DESC_(scale, 1, "x"),
-        FG_OP_DESC_(axpy, 2, "x", "y"),
-        FG_OP_DESC_(clamp, 1, "x"),
-        FG_OP_DESC_(sum_squares, 1, "x"),
-        FG_OP_DESC_(cast, 2, "dst", "src"),
-        FG_OP_DESC_(sgd_update, 2, "param", "grad"),
-        FG_OP_DESC_(adamw_update, 2, "param", "grad"),
-        FG_OP_DESC_(pointwise_loss, 1, "x"),
-        FG_OP_DESC_(layernorm_forward, 2, "x", "param"),
-        FG_OP_DESC_(layernorm_backward, 3, "x", "param", "grad"),
-        FG_OP_DESC_(embedding_forward, 2, "table", "out"),
-        FG_OP_DESC_(embedding_backward, 2, "dout", "grad"),
-        FG_OP_DESC_(attention_forward, 1, "qkv"),
-        FG_OP_DESC_(attention_backward, 1, "qkv"),
-        FG_OP_DESC_(attention_decode, 1, "qkv"),
-        FG_OP_DESC_(gemm_bias, 3, "a", "b", "c"),
-    };
-#undef FG_OP_DESC_
+    static const fg_backend_op_desc ops[FG_OP_COUNT] = { FG_BACKEND_OPS(FG_OP_DESC_, ~) };
     return op < FG_OP_COUNT ? &ops[op] : NULL;
 }
 

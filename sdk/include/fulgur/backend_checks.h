@@ -1,0 +1,619 @@
+/* The argument checks of every backend op, written once: shapes, descriptors, scalar ranges
+ * and NULL pointers, everything a backend can check without reading device memory. A
+ * backend gets them by pointing its vtable at checked trampolines:
+ *
+ *     #define FG_BACKEND_CHECK_WHO "backend.mine"   (the prefix of every message)
+ *     FG_BACKEND_OP_PROTOTYPES(my_op_)              (its maths: my_op_gemm, ...)
+ *     FG_BACKEND_CHECKED_OPS(my_op_)                (static my_op_checked_gemm, ...)
+ *     static const fg_backend_vtable vt = { ..., FG_BACKEND_OP_INIT_CHECKED(my_op_) ... };
+ *
+ * A trampoline runs the op's check, then the maths only for a valid call with work to do: a
+ * check may answer "valid, nothing to do" (a zero-sized call), and the maths never sees a
+ * call that failed its check. What only the data can tell (a label outside [0, classes), an
+ * embedding id outside the table) and which dtypes the backend stores stay the backend's.
+ * A failure is FG_INVALID_ARGUMENT with "WHO: OP: what is wrong". */
+#ifndef FULGUR_BACKEND_CHECKS_H
+#define FULGUR_BACKEND_CHECKS_H
+
+#include <stdint.h>
+
+#include "fulgur/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#endif
+
+/* A check's signature: the op's arguments without state; *skip = 1: valid, nothing to do. */
+#define FG_OP_CHECK(entry)                                                                  \
+    static inline fg_status fg_check_##entry(const char *who, int *skip,                    \
+                                             void *queue FG_OP_SIG_##entry(FG_OP_DECL_),    \
+                                             fg_error *err)
+
+#define FG_CHECK_(cond, op, ...)                                                            \
+    do {                                                                                    \
+        if (!(cond))                                                                        \
+            return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: %s: " __VA_ARGS__);          \
+    } while (0)
+/* The arguments of FG_CHECK_'s message start with who and op. */
+#define FG_CHECK_MSG_(op) who, op
+#define FG_CHECK_NOT_NULL_(op, ptr)                                                         \
+    FG_CHECK_((ptr) != NULL, op, "%s is NULL", FG_CHECK_MSG_(op), #ptr)
+/* Ops belong to a device through their queue. */
+#define FG_CHECK_QUEUE_(op) FG_CHECK_NOT_NULL_(op, queue)
+
+static inline fg_status fg_check_gemm_shape_(const char *who, const char *op, int trans_a,
+                                             int trans_b, int m, int n, int k, const void *a,
+                                             int lda, const void *b, int ldb, const void *c,
+                                             int ldc, int *skip, fg_error *err)
+{
+    FG_CHECK_(m >= 0 && n >= 0 && k >= 0, op, "m = %d, n = %d, k = %d must be >= 0",
+              FG_CHECK_MSG_(op), m, n, k);
+    int a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
+    FG_CHECK_(lda >= (a_cols > 1 ? a_cols : 1), op, "lda = %d is smaller than the %d columns of A",
+              FG_CHECK_MSG_(op), lda, a_cols);
+    FG_CHECK_(ldb >= (b_cols > 1 ? b_cols : 1), op, "ldb = %d is smaller than the %d columns of B",
+              FG_CHECK_MSG_(op), ldb, b_cols);
+    FG_CHECK_(ldc >= (n > 1 ? n : 1), op, "ldc = %d is smaller than n = %d", FG_CHECK_MSG_(op),
+              ldc, n);
+    if (m == 0 || n == 0) {
+        *skip = 1;
+        return FG_OK;
+    }
+    FG_CHECK_NOT_NULL_(op, c);
+    if (k > 0) {
+        FG_CHECK_NOT_NULL_(op, a);
+        FG_CHECK_NOT_NULL_(op, b);
+    }
+    return FG_OK;
+}
+
+FG_OP_CHECK(gemm)
+{
+    FG_CHECK_QUEUE_("gemm");
+    return fg_check_gemm_shape_(who, "gemm", trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc,
+                                skip, err);
+}
+
+FG_OP_CHECK(gemm_bias)
+{
+    FG_CHECK_QUEUE_("gemm_bias");
+    return fg_check_gemm_shape_(who, "gemm_bias", trans_a, trans_b, m, n, k, a, lda, b, ldb, c,
+                                ldc, skip, err);
+}
+
+FG_OP_CHECK(bias_add)
+{
+    FG_CHECK_QUEUE_("bias_add");
+    FG_CHECK_(rows >= 0 && cols >= 0 && spatial >= 0, "bias_add",
+              "rows = %d, cols = %d, spatial = %d must be >= 0", FG_CHECK_MSG_("bias_add"), rows,
+              cols, spatial);
+    if ((size_t)rows * (size_t)cols * (size_t)spatial == 0) {
+        *skip = 1;
+        return FG_OK;
+    }
+    FG_CHECK_NOT_NULL_("bias_add", y);
+    FG_CHECK_NOT_NULL_("bias_add", bias);
+    return FG_OK;
+}
+
+FG_OP_CHECK(bias_grad)
+{
+    FG_CHECK_QUEUE_("bias_grad");
+    FG_CHECK_(rows >= 0 && cols >= 0 && spatial >= 0, "bias_grad",
+              "rows = %d, cols = %d, spatial = %d must be >= 0", FG_CHECK_MSG_("bias_grad"), rows,
+              cols, spatial);
+    if (cols == 0) {
+        *skip = 1;
+        return FG_OK;
+    }
+    FG_CHECK_NOT_NULL_("bias_grad", dbias);
+    if ((size_t)rows * (size_t)spatial > 0)
+        FG_CHECK_NOT_NULL_("bias_grad", dy);
+    return FG_OK; /* no rows: dbias still becomes 0 (or stays, accumulating) */
+}
+
+static inline fg_status fg_check_act_(const char *who, const char *op, int act, fg_error *err)
+{
+    FG_CHECK_(act >= FG_ACT_NONE && act <= FG_ACT_SIGMOID, op,
+              "unknown activation %d (none 0, relu 1, gelu 2, tanh 3, sigmoid 4)",
+              FG_CHECK_MSG_(op), act);
+    return FG_OK;
+}
+
+FG_OP_CHECK(activation_forward)
+{
+    FG_CHECK_QUEUE_("activation_forward");
+    fg_status st = fg_check_act_(who, "activation_forward", act, err);
+    if (st != FG_OK || n == 0) {
+        *skip = 1;
+        return st;
+    }
+    FG_CHECK_NOT_NULL_("activation_forward", x);
+    FG_CHECK_NOT_NULL_("activation_forward", y);
+    return FG_OK;
+}
+
+FG_OP_CHECK(activation_backward)
+{
+    FG_CHECK_QUEUE_("activation_backward");
+    fg_status st = fg_check_act_(who, "activation_backward", act, err);
+    if (st != FG_OK || n == 0) {
+        *skip = 1;
+        return st;
+    }
+    FG_CHECK_NOT_NULL_("activation_backward", dy);
+    FG_CHECK_NOT_NULL_("activation_backward", dx);
+    if (act == FG_ACT_RELU || act == FG_ACT_GELU)
+        FG_CHECK_NOT_NULL_("activation_backward", x);
+    if (act == FG_ACT_TANH || act == FG_ACT_SIGMOID)
+        FG_CHECK_NOT_NULL_("activation_backward", y);
+    return FG_OK;
+}
+
+/* ---- windows: conv and pooling ---------------------------------------------------------- */
+
+/* A window descriptor (a convolution's when need_k) whose out_h and out_w the window gives. */
+static inline fg_status fg_check_window(const char *who, const char *op, const fg_conv2d_desc *d,
+                                        int need_k, fg_error *err)
+{
+    FG_CHECK_(d != NULL, op, "descriptor is NULL", FG_CHECK_MSG_(op));
+    FG_CHECK_(d->struct_size >= offsetof(fg_conv2d_desc, out_w) + sizeof d->out_w, op,
+              "descriptor struct_size %u is smaller than fg_conv2d_desc v1.0", FG_CHECK_MSG_(op),
+              (unsigned)d->struct_size);
+    FG_CHECK_(d->n >= 1 && d->c >= 1 && d->h >= 1 && d->w >= 1, op,
+              "input n = %d, c = %d, h = %d, w = %d must all be >= 1", FG_CHECK_MSG_(op), d->n,
+              d->c, d->h, d->w);
+    FG_CHECK_(!need_k || d->k >= 1, op, "output channels k = %d must be >= 1", FG_CHECK_MSG_(op),
+              d->k);
+    FG_CHECK_(d->r >= 1 && d->s >= 1, op, "window r = %d, s = %d must be >= 1", FG_CHECK_MSG_(op),
+              d->r, d->s);
+    FG_CHECK_(d->stride_h >= 1 && d->stride_w >= 1, op,
+              "stride_h = %d, stride_w = %d must be >= 1", FG_CHECK_MSG_(op), d->stride_h,
+              d->stride_w);
+    FG_CHECK_(d->pad_h >= 0 && d->pad_w >= 0, op, "pad_h = %d, pad_w = %d must be >= 0",
+              FG_CHECK_MSG_(op), d->pad_h, d->pad_w);
+    int eh = d->h + 2 * d->pad_h - d->r, ew = d->w + 2 * d->pad_w - d->s;
+    FG_CHECK_(eh >= 0 && ew >= 0, op, "window %dx%d is larger than the padded input %dx%d",
+              FG_CHECK_MSG_(op), d->r, d->s, d->h + 2 * d->pad_h, d->w + 2 * d->pad_w);
+    int oh = eh / d->stride_h + 1, ow = ew / d->stride_w + 1;
+    FG_CHECK_(d->out_h == oh && d->out_w == ow, op, "out_h = %d, out_w = %d, but the window gives %dx%d",
+              FG_CHECK_MSG_(op), d->out_h, d->out_w, oh, ow);
+    return FG_OK;
+}
+
+FG_OP_CHECK(conv2d_forward)
+{
+    FG_CHECK_QUEUE_("conv2d_forward");
+    fg_status st = fg_check_window(who, "conv2d_forward", d, 1, err);
+    if (st != FG_OK)
+        return st;
+    FG_CHECK_NOT_NULL_("conv2d_forward", x);
+    FG_CHECK_NOT_NULL_("conv2d_forward", w);
+    FG_CHECK_NOT_NULL_("conv2d_forward", y);
+    FG_CHECK_NOT_NULL_("conv2d_forward", workspace);
+    return FG_OK;
+}
+
+FG_OP_CHECK(conv2d_backward)
+{
+    FG_CHECK_QUEUE_("conv2d_backward");
+    fg_status st = fg_check_window(who, "conv2d_backward", d, 1, err);
+    if (st != FG_OK)
+        return st;
+    FG_CHECK_NOT_NULL_("conv2d_backward", dy);
+    FG_CHECK_NOT_NULL_("conv2d_backward", workspace);
+    if (dw)
+        FG_CHECK_NOT_NULL_("conv2d_backward", x);
+    if (dx)
+        FG_CHECK_NOT_NULL_("conv2d_backward", w);
+    return FG_OK;
+}
+
+static inline fg_status fg_check_pool_(const char *who, const char *op, int mode,
+                                       const fg_conv2d_desc *d, const int32_t *argmax,
+                                       fg_error *err)
+{
+    FG_CHECK_(mode == FG_POOL_MAX || mode == FG_POOL_AVG, op, "unknown mode %d (max 1, avg 2)",
+              FG_CHECK_MSG_(op), mode);
+    FG_CHECK_(mode != FG_POOL_MAX || argmax != NULL, op, "max pooling needs the argmax buffer",
+              FG_CHECK_MSG_(op));
+    return fg_check_window(who, op, d, 0, err);
+}
+
+FG_OP_CHECK(pool2d_forward)
+{
+    FG_CHECK_QUEUE_("pool2d_forward");
+    fg_status st = fg_check_pool_(who, "pool2d_forward", mode, d, argmax, err);
+    if (st != FG_OK)
+        return st;
+    FG_CHECK_NOT_NULL_("pool2d_forward", x);
+    FG_CHECK_NOT_NULL_("pool2d_forward", y);
+    return FG_OK;
+}
+
+FG_OP_CHECK(pool2d_backward)
+{
+    FG_CHECK_QUEUE_("pool2d_backward");
+    fg_status st = fg_check_pool_(who, "pool2d_backward", mode, d, argmax, err);
+    if (st != FG_OK)
+        return st;
+    FG_CHECK_NOT_NULL_("pool2d_backward", dy);
+    FG_CHECK_NOT_NULL_("pool2d_backward", dx);
+    return FG_OK;
+}
+
+/* ---- batch norm, dropout, losses ---------------------------------------------------------- */
+
+FG_OP_CHECK(batchnorm_forward)
+{
+    const char *op = "batchnorm_forward";
+    FG_CHECK_QUEUE_(op);
+    FG_CHECK_(n >= 1 && c >= 1 && spatial >= 1, op, "n = %d, c = %d, spatial = %d must be >= 1",
+              FG_CHECK_MSG_(op), n, c, spatial);
+    FG_CHECK_(eps >= 0.0f, op, "eps = %g must be >= 0", FG_CHECK_MSG_(op), (double)eps);
+    FG_CHECK_NOT_NULL_(op, x);
+    FG_CHECK_NOT_NULL_(op, y);
+    if (training) {
+        FG_CHECK_((size_t)n * (size_t)spatial > 1, op,
+                  "training needs more than 1 value per channel (n = %d, spatial = %d)",
+                  FG_CHECK_MSG_(op), n, spatial);
+        FG_CHECK_NOT_NULL_(op, saved_mean);
+        FG_CHECK_NOT_NULL_(op, saved_invstd);
+        FG_CHECK_((running_mean == NULL) == (running_var == NULL), op,
+                  "running_mean and running_var must both be given or both be NULL",
+                  FG_CHECK_MSG_(op));
+    } else {
+        FG_CHECK_NOT_NULL_(op, running_mean);
+        FG_CHECK_NOT_NULL_(op, running_var);
+    }
+    return FG_OK;
+}
+
+FG_OP_CHECK(batchnorm_backward)
+{
+    const char *op = "batchnorm_backward";
+    FG_CHECK_QUEUE_(op);
+    FG_CHECK_(n >= 1 && c >= 1 && spatial >= 1, op, "n = %d, c = %d, spatial = %d must be >= 1",
+              FG_CHECK_MSG_(op), n, c, spatial);
+    FG_CHECK_NOT_NULL_(op, x);
+    FG_CHECK_NOT_NULL_(op, saved_mean);
+    FG_CHECK_NOT_NULL_(op, saved_invstd);
+    FG_CHECK_NOT_NULL_(op, dy);
+    return FG_OK;
+}
+
+static inline fg_status fg_check_p_(const char *who, const char *op, float p, fg_error *err)
+{
+    FG_CHECK_(p >= 0.0f && p <= 1.0f, op, "p = %g is outside [0, 1]", FG_CHECK_MSG_(op),
+              (double)p);
+    return FG_OK;
+}
+
+FG_OP_CHECK(dropout_forward)
+{
+    FG_CHECK_QUEUE_("dropout_forward");
+    fg_status st = fg_check_p_(who, "dropout_forward", p, err);
+    if (st != FG_OK || n == 0) {
+        *skip = 1;
+        return st;
+    }
+    FG_CHECK_NOT_NULL_("dropout_forward", x);
+    FG_CHECK_NOT_NULL_("dropout_forward", y);
+    FG_CHECK_NOT_NULL_("dropout_forward", mask);
+    return FG_OK;
+}
+
+FG_OP_CHECK(dropout_backward)
+{
+    FG_CHECK_QUEUE_("dropout_backward");
+    fg_status st = fg_check_p_(who, "dropout_backward", p, err);
+    if (st != FG_OK || n == 0) {
+        *skip = 1;
+        return st;
+    }
+    FG_CHECK_NOT_NULL_("dropout_backward", mask);
+    FG_CHECK_NOT_NULL_("dropout_backward", dy);
+    FG_CHECK_NOT_NULL_("dropout_backward", dx);
+    return FG_OK;
+}
+
+/* rows and classes of softmax_xent_*; whether each label lies in [0, classes) is the
+ * backend's to check (it reads the labels). */
+static inline fg_status fg_check_xent_rows_(const char *who, const char *op, int rows,
+                                            int classes, const int32_t *labels, int *skip,
+                                            fg_error *err)
+{
+    FG_CHECK_(rows >= 0 && classes >= 1, op, "rows = %d must be >= 0, classes = %d >= 1",
+              FG_CHECK_MSG_(op), rows, classes);
+    if (rows == 0) {
+        *skip = 1;
+        return FG_OK;
+    }
+    FG_CHECK_NOT_NULL_(op, labels);
+    return FG_OK;
+}
+
+FG_OP_CHECK(softmax_xent_forward)
+{
+    FG_CHECK_QUEUE_("softmax_xent_forward");
+    fg_status st = fg_check_xent_rows_(who, "softmax_xent_forward", rows, classes, labels, skip,
+                                       err);
+    if (st != FG_OK || *skip)
+        return st;
+    FG_CHECK_NOT_NULL_("softmax_xent_forward", logits);
+    FG_CHECK_NOT_NULL_("softmax_xent_forward", probs);
+    return FG_OK;
+}
+
+FG_OP_CHECK(softmax_xent_backward)
+{
+    FG_CHECK_QUEUE_("softmax_xent_backward");
+    fg_status st = fg_check_xent_rows_(who, "softmax_xent_backward", rows, classes, labels, skip,
+                                       err);
+    if (st != FG_OK || *skip)
+        return st;
+    FG_CHECK_NOT_NULL_("softmax_xent_backward", probs);
+    FG_CHECK_NOT_NULL_("softmax_xent_backward", dlogits);
+    return FG_OK;
+}
+
+FG_OP_CHECK(pointwise_loss)
+{
+    FG_CHECK_QUEUE_("pointwise_loss");
+    FG_CHECK_(kind == FG_LOSS_MSE || kind == FG_LOSS_BCE_LOGITS, "pointwise_loss",
+              "unknown loss kind %d", FG_CHECK_MSG_("pointwise_loss"), kind);
+    if (n == 0) {
+        *skip = 1;
+        return FG_OK;
+    }
+    FG_CHECK_NOT_NULL_("pointwise_loss", x);
+    FG_CHECK_NOT_NULL_("pointwise_loss", t);
+    return FG_OK;
+}
+
+/* ---- flat buffers: elementwise, reductions, optimizer updates ------------------------- */
+
+/* A flat op of n elements: n == 0 is done; otherwise ptr must be there. */
+#define FG_CHECK_FLAT_(op, ptr)                                                             \
+    do {                                                                                    \
+        FG_CHECK_QUEUE_(op);                                                                \
+        if (n == 0) {                                                                       \
+            *skip = 1;                                                                      \
+            return FG_OK;                                                                   \
+        }                                                                                   \
+        FG_CHECK_NOT_NULL_(op, ptr);                                                        \
+    } while (0)
+
+FG_OP_CHECK(fill)
+{
+    FG_CHECK_FLAT_("fill", x);
+    return FG_OK;
+}
+
+FG_OP_CHECK(scale)
+{
+    FG_CHECK_FLAT_("scale", x);
+    return FG_OK;
+}
+
+FG_OP_CHECK(axpy)
+{
+    FG_CHECK_FLAT_("axpy", x);
+    FG_CHECK_NOT_NULL_("axpy", y);
+    return FG_OK;
+}
+
+FG_OP_CHECK(clamp)
+{
+    FG_CHECK_FLAT_("clamp", x);
+    return FG_OK;
+}
+
+FG_OP_CHECK(cast)
+{
+    FG_CHECK_FLAT_("cast", dst);
+    FG_CHECK_NOT_NULL_("cast", src);
+    return FG_OK;
+}
+
+FG_OP_CHECK(sum_squares)
+{
+    FG_CHECK_QUEUE_("sum_squares");
+    FG_CHECK_NOT_NULL_("sum_squares", out);
+    if (n > 0)
+        FG_CHECK_NOT_NULL_("sum_squares", x);
+    return FG_OK; /* n == 0 still writes 0 */
+}
+
+FG_OP_CHECK(sgd_update)
+{
+    const char *op = "sgd_update";
+    FG_CHECK_QUEUE_(op);
+    FG_CHECK_(a != NULL && a->struct_size >= offsetof(fg_sgd_args, first_step) +
+                                                  sizeof a->first_step,
+              op, "args are NULL or older than fg_sgd_args v1.0", FG_CHECK_MSG_(op));
+    FG_CHECK_(!a->nesterov || (a->momentum > 0.0f && a->dampening == 0.0f), op,
+              "nesterov needs momentum > 0 and dampening = 0 (momentum = %g, dampening = %g)",
+              FG_CHECK_MSG_(op), (double)a->momentum, (double)a->dampening);
+    FG_CHECK_FLAT_(op, param);
+    FG_CHECK_NOT_NULL_(op, grad);
+    if (a->momentum != 0.0f)
+        FG_CHECK_NOT_NULL_(op, momentum_buf);
+    return FG_OK;
+}
+
+FG_OP_CHECK(adamw_update)
+{
+    const char *op = "adamw_update";
+    FG_CHECK_QUEUE_(op);
+    FG_CHECK_(a != NULL && a->struct_size >= offsetof(fg_adamw_args, step) + sizeof a->step, op,
+              "args are NULL or older than fg_adamw_args v1.0", FG_CHECK_MSG_(op));
+    FG_CHECK_(a->step >= 1, op, "step = %lld must be >= 1 (1-based)", FG_CHECK_MSG_(op),
+              (long long)a->step);
+    FG_CHECK_(a->beta1 >= 0.0f && a->beta1 < 1.0f && a->beta2 >= 0.0f && a->beta2 < 1.0f, op,
+              "beta1 = %g, beta2 = %g must lie in [0, 1)", FG_CHECK_MSG_(op), (double)a->beta1,
+              (double)a->beta2);
+    FG_CHECK_FLAT_(op, param);
+    FG_CHECK_NOT_NULL_(op, grad);
+    FG_CHECK_NOT_NULL_(op, m);
+    FG_CHECK_NOT_NULL_(op, v);
+    return FG_OK;
+}
+
+/* ---- transformer ops ----------------------------------------------------------------------- */
+
+static inline fg_status fg_check_norm_(const char *who, const char *op, int rms, int rows,
+                                       int cols, const void *x, const float *mean,
+                                       const float *rstd, fg_error *err)
+{
+    FG_CHECK_(rows >= 1 && cols >= 1, op, "rows = %d, cols = %d must be >= 1", FG_CHECK_MSG_(op),
+              rows, cols);
+    FG_CHECK_NOT_NULL_(op, x);
+    FG_CHECK_NOT_NULL_(op, rstd);
+    FG_CHECK_(rms || mean, op, "mean is NULL (needed unless rms)", FG_CHECK_MSG_(op));
+    return FG_OK;
+}
+
+FG_OP_CHECK(layernorm_forward)
+{
+    FG_CHECK_QUEUE_("layernorm_forward");
+    fg_status st = fg_check_norm_(who, "layernorm_forward", rms, rows, cols, x, mean, rstd, err);
+    if (st != FG_OK)
+        return st;
+    FG_CHECK_NOT_NULL_("layernorm_forward", y);
+    FG_CHECK_(eps >= 0.0f, "layernorm_forward", "eps = %g must be >= 0",
+              FG_CHECK_MSG_("layernorm_forward"), (double)eps);
+    return FG_OK;
+}
+
+FG_OP_CHECK(layernorm_backward)
+{
+    FG_CHECK_QUEUE_("layernorm_backward");
+    fg_status st = fg_check_norm_(who, "layernorm_backward", rms, rows, cols, x, mean, rstd, err);
+    if (st != FG_OK)
+        return st;
+    FG_CHECK_NOT_NULL_("layernorm_backward", dy);
+    return FG_OK;
+}
+
+/* n positions of dim values each, ids into a table of `rows` rows; the ids' values are the
+ * backend's to check (it reads them). */
+static inline fg_status fg_check_embedding_(const char *who, const char *op, const int32_t *ids,
+                                            int n, int dim, int rows, fg_error *err)
+{
+    FG_CHECK_(n >= 0 && dim >= 1 && rows >= 1, op, "n = %d must be >= 0, dim = %d and rows = %d >= 1",
+              FG_CHECK_MSG_(op), n, dim, rows);
+    FG_CHECK_(n == 0 || ids, op, "ids is NULL", FG_CHECK_MSG_(op));
+    return FG_OK;
+}
+
+FG_OP_CHECK(embedding_forward)
+{
+    FG_CHECK_QUEUE_("embedding_forward");
+    fg_status st = fg_check_embedding_(who, "embedding_forward", ids, n, dim, rows, err);
+    if (st != FG_OK || n == 0) {
+        *skip = 1;
+        return st;
+    }
+    FG_CHECK_NOT_NULL_("embedding_forward", table);
+    FG_CHECK_NOT_NULL_("embedding_forward", out);
+    return FG_OK;
+}
+
+FG_OP_CHECK(embedding_backward)
+{
+    FG_CHECK_QUEUE_("embedding_backward");
+    fg_status st = fg_check_embedding_(who, "embedding_backward", ids, n, dim, rows, err);
+    if (st != FG_OK)
+        return st;
+    FG_CHECK_NOT_NULL_("embedding_backward", dtable);
+    FG_CHECK_(n == 0 || dout, "embedding_backward", "dout is NULL",
+              FG_CHECK_MSG_("embedding_backward"));
+    return FG_OK; /* n == 0 still clears dtable (or leaves it, accumulating) */
+}
+
+/* An attention descriptor every backend accepts: sizes >= 1, dropout in [0, 1), and a qkv
+ * tensor of fewer than 2^31 elements. A backend may refuse more (a head_dim limit). */
+static inline int fg_attention_desc_valid(const fg_attention_desc *d)
+{
+    if (!d || d->struct_size < sizeof *d || d->batch < 1 || d->seq < 1 || d->heads < 1 ||
+        d->head_dim < 1 || !(d->dropout >= 0.0f && d->dropout < 1.0f))
+        return 0;
+    return (double)d->batch * d->seq * 3.0 * d->heads * d->head_dim <= (double)INT32_MAX;
+}
+
+static inline fg_status fg_check_attention_(const char *who, const char *op,
+                                            const fg_attention_desc *d, const void *qkv,
+                                            const void *y, const void *workspace, fg_error *err)
+{
+    FG_CHECK_(fg_attention_desc_valid(d), op,
+              "bad descriptor (batch, seq, heads, head_dim >= 1, dropout in [0, 1), fewer than "
+              "2^31 qkv elements, struct_size >= %zu)", FG_CHECK_MSG_(op), sizeof *d);
+    FG_CHECK_NOT_NULL_(op, qkv);
+    FG_CHECK_NOT_NULL_(op, y);
+    FG_CHECK_NOT_NULL_(op, workspace);
+    return FG_OK;
+}
+
+FG_OP_CHECK(attention_forward)
+{
+    FG_CHECK_QUEUE_("attention_forward");
+    fg_status st = fg_check_attention_(who, "attention_forward", d, qkv, y, workspace, err);
+    if (st != FG_OK)
+        return st;
+    FG_CHECK_NOT_NULL_("attention_forward", lse);
+    return FG_OK;
+}
+
+FG_OP_CHECK(attention_backward)
+{
+    FG_CHECK_QUEUE_("attention_backward");
+    fg_status st = fg_check_attention_(who, "attention_backward", d, qkv, y, workspace, err);
+    if (st != FG_OK)
+        return st;
+    FG_CHECK_NOT_NULL_("attention_backward", lse);
+    FG_CHECK_NOT_NULL_("attention_backward", dy);
+    FG_CHECK_NOT_NULL_("attention_backward", dqkv);
+    return FG_OK;
+}
+
+FG_OP_CHECK(attention_decode)
+{
+    FG_CHECK_QUEUE_("attention_decode");
+    fg_status st = fg_check_attention_(who, "attention_decode", d, qkv, y, workspace, err);
+    if (st != FG_OK)
+        return st;
+    FG_CHECK_(pos >= 0 && pos < d->seq, "attention_decode", "pos = %d is outside the cache's %d rows",
+              FG_CHECK_MSG_("attention_decode"), pos, d->seq);
+    return FG_OK;
+}
+
+/* ---- the trampolines ------------------------------------------------------------------------ */
+
+#define FG_OP_CHECKED_(prefix, id, entry, ...)                                               \
+    static fg_status prefix##checked_##entry FG_OP_PARAMS(entry)                             \
+    {                                                                                        \
+        int skip_ = 0;                                                                       \
+        fg_status st_ = fg_check_##entry(FG_BACKEND_CHECK_WHO, &skip_,                       \
+                                         queue FG_OP_SIG_##entry(FG_OP_NAME_), err);         \
+        return st_ != FG_OK || skip_ ? st_ : prefix##entry FG_OP_ARGS(entry);                \
+    }
+/* Defines static PREFIXchecked_<entry> for every op: the check, then PREFIX<entry>. */
+#define FG_BACKEND_CHECKED_OPS(prefix) FG_BACKEND_OPS(FG_OP_CHECKED_, prefix)
+#define FG_OP_INIT_CHECKED_(prefix, id, entry, ...) .entry = prefix##checked_##entry,
+/* The designated initialisers of a vtable's op entries, each its checked trampoline. */
+#define FG_BACKEND_OP_INIT_CHECKED(prefix) FG_BACKEND_OPS(FG_OP_INIT_CHECKED_, prefix)
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif
