@@ -1,5 +1,6 @@
-/* The argument checks every op file of the CUDA backend starts with (they mirror the CPU
- * backend's, plugins/backend-cpu/cpu_checks.h); each returns from the calling op with
+/* What every op of the CUDA backend starts with after the shared argument checks
+ * (fulgur/backend_checks.h, run by the trampolines of cuda_plugin.c): entering the queue's
+ * device, its dtypes, and the kernels' own limits; each returns from the calling op with
  * FG_INVALID_ARGUMENT (or the queue's or dtype's status) and a message naming the op. */
 #ifndef FG_CUDA_CHECKS_H
 #define FG_CUDA_CHECKS_H
