@@ -187,6 +187,12 @@ void fg_cpu_dropout_backward(fg_cpu_pool *pool, float p, const uint8_t *mask,
  * allowed), or -1. */
 int64_t fg_cpu_find_bad_label(const int32_t *labels, int rows, int classes, int ignorable);
 /* Labels must have been checked. probs may alias logits; loss_sum/correct may be NULL. */
+/* The fused classifier: the forward's loss and hits, and with dlogits (may alias logits)
+ * its gradient (softmax - onehot) * scale, in one pass over rows of stride ld (columns
+ * [classes, ld) are padding: dlogits 0 there). Labels must have been checked. */
+void fg_cpu_classifier(fg_cpu_pool *pool, const float *logits, int ld, const int32_t *labels,
+                       int rows, int classes, float *loss_sum, float *correct, float scale,
+                       float *dlogits);
 void fg_cpu_softmax_xent_forward(fg_cpu_pool *pool, const float *logits,
                                  const int32_t *labels, int rows, int classes, float *probs,
                                  float *loss_sum, float *correct);

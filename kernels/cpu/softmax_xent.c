@@ -1,5 +1,6 @@
-/* Softmax cross-entropy over rows: log-sum-exp around the row maximum, the row's
- * softmax kept for backward, loss and argmax hits summed per fixed row chunk in double
+/* Softmax cross-entropy over rows, and the fused classifier (forward and gradient in one
+ * pass, no probability buffer): log-sum-exp around the row maximum, the row's softmax kept
+ * for backward, loss and argmax hits summed per fixed row chunk in double
  * and combined in chunk order. A row labelled FG_CPU_IGNORED_LABEL adds nothing and gets a
  * zero gradient.
  *
@@ -51,10 +52,10 @@ static inline __attribute__((always_inline)) float fg_cpu_xent_max(const float *
     return m;
 }
 
-/* One row: writes its softmax, returns its loss, sets *hit when argmax (the first
- * maximum) == label. */
+/* One row: writes its softmax (when store; prob is not touched otherwise), returns its
+ * loss, sets *hit when argmax (the first maximum) == label. */
 static inline __attribute__((always_inline)) double
-fg_cpu_xent_row(const float *x, int label, int classes, float *prob, int *hit)
+fg_cpu_xent_row_(const float *x, int label, int classes, float *prob, int store, int *hit)
 {
     float m = fg_cpu_xent_max(x, classes);
     int best = 0;
@@ -68,18 +69,21 @@ fg_cpu_xent_row(const float *x, int label, int classes, float *prob, int *hit)
     for (; j + FG_CPU_XENT_LANES <= classes; j += FG_CPU_XENT_LANES)
         for (int l = 0; l < FG_CPU_XENT_LANES; l++) {
             float e = fg_cpu_exp(x[j + l] - m);
-            prob[j + l] = e;
+            if (store)
+                prob[j + l] = e;
             lane[l] += e;
         }
     double sum = 0.0;
     for (; j < classes; j++) {
-        prob[j] = fg_cpu_exp(x[j] - m);
-        sum += (double)prob[j];
+        float e = fg_cpu_exp(x[j] - m);
+        if (store)
+            prob[j] = e;
+        sum += (double)e;
     }
     for (int l = 0; l < FG_CPU_XENT_LANES; l++)
         sum += lane[l];
     float inv = (float)(1.0 / sum);
-    for (j = 0; j < classes; j++)
+    for (j = 0; store && j < classes; j++)
         prob[j] *= inv;
     *hit = best == label;
     return label == FG_CPU_IGNORED_LABEL ? 0.0 : (double)m + log(sum) - (double)at_label;
@@ -96,8 +100,8 @@ FG_CPU_VECTOR_CLONES static void fg_cpu_xent_forward_chunks(void *p, size_t b, s
         double loss = 0.0, hits = 0.0;
         for (size_t i = lo; i < hi; i++) {
             int hit;
-            loss += fg_cpu_xent_row(c->logits + i * cl, c->labels[i], c->classes,
-                                    c->probs + i * cl, &hit);
+            loss += fg_cpu_xent_row_(c->logits + i * cl, c->labels[i], c->classes,
+                                     c->probs + i * cl, 1, &hit);
             hits += hit;
         }
         c->loss[k] = loss;
@@ -128,24 +132,27 @@ void fg_cpu_softmax_xent_forward(fg_cpu_pool *pool, const float *logits,
         *correct = (float)((double)*correct + total_hits);
 }
 
+/* One row's gradient from its softmax: (prob - onehot) * scale; 0 for an ignored row. */
+static inline __attribute__((always_inline)) void
+fg_cpu_xent_grad_row(const float *prob, int label, size_t classes, float scale, float *d)
+{
+    if (label == FG_CPU_IGNORED_LABEL) {
+        for (size_t j = 0; j < classes; j++)
+            d[j] = 0.0f;
+        return;
+    }
+    float at_label = prob[label]; /* d may alias prob */
+    for (size_t j = 0; j < classes; j++)
+        d[j] = prob[j] * scale;
+    d[label] = (at_label - 1.0f) * scale;
+}
+
 FG_CPU_VECTOR_CLONES static void fg_cpu_xent_backward_rows(void *p, size_t b, size_t e)
 {
     fg_cpu_xent_ctx *c = p;
     size_t cl = (size_t)c->classes;
-    for (size_t i = b; i < e; i++) {
-        const float *prob = c->logits + i * cl;
-        float *d = c->probs + i * cl;
-        int label = c->labels[i];
-        if (label == FG_CPU_IGNORED_LABEL) {
-            for (size_t j = 0; j < cl; j++)
-                d[j] = 0.0f;
-            continue;
-        }
-        float at_label = prob[label]; /* d may alias prob */
-        for (size_t j = 0; j < cl; j++)
-            d[j] = prob[j] * c->scale;
-        d[label] = (at_label - 1.0f) * c->scale;
-    }
+    for (size_t i = b; i < e; i++)
+        fg_cpu_xent_grad_row(c->logits + i * cl, c->labels[i], cl, c->scale, c->probs + i * cl);
 }
 
 void fg_cpu_softmax_xent_backward(fg_cpu_pool *pool, const float *probs,
@@ -155,4 +162,71 @@ void fg_cpu_softmax_xent_backward(fg_cpu_pool *pool, const float *probs,
     fg_cpu_xent_ctx c = { probs, labels, rows, classes, dlogits, 0, NULL, NULL, scale };
     size_t grain = FG_CPU_GRAIN / (size_t)classes + 1;
     fg_cpu_parallel_for(pool, (size_t)rows, grain, 1, fg_cpu_xent_backward_rows, &c);
+}
+
+/* ---- the fused classifier: forward and gradient in one pass, rows of stride ld -------- */
+
+typedef struct fg_cpu_classifier_ctx {
+    const float *logits;
+    const int32_t *labels;
+    int rows, classes;
+    size_t ld;
+    float *dlogits; /* NULL: no gradient */
+    float scale;
+    size_t chunk;
+    double *loss, *hits;
+} fg_cpu_classifier_ctx;
+
+FG_CPU_VECTOR_CLONES static void fg_cpu_classifier_chunks(void *p, size_t b, size_t e)
+{
+    fg_cpu_classifier_ctx *c = p;
+    size_t cl = (size_t)c->classes;
+    for (size_t k = b; k < e; k++) {
+        size_t lo = k * c->chunk, hi = lo + c->chunk;
+        if (hi > (size_t)c->rows)
+            hi = (size_t)c->rows;
+        double loss = 0.0, hits = 0.0;
+        for (size_t i = lo; i < hi; i++) {
+            int hit;
+            const float *x = c->logits + i * c->ld;
+            if (!c->dlogits) {
+                loss += fg_cpu_xent_row_(x, c->labels[i], c->classes, NULL, 0, &hit);
+            } else {
+                /* the softmax lands in the gradient's row, then becomes the gradient: the
+                 * bits softmax_xent_forward's probs and its backward give */
+                float *d = c->dlogits + i * c->ld;
+                loss += fg_cpu_xent_row_(x, c->labels[i], c->classes, d, 1, &hit);
+                fg_cpu_xent_grad_row(d, c->labels[i], cl, c->scale, d);
+                for (size_t j = cl; j < c->ld; j++)
+                    d[j] = 0.0f;
+            }
+            hits += hit;
+        }
+        c->loss[k] = loss;
+        c->hits[k] = hits;
+    }
+}
+
+void fg_cpu_classifier(fg_cpu_pool *pool, const float *logits, int ld, const int32_t *labels,
+                       int rows, int classes, float *loss_sum, float *correct, float scale,
+                       float *dlogits)
+{
+    double loss[FG_CPU_MAX_CHUNKS], hits[FG_CPU_MAX_CHUNKS];
+    /* the forward's chunks, so the sums are its sums */
+    size_t min_rows = 2048 / (size_t)classes;
+    size_t chunk = fg_cpu_reduce_chunk((size_t)rows, min_rows ? min_rows : 1);
+    size_t chunks = ((size_t)rows + chunk - 1) / chunk;
+    fg_cpu_classifier_ctx c = { logits, labels, rows, classes, (size_t)ld, dlogits, scale,
+                                chunk, loss, hits };
+    size_t grain = (FG_CPU_GRAIN / 16 / ((size_t)classes * chunk)) + 1;
+    fg_cpu_parallel_for(pool, chunks, grain, 1, fg_cpu_classifier_chunks, &c);
+    double total_loss = 0.0, total_hits = 0.0;
+    for (size_t k = 0; k < chunks; k++) {
+        total_loss += loss[k];
+        total_hits += hits[k];
+    }
+    if (loss_sum)
+        *loss_sum = (float)((double)*loss_sum + total_loss);
+    if (correct)
+        *correct = (float)((double)*correct + total_hits);
 }

@@ -105,6 +105,13 @@ cudaError_t fg_cu_xent_forward(cudaStream_t s, int type, const void *logits,
                                float *loss_sum, float *correct, double *scratch,
                                unsigned long long *bad);
 /* dlogits (type) = (probs - onehot(label)) * scale */
+/* The fused classifier (softmax cross-entropy, hits and dlogits in one pass over rows of
+ * stride ld_row, dlogits NULL or of the logits' type, may alias them); loss_sum and correct
+ * as fg_cu_xent_forward; a bad label reported as there. scratch: FG_CU_SCRATCH_DOUBLES. */
+cudaError_t fg_cu_classifier(cudaStream_t s, int type, const void *logits, int ld_row,
+                             const int32_t *labels, int rows, int classes, float *loss_sum,
+                             float *correct, float scale, void *dlogits, double *scratch,
+                             unsigned long long *bad);
 cudaError_t fg_cu_xent_backward(cudaStream_t s, int type, const float *probs,
                                 const int32_t *labels, int rows, int classes, float scale,
                                 void *dlogits, unsigned long long *bad);

@@ -172,6 +172,66 @@ __global__ void xent_rows_k(const T *logits, const int32_t *__restrict__ labels,
     }
 }
 
+/* The fused classifier: one warp per row of a chunk, as xent_rows_k (the same loss, hit and
+ * bad-label report), and with dlogits the row's gradient (softmax - onehot) * scale in the
+ * logits' dtype, 0 in the padding [classes, ld): the row is read three times, no
+ * probability buffer. Each lane reads and writes only its own columns, so dlogits may alias
+ * the logits. */
+template <typename T>
+__global__ void classifier_rows_k(const T *logits, int ld_row, const int32_t *__restrict__ labels,
+                                  int rows, int first, int classes, float scale, T *dlogits,
+                                  double *loss, double *hit, unsigned long long *bad)
+{
+    int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
+    if (warp >= rows)
+        return;
+    size_t base = (size_t)warp * (size_t)ld_row;
+    int label = labels[warp];
+    int valid = label >= 0 && label < classes;
+    float at_label = valid ? ld(logits, base + label) : 0.0f;
+    __syncwarp();
+    argmax_t best = {-INFINITY, -1};
+    for (int j = lane; j < classes; j += 32) {
+        float v = ld(logits, base + j);
+        if (j == 0 || (best.i < 0 ? v > -INFINITY : v > best.v))
+            best = argmax_t{v, j};
+    }
+    for (int off = 16; off > 0; off >>= 1) {
+        argmax_t o;
+        o.v = __shfl_xor_sync(0xffffffffu, best.v, off);
+        o.i = __shfl_xor_sync(0xffffffffu, best.i, off);
+        best = argmax_join(best, o);
+    }
+    float m = best.v;
+    double sum = 0.0;
+    for (int j = lane; j < classes; j += 32)
+        sum += (double)expf(ld(logits, base + j) - m);
+    for (int off = 16; off > 0; off >>= 1)
+        sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    float inv = (float)(1.0 / sum);
+    for (int j = lane; dlogits && j < ld_row; j += 32) {
+        float g = 0.0f;
+        if (j < classes && label != kIgnoredLabel) {
+            float p = expf(ld(logits, base + j) - m) * inv;
+            g = !valid ? NAN : j == label ? (p - 1.0f) * scale : p * scale;
+        }
+        st(dlogits, base + j, g);
+    }
+    if (lane == 0) {
+        if (label == kIgnoredLabel) {
+            loss[warp] = 0.0;
+            hit[warp] = 0.0;
+        } else if (!valid) {
+            *bad = bad_word(FG_CU_BAD_XENT, (size_t)(first + warp), label);
+            loss[warp] = NAN;
+            hit[warp] = 0.0;
+        } else {
+            loss[warp] = (double)m + log(sum) - (double)at_label;
+            hit[warp] = best.i == label ? 1.0 : 0.0;
+        }
+    }
+}
+
 /* One block: scale times the sums of a[count] and b[count], in a fixed tree, added to the
  * scalars (NULL: skipped). The softmax's losses and hits (scale 1: exactly the sums) and
  * the pointwise losses' chunk sums. */
@@ -319,6 +379,32 @@ cudaError_t fg_cu_xent_forward(cudaStream_t s, int type, const void *logits,
                       FGCU_LAUNCH(blocks, 256, 0, s, xent_rows_k<T>)((const T *)lg, labels + first,
                                                             count, first, classes, probs + off,
                                                             loss, hit, bad));
+        FGCU_LAUNCH(1, kReduceThreads, 0, s, sum_pair_k)(loss, hit, count, 1.0f, loss_sum,
+                                                          correct);
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess)
+            return e;
+    }
+    return cudaSuccess;
+}
+
+cudaError_t fg_cu_classifier(cudaStream_t s, int type, const void *logits, int ld_row,
+                             const int32_t *labels, int rows, int classes, float *loss_sum,
+                             float *correct, float scale, void *dlogits, double *scratch,
+                             unsigned long long *bad)
+{
+    size_t elem = type == F32 ? 4 : 2;
+    for (int first = 0; first < rows; first += FG_CU_XENT_CHUNK) {
+        int count = rows - first < FG_CU_XENT_CHUNK ? rows - first : FG_CU_XENT_CHUNK;
+        size_t off = (size_t)first * (size_t)ld_row * elem;
+        const char *lg = (const char *)logits + off;
+        char *dl = dlogits ? (char *)dlogits + off : NULL;
+        unsigned blocks = (unsigned)((count + 7) / 8); /* 8 warps a block */
+        double *loss = scratch, *hit = scratch + FG_CU_XENT_CHUNK;
+        FGCU_DISPATCH(type, T,
+                      FGCU_LAUNCH(blocks, 256, 0, s, classifier_rows_k<T>)(
+                          (const T *)lg, ld_row, labels + first, count, first, classes, scale,
+                          (T *)dl, loss, hit, bad));
         FGCU_LAUNCH(1, kReduceThreads, 0, s, sum_pair_k)(loss, hit, count, 1.0f, loss_sum,
                                                           correct);
         cudaError_t e = cudaGetLastError();

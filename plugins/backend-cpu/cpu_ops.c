@@ -432,6 +432,24 @@ fg_status fg_cpu_op_softmax_xent_backward(void *state, void *queue, uint32_t dlo
     return unstage(state, o, NARGS(o), st);
 }
 
+fg_status fg_cpu_op_classifier(void *state, void *queue, uint32_t dtype, const void *logits,
+                               int ld, const int32_t *labels, int rows, int classes,
+                               float *loss_sum, float *correct, float grad_scale, void *dlogits,
+                               fg_error *err)
+{
+    fg_status st = check_labels("classifier", labels, rows, classes, err);
+    if (st != FG_OK)
+        return st;
+    /* dlogits may alias logits: each half copy is its own f32 view, written back after */
+    size_t n = volume3(rows, ld, 1);
+    fg_cpu_operand o[] = {ARG_IN(logits, dtype, n), ARG_OUT(dlogits, dtype, dlogits ? n : 0)};
+    st = stage(state, queue, "classifier", o, NARGS(o), err);
+    if (st == FG_OK)
+        fg_cpu_classifier(POOL(state), o[0].f, ld, labels, rows, classes, loss_sum, correct,
+                          grad_scale, dlogits ? o[1].f : NULL);
+    return unstage(state, o, NARGS(o), st);
+}
+
 fg_status fg_cpu_op_pointwise_loss(void *state, void *queue, uint32_t x_dtype, int kind,
                                    const void *x, const float *t, size_t n, float scale,
                                    float *loss_sum, float *metric_sum, float grad_scale,

@@ -201,6 +201,20 @@ fg_status fg_cuda_op_softmax_xent_backward(void *state, void *queue, uint32_t dl
                             "softmax_xent_backward", err);
 }
 
+fg_status fg_cuda_op_classifier(void *state, void *queue, uint32_t dtype, const void *logits,
+                                int ld, const int32_t *labels, int rows, int classes,
+                                float *loss_sum, float *correct, float grad_scale,
+                                void *dlogits, fg_error *err)
+{
+    (void)state;
+    FG_CUDA_BEGIN("classifier", dtype);
+    fg_cuda_queue *q = queue;
+    return fg_cuda_launched(fg_cu_classifier(q->stream, (int)dtype, logits, ld, labels, rows,
+                                             classes, loss_sum, correct, grad_scale, dlogits,
+                                             q->scratch, q->bad_dev),
+                            "classifier", err);
+}
+
 /* ---- pointwise losses (mse, bce with logits) ------------------------------------------------- */
 
 fg_status fg_cuda_op_pointwise_loss(void *state, void *queue, uint32_t x_dtype, int kind,

@@ -78,6 +78,7 @@ void test_pool(void);
 void test_batchnorm(void);
 void test_dropout(void);
 void test_xent(void);
+void test_classifier(void);
 void test_pointwise_loss(void);
 void test_optim(void);
 void test_layernorm(void);

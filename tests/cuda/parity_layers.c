@@ -425,6 +425,84 @@ void test_xent(void)
     release_all();
 }
 
+/* Each side's a and b hold the same bytes (the fused classifier against the two-op path). */
+static void same_bits_each_side(const char *what, pair a, pair b, size_t bytes)
+{
+    unsigned char *ga = malloc(bytes), *gb = malloc(bytes);
+    download(a, ga);
+    download(b, gb);
+    checks++;
+    if (memcmp(a.c, b.c, bytes) != 0)
+        fail("%s: cpu: the fused and the two-op results differ", what);
+    checks++;
+    if (memcmp(ga, gb, bytes) != 0)
+        fail("%s: %s: the fused and the two-op results differ", what, P.dut_name);
+    free(ga);
+    free(gb);
+}
+
+/* The fused classifier (ABI 1.4): loss, hits and dlogits against the CPU backend, with
+ * padded rows (ld > classes: zeros there), in place, without a gradient, and bitwise the
+ * bits softmax_xent_forward then softmax_xent_backward give on each backend. */
+void test_classifier(void)
+{
+    static const int shapes[][3] = { { 1, 1, 1 },     { 7, 10, 10 },     { 33, 1000, 1000 },
+                                     { 9, 10, 16 },   { 65, 1000, 1024 }, { 1024, 10, 10 } };
+    for (int x = 0; x < 3; x++) {
+        const mix *dt = &mixes[x];
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            int rows = shapes[s][0], classes = shapes[s][1], ld = shapes[s][2];
+            size_t n = (size_t)rows * (size_t)ld, es = dtype_size(dt->act);
+            float scale = 1.0f / (float)rows, start[2] = { 1.5f, 3.0f };
+            pair logits = prandom(n, dt->act, -6, 6), labels = labels_for(rows, classes);
+            pair sums = pnew(8), dl = pnew(n * es);
+            pput(sums, start);
+            ppoison(dl);
+            const char *what = W("classifier %d x %d (ld %d) %s", rows, classes, ld,
+                                 mix_name(dt));
+            BOTH(what, V->classifier(S, Q, dt->act, X(logits), ld, X(labels), rows, classes,
+                                     X(sums), (float *)X(sums) + 1, scale, X(dl), E));
+            compare(what, dl, n, dt->act, tol_of(dt->act));
+            compare(W("classifier %d x %d (ld %d) %s (loss, hits)", rows, classes, ld,
+                      mix_name(dt)), sums, 2, FG_F32, 1e-5);
+            pair eval = pnew(8);
+            pput(eval, start);
+            BOTH("classifier without a gradient",
+                 V->classifier(S, Q, dt->act, X(logits), ld, X(labels), rows, classes, X(eval),
+                               (float *)X(eval) + 1, scale, NULL, E));
+            same_bits_each_side("classifier without a gradient (loss, hits)", eval, sums, 8);
+            if (ld == classes) {
+                pair probs = pnew(n * 4), two = pnew(8), dl2 = pnew(n * es);
+                pput(two, start);
+                BOTH("softmax_xent_forward (against the classifier)",
+                     V->softmax_xent_forward(S, Q, dt->act, X(logits), X(labels), rows, classes,
+                                             X(probs), X(two), (float *)X(two) + 1, E));
+                BOTH("softmax_xent_backward (against the classifier)",
+                     V->softmax_xent_backward(S, Q, dt->act, X(probs), X(labels), rows, classes,
+                                              scale, X(dl2), E));
+                same_bits_each_side(W("classifier %d x %d %s = xent forward + backward",
+                                      rows, classes, mix_name(dt)), dl, dl2, n * es);
+                same_bits_each_side("classifier = xent forward (loss, hits)", sums, two, 8);
+            }
+            release_all();
+        }
+    }
+    /* in place: dlogits over the logits, bf16 and f32 */
+    static const uint32_t inplace[] = { FG_F32, FG_BF16 };
+    for (int k = 0; k < 2; k++) {
+        size_t es = dtype_size(inplace[k]);
+        pair logits = prandom(64 * 12, inplace[k], -3, 3), labels = labels_for(64, 10);
+        pair copy = pnew(64 * 12 * es);
+        memcpy(copy.c, logits.c, 64 * 12 * es);
+        pmirror(copy);
+        BOTH("classifier in place",
+             V->classifier(S, Q, inplace[k], X(copy), 12, X(labels), 64, 10, NULL, NULL, 0.5f,
+                           X(copy), E));
+        compare("classifier in place", copy, 64 * 12, inplace[k], tol_of(inplace[k]));
+        release_all();
+    }
+}
+
 /* mse and bce_with_logits: loss and metric sums, then the gradient (also in place of x). */
 void test_pointwise_loss(void)
 {

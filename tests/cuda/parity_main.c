@@ -428,6 +428,8 @@ static const struct {
     { "batchnorm", test_batchnorm, OPS(FG_OP_BATCHNORM_FORWARD, FG_OP_BATCHNORM_BACKWARD) },
     { "dropout", test_dropout, OPS(FG_OP_DROPOUT_FORWARD, FG_OP_DROPOUT_BACKWARD) },
     { "xent", test_xent, OPS(FG_OP_SOFTMAX_XENT_FORWARD, FG_OP_SOFTMAX_XENT_BACKWARD) },
+    { "classifier", test_classifier,
+      OPS(FG_OP_CLASSIFIER, FG_OP_SOFTMAX_XENT_FORWARD, FG_OP_SOFTMAX_XENT_BACKWARD) },
     { "ploss", test_pointwise_loss, OPS(FG_OP_POINTWISE_LOSS) },
     { "optim", test_optim, OPS(FG_OP_SGD_UPDATE, FG_OP_ADAMW_UPDATE) },
     { "layernorm", test_layernorm, OPS(FG_OP_LAYERNORM_FORWARD, FG_OP_LAYERNORM_BACKWARD) },

@@ -186,6 +186,9 @@ typedef struct fg_attention_desc {
     P(uint32_t, c_dtype) /* c */ P(int, trans_a) P(int, trans_b) P(int, m) P(int, n) P(int, k)   \
     P(const void *, a) P(int, lda) P(const void *, b) P(int, ldb) P(const void *, bias)          \
     P(void *, c) P(int, ldc)
+#define FG_OP_SIG_classifier(P) P(uint32_t, dtype) /* logits, dlogits */                        \
+    P(const void *, logits) P(int, ld) P(const int32_t *, labels) P(int, rows) P(int, classes)   \
+    P(float *, loss_sum) P(float *, correct) P(float, grad_scale) P(void *, dlogits)
 
 #define FG_BACKEND_OPS(X, ctx)                                                                   \
     X(ctx, GEMM, gemm, "a", "b", "c")                                                            \
@@ -219,7 +222,8 @@ typedef struct fg_attention_desc {
     X(ctx, ATTENTION_FORWARD, attention_forward, "qkv")                                          \
     X(ctx, ATTENTION_BACKWARD, attention_backward, "qkv")                                        \
     X(ctx, ATTENTION_DECODE, attention_decode, "qkv") /* ABI 1.1 */                              \
-    X(ctx, GEMM_BIAS, gemm_bias, "a", "b", "c") /* ABI 1.2 */
+    X(ctx, GEMM_BIAS, gemm_bias, "a", "b", "c") /* ABI 1.2 */                                   \
+    X(ctx, CLASSIFIER, classifier, "logits") /* ABI 1.4 */
 
 /* The generators' helpers: each argument as a declaration or as its name, after a comma. */
 #define FG_OP_DECL_(type, name) , type name
@@ -487,6 +491,19 @@ typedef struct fg_backend_vtable {
      * then hands the model a batch where the data loader staged it instead of copying it
      * into a device buffer first. NULL or 0: batches are copied. */
     int (*host_synchronous)(void *state, int device);
+
+    /* ---- ABI 1.4 ------------------------------------------------------------------------ */
+    /* [optional: the loss] Softmax cross-entropy, its argmax hits and its logit gradients in
+     * one pass over the logits, in their own dtype, with no probability buffer. logits
+     * (rows, ld): the first `classes` columns of a row are its classes, columns [classes,
+     * ld) padding (a vocabulary padded for aligned gemms) that no softmax sees. Labels,
+     * FG_IGNORED_LABEL, the loss and hits (loss_sum and correct may be NULL) as
+     * softmax_xent_forward, with the same sums. dlogits (rows, ld; may alias logits; NULL:
+     * no gradient, as in evaluation) = (softmax - onehot(label)) * grad_scale in the class
+     * columns, 0 in the padding and in an ignored row: bitwise what softmax_xent_forward
+     * then softmax_xent_backward give when ld == classes. NULL: the model runs those two
+     * and keeps (rows, classes) f32 probabilities between them. */
+    FG_OP_ENTRY(classifier); /* op 32 */
 } fg_backend_vtable;
 
 /* The five event entries (all or none: see "queues and events" above). */

@@ -362,6 +362,18 @@ FG_OP_CHECK(softmax_xent_backward)
     return FG_OK;
 }
 
+FG_OP_CHECK(classifier)
+{
+    FG_CHECK_QUEUE_("classifier");
+    fg_status st = fg_check_xent_rows_(who, "classifier", rows, classes, labels, skip, err);
+    if (st != FG_OK || *skip)
+        return st;
+    FG_CHECK_(ld >= classes, "classifier", "ld = %d is smaller than classes = %d",
+              FG_CHECK_MSG_("classifier"), ld, classes);
+    FG_CHECK_NOT_NULL_("classifier", logits);
+    return FG_OK;
+}
+
 FG_OP_CHECK(pointwise_loss)
 {
     FG_CHECK_QUEUE_("pointwise_loss");
