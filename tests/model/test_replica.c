@@ -232,6 +232,48 @@ static void test_hook(tk_backend *b)
     tk_net_destroy(&n);
 }
 
+/* The fused classifier (ABI 1.4, the CPU backend has it): a replica that keeps no softmax
+ * has an arena smaller by the (batch, classes) f32 buffer and no fg_replica_probs, trains
+ * to the same gradients, and its gradient of the logits serves one backward. */
+static void test_fused_loss(tk_backend *b)
+{
+    tk_net n;
+    const char *fc = "[layer.fc]\ntype = linear\nout_features = 7\n";
+    if (tk_net_create(&n, b, fc, (int64_t[]){5}, 1, 7, 6, 21) != 0)
+        return;
+    fg_error err = {0};
+    fg_replica *lean = NULL;
+    fg_model_set_keep_probs(n.model, 0);
+    CHECK_OK(fg_replica_create(n.model, b->be, b->bs, 0, 6, &lean, &err), &err);
+    fg_model_set_keep_probs(n.model, 1);
+    if (!lean) {
+        tk_net_destroy(&n);
+        return;
+    }
+    size_t kept = fg_replica_arena_bytes(n.rep), without = fg_replica_arena_bytes(lean);
+    CHECK(kept >= without + 6 * 7 * sizeof(float), "arena %zu bytes with the softmax, %zu "
+          "without: the (6, 7) f32 buffer should be the difference", kept, without);
+    CHECK(fg_replica_probs(lean) == NULL && fg_replica_probs(n.rep) != NULL,
+          "only the replica asked to keep them has probabilities");
+    size_t np = fg_model_params_size(n.model);
+    float *g1 = malloc(np * sizeof(float)), *g2 = malloc(np * sizeof(float));
+    CHECK_OK(fg_replica_upload(lean, b->queue, n.params, n.buffers, &err), &err);
+    step_rows(&n, 0, 6, 1.0f, 0);
+    tk_download(b, g1, fg_replica_grads(n.rep), np * sizeof(float));
+    CHECK_OK(fg_replica_forward(lean, b->queue, n.x_dev, n.labels_dev, 6, 1, &n.scalars_dev[0],
+                                &n.scalars_dev[1], &err), &err);
+    CHECK_OK(fg_replica_backward(lean, b->queue, 6, 1.0f, 0, &err), &err);
+    tk_download(b, g2, fg_replica_grads(lean), np * sizeof(float));
+    CHECK(memcmp(g1, g2, np * sizeof(float)) == 0, "the lean replica's gradients differ");
+    fg_status st = fg_replica_backward(lean, b->queue, 6, 1.0f, 0, &err);
+    CHECK(st == FG_INVALID_ARGUMENT && strstr(err.message, "used by an earlier backward"),
+          "a second backward from one fused forward: %s", err.message);
+    free(g1);
+    free(g2);
+    fg_replica_destroy(lean);
+    tk_net_destroy(&n);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -247,6 +289,7 @@ int main(int argc, char **argv)
     test_eval_and_dropout(&b);
     test_batchnorm_running(&b);
     test_hook(&b);
+    test_fused_loss(&b);
     tk_backend_close(&b);
     return fg_test_report("model.replica");
 }

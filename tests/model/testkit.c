@@ -103,6 +103,7 @@ int tk_net_create(tk_net *n, tk_backend *b, const char *cfg_text, const int64_t 
         fg_test_failures++;
         return -1;
     }
+    fg_model_set_keep_probs(n->model, 1); /* tests read the softmax (fg_replica_probs) */
     if (fg_replica_create(n->model, b->be, b->bs, 0, batch, &n->rep, &err) != FG_OK) {
         fprintf(stderr, "replica create failed: %s\n", err.message);
         fg_test_failures++;

@@ -479,6 +479,7 @@ size_t fg_model_layer_count(const fg_model *m) { return m->layer_count; }
 const fg_layer *fg_model_layer(const fg_model *m, size_t i) { return &m->layers[i]; }
 const fg_shape *fg_model_input_shape(const fg_model *m) { return &m->input; }
 int fg_model_num_classes(const fg_model *m) { return m->num_classes; }
+void fg_model_set_keep_probs(fg_model *m, int on) { m->keep_probs = on != 0; }
 size_t fg_model_relu_after_pool(const fg_model *m) { return m->relu_after_pool; }
 fg_loss_kind fg_model_loss(const fg_model *m) { return m->loss; }
 size_t fg_model_param_count(const fg_model *m) { return m->param_count; }

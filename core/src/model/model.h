@@ -120,8 +120,13 @@ void fg_replica_set_seed(fg_replica *r, uint64_t seed);
 void fg_replica_set_grad_ready_hook(fg_replica *r, fg_grad_ready_fn fn, void *user);
 /* Asks backward for d(loss)/d(input) too (a pipeline stage needs it); off by default. */
 void fg_replica_set_need_input_grad(fg_replica *r, int on);
-/* (batch, classes) softmax of the last forward, on the device. */
+/* (batch, classes) softmax of the last forward, on the device; NULL when the replica keeps
+ * none (the fused classifier runs its loss and the model was not asked to keep them). */
 const float *fg_replica_probs(const fg_replica *r);
+/* Replicas created after this keep the softmax of every forward (fg_replica_probs): what
+ * predict and generate read. Off: a backend with the fused classifier (ABI 1.4) computes
+ * the loss and its gradient without the (batch, classes) f32 buffer. */
+void fg_model_set_keep_probs(fg_model *m, int on);
 /* (batch, sample...) on the device (act dtype), written by the last backward when asked
  * for. */
 const void *fg_replica_input_grad(const fg_replica *r);

@@ -27,7 +27,9 @@ struct fg_replica {
     /* d(loss)/d(activation), the largest activation each: ping-pong 0 and 1, or a graph's
      * slots (graph.h) */
     size_t grad_off[FG_GRAPH_MAX_SLOTS];
-    size_t probs_off;   /* (batch, positions, classes) softmax kept for backward */
+    size_t probs_off;   /* (batch, positions, classes) softmax kept for backward; only
+                         * without the fused loss, or when the model keeps probabilities */
+    int has_probs;
     size_t seq_off;     /* 2 f32: a sequence batch's loss and hits before the 1/T */
     size_t ws_off;      /* shared workspace */
     const void **out;   /* per layer: where this forward left its output (act dtype) */
@@ -38,6 +40,11 @@ struct fg_replica {
     const int32_t *labels;
     int fwd_batch;
     int fwd_ready; /* a training forward succeeded and no backward failed since */
+    /* The fused classifier (ABI 1.4) runs the xent loss: a training forward leaves the
+     * logits' gradient in the output gradient slot (dlogits_ready until a backward uses it),
+     * and no probabilities are kept for backward. */
+    int fused_loss;
+    int dlogits_ready;
 
     uint64_t step, seed;
     int seed_set;
@@ -99,7 +106,8 @@ static size_t plan_arena(fg_replica *r)
     }
     for (int s = 0; s < fg_model_grad_slots(m); s++)
         r->grad_off[s] = arena_take(&top, b * widest * r->act_size);
-    if (r->end == m->layer_count)
+    r->has_probs = r->end == m->layer_count && (!r->fused_loss || m->keep_probs);
+    if (r->has_probs)
         r->probs_off = arena_take(&top, b * (size_t)fg_model_positions(m) *
                                             (size_t)m->num_classes * sizeof(float));
     r->seq_off = arena_take(&top, 2 * sizeof(float));
@@ -184,6 +192,16 @@ static fg_status create_replica(const fg_model *m, const fg_backend_vtable *be, 
                                 fg_error *err);
 static fg_status replica_dtypes(fg_replica *r, unsigned flags, fg_error *err);
 
+/* The fused classifier runs the loss: an xent replica of the model's last layer, on a
+ * backend with the op for the activations' dtype, and not in f16 (whose loss scaling must
+ * reach the softmax's small probabilities before they are rounded into f16). */
+static int fused_loss_usable(const fg_replica *r)
+{
+    uint32_t act = fg_replica_act_dtype(r);
+    return r->end == r->m->layer_count && r->m->loss == FG_LOSS_KIND_XENT && act != FG_F16 &&
+           fg_backend_can(r->be, r->bs, FG_OP_CLASSIFIER, &act);
+}
+
 fg_status fg_replica_create_range(const fg_model *m, const fg_backend_vtable *be, void *bs,
                                   int device, int max_batch, size_t first, size_t count,
                                   fg_replica *share, fg_replica **out, fg_error *err)
@@ -261,6 +279,7 @@ static fg_status create_replica(const fg_model *m, const fg_backend_vtable *be, 
         fg_replica_destroy(r);
         return dst;
     }
+    r->fused_loss = fused_loss_usable(r);
     r->arena_bytes = plan_arena(r);
     if (share) { /* another arena over the same parameters: a micro-batch in flight */
         r->params = share->params;
@@ -315,7 +334,10 @@ int fg_replica_device(const fg_replica *r) { return r->device; }
 const fg_model *fg_replica_model(const fg_replica *r) { return r->m; }
 void fg_replica_set_step(fg_replica *r, uint64_t step) { r->step = step; }
 const void *fg_replica_input_grad(const fg_replica *r) { return r->input_grad; }
-const float *fg_replica_probs(const fg_replica *r) { return (const float *)(r->arena + r->probs_off); }
+const float *fg_replica_probs(const fg_replica *r)
+{
+    return r->has_probs ? (const float *)(r->arena + r->probs_off) : NULL;
+}
 void fg_replica_set_need_input_grad(fg_replica *r, int on) { r->need_input_grad = on != 0; }
 
 void fg_replica_set_seed(fg_replica *r, uint64_t seed)
@@ -473,28 +495,49 @@ static int64_t counted_rows(const fg_replica *r, int batch)
     return r->counted >= 0 && r->counted < rows ? r->counted : rows;
 }
 
+/* The loss's sums over `rows` rows: the fused classifier (with the gradient of the mean over
+ * the counted rows into the output gradient slot when training), or the loss op keeping the
+ * probabilities for backward (and for predict and generate). */
+static fg_status loss_sums(fg_replica *r, void *queue, const void *logits,
+                           const int32_t *labels, int rows, int64_t counted, int training,
+                           float *loss_sum, float *correct, fg_error *err)
+{
+    const fg_model *m = r->m;
+    uint32_t act = fg_replica_act_dtype(r);
+    r->dlogits_ready = 0;
+    if (!r->fused_loss || (!training && m->keep_probs))
+        return fg_loss_forward(m->loss, r->be, r->bs, queue, act, logits, labels, rows,
+                               m->num_classes, (float *)(r->arena + r->probs_off), loss_sum,
+                               correct, err);
+    void *dlogits = training ? r->arena + r->grad_off[fg_model_output_grad_slot(m)] : NULL;
+    /* the scale softmax_xent_backward gets from fg_xent_backward with loss_scale 1 */
+    float scale = counted ? 1.0f / (float)counted : 0.0f;
+    fg_status st = r->be->classifier(r->bs, queue, act, logits, m->num_classes, labels, rows,
+                                     m->num_classes, loss_sum, correct, scale, dlogits, err);
+    r->dlogits_ready = st == FG_OK && training;
+    return st;
+}
+
 /* The loss over (batch * positions) rows; a sequence's per-sample figures are the means
  * over its positions, summed through a scratch pair then scaled by 1/T. */
 static fg_status loss_forward(fg_replica *r, void *queue, const void *logits,
-                              const int32_t *labels, int batch, float *loss_sum,
+                              const int32_t *labels, int batch, int training, float *loss_sum,
                               float *correct, fg_error *err)
 {
     const fg_model *m = r->m;
     int positions = fg_model_positions(m);
-    float *probs = (float *)(r->arena + r->probs_off);
-    uint32_t act = fg_replica_act_dtype(r);
     int64_t counted = counted_rows(r, batch);
     int all = counted == (int64_t)batch * positions;
     if ((positions == 1 && all) || !loss_sum || !correct)
-        return fg_loss_forward(m->loss, r->be, r->bs, queue, act, logits, labels,
-                               batch * positions, m->num_classes, probs, loss_sum, correct, err);
+        return loss_sums(r, queue, logits, labels, batch * positions, counted, training,
+                         loss_sum, correct, err);
     float *pair = (float *)(r->arena + r->seq_off);
     /* batch / counted: 1/T when every label counts (the same float: division rounds once) */
     float inv = counted ? (float)batch / (float)counted : 0.0f;
     fg_status st = r->be->fill(r->bs, queue, FG_F32, pair, 0.0f, 2, err);
     if (st == FG_OK)
-        st = fg_loss_forward(m->loss, r->be, r->bs, queue, act, logits, labels,
-                             batch * positions, m->num_classes, probs, pair, pair + 1, err);
+        st = loss_sums(r, queue, logits, labels, batch * positions, counted, training, pair,
+                       pair + 1, err);
     if (st == FG_OK)
         st = r->be->axpy(r->bs, queue, FG_F32, FG_F32, inv, pair, loss_sum, 1, err);
     if (st == FG_OK)
@@ -543,7 +586,8 @@ fg_status fg_replica_forward(fg_replica *r, void *queue, const void *x_dev,
     }
     if (r->end < m->layer_count) /* a stage before the last: no loss here */
         return forward_done(r, x_dev, labels_dev, batch, training);
-    fg_status st = loss_forward(r, queue, cur, labels_dev, batch, loss_sum_dev, correct_dev, err);
+    fg_status st = loss_forward(r, queue, cur, labels_dev, batch, training, loss_sum_dev,
+                                correct_dev, err);
     if (st != FG_OK)
         return st;
     return forward_done(r, x_dev, labels_dev, batch, training);
@@ -655,6 +699,23 @@ static fg_status backward_check(fg_replica *r, int batch, fg_error *err)
     return FG_OK;
 }
 
+/* The fused classifier left the logits' gradient (for loss scale 1) in the slot at forward:
+ * used once, scaled by loss_scale when another (bf16 and f32 share f32's exponent range, so
+ * the scale loses nothing; f16 never takes this path). */
+static fg_status fused_loss_backward(fg_replica *r, void *queue, int batch, float loss_scale,
+                                     void *dlogits, fg_error *err)
+{
+    if (!r->dlogits_ready)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "backward: the fused classifier's "
+                            "gradient of the last forward was used by an earlier backward; "
+                            "run the forward again");
+    r->dlogits_ready = 0;
+    if (loss_scale == 1.0f)
+        return FG_OK;
+    size_t n = (size_t)batch * (size_t)fg_model_positions(r->m) * (size_t)r->m->num_classes;
+    return r->be->scale(r->bs, queue, fg_replica_act_dtype(r), dlogits, loss_scale, n, err);
+}
+
 fg_status fg_replica_backward(fg_replica *r, void *queue, int batch, float loss_scale,
                               int accumulate, fg_error *err)
 {
@@ -666,10 +727,14 @@ fg_status fg_replica_backward(fg_replica *r, void *queue, int batch, float loss_
     if (st != FG_OK)
         return st;
     void *dlogits = r->arena + r->grad_off[fg_model_output_grad_slot(r->m)];
-    st = fg_loss_backward(r->m->loss, r->be, r->bs, queue, fg_replica_act_dtype(r),
-                          r->out[r->end - 1], (const float *)(r->arena + r->probs_off),
-                          r->labels, batch * fg_model_positions(r->m), counted_rows(r, batch),
-                          r->m->num_classes, loss_scale, dlogits, err);
+    if (r->fused_loss)
+        st = fused_loss_backward(r, queue, batch, loss_scale, dlogits, err);
+    else
+        st = fg_loss_backward(r->m->loss, r->be, r->bs, queue, fg_replica_act_dtype(r),
+                              r->out[r->end - 1], (const float *)(r->arena + r->probs_off),
+                              r->labels, batch * fg_model_positions(r->m),
+                              counted_rows(r, batch), r->m->num_classes, loss_scale, dlogits,
+                              err);
     return st == FG_OK ? backward_layers(r, queue, dlogits, accumulate, err) : st;
 }
 
