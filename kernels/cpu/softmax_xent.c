@@ -24,11 +24,17 @@ int64_t fg_cpu_find_bad_label(const int32_t *labels, int rows, int classes, int 
     return -1;
 }
 
+/* What the forward pass writes of each row: its softmax (softmax_xent_forward), its
+ * gradient (the fused classifier), or nothing (the classifier without a gradient). */
+enum { FG_CPU_XENT_PROBS, FG_CPU_XENT_GRAD, FG_CPU_XENT_NONE };
+
 typedef struct fg_cpu_xent_ctx {
     const float *logits;
     const int32_t *labels;
     int rows, classes;
-    float *probs;
+    size_t ld;    /* row stride of logits and probs (classes, or more: padding) */
+    float *probs; /* the written rows (probs or dlogits); NULL with FG_CPU_XENT_NONE */
+    int writes;   /* FG_CPU_XENT_* */
     size_t chunk; /* rows per reduction chunk */
     double *loss, *hits; /* one per chunk */
     float scale;
@@ -89,49 +95,6 @@ fg_cpu_xent_row_(const float *x, int label, int classes, float *prob, int store,
     return label == FG_CPU_IGNORED_LABEL ? 0.0 : (double)m + log(sum) - (double)at_label;
 }
 
-FG_CPU_VECTOR_CLONES static void fg_cpu_xent_forward_chunks(void *p, size_t b, size_t e)
-{
-    fg_cpu_xent_ctx *c = p;
-    size_t cl = (size_t)c->classes;
-    for (size_t k = b; k < e; k++) {
-        size_t lo = k * c->chunk, hi = lo + c->chunk;
-        if (hi > (size_t)c->rows)
-            hi = (size_t)c->rows;
-        double loss = 0.0, hits = 0.0;
-        for (size_t i = lo; i < hi; i++) {
-            int hit;
-            loss += fg_cpu_xent_row_(c->logits + i * cl, c->labels[i], c->classes,
-                                     c->probs + i * cl, 1, &hit);
-            hits += hit;
-        }
-        c->loss[k] = loss;
-        c->hits[k] = hits;
-    }
-}
-
-void fg_cpu_softmax_xent_forward(fg_cpu_pool *pool, const float *logits,
-                                 const int32_t *labels, int rows, int classes, float *probs,
-                                 float *loss_sum, float *correct)
-{
-    double loss[FG_CPU_MAX_CHUNKS], hits[FG_CPU_MAX_CHUNKS];
-    size_t min_rows = 2048 / (size_t)classes;
-    size_t chunk = fg_cpu_reduce_chunk((size_t)rows, min_rows ? min_rows : 1);
-    size_t chunks = ((size_t)rows + chunk - 1) / chunk;
-    fg_cpu_xent_ctx c = { logits, labels, rows, classes, probs, chunk, loss, hits, 0.0f };
-    /* expf dominates: about 8 rows of 10 classes cost as much as 1k relus */
-    size_t grain = (FG_CPU_GRAIN / 16 / ((size_t)classes * chunk)) + 1;
-    fg_cpu_parallel_for(pool, chunks, grain, 1, fg_cpu_xent_forward_chunks, &c);
-    double total_loss = 0.0, total_hits = 0.0;
-    for (size_t k = 0; k < chunks; k++) {
-        total_loss += loss[k];
-        total_hits += hits[k];
-    }
-    if (loss_sum)
-        *loss_sum = (float)((double)*loss_sum + total_loss);
-    if (correct)
-        *correct = (float)((double)*correct + total_hits);
-}
-
 /* One row's gradient from its softmax: (prob - onehot) * scale; 0 for an ignored row. */
 static inline __attribute__((always_inline)) void
 fg_cpu_xent_grad_row(const float *prob, int label, size_t classes, float scale, float *d)
@@ -159,27 +122,19 @@ void fg_cpu_softmax_xent_backward(fg_cpu_pool *pool, const float *probs,
                                   const int32_t *labels, int rows, int classes, float scale,
                                   float *dlogits)
 {
-    fg_cpu_xent_ctx c = { probs, labels, rows, classes, dlogits, 0, NULL, NULL, scale };
+    fg_cpu_xent_ctx c = { .logits = probs, .labels = labels, .rows = rows,
+                          .classes = classes, .ld = (size_t)classes, .probs = dlogits,
+                          .scale = scale };
     size_t grain = FG_CPU_GRAIN / (size_t)classes + 1;
     fg_cpu_parallel_for(pool, (size_t)rows, grain, 1, fg_cpu_xent_backward_rows, &c);
 }
 
-/* ---- the fused classifier: forward and gradient in one pass, rows of stride ld -------- */
-
-typedef struct fg_cpu_classifier_ctx {
-    const float *logits;
-    const int32_t *labels;
-    int rows, classes;
-    size_t ld;
-    float *dlogits; /* NULL: no gradient */
-    float scale;
-    size_t chunk;
-    double *loss, *hits;
-} fg_cpu_classifier_ctx;
-
-FG_CPU_VECTOR_CLONES static void fg_cpu_classifier_chunks(void *p, size_t b, size_t e)
+/* The forward over a chunk of rows: each row's loss and hit summed in double, its softmax
+ * written or turned into the gradient (the bits softmax_xent_backward makes of the softmax),
+ * padding columns of a gradient row zeroed. */
+FG_CPU_VECTOR_CLONES static void fg_cpu_xent_forward_chunks(void *p, size_t b, size_t e)
 {
-    fg_cpu_classifier_ctx *c = p;
+    fg_cpu_xent_ctx *c = p;
     size_t cl = (size_t)c->classes;
     for (size_t k = b; k < e; k++) {
         size_t lo = k * c->chunk, hi = lo + c->chunk;
@@ -189,16 +144,16 @@ FG_CPU_VECTOR_CLONES static void fg_cpu_classifier_chunks(void *p, size_t b, siz
         for (size_t i = lo; i < hi; i++) {
             int hit;
             const float *x = c->logits + i * c->ld;
-            if (!c->dlogits) {
+            if (c->writes == FG_CPU_XENT_NONE) {
                 loss += fg_cpu_xent_row_(x, c->labels[i], c->classes, NULL, 0, &hit);
             } else {
-                /* the softmax lands in the gradient's row, then becomes the gradient: the
-                 * bits softmax_xent_forward's probs and its backward give */
-                float *d = c->dlogits + i * c->ld;
+                float *d = c->probs + i * c->ld;
                 loss += fg_cpu_xent_row_(x, c->labels[i], c->classes, d, 1, &hit);
-                fg_cpu_xent_grad_row(d, c->labels[i], cl, c->scale, d);
-                for (size_t j = cl; j < c->ld; j++)
-                    d[j] = 0.0f;
+                if (c->writes == FG_CPU_XENT_GRAD) {
+                    fg_cpu_xent_grad_row(d, c->labels[i], cl, c->scale, d);
+                    for (size_t j = cl; j < c->ld; j++)
+                        d[j] = 0.0f;
+                }
             }
             hits += hit;
         }
@@ -207,19 +162,19 @@ FG_CPU_VECTOR_CLONES static void fg_cpu_classifier_chunks(void *p, size_t b, siz
     }
 }
 
-void fg_cpu_classifier(fg_cpu_pool *pool, const float *logits, int ld, const int32_t *labels,
-                       int rows, int classes, float *loss_sum, float *correct, float scale,
-                       float *dlogits)
+/* Runs the forward over fixed row chunks and adds the sums in chunk order. */
+static void fg_cpu_xent_forward_run(fg_cpu_pool *pool, fg_cpu_xent_ctx *c, float *loss_sum,
+                                    float *correct)
 {
     double loss[FG_CPU_MAX_CHUNKS], hits[FG_CPU_MAX_CHUNKS];
-    /* the forward's chunks, so the sums are its sums */
-    size_t min_rows = 2048 / (size_t)classes;
-    size_t chunk = fg_cpu_reduce_chunk((size_t)rows, min_rows ? min_rows : 1);
-    size_t chunks = ((size_t)rows + chunk - 1) / chunk;
-    fg_cpu_classifier_ctx c = { logits, labels, rows, classes, (size_t)ld, dlogits, scale,
-                                chunk, loss, hits };
-    size_t grain = (FG_CPU_GRAIN / 16 / ((size_t)classes * chunk)) + 1;
-    fg_cpu_parallel_for(pool, chunks, grain, 1, fg_cpu_classifier_chunks, &c);
+    size_t min_rows = 2048 / (size_t)c->classes;
+    c->chunk = fg_cpu_reduce_chunk((size_t)c->rows, min_rows ? min_rows : 1);
+    size_t chunks = ((size_t)c->rows + c->chunk - 1) / c->chunk;
+    c->loss = loss;
+    c->hits = hits;
+    /* expf dominates: about 8 rows of 10 classes cost as much as 1k relus */
+    size_t grain = (FG_CPU_GRAIN / 16 / ((size_t)c->classes * c->chunk)) + 1;
+    fg_cpu_parallel_for(pool, chunks, grain, 1, fg_cpu_xent_forward_chunks, c);
     double total_loss = 0.0, total_hits = 0.0;
     for (size_t k = 0; k < chunks; k++) {
         total_loss += loss[k];
@@ -229,4 +184,25 @@ void fg_cpu_classifier(fg_cpu_pool *pool, const float *logits, int ld, const int
         *loss_sum = (float)((double)*loss_sum + total_loss);
     if (correct)
         *correct = (float)((double)*correct + total_hits);
+}
+
+void fg_cpu_softmax_xent_forward(fg_cpu_pool *pool, const float *logits,
+                                 const int32_t *labels, int rows, int classes, float *probs,
+                                 float *loss_sum, float *correct)
+{
+    fg_cpu_xent_ctx c = { .logits = logits, .labels = labels, .rows = rows,
+                          .classes = classes, .ld = (size_t)classes, .probs = probs,
+                          .writes = FG_CPU_XENT_PROBS };
+    fg_cpu_xent_forward_run(pool, &c, loss_sum, correct);
+}
+
+void fg_cpu_classifier(fg_cpu_pool *pool, const float *logits, int ld, const int32_t *labels,
+                       int rows, int classes, float *loss_sum, float *correct, float scale,
+                       float *dlogits)
+{
+    fg_cpu_xent_ctx c = { .logits = logits, .labels = labels, .rows = rows,
+                          .classes = classes, .ld = (size_t)ld, .probs = dlogits,
+                          .writes = dlogits ? FG_CPU_XENT_GRAD : FG_CPU_XENT_NONE,
+                          .scale = scale };
+    fg_cpu_xent_forward_run(pool, &c, loss_sum, correct);
 }

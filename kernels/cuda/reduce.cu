@@ -115,6 +115,58 @@ __device__ __forceinline__ argmax_t argmax_join(argmax_t a, argmax_t b)
 /* The SDK's FG_IGNORED_LABEL: a row the loss skips (no loss, no hit, a zero gradient). */
 constexpr int kIgnoredLabel = -1;
 
+/* One warp's row of softmax cross-entropy: the maximum and its first index, then the sum of
+ * exp(x - max) in double (each exponential written to probs when it is not NULL); every
+ * lane returns the totals. */
+template <typename T>
+__device__ __forceinline__ argmax_t xent_row_stats(const T *logits, size_t base, int classes,
+                                                   int lane, float *probs, double *sum_out)
+{
+    argmax_t best = {-INFINITY, -1};
+    for (int j = lane; j < classes; j += 32) {
+        float v = ld(logits, base + j);
+        if (j == 0 || (best.i < 0 ? v > -INFINITY : v > best.v))
+            best = argmax_t{v, j};
+    }
+    for (int off = 16; off > 0; off >>= 1) {
+        argmax_t o;
+        o.v = __shfl_xor_sync(0xffffffffu, best.v, off);
+        o.i = __shfl_xor_sync(0xffffffffu, best.i, off);
+        best = argmax_join(best, o);
+    }
+    double sum = 0.0;
+    for (int j = lane; j < classes; j += 32) {
+        float e = expf(ld(logits, base + j) - best.v);
+        if (probs)
+            probs[base + j] = e;
+        sum += (double)e;
+    }
+    for (int off = 16; off > 0; off >>= 1)
+        sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    *sum_out = sum;
+    return best;
+}
+
+/* Lane 0's record of a row: its loss and hit into scratch (chunk-relative), or a bad label
+ * reported with its row in the whole batch (the row's loss NaN). */
+__device__ __forceinline__ void xent_row_record(int warp, int first, int label, int classes,
+                                                argmax_t best, double sum, float at_label,
+                                                double *loss, double *hit,
+                                                unsigned long long *bad)
+{
+    if (label == kIgnoredLabel) {
+        loss[warp] = 0.0;
+        hit[warp] = 0.0;
+    } else if (label < 0 || label >= classes) {
+        *bad = bad_word(FG_CU_BAD_XENT, (size_t)(first + warp), label);
+        loss[warp] = NAN;
+        hit[warp] = 0.0;
+    } else {
+        loss[warp] = (double)best.v + log(sum) - (double)at_label;
+        hit[warp] = best.i == label ? 1.0 : 0.0;
+    }
+}
+
 /* One warp per row of a chunk that starts at row `first` of the whole batch: probs, the
  * row's loss and hit into scratch (loss[row], hit[row], chunk-relative); a bad label is
  * reported with its row in the whole batch. */
@@ -132,44 +184,14 @@ __global__ void xent_rows_k(const T *logits, const int32_t *__restrict__ labels,
     /* read before probs, which may alias the logits (f32), is written */
     float at_label = valid ? ld(logits, base + label) : 0.0f;
     __syncwarp();
-    argmax_t best = {-INFINITY, -1};
-    for (int j = lane; j < classes; j += 32) {
-        float v = ld(logits, base + j);
-        if (j == 0 || (best.i < 0 ? v > -INFINITY : v > best.v))
-            best = argmax_t{v, j};
-    }
-    for (int off = 16; off > 0; off >>= 1) {
-        argmax_t o;
-        o.v = __shfl_xor_sync(0xffffffffu, best.v, off);
-        o.i = __shfl_xor_sync(0xffffffffu, best.i, off);
-        best = argmax_join(best, o);
-    }
-    float m = best.v;
-    double sum = 0.0;
-    for (int j = lane; j < classes; j += 32) {
-        float e = expf(ld(logits, base + j) - m);
-        probs[base + j] = e;
-        sum += (double)e;
-    }
-    for (int off = 16; off > 0; off >>= 1)
-        sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    double sum;
+    argmax_t best = xent_row_stats(logits, base, classes, lane, probs, &sum);
     float inv = (float)(1.0 / sum);
     __syncwarp();
     for (int j = lane; j < classes; j += 32)
         probs[base + j] *= inv;
-    if (lane == 0) {
-        if (label == kIgnoredLabel) {
-            loss[warp] = 0.0;
-            hit[warp] = 0.0;
-        } else if (!valid) {
-            *bad = bad_word(FG_CU_BAD_XENT, (size_t)(first + warp), label);
-            loss[warp] = NAN;
-            hit[warp] = 0.0;
-        } else {
-            loss[warp] = (double)m + log(sum) - (double)at_label;
-            hit[warp] = best.i == label ? 1.0 : 0.0;
-        }
-    }
+    if (lane == 0)
+        xent_row_record(warp, first, label, classes, best, sum, at_label, loss, hit, bad);
 }
 
 /* The fused classifier: one warp per row of a chunk, as xent_rows_k (the same loss, hit and
@@ -190,46 +212,19 @@ __global__ void classifier_rows_k(const T *logits, int ld_row, const int32_t *__
     int valid = label >= 0 && label < classes;
     float at_label = valid ? ld(logits, base + label) : 0.0f;
     __syncwarp();
-    argmax_t best = {-INFINITY, -1};
-    for (int j = lane; j < classes; j += 32) {
-        float v = ld(logits, base + j);
-        if (j == 0 || (best.i < 0 ? v > -INFINITY : v > best.v))
-            best = argmax_t{v, j};
-    }
-    for (int off = 16; off > 0; off >>= 1) {
-        argmax_t o;
-        o.v = __shfl_xor_sync(0xffffffffu, best.v, off);
-        o.i = __shfl_xor_sync(0xffffffffu, best.i, off);
-        best = argmax_join(best, o);
-    }
-    float m = best.v;
-    double sum = 0.0;
-    for (int j = lane; j < classes; j += 32)
-        sum += (double)expf(ld(logits, base + j) - m);
-    for (int off = 16; off > 0; off >>= 1)
-        sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    double sum;
+    argmax_t best = xent_row_stats(logits, base, classes, lane, (float *)NULL, &sum);
     float inv = (float)(1.0 / sum);
     for (int j = lane; dlogits && j < ld_row; j += 32) {
         float g = 0.0f;
         if (j < classes && label != kIgnoredLabel) {
-            float p = expf(ld(logits, base + j) - m) * inv;
+            float p = expf(ld(logits, base + j) - best.v) * inv;
             g = !valid ? NAN : j == label ? (p - 1.0f) * scale : p * scale;
         }
         st(dlogits, base + j, g);
     }
-    if (lane == 0) {
-        if (label == kIgnoredLabel) {
-            loss[warp] = 0.0;
-            hit[warp] = 0.0;
-        } else if (!valid) {
-            *bad = bad_word(FG_CU_BAD_XENT, (size_t)(first + warp), label);
-            loss[warp] = NAN;
-            hit[warp] = 0.0;
-        } else {
-            loss[warp] = (double)m + log(sum) - (double)at_label;
-            hit[warp] = best.i == label ? 1.0 : 0.0;
-        }
-    }
+    if (lane == 0)
+        xent_row_record(warp, first, label, classes, best, sum, at_label, loss, hit, bad);
 }
 
 /* One block: scale times the sums of a[count] and b[count], in a fixed tree, added to the
