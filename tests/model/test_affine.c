@@ -46,7 +46,7 @@ static void affine(tk_backend *b, const fg_backend_vtable *vt, uint32_t dtype, c
     fg_layer_ctx c = {.be = vt, .bs = b->bs, .queue = b->queue, .batch = ROWS};
     c.dt.act = c.dt.param = c.dt.grad = dtype;
     fg_error err = {0};
-    fg_status st = fg_affine_forward(&c, ROWS, OUT, IN, x, w, bias, y, &err);
+    fg_status st = fg_affine_forward(&c, ROWS, OUT, IN, x, w, bias, y, OUT, &err);
     CHECK(st == FG_OK, "fg_affine_forward: %s", err.message);
 }
 

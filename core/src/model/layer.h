@@ -76,6 +76,8 @@ typedef struct fg_layer_ctx {
     const void *x;                       /* (batch, in...) */
     const void *x2;                      /* (batch, in2...): a TWO_INPUTS kind's second input */
     void *y;                             /* (batch, out...) */
+    int y_ld;     /* y's and dy's row stride in elements, an output linear's padded logits
+                   * ([model] pad_vocab_to); 0: packed rows */
     const void *dy;                      /* (batch, out...) backward only */
     void *dx;                            /* (batch, in...); NULL: not wanted (DX_OPTIONAL) */
     void *dx2;                           /* (batch, in2...): a TWO_INPUTS kind's second dx */
@@ -251,11 +253,12 @@ static inline fg_status fg_backend_lacks(fg_error *err, const char *fn)
 
 /* ---- the affine map (affine.c) -------------------------------------------------------- */
 
-/* y(rows, out) = x(rows, in) w(out, in)^T + b(out) in the context's dtypes (b may be NULL):
+/* y(rows, out) = x(rows, in) w(out, in)^T + b(out) in the context's dtypes (b may be NULL;
+ * rows of y ldy >= out apart, a bias only with gemm_bias when ldy > out):
  * the backend's gemm_bias when it has one for them, else gemm then bias_add. The setup
  * check asks for gemm and bias_add (what every backend runs). */
 fg_status fg_affine_forward(const fg_layer_ctx *c, int rows, int out, int in, const void *x,
-                            const void *w, const void *b, void *y, fg_error *err);
+                            const void *w, const void *b, void *y, int ldy, fg_error *err);
 
 /* ---- loss (loss_xent.c) ------------------------------------------------------------- */
 

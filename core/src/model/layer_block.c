@@ -168,7 +168,7 @@ static size_t block_workspace(const fg_layer *l, const fg_backend_vtable *be, vo
 fg_status fg_block_linear(const fg_layer_ctx *c, int rows, int out, int in, const void *x,
                           const void *w, const void *b, void *y, fg_error *err)
 {
-    return fg_affine_forward(c, rows, out, in, x, w, b, y, err);
+    return fg_affine_forward(c, rows, out, in, x, w, b, y, out, err);
 }
 
 /* dW (+)= dy^T x, db (+)= sum dy, dx = dy W (dx may be NULL) */

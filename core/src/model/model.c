@@ -89,7 +89,32 @@ static const fg_option model_options[] = {
     {"recompute", FG_OPT_BOOL, "false", 1, 0, NULL,
      "activation recomputation: every transformer_block keeps only its input and "
      "recomputes its activations in backward (a block's own recompute key wins)"},
+    {"pad_vocab_to", FG_OPT_INT, "0", 0, 65536, NULL,
+     "the logits' row stride rounded up to a multiple of this (64: GPT-2's 50257 -> 50304, "
+     "as llm.c pads): the output layer's gemms get 16-byte-aligned rows for tensor cores; "
+     "the weights, checkpoints, loss and metrics keep the vocabulary's columns. Needs the "
+     "softmax cross-entropy loss, an output linear without bias and the backend's fused "
+     "classifier (not f16); predict and generate run unpadded. 0 or 1: off"},
 };
+
+/* [model] pad_vocab_to: pads the row stride of logits an output linear without bias writes
+ * for softmax cross-entropy (the replica applies it where the fused classifier runs). */
+static fg_status check_pad_vocab(const fg_model *m, const fg_config *cfg, fg_error *err)
+{
+    if (m->pad_vocab_to <= 1)
+        return FG_OK;
+    const fg_layer *last = &m->layers[m->layer_count - 1];
+    const char *why = m->loss != FG_LOSS_KIND_XENT ? "the loss is not softmax_cross_entropy"
+                      : last->ops != &fg_layer_linear ? "the last layer is not a linear"
+                      : last->bias ? "the output linear has a bias (set bias = false)"
+                                   : NULL;
+    if (!why)
+        return FG_OK;
+    return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [model] pad_vocab_to = %lld pads the "
+                        "logits of an output linear: %s",
+                        fg_config_origin(cfg, "model", "pad_vocab_to"),
+                        (long long)m->pad_vocab_to, why);
+}
 
 const fg_option *fg_model_schema(size_t *count)
 {
@@ -420,15 +445,27 @@ fg_status fg_model_build(const fg_config *cfg, const int64_t *sample_shape, int 
         st = fg_section_read_bool(cfg, "model", model_options, COUNT(model_options),
                                   "recompute", &m->recompute, err);
     if (st == FG_OK)
+        st = fg_section_read_int(cfg, "model", model_options, COUNT(model_options),
+                                 "pad_vocab_to", &m->pad_vocab_to, err);
+    if (st == FG_OK)
         st = resolve_input(cfg, sample_shape, sample_rank, &m->input, err);
     if (st == FG_OK)
         st = build_layers(m, cfg, err);
+    if (st == FG_OK)
+        st = check_pad_vocab(m, cfg, err);
     if (st != FG_OK) {
         fg_model_destroy(m);
         return st;
     }
     *out = m;
     return FG_OK;
+}
+
+/* The logits' row stride: num_classes rounded up to pad_vocab_to. */
+int fg_model_padded_classes(const fg_model *m)
+{
+    int64_t p = m->pad_vocab_to > 1 ? m->pad_vocab_to : 1;
+    return (int)((m->num_classes + p - 1) / p * p);
 }
 
 fg_status fg_model_tie_weight(fg_model *m, fg_layer *l, const char *source, int64_t rows,

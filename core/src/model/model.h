@@ -127,6 +127,9 @@ const float *fg_replica_probs(const fg_replica *r);
  * predict and generate read. Off: a backend with the fused classifier (ABI 1.4) computes
  * the loss and its gradient without the (batch, classes) f32 buffer. */
 void fg_model_set_keep_probs(fg_model *m, int on);
+/* num_classes rounded up to [model] pad_vocab_to: the row stride of the logits a replica
+ * running the fused classifier keeps (num_classes when the key is off). */
+int fg_model_padded_classes(const fg_model *m);
 /* (batch, sample...) on the device (act dtype), written by the last backward when asked
  * for. */
 const void *fg_replica_input_grad(const fg_replica *r);

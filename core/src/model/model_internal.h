@@ -28,6 +28,7 @@ struct fg_model {
     int typed;                        /* some dtype of dt is not f32 */
     int no_master;                    /* half params are the only copy ("true" modes) */
     int keep_probs;                   /* replicas keep the loss's softmax (predict, generate) */
+    int64_t pad_vocab_to;             /* [model] pad_vocab_to: the logits' row stride */
     int positions;                    /* labels per sample: 1, or T of (T, classes) logits */
     int recompute;                    /* [model] recompute: every block's default */
     /* the graph (graph.c): named inputs somewhere; gradient slots of a whole replica, the

@@ -45,6 +45,7 @@ struct fg_replica {
      * and no probabilities are kept for backward. */
     int fused_loss;
     int dlogits_ready;
+    int logits_ld; /* the logits' row stride: num_classes, or padded ([model] pad_vocab_to) */
 
     uint64_t step, seed;
     int seed_set;
@@ -93,6 +94,8 @@ static size_t plan_arena(fg_replica *r)
     for (size_t i = r->first; i < r->end; i++) {
         const fg_layer *l = &m->layers[i];
         size_t out = fg_shape_numel(&l->out);
+        if (i + 1 == m->layer_count) /* the logits, rows maybe padded */
+            out = (size_t)fg_model_positions(m) * (size_t)r->logits_ld;
         if (out > widest)
             widest = out;
         if (!(l->ops->flags & FG_LAYER_ALIAS))
@@ -192,6 +195,25 @@ static fg_status create_replica(const fg_model *m, const fg_backend_vtable *be, 
                                 fg_error *err);
 static fg_status replica_dtypes(fg_replica *r, unsigned flags, fg_error *err);
 
+/* The row stride of the logits: padded ([model] pad_vocab_to) where the fused classifier
+ * reads them; a replica that keeps probabilities (predict, generate) runs unpadded. */
+static fg_status logits_stride(const fg_replica *r, int *ld, fg_error *err)
+{
+    const fg_model *m = r->m;
+    *ld = m->num_classes;
+    if (m->pad_vocab_to <= 1 || r->end != m->layer_count || m->keep_probs)
+        return FG_OK;
+    if (!r->fused_loss)
+        return fg_error_set(err, FG_UNAVAILABLE, "[model] pad_vocab_to needs the backend's "
+                            "fused classifier (ABI 1.4) for %s activations, which %s",
+                            fg_dtype_name((fg_dtype)fg_replica_act_dtype(r)),
+                            fg_replica_act_dtype(r) == FG_F16
+                                ? "f16 does not use (its loss scaling needs the softmax)"
+                                : "this backend lacks");
+    *ld = fg_model_padded_classes(m);
+    return FG_OK;
+}
+
 /* The fused classifier runs the loss: an xent replica of the model's last layer, on a
  * backend with the op for the activations' dtype, and not in f16 (whose loss scaling must
  * reach the softmax's small probabilities before they are rounded into f16). */
@@ -280,6 +302,11 @@ static fg_status create_replica(const fg_model *m, const fg_backend_vtable *be, 
         return dst;
     }
     r->fused_loss = fused_loss_usable(r);
+    dst = logits_stride(r, &r->logits_ld, err);
+    if (dst != FG_OK) {
+        fg_replica_destroy(r);
+        return dst;
+    }
     r->arena_bytes = plan_arena(r);
     if (share) { /* another arena over the same parameters: a micro-batch in flight */
         r->params = share->params;
@@ -455,6 +482,9 @@ static void layer_ctx(const fg_replica *r, const fg_layer *l, fg_layer_ctx *c)
     for (int j = 0; j < l->buffer_count; j++)
         c->buffer[j] = r->buffers + (r->m->tensors[l->buffer_tensor[j]].offset - r->buffer_lo);
     c->aux = r->arena + r->aux_off[l->index];
+    c->y_ld = (size_t)l->index + 1 == r->m->layer_count && r->logits_ld != r->m->num_classes
+                  ? r->logits_ld
+                  : 0;
     c->workspace = r->arena + r->ws_off;
     uint64_t seed = r->seed_set ? r->seed : r->m->seed;
     /* One dropout stream per layer; steps are 2^32 draws apart along it. */
@@ -512,7 +542,7 @@ static fg_status loss_sums(fg_replica *r, void *queue, const void *logits,
     void *dlogits = training ? r->arena + r->grad_off[fg_model_output_grad_slot(m)] : NULL;
     /* the scale softmax_xent_backward gets from fg_xent_backward with loss_scale 1 */
     float scale = counted ? 1.0f / (float)counted : 0.0f;
-    fg_status st = r->be->classifier(r->bs, queue, act, logits, m->num_classes, labels, rows,
+    fg_status st = r->be->classifier(r->bs, queue, act, logits, r->logits_ld, labels, rows,
                                      m->num_classes, loss_sum, correct, scale, dlogits, err);
     r->dlogits_ready = st == FG_OK && training;
     return st;
@@ -712,7 +742,7 @@ static fg_status fused_loss_backward(fg_replica *r, void *queue, int batch, floa
     r->dlogits_ready = 0;
     if (loss_scale == 1.0f)
         return FG_OK;
-    size_t n = (size_t)batch * (size_t)fg_model_positions(r->m) * (size_t)r->m->num_classes;
+    size_t n = (size_t)batch * (size_t)fg_model_positions(r->m) * (size_t)r->logits_ld;
     return r->be->scale(r->bs, queue, fg_replica_act_dtype(r), dlogits, loss_scale, n, err);
 }
 

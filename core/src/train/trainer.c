@@ -278,7 +278,13 @@ static fg_status build_model(fg_trainer *t, fg_error *err)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory for the initial parameters");
     if ((st = check_model_fits_data(t, s, err)) != FG_OK) return st;
     /* predict writes the softmax out, generate samples from it */
-    fg_model_set_keep_probs(t->model, t->verb == FG_VERB_PREDICT || t->verb == FG_VERB_GENERATE);
+    int keep = t->verb == FG_VERB_PREDICT || t->verb == FG_VERB_GENERATE;
+    fg_model_set_keep_probs(t->model, keep);
+    int padded = fg_model_padded_classes(t->model);
+    if (!keep && padded != fg_model_num_classes(t->model) && t->rank == 0 &&
+        t->rt->verbosity >= FG_LOG_INFO)
+        fprintf(t->out, "model: logits rows of %d for %d classes ([model] pad_vocab_to)\n",
+                padded, fg_model_num_classes(t->model));
     fg_lm_metrics_init(&t->lm, t->model, t->data.inst ? t->data.inst->name : NULL);
     fg_model_init_params(t->model, (uint64_t)t->keys.seed, t->init_params, t->init_buffers);
     char note[1536];
