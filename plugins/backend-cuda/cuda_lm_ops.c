@@ -8,6 +8,7 @@
 #include "cuda_backend.h"
 #include "cuda_checks.h"
 #include "cuda_ops.h"
+#include "cuda_sdpa.h"
 
 /* ---- layer and RMS norm --------------------------------------------------------------- */
 
@@ -169,6 +170,10 @@ fg_status fg_cuda_op_attention_forward(void *state, void *queue, uint32_t dtype,
     if (st != FG_OK)
         return st;
     FG_CUDA_NOT_NULL("attention_forward", y);
+    int done = 0;
+    st = fg_cuda_sdpa_forward(state, queue, dtype, d, qkv, y, lse, &done, err);
+    if (st != FG_OK || done)
+        return st;
     return fg_cuda_launched(fg_cu_attention_forward(STREAM(queue), (int)dtype, &a, qkv, y, lse),
                             "attention_forward", err);
 }
@@ -187,6 +192,10 @@ fg_status fg_cuda_op_attention_backward(void *state, void *queue, uint32_t dtype
     FG_CUDA_NOT_NULL("attention_backward", y);
     FG_CUDA_NOT_NULL("attention_backward", dy);
     FG_CUDA_NOT_NULL("attention_backward", dqkv);
+    int done = 0;
+    st = fg_cuda_sdpa_backward(state, queue, dtype, d, qkv, y, lse, dy, dqkv, &done, err);
+    if (st != FG_OK || done)
+        return st;
     return fg_cuda_launched(fg_cu_attention_backward(STREAM(queue), (int)dtype, &a, qkv, y, lse,
                                                      dy, dqkv, workspace),
                             "attention_backward", err);

@@ -83,5 +83,6 @@ void test_optim(void);
 void test_layernorm(void);
 void test_embedding(void);
 void test_attention(void);
+void test_attention_fused(void);
 
 #endif
