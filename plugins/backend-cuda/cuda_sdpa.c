@@ -89,19 +89,14 @@ static cudnnStatus_t fg_cuda_sdpa_handle(fg_cuda_queue *q)
     return cudnnSetStream(q->dnn, q->stream);
 }
 
-static const char *fg_cuda_sdpa_status_name(cudnnStatus_t s)
-{
-    return cudnnGetErrorString(s);
-}
-
 /* The graph and a plan for it: deterministic dQ lowering first, the accumulator one next. */
 static void fg_cuda_sdpa_plan(fg_cuda_queue *q, fg_cuda_sdpa_entry *e)
 {
     const fg_cuda_sdpa_key *k = &e->key;
     cudnnStatus_t s = fg_cuda_sdpa_handle(q);
     if (s != CUDNN_STATUS_SUCCESS) {
-        snprintf(e->why, sizeof e->why, "cannot start cuDNN: %s", fg_cuda_sdpa_status_name(s));
-        e->refusal = FG_UNAVAILABLE;
+        snprintf(e->why, sizeof e->why, "cannot start cuDNN: %s", cudnnGetErrorString(s));
+        e->refusal = FG_BACKEND_ERROR;
         return;
     }
     const char *what = "";
@@ -124,7 +119,7 @@ static void fg_cuda_sdpa_plan(fg_cuda_queue *q, fg_cuda_sdpa_entry *e)
      * this code built wrong, or a failing library: said as such. */
     int unsupported = CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED;
     snprintf(e->why, sizeof e->why, "cuDNN %s the graph: %s at %s",
-             unsupported ? "refused" : "failed on", fg_cuda_sdpa_status_name(s), what);
+             unsupported ? "refused" : "failed on", cudnnGetErrorString(s), what);
     e->refusal = unsupported ? FG_UNAVAILABLE : FG_BACKEND_ERROR;
 }
 
@@ -170,6 +165,8 @@ static fg_status fg_cuda_sdpa_find(const fg_cuda_backend *be, fg_cuda_queue *q,
         }
     fg_cuda_sdpa_entry *e = &c->entry[c->next];
     c->next = (c->next + 1) % FG_CUDA_SDPA_PLANS;
+    if (e->cudnn) /* an execution of the plan may still be in flight */
+        (void)cudaStreamSynchronize(q->stream);
     fg_cuda_sdpa_release(e);
     e->used = 1;
     e->key = *key;

@@ -52,7 +52,7 @@ static fg_status fg_cuda_sdpa_run(fg_cuda_queue *q, const fg_cuda_sdpa_entry *e,
                                   fg_cuda_sdpa_pack *pack, fg_error *err)
 {
     size_t total = e->own_bytes + (size_t)e->plan.workspace;
-    fg_status st = fg_cuda_stage(q, total ? total : 256, op, err);
+    fg_status st = total ? fg_cuda_stage(q, total, op, err) : FG_OK;
     if (st != FG_OK)
         return st;
     char *ws = q->stage;

@@ -161,6 +161,9 @@ if [[ -f $data/fortunes.tar.xz ]]; then
         "$root/examples/char_lm.ini" /tmp/fulgur-gpu-fortunes 150 >>"$OUT/train.log" 2>&1
     if [[ -f $fg/lib/fulgur/plugins/fulgur-precision-bf16-mixed.so ]]; then
         check "train char_lm bf16-mixed val loss <= 2.30" train_lm bf16-mixed 2.30
+        # [backend] attention = auto: which attention that run took (plugins.log)
+        note "  bf16 attention: $(find /tmp/fulgur-gpu-runs -name plugins.log -exec \
+            grep -h 'attention forward .* bf16' {} + 2>/dev/null | tail -n1)"
     fi
 else
     note "SKIP train char_lm: no fortunes.tar.xz in the bundle (install fortunes, rerun gpu_bundle.sh)"
