@@ -38,9 +38,13 @@ fg_status fg_cuda_sdpa_read_option(fg_cuda_backend *be, const fg_host *host, fg_
 
 /* ---- eligibility ---------------------------------------------------------------------------- */
 
-/* NULL when cuDNN may be asked; else why not (the kernels' reason, for the log). */
+/* NULL when cuDNN may be asked; else why not (the kernels' reason, for the log). The
+ * library checks are cudnn-frontend's for the composite graph (sdpa_support_surface.h,
+ * CompositeSDPABackwardNode): known-bad releases, and a backward whose sequence is not a
+ * multiple of 128 on cuDNN <= 9.15, which needs a padding-mask workaround not built here. */
 static const char *fg_cuda_sdpa_ineligible(const fg_cuda_sdpa_key *k, char *buf, size_t n)
 {
+    size_t version = cudnnGetVersion();
     if (k->dtype != FG_BF16 && k->dtype != FG_F16)
         snprintf(buf, n, "cuDNN's fused attention takes f16 and bf16, not %s",
                  fg_dtype_name((fg_dtype)k->dtype));
@@ -52,6 +56,12 @@ static const char *fg_cuda_sdpa_ineligible(const fg_cuda_sdpa_key *k, char *buf,
         snprintf(buf, n, "attention dropout (cuDNN's Philox draws are not fulgur's)");
     else if (!k->aligned)
         snprintf(buf, n, "a tensor not 16-byte aligned");
+    else if (version >= 91000 && version < 91002)
+        snprintf(buf, n, "libcudnn %zu has known bugs in fused attention (9.10.0/9.10.1)",
+                 version);
+    else if (k->backward && k->t % 128 != 0 && version < 91600)
+        snprintf(buf, n, "libcudnn %zu: a backward with T not a multiple of 128 needs 9.16 or "
+                 "newer", version);
     else
         return NULL;
     return buf;
