@@ -133,6 +133,9 @@ static void fg_cuda_sdpa_plan(fg_cuda_queue *q, fg_cuda_sdpa_entry *e)
     e->refusal = unsupported ? FG_UNAVAILABLE : FG_BACKEND_ERROR;
 }
 
+/* Info (plugins.log during a fit) for f16/bf16, where the choice is cuDNN's or a refusal;
+ * debug for f32, which never goes to cuDNN (every fp32 run would say so otherwise); a
+ * warning when cuDNN failed rather than refused. */
 static void fg_cuda_sdpa_log(const fg_cuda_backend *be, const fg_cuda_sdpa_entry *e)
 {
     if (!be->host || !be->host->log)
@@ -152,7 +155,9 @@ static void fg_cuda_sdpa_log(const fg_cuda_backend *be, const fg_cuda_sdpa_entry
                       e->shape.dq_accum ? ", dQ through an f32 accumulator" : "");
     else
         be->host->log(be->host,
-                      e->refusal == FG_BACKEND_ERROR ? FG_LOG_WARN : FG_LOG_INFO,
+                      e->refusal == FG_BACKEND_ERROR ? FG_LOG_WARN
+                      : k->dtype == FG_F32           ? FG_LOG_DEBUG
+                                                     : FG_LOG_INFO,
                       "%s: kernel: %s%s", head, e->why,
                       be->attention == FG_CUDA_ATTN_CUDNN ? " (attention = cudnn: refused)"
                                                           : "");

@@ -8,8 +8,8 @@
  * Eligible: f16 or bf16, head_dim a multiple of 8 and at most 128, no attention dropout
  * (cuDNN's Philox draws cannot be fulgur's), qkv, y, dy, dqkv 16-byte aligned, and a
  * libcudnn cudnn-frontend would not use for this graph (see fg_cuda_sdpa_ineligible). The
- * decision, and the engine cuDNN's heuristics gave, is logged once per shape (info:
- * plugins.log during a fit). Plans are cached per queue and shape (B, H, T, D, dtype,
+ * decision, and the engine cuDNN's heuristics gave, is logged once per shape: info
+ * (plugins.log during a fit) for f16 and bf16, debug for f32 (never cuDNN's). Plans are cached per queue and shape (B, H, T, D, dtype,
  * causal, forward or backward); the workspace comes from the queue's staging buffer.
  * cuda_sdpa_graph.h describes the graph. */
 #ifndef FG_CUDA_SDPA_H
