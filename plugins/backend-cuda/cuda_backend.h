@@ -32,6 +32,7 @@ typedef struct fg_cuda_backend {
     int device_count;
     int driver_version, runtime_version;
     int allow_tf32;
+    int attention;          /* [backend] attention: FG_CUDA_ATTN_* (cuda_sdpa.h) */
     fg_cuda_device dev[FG_CUDA_MAX_DEVICES];
     pthread_mutex_t lock;   /* last_device */
     int last_device;        /* device of the last queue created; -1 before any */
@@ -89,6 +90,7 @@ typedef struct fg_cuda_queue {
     int gemm_next;
     fg_cuda_conv_plan conv[FG_CUDA_CONV_PLANS];
     int conv_next;
+    struct fg_cuda_sdpa_cache *sdpa; /* cuDNN attention plans (cuda_sdpa.c), first use */
 } fg_cuda_queue;
 
 /* cuda_plugin.c: errors */

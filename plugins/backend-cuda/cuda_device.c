@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cuda_backend.h"
+#include "cuda_sdpa.h"
 
 static fg_status fg_cuda_check_device(const fg_cuda_backend *be, const char *what, int device,
                                       fg_error *err)
@@ -288,6 +289,7 @@ void fg_cuda_queue_destroy(void *state, void *queue)
         cudaStreamSynchronize(q->stream);
     fg_cuda_gemm_plans_destroy(q);
     fg_cuda_conv_plans_destroy(q);
+    fg_cuda_sdpa_destroy(q);
     if (q->dnn)
         cudnnDestroy(q->dnn);
     if (q->lt_pref)

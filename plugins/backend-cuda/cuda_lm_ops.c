@@ -10,6 +10,7 @@
 #include "fulgur/backend_checks.h"
 #include "cuda_checks.h"
 #include "cuda_ops.h"
+#include "cuda_sdpa.h"
 
 /* ---- layer and RMS norm --------------------------------------------------------------- */
 
@@ -132,6 +133,10 @@ fg_status fg_cuda_op_attention_forward(void *state, void *queue, uint32_t dtype,
     fg_status st = check_attention("attention_forward", d, &a, err);
     if (st != FG_OK)
         return st;
+    int done = 0;
+    st = fg_cuda_sdpa_forward(state, queue, dtype, d, qkv, y, lse, &done, err);
+    if (st != FG_OK || done)
+        return st;
     return fg_cuda_launched(fg_cu_attention_forward(STREAM(queue), (int)dtype, &a, qkv, y, lse),
                             "attention_forward", err);
 }
@@ -146,6 +151,10 @@ fg_status fg_cuda_op_attention_backward(void *state, void *queue, uint32_t dtype
     fg_cu_attn a;
     fg_status st = check_attention("attention_backward", d, &a, err);
     if (st != FG_OK)
+        return st;
+    int done = 0;
+    st = fg_cuda_sdpa_backward(state, queue, dtype, d, qkv, y, lse, dy, dqkv, &done, err);
+    if (st != FG_OK || done)
         return st;
     return fg_cuda_launched(fg_cu_attention_backward(STREAM(queue), (int)dtype, &a, qkv, y, lse,
                                                      dy, dqkv, workspace),

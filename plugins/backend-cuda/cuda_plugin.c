@@ -13,11 +13,15 @@
 #include "cuda_backend.h"
 #include "cuda_ops.h"
 #include "fulgur/backend_checks.h"
+#include "cuda_sdpa.h"
 
 static const fg_option fg_cuda_options[] = {
     { "allow_tf32", FG_OPT_BOOL, "false", 1, 0, NULL,
       "let fp32 gemm and conv2d use TF32 tensor cores (faster, ~1e-3 relative error; "
       "PyTorch's default for convolutions)" },
+    { "attention", FG_OPT_ENUM, "auto", 0, 0, "auto|cudnn|kernel",
+      "attention_forward/backward: cuDNN's fused flash attention where it can (auto), always "
+      "(cudnn: fail where it cannot), or fulgur's kernels only (kernel)" },
 };
 
 fg_status fg_cuda_fail(fg_error *err, cudaError_t e, const char *what)
@@ -61,12 +65,12 @@ static fg_status fg_cuda_read_options(fg_cuda_backend *be, const fg_host *host, 
     fg_status st = host->get_bool(host, "allow_tf32", &be->allow_tf32);
     if (st == FG_NOT_FOUND) {
         be->allow_tf32 = 0;
-        return FG_OK;
+        return fg_cuda_sdpa_read_option(be, host, err);
     }
     if (st != FG_OK)
         return fg_error_set(err, st, "backend.cuda: cannot read option %s.allow_tf32 (%s)",
                             host->section ? host->section : "backend", fg_status_name(st));
-    return FG_OK;
+    return fg_cuda_sdpa_read_option(be, host, err);
 }
 
 static const char *fg_cuda_visible(void)
@@ -187,10 +191,11 @@ static fg_status fg_cuda_init(const fg_host *host, void **state, fg_error *err)
     }
     if (host && host->log)
         host->log(host, FG_LOG_DEBUG, "backend.cuda: %d device(s), driver CUDA %d.%d, "
-                  "runtime %d.%d, cuDNN %zu, allow_tf32 = %d", be->device_count,
+                  "runtime %d.%d, cuDNN %zu, allow_tf32 = %d, attention = %s",
+                  be->device_count,
                   be->driver_version / 1000, be->driver_version % 1000 / 10,
                   be->runtime_version / 1000, be->runtime_version % 1000 / 10,
-                  cudnnGetVersion(), be->allow_tf32);
+                  cudnnGetVersion(), be->allow_tf32, fg_cuda_sdpa_mode_name(be->attention));
     *state = be;
     return FG_OK;
 }

@@ -6,7 +6,7 @@
 #
 # Writes .gpu/ in the repository root (and adds /.gpu/ to .git/info/exclude, so it is an
 # ignored path the device tool can carry):
-#   .gpu/bundle.tar.xz  bin/fulgur, bin/test_parity, lib/libfulgur.so*, the plugins,
+#   .gpu/bundle.tar.xz  bin/fulgur, bin/test_parity, bin/sdpa_aot, lib/libfulgur.so*, the plugins,
 #                       and lib/deps/: the shared libraries they need beyond glibc, libstdc++
 #                       and CUDA's own (inih, jansson, OpenBLAS, gfortran, quadmath, zlib)
 #   .gpu/data/          Fashion-MNIST (the four .gz files of dataset-fashion-mnist) and
@@ -30,6 +30,7 @@ stage=$(mktemp -d /tmp/fulgur-gpu-bundle.XXXXXX)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib/fulgur/plugins" "$stage/lib/deps"
 cp "$build/bin/fulgur" "$build/bin/test_parity" "$stage/bin/"
+[[ -x $build/bin/sdpa_aot ]] && cp "$build/bin/sdpa_aot" "$stage/bin/"
 cp -P "$build"/lib/libfulgur.so* "$stage/lib/"
 cp "$build"/lib/fulgur/plugins/*.so "$stage/lib/fulgur/plugins/"
 # debug sections only cost transfer size here

@@ -11,7 +11,9 @@
 # All of it should fit one 10-minute call; results are written as they come, so a call cut
 # short still brings back what was done (the benchmark runs last).
 #
-# 1. the cuda tests: cuda.parity.* (every op against the CPU backend) and cuda.cli;
+# 1. the cuda tests: cuda.parity.* (every op against the CPU backend; attention on the
+#    kernels, on auto and forced through cuDNN's fused attention) and cuda.cli; the capture of
+#    cuDNN's device properties ($OUT/h100_deviceprop.json) and the SDPA plans made from it;
 # 2. training: examples/fashion_mnist_{mlp,cnn}.ini with backend.name=cuda, fp32 and
 #    bf16-mixed, against the accuracy floors (MLP >= 0.87, CNN >= 0.90); and the language
 #    model examples/char_lm.ini (layernorm, embedding, attention kernels) for LM_STEPS steps
@@ -19,7 +21,8 @@
 # 3. the benchmark tests/bench/bench_cuda.sh (PyTorch eager, torch.compile, Lightning at
 #    batch 128 and 1024).
 # Results under $OUT (what the device tool brings back): summary.txt (one PASS/FAIL line per
-# check, the benchmark table), parity.log, train.log, bench.log, bench.csv, gpu.txt.
+# check, the benchmark table), parity.log, train.log, bench.log, bench.csv, gpu.txt,
+# h100_deviceprop.json.
 # Exits 1 when any check failed.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -77,17 +80,31 @@ grep -E "^cuda +[0-9]+ device" "$OUT/gpu.txt" >/dev/null ||
 # 1. tests ------------------------------------------------------------------------------
 if (( tests )); then
 export FG_TEST_PLUGIN_DIR=$fg/lib/fulgur/plugins
-parity_group() {
-    "$fg/bin/test_parity" --backend cuda "$1" >>"$OUT/parity.log" 2>&1
+parity_group() { # [--set KEY=VALUE]... GROUP
+    "$fg/bin/test_parity" --backend cuda "$@" >>"$OUT/parity.log" 2>&1
     local rc=$?
     (( rc == 77 )) && { echo "  (skipped: no usable device)" >>"$OUT/parity.log"; return 77; }
     return $rc
 }
 : >"$OUT/parity.log"
 for g in device flat cast gemm gemm_bias bias_act conv pool batchnorm dropout xent ploss optim \
-         layernorm embedding attention; do
+         layernorm embedding; do
     check "cuda.parity.$g" parity_group "$g"
 done
+check "cuda.parity.attention (kernels)" parity_group --set attention=kernel attention
+check "cuda.parity.attention (auto: cuDNN where eligible)" parity_group attention
+check "cuda.parity.attention_fused (cuDNN)" parity_group --set attention=cudnn attention_fused
+# cuDNN's device properties of this GPU, for the deviceless plan test (commit the file as
+# tests/cuda/data/h100_deviceprop.json), and the plans finalized from it here
+if [[ -x $fg/bin/sdpa_aot ]]; then
+    check "cudnn device properties -> h100_deviceprop.json" \
+        "$fg/bin/sdpa_aot" capture "$OUT/h100_deviceprop.json" >>"$OUT/parity.log" 2>&1
+    check "cudnn sdpa plans from that json" \
+        "$fg/bin/sdpa_aot" plans "$OUT/h100_deviceprop.json" >>"$OUT/parity.log" 2>&1
+    check "cudnn sdpa graphs" "$fg/bin/sdpa_aot" graphs >>"$OUT/parity.log" 2>&1
+else
+    note "SKIP sdpa_aot: not in the bundle"
+fi
 check cuda.cli sh "$root/tests/cuda/cuda_cli.sh" "$fg/bin/fulgur" "$fg/lib/fulgur/plugins" \
     >>"$OUT/parity.log" 2>&1
 
@@ -144,6 +161,9 @@ if [[ -f $data/fortunes.tar.xz ]]; then
         "$root/examples/char_lm.ini" /tmp/fulgur-gpu-fortunes 150 >>"$OUT/train.log" 2>&1
     if [[ -f $fg/lib/fulgur/plugins/fulgur-precision-bf16-mixed.so ]]; then
         check "train char_lm bf16-mixed val loss <= 2.30" train_lm bf16-mixed 2.30
+        # [backend] attention = auto: which attention that run took (plugins.log)
+        note "  bf16 attention: $(find /tmp/fulgur-gpu-runs -name plugins.log -exec \
+            grep -h 'attention forward .* bf16' {} + 2>/dev/null | tail -n1)"
     fi
 else
     note "SKIP train char_lm: no fortunes.tar.xz in the bundle (install fortunes, rerun gpu_bundle.sh)"

@@ -85,5 +85,6 @@ void test_layernorm(void);
 void test_embedding(void);
 void test_attention(void);
 void test_checks(void); /* parity_checks.c */
+void test_attention_fused(void);
 
 #endif

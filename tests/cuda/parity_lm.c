@@ -236,3 +236,19 @@ void test_attention(void)
     attention_case(FG_F32, 1, 40, 3, 8, 0, 0.5f);
     attention_case(FG_BF16, 1, 33, 2, 16, 1, 0.1f);
 }
+
+/* The shapes cuDNN's fused attention (SDPA) takes: head sizes multiples of 8 up to 128, f16
+ * and bf16, odd and even T, one query row, causal or not. The CUDA backend runs this group
+ * with --set attention=cudnn (cudaemu.parity.attention_fused, cuda.parity.attention_fused):
+ * a call cuDNN does not run fails instead of falling back to the kernels. */
+void test_attention_fused(void)
+{
+    static const int shapes[][4] = { { 2, 7, 3, 8 },   { 1, 33, 2, 16 }, { 1, 1, 2, 16 },
+                                     { 2, 64, 2, 64 }, { 1, 37, 1, 128 }, { 2, 40, 1, 128 } };
+    static const uint32_t dts[] = { FG_BF16, FG_F16 };
+    for (int x = 0; x < 2; x++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int causal = 0; causal < 2; causal++)
+                attention_case(dts[x], shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3],
+                               causal, 0.0f);
+}

@@ -1,7 +1,7 @@
 /* The parity harness: loads the CPU backend (the reference) and a backend under test, runs
  * every op on both from the same inputs, compares (ggml's test-backend-ops, for fulgur).
  *
- *   test_parity [--backend NAME] [--plugin PATH] GROUP | all | --vtable
+ *   test_parity [--backend NAME] [--plugin PATH] [--set KEY=VALUE]... GROUP | all | --vtable
  *
  * NAME defaults to $FG_PARITY_BACKEND, else cuda. The plugins are fulgur-backend-NAME.so and
  * fulgur-backend-cpu.so in $FG_TEST_PLUGIN_DIR, else the build's plugin folder; --plugin
@@ -11,7 +11,9 @@
  * some op or dtype) has the groups whose entries it lacks and the cases it answers
  * FG_UNAVAILABLE skipped, and counted. Exits 77 (ctest SKIP) when the tested backend is
  * unavailable here (the CUDA backend without a driver or device) or runs none of the
- * groups asked for, 2 on a usage error. */
+ * groups asked for, 2 on a usage error. --set gives both backends a string option of their
+ * [backend] section (e.g. attention=cudnn for the CUDA backend); a backend reads only the
+ * keys it declares. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stddef.h>
@@ -332,12 +334,36 @@ static fg_status host_get_bool(const fg_host *host, const char *key, int *out)
     return FG_OK;
 }
 
+/* --set KEY=VALUE options (string-valued) */
+#define MAX_SETS 8
+static const char *set_keys[MAX_SETS], *set_values[MAX_SETS];
+static char set_buf[MAX_SETS][128];
+static int set_count;
+
+static int add_set(const char *kv)
+{
+    const char *eq = strchr(kv, '=');
+    if (!eq || eq == kv || set_count == MAX_SETS || strlen(kv) >= sizeof set_buf[0])
+        return 0;
+    char *b = set_buf[set_count];
+    snprintf(b, sizeof set_buf[0], "%s", kv);
+    b[eq - kv] = '\0';
+    set_keys[set_count] = b;
+    set_values[set_count++] = b + (eq - kv) + 1;
+    return 1;
+}
+
 /* The CPU backend's convolutions are pinned to im2col: a reference must not depend on
  * timing (auto times im2col against oneDNN per shape, and two instances may choose
  * differently); tests/backend-cpu conv_algo compares the two. */
 static fg_status host_get_string(const fg_host *host, const char *key, const char **out)
 {
     (void)host;
+    for (int i = 0; i < set_count; i++)
+        if (strcmp(key, set_keys[i]) == 0) {
+            *out = set_values[i];
+            return FG_OK;
+        }
     if (strcmp(key, "conv_algorithm") != 0)
         return FG_NOT_FOUND;
     *out = "im2col";
@@ -435,6 +461,8 @@ static const struct {
     { "layernorm", test_layernorm, OPS(FG_OP_LAYERNORM_FORWARD, FG_OP_LAYERNORM_BACKWARD) },
     { "embedding", test_embedding, OPS(FG_OP_EMBEDDING_FORWARD, FG_OP_EMBEDDING_BACKWARD) },
     { "attention", test_attention, OPS(FG_OP_ATTENTION_FORWARD, FG_OP_ATTENTION_BACKWARD) },
+    { "attention_fused", test_attention_fused,
+      OPS(FG_OP_ATTENTION_FORWARD, FG_OP_ATTENTION_BACKWARD) },
 };
 
 /* The first entry of ops the backend under test leaves NULL, or NULL when it has them all
@@ -510,7 +538,8 @@ static int check_vtable(void)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: test_parity [--backend NAME] [--plugin PATH] GROUP|all|--vtable\n"
+    fprintf(stderr, "usage: test_parity [--backend NAME] [--plugin PATH] [--set KEY=VALUE]... "
+                    "GROUP|all|--vtable\n"
                     "groups:");
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
         fprintf(stderr, " %s", groups[i].name);
@@ -527,6 +556,10 @@ int main(int argc, char **argv)
             P.dut_name = argv[++i];
         else if (strcmp(argv[i], "--plugin") == 0 && i + 1 < argc)
             dut_path = argv[++i];
+        else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
+            if (!add_set(argv[++i]))
+                return usage();
+        }
         else if (!what && argv[i][0] != '-')
             what = argv[i];
         else if (!what && strcmp(argv[i], "--vtable") == 0)

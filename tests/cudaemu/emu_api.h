@@ -61,6 +61,8 @@ cudaError_t fgemu_sticky(void);
 /* The device of the allocation holding p; -1 page-locked host memory, -2 none. */
 int fgemu_device_of(const void *p);
 int fgemu_is_device(const void *p, size_t n);
+/* emu_cudnn.cc: the stream a cuDNN handle runs on; 0 when h is not a live handle. */
+int fgemu_cudnn_stream(const void *h, cudaStream_t *s);
 /* Tests only: forget a sticky error (a real process would have to restart). */
 void fgemu_clear_sticky(void);
 

@@ -247,6 +247,10 @@ const char *cudnnGetErrorString(cudnnStatus_t s)
     switch (s) {
     case CUDNN_STATUS_SUCCESS: return "CUDNN_STATUS_SUCCESS";
     case CUDNN_STATUS_BAD_PARAM: return "CUDNN_STATUS_BAD_PARAM";
+    case CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED: return "CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED";
+    case CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER:
+        return "CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER";
+    case CUDNN_STATUS_INTERNAL_ERROR: return "CUDNN_STATUS_INTERNAL_ERROR";
     case CUDNN_STATUS_NOT_SUPPORTED: return "CUDNN_STATUS_NOT_SUPPORTED";
     case CUDNN_STATUS_EXECUTION_FAILED: return "CUDNN_STATUS_EXECUTION_FAILED";
     case CUDNN_STATUS_ALLOC_FAILED: return "CUDNN_STATUS_ALLOC_FAILED";
@@ -274,6 +278,16 @@ cudnnStatus_t cudnnDestroy(cudnnHandle_t h)
     ((handle *)h)->magic = 0;
     delete (handle *)h;
     return CUDNN_STATUS_SUCCESS;
+}
+
+/* The stream of a live handle, for the backend API (emu_cudnn_graph.cc); 0 when h is not a
+ * handle. */
+int fgemu_cudnn_stream(const void *h, cudaStream_t *s)
+{
+    if (bad(h, kHandle))
+        return 0;
+    *s = ((const handle *)h)->stream;
+    return 1;
 }
 
 cudnnStatus_t cudnnSetStream(cudnnHandle_t h, cudaStream_t s)

@@ -4,7 +4,9 @@
 # and the val loss agree within TOL (relative).
 #   emu_fit.sh FULGUR EMU_PLUGIN_DIR CONFIG PRECISION BATCHES TOL [DATA_DIR [KEY=VALUE...]]
 # DATA_DIR is the dataset the config reads (default: Fashion-MNIST's); the KEY=VALUE
-# overrides go to both runs. Exits 77 (skipped) without the dataset.
+# overrides go to both runs. Exits 77 (skipped) without the dataset. From the environment:
+# FGEMU_CUDA_ONLY, overrides for the emulated run alone (backend.attention=cudnn), and
+# FGEMU_EXPECT_LOG, a text its plugins.log must contain (which attention ran).
 set -u
 fulgur=$1 plugins=$2 cfg=$3 precision=$4 batches=$5 tol=$6
 data=${7:-/usr/share/datasets/fashion-mnist}
@@ -21,9 +23,20 @@ common="precision.name=$precision trainer.max_epochs=1 trainer.limit_train_batch
 # shellcheck disable=SC2086
 "$fulgur" fit "$cfg" backend.name=cpu $common >cpu.out 2>&1 || { cat cpu.out; echo "FAIL: cpu run"; exit 1; }
 # shellcheck disable=SC2086
-"$fulgur" --plugin-path "$plugins" fit "$cfg" backend.name=cuda $common >cuda.out 2>&1 ||
+"$fulgur" --plugin-path "$plugins" fit "$cfg" backend.name=cuda $common ${FGEMU_CUDA_ONLY:-} \
+  >cuda.out 2>&1 ||
   { cat cuda.out; echo "FAIL: emulated cuda run"; exit 1; }
 grep -q "backend cuda" cuda.out || { cat cuda.out; echo "FAIL: the run did not use backend cuda"; exit 1; }
+if [ -n "${FGEMU_EXPECT_LOG:-}" ]; then
+  logs=$(find "$tmp/runs" -name plugins.log | sort)
+  # shellcheck disable=SC2086
+  if [ -z "$logs" ] || ! grep -q -- "$FGEMU_EXPECT_LOG" $logs; then
+    # shellcheck disable=SC2086
+    cat cuda.out $logs; echo "FAIL: the emulated run's plugins.log does not say '$FGEMU_EXPECT_LOG'"
+    exit 1
+  fi
+  echo "ok: plugins.log: $(grep -h -m1 -- "$FGEMU_EXPECT_LOG" $logs)"
+fi
 loss() { awk -v k="$2" '$0 ~ k { for (i = 1; i <= NF; i++) if ($i == "loss") { print $(i + 1); exit } }' "$1"; }
 status=0
 for what in "train loss" "^val "; do

@@ -4,7 +4,7 @@
 # the emulated plugin, runs the parity group that must catch it, and expects a failure.
 # Prints one line per mutation (CAUGHT or MISSED) and the failing checks' first lines;
 # exits 1 if a mutation was missed or the unmutated baseline fails.
-#   tests/cudaemu/mutate.sh [WORKDIR]     (about 3 minutes on 2 cores, plus the nvcc build)
+#   tests/cudaemu/mutate.sh [WORKDIR]     (about 4 minutes on 2 cores, plus the nvcc build)
 set -eu
 src=$(cd "$(dirname "$0")/../.." && pwd)
 work=${1:-$(mktemp -d /tmp/cudaemu-mutate.XXXXXX)}
@@ -30,7 +30,7 @@ run() { # GROUP [asan] -> exit status of the parity group on the emulated backen
     fi
 }
 
-for g in xent batchnorm gemm conv attention embedding layernorm; do
+for g in xent batchnorm gemm conv attention attention_fused embedding layernorm; do
     if ! run "$g"; then
         echo "mutate: baseline parity group $g fails before any mutation:"; tail -5 run.log
         exit 1
@@ -71,6 +71,9 @@ removed __syncthreads before an attention key tile is reloaded|kernels/cuda/atte
 decode attends to keys [0, pos) (the query's own key left out)|kernels/cuda/attention_decode.cu|s/n = pos \+ 1;/n = pos;/|attention
 embedding positions ranked one slot late within their id (<= for <)|kernels/cuda/embedding.cu|s/rank \+= w.slots\[b\] < pos;/rank += w.slots[b] <= pos;/|embedding
 layernorm parameter gradient drops its first row chunk|kernels/cuda/layernorm.cu|s/for \(int k = 0; k < chunks; k\+\+\)/for (int k = 1; k < chunks; k++)/|layernorm
+cuDNN attention: causal mask comparison reversed (col >= row)|plugins/backend-cuda/cuda_sdpa_graph.c|s/CMP_GE, CUDNN_DATA_BOOLEAN, -1, row, col,/CMP_GE, CUDNN_DATA_BOOLEAN, -1, col, row,/|attention_fused
+cuDNN attention: V read at K's offset in qkv|plugins/backend-cuda/cuda_sdpa_exec.c|s/\(const char \*\)qkv \+ 2 \* c\)/(const char *)qkv + c)/|attention_fused
+cuDNN attention: backward without the causal mask|plugins/backend-cuda/cuda_sdpa_graph.c|s/(sdpa_pointwise\(g, CUDNN_POINTWISE_SUB, CUDNN_DATA_FLOAT, -1, scores, stats, NULL, z,\n\s+what\);\n)\s+if \(s == CUDNN_STATUS_SUCCESS && sh->causal\)\n\s+s = sdpa_causal\(g, sh, z, &z, what\);\n/$1/|attention_fused
 grid-stride loop one element past the end (ASan)|kernels/cuda/fg_cuda_common.cuh|s/i < \(n\);/i <= (n);/|flat|asan
 LIST
 cmake --build build --target fulgur-backend-cuda-emu fulgur-backend-cuda-emu-asan >>build.log 2>&1
