@@ -14,6 +14,7 @@
 #include "checkpoint.h"
 #include "ckpt_sharded.h"
 #include "fulgur/fulgur.h"
+#include "output_file.h"
 
 #define BAD(...) fg_error_set(err, FG_INVALID_ARGUMENT, __VA_ARGS__)
 
@@ -375,7 +376,8 @@ fg_status fg_ckpt_merge(const char *index_or_dir, const char *out_path, FILE *re
                         fg_error *err)
 {
     char path[8192];
-    fg_status st = find_index(index_or_dir, path, sizeof path, err);
+    fg_status st = fg_output_check_target(out_path, err); /* before reading shards for it */
+    if (st == FG_OK) st = find_index(index_or_dir, path, sizeof path, err);
     if (st != FG_OK) return st;
     char a[PATH_MAX], b[PATH_MAX];
     if (realpath(path, a) && realpath(out_path, b) && strcmp(a, b) == 0)

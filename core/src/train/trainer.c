@@ -11,6 +11,7 @@
 #include "io_status.h"
 #include "optimizer.h"
 #include "rank_agreement.h"
+#include "output_file.h"
 #include "output_paths.h"
 #include "run_status.h"
 #include "run_dir.h"
@@ -383,9 +384,7 @@ static fg_status make_run_dir(fg_trainer *t, fg_error *err)
     /* what the plugins say from here on (a backend's algorithm choices) stays with the run */
     char path[4200];
     snprintf(path, sizeof path, "%s/plugins.log", t->run_dir);
-    if (!(t->rt->plugin_log = fopen(path, "w")))
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: cannot write: %s", path, strerror(errno));
-    return FG_OK;
+    return fg_output_open(path, "w", &t->rt->plugin_log, err);
 }
 
 /* status.json: finished, failed, or interrupted by a requeue signal. */
