@@ -12,6 +12,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "data_test.h"
@@ -306,6 +308,49 @@ static int case_bad_inputs(void)
     expect_init_failure(&c, "rrc_scale", "0.5,0.1", "0 < LOW <= HIGH");
     fg_fake_host_set(&c.fh, "rrc_scale", "0.08,1");
     expect_init_failure(&c, "center_crop", "0", "is not a size");
+    teardown(&c);
+    return 0;
+}
+
+/* ---- files changed under the loader (issue 30) ---------------------------------------- */
+
+/* Three 6 x 8 gray images indexed as the train split; *ds NULL on failure. */
+static void open_three(img_case *c, void **ds)
+{
+    CHECK(write_pattern(&c->tree, "train/ok/a.png", 6, 8, 1, 1) == 0);
+    CHECK(write_pattern(&c->tree, "train/ok/b.png", 6, 8, 1, 2) == 0);
+    CHECK(write_pattern(&c->tree, "train/ok/c.png", 6, 8, 1, 3) == 0);
+    fg_fake_host_set(&c->fh, "train_dir", "train");
+    fg_fake_host_set(&c->fh, "mode", "grayscale");
+    fg_dataset_info info;
+    CHECK_STATUS(open_split(c, FG_SPLIT_TRAIN, ds, &info), FG_OK, c->err);
+    CHECK_EQ(info.length, 3);
+}
+
+/* b.png replaced by a FIFO after indexing: the read fails at once naming it, where the
+ * decoder's open waited for a writer forever (alarm() ends a test that hangs). */
+static int case_swapped_fifo(void)
+{
+    img_case c;
+    if (setup(&c) != 0)
+        return 1;
+    void *ds = NULL;
+    open_three(&c, &ds);
+    char path[1024];
+    image_tree_path(&c.tree, "train/ok/b.png", path, sizeof path);
+    CHECK(unlink(path) == 0 && mkfifo(path, 0644) == 0);
+    fg_data_read_args a = read_args(FG_SPLIT_VAL, 1, 0);
+    float x[6 * 8];
+    int32_t label = 0;
+    if (ds) {
+        alarm(30);
+        CHECK_STATUS(read_one(&c, ds, &a, 1, x, &label), FG_INVALID_ARGUMENT, c.err);
+        alarm(0);
+        CHECK_CONTAINS(c.err.message, path);
+        CHECK_CONTAINS(c.err.message, "not a regular file");
+        CHECK_STATUS(read_one(&c, ds, &a, 0, x, &label), FG_OK, c.err);
+        c.in.vt->close(c.in.state, ds);
+    }
     teardown(&c);
     return 0;
 }
@@ -745,6 +790,8 @@ int main(int argc, char **argv)
         rc = case_classes();
     else if (strcmp(argv[1], "bad_inputs") == 0)
         rc = case_bad_inputs();
+    else if (strcmp(argv[1], "swapped_fifo") == 0)
+        rc = case_swapped_fifo();
     else if (strcmp(argv[1], "augment_determinism") == 0)
         rc = case_augment_determinism();
     else if (strcmp(argv[1], "augment_semantics") == 0)
