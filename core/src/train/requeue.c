@@ -80,6 +80,8 @@ static void read_test_hooks(fg_requeue *q)
     const char *every = secure_getenv("FULGUR_TEST_AGREE_EVERY");
     const char *sig = spec ? strchr(spec, ':') : NULL;
     q->test_step = spec ? strtoll(spec, NULL, 10) : -1;
+    q->test_pass = !spec ? 0 : strncmp(spec, "val:", 4) == 0 ? 'v' : strncmp(spec, "test:", 5) == 0 ? 't' : 0;
+    if (q->test_pass) q->test_step = -1;
     q->test_rank = rank ? (int)strtol(rank, NULL, 10) : -1;
     q->test_signo = sig && strcmp(sig + 1, "SIGTERM") == 0 ? SIGTERM : SIGINT;
     q->test_twice = sig && strcmp(sig + 1, "SIGINT2") == 0;
@@ -93,6 +95,22 @@ static void test_interrupt(const struct fg_trainer *t)
         return;
     raise(q->test_signo);
     if (q->test_twice) raise(SIGINT);
+}
+
+void fg_requeue_test_eval(struct fg_trainer *t, const char *prefix)
+{
+    fg_requeue *q = &t->requeue;
+    int pass = strcmp(prefix, "val") == 0 ? 'v' : strcmp(prefix, "test") == 0 ? 't' : 0;
+    if (!q->test_pass || q->test_pass != pass || t->progress.global_step == 0 ||
+        (q->test_rank >= 0 && q->test_rank != t->rank))
+        return;
+    q->test_pass = 0; /* once */
+    raise(q->test_signo);
+}
+
+int fg_requeue_interrupt_pending(const fg_requeue *q)
+{
+    return q->interrupts_armed && interrupted != 0;
 }
 
 static void on_signal(int signo)
@@ -231,6 +249,12 @@ fg_status fg_requeue_poll(struct fg_trainer *t, fg_error *err)
     return FG_OK;
 }
 
+fg_status fg_requeue_poll_now(struct fg_trainer *t, fg_error *err)
+{
+    t->requeue.next_check = 0; /* every rank calls this at the same point: agree now */
+    return fg_requeue_poll(t, err);
+}
+
 static int training_finished(const struct fg_trainer *t)
 {
     return (t->keys.max_steps >= 0 && t->progress.global_step >= t->keys.max_steps) || t->progress.epoch >= t->keys.max_epochs;
@@ -274,7 +298,11 @@ fg_status fg_requeue_interrupted(struct fg_trainer *t, fg_error *err)
     const char *config = fg_config_path(t->cfg) ? fg_config_path(t->cfg) : "CONFIG";
     /* printed here, before the comm finalises: under mpirun a rank's exit code 130 may end
      * the others as soon as they return */
-    if (t->rank == 0 && q->checkpoint[0] && !training_finished(t))
+    if (t->rank == 0 && training_finished(t) && !q->checkpoint[0])
+        fprintf(t->out, "interrupted by %s after the last step (%lld), before the end of the "
+                "fit's validation, final checkpoint or test\n", name,
+                (long long)t->progress.global_step);
+    else if (t->rank == 0 && q->checkpoint[0] && !training_finished(t))
         fprintf(t->out, "interrupted by %s after step %lld; resume with: fulgur fit %s "
                 "--ckpt-path %s\n", name, (long long)t->progress.global_step, config,
                 q->checkpoint);

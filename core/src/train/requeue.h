@@ -30,6 +30,7 @@ typedef struct fg_requeue {
     int64_t test_step;       /* FULGUR_TEST_INTERRUPT_AT's step; -1: none */
     int test_rank;           /* FULGUR_TEST_INTERRUPT_RANK; -1: every rank */
     int test_signo, test_twice;
+    int test_pass;           /* FULGUR_TEST_INTERRUPT_AT=val:SIG / test:SIG: 'v', 't'; 0 */
     int64_t test_agree_every; /* FULGUR_TEST_AGREE_EVERY; 0: about once a second */
     int interrupt_signo;     /* every rank agreed: SIGINT or SIGTERM stopped this fit; 0 */
     int checkpoint_on_interrupt; /* [trainer] checkpoint_on_interrupt or save_on_exception */
@@ -46,6 +47,18 @@ fg_status fg_requeue_arm(struct fg_trainer *t, fg_error *err);
 void fg_requeue_disarm(fg_requeue *q);
 /* At each optimizer-step boundary: when the signal arrived (on any rank), sets t->stop. */
 fg_status fg_requeue_poll(struct fg_trainer *t, fg_error *err);
+/* The same agreement at once, whatever the step: every rank calls it at the same point
+ * (after the fit's last validation, before and after the test), so that an interrupt that
+ * came during an evaluation stops the run (exit 130 / 143) instead of being ignored. */
+fg_status fg_requeue_poll_now(struct fg_trainer *t, fg_error *err);
+/* A SIGINT or SIGTERM reached this process and is not agreed yet: a single-process
+ * evaluation pass stops at the next batch (under a comm every rank ends the pass: its
+ * batches may hold collectives). */
+int fg_requeue_interrupt_pending(const fg_requeue *q);
+/* The test hook of an evaluation pass (FULGUR_TEST_INTERRUPT_AT=val:SIGTERM or
+ * test:SIGTERM): raises the signal at the first batch of the first such pass after step 0,
+ * once. */
+void fg_requeue_test_eval(struct fg_trainer *t, const char *prefix);
 /* After the epochs: the checkpoint of a stop for a requeue (every rank calls). */
 fg_status fg_requeue_checkpoint(struct fg_trainer *t, fg_error *err);
 /* Instead of the end of a fit: rank 0 runs `scontrol requeue JOB` and says what happened. */

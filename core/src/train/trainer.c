@@ -11,6 +11,7 @@
 #include "io_status.h"
 #include "optimizer.h"
 #include "rank_agreement.h"
+#include "requeue.h"
 #include "output_file.h"
 #include "output_paths.h"
 #include "run_status.h"
@@ -485,8 +486,13 @@ static fg_status finish_fit(fg_trainer *t, fg_error *err)
         fprintf(t->out, "weights: %zu parameters, digest %016llx, after %lld steps\n",
                 fg_model_param_count(t->model), (unsigned long long)digest, (long long)t->progress.global_step);
     if (st == FG_OK) fg_trainer_report_precision(t);
-    if (st == FG_OK && t->keys.test_after_fit)
-        st = fg_trainer_evaluate_split(t, &t->test, &t->keys.limit_test, "test", FG_EVENT_TEST_END, err);
+    if (st == FG_OK && t->keys.test_after_fit) {
+        st = fg_requeue_poll_now(t, err); /* an interrupt during the final checkpoint */
+        if (st == FG_OK && !t->requeue.interrupt_signo)
+            st = fg_trainer_evaluate_split(t, &t->test, &t->keys.limit_test, "test", FG_EVENT_TEST_END, err);
+        if (st == FG_OK) st = fg_requeue_poll_now(t, err); /* ... or during the test */
+    }
+    if (st == FG_OK && t->requeue.interrupt_signo) return fg_requeue_interrupted(t, err);
     return st;
 }
 
@@ -510,6 +516,8 @@ static fg_status run_verb(fg_trainer *t, fg_error *err)
     case FG_VERB_CHECK: return FG_OK;
     case FG_VERB_FIT: {
         fg_status st = fg_trainer_fit(t, err);
+        /* a SIGINT or SIGTERM during the fit's last validation: agreed here, not ignored */
+        if (st == FG_OK) st = fg_requeue_poll_now(t, err);
         if (st == FG_OK && t->requeue.interrupt_signo) return fg_requeue_interrupted(t, err);
         if (st == FG_OK) st = t->requeue.stopped ? fg_requeue_submit(t, err) : finish_fit(t, err);
         else save_after_failure(t, err);
