@@ -86,6 +86,10 @@ static void read_test_hooks(fg_requeue *q)
     q->test_signo = sig && strcmp(sig + 1, "SIGTERM") == 0 ? SIGTERM : SIGINT;
     q->test_twice = sig && strcmp(sig + 1, "SIGINT2") == 0;
     q->test_agree_every = every && strtoll(every, NULL, 10) > 0 ? strtoll(every, NULL, 10) : 0;
+    const char *skew = secure_getenv("FULGUR_TEST_CLOCK_SKEW");
+    const char *colon = skew ? strchr(skew, ':') : NULL;
+    q->test_skew_rank = colon ? (int)strtol(skew, NULL, 10) : -1;
+    q->test_skew_s = colon ? strtod(colon + 1, NULL) : 0;
 }
 
 static void test_interrupt(const struct fg_trainer *t)
@@ -106,6 +110,22 @@ void fg_requeue_test_eval(struct fg_trainer *t, const char *prefix)
         return;
     q->test_pass = 0; /* once */
     raise(q->test_signo);
+}
+
+/* max_time by this process's clock (FULGUR_TEST_CLOCK_SKEW moves one rank's clock ahead,
+ * so that a test sees ranks that disagree). */
+static int local_time_is_up(const struct fg_trainer *t)
+{
+    const fg_requeue *q = &t->requeue;
+    double elapsed = fg_now_seconds() - t->progress.fit_start_time;
+    if (q->test_skew_rank == t->rank) elapsed += q->test_skew_s;
+    return t->keys.max_time_s > 0 && elapsed >= t->keys.max_time_s;
+}
+
+int fg_requeue_time_is_up(const struct fg_trainer *t)
+{
+    if (t->world_size > 1 && t->requeue.interrupts_armed) return t->requeue.time_up;
+    return local_time_is_up(t);
 }
 
 int fg_requeue_interrupt_pending(const fg_requeue *q)
@@ -222,15 +242,16 @@ fg_status fg_requeue_poll(struct fg_trainer *t, fg_error *err)
         const fg_instance *c = comm_of(t);
         const fg_comm_vtable *vt = c->plugin->vtable;
         double now = fg_now_seconds();
-        double agree[3] = {stop, t->rank == 0 ? next_interval(q, t->progress.global_step, now) : 0,
-                           signo};
+        double agree[4] = {stop, t->rank == 0 ? next_interval(q, t->progress.global_step, now) : 0,
+                           signo, local_time_is_up(t)};
         fg_error e = {0};
-        fg_status st = vt->all_reduce(c->state, NULL, agree, 3, FG_F64, FG_REDUCE_MAX, &e);
+        fg_status st = vt->all_reduce(c->state, NULL, agree, 4, FG_F64, FG_REDUCE_MAX, &e);
         if (st != FG_OK)
             return fg_error_set(err, st, "requeue: agreeing on the stop flag at step %lld: %s",
                                 (long long)t->progress.global_step, e.message);
         stop = agree[0] > 0;
         signo = (int)agree[2];
+        q->time_up = agree[3] > 0;
         q->next_check = t->progress.global_step + (int64_t)agree[1];
         q->last_check_step = t->progress.global_step;
         q->last_check_time = now;

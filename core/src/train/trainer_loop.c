@@ -91,9 +91,10 @@ fg_status fg_trainer_evaluate_split(fg_trainer *t, fg_data_split *s, const fg_ba
     return fg_trainer_emit(t, event, metrics, count, err);
 }
 
+/* Under a comm, what the ranks agreed (requeue.h), never one rank's own clock. */
 static int time_is_up(const fg_trainer *t)
 {
-    return t->keys.max_time_s > 0 && fg_now_seconds() - t->progress.fit_start_time >= t->keys.max_time_s;
+    return fg_requeue_time_is_up(t);
 }
 
 static int must_stop(const fg_trainer *t)
