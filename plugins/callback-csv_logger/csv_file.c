@@ -9,13 +9,12 @@
 #include <string.h>
 
 #include "number_text.h"
+#include "output_file.h"
 
-static int fail(csv_failure *why, const char *what, const char *path)
+static fg_status fail(fg_error *err, const char *what, const char *path)
 {
-    why->errnum = errno ? errno : EIO;
-    why->what = what;
-    snprintf(why->path, sizeof why->path, "%s", path);
-    return -1;
+    int e = errno ? errno : EIO;
+    return fg_error_set(err, fg_output_errno_status(e), "%s %s: %s", what, path, strerror(e));
 }
 
 /* RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled. */
@@ -96,36 +95,42 @@ static void write_rows(csv_file *f, FILE *out, const csv_table *t)
     }
 }
 
-static int close_checked(FILE *out, csv_failure *why, const char *path)
+static fg_status close_checked(FILE *out, fg_error *err, const char *path)
 {
-    int bad = ferror(out);
-    if (fclose(out) != 0 || bad)
-        return fail(why, "cannot write", path);
-    return 0;
+    errno = 0;
+    int bad = fflush(out) != 0 || ferror(out);
+    int e = errno;
+    if (fclose(out) != 0 || bad) {
+        errno = e ? e : errno;
+        return fail(err, "cannot write", path);
+    }
+    return FG_OK;
 }
 
-static int write_fresh(csv_file *f, const csv_table *t, csv_failure *why)
+static fg_status write_fresh(csv_file *f, const csv_table *t, fg_error *err)
 {
-    FILE *out = fopen(f->path, "w");
-    if (out == NULL)
-        return fail(why, "cannot create", f->path);
+    FILE *out;
+    fg_status st = fg_output_open(f->path, "w", &out, err);
+    if (st != FG_OK)
+        return st;
     write_header(out, t);
     f->header_bytes = ftell(out);
     write_rows(f, out, t);
-    if (close_checked(out, why, f->path) != 0)
-        return -1;
+    if ((st = close_checked(out, err, f->path)) != FG_OK)
+        return st;
     f->created = 1;
     f->header_columns = t->column_count;
-    return 0;
+    return FG_OK;
 }
 
-static int append_rows(csv_file *f, const csv_table *t, csv_failure *why)
+static fg_status append_rows(csv_file *f, const csv_table *t, fg_error *err)
 {
-    FILE *out = fopen(f->path, "a");
-    if (out == NULL)
-        return fail(why, "cannot open", f->path);
+    FILE *out;
+    fg_status st = fg_output_open(f->path, "a", &out, err);
+    if (st != FG_OK)
+        return st;
     write_rows(f, out, t);
-    return close_checked(out, why, f->path);
+    return close_checked(out, err, f->path);
 }
 
 /* Copies the old rows after the old header, each padded with `pad` empty cells. */
@@ -146,60 +151,57 @@ static int copy_padded(FILE *in, FILE *out, size_t pad)
     return ferror(in) ? -1 : 0;
 }
 
-static int widen(csv_file *f, const csv_table *t, csv_failure *why)
+typedef struct widen_job {
+    csv_file *f;
+    const csv_table *t;
+    FILE *in;
+    long header_bytes;
+} widen_job;
+
+static int write_widened(FILE *out, void *user)
 {
-    char tmp[CSV_PATH_MAX + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", f->path);
-    FILE *in = fopen(f->path, "r");
-    if (in == NULL)
-        return fail(why, "cannot reopen", f->path);
-    if (fseek(in, f->header_bytes, SEEK_SET) != 0) {
-        fclose(in);
-        return fail(why, "cannot read", f->path);
-    }
-    FILE *out = fopen(tmp, "w");
-    if (out == NULL) {
-        fclose(in);
-        return fail(why, "cannot create", tmp);
-    }
-    write_header(out, t);
-    long header_bytes = ftell(out);
-    int copied = copy_padded(in, out, t->column_count - f->header_columns);
-    fclose(in);
-    write_rows(f, out, t);
-    if (copied != 0) {
-        fclose(out);
-        remove(tmp);
-        return fail(why, "cannot read", f->path);
-    }
-    if (close_checked(out, why, tmp) != 0) {
-        remove(tmp);
-        return -1;
-    }
-    if (rename(tmp, f->path) != 0) {
-        fail(why, "cannot rename into place", tmp);
-        remove(tmp);
-        return -1;
-    }
-    f->header_bytes = header_bytes;
-    f->header_columns = t->column_count;
-    return 0;
+    widen_job *w = user;
+    write_header(out, w->t);
+    w->header_bytes = ftell(out);
+    int copied = copy_padded(w->in, out, w->t->column_count - w->f->header_columns);
+    write_rows(w->f, out, w->t);
+    return copied != 0 || ferror(out) ? -1 : 0;
 }
 
-int csv_file_flush(csv_file *f, const csv_table *t, csv_failure *why)
+static fg_status widen(csv_file *f, const csv_table *t, fg_error *err)
+{
+    widen_job w = {f, t, NULL, 0};
+    FILE *in;
+    fg_status st = fg_output_open(f->path, "a", &in, err); /* checks it is a regular file */
+    if (st != FG_OK)
+        return st;
+    fclose(in);
+    if (!(w.in = fopen(f->path, "r")))
+        return fail(err, "cannot reopen", f->path);
+    if (fseek(w.in, f->header_bytes, SEEK_SET) != 0) {
+        fclose(w.in);
+        return fail(err, "cannot read", f->path);
+    }
+    st = fg_output_write_atomic(f->path, write_widened, &w, err);
+    fclose(w.in);
+    if (st != FG_OK)
+        return st;
+    f->header_bytes = w.header_bytes;
+    f->header_columns = t->column_count;
+    return FG_OK;
+}
+
+fg_status csv_file_flush(csv_file *f, const csv_table *t, fg_error *err)
 {
     if (t->row_count == 0)
-        return 0;
-    errno = 0;
-    if (reserve_scratch(f, t->column_count ? t->column_count : 1) != 0) {
-        errno = ENOMEM;
-        return fail(why, "out of memory writing", f->path);
-    }
+        return FG_OK;
+    if (reserve_scratch(f, t->column_count ? t->column_count : 1) != 0)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory writing %s", f->path);
     if (!f->created)
-        return write_fresh(f, t, why);
+        return write_fresh(f, t, err);
     if (t->column_count > f->header_columns)
-        return widen(f, t, why);
-    return append_rows(f, t, why);
+        return widen(f, t, err);
+    return append_rows(f, t, err);
 }
 
 void csv_file_free(csv_file *f)

@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "csv_table.h"
+#include "fulgur/plugin.h"
 
 #define CSV_PATH_MAX 4096
 
@@ -26,16 +27,10 @@ typedef struct csv_file {
     size_t scratch_cap;
 } csv_file;
 
-/* Where a failed flush stopped: the operation and the file it was on. */
-typedef struct csv_failure {
-    const char *what; /* "cannot open", "cannot write", ... */
-    char path[CSV_PATH_MAX + 8];
-    int errnum;
-} csv_failure;
-
 /* Writes t's pending rows to f->path (creating or widening the file as needed). Does
- * not clear them. Returns 0, or -1 with *why filled. */
-int csv_file_flush(csv_file *f, const csv_table *t, csv_failure *why);
+ * not clear them. The failure names the file and the reason: a FIFO, device or folder at
+ * the path is refused, never written through (output_file.h); a full disk is FG_IO_ERROR. */
+fg_status csv_file_flush(csv_file *f, const csv_table *t, fg_error *err);
 
 void csv_file_free(csv_file *f);
 

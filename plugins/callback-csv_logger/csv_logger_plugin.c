@@ -87,7 +87,7 @@ static void csv_logger_deinit(void *state)
     if (cl == NULL)
         return;
     /* Teardown has no error channel: a failure here loses at most the pending rows. */
-    csv_failure why;
+    fg_error why;
     if (cl->have_path)
         csv_file_flush(&cl->file, &cl->table, &why);
     csv_table_free(&cl->table);
@@ -141,19 +141,17 @@ static fg_status resolve_path(csv_logger *cl, const char *run_dir, fg_error *err
     if (dir + sizeof "hparams.yaml" > sizeof yaml)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] hparams.yaml: path too long", cl->section);
     memcpy(yaml + dir, "hparams.yaml", sizeof "hparams.yaml");
-    csv_failure why;
-    if (hparams_yaml_write(cl->host, yaml, &why) != 0)
-        return fg_error_set(err, FG_INTERNAL, "[%s] %s %s: %s", cl->section, why.what, why.path,
-                            strerror(why.errnum));
-    return FG_OK;
+    fg_error why = {0};
+    fg_status st = hparams_yaml_write(cl->host, yaml, &why);
+    return st == FG_OK ? FG_OK : fg_error_set(err, st, "[%s] %s", cl->section, why.message);
 }
 
 static fg_status flush_rows(csv_logger *cl, fg_error *err)
 {
-    csv_failure why;
-    if (csv_file_flush(&cl->file, &cl->table, &why) != 0)
-        return fg_error_set(err, FG_INTERNAL, "[%s] %s %s: %s", cl->section, why.what, why.path,
-                            strerror(why.errnum));
+    fg_error why = {0};
+    fg_status st = csv_file_flush(&cl->file, &cl->table, &why);
+    if (st != FG_OK)
+        return fg_error_set(err, st, "[%s] %s", cl->section, why.message);
     csv_table_clear_rows(&cl->table);
     return FG_OK;
 }

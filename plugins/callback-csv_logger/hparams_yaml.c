@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "output_file.h"
+
 static int is_number(const char *v)
 {
     char *end = NULL;
@@ -50,20 +52,9 @@ static void put_value(FILE *f, const char *v)
     else put_quoted(f, v);
 }
 
-static int fail(csv_failure *why, const char *what, const char *path, int errnum)
+static int write_yaml(FILE *f, void *user)
 {
-    why->what = what;
-    snprintf(why->path, sizeof why->path, "%s", path);
-    why->errnum = errnum;
-    return -1;
-}
-
-int hparams_yaml_write(const fg_host *host, const char *path, csv_failure *why)
-{
-    char tmp[CSV_PATH_MAX + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (f == NULL) return fail(why, "cannot create", tmp, errno);
+    const fg_host *host = user;
     fputs("# the run's resolved configuration (its config.ini), one mapping per section\n", f);
     const char *prev = NULL, *section, *key, *value;
     for (size_t i = 0; host->config_entry(host, i, &section, &key, &value) == FG_OK; i++) {
@@ -78,16 +69,10 @@ int hparams_yaml_write(const fg_host *host, const char *path, csv_failure *why)
         put_value(f, value ? value : "");
         fputc('\n', f);
     }
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
-        int e = errno;
-        remove(tmp);
-        return fail(why, "cannot write", tmp, e);
-    }
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        remove(tmp);
-        return fail(why, "cannot rename to", path, e);
-    }
-    return 0;
+    return ferror(f) ? -1 : 0;
+}
+
+fg_status hparams_yaml_write(const fg_host *host, const char *path, fg_error *err)
+{
+    return fg_output_write_atomic(path, write_yaml, (void *)host, err);
 }

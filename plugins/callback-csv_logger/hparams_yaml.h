@@ -14,7 +14,8 @@
 
 #include "csv_file.h"
 
-/* Writes path from the host's config. Returns 0, or -1 with *why filled. */
-int hparams_yaml_write(const fg_host *host, const char *path, csv_failure *why);
+/* Writes path from the host's config (output_file.h: PATH.tmp.PID renamed over it; a FIFO,
+ * device or folder at path refused). */
+fg_status hparams_yaml_write(const fg_host *host, const char *path, fg_error *err);
 
 #endif

@@ -18,6 +18,7 @@
 #include <fulgur/callback.h>
 
 #include "number_text.h"
+#include "output_file.h"
 
 #ifndef LR_MONITOR_VERSION
 #define LR_MONITOR_VERSION "1.0.0"
@@ -77,10 +78,10 @@ static fg_status open_file(lr_monitor *lm, const char *run_dir, fg_error *err)
     if (n < 0 || (size_t)n >= sizeof lm->path)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "filename = %s: the path in run folder %s "
                             "is too long", lm->filename, run_dir ? run_dir : "");
-    lm->file = fopen(lm->path, "w");
-    if (lm->file == NULL)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "filename = %s: cannot open %s for writing: %s",
-                            lm->filename, lm->path, strerror(errno));
+    fg_error why = {0};
+    fg_status st = fg_output_open(lm->path, "w", &lm->file, &why);
+    if (st != FG_OK)
+        return fg_error_set(err, st, "filename = %s: %s", lm->filename, why.message);
     fputs("step,epoch,lr\n", lm->file);
     return FG_OK;
 }

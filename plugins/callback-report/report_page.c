@@ -2,10 +2,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include "report_page.h"
 
-#include <errno.h>
-#include <stdio.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "output_file.h"
 
 static void write_escaped(FILE *out, const char *text)
 {
@@ -48,33 +47,22 @@ static void write_page(FILE *out, const char *head, const char *title, report_da
     }
 }
 
-int report_page_write(const char *path, const char *head, const char *title,
-                      report_data_writer data, void *user, char *failed, size_t failed_cap)
+typedef struct page_args {
+    const char *head, *title;
+    report_data_writer data;
+    void *user;
+} page_args;
+
+static int write_page_body(FILE *out, void *user)
 {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    snprintf(failed, failed_cap, "%s", tmp);
-    FILE *out = fopen(tmp, "w");
-    if (out == NULL)
-        return -1;
-    write_page(out, head, title, data, user);
-    int bad = fflush(out) != 0 || ferror(out);
-    int e = errno;
-    if (fclose(out) != 0 && !bad) {
-        bad = 1;
-        e = errno;
-    }
-    if (bad) {
-        unlink(tmp);
-        errno = e ? e : EIO;
-        return -1;
-    }
-    if (rename(tmp, path) != 0) {
-        e = errno;
-        snprintf(failed, failed_cap, "%s (renamed from %s)", path, tmp);
-        unlink(tmp);
-        errno = e;
-        return -1;
-    }
-    return 0;
+    const page_args *a = user;
+    write_page(out, a->head, a->title, a->data, a->user);
+    return ferror(out) ? -1 : 0;
+}
+
+fg_status report_page_write(const char *path, const char *head, const char *title,
+                            report_data_writer data, void *user, fg_error *err)
+{
+    page_args a = {head, title, data, user};
+    return fg_output_write_atomic(path, write_page_body, &a, err);
 }

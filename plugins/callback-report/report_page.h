@@ -8,13 +8,16 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "fulgur/plugin.h"
+
 extern const unsigned char report_page_bytes[];
 extern const size_t report_page_size;
 
 typedef void (*report_data_writer)(FILE *out, void *user);
 
-/* 0, or -1 with errno set and `failed` naming the file at fault. */
-int report_page_write(const char *path, const char *head, const char *title,
-                      report_data_writer data, void *user, char *failed, size_t failed_cap);
+/* FG_OK, or the failure with err naming the file at fault (output_file.h: a FIFO, device
+ * or folder at path is refused, never replaced; a full disk is FG_IO_ERROR). */
+fg_status report_page_write(const char *path, const char *head, const char *title,
+                            report_data_writer data, void *user, fg_error *err);
 
 #endif

@@ -191,10 +191,10 @@ static void write_run_doc(FILE *out, void *user)
     fputs("}]}", out);
 }
 
-static fg_status write_failed(const report *r, const char *failed, fg_error *err)
+/* The page written, or its failure with the section in front. */
+static fg_status page_written(const report *r, fg_status st, const fg_error *why, fg_error *err)
 {
-    return fg_error_set(err, FG_INTERNAL, "[%s] cannot write %s: %s", r->section, failed,
-                        strerror(errno));
+    return st == FG_OK ? FG_OK : fg_error_set(err, st, "[%s] %s", r->section, why->message);
 }
 
 /* The run's page; `final`: the core has recorded the outcome in status.json. */
@@ -204,7 +204,7 @@ static fg_status write_run_page(report *r, int final, fg_error *err)
     json_t *st = d.status ? json_object_get(d.status, "status") : NULL;
     if (final && json_is_string(st))
         d.state = json_string_value(st);
-    char head[96] = "", title[PATH_CHARS + 32], failed[PATH_CHARS + 64];
+    char head[96] = "", title[PATH_CHARS + 32];
     if (strcmp(d.state, "running") == 0 && r->refresh_s > 0)
         snprintf(head, sizeof head, "<meta http-equiv=\"refresh\" content=\"%lld\">\n",
                  (long long)r->refresh_s);
@@ -212,9 +212,10 @@ static fg_status write_run_page(report *r, int final, fg_error *err)
         snprintf(title, sizeof title, "%s", r->title);
     else
         snprintf(title, sizeof title, "fulgur report: %s", run_label(r->run_dir));
-    int rc = report_page_write(r->path, head, title, write_run_doc, &d, failed, sizeof failed);
+    fg_error why = {0};
+    fg_status rc = report_page_write(r->path, head, title, write_run_doc, &d, &why);
     json_decref(d.status);
-    return rc == 0 ? FG_OK : write_failed(r, failed, err);
+    return page_written(r, rc, &why, err);
 }
 
 /* ---- a given data file (fulgur runs --report) -------------------------------------- */
@@ -240,16 +241,17 @@ static fg_status write_given_page(report *r, fg_error *err)
                             r->data_path);
     }
     json_t *t = json_object_get(doc, "title");
-    char title[PATH_CHARS], failed[PATH_CHARS + 64];
+    char title[PATH_CHARS];
     snprintf(title, sizeof title, "%s", r->title[0] ? r->title
                                         : json_is_string(t) ? json_string_value(t) : "fulgur runs");
     char *text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(doc);
     if (text == NULL)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "[%s] out of memory", r->section);
-    int rc = report_page_write(r->path, "", title, write_given_doc, text, failed, sizeof failed);
+    fg_error why = {0};
+    fg_status rc = report_page_write(r->path, "", title, write_given_doc, text, &why);
     free(text);
-    return rc == 0 ? FG_OK : write_failed(r, failed, err);
+    return page_written(r, rc, &why, err);
 }
 
 /* ---- events -------------------------------------------------------------------------- */

@@ -1,6 +1,7 @@
 /* Windows of a token array at seeded or evenly spread offsets. */
 #include "token_windows.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "data_plugin.h"
@@ -66,6 +67,23 @@ void fg_token_dataset_info(const fg_token_dataset *ds, fg_dataset_info *info)
     fg_plugin_copy_dataset_info(info, &full);
 }
 
+/* Window k's tokens into the caller's rows: from memory, or fetched into `window` first. */
+static fg_status copy_window(const fg_token_dataset *ds, int64_t start, void *window,
+                             int32_t *inputs, int32_t *labels, fg_error *err)
+{
+    if (!ds->span.fetch) {
+        fg_token_window_copy(&ds->span, start, ds->context, inputs, labels);
+        return FG_OK;
+    }
+    fg_status st = ds->span.fetch(ds->span.fetch_ctx, start, (int64_t)ds->context + 1, window,
+                                  err);
+    if (st != FG_OK)
+        return st;
+    fg_token_span fetched = {window, ds->span.elem_bytes, (int64_t)ds->context + 1, NULL, NULL};
+    fg_token_window_copy(&fetched, 0, ds->context, inputs, labels);
+    return FG_OK;
+}
+
 fg_status fg_token_dataset_read(const char *who, const fg_token_dataset *ds,
                                 const fg_data_read_args *args, const int64_t *indices,
                                 int count, void *samples, void *labels, fg_error *err)
@@ -79,13 +97,17 @@ fg_status fg_token_dataset_read(const char *who, const fg_token_dataset *ds,
     uint64_t seed = FG_HAS_FIELD(args, fg_data_read_args, seed) ? args->seed : 0;
     int64_t epoch = FG_HAS_FIELD(args, fg_data_read_args, epoch) ? args->epoch : 0;
     size_t row = (size_t)ds->context;
-    for (int k = 0; k < count; k++) {
+    void *window = NULL;
+    if (ds->span.fetch && !(window = malloc((row + 1) * (size_t)ds->span.elem_bytes)))
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "%s: out of memory", who);
+    for (int k = 0; k < count && st == FG_OK; k++) {
         int64_t start = fg_token_window_start(&ds->span, ds->context, random, seed, epoch,
                                               indices[k], ds->windows);
-        fg_token_window_copy(&ds->span, start, ds->context, (int32_t *)samples + k * row,
-                             labels ? (int32_t *)labels + k * row : NULL);
+        st = copy_window(ds, start, window, (int32_t *)samples + k * row,
+                         labels ? (int32_t *)labels + k * row : NULL, err);
     }
-    return FG_OK;
+    free(window);
+    return st;
 }
 
 fg_status fg_token_window_options_read(const fg_host *host, const char *who,

@@ -8,10 +8,17 @@
 
 #include "fulgur/data.h"
 
+/* Reads tokens [start, start + n) into out; the failure names the file (a file truncated
+ * while in use reads short: an error, where a mapping would end the process with SIGBUS). */
+typedef fg_status (*fg_token_fetch)(void *ctx, int64_t start, int64_t n, void *out,
+                                    fg_error *err);
+
 typedef struct fg_token_span {
-    const void *tokens;  /* uint8_t (text) or uint16_t (tokens) */
+    const void *tokens;  /* uint8_t (text) or uint16_t (tokens); NULL when fetch reads them */
     int elem_bytes;      /* 1 or 2 */
     int64_t count;       /* tokens in the span, >= context + 1 */
+    fg_token_fetch fetch; /* when set: a window's tokens are read through it, not tokens */
+    void *fetch_ctx;
 } fg_token_span;
 
 /* Where window `index` starts, in [0, count - context - 1].

@@ -78,7 +78,9 @@ fg_status image_read_file(const char *path, uint8_t **data, size_t *size, fg_err
 {
     *data = NULL;
     *size = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO put in an image's place after indexing must not block the worker
+     * waiting for a writer (SIGTERM could not end the run); fstat then refuses it. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return fg_error_set(err, errno == ENOENT ? FG_NOT_FOUND : FG_INVALID_ARGUMENT,
                             "%s: cannot open: %s", path, strerror(errno));

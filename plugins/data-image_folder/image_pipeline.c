@@ -56,6 +56,36 @@ static fg_status resample_into(const char *path, const image_u8 *img, const resa
     return image_resample(path, img, s, b->owned, err);
 }
 
+/* Without resize, center_crop or a random resized crop, an image must be the target's size. */
+static int exact_size_only(const image_config *cfg, const sample_rng *rng)
+{
+    return !(rng && cfg->rrc) && !cfg->resize_short && !cfg->resize_h && !cfg->crop_h;
+}
+
+static fg_status check_size(const image_target *t, const char *path, int h, int w,
+                            fg_error *err)
+{
+    if (h != t->oh || w != t->ow)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "%s: %d x %d pixels (height x width), expected %d x %d (%s); set "
+                            "resize and/or center_crop to accept other sizes",
+                            path, h, w, t->oh, t->ow, t->size_from);
+    return FG_OK;
+}
+
+/* The header's size, before any pixel memory is taken: a small file can declare an image
+ * of a gigabyte (a decompression bomb), refused here rather than after its decode. */
+static fg_status probe_size(const image_config *cfg, const image_target *t, const char *path,
+                            const uint8_t *file, size_t size, const sample_rng *rng,
+                            fg_error *err)
+{
+    if (!exact_size_only(cfg, rng))
+        return FG_OK;
+    int h = 0, w = 0;
+    fg_status st = image_probe(path, file, size, &h, &w, err);
+    return st == FG_OK ? check_size(t, path, h, w, err) : st;
+}
+
 static fg_status geometry(const image_config *cfg, const image_target *t, const char *path,
                           const image_u8 *img, sample_rng *rng, base_view *b, fg_error *err)
 {
@@ -84,12 +114,7 @@ static fg_status geometry(const image_config *cfg, const image_target *t, const 
         b->ox = center_offset(img->width, t->ow);
         return FG_OK;
     }
-    if (img->height != t->oh || img->width != t->ow)
-        return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "%s: %d x %d pixels (height x width), expected %d x %d (%s); set "
-                            "resize and/or center_crop to accept other sizes",
-                            path, img->height, img->width, t->oh, t->ow, t->size_from);
-    return FG_OK;
+    return check_size(t, path, img->height, img->width, err);
 }
 
 /* out (C, oh, ow): the window of the base image, shifted and flipped as drawn; pixels
@@ -129,6 +154,8 @@ fg_status image_pipeline_sample(const image_config *cfg, const image_target *t,
     image_u8 img = {0};
     base_view b = {0};
     fg_status st = image_read_file(path, &file, &size, err);
+    if (st == FG_OK)
+        st = probe_size(cfg, t, path, file, size, rng, err);
     if (st == FG_OK)
         st = image_decode(path, file, size, cfg->channels, &img, err);
     free(file);

@@ -147,7 +147,8 @@ static fg_status tokens_open(void *state, int split, void **dataset, fg_dataset_
     }
     ds->windows = (fg_token_dataset){
         .split = fg_plugin_split_name(split),
-        .span = {.tokens = ds->file.tokens, .elem_bytes = 2, .count = ds->file.count},
+        .span = {.elem_bytes = 2, .count = ds->file.count, .fetch = tokens_file_read,
+                 .fetch_ctx = &ds->file},
         .context = s->win.context,
         .vocab = s->vocab,
         .windows = fg_token_window_count(&s->win, split == FG_SPLIT_TRAIN, ds->file.count),

@@ -246,7 +246,7 @@ static const layout_line current[] = {
     ENUM(fg_status, FG_OK), ENUM(fg_status, FG_UNAVAILABLE), ENUM(fg_status, FG_INCOMPATIBLE),
     ENUM(fg_status, FG_INVALID_ARGUMENT), ENUM(fg_status, FG_NOT_FOUND),
     ENUM(fg_status, FG_OUT_OF_MEMORY), ENUM(fg_status, FG_BACKEND_ERROR),
-    ENUM(fg_status, FG_INTERNAL), ENUM(fg_status, FG_FATAL),
+    ENUM(fg_status, FG_INTERNAL), ENUM(fg_status, FG_FATAL), ENUM(fg_status, FG_IO_ERROR),
 
     ENUM(fg_plugin_kind, FG_KIND_BACKEND), ENUM(fg_plugin_kind, FG_KIND_PRECISION),
     ENUM(fg_plugin_kind, FG_KIND_STRATEGY), ENUM(fg_plugin_kind, FG_KIND_COMM),

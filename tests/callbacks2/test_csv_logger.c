@@ -278,7 +278,7 @@ static void case_bad_folder(const char *base)
     p->deinit(s);
 }
 
-/* The file cannot be written (a folder is in its place): the flush reports it. */
+/* A folder is in the file's place: refused naming it, never replaced (issue 30). */
 static void case_write_error(const char *base)
 {
     char dir[4096], csv[4300];
@@ -292,8 +292,8 @@ static void case_write_error(const char *base)
     fg_metric m[] = {{"train/loss", 0.5}};
     fg_event e = cb_event(FG_EVENT_EPOCH_END, 0, 10, dir);
     cb_event_metrics(&e, m, 1);
-    expect_error(p, s, &e, FG_INTERNAL, "[callback.csv_logger] cannot create",
-                 "metrics.csv: Is a directory");
+    expect_error(p, s, &e, FG_INVALID_ARGUMENT, "[callback.csv_logger] ",
+                 "metrics.csv: is a folder, not a regular file: refusing to replace it");
     p->deinit(s);
 }
 

@@ -12,6 +12,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <png.h>
 #include <zlib.h>
 
 #include "data_test.h"
@@ -306,6 +310,111 @@ static int case_bad_inputs(void)
     expect_init_failure(&c, "rrc_scale", "0.5,0.1", "0 < LOW <= HIGH");
     fg_fake_host_set(&c.fh, "rrc_scale", "0.08,1");
     expect_init_failure(&c, "center_crop", "0", "is not a size");
+    teardown(&c);
+    return 0;
+}
+
+/* ---- files changed under the loader (issue 30, defects 4 and 9) ---------------------- */
+
+/* A gray PNG of h x w zeros: a few KB of file for h * w bytes of pixels. */
+static int write_blank_png(const char *path, int h, int w)
+{
+    FILE *f = fopen(path, "wb");
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    png_bytep row = calloc((size_t)w, 1);
+    int rc = -1;
+    if (f && info && row && !setjmp(png_jmpbuf(png))) {
+        png_init_io(png, f);
+        png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_GRAY,
+                     PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+        png_write_info(png, info);
+        for (int y = 0; y < h; y++)
+            png_write_row(png, row);
+        png_write_end(png, info);
+        rc = 0;
+    }
+    png_destroy_write_struct(&png, &info);
+    free(row);
+    if (f)
+        fclose(f);
+    return rc;
+}
+
+static long peak_rss_kb(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
+/* Three 6 x 8 gray images indexed as the train split; *ds NULL on failure. */
+static void open_three(img_case *c, void **ds)
+{
+    CHECK(write_pattern(&c->tree, "train/ok/a.png", 6, 8, 1, 1) == 0);
+    CHECK(write_pattern(&c->tree, "train/ok/b.png", 6, 8, 1, 2) == 0);
+    CHECK(write_pattern(&c->tree, "train/ok/c.png", 6, 8, 1, 3) == 0);
+    fg_fake_host_set(&c->fh, "train_dir", "train");
+    fg_fake_host_set(&c->fh, "mode", "grayscale");
+    fg_dataset_info info;
+    CHECK_STATUS(open_split(c, FG_SPLIT_TRAIN, ds, &info), FG_OK, c->err);
+    CHECK_EQ(info.length, 3);
+}
+
+/* b.png replaced by a FIFO after indexing: the read fails at once naming it, where the
+ * decoder's open waited for a writer forever (alarm() ends a test that hangs). */
+static int case_swapped_fifo(void)
+{
+    img_case c;
+    if (setup(&c) != 0)
+        return 1;
+    void *ds = NULL;
+    open_three(&c, &ds);
+    char path[1024];
+    image_tree_path(&c.tree, "train/ok/b.png", path, sizeof path);
+    CHECK(unlink(path) == 0 && mkfifo(path, 0644) == 0);
+    fg_data_read_args a = read_args(FG_SPLIT_VAL, 1, 0);
+    float x[6 * 8];
+    int32_t label = 0;
+    if (ds) {
+        alarm(30);
+        CHECK_STATUS(read_one(&c, ds, &a, 1, x, &label), FG_INVALID_ARGUMENT, c.err);
+        alarm(0);
+        CHECK_CONTAINS(c.err.message, path);
+        CHECK_CONTAINS(c.err.message, "not a regular file");
+        CHECK_STATUS(read_one(&c, ds, &a, 0, x, &label), FG_OK, c.err);
+        c.in.vt->close(c.in.state, ds);
+    }
+    teardown(&c);
+    return 0;
+}
+
+/* c.png replaced by 60 KB of PNG declaring 8000 x 8000 pixels against the split's 6 x 8:
+ * refused from its header, before 64 MB of pixels are taken (a decompression bomb). */
+static int case_bomb(void)
+{
+    img_case c;
+    if (setup(&c) != 0)
+        return 1;
+    void *ds = NULL;
+    open_three(&c, &ds);
+    char path[1024];
+    CHECK(write_blank_png(image_tree_path(&c.tree, "train/ok/c.png", path, sizeof path),
+                          8000, 8000) == 0);
+    struct stat sb;
+    CHECK(stat(path, &sb) == 0 && sb.st_size < 200 * 1024, "the bomb is %lld bytes",
+          (long long)sb.st_size);
+    fg_data_read_args a = read_args(FG_SPLIT_VAL, 1, 0);
+    float x[6 * 8];
+    int32_t label = 0;
+    if (ds) {
+        long before = peak_rss_kb();
+        CHECK_STATUS(read_one(&c, ds, &a, 2, x, &label), FG_INVALID_ARGUMENT, c.err);
+        CHECK_CONTAINS(c.err.message, "c.png: 8000 x 8000 pixels (height x width), expected 6 x 8");
+        long grew = peak_rss_kb() - before;
+        CHECK(grew < 16 * 1024, "reading the bomb raised the peak RSS by %ld KB", grew);
+        c.in.vt->close(c.in.state, ds);
+    }
     teardown(&c);
     return 0;
 }
@@ -745,6 +854,10 @@ int main(int argc, char **argv)
         rc = case_classes();
     else if (strcmp(argv[1], "bad_inputs") == 0)
         rc = case_bad_inputs();
+    else if (strcmp(argv[1], "swapped_fifo") == 0)
+        rc = case_swapped_fifo();
+    else if (strcmp(argv[1], "bomb") == 0)
+        rc = case_bomb();
     else if (strcmp(argv[1], "augment_determinism") == 0)
         rc = case_augment_determinism();
     else if (strcmp(argv[1], "augment_semantics") == 0)

@@ -223,12 +223,53 @@ static int case_bad_files(void)
     return 0;
 }
 
+/* A file truncated while open (a run writing a new train.bin over the old one): the next
+ * read fails naming the file, where a mapped file ended the process with SIGBUS (issue 30,
+ * defect 3). Raw and llm.c files alike. */
+static int case_truncated(void)
+{
+    tokens_case c;
+    if (setup(&c) != 0)
+        return -1;
+    uint16_t *t = counting_tokens();
+    int32_t header[256];
+    llmc_header(header, 20240520, 1, COUNT);
+    write_file(&c, "raw.bin", "", 0, t, COUNT);
+    write_file(&c, "llmc.bin", header, sizeof header, t, COUNT);
+    const char *const files[] = {"raw.bin", "llmc.bin"};
+    for (int f = 0; f < 2; f++) {
+        char text[64], path[256];
+        snprintf(text, sizeof text, "train_file = %s\ncontext = 32", files[f]);
+        snprintf(path, sizeof path, "%s/%s", c.dir, files[f]);
+        void *ds;
+        fg_dataset_info info;
+        CHECK_STATUS(open_train(&c, text, &ds, &info), FG_OK, c.err);
+        static int32_t x[64][32], y[64][32];
+        read_windows(&c, ds, x, y);
+        CHECK_EQ(truncate(path, 1000), 0);
+        int64_t idx[64];
+        for (int i = 0; i < 64; i++)
+            idx[i] = i * 2;
+        fg_data_read_args args = {sizeof args, FG_SPLIT_TRAIN, 9, 3};
+        memset(&c.err, 0, sizeof c.err);
+        CHECK_STATUS(c.in.vt->read(c.in.state, ds, &args, idx, 64, x, y, &c.err),
+                     FG_INVALID_ARGUMENT);
+        CHECK(strstr(c.err.message, path) != NULL, "\"%s\" does not name %s", c.err.message, path);
+        CHECK(strstr(c.err.message, "truncated") != NULL, "\"%s\"", c.err.message);
+        c.in.vt->close(c.in.state, ds);
+    }
+    free(t);
+    teardown(&c);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const data_case cases[] = {
         {"nanogpt", case_nanogpt},
         {"llmc_equals_nanogpt", case_llmc_equals_nanogpt},
         {"bad_files", case_bad_files},
+        {"truncated", case_truncated},
     };
     return data_test_main(argc, argv, cases, sizeof cases / sizeof *cases);
 }

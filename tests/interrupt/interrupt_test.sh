@@ -9,6 +9,12 @@
 #   ddp    2 ranks, only rank 1 signalled at step 30, the ranks agreeing every 4 steps
 #          (FULGUR_TEST_AGREE_EVERY; about once a second otherwise): both stop after the
 #          same step, one checkpoint; resumed under ddp it ends bitwise with the unbroken run
+#   final_val   SIGTERM at the first batch of the fit's last validation (hook
+#          FULGUR_TEST_INTERRUPT_AT=val:SIGTERM; issue 30, defect 6): the pass stops there,
+#          exit 143, no val line, no final checkpoint, no test, status.json "interrupted"
+#   final_test  the same during test_after_fit (test:SIGTERM): exit 143, no test line,
+#          status.json "interrupted"; and under ddp on 2 ranks, rank 1 alone signalled:
+#          both end the pass and stop, exit 143
 # Environment: FULGUR, PLUGIN_DIR.
 set -u
 step=${1:?usage: interrupt_test.sh once|twice|term|ddp}
@@ -110,6 +116,38 @@ ddp)
         trainer.default_root_dir="$WORK/c" >"$WORK/res.log" 2>&1 || { cat "$WORK/res.log"; fail "resumed ddp run failed"; }
     [ "$(digest "$WORK/res.log" | head -n 1)" = "$(digest "$WORK/full.log" | head -n 1)" ] ||
         fail "resumed ddp $(digest "$WORK/res.log") != unbroken $(digest "$WORK/full.log")" ;;
+final_val)
+    run int FULGUR_TEST_INTERRUPT_AT=val:SIGTERM -- fit "$WORK/fit.ini" trainer.max_epochs=1 \
+        data.val_size=640 trainer.test_after_fit=true \
+        trainer.final_checkpoint=final.safetensors trainer.default_root_dir="$WORK/b"
+    [ $rc = 143 ] || { cat "$WORK/int.log"; fail "exit $rc after SIGTERM in the last validation, expected 143"; }
+    grep -q "interrupted by SIGTERM after the last step (80), before the end of the fit's validation" \
+        "$WORK/int.log" || { cat "$WORK/int.log"; fail "no line saying where it stopped"; }
+    ! grep -q "^val \|^test \|^weights:" "$WORK/int.log" || { cat "$WORK/int.log"; fail "it validated, saved or tested after SIGTERM"; }
+    [ ! -e "$WORK/b/default/version_0/final.safetensors" ] || fail "a final checkpoint was written"
+    grep -q '"status": "interrupted"' "$WORK/b/default/version_0/status.json" ||
+        fail "status.json does not say interrupted: $(cat "$WORK/b/default/version_0/status.json")"
+    grep -q '"exit_code": 143' "$WORK/b/default/version_0/status.json" ||
+        fail "status.json does not hold exit code 143" ;;
+final_test)
+    run int FULGUR_TEST_INTERRUPT_AT=test:SIGTERM -- fit "$WORK/fit.ini" trainer.max_epochs=1 \
+        trainer.test_after_fit=true data.test_size=640 trainer.default_root_dir="$WORK/b"
+    [ $rc = 143 ] || { cat "$WORK/int.log"; fail "exit $rc after SIGTERM in the test, expected 143"; }
+    grep -q "^weights:" "$WORK/int.log" || fail "the fit did not end before the test"
+    ! grep -q "^test " "$WORK/int.log" || { cat "$WORK/int.log"; fail "the test ran to its end after SIGTERM"; }
+    grep -q '"status": "interrupted"' "$WORK/b/default/version_0/status.json" ||
+        fail "status.json does not say interrupted"
+    MPIRUN=$(command -v mpirun) || { echo "interrupt.final_test: ok (no mpirun: ddp part skipped)"; exit 0; }
+    flags=(--oversubscribe)
+    [ "$(id -u)" = 0 ] && flags+=(--allow-run-as-root)
+    OPENBLAS_NUM_THREADS=1 "$MPIRUN" "${flags[@]}" -n 2 -x FULGUR_TEST_INTERRUPT_AT=test:SIGTERM \
+        -x FULGUR_TEST_INTERRUPT_RANK=1 "$FULGUR" --plugin-path "$PLUGIN_DIR" fit "$WORK/fit.ini" \
+        strategy.name=ddp comm.name=mpi data.batch_size=16 trainer.max_epochs=1 \
+        trainer.test_after_fit=true data.test_size=640 trainer.default_root_dir="$WORK/d" >"$WORK/ddp.log" 2>&1
+    rc=$?
+    [ $rc = 143 ] || { cat "$WORK/ddp.log"; fail "ddp exit $rc after SIGTERM on rank 1 in the test, expected 143"; }
+    grep -q '"status": "interrupted"' "$WORK/d/default/version_0/status.json" ||
+        fail "ddp: status.json does not say interrupted" ;;
 *) fail "unknown step" ;;
 esac
 echo "interrupt.$step: ok"

@@ -59,7 +59,7 @@ int main(int argc, char **argv)
     fg_init_from_result res;
 
     snprintf(path, sizeof path, "%s/full.safetensors", argv[1]);
-    CHECK_OK(fg_model_init_from(m, path, FG_WEIGHTS_AUTO, 1, params, buffers, &res, &err), &err);
+    CHECK_OK(fg_model_init_from(m, path, FG_WEIGHTS_AUTO, 1, 0, params, buffers, &res, &err), &err);
     CHECK_EQ(res.loaded, 8);
     CHECK_EQ(res.kept, 0);
     CHECK_EQ(res.unused, 1); /* bn.num_batches_tracked */
@@ -81,17 +81,17 @@ int main(int argc, char **argv)
     CHECK_EQ(mismatches, 0);
 
     snprintf(path, sizeof path, "%s/missing.safetensors", argv[1]);
-    CHECK(fg_model_init_from(m, path, FG_WEIGHTS_AUTO, 1, params, buffers, &res, &err) ==
+    CHECK(fg_model_init_from(m, path, FG_WEIGHTS_AUTO, 1, 0, params, buffers, &res, &err) ==
           FG_INVALID_ARGUMENT);
     CHECK(strstr(err.message, "'fc.bias' is not in the file") &&
               strstr(err.message, "init_strict = false"),
           "%s", err.message);
-    CHECK_OK(fg_model_init_from(m, path, FG_WEIGHTS_AUTO, 0, params, buffers, &res, &err), &err);
+    CHECK_OK(fg_model_init_from(m, path, FG_WEIGHTS_AUTO, 0, 0, params, buffers, &res, &err), &err);
     CHECK_EQ(res.kept, 1);
     CHECK(strcmp(res.kept_names, "fc.bias") == 0, "%s", res.kept_names);
 
     snprintf(path, sizeof path, "%s/misshaped.safetensors", argv[1]);
-    CHECK(fg_model_init_from(m, path, FG_WEIGHTS_AUTO, 1, params, buffers, &res, &err) ==
+    CHECK(fg_model_init_from(m, path, FG_WEIGHTS_AUTO, 1, 0, params, buffers, &res, &err) ==
           FG_INVALID_ARGUMENT);
     CHECK(strstr(err.message, "'fc.weight' has shape (64, 5), the model's 'fc.weight' is "
                               "(5, 64)") != NULL, "%s", err.message);

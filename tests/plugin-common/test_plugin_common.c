@@ -1,7 +1,14 @@
 /* plugin_common.*: the helpers of plugins/common on their own, with values a plugin's
  * callers depend on. One ctest per case. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "callback_plugin.h"
 #include "check.h"
@@ -9,6 +16,7 @@
 #include "data_plugin.h"
 #include "fake_host.h"
 #include "number_text.h"
+#include "output_file.h"
 #include "precision_plugin.h"
 
 /* An older caller's shorter struct gets its own size's worth, and keeps that size. */
@@ -130,6 +138,141 @@ static void case_topology(void)
     CHECK_STR(err.message, "comm.t: topology: out is NULL");
 }
 
+/* ---- output_file.h ----------------------------------------------------------------- */
+
+static int write_hello(FILE *out, void *user)
+{
+    return fputs(user ? (const char *)user : "hello\n", out) < 0 ? -1 : 0;
+}
+
+static int write_big(FILE *out, void *user)
+{
+    (void)user;
+    static char block[4096];
+    for (int i = 0; i < 64; i++)
+        if (fwrite(block, 1, sizeof block, out) != sizeof block)
+            return -1;
+    return 0;
+}
+
+static void slurp(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
+    buf[n] = '\0';
+    if (f)
+        fclose(f);
+}
+
+/* No PATH.tmp.* left in dir. */
+static int temporaries_in(const char *dir)
+{
+    int n = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+        n += strstr(e->d_name, ".tmp.") != NULL;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* path is a node of `kind`; every writer refuses it with the kind named, and leaves it. */
+static void check_node_refused(const char *dir, const char *path, const char *kind,
+                               int (*still)(const char *))
+{
+    char want[600];
+    snprintf(want, sizeof want, "%s: is %s, not a regular file: refusing to replace it", path,
+             kind);
+    fg_error err = {0};
+    CHECK_STATUS(fg_output_check_target(path, &err), FG_INVALID_ARGUMENT);
+    CHECK_STR(err.message, want);
+    memset(&err, 0, sizeof err);
+    CHECK_STATUS(fg_output_write_atomic(path, write_hello, NULL, &err), FG_INVALID_ARGUMENT);
+    CHECK_STR(err.message, want);
+    FILE *f = (FILE *)1;
+    memset(&err, 0, sizeof err);
+    CHECK_STATUS(fg_output_open(path, "w", &f, &err), FG_INVALID_ARGUMENT);
+    CHECK(f == NULL);
+    CHECK_STR(err.message, want);
+    memset(&err, 0, sizeof err);
+    CHECK_STATUS(fg_output_open(path, "a", &f, &err), FG_INVALID_ARGUMENT);
+    CHECK_STR(err.message, want);
+    CHECK(still(path), "%s is no longer %s", path, kind);
+    CHECK_EQ(temporaries_in(dir), 0);
+}
+
+static int is_fifo(const char *p) { struct stat sb; return stat(p, &sb) == 0 && S_ISFIFO(sb.st_mode); }
+static int is_dir(const char *p) { struct stat sb; return lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode); }
+static int is_null_link(const char *p)
+{
+    char to[64] = "";
+    struct stat sb;
+    return readlink(p, to, sizeof to - 1) > 0 && strcmp(to, "/dev/null") == 0 &&
+           stat("/dev/null", &sb) == 0 && S_ISCHR(sb.st_mode);
+}
+
+static void case_output_file(void)
+{
+    char dir[] = "/tmp/fulgur-output-file.XXXXXX", path[300], buf[64];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/fifo", dir);
+    CHECK_EQ(mkfifo(path, 0644), 0);
+    check_node_refused(dir, path, "a FIFO", is_fifo);
+    snprintf(path, sizeof path, "%s/folder", dir);
+    CHECK_EQ(mkdir(path, 0755), 0);
+    check_node_refused(dir, path, "a folder", is_dir);
+    snprintf(path, sizeof path, "%s/null", dir);
+    CHECK_EQ(symlink("/dev/null", path), 0);
+    check_node_refused(dir, path, "a character device", is_null_link);
+
+    /* a regular file: replaced whole, truncated by "w", appended to by "a" */
+    snprintf(path, sizeof path, "%s/file", dir);
+    CHECK_OK(fg_output_write_atomic(path, write_hello, "one\n", &fg_test_err));
+    CHECK_OK(fg_output_write_atomic(path, write_hello, "two\n", &fg_test_err));
+    slurp(path, buf, sizeof buf);
+    CHECK_STR(buf, "two\n");
+    FILE *f = NULL;
+    CHECK_OK(fg_output_open(path, "a", &f, &fg_test_err));
+    if (f) fputs("three\n", f), fclose(f);
+    slurp(path, buf, sizeof buf);
+    CHECK_STR(buf, "two\nthree\n");
+    CHECK_OK(fg_output_open(path, "w", &f, &fg_test_err));
+    if (f) fputs("four\n", f), fclose(f);
+    slurp(path, buf, sizeof buf);
+    CHECK_STR(buf, "four\n");
+    CHECK_EQ(temporaries_in(dir), 0);
+
+    /* a dangling link is no node: the rename replaces the link alone */
+    snprintf(path, sizeof path, "%s/dangling", dir);
+    CHECK_EQ(symlink("/nonexistent/x", path), 0);
+    CHECK_OK(fg_output_check_target(path, &fg_test_err));
+
+    /* a write that runs out of room (EFBIG under a file size limit, as ENOSPC on a full
+     * disk) is FG_IO_ERROR, the old file kept, no temporary left */
+    snprintf(path, sizeof path, "%s/file", dir);
+    struct rlimit old, small = {64 * 1024, 64 * 1024};
+    getrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, SIG_IGN);
+    small.rlim_max = old.rlim_max;
+    CHECK_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+    fg_error err = {0};
+    CHECK_STATUS(fg_output_write_atomic(path, write_big, NULL, &err), FG_IO_ERROR);
+    CHECK_CONTAINS(err.message, "File too large");
+    CHECK_CONTAINS(err.message, "/file.tmp.");
+    setrlimit(RLIMIT_FSIZE, &old);
+    slurp(path, buf, sizeof buf);
+    CHECK_STR(buf, "four\n");
+    CHECK_EQ(temporaries_in(dir), 0);
+    CHECK_EQ(fg_output_errno_status(ENOSPC), FG_IO_ERROR);
+    CHECK_EQ(fg_output_errno_status(EDQUOT), FG_IO_ERROR);
+    CHECK_EQ(fg_output_errno_status(EIO), FG_IO_ERROR);
+    CHECK_EQ(fg_output_errno_status(EROFS), FG_IO_ERROR);
+    CHECK_EQ(fg_output_errno_status(EACCES), FG_INVALID_ARGUMENT);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK_EQ(system(cmd), 0);
+}
+
 int main(int argc, char **argv)
 {
     static const fg_test_case cases[] = {
@@ -139,6 +282,7 @@ int main(int argc, char **argv)
         {"precision", .run = case_precision},
         {"callback", .run = case_callback},
         {"topology", .run = case_topology},
+        {"output_file", .run = case_output_file},
     };
     return fg_test_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

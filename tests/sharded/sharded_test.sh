@@ -297,6 +297,17 @@ step_checkpoint_sharded_files() {
     cmp -s "$WORK/last.safetensors" "$WORK/e3.safetensors" || fail "last.safetensors is not the last checkpoint"
     if "$FULGUR" ckpt merge "$ck" -o "$WORK/x.safetensors" >"$WORK/dir.log" 2>&1; then fail "a folder of two indexes was merged"; fi
     grep -q '2 sharded checkpoint indexes (.*): name one' "$WORK/dir.log" || { cat "$WORK/dir.log"; fail "no message naming the two indexes"; }
+    # issue 30, defect 13: -o at one of the index's own shard files is refused, the shard
+    # left as it was, and the checkpoint still merges
+    local shard
+    shard=$(find "$ck" -name 'rank-00001-*' | head -1)
+    cp "$shard" "$WORK/shard.copy"
+    if "$FULGUR" ckpt merge "$ck/last.safetensors" -o "$shard" >"$WORK/self.log" 2>&1; then fail "a merge over its own shard file ran"; fi
+    grep -q "the output would replace shard file 1 of $ck/last.safetensors" "$WORK/self.log" ||
+        { cat "$WORK/self.log"; fail "no message naming the shard file"; }
+    cmp -s "$shard" "$WORK/shard.copy" || fail "the shard file was changed"
+    must "$WORK/merge3.log" "$FULGUR" ckpt merge "$ck/last.safetensors" -o "$WORK/last2.safetensors"
+    cmp -s "$WORK/last.safetensors" "$WORK/last2.safetensors" || fail "the merge after the refusal differs"
     echo "ok: save_top_k = 1 + save_last with per-rank files: $idx; shard folders: $shards"
 }
 

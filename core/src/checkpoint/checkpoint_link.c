@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "io_status.h"
+#include "output_file.h"
 #include "trainer_internal.h"
 
 #define COPY_CHUNK (1 << 20)
@@ -56,14 +57,20 @@ fg_status fg_checkpoint_link(const char *src, const char *dst, fg_error *err)
     char tmp[8300];
     if (snprintf(tmp, sizeof tmp, "%s.tmp.link", dst) >= (int)sizeof tmp)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "checkpoint path too long: %s", dst);
+    fg_status st = fg_output_check_target(dst, err);
+    if (st == FG_OK)
+        st = fg_output_check_target(tmp, err);
+    if (st != FG_OK)
+        return st;
     unlink(tmp);
-    fg_status st = FG_OK;
     if (link(src, tmp) != 0) {
         int e = errno;
         if (!no_hard_links(e))
             return fg_error_set(err, FG_INTERNAL, "cannot link %s to %s: %s", dst, src, strerror(e));
         st = copy_file(src, tmp, err);
     }
+    if (st == FG_OK)
+        st = fg_output_check_target(dst, err); /* again: a node may have appeared meanwhile */
     if (st == FG_OK && rename(tmp, dst) != 0)
         st = fg_error_set(err, FG_INTERNAL, "cannot rename %s to %s: %s", tmp, dst, strerror(errno));
     /* rename() of two links to one file does nothing: dst already was src's second name. */

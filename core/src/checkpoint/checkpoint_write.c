@@ -5,6 +5,7 @@
 #include "checkpoint.h"
 #include "utf8.h"
 #include "io_status.h"
+#include "output_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -314,16 +315,21 @@ static fg_status write_and_rename(const char *path, const char *tmp, const text_
                                   const fg_ckpt_tensor *tensors, size_t count,
                                   const int64_t *bytes, fg_error *err)
 {
+    fg_status st = fg_output_check_target(path, err);
+    if (st != FG_OK)
+        return st;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         return fg_error_set(err, fg_io_status(errno), "%s: cannot create: %s", tmp,
                             strerror(errno));
     test_kill_point(path, "created");
-    fg_status st = write_contents(tmp, fd, header, tensors, count, bytes, err);
+    st = write_contents(tmp, fd, header, tensors, count, bytes, err);
     if (close(fd) != 0 && st == FG_OK)
         st = fg_error_set(err, fg_io_status(errno), "%s: close failed: %s", tmp, strerror(errno));
     if (st == FG_OK)
         test_kill_point(path, "written");
+    if (st == FG_OK) /* again: the write took time, and a node may have appeared meanwhile */
+        st = fg_output_check_target(path, err);
     if (st == FG_OK && rename(tmp, path) != 0)
         st = fg_error_set(err, FG_INVALID_ARGUMENT, "%s: cannot rename %s over it: %s", path,
                           tmp, strerror(errno));

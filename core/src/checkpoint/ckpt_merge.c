@@ -14,6 +14,7 @@
 #include "checkpoint.h"
 #include "ckpt_sharded.h"
 #include "fulgur/fulgur.h"
+#include "output_file.h"
 
 #define BAD(...) fg_error_set(err, FG_INVALID_ARGUMENT, __VA_ARGS__)
 
@@ -371,19 +372,39 @@ static void merged_free(merged *m)
     free(m->values);
 }
 
+/* The output must not be one of the files merged: renamed over a shard, it would leave
+ * the sharded checkpoint unmergeable. out_real: realpath of the output (it exists). */
+static fg_status check_not_a_shard(const char *index_path, const fg_shard_index *ix,
+                                   const char *out_path, const char *out_real, fg_error *err)
+{
+    for (int r = 0; r < ix->world_size; r++) {
+        char shard[8192], real[PATH_MAX];
+        fg_status st = fg_shard_file_path(index_path, ix->shard_dir, r, ix->world_size, shard,
+                                          sizeof shard, NULL, 0, err);
+        if (st != FG_OK) return st;
+        if (realpath(shard, real) && strcmp(real, out_real) == 0)
+            return BAD("%s: the output would replace shard file %d of %s (%s); write the "
+                       "merged checkpoint to another file", out_path, r, index_path, shard);
+    }
+    return FG_OK;
+}
+
 fg_status fg_ckpt_merge(const char *index_or_dir, const char *out_path, FILE *report,
                         fg_error *err)
 {
     char path[8192];
-    fg_status st = find_index(index_or_dir, path, sizeof path, err);
+    fg_status st = fg_output_check_target(out_path, err); /* before reading shards for it */
+    if (st == FG_OK) st = find_index(index_or_dir, path, sizeof path, err);
     if (st != FG_OK) return st;
     char a[PATH_MAX], b[PATH_MAX];
-    if (realpath(path, a) && realpath(out_path, b) && strcmp(a, b) == 0)
+    int out_exists = realpath(out_path, b) != NULL;
+    if (out_exists && realpath(path, a) && strcmp(a, b) == 0)
         return BAD("%s: the output would replace the index; write the merged checkpoint to "
                    "another file", out_path);
     merged m;
     memset(&m, 0, sizeof m);
     st = open_index(path, &m, err);
+    if (st == FG_OK && out_exists) st = check_not_a_shard(path, &m.ix, out_path, b, err);
     if (st == FG_OK) st = assemble(path, &m, err);
     if (st == FG_OK)
         st = fg_ckpt_write_atomic(out_path, m.tensors, m.ix.tensor_count, m.keys, m.values,

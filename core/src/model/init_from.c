@@ -185,7 +185,7 @@ static fg_status load_all(const fg_model *m, fg_ckpt *c, fg_weights_layout layou
 }
 
 fg_status fg_model_init_from(const fg_model *m, const char *path, fg_weights_layout layout,
-                             int strict, float *params, float *buffers,
+                             int strict, int allow_nonfinite, float *params, float *buffers,
                              fg_init_from_result *res, fg_error *err)
 {
     memset(res, 0, sizeof *res);
@@ -193,6 +193,7 @@ fg_status fg_model_init_from(const fg_model *m, const char *path, fg_weights_lay
     fg_status st = fg_ckpt_open(path, &c, err);
     if (st != FG_OK)
         return st;
+    fg_ckpt_refuse_nonfinite(c, !allow_nonfinite);
     res->layout = layout == FG_WEIGHTS_AUTO ? detect_layout(c) : layout;
     st = load_all(m, c, res->layout, strict, params, buffers, res, err);
     size_t file_tensors = fg_ckpt_tensor_count(c);
@@ -227,7 +228,9 @@ fg_status fg_model_init_from_config(const fg_model *m, const fg_config *cfg, flo
     if (st != FG_OK || !path || !path[0])
         return st;
     fg_init_from_result res;
-    st = fg_model_init_from(m, path, layout, strict, params, buffers, &res, err);
+    int allow_nonfinite = fg_config_is_true(cfg, "trainer", "allow_nonfinite");
+    st = fg_model_init_from(m, path, layout, strict, allow_nonfinite, params, buffers, &res,
+                            err);
     if (st != FG_OK)
         return st;
     snprintf(note, note_cap, "init_from %s: %zu tensors loaded (%s names)%s%s%s", path,

@@ -28,10 +28,12 @@ typedef struct fg_init_from_result {
 } fg_init_from_result;
 
 /* strict: every model tensor must be in the file. A missing tensor (strict), a shape that
- * differs, or a dtype other than F32, F16, BF16, F64 fails naming the file and the tensor.
+ * differs, or a dtype other than F32, F16, BF16, F64 fails naming the file and the tensor;
+ * so does a tensor holding NaN or inf unless allow_nonfinite (the check --ckpt-path
+ * applies: trainer.allow_nonfinite, --allow-nonfinite).
  * params / buffers: fg_model_params_size / fg_model_buffers_size floats on the host. */
 fg_status fg_model_init_from(const fg_model *m, const char *path, fg_weights_layout layout,
-                             int strict, float *params, float *buffers,
+                             int strict, int allow_nonfinite, float *params, float *buffers,
                              fg_init_from_result *res, fg_error *err);
 
 /* [model] init_from, init_strict and init_layout of cfg applied (nothing when init_from

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "output_file.h"
 #include "trainer_internal.h"
 
 /* The deepest existing prefix of path (a folder to be) must be a folder we may write. */
@@ -39,6 +40,19 @@ static fg_status check_folder(const fg_config *cfg, const char *section, const c
     return FG_OK;
 }
 
+/* A file to be written must not be a FIFO, a device or a folder (output_file.h): said
+ * before training, not after it. */
+static fg_status check_file(const fg_config *cfg, const char *section, const char *key,
+                            const char *path, fg_error *err)
+{
+    fg_error why = {0};
+    fg_status st = fg_output_check_target(path, &why);
+    const char *origin = fg_config_origin(cfg, section, key);
+    return st == FG_OK ? FG_OK
+                       : fg_error_set(err, st, "%s: [%s] %s = %s: %s", origin ? origin : section,
+                                      section, key, path, why.message);
+}
+
 /* The folder a file will go to. */
 static void parent_of(const char *file, char *out, size_t size)
 {
@@ -60,6 +74,8 @@ fg_status fg_trainer_check_outputs(const fg_trainer *t, fg_error *err)
         parent_of(t->keys.final_checkpoint, dir, sizeof dir);
         st = check_folder(t->cfg, "trainer", "final_checkpoint", t->keys.final_checkpoint, dir,
                           err);
+        if (st == FG_OK)
+            st = check_file(t->cfg, "trainer", "final_checkpoint", t->keys.final_checkpoint, err);
     }
     const char *ckpt = fg_config_get(t->cfg, "callback.checkpoint", "dirpath");
     if (st == FG_OK && ckpt && ckpt[0] == '/')

@@ -80,10 +80,16 @@ static void read_test_hooks(fg_requeue *q)
     const char *every = secure_getenv("FULGUR_TEST_AGREE_EVERY");
     const char *sig = spec ? strchr(spec, ':') : NULL;
     q->test_step = spec ? strtoll(spec, NULL, 10) : -1;
+    q->test_pass = !spec ? 0 : strncmp(spec, "val:", 4) == 0 ? 'v' : strncmp(spec, "test:", 5) == 0 ? 't' : 0;
+    if (q->test_pass) q->test_step = -1;
     q->test_rank = rank ? (int)strtol(rank, NULL, 10) : -1;
     q->test_signo = sig && strcmp(sig + 1, "SIGTERM") == 0 ? SIGTERM : SIGINT;
     q->test_twice = sig && strcmp(sig + 1, "SIGINT2") == 0;
     q->test_agree_every = every && strtoll(every, NULL, 10) > 0 ? strtoll(every, NULL, 10) : 0;
+    const char *skew = secure_getenv("FULGUR_TEST_CLOCK_SKEW");
+    const char *colon = skew ? strchr(skew, ':') : NULL;
+    q->test_skew_rank = colon ? (int)strtol(skew, NULL, 10) : -1;
+    q->test_skew_s = colon ? strtod(colon + 1, NULL) : 0;
 }
 
 static void test_interrupt(const struct fg_trainer *t)
@@ -93,6 +99,38 @@ static void test_interrupt(const struct fg_trainer *t)
         return;
     raise(q->test_signo);
     if (q->test_twice) raise(SIGINT);
+}
+
+void fg_requeue_test_eval(struct fg_trainer *t, const char *prefix)
+{
+    fg_requeue *q = &t->requeue;
+    int pass = strcmp(prefix, "val") == 0 ? 'v' : strcmp(prefix, "test") == 0 ? 't' : 0;
+    if (!q->test_pass || q->test_pass != pass || t->progress.global_step == 0 ||
+        (q->test_rank >= 0 && q->test_rank != t->rank))
+        return;
+    q->test_pass = 0; /* once */
+    raise(q->test_signo);
+}
+
+/* max_time by this process's clock (FULGUR_TEST_CLOCK_SKEW moves one rank's clock ahead,
+ * so that a test sees ranks that disagree). */
+static int local_time_is_up(const struct fg_trainer *t)
+{
+    const fg_requeue *q = &t->requeue;
+    double elapsed = fg_now_seconds() - t->progress.fit_start_time;
+    if (q->test_skew_rank == t->rank) elapsed += q->test_skew_s;
+    return t->keys.max_time_s > 0 && elapsed >= t->keys.max_time_s;
+}
+
+int fg_requeue_time_is_up(const struct fg_trainer *t)
+{
+    if (t->world_size > 1 && t->requeue.interrupts_armed) return t->requeue.time_up;
+    return local_time_is_up(t);
+}
+
+int fg_requeue_interrupt_pending(const fg_requeue *q)
+{
+    return q->interrupts_armed && interrupted != 0;
 }
 
 static void on_signal(int signo)
@@ -204,15 +242,16 @@ fg_status fg_requeue_poll(struct fg_trainer *t, fg_error *err)
         const fg_instance *c = comm_of(t);
         const fg_comm_vtable *vt = c->plugin->vtable;
         double now = fg_now_seconds();
-        double agree[3] = {stop, t->rank == 0 ? next_interval(q, t->progress.global_step, now) : 0,
-                           signo};
+        double agree[4] = {stop, t->rank == 0 ? next_interval(q, t->progress.global_step, now) : 0,
+                           signo, local_time_is_up(t)};
         fg_error e = {0};
-        fg_status st = vt->all_reduce(c->state, NULL, agree, 3, FG_F64, FG_REDUCE_MAX, &e);
+        fg_status st = vt->all_reduce(c->state, NULL, agree, 4, FG_F64, FG_REDUCE_MAX, &e);
         if (st != FG_OK)
             return fg_error_set(err, st, "requeue: agreeing on the stop flag at step %lld: %s",
                                 (long long)t->progress.global_step, e.message);
         stop = agree[0] > 0;
         signo = (int)agree[2];
+        q->time_up = agree[3] > 0;
         q->next_check = t->progress.global_step + (int64_t)agree[1];
         q->last_check_step = t->progress.global_step;
         q->last_check_time = now;
@@ -229,6 +268,12 @@ fg_status fg_requeue_poll(struct fg_trainer *t, fg_error *err)
                 (long long)t->progress.global_step);
     }
     return FG_OK;
+}
+
+fg_status fg_requeue_poll_now(struct fg_trainer *t, fg_error *err)
+{
+    t->requeue.next_check = 0; /* every rank calls this at the same point: agree now */
+    return fg_requeue_poll(t, err);
 }
 
 static int training_finished(const struct fg_trainer *t)
@@ -274,7 +319,11 @@ fg_status fg_requeue_interrupted(struct fg_trainer *t, fg_error *err)
     const char *config = fg_config_path(t->cfg) ? fg_config_path(t->cfg) : "CONFIG";
     /* printed here, before the comm finalises: under mpirun a rank's exit code 130 may end
      * the others as soon as they return */
-    if (t->rank == 0 && q->checkpoint[0] && !training_finished(t))
+    if (t->rank == 0 && training_finished(t) && !q->checkpoint[0])
+        fprintf(t->out, "interrupted by %s after the last step (%lld), before the end of the "
+                "fit's validation, final checkpoint or test\n", name,
+                (long long)t->progress.global_step);
+    else if (t->rank == 0 && q->checkpoint[0] && !training_finished(t))
         fprintf(t->out, "interrupted by %s after step %lld; resume with: fulgur fit %s "
                 "--ckpt-path %s\n", name, (long long)t->progress.global_step, config,
                 q->checkpoint);

@@ -30,6 +30,10 @@ typedef struct fg_requeue {
     int64_t test_step;       /* FULGUR_TEST_INTERRUPT_AT's step; -1: none */
     int test_rank;           /* FULGUR_TEST_INTERRUPT_RANK; -1: every rank */
     int test_signo, test_twice;
+    int test_pass;           /* FULGUR_TEST_INTERRUPT_AT=val:SIG / test:SIG: 'v', 't'; 0 */
+    int test_skew_rank;      /* FULGUR_TEST_CLOCK_SKEW=RANK:SECONDS: that rank's clock runs */
+    double test_skew_s;      /* SECONDS ahead (max_time's elapsed time); -1: none */
+    int time_up;             /* every rank agreed: [trainer] max_time is reached */
     int64_t test_agree_every; /* FULGUR_TEST_AGREE_EVERY; 0: about once a second */
     int interrupt_signo;     /* every rank agreed: SIGINT or SIGTERM stopped this fit; 0 */
     int checkpoint_on_interrupt; /* [trainer] checkpoint_on_interrupt or save_on_exception */
@@ -44,8 +48,26 @@ fg_status fg_requeue_configure(fg_requeue *q, const char *value, const char *ori
  * previous one. */
 fg_status fg_requeue_arm(struct fg_trainer *t, fg_error *err);
 void fg_requeue_disarm(fg_requeue *q);
-/* At each optimizer-step boundary: when the signal arrived (on any rank), sets t->stop. */
+/* At each optimizer-step boundary: when the signal arrived (on any rank), sets t->stop.
+ * Under a comm the same all-reduce agrees on [trainer] max_time (time_up): a rank's own
+ * clock never ends its loop alone, or it would post the end-of-fit collectives while
+ * another is inside a gradient all-reduce. */
 fg_status fg_requeue_poll(struct fg_trainer *t, fg_error *err);
+/* The same agreement at once, whatever the step: every rank calls it at the same point
+ * (after the fit's last validation, before and after the test), so that an interrupt that
+ * came during an evaluation stops the run (exit 130 / 143) instead of being ignored. */
+fg_status fg_requeue_poll_now(struct fg_trainer *t, fg_error *err);
+/* A SIGINT or SIGTERM reached this process and is not agreed yet: a single-process
+ * evaluation pass stops at the next batch (under a comm every rank ends the pass: its
+ * batches may hold collectives). */
+int fg_requeue_interrupt_pending(const fg_requeue *q);
+/* [trainer] max_time is reached: by this process's clock alone, or under a comm with an
+ * agreement (fg_requeue_poll), once every rank agreed. */
+int fg_requeue_time_is_up(const struct fg_trainer *t);
+/* The test hook of an evaluation pass (FULGUR_TEST_INTERRUPT_AT=val:SIGTERM or
+ * test:SIGTERM): raises the signal at the first batch of the first such pass after step 0,
+ * once. */
+void fg_requeue_test_eval(struct fg_trainer *t, const char *prefix);
 /* After the epochs: the checkpoint of a stop for a requeue (every rank calls). */
 fg_status fg_requeue_checkpoint(struct fg_trainer *t, fg_error *err);
 /* Instead of the end of a fit: rank 0 runs `scontrol requeue JOB` and says what happened. */

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "run_dir.h"
+#include "output_file.h"
 
 fg_status fg_mkdirs(const char *path, fg_error *err)
 {
@@ -39,10 +40,9 @@ static long highest_version(const char *family)
     return best;
 }
 
-fg_status fg_config_write_ini(const fg_config *cfg, const char *path, fg_error *err)
+static int write_ini(FILE *f, void *user)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: cannot write: %s", path, strerror(errno));
+    const fg_config *cfg = user;
     fprintf(f, "; the configuration this run used: %s with its command-line overrides\n",
             fg_config_path(cfg));
     for (size_t i = 0; i < fg_config_section_count(cfg); i++) {
@@ -53,10 +53,12 @@ fg_status fg_config_write_ini(const fg_config *cfg, const char *path, fg_error *
             fprintf(f, "%s = %s\n", key, fg_config_get(cfg, sec, key));
         }
     }
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: write failed: %s", path, strerror(errno));
-    return FG_OK;
+    return ferror(f) ? -1 : 0;
+}
+
+fg_status fg_config_write_ini(const fg_config *cfg, const char *path, fg_error *err)
+{
+    return fg_output_write_atomic(path, write_ini, (void *)cfg, err);
 }
 
 fg_status fg_run_dir_create(const fg_config *cfg, const char *root, const char *name, char *out,

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "loader.h"
+#include "output_file.h"
 #include "runtime.h"
 
 static double wall_seconds(void)
@@ -88,22 +89,15 @@ static json_t *plugin_list(fg_runtime *rt)
     return list;
 }
 
+static int dump_json(FILE *out, void *doc)
+{
+    return json_dumpf(doc, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+}
+
 /* path.tmp.PID, then a rename over path: a reader sees the old file or the new one. */
 static fg_status write_atomically(const char *path, json_t *doc, fg_error *err)
 {
-    char tmp[8300];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    if (json_dump_file(doc, tmp, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return fg_error_set(err, FG_INTERNAL, "%s: cannot write: %s", tmp, strerror(e ? e : EIO));
-    }
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return fg_error_set(err, FG_INTERNAL, "%s: cannot rename to %s: %s", tmp, path, strerror(e));
-    }
-    return FG_OK;
+    return fg_output_write_atomic(path, dump_json, doc, err);
 }
 
 static const char *verb_name(fg_verb verb)

@@ -11,6 +11,8 @@
 #include "io_status.h"
 #include "optimizer.h"
 #include "rank_agreement.h"
+#include "requeue.h"
+#include "output_file.h"
 #include "output_paths.h"
 #include "run_status.h"
 #include "run_dir.h"
@@ -391,9 +393,7 @@ static fg_status make_run_dir(fg_trainer *t, fg_error *err)
     /* what the plugins say from here on (a backend's algorithm choices) stays with the run */
     char path[4200];
     snprintf(path, sizeof path, "%s/plugins.log", t->run_dir);
-    if (!(t->rt->plugin_log = fopen(path, "w")))
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: cannot write: %s", path, strerror(errno));
-    return FG_OK;
+    return fg_output_open(path, "w", &t->rt->plugin_log, err);
 }
 
 /* status.json: finished, failed, or interrupted by a requeue signal. */
@@ -494,8 +494,13 @@ static fg_status finish_fit(fg_trainer *t, fg_error *err)
         fprintf(t->out, "weights: %zu parameters, digest %016llx, after %lld steps\n",
                 fg_model_param_count(t->model), (unsigned long long)digest, (long long)t->progress.global_step);
     if (st == FG_OK) fg_trainer_report_precision(t);
-    if (st == FG_OK && t->keys.test_after_fit)
-        st = fg_trainer_evaluate_split(t, &t->test, &t->keys.limit_test, "test", FG_EVENT_TEST_END, err);
+    if (st == FG_OK && t->keys.test_after_fit) {
+        st = fg_requeue_poll_now(t, err); /* an interrupt during the final checkpoint */
+        if (st == FG_OK && !t->requeue.interrupt_signo)
+            st = fg_trainer_evaluate_split(t, &t->test, &t->keys.limit_test, "test", FG_EVENT_TEST_END, err);
+        if (st == FG_OK) st = fg_requeue_poll_now(t, err); /* ... or during the test */
+    }
+    if (st == FG_OK && t->requeue.interrupt_signo) return fg_requeue_interrupted(t, err);
     return st;
 }
 
@@ -519,6 +524,8 @@ static fg_status run_verb(fg_trainer *t, fg_error *err)
     case FG_VERB_CHECK: return FG_OK;
     case FG_VERB_FIT: {
         fg_status st = fg_trainer_fit(t, err);
+        /* a SIGINT or SIGTERM during the fit's last validation: agreed here, not ignored */
+        if (st == FG_OK) st = fg_requeue_poll_now(t, err);
         if (st == FG_OK && t->requeue.interrupt_signo) return fg_requeue_interrupted(t, err);
         if (st == FG_OK) st = t->requeue.stopped ? fg_requeue_submit(t, err) : finish_fit(t, err);
         else save_after_failure(t, err);

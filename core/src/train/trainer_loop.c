@@ -17,26 +17,39 @@
 
 #define STRAT(t) ((const fg_strategy_vtable *)(t)->strategy.vt)
 
-/* Mean loss and accuracy of a pass over an evaluation split (every rank's shard summed). */
-static fg_status run_eval(fg_trainer *t, fg_data_split *s, int64_t max_batches, double *loss,
-                          double *acc, double *n, fg_error *err)
+/* A single process ends an evaluation pass at the batch a SIGINT or SIGTERM came in; under
+ * a comm every rank finishes it (a batch may hold collectives) and the agreement after it
+ * stops the run. */
+static int eval_interrupted(fg_trainer *t, const char *prefix)
+{
+    fg_requeue_test_eval(t, prefix);
+    return t->world_size == 1 && fg_requeue_interrupt_pending(&t->requeue);
+}
+
+/* Mean loss and accuracy of a pass over an evaluation split (every rank's shard summed);
+ * *n = -1 when an interrupt cut it short. */
+static fg_status run_eval(fg_trainer *t, fg_data_split *s, const char *prefix,
+                          int64_t max_batches, double *loss, double *acc, double *n,
+                          fg_error *err)
 {
     fg_step_metrics m = {sizeof m, 0, 0, 0};
     /* Training sums not yet logged (validation inside an epoch) go to the epoch's sums. */
     fg_status st = STRAT(t)->read_metrics(t->strategy.state, 1, &m, err);
     fg_progress_add(&t->progress, &m);
     if (st == FG_OK) st = fg_dataloader_start_epoch(s->loader, 0, 0, err);
-    for (int64_t b = 0; st == FG_OK && (max_batches < 0 || b < max_batches); b++) {
+    int cut = 0;
+    for (int64_t b = 0; st == FG_OK && !cut && (max_batches < 0 || b < max_batches); b++) {
         const fg_batch_view *v;
         st = fg_dataloader_next(s->loader, &v, err);
         if (st != FG_OK || !v) break;
         fg_batch batch = fg_dataloader_batch(s->loader, v);
         st = STRAT(t)->eval_step(t->strategy.state, &batch, err);
         fg_dataloader_release(s->loader, v);
+        if (st == FG_OK && eval_interrupted(t, prefix)) cut = 1;
     }
     if (st == FG_OK) st = STRAT(t)->read_metrics(t->strategy.state, 1, &m, err);
     if (st != FG_OK) return st;
-    *n = m.count;
+    *n = cut ? -1 : m.count;
     *loss = m.count > 0 ? m.loss_sum / m.count : NAN;
     *acc = m.count > 0 ? m.correct / m.count : NAN;
     return FG_OK;
@@ -54,8 +67,8 @@ fg_status fg_trainer_evaluate_split(fg_trainer *t, fg_data_split *s, const fg_ba
     if (!s->dataset) return FG_OK;
     int64_t batches = fg_batch_limit_apply(limit, fg_dataloader_batches_per_epoch(s->loader));
     double loss, acc, n;
-    fg_status st = run_eval(t, s, batches, &loss, &acc, &n, err);
-    if (st != FG_OK) return st;
+    fg_status st = run_eval(t, s, prefix, batches, &loss, &acc, &n, err);
+    if (st != FG_OK || n < 0) return st; /* cut short: no metrics of a partial pass */
     char lmt[64];
     fg_lm_metrics_text(&t->lm, loss, lmt, sizeof lmt);
     if (!(t->events.progress_bar && t->verb == FG_VERB_FIT && event == FG_EVENT_VALIDATION_END))
@@ -78,9 +91,10 @@ fg_status fg_trainer_evaluate_split(fg_trainer *t, fg_data_split *s, const fg_ba
     return fg_trainer_emit(t, event, metrics, count, err);
 }
 
+/* Under a comm, what the ranks agreed (requeue.h), never one rank's own clock. */
 static int time_is_up(const fg_trainer *t)
 {
-    return t->keys.max_time_s > 0 && fg_now_seconds() - t->progress.fit_start_time >= t->keys.max_time_s;
+    return fg_requeue_time_is_up(t);
 }
 
 static int must_stop(const fg_trainer *t)
@@ -266,8 +280,9 @@ static fg_status sanity_check(fg_trainer *t, fg_error *err)
 {
     if (!t->val.dataset || t->keys.num_sanity_val_steps == 0 || t->progress.global_step > 0) return FG_OK;
     double loss, acc, n;
-    fg_status st = run_eval(t, &t->val, t->keys.num_sanity_val_steps, &loss, &acc, &n, err);
-    if (st == FG_OK)
+    fg_status st = run_eval(t, &t->val, "sanity", t->keys.num_sanity_val_steps, &loss, &acc,
+                            &n, err);
+    if (st == FG_OK && n >= 0)
         fprintf(t->out, "sanity check: %lld val batch(es) ran, loss %.4f\n",
                 (long long)t->keys.num_sanity_val_steps, loss);
     return st;

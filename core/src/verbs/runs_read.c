@@ -2,6 +2,7 @@
  * metrics from report.html's data block or, without one, metrics.csv. What cannot be read
  * is a note on the run, never an error: a run killed mid-write is still listed. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "run_status.h"
@@ -28,10 +30,35 @@ static void note(fg_run_info *run, const char *fmt, ...)
     json_array_append_new(run->notes, json_string_nocheck(buf));
 }
 
+/* path opened for reading if it is a regular file: O_NONBLOCK, so that a FIFO in a run
+ * folder is seen and refused, not waited on forever; NULL with errno (EINVAL: not a
+ * regular file). */
+static FILE *open_regular(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        int e = errno;
+        close(fd);
+        errno = S_ISREG(st.st_mode) ? e : EINVAL;
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) close(fd);
+    return f;
+}
+
+/* What errno from read_file means, for a note. */
+static const char *read_error(int e)
+{
+    return e == EINVAL ? "not a regular file (a FIFO, device or folder): not read" : strerror(e);
+}
+
 /* The whole file, NUL-terminated (malloc'ed); NULL with errno when it cannot be read. */
 static char *read_file(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = open_regular(path);
     if (!f) return NULL;
     char *buf = NULL;
     size_t cap = 0, n = 0;
@@ -293,11 +320,15 @@ static void read_status(fg_run_info *run)
     char path[4200];
     snprintf(path, sizeof path, "%s/status.json", run->dir);
     json_error_t je;
-    run->status = json_load_file(path, 0, &je);
+    size_t len = 0;
+    char *text = read_file(path, &len);
+    int e = errno, was_read = text != NULL;
+    run->status = text ? json_loadb(text, len, 0, &je) : NULL;
+    free(text);
     snprintf(run->state, sizeof run->state, "unknown");
     if (!run->status) {
-        struct stat st;
-        if (stat(path, &st) == 0) note(run, "status.json cannot be read (line %d: %s)", je.line, je.text);
+        if (was_read) note(run, "status.json cannot be read (line %d: %s)", je.line, je.text);
+        else if (e != ENOENT) note(run, "status.json: %s", read_error(e));
         else note(run, "no status.json (a run from an older fulgur, or one that did not start)");
         return;
     }
@@ -382,13 +413,14 @@ static void read_metrics(fg_run_info *run)
     size_t len;
     snprintf(path, sizeof path, "%s/report.html", run->dir);
     char *text = read_file(path, &len);
+    if (!text && errno != ENOENT) note(run, "report.html: %s", read_error(errno));
     int have = text && fg_run_parse_report_html(text, len, run);
     free(text);
     if (have) return;
     snprintf(path, sizeof path, "%s/metrics.csv", run->dir);
     text = read_file(path, &len);
     if (text) fg_run_parse_metrics_csv(text, len, run);
-    else if (errno != ENOENT) note(run, "metrics.csv: %s", strerror(errno));
+    else if (errno != ENOENT) note(run, "metrics.csv: %s", read_error(errno));
     free(text);
 }
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "output_file.h"
 #include "trainer_internal.h"
 #include "trainer_predict.h"
 
@@ -77,17 +78,21 @@ fg_status fg_trainer_predict(fg_trainer *t, fg_error *err)
                             "supported yet", fg_loss_name(fg_model_loss(t->model)));
     char path[4200];
     snprintf(path, sizeof path, "%s/predictions.csv", t->run_dir);
-    FILE *f = fopen(path, "w");
-    if (!f) return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: cannot write: %s", path, strerror(errno));
+    FILE *f;
+    fg_status st = fg_output_open(path, "w", &f, err);
+    if (st != FG_OK) return st;
     int classes = t->predict.info.num_classes;
     float *host = malloc((size_t)t->keys.eval_batch_size * (size_t)classes * sizeof(float) + 1);
     int64_t rows = 0, right = 0;
-    fg_status st = host ? FG_OK : fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory for predictions");
+    if (!host) st = fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory for predictions");
     write_header(f, classes);
     if (st == FG_OK) st = predict_batches(t, f, host, &rows, &right, err);
     free(host);
-    if (fclose(f) != 0 && st == FG_OK)
-        st = fg_error_set(err, FG_INVALID_ARGUMENT, "%s: write failed: %s", path, strerror(errno));
+    errno = 0;
+    int bad = fflush(f) != 0 || ferror(f);
+    if ((fclose(f) != 0 || bad) && st == FG_OK)
+        st = fg_error_set(err, fg_output_errno_status(errno ? errno : EIO), "%s: write failed: %s",
+                          path, strerror(errno ? errno : EIO));
     if (st == FG_OK)
         fprintf(t->out, "predictions: %lld rows in %s (accuracy %.4f against the labels)\n",
                 (long long)rows, path, rows ? (double)right / (double)rows : 0.0);

@@ -47,7 +47,9 @@ typedef enum fg_status {
     FG_OUT_OF_MEMORY = 5,
     FG_BACKEND_ERROR = 6,    /* a device library reported an error */
     FG_INTERNAL = 7,         /* a bug */
-    FG_FATAL = 8             /* the process cannot go on (device lost, peer died) */
+    FG_FATAL = 8,            /* the process cannot go on (device lost, peer died) */
+    FG_IO_ERROR = 9          /* 1.4: a file could not be written for lack of space or a device
+                              * fault (ENOSPC, EDQUOT, EFBIG, EIO, EROFS): exit 4, not 2 */
 } fg_status;
 
 #define FG_ERROR_MESSAGE_MAX 512
@@ -90,6 +92,7 @@ static inline const char *fg_status_name(fg_status s)
     case FG_BACKEND_ERROR: return "backend error";
     case FG_INTERNAL: return "internal error";
     case FG_FATAL: return "fatal";
+    case FG_IO_ERROR: return "I/O error";
     }
     return "unknown status";
 }

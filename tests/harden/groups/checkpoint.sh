@@ -55,3 +55,24 @@ EOC
         ! ls "$dir" | grep -q '\.tmp\.' || fail "the orphaned temporary file in $dir survived the next start: $(ls "$dir" | tr '\n' ' ')"
     done
 }
+
+# Issue 30, defect 8: [model] init_from applies the check --ckpt-path applies: NaN weights
+# are refused naming the file and the tensor (exit 2) before anything trains, and
+# --allow-nonfinite loads them (the fit then diverges: exit 1).
+group_init_from_nonfinite() {
+    write_ok_config "$TMP/ok.ini"
+    runp base fit "$TMP/ok.ini" trainer.default_root_dir="$TMP/runs" trainer.final_checkpoint="$TMP/ok.safetensors"
+    expect_rc 0
+    python3 "$HERE/edit_ckpt.py" "$TMP/ok.safetensors" "$TMP/nan.safetensors" nan fc1.weight
+    runp init_ok fit "$TMP/ok.ini" trainer.default_root_dir="$TMP/runs" model.init_from="$TMP/ok.safetensors"
+    expect_rc 0
+    expect_out "init_from $TMP/ok.safetensors: 2 tensors loaded"
+    runp init_nan fit "$TMP/ok.ini" trainer.default_root_dir="$TMP/runs" model.init_from="$TMP/nan.safetensors"
+    expect_rc 2
+    expect_err "nan.safetensors: tensor 'fc1.weight' holds 1 non-finite value(s)"
+    grep -q "^epoch" "$OUT" && fail "it trained from NaN weights"
+    runp init_nan_allowed fit "$TMP/ok.ini" trainer.default_root_dir="$TMP/runs" \
+        model.init_from="$TMP/nan.safetensors" --allow-nonfinite
+    expect_rc 1
+    expect_out "init_from $TMP/nan.safetensors: 2 tensors loaded"
+}

@@ -102,3 +102,44 @@ group_exit_codes() {
     expect_err "File too large"
     [ ! -e "$TMP/final.safetensors" ] || fail "a torn final checkpoint was left"
 }
+
+# Issue 30, defect 7: a full disk is exit 4 wherever the write fails: config.ini (was 2),
+# report.html and metrics.csv (were 1), and status.json then says "failed", not "running".
+# A file size limit (ulimit -f, SIGXFSZ ignored) fails each write with EFBIG as a full disk
+# fails it with ENOSPC; the limit picks which file is the first too large.
+disk_full_run() { # CASE KIB ARGS...
+    CASE=$1
+    local kib=$2
+    shift 2
+    # stderr through a pipe: a file under the limit could not hold the message
+    (
+        trap '' XFSZ
+        ulimit -f "$kib"
+        exec "$FULGUR" --plugin-path "$PLUGINS" "$@"
+    ) 2>&1 >/dev/null | cat >"$ERR"
+    RC=${PIPESTATUS[0]}
+    : >"$OUT"
+    LAST_CMD="ulimit -f $kib; fulgur $*"
+}
+
+group_disk_full() {
+    write_ok_config "$TMP/ok.ini"
+    disk_full_run config_ini 0 fit "$TMP/ok.ini" trainer.default_root_dir="$TMP/r0"
+    expect_rc 4
+    expect_err "config.ini.tmp."
+    expect_err "File too large"
+    disk_full_run report 16 fit "$TMP/ok.ini" trainer.default_root_dir="$TMP/r1"
+    expect_rc 4
+    expect_err "report.html.tmp."
+    expect_err "File too large"
+    grep -q '"status": "failed"' "$TMP/r1/default/version_0/status.json" ||
+        fail "status.json after the report's failure: $(cat "$TMP/r1/default/version_0/status.json")"
+    printf '[callback.csv_logger]\n' >>"$TMP/ok.ini"
+    disk_full_run csv_logger 8 fit "$TMP/ok.ini" trainer.default_root_dir="$TMP/r2" \
+        callback.report.enabled=false trainer.max_epochs=30 trainer.log_every_n_steps=1
+    expect_rc 4
+    expect_err "metrics.csv"
+    expect_err "File too large"
+    grep -q '"status": "failed"' "$TMP/r2/default/version_0/status.json" ||
+        fail "status.json after the csv_logger's failure: $(cat "$TMP/r2/default/version_0/status.json")"
+}
