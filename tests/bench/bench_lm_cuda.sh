@@ -4,6 +4,9 @@
 # torch.compile (tests/bench/torch_gpt_cuda_ref.py, flash attention through
 # scaled_dot_product_attention), in fp32 (no TF32 on either side) and bf16-mixed, on random
 # tokens (llm.c's .bin format). Also the step's model FLOP/s (6 N + 12 L T C per token).
+# fulgur runs with [model] pad_vocab_to = 64 (the logits' rows 50304 wide, as llm.c) and
+# [backend] attention = auto (cuDNN's fused attention in bf16); PyTorch's model is its own
+# (vocabulary 50257). FULGUR_BENCH_EXTRA adds overrides to fulgur's runs.
 #
 #   tests/bench/bench_lm_cuda.sh --fulgur PATH [--steps N] [--precisions "fp32 bf16-mixed"]
 #
@@ -46,7 +49,8 @@ fulgur_run() { # precision -> tokens/s of the second epoch (the first warms up)
         data.train_windows=$((steps * B)) data.val_windows=8 data.num_workers=2 \
         trainer.max_epochs=2 trainer.limit_val_batches=0 trainer.num_sanity_val_steps=0 \
         trainer.test_after_fit=false trainer.enable_progress_bar=false \
-        trainer.log_every_n_steps=$steps trainer.default_root_dir="$scratch/runs" 2>&1) ||
+        trainer.log_every_n_steps=$steps trainer.default_root_dir="$scratch/runs" \
+        model.pad_vocab_to=64 ${FULGUR_BENCH_EXTRA:-} 2>&1) ||
         { echo "$out" | tail -20 >&2; echo NA; return 1; }
     sps=$(sed -n 's/^epoch 2\/2 .* \([0-9.]*\) samples\/s.*/\1/p' <<<"$out")
     [ -n "$sps" ] || { echo "$out" | tail -20 >&2; echo NA; return 1; }

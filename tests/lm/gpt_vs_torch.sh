@@ -6,14 +6,18 @@
 # parameter, its gradient summed). `gpt_vs_torch.sh hf`: tied, the initial weights read from
 # Hugging Face's GPT-2 layout (Conv1D weights transposed, "transformer." names, mask
 # buffers). `gpt_vs_torch.sh ignore`: untied, [model] ignore_index = 32 (every space byte's
-# label skipped, torch's ignore_index). Needs FULGUR; skips (77) without Debian's python3-torch.
+# label skipped, torch's ignore_index). `gpt_vs_torch.sh hf_padded`: hf with [model]
+# pad_vocab_to = 96 (the logits' rows 288 wide). Needs FULGUR; skips (77) without Debian's
+# python3-torch.
 set -uo pipefail
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import torch" 2>/dev/null || exit 77
 here=$(cd "$(dirname "$0")" && pwd)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 mode=${1:-untied}
-tie="" ignore=""
+tie="" ignore="" pad=""
+# hf_padded: hf with [model] pad_vocab_to (the logits' rows 288 wide for 256 classes)
+[ "$mode" = hf_padded ] && { mode=hf pad="pad_vocab_to = 96"; }
 case $mode in tied|hf) tie="tie = wte" ;; ignore) ignore="ignore_index = 32" ;; esac
 /usr/bin/python3 "$here/gpt_torch.py" init "$dir" "$mode" || exit 1
 cat > "$dir/gpt.ini" <<INI
@@ -40,6 +44,7 @@ shuffle = false
 [model]
 init_from = $dir/init.safetensors
 $ignore
+$pad
 [layer.wte]
 type = embedding
 num_embeddings = 256
@@ -65,6 +70,9 @@ weight_decay = 0.01
 [callback.csv_logger]
 INI
 "$FULGUR" fit "$dir/gpt.ini" >"$dir/fit.log" 2>&1 || { cat "$dir/fit.log"; exit 1; }
+if [ -n "$pad" ] && ! grep -q "^model: logits rows of 288 for 256 classes" "$dir/fit.log"; then
+  echo "FAIL: the logits were not padded"; cat "$dir/fit.log"; exit 1
+fi
 if [ "$mode" = hf ] && ! grep -q "tensors loaded (Hugging Face GPT-2 names)" "$dir/fit.log"; then
   echo "FAIL: the Hugging Face layout was not recognised"; cat "$dir/fit.log"; exit 1
 fi
