@@ -24,10 +24,7 @@ void dp_split(dp *d, const fg_batch *b, float grad_scale)
     for (int i = 0; i < d->devices; i++) {
         dp_replica *w = &d->r[i];
         int n = i < used ? base + (i < extra) : 0;
-        w->shard = *b;
-        w->shard.count = n;
-        w->shard.samples = b->samples + (size_t)at * (size_t)b->sample_elems;
-        w->shard.labels = b->labels + (size_t)at * (size_t)fg_batch_label_elems(b);
+        w->shard = fg_batch_slice(b, at, n);
         w->first = at;
         w->scale = b->count ? grad_scale * (float)n / (float)b->count : 0.0f;
         at += n;

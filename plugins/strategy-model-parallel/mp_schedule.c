@@ -90,10 +90,7 @@ static fg_status forwards(mp_stage *g, int training, fg_error *err)
     const int *at = d->at + g->replica * d->chunks, *rows = d->rows + g->replica * d->chunks;
     for (int m = 0; m < d->used[g->replica]; m++) {
         if (g->index > 0 && !wait_for(d, &g->fwd_ready, m + 1)) return stopped(g, err);
-        fg_batch b = *d->batch;
-        b.count = rows[m];
-        b.samples += (size_t)at[m] * (size_t)b.sample_elems;
-        b.labels += (size_t)at[m] * (size_t)fg_batch_label_elems(&b);
+        fg_batch b = fg_batch_slice(d->batch, at[m], rows[m]);
         const float *x = g->recv_x ? g->recv_x + (size_t)m * micro * (size_t)g->in_elems : NULL;
         double t0 = mp_now();
         fg_status st = svc->forward(svc->ctx, g->stage, m, &b, at[m], x, training, err);

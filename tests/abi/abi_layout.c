@@ -186,7 +186,8 @@ static const layout_line current[] = {
 
     SIZE(fg_batch), FIELD(fg_batch, struct_size), FIELD(fg_batch, samples),
     FIELD(fg_batch, labels), FIELD(fg_batch, count), FIELD(fg_batch, sample_elems),
-    FIELD(fg_batch, staging), FIELD(fg_batch, label_elems),
+    FIELD(fg_batch, staging), FIELD(fg_batch, label_elems), FIELD(fg_batch, inputs),
+    FIELD(fg_batch, inputs_dtype), FIELD(fg_batch, targets), FIELD(fg_batch, targets_dtype),
 
     SIZE(fg_step_metrics), FIELD(fg_step_metrics, struct_size),
     FIELD(fg_step_metrics, loss_sum), FIELD(fg_step_metrics, correct),

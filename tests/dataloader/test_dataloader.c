@@ -1211,6 +1211,46 @@ static void test_batch_copier_direct(void)
     }
 }
 
+/* ABI 1.4's typed batch: the accessors read the typed fields, or an older struct's samples
+ * (f32) and labels (i32); fg_batch_slice moves every pointer by whole samples, each by its
+ * own element size. */
+static void test_batch_typed(void)
+{
+    int32_t tokens[4 * 3], targets[4 * 3];
+    float values[4 * 2], regress[4];
+    for (int i = 0; i < 12; i++) {
+        tokens[i] = i;
+        targets[i] = 100 + i;
+    }
+    for (int i = 0; i < 8; i++) values[i] = 0.5f * (float)i;
+    for (int i = 0; i < 4; i++) regress[i] = -1.0f - (float)i;
+    fg_batch b = {.struct_size = sizeof b, .samples = (const float *)(const void *)tokens,
+                  .labels = targets, .count = 4, .sample_elems = 3, .label_elems = 3,
+                  .inputs = tokens, .inputs_dtype = FG_I32, .targets = targets,
+                  .targets_dtype = FG_I32};
+    CHECK(fg_batch_inputs(&b) == (const void *)tokens && fg_batch_inputs_dtype(&b) == FG_I32);
+    CHECK(fg_batch_targets(&b) == (const void *)targets && fg_batch_targets_dtype(&b) == FG_I32);
+    fg_batch s = fg_batch_slice(&b, 1, 2);
+    CHECK_EQ(s.count, 2);
+    CHECK_EQ(((const int32_t *)fg_batch_inputs(&s))[0], 3);
+    CHECK_EQ(((const int32_t *)fg_batch_targets(&s))[5], 108);
+    CHECK(s.samples == (const float *)(const void *)(tokens + 3) && s.labels == targets + 3);
+    /* f32 values with one f32 regression target each */
+    fg_batch r = {.struct_size = sizeof r, .samples = values, .labels = (const int32_t *)(const void *)regress,
+                  .count = 4, .sample_elems = 2, .label_elems = 1, .inputs = values,
+                  .inputs_dtype = FG_F32, .targets = regress, .targets_dtype = FG_F32};
+    fg_batch rs = fg_batch_slice(&r, 2, 2);
+    CHECK(((const float *)fg_batch_inputs(&rs))[0] == 2.0f);
+    CHECK(((const float *)fg_batch_targets(&rs))[1] == -4.0f);
+    /* a struct of ABI 1.3 ends before the typed fields: samples and labels, f32 and i32 */
+    fg_batch old = b;
+    old.struct_size = (uint32_t)offsetof(fg_batch, inputs);
+    CHECK(fg_batch_inputs(&old) == (const void *)b.samples && fg_batch_inputs_dtype(&old) == FG_F32);
+    CHECK(fg_batch_targets(&old) == (const void *)b.labels && fg_batch_targets_dtype(&old) == FG_I32);
+    fg_batch os = fg_batch_slice(&old, 2, 1);
+    CHECK(os.samples == b.samples + 6 && os.labels == targets + 6 && os.count == 1);
+}
+
 static const struct {
     const char *name;
     void (*fn)(void);
@@ -1239,6 +1279,7 @@ static const struct {
     {"loader_subset", test_loader_subset},
     {"loader_ignore_labels", test_loader_ignore_labels},
     {"batch_copier_direct", test_batch_copier_direct},
+    {"batch_typed", test_batch_typed},
 };
 
 int main(int argc, char **argv)

@@ -2,6 +2,7 @@
  * a batch's copy on both sides. */
 #include "batch_copy.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -180,9 +181,10 @@ static fg_status copy_parts(fg_batch_copier *c, fg_copy_buffer *buf, const fg_ba
     *y = buf->y;
     fg_status st = FG_OK;
     if (*x)
-        st = be->copy(c->o.bs, c->copy_queue, *x, c->o.device, b->samples, -1, xb, err);
+        st = be->copy(c->o.bs, c->copy_queue, *x, c->o.device, fg_batch_inputs(b), -1, xb, err);
     if (st == FG_OK && *y)
-        st = be->copy(c->o.bs, c->copy_queue, *y, c->o.device, b->labels, -1, yb, err);
+        st = be->copy(c->o.bs, c->copy_queue, *y, c->o.device, fg_batch_targets(b), -1, yb,
+                      err);
     return st;
 }
 
@@ -217,8 +219,8 @@ static fg_status hand_over(const fg_batch_copier *c, const fg_batch *b, float **
     fg_status st = check_fits(c, b, &xb, &yb, err);
     if (st != FG_OK)
         return st;
-    *x = c->o.sample_bytes ? (float *)b->samples : NULL;
-    *y = c->o.label_bytes ? (int32_t *)b->labels : NULL;
+    *x = c->o.sample_bytes ? (float *)(uintptr_t)fg_batch_inputs(b) : NULL;
+    *y = c->o.label_bytes ? (int32_t *)(uintptr_t)fg_batch_targets(b) : NULL;
     return FG_OK;
 }
 

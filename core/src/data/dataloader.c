@@ -589,9 +589,12 @@ int fg_dataloader_slots_for(int num_workers, int prefetch)
 
 fg_batch fg_dataloader_batch(const fg_dataloader *dl, const fg_batch_view *v)
 {
+    const fg_dataset_info *info = &dl->opts.info;
     fg_batch b = {sizeof b, v->samples, v->labels, v->count,
                   (int64_t)fg_dataloader_sample_elems(dl), v->fence,
-                  dl->opts.info.label_elems > 0 ? dl->opts.info.label_elems : 1};
+                  info->label_elems > 0 ? info->label_elems : 1, v->samples,
+                  info->sample_dtype ? info->sample_dtype : FG_F32, v->labels,
+                  info->label_dtype ? info->label_dtype : FG_I32};
     return b;
 }
 

@@ -79,9 +79,11 @@ static fg_status precision_inputs(fg_train_ctx *c, fg_train_stage *s, const fg_b
  * FG_IGNORED_LABEL): -1, all of them, unless the model ignores some. */
 static int64_t counted_labels(const fg_train_ctx *c, const fg_train_stage *s, const fg_batch *b)
 {
-    if (!c->ignore_labels || !s->is_last || !b->labels) return -1;
+    const int32_t *labels = fg_batch_targets(b);
+    if (!c->ignore_labels || !s->is_last || !labels || fg_batch_targets_dtype(b) != FG_I32)
+        return -1;
     int64_t n = (int64_t)b->count * fg_batch_label_elems(b), counted = 0;
-    for (int64_t i = 0; i < n; i++) counted += b->labels[i] != FG_IGNORED_LABEL;
+    for (int64_t i = 0; i < n; i++) counted += labels[i] != FG_IGNORED_LABEL;
     return counted;
 }
 

@@ -229,8 +229,8 @@ static fg_status train_epoch(fg_trainer *t, fg_error *err)
         w.data_wait += v->wait_seconds;
         samples += v->count;
         fg_batch batch = fg_dataloader_batch(s->loader, v);
-        if (checked)
-            t->checks.nonfinite_inputs += fg_count_nonfinite(batch.samples, (size_t)batch.count * (size_t)batch.sample_elems);
+        if (checked && fg_batch_inputs_dtype(&batch) == FG_F32) /* token ids are finite */
+            t->checks.nonfinite_inputs += fg_count_nonfinite(fg_batch_inputs(&batch), (size_t)batch.count * (size_t)batch.sample_elems);
         t->tctx.micro_step++;
         st = STRAT(t)->train_step(t->strategy.state, &batch, micro, final, fg_trainer_grad_scale(t), err);
         fg_dataloader_release(s->loader, v);

@@ -154,7 +154,8 @@ static fg_status next_probs(fg_trainer *t, void *primary, const int32_t *window,
                             fg_error *err)
 {
     const fg_train_services *svc = &t->tctx.svc;
-    fg_batch b = {sizeof b, (const float *)(const void *)window, labels, 1, context, NULL, context};
+    fg_batch b = {sizeof b, (const float *)(const void *)window, labels, 1, context, NULL, context,
+                  window, FG_I32, labels, FG_I32};
     fg_status st = svc->forward(svc->ctx, primary, 0, &b, 0, NULL, 0, err);
     return st == FG_OK ? read_probs(t, primary, at, p, err) : st;
 }

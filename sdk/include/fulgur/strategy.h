@@ -5,6 +5,7 @@
 #define FULGUR_STRATEGY_H
 
 #include "fulgur/plugin.h"
+#include "fulgur/types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,11 +37,16 @@ typedef struct fg_strategy_info {
     int32_t own_master;
 } fg_strategy_info;
 
-/* A batch as the loader delivered it, in host (staging) memory. */
+/* A batch as the loader delivered it, in host (staging) memory. Since ABI 1.4 the typed
+ * fields `inputs` / `targets` say what the two tensors carry; read them through
+ * fg_batch_inputs / fg_batch_targets (and their _dtype), and cut a batch with
+ * fg_batch_slice. `samples` and `labels` keep pointing at the same memory for plugins built
+ * before 1.4; their types lie (int32 token ids travel as `const float *`, f32 regression
+ * targets as `const int32_t *`) and they go at ABI 2.0. */
 typedef struct fg_batch {
     uint32_t struct_size;
-    const float *samples;   /* (count, sample_elems) */
-    const int32_t *labels;  /* (count) */
+    const float *samples;   /* (count, sample_elems): = inputs; removed at 2.0 */
+    const int32_t *labels;  /* (count, label_elems): = targets; removed at 2.0 */
     int32_t count;
     int64_t sample_elems;
     /* the core's handle on the staging buffer samples and labels lie in
@@ -54,12 +60,66 @@ typedef struct fg_batch {
      * older struct means 1. A strategy that hands on a part of the batch moves labels by
      * count * label_elems. */
     int32_t label_elems;
+
+    /* ---- ABI 1.4 ----------------------------------------------------------------------- */
+    const void *inputs;     /* (count, sample_elems) of inputs_dtype */
+    uint32_t inputs_dtype;  /* FG_F32 values, or FG_I32 token ids (an embedding reads them) */
+    const void *targets;    /* (count, label_elems) of targets_dtype; NULL: unlabelled */
+    uint32_t targets_dtype; /* FG_I32 classes (FG_IGNORED_LABEL: skipped) or FG_F32 targets */
 } fg_batch;
 
 /* Labels per sample of b, whatever the struct's age. */
 static inline int32_t fg_batch_label_elems(const fg_batch *b)
 {
     return FG_HAS_FIELD(b, fg_batch, label_elems) && b->label_elems > 0 ? b->label_elems : 1;
+}
+
+/* b carries the typed fields (a 1.4 struct that sets them). */
+static inline int fg_batch_typed(const fg_batch *b)
+{
+    return FG_HAS_FIELD(b, fg_batch, targets_dtype) && b->inputs_dtype != 0;
+}
+
+/* The inputs and their dtype; an older struct: `samples`, FG_F32 as it declares. */
+static inline const void *fg_batch_inputs(const fg_batch *b)
+{
+    return fg_batch_typed(b) ? b->inputs : (const void *)b->samples;
+}
+static inline uint32_t fg_batch_inputs_dtype(const fg_batch *b)
+{
+    return fg_batch_typed(b) ? b->inputs_dtype : (uint32_t)FG_F32;
+}
+
+/* The targets and their dtype; an older struct: `labels`, FG_I32 as it declares. */
+static inline const void *fg_batch_targets(const fg_batch *b)
+{
+    return fg_batch_typed(b) ? b->targets : (const void *)b->labels;
+}
+static inline uint32_t fg_batch_targets_dtype(const fg_batch *b)
+{
+    return fg_batch_typed(b) ? b->targets_dtype : (uint32_t)FG_I32;
+}
+
+/* Samples [first, first + count) of b as a batch of their own: every pointer (typed and
+ * old) moved by whole samples; the staging handle kept. */
+static inline fg_batch fg_batch_slice(const fg_batch *b, int32_t first, int32_t count)
+{
+    fg_batch s = *b;
+    size_t in_elems = (size_t)first * (size_t)b->sample_elems;
+    size_t target_elems = (size_t)first * (size_t)fg_batch_label_elems(b);
+    s.count = count;
+    if (b->samples)
+        s.samples = b->samples + in_elems;
+    if (b->labels)
+        s.labels = b->labels + target_elems;
+    if (fg_batch_typed(b)) {
+        if (b->inputs)
+            s.inputs = (const char *)b->inputs + in_elems * fg_dtype_size((fg_dtype)b->inputs_dtype);
+        if (b->targets)
+            s.targets = (const char *)b->targets +
+                        target_elems * fg_dtype_size((fg_dtype)b->targets_dtype);
+    }
+    return s;
 }
 
 /* Running sums since the last reset: loss summed over samples, correct predictions, samples. */
