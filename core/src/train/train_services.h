@@ -15,6 +15,7 @@ typedef struct fg_train_ctx {
     fg_train_services svc;
     const fg_model *model;
     const fg_config *cfg;
+    const struct fg_optimizer_config *optim; /* the trainer's [optimizer], read once */
     const fg_backend_vtable *be;
     void *bs;
     const float *init_params;  /* host: the seeded initial parameters every stage starts from */

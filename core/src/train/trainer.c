@@ -299,10 +299,7 @@ static fg_status build_model(fg_trainer *t, fg_error *err)
 
 static fg_status setup_schedule(fg_trainer *t, double *base_lr, fg_error *err)
 {
-    fg_optimizer_config oc;
-    fg_status st = fg_optimizer_read_config(t->cfg, &oc, err);
-    if (st != FG_OK) return st;
-    *base_lr = oc.lr;
+    *base_lr = t->optim.lr;
     int64_t per_epoch = 1;
     if (t->train.dataset) {
         /* optimizer steps per epoch, as train_epoch will take them */
@@ -315,7 +312,7 @@ static fg_status setup_schedule(fg_trainer *t, double *base_lr, fg_error *err)
     }
     int64_t total = per_epoch * t->keys.max_epochs;
     if (t->keys.max_steps >= 0 && t->keys.max_steps < total) total = t->keys.max_steps;
-    return fg_scheduler_create(t->cfg, oc.lr, total, t->keys.max_epochs, &t->scheduler, err);
+    return fg_scheduler_create(t->cfg, t->optim.lr, total, t->keys.max_epochs, &t->scheduler, err);
 }
 
 static fg_status setup_strategy(fg_trainer *t, fg_error *err)
@@ -323,6 +320,7 @@ static fg_status setup_strategy(fg_trainer *t, fg_error *err)
     fg_train_ctx *c = &t->tctx;
     c->model = t->model;
     c->cfg = t->cfg;
+    c->optim = &t->optim;
     c->be = BE(t);
     c->bs = t->backend.state;
     c->init_params = t->init_params;

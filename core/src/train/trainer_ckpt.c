@@ -127,8 +127,8 @@ static int has_gather(const fg_trainer *t)
 static size_t state_slots(fg_trainer *t, fg_optimizer *opt, fg_optimizer_config *oc)
 {
     if (opt) return fg_optimizer_state_count(opt);
-    fg_error e = {0};
-    return fg_optimizer_read_config(t->cfg, oc, &e) == FG_OK ? fg_optimizer_config_state_count(oc) : 0;
+    *oc = t->optim;
+    return fg_optimizer_config_state_count(oc);
 }
 
 static const char *state_name(fg_optimizer *opt, const fg_optimizer_config *oc, size_t j)

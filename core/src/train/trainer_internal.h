@@ -18,6 +18,7 @@
 #include "fulgur/strategy.h"
 #include "lm_metrics.h"
 #include "model.h"
+#include "optimizer.h"
 #include "progress.h"
 #include "requeue.h"
 #include "scheduler.h"
@@ -60,6 +61,7 @@ typedef struct fg_trainer {
     float *init_params, *init_buffers;
     fg_train_ctx tctx;         /* the services the strategy drives */
     fg_scheduler *scheduler;
+    fg_optimizer_config optim; /* [optimizer], read once (fg_trainer_read_keys) */
     float lr;                  /* the learning rate of the next optimizer step */
     int strategy_ready;
     int rank, world_size;

@@ -122,6 +122,7 @@ fg_status fg_trainer_read_keys(fg_trainer *t, fg_error *err)
         {"data", "num_workers", &t->keys.num_workers}, {"data", "prefetch", &t->keys.prefetch}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0] && st == FG_OK; i++)
         st = read_int(t, ints[i].s, ints[i].k, ints[i].v, err);
+    if (st == FG_OK) st = fg_optimizer_read_config(t->cfg, &t->optim, err);
     if (st == FG_OK) st = read_bool(t, "trainer", "test_after_fit", &t->keys.test_after_fit, err);
     if (st == FG_OK) st = read_bool(t, "trainer", "save_on_exception", &t->keys.save_on_exception, err);
     if (st == FG_OK) st = read_bool(t, "data", "pin_memory", &t->keys.pin_memory, err);

@@ -13,13 +13,11 @@
  * norms, scaling and clamping of clipping, loss scaling and nan_guard. */
 static fg_status training_needs(fg_trainer *t, fg_op_needs *n, fg_error *err)
 {
-    fg_optimizer_config oc;
-    fg_status st = fg_optimizer_read_config(t->cfg, &oc, err);
-    if (st != FG_OK) return st;
+    const fg_optimizer_config *oc = &t->optim;
     uint32_t param, grad;
     fg_model_storage_dtypes(t->model, &param, &grad);
     /* a strategy that keeps the f32 master steps it with the half gradients */
-    fg_optimizer_op_needs(&oc, t->tctx.own_master ? FG_F32 : param, grad, n);
+    fg_optimizer_op_needs(oc, t->tctx.own_master ? FG_F32 : param, grad, n);
     FG_NEED(n, "gradient norms (clipping, loss scaling, nan_guard)", FG_OP_SUM_SQUARES, grad);
     if (t->keys.clip_val > 0 || t->scaler.loss_scaling)
         FG_NEED(n, "gradient scaling (clipping, loss scaling)", FG_OP_SCALE, grad);
