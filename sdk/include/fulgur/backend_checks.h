@@ -615,6 +615,8 @@ FG_OP_CHECK(attention_decode)
                                          queue FG_OP_SIG_##entry(FG_OP_NAME_), err);         \
         return st_ != FG_OK || skip_ ? st_ : prefix##entry FG_OP_ARGS(entry);                \
     }
+/* One op's trampoline, for a backend that implements a subset: static PREFIXchecked_<entry>. */
+#define FG_BACKEND_CHECKED_OP(prefix, entry) FG_OP_CHECKED_(prefix, ~, entry)
 /* Defines static PREFIXchecked_<entry> for every op: the check, then PREFIX<entry>. */
 #define FG_BACKEND_CHECKED_OPS(prefix) FG_BACKEND_OPS(FG_OP_CHECKED_, prefix)
 #define FG_OP_INIT_CHECKED_(prefix, id, entry, ...) .entry = prefix##checked_##entry,

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include <fulgur/backend.h>
+#include <fulgur/backend_checks.h>
 
 #define ALIGN 64
 
@@ -189,8 +190,6 @@ static fg_status my_gemm(void *state, void *queue, uint32_t a_dtype, uint32_t b_
 {
     (void)state;
     BEGIN("gemm", a_dtype, b_dtype, c_dtype);
-    if (m < 0 || n < 0 || k < 0)
-        return FAIL("gemm: m = %d, n = %d, k = %d must be >= 0", m, n, k);
     const float *a = a_, *b = b_;
     float *c = c_;
     for (int i = 0; i < m; i++)
@@ -448,6 +447,24 @@ static void my_backend_deinit(void *state)
     free(state);
 }
 
+/* Each op behind the SDK's argument checks (<fulgur/backend_checks.h>): my_checked_gemm runs
+ * fg_check_gemm (shapes, NULL pointers, the queue), then my_gemm only for a valid call with
+ * work to do, so the functions above hold the maths and this backend's own rule (f32 only). */
+#define FG_BACKEND_CHECK_WHO "backend.my_backend"
+FG_BACKEND_CHECKED_OP(my_, gemm)
+FG_BACKEND_CHECKED_OP(my_, bias_add)
+FG_BACKEND_CHECKED_OP(my_, bias_grad)
+FG_BACKEND_CHECKED_OP(my_, activation_forward)
+FG_BACKEND_CHECKED_OP(my_, activation_backward)
+FG_BACKEND_CHECKED_OP(my_, softmax_xent_forward)
+FG_BACKEND_CHECKED_OP(my_, softmax_xent_backward)
+FG_BACKEND_CHECKED_OP(my_, fill)
+FG_BACKEND_CHECKED_OP(my_, scale)
+FG_BACKEND_CHECKED_OP(my_, axpy)
+FG_BACKEND_CHECKED_OP(my_, clamp)
+FG_BACKEND_CHECKED_OP(my_, sum_squares)
+FG_BACKEND_CHECKED_OP(my_, sgd_update)
+
 /* Entries left out (NULL) are ops this backend does not run; the core names them when a
  * config needs them. */
 static const fg_backend_vtable my_backend_vtable = {
@@ -463,19 +480,19 @@ static const fg_backend_vtable my_backend_vtable = {
     .queue_sync = my_queue_sync,
     .copy = my_copy,
     .supports = my_backend_supports,
-    .gemm = my_gemm,
-    .bias_add = my_bias_add,
-    .bias_grad = my_bias_grad,
-    .activation_forward = my_activation_forward,
-    .activation_backward = my_activation_backward,
-    .softmax_xent_forward = my_softmax_xent_forward,
-    .softmax_xent_backward = my_softmax_xent_backward,
-    .fill = my_fill,
-    .scale = my_scale,
-    .axpy = my_axpy,
-    .clamp = my_clamp,
-    .sum_squares = my_sum_squares,
-    .sgd_update = my_sgd_update,
+    .gemm = my_checked_gemm,
+    .bias_add = my_checked_bias_add,
+    .bias_grad = my_checked_bias_grad,
+    .activation_forward = my_checked_activation_forward,
+    .activation_backward = my_checked_activation_backward,
+    .softmax_xent_forward = my_checked_softmax_xent_forward,
+    .softmax_xent_backward = my_checked_softmax_xent_backward,
+    .fill = my_checked_fill,
+    .scale = my_checked_scale,
+    .axpy = my_checked_axpy,
+    .clamp = my_checked_clamp,
+    .sum_squares = my_checked_sum_squares,
+    .sgd_update = my_checked_sgd_update,
 };
 
 FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
