@@ -20,3 +20,25 @@ group_empty_override() {
     expect_rc 2
     expect_err "invalid override 'trainer.=1': empty key"
 }
+
+# Defect 20: a message longer than fg_error's 512 bytes loses its middle, not its end: a
+# 600-byte path to a missing config or data file still ends with the reason.
+group_long_path_reason() {
+    write_ok_config "$TMP/ok.ini"
+    seg=$(printf 'p%.0s' $(seq 1 99))
+    long=$TMP/$seg/$seg/$seg/$seg/$seg/$seg
+    runp missing_config check "$long/missing.ini"
+    expect_rc 2
+    [[ "$(tail -n 1 "$ERR")" == *": cannot open: No such file or directory" ]] ||
+        fail "the message does not end with the reason"
+    expect_err "fulgur: $TMP/"
+    expect_err " ... "
+    expect_err "/missing.ini: cannot open"
+    printf '[trainer]\nmax_epochs = 1\n[data]\nname = text\ndir = %s\nfiles = c.txt\n[layer.fc]\ntype = linear\nout_features = 4\n' \
+        "$long" >"$TMP/text.ini"
+    runp missing_data check "$TMP/text.ini"
+    expect_rc 2
+    [[ "$(tail -n 1 "$ERR")" == *": cannot open: No such file or directory" ]] ||
+        fail "the data plugin's message does not end with the reason"
+    expect_err "/c.txt: cannot open"
+}
