@@ -42,3 +42,29 @@ group_long_path_reason() {
         fail "the data plugin's message does not end with the reason"
     expect_err "/c.txt: cannot open"
 }
+
+# Defect 16: a control character in trainer.name is refused naming the key (exit 2), before
+# a run folder or its config.ini is written; `fulgur runs` prints the control characters of
+# folder names it reads from disk escaped (\x1b), never raw.
+group_name_controls() {
+    write_ok_config "$TMP/ok.ini"
+    runp name_newline fit "$TMP/ok.ini" trainer.default_root_dir="$TMP/nl" \
+        trainer.name="$(printf 'a\nb')"
+    expect_rc 2
+    expect_err "[trainer] name holds the control character 0x0a at byte 1"
+    [ ! -e "$TMP/nl" ] || fail "a refused name wrote $(find "$TMP/nl" | head -3)"
+    printf '[trainer]\nname = x\033[31my\n' >"$TMP/esc.ini"
+    sed '1d' "$TMP/ok.ini" >>"$TMP/esc.ini"
+    runp name_escape check "$TMP/esc.ini"
+    expect_rc 2
+    expect_err "esc.ini:2: [trainer] name holds the control character 0x1b at byte 1"
+    grep -q "$(printf '\033')" "$ERR" && fail "the message printed the escape raw"
+    runp fit_plain fit "$TMP/ok.ini" trainer.default_root_dir="$TMP/runs" trainer.name=plain
+    expect_rc 0
+    mv "$TMP/runs/plain" "$TMP/runs/$(printf 'x\033[31my')"
+    runp runs_escaped runs "$TMP/runs"
+    expect_rc 0
+    expect_out 'x\x1b[31my'
+    expect_out 'finished'
+    grep -q "$(printf '\033')" "$OUT" && fail "fulgur runs printed the escape raw"
+}
