@@ -59,6 +59,9 @@ group_name_controls() {
     expect_rc 2
     expect_err "esc.ini:2: [trainer] name holds the control character 0x1b at byte 1"
     grep -q "$(printf '\033')" "$ERR" && fail "the message printed the escape raw"
+    runp name_empty check "$TMP/ok.ini" trainer.name=
+    expect_rc 2
+    expect_err "[trainer] name = '': a run name is one folder name, not empty"
     runp fit_plain fit "$TMP/ok.ini" trainer.default_root_dir="$TMP/runs" trainer.name=plain
     expect_rc 0
     mv "$TMP/runs/plain" "$TMP/runs/$(printf 'x\033[31my')"
