@@ -3,6 +3,7 @@
 #   greedy (temperature 0) continues the pattern exactly;
 #   the KV cache prints the full forward's tokens, greedy and sampled, past the context;
 #   sampling with a seed gives the same text twice, another seed other text;
+#   an empty prompt generates from nothing (12 bytes of the pattern);
 #   an invalid UTF-8 prompt byte prints as U+FFFD;
 #   a run stopped at step 100 and resumed from its checkpoint to step 200 ends with the
 #   unbroken run's weights (the printed digest) and generates the same text.
@@ -83,6 +84,9 @@ for args in "--prompt cdef --max-new-tokens 40 --temperature 0" \
     full=$(gen $args generate.kv_cache=false)
     [ "$kv" = "$full" ] || fail "$args: the KV cache gave '$kv', the full forward '$full'"
 done
+# an empty prompt (issue 30 defect 21) starts from nothing: greedy continues the pattern
+empty=$(gen --prompt "" --max-new-tokens 12 --temperature 0)
+[[ "$empty" =~ ^[a-h]{12}$ ]] || fail "the empty prompt gave '$empty', expected 12 of a-h"
 bad=$(gen --prompt "$(printf 'a\377b')" --max-new-tokens 1 --temperature 0)
 want=$(printf 'a\357\277\275b')
 [[ "$bad" == "$want"* ]] || fail "invalid UTF-8 not replaced: '$bad'"

@@ -629,8 +629,9 @@ fg_status fg_config_override(fg_config *cfg, const char *assignment, fg_error *e
         sec = trim_range(assignment, dot, &sec_len);
         key = trim_range(dot + 1, eq, &key_len);
         val = trim_range(eq + 1, eq + 1 + strlen(eq + 1), &val_len);
-        problem = !sec_len ? "empty section" : !key_len ? "empty key" : !val_len ? "empty value"
-                                                                                 : NULL;
+        /* an empty value is the config file's `key =`: it clears a string key, and the
+         * schema refuses it where the key's type has no empty value */
+        problem = !sec_len ? "empty section" : !key_len ? "empty key" : NULL;
     }
     if (problem)
         return fg_error_set(err, FG_INVALID_ARGUMENT,

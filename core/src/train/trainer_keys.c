@@ -2,6 +2,7 @@
  * and max_time's clock formats. */
 #include <math.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "core_schema.h"
@@ -67,6 +68,39 @@ int64_t fg_batch_limit_apply(const fg_batch_limit *l, int64_t available)
 }
 
 /* seconds, HH:MM:SS or DD:HH:MM:SS */
+/* The index of s's first control character (a newline, an escape), or -1. */
+static ptrdiff_t first_control(const char *s)
+{
+    for (ptrdiff_t i = 0; s[i]; i++)
+        if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] == 0x7f)
+            return i;
+    return -1;
+}
+
+/* The run folder is default_root_dir/NAME: a name with a '/', empty or a dot folder would
+ * write elsewhere; a control character would break the run's config.ini and reach a
+ * terminal raw through `fulgur runs` (so the message does not print it, nor an origin, the
+ * command line's assignment, that holds it). */
+static fg_status check_run_name(fg_trainer *t, fg_error *err)
+{
+    const char *name = fg_config_get(t->cfg, "trainer", "name");
+    const char *origin = fg_config_origin(t->cfg, "trainer", "name");
+    if (!name)
+        return FG_OK;
+    ptrdiff_t bad = first_control(name);
+    if (bad >= 0)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [trainer] name holds the control "
+                            "character 0x%02x at byte %td; a run name is printed and written "
+                            "to config.ini, so it takes none",
+                            origin && first_control(origin) < 0 ? origin : "command line",
+                            (unsigned char)name[bad], bad);
+    if (!*name || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [trainer] name = '%s': a run name "
+                            "is one folder name, not empty, without '/' and not '.' or '..'",
+                            origin, name);
+    return FG_OK;
+}
+
 static fg_status parse_max_time(fg_trainer *t, fg_error *err)
 {
     const char *origin;
@@ -160,13 +194,8 @@ fg_status fg_trainer_read_keys(fg_trainer *t, fg_error *err)
                    err);
     if (st != FG_OK) return st;
     t->requeue.checkpoint_on_interrupt |= t->keys.save_on_exception;
-    /* The run folder is default_root_dir/NAME: a name with a '/' or a dot folder would
-     * write elsewhere. */
-    const char *name = fg_config_get(t->cfg, "trainer", "name");
-    if (name && (strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0))
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [trainer] name = '%s': a run name "
-                            "is one folder name, without '/' and not '.' or '..'",
-                            fg_config_origin(t->cfg, "trainer", "name"), name);
+    st = check_run_name(t, err);
+    if (st != FG_OK) return st;
     copy_string(t, "ckpt_path", t->keys.ckpt_path, sizeof t->keys.ckpt_path);
     copy_string(t, "final_checkpoint", t->keys.final_checkpoint, sizeof t->keys.final_checkpoint);
     if (t->keys.eval_batch_size == 0) t->keys.eval_batch_size = t->keys.batch_size;

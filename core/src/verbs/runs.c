@@ -73,6 +73,25 @@ static fg_status find_runs(const char *dir, int depth, run_list *l, fg_error *er
     return st;
 }
 
+/* src into dst (cap bytes) with each control character written \xNN: a folder name or a
+ * note read from disk never reaches the terminal as an escape sequence or a line break. */
+static void escape_controls(char *dst, size_t cap, const char *src)
+{
+    size_t n = 0;
+    for (; *src && n + 1 < cap; src++) {
+        unsigned char c = (unsigned char)*src;
+        if (c >= 0x20 && c != 0x7f) {
+            dst[n++] = (char)c;
+        } else if (n + 5 <= cap) {
+            snprintf(dst + n, cap - n, "\\x%02x", c);
+            n += 4;
+        } else {
+            break;
+        }
+    }
+    dst[n] = '\0';
+}
+
 /* NAME/version_N from the folder's last two parts. */
 static void name_run(fg_run_info *r)
 {
@@ -81,11 +100,11 @@ static void name_run(fg_run_info *r)
     size_t n = strlen(buf);
     while (n > 1 && buf[n - 1] == '/') buf[--n] = '\0';
     char *slash = strrchr(buf, '/');
-    snprintf(r->version, sizeof r->version, "%s", slash ? slash + 1 : buf);
+    escape_controls(r->version, sizeof r->version, slash ? slash + 1 : buf);
     if (slash) {
         *slash = '\0';
         char *up = strrchr(buf, '/');
-        snprintf(r->name, sizeof r->name, "%s", up ? up + 1 : buf);
+        escape_controls(r->name, sizeof r->name, up ? up + 1 : buf);
     } else {
         snprintf(r->name, sizeof r->name, ".");
     }
@@ -129,8 +148,22 @@ static void format_wall(char *buf, size_t cap, double s)
 
 static void format_best(char *buf, size_t cap, const fg_run_info *r)
 {
-    if (r->has_best) snprintf(buf, cap, "%s %.4g", r->monitor, r->best);
+    char monitor[200]; /* the monitor escaped, as much as a column shows */
+    escape_controls(monitor, sizeof monitor, r->monitor);
+    if (r->has_best) snprintf(buf, cap, "%s %.4g", monitor, r->best);
     else snprintf(buf, cap, "-");
+}
+
+static void print_notes(FILE *out, const json_t *notes)
+{
+    size_t k;
+    const json_t *note;
+    char text[1024];
+    json_array_foreach(notes, k, note) {
+        const char *v = json_string_value(note);
+        escape_controls(text, sizeof text, v ? v : "");
+        fprintf(out, "%s%s", k ? "; " : "", text);
+    }
 }
 
 static void print_runs(FILE *out, fg_run_info *const *runs, int count)
@@ -154,9 +187,7 @@ static void print_runs(FILE *out, fg_run_info *const *runs, int count)
         else snprintf(steps, sizeof steps, "-");
         fprintf(out, "%-*s  %-*s  %-11s  %8s  %-*s  %9s  ", wn, r->name, wv, r->version, r->state,
                 steps, wb, best, wall);
-        size_t k;
-        const json_t *note;
-        json_array_foreach(r->notes, k, note) fprintf(out, "%s%s", k ? "; " : "", json_string_value(note));
+        print_notes(out, r->notes);
         fputc('\n', out);
     }
 }

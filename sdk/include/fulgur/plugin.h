@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -66,15 +68,39 @@ typedef struct fg_error {
 #define FG_PRINTF(fmt, args)
 #endif
 
-/* Fills err (when not NULL) and returns status, so a callee can `return fg_error_set(...)`. */
+/* A message of n >= FG_ERROR_MESSAGE_MAX bytes into msg, shortened in the middle ("head
+ * ... tail"): the reason, at the end, survives a long path before it. No UTF-8 sequence is
+ * split. */
+static inline void fg_error_shorten_(char *msg, const char *full, size_t n)
+{
+    static const char mark[] = " ... ";
+    size_t keep = FG_ERROR_MESSAGE_MAX - sizeof mark; /* bytes of the message kept */
+    size_t head = keep / 3, from = n - (keep - head);
+    while (head > 0 && ((unsigned char)full[head] & 0xC0) == 0x80)
+        head--;
+    while (from < n && ((unsigned char)full[from] & 0xC0) == 0x80)
+        from++;
+    memcpy(msg, full, head);
+    memcpy(msg + head, mark, sizeof mark - 1);
+    memcpy(msg + head + sizeof mark - 1, full + from, n - from + 1);
+}
+
+/* Fills err (when not NULL) and returns status, so a callee can `return fg_error_set(...)`.
+ * A message longer than the buffer loses its middle, not its end. */
 static inline FG_PRINTF(3, 4) fg_status fg_error_set(fg_error *err, fg_status status,
                                                      const char *fmt, ...)
 {
     if (err) {
-        va_list ap;
+        va_list ap, again;
         va_start(ap, fmt);
+        va_copy(again, ap);
         err->status = status;
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        int n = vsnprintf(err->message, sizeof err->message, fmt, ap);
+        char *full = n >= (int)sizeof err->message ? (char *)malloc((size_t)n + 1) : NULL;
+        if (full && vsnprintf(full, (size_t)n + 1, fmt, again) == n)
+            fg_error_shorten_(err->message, full, (size_t)n);
+        free(full);
+        va_end(again);
         va_end(ap);
     }
     return status;
