@@ -383,8 +383,8 @@ static fg_status check_not_a_shard(const char *index_path, const fg_shard_index 
                                           sizeof shard, NULL, 0, err);
         if (st != FG_OK) return st;
         if (realpath(shard, real) && strcmp(real, out_real) == 0)
-            return BAD("%s: the output would replace shard file %d of %s (%s); write the "
-                       "merged checkpoint to another file", out_path, r, index_path, shard);
+            return BAD("%s: the output would replace shard file %d of %s; write the merged "
+                       "checkpoint to another file", out_path, r, index_path);
     }
     return FG_OK;
 }
