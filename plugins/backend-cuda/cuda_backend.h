@@ -116,6 +116,8 @@ fg_status fg_cuda_enter(void *queue, const char *op, fg_error *err);
 /* The same for copy, queue_sync and the event entries, which take copy queues too. */
 fg_status fg_cuda_enter_any(void *queue, const char *op, fg_error *err);
 fg_status fg_cuda_copy_queue_create(void *state, int device, void **queue, fg_error *err);
+/* The queue's cudaStream_t (queue_native). */
+void *fg_cuda_queue_native(void *state, void *queue);
 
 /* cuda_event.c: events (cudaEventDisableTiming) */
 fg_status fg_cuda_event_create(void *state, int device, void **event, fg_error *err);

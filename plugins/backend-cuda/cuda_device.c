@@ -390,3 +390,9 @@ fg_status fg_cuda_copy(void *state, void *queue, void *dst, int dst_device, cons
         return fg_cuda_fail(err, e, "copy");
     return FG_OK;
 }
+
+void *fg_cuda_queue_native(void *state, void *queue)
+{
+    (void)state;
+    return queue ? (void *)((fg_cuda_queue *)queue)->stream : NULL;
+}

@@ -48,7 +48,8 @@ typedef struct nccl_state {
     fg_comm_topology topo;
     int device;
     double timeout_s;
-    cudaStream_t stream;         /* host-buffer staging, barriers */
+    cudaStream_t stream;         /* host-buffer staging, barriers, started collectives */
+    cudaEvent_t ordered;         /* recorded on a caller's queue for stream-ordered starts */
     void *scratch;               /* NCCL_SCRATCH_BYTES on the device */
     nccl_group world_group;
 
@@ -86,6 +87,9 @@ fg_status nccl_track(nccl_state *s, nccl_group *g, const nccl_op *op, cudaStream
 fg_status nccl_poll(nccl_state *s, nccl_op *slot, int *done, fg_error *err);
 /* Until the operation completes or the group is aborted. */
 fg_status nccl_wait_op(nccl_state *s, nccl_op *slot, fg_error *err);
+/* Hands the operation to the watchdog, which retires it once complete (and still times it
+ * out): its caller no longer waits for it. */
+void nccl_disown(nccl_state *s, nccl_op *slot);
 /* Marks the group aborted with a message (first one wins) and aborts the communicator. */
 void nccl_abort(nccl_state *s, const char *fmt, ...);
 
@@ -107,5 +111,6 @@ fg_status nccl_all_reduce_start(void *state, void *queue, void *buf, size_t coun
                                 uint32_t dtype, uint32_t op, void **request, fg_error *err);
 fg_status nccl_test(void *state, void *request, int *done, fg_error *err);
 fg_status nccl_wait(void *state, void *request, fg_error *err);
+fg_status nccl_wait_on_queue(void *state, void *request, void *queue, fg_error *err);
 
 #endif

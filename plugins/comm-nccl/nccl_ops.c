@@ -233,7 +233,18 @@ fg_status nccl_barrier(void *state, fg_error *err)
     return run(s, NULL, 0, &c, &a, err);
 }
 
-/* The request is the operation's ring slot: valid until wait() retires it. */
+/* Orders the plugin's stream after the work enqueued on the caller's queue so far, with no
+ * host synchronisation (nothing to do without a queue). */
+static fg_status after_queue(nccl_state *s, void *queue, fg_error *err)
+{
+    if (!queue) return FG_OK;
+    cudaError_t e = cudaEventRecord(s->ordered, (cudaStream_t)queue);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(s->stream, s->ordered, 0);
+    return e == cudaSuccess ? FG_OK : nccl_cuda_fail(e, "ordering after the caller's queue", err);
+}
+
+/* The request is the operation's ring slot: valid until wait() or wait_on_queue() retires
+ * it. Started collectives run on the plugin's stream, so they overlap the caller's. */
 fg_status nccl_all_reduce_start(void *state, void *queue, void *buf, size_t count,
                                 uint32_t dtype, uint32_t op, void **request, fg_error *err)
 {
@@ -247,12 +258,13 @@ fg_status nccl_all_reduce_start(void *state, void *queue, void *buf, size_t coun
                           "memory (a host buffer is reduced with all_reduce)");
     if (st == FG_OK && s->aborted) st = fg_error_set(err, FG_FATAL, "%s", s->abort_message);
     if (st != FG_OK) return st;
-    cudaStream_t stream = queue ? (cudaStream_t)queue : s->stream;
+    st = after_queue(s, queue, err);
+    if (st != FG_OK) return st;
     nccl_op rec = {"all_reduce", count, dtype, ++g->issued, -1, 0, 0, 0, 1};
-    ncclResult_t r = nccl_settle(s, enqueue(s, &a, NULL, stream));
+    ncclResult_t r = nccl_settle(s, enqueue(s, &a, NULL, s->stream));
     if (r != ncclSuccess) return nccl_fail(s, r, "all_reduce_start", err);
     nccl_op *slot;
-    st = nccl_track(s, g, &rec, stream, &slot, err);
+    st = nccl_track(s, g, &rec, s->stream, &slot, err);
     if (st == FG_OK) *request = slot;
     return st;
 }
@@ -277,4 +289,25 @@ fg_status nccl_wait(void *state, void *request, fg_error *err)
     if (!op || !op->active)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "comm.nccl: wait: not a started operation");
     return nccl_wait_op(s, op, err);
+}
+
+/* The caller's queue waits for the operation's event; the watchdog retires the slot once it
+ * completes and still aborts the group if it runs past the timeout. */
+fg_status nccl_wait_on_queue(void *state, void *request, void *queue, fg_error *err)
+{
+    nccl_state *s = state;
+    nccl_op *op = request;
+    if (!op || !op->active || !op->owned)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "comm.nccl: wait_on_queue: not a started "
+                            "operation");
+    if (!queue)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "comm.nccl: wait_on_queue: queue is NULL "
+                            "(use wait)");
+    if (s->aborted) {
+        nccl_disown(s, op);
+        return fg_error_set(err, FG_FATAL, "%s", s->abort_message);
+    }
+    cudaError_t e = cudaStreamWaitEvent((cudaStream_t)queue, op->done, 0);
+    nccl_disown(s, op);
+    return e == cudaSuccess ? FG_OK : nccl_cuda_fail(e, "cudaStreamWaitEvent", err);
 }

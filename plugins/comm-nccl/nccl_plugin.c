@@ -125,6 +125,7 @@ static void nccl_deinit(void *state)
     for (int i = 0; i < NCCL_RING; i++)
         if (g->ring[i].done) cudaEventDestroy(g->ring[i].done);
     if (s->scratch) cudaFree(s->scratch);
+    if (s->ordered) cudaEventDestroy(s->ordered);
     if (s->stream) cudaStreamDestroy(s->stream);
     if (s->world != MPI_COMM_NULL) MPI_Comm_free(&s->world);
     if (s->owns_mpi) MPI_Finalize();
@@ -142,6 +143,7 @@ static fg_status pick_device(nccl_state *s, int count, int64_t device, fg_error 
     s->device = device >= 0 ? (int)device : s->topo.local_rank % count;
     cudaError_t e = cudaSetDevice(s->device);
     if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&s->ordered, cudaEventDisableTiming);
     if (e == cudaSuccess) e = cudaMalloc(&s->scratch, NCCL_SCRATCH_BYTES);
     return e == cudaSuccess ? FG_OK : nccl_cuda_fail(e, "setting up the device", err);
 }
@@ -207,6 +209,7 @@ static const fg_comm_vtable vtable = {
     .all_reduce_start = nccl_all_reduce_start,
     .test = nccl_test,
     .wait = nccl_wait,
+    .wait_on_queue = nccl_wait_on_queue,
 };
 
 FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {

@@ -150,7 +150,10 @@ fg_status nccl_track(nccl_state *s, nccl_group *g, const nccl_op *op, cudaStream
     nccl_op *free_slot = NULL;
     for (int i = 0; i < NCCL_RING && !free_slot; i++) {
         int k = (g->next + i) % NCCL_RING;
-        if (!g->ring[k].active) {
+        nccl_op *o = &g->ring[k];
+        if (o->active && !o->owned && cudaEventQuery(o->done) == cudaSuccess)
+            o->active = 0; /* disowned and complete: the watchdog would retire it next poll */
+        if (!o->active) {
             free_slot = &g->ring[k];
             g->next = (k + 1) % NCCL_RING;
         }
@@ -185,6 +188,13 @@ fg_status nccl_poll(nccl_state *s, nccl_op *slot, int *done, fg_error *err)
     pthread_mutex_unlock(&s->lock);
     *done = 1;
     return FG_OK;
+}
+
+void nccl_disown(nccl_state *s, nccl_op *slot)
+{
+    pthread_mutex_lock(&s->lock);
+    slot->owned = 0;
+    pthread_mutex_unlock(&s->lock);
 }
 
 fg_status nccl_wait_op(nccl_state *s, nccl_op *slot, fg_error *err)

@@ -45,11 +45,17 @@ typedef struct ddp {
     double bucket_mb;
     int device;
     int overlap;           /* the comm has all_reduce_start/test/wait */
+    int device_ordered;    /* and wait_on_queue: buckets start and end on the device, no
+                            * host synchronisation (comm.nccl) */
+    uint32_t comm_dtype;   /* grad_comm_dtype: FG_F32, or FG_BF16 through `wire` */
 
     const fg_train_services *svc;
     void *replica;
     float *grads;          /* (param_count) host-visible on the CPU backend */
+    void *wire;            /* (param_count) bf16 copy of grads that is all-reduced; NULL
+                            * for f32 */
     void *queue;
+    void *native_queue;    /* its queue_native handle, which a device-ordered comm takes */
 
     /* buckets of the step being reduced */
     int64_t bucket_elems;

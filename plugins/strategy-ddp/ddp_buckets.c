@@ -45,9 +45,28 @@ static void progress(ddp *d)
     }
 }
 
-/* Starts the all-reduce of grads [lo, hi). The CPU backend's queue runs synchronously, so
- * the sync costs nothing there; it keeps the contract that comm.mpi reads host memory
- * whose producing work has finished. */
+/* What a bucket's collective reduces: the gradients themselves, or their bf16 copy. */
+static void *wire_at(const ddp *d, int64_t offset)
+{
+    return d->wire ? (void *)((uint16_t *)d->wire + offset) : (void *)(d->grads + offset);
+}
+
+/* Orders the bucket's reduction after the gradients' producers. A comm ordered by queues
+ * (comm.nccl) takes the compute queue and waits on the device; any other reads memory the
+ * host hands it, so the queue is synchronised first (free on the CPU backend, whose queue
+ * runs synchronously). With grad_comm_dtype = bf16 the bucket is cast to its wire copy first,
+ * on the same queue. */
+static fg_status prepare_bucket(ddp *d, const ddp_bucket *b, fg_error *err)
+{
+    fg_status st = FG_OK;
+    if (d->wire)
+        st = d->be->cast(d->be_state, d->queue, FG_BF16, FG_F32, wire_at(d, b->offset),
+                         d->grads + b->offset, (size_t)b->count, err);
+    if (st == FG_OK && !d->device_ordered) st = d->be->queue_sync(d->be_state, d->queue, err);
+    return st;
+}
+
+/* Starts the all-reduce of grads [lo, hi). */
 static fg_status start_bucket(ddp *d, int64_t lo, int64_t hi, fg_error *err)
 {
     if (d->bucket_count >= d->max_buckets)
@@ -58,11 +77,12 @@ static fg_status start_bucket(ddp *d, int64_t lo, int64_t hi, fg_error *err)
     b->offset = lo;
     b->count = hi - lo;
     d->pending_hi = lo;
-    fg_status st = d->be->queue_sync(d->be_state, d->queue, err);
+    fg_status st = prepare_bucket(d, b, err);
     b->started = ddp_now();
     if (st == FG_OK && d->overlap)
-        st = d->comm->all_reduce_start(d->comm_state, NULL, d->grads + lo, (size_t)b->count,
-                                       FG_F32, FG_REDUCE_SUM, &b->request, err);
+        st = d->comm->all_reduce_start(d->comm_state, d->device_ordered ? d->native_queue : NULL,
+                                       wire_at(d, lo), (size_t)b->count, d->comm_dtype,
+                                       FG_REDUCE_SUM, &b->request, err);
     if (d->host->log)
         d->host->log(d->host, FG_LOG_DEBUG, "rank %d step %lld: bucket %d [%lld, %lld) "
                      "started t=%.6f", d->topo.rank, (long long)d->steps + 1,
@@ -125,24 +145,43 @@ static void union_of_intervals(const ddp *d, double cut, double *total, double *
     }
 }
 
+/* Completes one bucket: on the device (the compute queue waits for it) where the comm is
+ * ordered by queues, else on the host; a comm without all_reduce_start reduces it here. The
+ * bf16 wire copy is then cast back into the gradients, on the compute queue. */
+static fg_status finish_bucket(ddp *d, ddp_bucket *b, fg_error *err)
+{
+    fg_status st = FG_OK;
+    if (d->overlap) {
+        if (!b->request) return FG_OK;
+        st = d->device_ordered
+                 ? d->comm->wait_on_queue(d->comm_state, b->request, d->native_queue, err)
+                 : d->comm->wait(d->comm_state, b->request, err);
+        b->request = NULL;
+        if (!b->done) b->finished = ddp_now();
+    } else {
+        b->started = ddp_now();
+        st = d->comm->all_reduce(d->comm_state, NULL, wire_at(d, b->offset), (size_t)b->count,
+                                 d->comm_dtype, FG_REDUCE_SUM, err);
+        b->finished = ddp_now();
+    }
+    if (st == FG_OK && d->wire)
+        st = d->be->cast(d->be_state, d->queue, FG_F32, FG_BF16, d->grads + b->offset,
+                         wire_at(d, b->offset), (size_t)b->count, err);
+    return st;
+}
+
 fg_status ddp_buckets_wait(ddp *d, fg_error *err)
 {
     fg_status st = FG_OK;
     double t0 = ddp_now();
     for (int i = 0; i < d->bucket_count; i++) {
         ddp_bucket *b = &d->buckets[i];
-        if (d->overlap) {
-            if (!b->request) continue;
-            fg_status s = d->comm->wait(d->comm_state, b->request, err);
+        if (st == FG_OK) {
+            st = finish_bucket(d, b, err);
+        } else if (d->overlap && b->request) { /* every request is waited exactly once */
+            fg_error ignored = {0};
+            d->comm->wait(d->comm_state, b->request, &ignored);
             b->request = NULL;
-            if (!b->done) b->finished = ddp_now();
-            if (s != FG_OK && st == FG_OK) st = s;
-        } else if (st == FG_OK) {
-            /* A comm without all_reduce_start: the buckets reduce here, one after another. */
-            b->started = ddp_now();
-            st = d->comm->all_reduce(d->comm_state, NULL, d->grads + b->offset,
-                                     (size_t)b->count, FG_F32, FG_REDUCE_SUM, err);
-            b->finished = ddp_now();
         }
     }
     ddp_step_timing *t = &d->timing;

@@ -19,6 +19,10 @@ static const fg_option options[] = {
      "are final, overlapping the rest of backward"},
     {"device", FG_OPT_INT, "-1", -1, 4096, NULL,
      "backend device of this rank; -1: local rank modulo the backend's device count"},
+    {"grad_comm_dtype", FG_OPT_ENUM, "fp32", 0, 0, "fp32|bf16",
+     "dtype the gradients travel in: bf16 halves the all-reduce's bytes (PyTorch's "
+     "bf16_compress_hook): each bucket is rounded to bf16, summed across ranks in bf16 and "
+     "widened back before the average"},
     {"sync_batchnorm", FG_OPT_BOOL, "false", 1, 0, NULL,
      "batch statistics across ranks inside each forward (SyncBatchNorm): not supported; "
      "rank 0's running statistics are broadcast instead"},
@@ -70,6 +74,9 @@ static fg_status ddp_init(const fg_host *host, void **state, fg_error *err)
     host->get_int(host, "device", &device);
     int sync_bn = 0;
     host->get_bool(host, "sync_batchnorm", &sync_bn);
+    const char *comm_dtype = "fp32";
+    host->get_string(host, "grad_comm_dtype", &comm_dtype);
+    d->comm_dtype = strcmp(comm_dtype, "bf16") == 0 ? FG_BF16 : FG_F32;
     if (sync_bn) {
         free(d);
         return fg_error_set(err, FG_UNAVAILABLE, "[%s] sync_batchnorm = true: strategy.ddp does "
@@ -103,6 +110,17 @@ static fg_status ddp_info(void *state, fg_strategy_info *out, fg_error *err)
     return FG_OK;
 }
 
+/* The bf16 copy of the gradients that grad_comm_dtype = bf16 all-reduces. */
+static fg_status alloc_wire(ddp *d, uint32_t grad_dtype, fg_error *err)
+{
+    if (d->comm_dtype != FG_BF16) return FG_OK;
+    if (grad_dtype != FG_F32)
+        return fg_error_set(err, FG_INCOMPATIBLE, "[%s] grad_comm_dtype = bf16 rounds f32 "
+                            "gradients for the wire; these are %s", d->host->section,
+                            fg_dtype_name((fg_dtype)grad_dtype));
+    return d->be->alloc(d->be_state, d->device, (size_t)d->svc->param_count * 2, &d->wire, err);
+}
+
 static fg_status ddp_setup(void *state, const fg_train_services *svc, fg_error *err)
 {
     ddp *d = state;
@@ -112,10 +130,16 @@ static fg_status ddp_setup(void *state, const fg_train_services *svc, fg_error *
                           .rng_stream = (uint64_t)d->topo.rank};
     fg_status st = svc->create(svc->ctx, &spec, &d->replica, err);
     if (st != FG_OK) return st;
-    uint32_t dt;
+    uint32_t dt, grad_dtype;
     int64_t at, n;
-    d->grads = svc->region(svc->ctx, d->replica, FG_REGION_GRADS, 0, &dt, &at, &n);
+    d->grads = svc->region(svc->ctx, d->replica, FG_REGION_GRADS, 0, &grad_dtype, &at, &n);
     d->queue = svc->queue(svc->ctx, d->replica);
+    d->native_queue = FG_HAS_FIELD(d->be, fg_backend_vtable, queue_native) && d->be->queue_native
+                          ? d->be->queue_native(d->be_state, d->queue) : NULL;
+    /* Buckets start and end on the device where the comm orders collectives by queues and
+     * the backend's queue has a handle it can take (comm.nccl on backend.cuda). */
+    d->device_ordered = d->overlap && d->native_queue &&
+                        FG_HAS_FIELD(d->comm, fg_comm_vtable, wait_on_queue) && d->comm->wait_on_queue;
     d->buffers = (fg_plugin_rank0_buffers){.be = d->be, .be_state = d->be_state,
                                            .comm = d->comm, .comm_state = d->comm_state,
                                            .device = d->device, .rank = d->topo.rank,
@@ -136,13 +160,17 @@ static fg_status ddp_setup(void *state, const fg_train_services *svc, fg_error *
     d->max_buckets = (int)(svc->param_count / d->bucket_elems) + 2;
     d->buckets = calloc((size_t)d->max_buckets, sizeof *d->buckets);
     if (!d->buckets) return fg_error_set(err, FG_OUT_OF_MEMORY, "strategy.ddp: out of memory");
+    if (st == FG_OK) st = alloc_wire(d, grad_dtype, err);
+    if (st != FG_OK) return st;
     svc->set_grad_ready_hook(svc->ctx, d->replica, ddp_on_grad_ready, d);
     if (d->topo.rank == 0)
         d->host->log(d->host, FG_LOG_INFO, "%d ranks on %d node(s), buckets of %.3g MiB "
-                     "(%lld floats), %s", d->topo.world_size, d->topo.node_count, d->bucket_mb,
+                     "(%lld floats), %s%s%s", d->topo.world_size, d->topo.node_count, d->bucket_mb,
                      (long long)d->bucket_elems,
                      d->overlap ? "all-reduces overlap backward" : "all-reduces after backward "
-                     "(the comm has no all_reduce_start)");
+                     "(the comm has no all_reduce_start)",
+                     d->wire ? ", gradients travel in bf16" : "",
+                     d->device_ordered ? ", ordered on the device (no host synchronisation)" : "");
     return FG_OK;
 }
 
@@ -162,6 +190,8 @@ static void ddp_teardown(void *state)
                      "%.0f%% of it hidden behind backward; waited %.3f s after backward",
                      (long long)d->steps, d->total_comm, 100 * hidden, d->total_wait);
     }
+    if (d->wire) d->be->free(d->be_state, d->device, d->wire);
+    d->wire = NULL;
     free(d->buckets);
     d->buckets = NULL;
     d->replica = NULL;

@@ -109,7 +109,7 @@ static const layout_line current[] = {
     FIELD(fg_backend_vtable, attention_workspace), FIELD(fg_backend_vtable, attention_forward),
     FIELD(fg_backend_vtable, attention_backward), FIELD(fg_backend_vtable, attention_decode),
     FIELD(fg_backend_vtable, gemm_bias), FIELD(fg_backend_vtable, host_synchronous),
-    FIELD(fg_backend_vtable, classifier),
+    FIELD(fg_backend_vtable, classifier), FIELD(fg_backend_vtable, queue_native),
     SIZE(fg_backend_op_desc),
     FIELD(fg_backend_op_desc, name), FIELD(fg_backend_op_desc, offset),
     FIELD(fg_backend_op_desc, dtype_count), FIELD(fg_backend_op_desc, dtype_names),
@@ -142,6 +142,7 @@ static const layout_line current[] = {
     FIELD(fg_comm_vtable, all_reduce_start), FIELD(fg_comm_vtable, test),
     FIELD(fg_comm_vtable, wait), FIELD(fg_comm_vtable, reduce_scatter_v_start),
     FIELD(fg_comm_vtable, all_gather_v_start), FIELD(fg_comm_vtable, abort),
+    FIELD(fg_comm_vtable, wait_on_queue),
 
     /* data.h */
     SIZE(fg_dataset_info), FIELD(fg_dataset_info, struct_size), FIELD(fg_dataset_info, length),

@@ -14,11 +14,13 @@ root=""
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
-run() { # COMM DEVICES LOG
-  FGEMU_DEVICES=$2 FGEMU_NCCL_ENQUEUE_MS=60 "$mpirun" $root --oversubscribe -n 2 \
+run() { # COMM DEVICES LOG [OVERRIDES...]
+  local comm=$1 devices=$2 log=$3
+  shift 3
+  FGEMU_DEVICES=$devices FGEMU_NCCL_ENQUEUE_MS=60 "$mpirun" $root --oversubscribe -n 2 \
     -x FGEMU_DEVICES -x FGEMU_NCCL_ENQUEUE_MS \
-    "$fulgur" --plugin-path "$plugins" fit "$cfg" comm.name="$1" \
-    trainer.default_root_dir="$tmp/runs" >"$3" 2>&1
+    "$fulgur" --plugin-path "$plugins" fit "$cfg" comm.name="$comm" \
+    trainer.default_root_dir="$tmp/runs" "$@" >"$log" 2>&1
 }
 run nccl 2 nccl.out || { cat nccl.out; echo "FAIL: ddp with the emulated comm.nccl"; exit 1; }
 run mpi 2 mpi.out || { cat mpi.out; echo "FAIL: ddp with comm.mpi"; exit 1; }
@@ -28,6 +30,22 @@ a=$(grep -o 'digest [0-9a-f]*' nccl.out) b=$(grep -o 'digest [0-9a-f]*' mpi.out)
 grep '^epoch .* step ' nccl.out >nccl.steps; grep '^epoch .* step ' mpi.out >mpi.steps
 [ -s nccl.steps ] && cmp -s nccl.steps mpi.steps || { cat nccl.out mpi.out; echo "FAIL: logged losses differ"; exit 1; }
 echo "ok: comm.nccl (emulated) and comm.mpi: $a, $(wc -l <nccl.steps) identical loss lines"
+# On comm.nccl the buckets start after an event on the compute stream and the compute stream
+# waits for them (wait_on_queue): no host synchronisation. The emulated collectives complete
+# late (FGEMU_NCCL_ENQUEUE_MS), so a compute stream that did not wait would average stale
+# gradients and the digests above would differ; the start's order cannot be seen here
+# (emulated kernels complete when enqueued).
+grep -q "ordered on the device (no host synchronisation)" nccl.out ||
+  { cat nccl.out; echo "FAIL: the nccl buckets are not ordered on the device"; exit 1; }
+grep -q "ordered on the device" mpi.out && { cat mpi.out; echo "FAIL: comm.mpi claims device order"; exit 1; }
+# grad_comm_dtype = bf16: the cast to the wire copy and back runs on the device around the
+# collective; both comms sum two bf16 values in f32 and round once, so the weights agree.
+run nccl 2 nccl16.out strategy.grad_comm_dtype=bf16 || { cat nccl16.out; echo "FAIL: bf16 gradients on comm.nccl"; exit 1; }
+run mpi 2 mpi16.out strategy.grad_comm_dtype=bf16 || { cat mpi16.out; echo "FAIL: bf16 gradients on comm.mpi"; exit 1; }
+a16=$(grep -o 'digest [0-9a-f]*' nccl16.out) b16=$(grep -o 'digest [0-9a-f]*' mpi16.out)
+[ -n "$a16" ] && [ "$a16" = "$b16" ] && [ "$a16" != "$a" ] ||
+  { cat nccl16.out mpi16.out; echo "FAIL: bf16 weights: nccl $a16, mpi $b16 (f32: $a)"; exit 1; }
+echo "ok: grad_comm_dtype = bf16 on comm.nccl (emulated) and comm.mpi: $a16 (f32 run: $a)"
 if run nccl 1 dup.out; then
   cat dup.out; echo "FAIL: two ranks on one device were accepted"; exit 1
 fi

@@ -125,6 +125,30 @@ step_equivalence_clip() {
     SINGLE_ARGS="trainer.gradient_clip_val=0.05" equivalence ddp_clip 64 trainer.gradient_clip_val=0.05
 }
 
+# grad_comm_dtype = bf16 (PyTorch's bf16_compress_hook): the buckets travel as bf16, so the
+# weights stay near the f32 run's (bf16 keeps 8 mantissa bits) but are not equal to them.
+step_grad_comm_bf16() {
+    : "${PYTHON:?}"
+    local near far
+    must "$WORK/comm_f32.log" fit_ddp 2 trainer.final_checkpoint="$WORK/comm_f32.safetensors"
+    must "$WORK/comm_bf16.log" fit_ddp 2 strategy.grad_comm_dtype=bf16 \
+        trainer.final_checkpoint="$WORK/comm_bf16.safetensors"
+    grep -q 'gradients travel in bf16' "$WORK/comm_bf16.log" ||
+        { cat "$WORK/comm_bf16.log"; fail "no line saying the gradients travel in bf16"; }
+    near=$("$PYTHON" "$DDP_TESTS/compare_safetensors.py" "$WORK/comm_bf16.safetensors" \
+        "$WORK/comm_f32.safetensors" 5e-2) || fail "bf16 gradients moved the weights too far: $near"
+    if far=$("$PYTHON" "$DDP_TESTS/compare_safetensors.py" "$WORK/comm_bf16.safetensors" \
+        "$WORK/comm_f32.safetensors" 1e-6); then
+        fail "the weights equal the f32 run's ($far): the gradients did not travel in bf16"
+    fi
+    local l32 l16
+    l32=$(awk '/^epoch .* step 50\//{print $6}' "$WORK/comm_f32.log")
+    l16=$(awk '/^epoch .* step 50\//{print $6}' "$WORK/comm_bf16.log")
+    awk -v a="$l32" -v b="$l16" 'BEGIN { d = a - b; exit !(a != "" && b != "" && d < 2e-3 && d > -2e-3) }' ||
+        fail "the training loss at step 50: f32 '$l32', bf16 '$l16' (want within 2e-3)"
+    echo "ok: bf16 vs f32 gradient all-reduce after 50 steps: $near; loss at step 50 $l32 (f32), $l16 (bf16)"
+}
+
 # Five wide linear layers and buckets smaller than a layer (overlap.ini): every layer's
 # gradients are their own bucket, and each bucket's all-reduce must start while the layers
 # below it still run backward.

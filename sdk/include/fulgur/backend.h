@@ -504,6 +504,12 @@ typedef struct fg_backend_vtable {
      * then softmax_xent_backward give when ld == classes. NULL: the model runs those two
      * and keeps (rows, classes) f32 probabilities between them. */
     FG_OP_ENTRY(classifier); /* op 32 */
+
+    /* ---- ABI 1.5 ------------------------------------------------------------------------ */
+    /* [optional; queue] The platform's own handle of a queue, for a library that enqueues
+     * work on it itself (CUDA: the queue's cudaStream_t, which comm.nccl takes as its
+     * `queue`). NULL, or a NULL result: the queue has none (the CPU backend). */
+    void *(*queue_native)(void *state, void *queue);
 } fg_backend_vtable;
 
 /* The five event entries (all or none: see "queues and events" above). */

@@ -24,7 +24,8 @@ typedef struct fg_comm_topology {
 typedef struct fg_comm_vtable {
     uint32_t struct_size;
     fg_status (*topology)(void *state, fg_comm_topology *out, fg_error *err);
-    /* queue: the backend queue the buffers are ordered on (NULL for host memory) */
+    /* queue: the native handle (fg_backend_vtable.queue_native: a cudaStream_t) of the
+     * backend queue the buffers are ordered on; NULL for host memory */
     fg_status (*all_reduce)(void *state, void *queue, void *buf, size_t count, uint32_t dtype,
                             uint32_t op, fg_error *err);
     /* send holds world_size * recv_count elements; rank r receives block r reduced */
@@ -70,6 +71,14 @@ typedef struct fg_comm_vtable {
      * in a collective with it do not wait out the timeout: prints reason naming this rank
      * and stops every rank with exit_code. Does not return where the library can abort. */
     void (*abort)(void *state, int exit_code, const char *reason);
+    /* ABI 1.5. Completes a started collective on the device, not on the host: work the
+     * caller enqueues on queue after this call sees its result, and the call returns at
+     * once (no host synchronisation). Frees the request as wait() does; the plugin still
+     * bounds the operation by its timeout. A plugin offers it only where buffers are device
+     * memory ordered by queues (comm.nccl); all_reduce_start given a queue then orders the
+     * collective after the work enqueued on that queue before the call, also without a
+     * host synchronisation, and runs it on its own stream so it overlaps later work. */
+    fg_status (*wait_on_queue)(void *state, void *request, void *queue, fg_error *err);
 } fg_comm_vtable;
 
 #ifdef __cplusplus
