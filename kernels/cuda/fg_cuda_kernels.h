@@ -214,6 +214,17 @@ cudaError_t fg_cu_attention_backward(cudaStream_t s, int type, const fg_cu_attn 
 cudaError_t fg_cu_attention_decode(cudaStream_t s, int type, const fg_cu_attn *a, int pos,
                                    const void *qkv, void *y, void *workspace);
 
+/* ---- f32 attention on gemms (attention_gemm.cu) ------------------------------------------ */
+/* scores (rows, seq), a row per (head, query i = row % seq), scaled already: causal rows see
+ * keys 0..i. softmax: probabilities in place, lse[row] saved; probs: exp(score - lse[row]);
+ * dsoftmax: dprobs = probs (dprobs - rowsum(probs dprobs)) scale. Masked entries become 0. */
+cudaError_t fg_cu_attn_softmax(cudaStream_t s, float *scores, float *lse, int rows, int seq,
+                               int causal);
+cudaError_t fg_cu_attn_probs(cudaStream_t s, float *scores, const float *lse, int rows, int seq,
+                             int causal);
+cudaError_t fg_cu_attn_dsoftmax(cudaStream_t s, const float *probs, float *dprobs, int rows,
+                                int seq, int causal, float scale);
+
 #ifdef __cplusplus
 }
 #endif

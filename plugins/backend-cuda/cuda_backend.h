@@ -43,6 +43,7 @@ typedef struct fg_cuda_gemm_key {
     int32_t trans_a, trans_b, m, n, k, lda, ldb, ldc;
     uint32_t a_type, b_type, c_type, align;
     uint32_t bias_type; /* gemm_bias: the BIAS epilogue's vector type; 0: no epilogue */
+    int32_t batch, stride_a, stride_b, stride_c; /* strided batches (0: one matrix) */
 } fg_cuda_gemm_key;
 
 typedef struct fg_cuda_gemm_plan {
@@ -130,6 +131,18 @@ fg_status fg_cuda_stage(fg_cuda_queue *q, size_t bytes, const char *op, fg_error
 
 /* cuda_gemm.c (the ops gemm and gemm_bias: cuda_ops.h) */
 void fg_cuda_gemm_plans_destroy(fg_cuda_queue *q);
+
+/* `batch` f32 matmuls C_i = alpha op(A_i) op(B_i) + beta C_i, row-major as the gemm op, matrix
+ * i at element offset i * stride of each operand: one cuBLASLt call (attention's heads). */
+typedef struct fg_cuda_batched_gemm {
+    int trans_a, trans_b, m, n, k, batch;
+    float alpha, beta;
+    const float *a, *b;
+    float *c;
+    int lda, ldb, ldc, stride_a, stride_b, stride_c;
+} fg_cuda_batched_gemm;
+fg_status fg_cuda_matmul_batched(const fg_cuda_backend *be, fg_cuda_queue *q,
+                                 const fg_cuda_batched_gemm *g, fg_error *err);
 
 /* cuda_conv.c (the ops conv2d_forward and conv2d_backward: cuda_ops.h) */
 size_t fg_cuda_conv2d_workspace(void *state, const fg_conv2d_desc *d);

@@ -48,6 +48,18 @@ void fg_cuda_gemm_plans_destroy(fg_cuda_queue *q)
         fg_cuda_plan_release(&q->gemm[i]);
 }
 
+static cublasStatus_t fg_cuda_layout_batches(cublasLtMatrixLayout_t l, int32_t batch,
+                                             int32_t stride)
+{
+    int64_t offset = stride;
+    cublasStatus_t s = cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                        &batch, sizeof batch);
+    if (s == CUBLAS_STATUS_SUCCESS)
+        s = cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                             &offset, sizeof offset);
+    return s;
+}
+
 static cublasStatus_t fg_cuda_plan_layouts(fg_cuda_gemm_plan *p)
 {
     const fg_cuda_gemm_key *k = &p->key;
@@ -65,6 +77,12 @@ static cublasStatus_t fg_cuda_plan_layouts(fg_cuda_gemm_plan *p)
     if (s == CUBLAS_STATUS_SUCCESS)
         s = cublasLtMatrixLayoutCreate(&p->c, fg_cuda_data_type(k->c_type), (uint64_t)k->n,
                                        (uint64_t)k->m, k->ldc);
+    if (s == CUBLAS_STATUS_SUCCESS && k->batch > 1)
+        s = fg_cuda_layout_batches(p->a, k->batch, k->stride_b);
+    if (s == CUBLAS_STATUS_SUCCESS && k->batch > 1)
+        s = fg_cuda_layout_batches(p->b, k->batch, k->stride_a);
+    if (s == CUBLAS_STATUS_SUCCESS && k->batch > 1)
+        s = fg_cuda_layout_batches(p->c, k->batch, k->stride_c);
     return s;
 }
 
@@ -162,7 +180,7 @@ static fg_status fg_cuda_matmul(const fg_cuda_backend *be, fg_cuda_queue *q, int
                                 uint32_t bias_type, fg_error *err)
 {
     fg_cuda_gemm_key key = (fg_cuda_gemm_key){ trans_a ? 1 : 0, trans_b ? 1 : 0, m, n, k, lda, ldb, ldc,
-                              at, bt, ct, fg_cuda_alignment(a, b, c), bias ? bias_type : 0 };
+                              at, bt, ct, fg_cuda_alignment(a, b, c), bias ? bias_type : 0, 0, 0, 0, 0 };
     fg_cuda_gemm_plan *p;
     fg_status st = fg_cuda_plan_find(be, q, &key, &p, err);
     if (st != FG_OK)
@@ -294,4 +312,39 @@ fg_status fg_cuda_op_gemm_bias(void *state, void *queue, uint32_t a_type, uint32
                               b_type, ldb, 0.0f, c, c_type, ldc, bias, b_type, err);
     return fg_cuda_gemm_staged(be, q, trans_a, trans_b, m, n, k, 1.0f, a, a_type, lda, b,
                                b_type, ldb, 0.0f, c, c_type, ldc, bias, err);
+}
+
+/* The batch strides count in the alignment: every matrix of the batch must have it. */
+fg_status fg_cuda_matmul_batched(const fg_cuda_backend *be, fg_cuda_queue *q,
+                                 const fg_cuda_batched_gemm *g, fg_error *err)
+{
+    fg_cuda_gemm_key key;
+    memset(&key, 0, sizeof key);
+    key.trans_a = g->trans_a;
+    key.trans_b = g->trans_b;
+    key.m = g->m;
+    key.n = g->n;
+    key.k = g->k;
+    key.lda = g->lda;
+    key.ldb = g->ldb;
+    key.ldc = g->ldc;
+    key.a_type = key.b_type = key.c_type = FG_F32;
+    key.align = fg_cuda_alignment(g->a, g->b, g->c);
+    uint32_t strides = fg_cuda_alignment((const void *)(uintptr_t)(4u * (uint32_t)g->stride_a),
+                                         (const void *)(uintptr_t)(4u * (uint32_t)g->stride_b),
+                                         (const void *)(uintptr_t)(4u * (uint32_t)g->stride_c));
+    if (g->batch > 1 && strides < key.align)
+        key.align = strides;
+    key.batch = g->batch;
+    key.stride_a = g->stride_a;
+    key.stride_b = g->stride_b;
+    key.stride_c = g->stride_c;
+    fg_cuda_gemm_plan *p;
+    fg_status st = fg_cuda_plan_find(be, q, &key, &p, err);
+    if (st != FG_OK)
+        return st;
+    cublasStatus_t s = cublasLtMatmul(q->lt, p->op, &g->alpha, g->b, p->a, g->a, p->b, &g->beta,
+                                      g->c, p->c, g->c, p->c, &p->algo, q->lt_workspace,
+                                      FG_CUDA_LT_WORKSPACE, q->stream);
+    return s == CUBLAS_STATUS_SUCCESS ? FG_OK : fg_cuda_lt_fail(err, s, "attention: batched gemm");
 }

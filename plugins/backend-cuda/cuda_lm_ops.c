@@ -10,6 +10,7 @@
 #include "fulgur/backend_checks.h"
 #include "cuda_checks.h"
 #include "cuda_ops.h"
+#include "cuda_attention_gemm.h"
 #include "cuda_sdpa.h"
 
 /* ---- layer and RMS norm --------------------------------------------------------------- */
@@ -135,6 +136,8 @@ fg_status fg_cuda_op_attention_forward(void *state, void *queue, uint32_t dtype,
         return st;
     int done = 0;
     st = fg_cuda_sdpa_forward(state, queue, dtype, d, qkv, y, lse, &done, err);
+    if (st == FG_OK && !done)
+        st = fg_cuda_attn_gemm_forward(state, queue, dtype, d, qkv, y, lse, &done, err);
     if (st != FG_OK || done)
         return st;
     return fg_cuda_launched(fg_cu_attention_forward(STREAM(queue), (int)dtype, &a, qkv, y, lse),
@@ -154,6 +157,8 @@ fg_status fg_cuda_op_attention_backward(void *state, void *queue, uint32_t dtype
         return st;
     int done = 0;
     st = fg_cuda_sdpa_backward(state, queue, dtype, d, qkv, y, lse, dy, dqkv, &done, err);
+    if (st == FG_OK && !done)
+        st = fg_cuda_attn_gemm_backward(state, queue, dtype, d, qkv, lse, dy, dqkv, &done, err);
     if (st != FG_OK || done)
         return st;
     return fg_cuda_launched(fg_cu_attention_backward(STREAM(queue), (int)dtype, &a, qkv, y, lse,

@@ -19,9 +19,10 @@ static const fg_option fg_cuda_options[] = {
     { "allow_tf32", FG_OPT_BOOL, "false", 1, 0, NULL,
       "let fp32 gemm and conv2d use TF32 tensor cores (faster, ~1e-3 relative error; "
       "PyTorch's default for convolutions)" },
-    { "attention", FG_OPT_ENUM, "auto", 0, 0, "auto|cudnn|kernel",
-      "attention_forward/backward: cuDNN's fused flash attention where it can (auto), always "
-      "(cudnn: fail where it cannot), or fulgur's kernels only (kernel)" },
+    { "attention", FG_OPT_ENUM, "auto", 0, 0, "auto|cudnn|kernel|gemm",
+      "attention_forward/backward: cuDNN's fused flash attention for f16/bf16 and batched "
+      "gemms for f32 where they can (auto), cuDNN always (cudnn: fail where it cannot), "
+      "fulgur's kernels only (kernel), or f32 gemms always (gemm: fail where they cannot)" },
 };
 
 fg_status fg_cuda_fail(fg_error *err, cudaError_t e, const char *what)

@@ -7,11 +7,12 @@
 
 #include "cuda_sdpa.h"
 
-static const char *const fg_cuda_attn_names[] = { "auto", "cudnn", "kernel" };
+static const char *const fg_cuda_attn_names[] = { "auto", "cudnn", "kernel", "gemm" };
+enum { FG_CUDA_ATTN_MODES = 4 };
 
 const char *fg_cuda_sdpa_mode_name(int mode)
 {
-    return mode >= 0 && mode < 3 ? fg_cuda_attn_names[mode] : "?";
+    return mode >= 0 && mode < FG_CUDA_ATTN_MODES ? fg_cuda_attn_names[mode] : "?";
 }
 
 fg_status fg_cuda_sdpa_read_option(fg_cuda_backend *be, const fg_host *host, fg_error *err)
@@ -26,13 +27,13 @@ fg_status fg_cuda_sdpa_read_option(fg_cuda_backend *be, const fg_host *host, fg_
     if (st != FG_OK)
         return fg_error_set(err, st, "backend.cuda: cannot read option %s.attention (%s)",
                             host->section ? host->section : "backend", fg_status_name(st));
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < FG_CUDA_ATTN_MODES; i++)
         if (v && strcmp(v, fg_cuda_attn_names[i]) == 0) {
             be->attention = i;
             return FG_OK;
         }
     return fg_error_set(err, FG_INVALID_ARGUMENT,
-                        "backend.cuda: option attention = '%s' is not one of auto|cudnn|kernel",
+                        "backend.cuda: option attention = '%s' is not one of auto|cudnn|kernel|gemm",
                         v ? v : "");
 }
 
@@ -201,7 +202,7 @@ fg_status fg_cuda_sdpa_choose(const fg_cuda_backend *be, fg_cuda_queue *q, const
                               fg_error *err)
 {
     *out = NULL;
-    if (be->attention == FG_CUDA_ATTN_KERNEL)
+    if (be->attention == FG_CUDA_ATTN_KERNEL || be->attention == FG_CUDA_ATTN_GEMM)
         return FG_OK;
     fg_cuda_sdpa_entry *e = NULL;
     fg_status st = fg_cuda_sdpa_find(be, q, key, &e, err);

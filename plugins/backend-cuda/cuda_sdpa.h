@@ -4,7 +4,9 @@
  *           fulgur's kernels (kernels/cuda/attention.cu) otherwise;
  *   cudnn   cuDNN or nothing: a call it cannot run fails with FG_UNAVAILABLE and the
  *           reason (so a run that asked for cuDNN never silently measures the kernels);
- *   kernel  never cuDNN.
+ *   kernel  never cuDNN: fulgur's kernels;
+ *   gemm    never cuDNN: f32 on batched gemms (cuda_attention_gemm.h), which auto also
+ *           takes for the f32 calls it can run.
  * Eligible: f16 or bf16, head_dim a multiple of 8 and at most 128, no attention dropout
  * (cuDNN's Philox draws cannot be fulgur's), qkv, y, dy, dqkv 16-byte aligned, and a
  * libcudnn cudnn-frontend would not use for this graph (see fg_cuda_sdpa_ineligible). The
@@ -18,7 +20,7 @@
 #include "cuda_backend.h"
 #include "cuda_sdpa_graph.h"
 
-enum { FG_CUDA_ATTN_AUTO = 0, FG_CUDA_ATTN_CUDNN = 1, FG_CUDA_ATTN_KERNEL = 2 };
+enum { FG_CUDA_ATTN_AUTO = 0, FG_CUDA_ATTN_CUDNN = 1, FG_CUDA_ATTN_KERNEL = 2, FG_CUDA_ATTN_GEMM = 3 };
 
 #define FG_CUDA_SDPA_PLANS 32
 

@@ -86,5 +86,6 @@ void test_embedding(void);
 void test_attention(void);
 void test_checks(void); /* parity_checks.c */
 void test_attention_fused(void);
+void test_attention_gemm(void);
 
 #endif

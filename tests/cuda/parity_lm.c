@@ -237,6 +237,20 @@ void test_attention(void)
     attention_case(FG_BF16, 1, 33, 2, 16, 1, 0.1f);
 }
 
+/* f32 attention on batched gemms: the CUDA backend runs this group with --set
+ * attention=gemm (cudaemu.parity.attention_gemm, cuda.parity.attention_gemm), where a call
+ * the gemms do not run fails instead of falling back to the kernels. One position, odd T
+ * and head sizes, several heads per gemm, GPT-2's head size, the largest head size. */
+void test_attention_gemm(void)
+{
+    static const int shapes[][4] = { { 1, 1, 1, 1 },   { 2, 7, 3, 5 },  { 1, 37, 2, 17 },
+                                     { 2, 64, 4, 32 }, { 3, 70, 2, 64 }, { 1, 33, 1, 128 } };
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int causal = 0; causal < 2; causal++)
+            attention_case(FG_F32, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3],
+                           causal, 0.0f);
+}
+
 /* The shapes cuDNN's fused attention (SDPA) takes: head sizes multiples of 8 up to 128, f16
  * and bf16, odd and even T, one query row, causal or not. The CUDA backend runs this group
  * with --set attention=cudnn (cudaemu.parity.attention_fused, cuda.parity.attention_fused):

@@ -463,6 +463,8 @@ static const struct {
     { "attention", test_attention, OPS(FG_OP_ATTENTION_FORWARD, FG_OP_ATTENTION_BACKWARD) },
     { "attention_fused", test_attention_fused,
       OPS(FG_OP_ATTENTION_FORWARD, FG_OP_ATTENTION_BACKWARD) },
+    { "attention_gemm", test_attention_gemm,
+      OPS(FG_OP_ATTENTION_FORWARD, FG_OP_ATTENTION_BACKWARD) },
 };
 
 /* The first entry of ops the backend under test leaves NULL, or NULL when it has them all
