@@ -87,13 +87,14 @@ parity_group() { # [--set KEY=VALUE]... GROUP
     return $rc
 }
 : >"$OUT/parity.log"
-for g in device flat cast gemm gemm_bias bias_act conv pool batchnorm dropout xent ploss optim \
-         layernorm embedding; do
+for g in device checks flat cast gemm gemm_bias bias_act conv pool batchnorm dropout xent \
+         classifier ploss optim layernorm embedding; do
     check "cuda.parity.$g" parity_group "$g"
 done
 check "cuda.parity.attention (kernels)" parity_group --set attention=kernel attention
 check "cuda.parity.attention (auto: cuDNN where eligible)" parity_group attention
 check "cuda.parity.attention_fused (cuDNN)" parity_group --set attention=cudnn attention_fused
+check "cuda.parity.attention_gemm (f32 on batched gemms)" parity_group --set attention=gemm attention_gemm
 # cuDNN's device properties of this GPU, for the deviceless plan test (commit the file as
 # tests/cuda/data/h100_deviceprop.json), and the plans finalized from it here
 if [[ -x $fg/bin/sdpa_aot ]]; then
