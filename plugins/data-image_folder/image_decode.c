@@ -183,15 +183,36 @@ static void png_read_memory(png_structp png, png_bytep out, size_t n)
     r->pos += n;
 }
 
-/* Sets the transformations that leave 8-bit gray or RGB: palette and low-bit gray
- * expanded, transparency made alpha and then dropped, 16 bits cut to the high byte. */
-static void png_to_8bit(png_structp png, png_infop info)
+/* 16-bit gray without alpha: Pillow opens it as 32-bit integers (mode I) and clips to 255
+ * when converting to L or RGB; every other 16-bit image it cuts to the high byte. */
+static int png_is_gray16(png_structp png, png_infop info)
 {
-    png_set_expand(png);
-    png_set_strip_16(png);
+    return png_get_color_type(png, info) == PNG_COLOR_TYPE_GRAY &&
+           png_get_bit_depth(png, info) == 16;
+}
+
+/* Sets the transformations that leave 8-bit gray or RGB (16-bit gray: 16-bit gray, big
+ * endian): palette and low-bit gray expanded, transparency made alpha and then dropped, 16
+ * bits cut to the high byte. */
+static void png_to_8bit(png_structp png, png_infop info, int gray16)
+{
+    if (!gray16) {
+        png_set_expand(png);
+        png_set_strip_16(png);
+    }
     png_set_strip_alpha(png);
     png_set_interlace_handling(png);
     png_read_update_info(png, info);
+}
+
+/* Rows of big-endian 16-bit gray to 8 bits in place, clipped at 255 as Pillow does. */
+static void png_clip_gray16(uint8_t *pixels, png_uint_32 w, png_uint_32 h)
+{
+    size_t n = (size_t)w * (size_t)h;
+    for (size_t i = 0; i < n; i++) {
+        unsigned v = (unsigned)pixels[2 * i] << 8 | pixels[2 * i + 1];
+        pixels[i] = (uint8_t)(v > 255 ? 255 : v);
+    }
 }
 
 static fg_status decode_png(const char *path, const uint8_t *data, size_t size, int channels,
@@ -220,10 +241,11 @@ static fg_status decode_png(const char *path, const uint8_t *data, size_t size, 
         png_destroy_read_struct(&png, &info, NULL);
         return err->status;
     }
-    png_to_8bit(png, info);
+    int gray16 = png_is_gray16(png, info);
+    png_to_8bit(png, info, gray16);
     int got = png_get_channels(png, info);
     size_t stride = png_get_rowbytes(png, info);
-    if ((got != 1 && got != 3) || stride != (size_t)w * (size_t)got)
+    if ((got != 1 && got != 3) || stride != (size_t)w * (size_t)got * (gray16 ? 2u : 1u))
         png_error(png, "unexpected layout after expansion");
     pixels = malloc((size_t)h * stride);
     rows = malloc((size_t)h * sizeof *rows);
@@ -234,6 +256,8 @@ static fg_status decode_png(const char *path, const uint8_t *data, size_t size, 
     png_read_image(png, rows);
     png_destroy_read_struct(&png, &info, NULL);
     free(rows);
+    if (gray16)
+        png_clip_gray16(pixels, w, h);
     *out = (image_u8){pixels, (int)h, (int)w, got};
     fg_status st = convert_channels(path, out, channels, err);
     if (st != FG_OK)

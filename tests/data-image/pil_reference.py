@@ -58,6 +58,12 @@ def write_fixtures(out):
     rgba.save(os.path.join(d, "png", "rgba.png"))
     la = pattern(W, H, 3).convert("LA")
     la.save(os.path.join(d, "png", "la.png"))
+    # 16-bit gray: Pillow opens it as mode I and clips to 255 when converting to L or RGB
+    # (not the high byte): values below and above 255 both occur.
+    g16 = Image.new("I;16", (W, H))
+    g16.putdata([(x * 2111 + y * 977) % 65536 if (x + y) % 3 else (x * 7 + y) % 256
+                 for y in range(H) for x in range(W)])
+    g16.save(os.path.join(d, "png", "gray16.png"))
     pattern(W, H, 4).convert("1").save(os.path.join(d, "png", "bit1.png"))
     photo = pattern(W, H, 5)
     photo.save(os.path.join(d, "jpeg", "q90_420.jpg"), quality=90)
