@@ -317,6 +317,13 @@ static fg_status parse_cell(const csv_reader *r, int col, double *v, fg_error *e
         return fg_error_set(err, FG_INVALID_ARGUMENT,
                             "csv: %s:%lld: column \"%s\" (column %d) is empty: a missing value",
                             r->spec->path, (long long)r->line, r->names[col], col + 1);
+    /* strtod also reads C's hexadecimal forms (0x10, 0x1p3); pandas and Python's float() read
+     * them as text, so they are refused here too rather than taken as other values. */
+    if (strpbrk(s, "xX"))
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "csv: %s:%lld: column \"%s\" (column %d): \"%.64s\" is not a number "
+                            "(hexadecimal is not read, as pandas does not)", r->spec->path,
+                            (long long)r->line, r->names[col], col + 1, s);
     char *end = NULL;
     *v = strtod(s, &end);
     if (end == s || *end != '\0')

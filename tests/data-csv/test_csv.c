@@ -104,7 +104,7 @@ static int case_basic(void)
                "1.5, 2, -3,\"x, \"\"quoted\"\"\"\r\n"
                "\r\n"
                " 4e1 ,0,\"5\",plain\r\n"
-               "0x10,1,  .25 ,\r\n");
+               "16,1,  .25 ,\r\n");
     fg_fake_host_set(&c.fh, "train_file", "train.csv");
     fg_fake_host_set(&c.fh, "features", "b, a");
     void *ds = NULL;
@@ -231,6 +231,9 @@ static const bad_table bad_tables[] = {
     {"a,b,y\n1,,0\n", NULL, NULL, {"train.csv:2:", "column \"b\" (column 2) is empty", "missing value"}},
     {"a,b,y\n1,nan,0\n", NULL, NULL, {"train.csv:2:", "\"nan\" is not a finite number", NULL}},
     {"a,b,y\n1,1e999,0\n", NULL, NULL, {"train.csv:2:", "is not a finite number", NULL}},
+    {"a,b,y\n1,0x10,0\n", NULL, NULL, {"train.csv:2:", "\"0x10\" is not a number", "hexadecimal"}},
+    {"a,b,y\n1,-0x1p3,0\n", NULL, NULL, {"train.csv:2:", "\"-0x1p3\" is not a number", "hexadecimal"}},
+    {"a,b,y\n1,2,0X1\n", NULL, NULL, {"train.csv:2:", "column \"y\" (column 3)", "hexadecimal"}},
     {"a,b,label\n1,2,0\n", NULL, NULL, {"train.csv:1:", "no column named \"y\" (the target)", "a, b, label"}},
     {"a,b,y\n1,2,0\n", "features", "a,c", {"no column named \"c\" (the feature)", NULL, NULL}},
     {"a,b,y\n1,2,0\n", "features", "a,y", {"\"y\" is the target and cannot be a feature", NULL, NULL}},
