@@ -61,7 +61,11 @@ static fg_status find_runs(const char *dir, int depth, run_list *l, fg_error *er
     if (is_run(dir)) return push(l, dir, err);
     if (depth >= MAX_DEPTH) return FG_OK;
     DIR *d = opendir(dir);
-    if (!d) return FG_OK; /* unreadable below the root: not a run */
+    if (!d) { /* below the root (the root was checked): say so, list the rest */
+        fprintf(stderr, "fulgur runs: %s: cannot read the folder (%s); runs in it are left "
+                "out\n", dir, strerror(errno));
+        return FG_OK;
+    }
     fg_status st = FG_OK;
     for (struct dirent *e; st == FG_OK && (e = readdir(d)) != NULL;) {
         if (e->d_name[0] == '.') continue;
