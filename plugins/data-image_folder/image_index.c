@@ -84,6 +84,18 @@ static int kind_of(const char *path)
     return S_ISDIR(st.st_mode) ? KIND_DIR : S_ISREG(st.st_mode) ? KIND_FILE : KIND_OTHER;
 }
 
+/* What a path that is no file or folder is, for a message. */
+static const char *other_kind(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return strerror(errno);
+    if (S_ISLNK(st.st_mode))
+        return stat(path, &st) != 0 ? "a dangling symbolic link" : "a link to no regular file";
+    return S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket"
+         : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "not a regular file";
+}
+
 static int has_image_extension(const char *name)
 {
     static const char *const ext[] = {".png", ".jpg", ".jpeg"};
@@ -154,9 +166,13 @@ static fg_status walk(image_index *ix, const char *rel_dir, int label, int depth
         if ((st = join(child, path, names.names[i], err)) != FG_OK)
             break;
         int kind = kind_of(child);
-        if (kind == KIND_FILE && has_image_extension(names.names[i]))
+        int image = has_image_extension(names.names[i]);
+        if (kind == KIND_FILE && image)
             st = add_entry(ix, rel_dir, names.names[i], label, err);
-        else if (kind == KIND_FILE)
+        else if (kind == KIND_OTHER && image) /* ImageFolder would list it, then fail on it */
+            st = fg_error_set(err, FG_INVALID_ARGUMENT, "image_folder: %s is %s, not an image "
+                              "file: replace or remove it", child, other_kind(child));
+        else if (kind != KIND_DIR)
             ix->skipped++;
     }
     for (size_t i = 0; st == FG_OK && i < names.count; i++) {
@@ -232,8 +248,10 @@ static fg_status find_classes(image_index *ix, fg_error *err)
     for (size_t i = 0; st == FG_OK && i < names.count; i++) {
         if ((st = join(child, ix->root, names.names[i], err)) != FG_OK)
             break;
-        if (kind_of(child) != KIND_DIR)
+        if (kind_of(child) != KIND_DIR) { /* ImageFolder ignores them too */
+            ix->loose++;
             continue;
+        }
         ix->classes[ix->num_classes++] = names.names[i];
         names.names[i] = NULL; /* moved */
     }

@@ -3,7 +3,11 @@
  *     included), sorted by name (byte order); class index = position;
  *   - a class's images are every .png, .jpg or .jpeg (any case) under its folder,
  *     subfolders included, ordered as sorted(os.walk(class)) then sorted(file names);
- *   - other files are skipped and counted (ImageFolder skips them too).
+ *   - other files are skipped and counted (ImageFolder skips them too), entries that are
+ *     no regular file (FIFOs, sockets, devices, dangling links) among them, and so are
+ *     the files beside the class folders; an entry with an image extension that is no
+ *     regular file is an error naming it (ImageFolder lists it and fails when loading it);
+ *     a folder with an image extension is a folder (walked, as os.walk does).
  * Only names are held, never pixels: 10^8 images cost their paths and 16 bytes each. */
 #ifndef FG_IMAGE_INDEX_H
 #define FG_IMAGE_INDEX_H
@@ -28,7 +32,8 @@ typedef struct image_index {
     char *names;         /* NUL-terminated relative paths */
     size_t names_size;
     size_t names_cap;
-    int64_t skipped;     /* files without an image extension */
+    int64_t skipped;     /* entries in class folders without an image extension */
+    int64_t loose;       /* entries beside the class folders */
 } image_index;
 
 /* Lists root. A root that is missing or no folder, one without class folders, and a

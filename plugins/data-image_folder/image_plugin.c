@@ -220,9 +220,10 @@ static fg_status image_open(void *state, int split, void **dataset, fg_dataset_i
     if (s->host && s->host->log)
         s->host->log(s->host, FG_LOG_INFO,
                      "image_folder: %s split: %lld images in %d classes from %s (%lld other "
-                     "files skipped), samples (%d, %d, %d)%s",
+                     "files skipped, %lld outside the class folders), samples (%d, %d, %d)%s",
                      name, (long long)ds->index.count, ds->index.num_classes, ds->index.root,
-                     (long long)ds->index.skipped, s->cfg.channels, oh, ow,
+                     (long long)ds->index.skipped, (long long)ds->index.loose, s->cfg.channels,
+                     oh, ow,
                      split == FG_SPLIT_TRAIN && image_config_augments(&s->cfg)
                          ? ", augmented" : "");
     if (info)

@@ -131,10 +131,14 @@ static int case_classes(void)
     char path[1024];
     CHECK(write_text(image_tree_path(&c.tree, "train/a/notes.txt", path, sizeof path), "x") == 0);
     CHECK(write_text(image_tree_path(&c.tree, "train/README", path, sizeof path), "x") == 0);
+    /* no regular files without an image extension: counted with the skipped ones */
+    CHECK(mkfifo(image_tree_path(&c.tree, "train/a/pipe", path, sizeof path), 0644) == 0);
+    CHECK(symlink("nowhere", image_tree_path(&c.tree, "train/a/gone.txt", path, sizeof path)) == 0);
     fg_fake_host_set(&c.fh, "train_dir", "train");
     void *ds = NULL;
     fg_dataset_info info;
     CHECK_STATUS(open_split(&c, FG_SPLIT_TRAIN, &ds, &info), FG_OK, c.err);
+    CHECK_CONTAINS(c.fh.log, "(3 other files skipped, 1 outside the class folders)");
     if (!ds) {
         teardown(&c);
         return 1;
@@ -284,6 +288,13 @@ static int case_bad_inputs(void)
     expect_open_failure(&c, "no_classes", "has no class folders");
     expect_open_failure(&c, "missing", "No such file or directory");
     expect_open_failure(&c, "no_classes/a.png", "is not a folder");
+    /* an entry with an image extension that is no regular file: named, not skipped */
+    CHECK(write_pattern(&c.tree, "dangling/k/a.png", 6, 8, 3, 1) == 0);
+    CHECK(symlink("nowhere.png", image_tree_path(&c.tree, "dangling/k/b.png", path, sizeof path)) == 0);
+    expect_open_failure(&c, "dangling", "dangling/k/b.png is a dangling symbolic link");
+    CHECK(write_pattern(&c.tree, "fifo/k/a.png", 6, 8, 3, 1) == 0);
+    CHECK(mkfifo(image_tree_path(&c.tree, "fifo/k/b.PNG", path, sizeof path), 0644) == 0);
+    expect_open_failure(&c, "fifo", "fifo/k/b.PNG is a FIFO, not an image file");
 
     /* val's classes must be train's */
     CHECK(write_pattern(&c.tree, "val/ok/a.png", 6, 8, 3, 1) == 0);
