@@ -87,6 +87,39 @@ static int add_layout(agree_list *l, const fg_model *m)
     return 0;
 }
 
+/* A hash of up to four samples (first, last and two between) with their labels, read
+ * unaugmented: ranks whose files differ under equal keys (the same path on different nodes,
+ * a fixed number of windows over different corpora) disagree here. A split that cannot be
+ * read hashes as such; the loader names the failure later. */
+static int add_samples(agree_list *l, const fg_trainer *t, const char *name,
+                       const fg_data_split *s)
+{
+    const fg_data_vtable *vt = t->data.vt;
+    if (!s->dataset || s->info.length < 1 || !vt || !vt->read)
+        return 0;
+    size_t elems = 1;
+    for (int d = 0; d < s->info.rank && d < FG_MAX_DIMS; d++)
+        elems *= (size_t)s->info.shape[d];
+    size_t sample = elems * fg_dtype_size((fg_dtype)s->info.sample_dtype);
+    size_t labels = (size_t)s->info.label_elems * fg_dtype_size((fg_dtype)s->info.label_dtype);
+    int64_t n = s->info.length, at[4] = {0, n / 3, 2 * n / 3, n - 1};
+    int count = n < 4 ? (int)n : 4;
+    if (n < 4)
+        for (int i = 0; i < count; i++)
+            at[i] = i;
+    unsigned char *buf = malloc((size_t)count * (sample + labels) + 1);
+    if (!buf)
+        return -1;
+    fg_data_read_args args = {sizeof args, FG_SPLIT_TEST, 0, 0}; /* never augmented */
+    fg_error e = {0};
+    fg_status st = vt->read(t->data.state, s->dataset, &args, at, count, buf,
+                            labels ? buf + (size_t)count * sample : NULL, &e);
+    int rc = st == FG_OK ? add(l, name, buf, (size_t)count * (sample + labels))
+                         : add(l, name, "(unreadable)", 12);
+    free(buf);
+    return rc;
+}
+
 static int add_data(agree_list *l, const fg_trainer *t)
 {
     const struct {
@@ -100,7 +133,7 @@ static int add_data(agree_list *l, const fg_trainer *t)
         if (add(l, splits[i].name, &n, sizeof n) != 0)
             return -1;
     }
-    return 0;
+    return add_samples(l, t, "data: the train split's samples", &t->train);
 }
 
 /* The checkpoint being resumed: its metadata (step, epoch, format, ...) and tensor names. */
