@@ -1,5 +1,6 @@
 /* fulgur: the command. A thin client of the embedding API (fulgur/fulgur.h).
  * Exit status: 0 success, 1 runtime failure, 2 usage or config error. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,7 +253,11 @@ int main(int argc, char **argv)
     fg_status st = fg_runtime_create(&opts, &rt, &err);
     if (st != FG_OK) return fail(&err, st, 1);
     rc = run_command(rt, &c);
-    fflush(stdout);
+    /* What a command printed must have reached its reader: `> /dev/full` is a failure. */
+    if ((fflush(stdout) != 0 || ferror(stdout)) && rc == EXIT_OK) {
+        fprintf(stderr, "fulgur: cannot write to the standard output: %s\n", strerror(errno));
+        rc = fg_status_exit_code(FG_IO_ERROR, 0);
+    }
     fg_runtime_destroy(rt);
     return rc;
 }

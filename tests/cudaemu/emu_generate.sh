@@ -23,7 +23,11 @@ gen() { # NAME [KEY=VALUE...]: the continuation into NAME.txt
     "$fulgur" --plugin-path "$plugins" generate "$cfg" --ckpt-path last --prompt "The " \
         --max-new-tokens 40 --top-k 1 --seed 1 $common "$@" >"$name.out" 2>"$name.err" ||
         { cat "$name.out" "$name.err"; echo "FAIL: generate $name"; exit 1; }
-    sed '1,/^run folder:/d' "$name.out" >"$name.txt" # the text, after the run's header
+    # stdout is the text alone (the run's lines and the plugins' go to stderr)
+    ! grep -qE "^(model|run folder): " "$name.out" && grep -q "^model: " "$name.err" ||
+        { cat "$name.out"; echo "FAIL: generate $name: the run's lines are not on stderr alone"; exit 1; }
+    grep -q "^The " "$name.out" || { cat "$name.out"; echo "FAIL: generate $name: no text after the prompt"; exit 1; }
+    cp "$name.out" "$name.txt"
 }
 gen cpu backend.name=cpu
 gen cuda_cache backend.name=cuda

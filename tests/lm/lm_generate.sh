@@ -64,6 +64,27 @@ F fit "$WORK/g.ini" trainer.final_checkpoint="$WORK/full.safetensors" >"$WORK/fu
 gen() { F generate "$WORK/g.ini" --ckpt-path "$WORK/full.safetensors" "$@" | tail -n 1; }
 out=$(gen --prompt cdef --max-new-tokens 20 --temperature 0)
 [ "$out" = cdefghabcdefghabcdefghab ] || fail "greedy continuation '$out', expected cdefghabcdefghabcdefghab"
+# (issue 30, defect 11) stdout is the text alone, and a call leaves no run folder behind
+runs_before=$(find "$WORK/runs" -mindepth 2 -maxdepth 2 -type d | wc -l)
+whole=$("$FULGUR" generate "$WORK/g.ini" --ckpt-path "$WORK/full.safetensors" --prompt cdef \
+    --max-new-tokens 20 --temperature 0 2>"$WORK/gen.err")
+[ "$whole" = cdefghabcdefghabcdefghab ] || fail "stdout is not the text alone: '$whole'"
+grep -q "^model: " "$WORK/gen.err" || fail "the run's lines are not on stderr: $(cat "$WORK/gen.err")"
+[ "$(find "$WORK/runs" -mindepth 2 -maxdepth 2 -type d | wc -l)" = "$runs_before" ] ||
+    fail "generate made a run folder: $(find "$WORK/runs" -mindepth 2 -maxdepth 2 -type d)"
+# the text streams: a reader that stops after 3 bytes ends a long generation (SIGPIPE at the
+# next token; printing everything at the end would finish all 5000 tokens and exit 0)
+"$FULGUR" generate "$WORK/g.ini" --ckpt-path "$WORK/full.safetensors" --prompt cdef \
+    --max-new-tokens 5000 --temperature 0 2>/dev/null | head -c 3 >"$WORK/head.txt"
+codes=("${PIPESTATUS[@]}")
+[ "$(cat "$WORK/head.txt")" = cde ] || fail "head read '$(cat "$WORK/head.txt")'"
+[ "${codes[0]}" = 141 ] || fail "generate exited ${codes[0]} after its reader left (want 141, SIGPIPE)"
+# a text that cannot be written is a failure (exit 4), not a success
+rc=0
+"$FULGUR" generate "$WORK/g.ini" --ckpt-path "$WORK/full.safetensors" --prompt cdef \
+    --max-new-tokens 5 --temperature 0 >/dev/full 2>"$WORK/full.err" || rc=$?
+[ "$rc" = 4 ] && grep -q "cannot write the text" "$WORK/full.err" ||
+    fail "generate into /dev/full: exit $rc, $(cat "$WORK/full.err")"
 a=$(gen --prompt xyz --max-new-tokens 40 --temperature 1.5 --seed 5)
 b=$(gen --prompt xyz --max-new-tokens 40 --temperature 1.5 --seed 5)
 c=$(gen --prompt xyz --max-new-tokens 40 --temperature 1.5 --seed 6)

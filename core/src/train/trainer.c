@@ -378,9 +378,10 @@ static void bind_callbacks(fg_trainer *t)
     }
 }
 
+/* check and generate leave no run behind: generate is called per prompt, like a filter. */
 static fg_status make_run_dir(fg_trainer *t, fg_error *err)
 {
-    if (t->verb == FG_VERB_CHECK) return FG_OK;
+    if (t->verb == FG_VERB_CHECK || t->verb == FG_VERB_GENERATE) return FG_OK;
     const char *root = fg_config_get(t->cfg, "trainer", "default_root_dir");
     const char *name = fg_config_get(t->cfg, "trainer", "name");
     if (t->rank != 0) return FG_OK;
@@ -554,6 +555,10 @@ fg_status fg_trainer_run(fg_runtime *rt, fg_verb verb, fg_error *err)
                             "--ckpt-path FILE|last|best (or [trainer] ckpt_path)",
                             verb == FG_VERB_VALIDATE ? "validate" : verb == FG_VERB_TEST ? "test"
                             : verb == FG_VERB_PREDICT ? "predict" : "generate");
+    /* generate's output is its text alone: what the run and the plugins say goes to stderr */
+    FILE *saved_out = rt->out;
+    t.text_out = t.out;
+    if (verb == FG_VERB_GENERATE) t.out = rt->out = stderr;
     fg_status st = setup(&t, err);
     if (st == FG_OK) {
         report_model(&t);
@@ -562,5 +567,6 @@ fg_status fg_trainer_run(fg_runtime *rt, fg_verb verb, fg_error *err)
     }
     st = record_outcome(&t, st, err, err);
     teardown(&t);
+    rt->out = saved_out;
     return st;
 }

@@ -51,6 +51,7 @@ typedef struct fg_trainer {
     fg_runtime *rt;
     const fg_config *cfg;
     FILE *out;
+    FILE *text_out;            /* generate's text: the runtime's output (t->out is stderr then) */
     fg_verb verb;
     fg_plugin_ref backend, data, strategy, precision;
     fg_plugin_ref callbacks[FG_MAX_CALLBACKS];

@@ -12,6 +12,7 @@
  * position embeddings) no cached key stays valid: each such token is again one forward of
  * the window, which refills the cache. Either way the probabilities are the full forward's
  * (to rounding), so the text is the same. */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
@@ -117,6 +118,49 @@ static void print_utf8(FILE *out, const unsigned char *s, size_t n)
     }
 }
 
+/* Bytes of a UTF-8 sequence its lead byte announces (0: not a lead byte). */
+static size_t utf8_announced(unsigned char c)
+{
+    return c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+}
+
+/* Where printing may stop now: before a trailing sequence that is not complete yet but
+ * may still become valid (its continuation bytes are still to be generated). */
+static size_t utf8_printable(const unsigned char *s, size_t n)
+{
+    for (size_t back = 1; back <= 3 && back <= n; back++) {
+        unsigned char c = s[n - back];
+        if ((c & 0xc0) == 0x80)
+            continue; /* a continuation byte: look further back for its lead */
+        size_t want = utf8_announced(c);
+        return want > back ? n - back : n;
+    }
+    return n;
+}
+
+/* The text as it grows: everything up to a sequence still being written, flushed, so a
+ * reader sees each token as it comes (Ctrl-C keeps what was printed, `| head` ends it). */
+typedef struct text_stream {
+    FILE *out;
+    size_t printed;
+} text_stream;
+
+static fg_status stream_text(text_stream *ts, const unsigned char *text, size_t len, int final,
+                             fg_error *err)
+{
+    size_t upto = final ? len : utf8_printable(text, len);
+    if (upto > ts->printed) {
+        print_utf8(ts->out, text + ts->printed, upto - ts->printed);
+        ts->printed = upto;
+    }
+    if (final)
+        fputc('\n', ts->out);
+    if (fflush(ts->out) != 0 || ferror(ts->out)) /* a closed pipe, a full disk: stop */
+        return fg_error_set(err, FG_IO_ERROR, "fulgur generate: cannot write the text: %s",
+                            strerror(errno));
+    return FG_OK;
+}
+
 static fg_status check_model(const fg_trainer *t, int *context, int *vocab, fg_error *err)
 {
     *context = fg_model_positions(t->model);
@@ -209,7 +253,8 @@ static fg_status probs_for(fg_trainer *t, void *primary, fg_decoder *dec, gen_sc
 }
 
 static fg_status generate(fg_trainer *t, void *primary, const gen_options *o, int context,
-                          int vocab, unsigned char *text, size_t *len, fg_error *err)
+                          int vocab, unsigned char *text, size_t *len, text_stream *ts,
+                          fg_error *err)
 {
     gen_scratch s = {calloc((size_t)context, sizeof *s.window),
                      calloc((size_t)context, sizeof *s.labels),
@@ -222,8 +267,10 @@ static fg_status generate(fg_trainer *t, void *primary, const gen_options *o, in
     double t0 = fg_now_seconds(), t1 = t0; /* t1: after the first token (the prompt's forward) */
     for (int64_t k = 0; st == FG_OK && k < o->max_new; k++) {
         st = probs_for(t, primary, dec, &s, context, text, *len, &cached, err);
-        if (st == FG_OK)
+        if (st == FG_OK) {
             text[(*len)++] = (unsigned char)sample_token(s.p, vocab, o, &rng, s.w);
+            st = stream_text(ts, text, *len, 0, err);
+        }
         if (k == 0)
             t1 = fg_now_seconds();
     }
@@ -264,11 +311,12 @@ fg_status fg_trainer_generate(fg_trainer *t, fg_error *err)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "fulgur generate: out of memory");
     memcpy(text, o.prompt, prompt);
     size_t len = prompt;
-    st = generate(t, primary, &o, context, vocab, text, &len, err);
-    if (st == FG_OK) {
-        print_utf8(t->out, text, len);
-        fputc('\n', t->out);
-    }
+    text_stream ts = {t->text_out ? t->text_out : stdout, 0};
+    st = stream_text(&ts, text, len, 0, err);
+    if (st == FG_OK)
+        st = generate(t, primary, &o, context, vocab, text, &len, &ts, err);
+    if (st == FG_OK)
+        st = stream_text(&ts, text, len, 1, err);
     free(text);
     return st;
 }
