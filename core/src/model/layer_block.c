@@ -15,7 +15,11 @@
  * and backward runs forward again into it up to the GELU output before going back. The
  * same ops on the same inputs give the same bits, and the attention dropout mask is keyed
  * by (seed, layer, step, sample), not drawn from a stream, so it is the same mask. Such a
- * block keeps no K and V for fulgur generate's cache (decode.c refuses it). */
+ * block keeps no K and V for fulgur generate's cache (decode.c refuses it).
+ *
+ * Where the backend has gemm_epilogue (ABI 1.5) for the dtypes, the MLP's GELU, its backward
+ * and the bias gradients ride on the gemms (cuBLASLt's epilogues on CUDA); the CPU backend's
+ * op is the separate ops in the same order, so its bits do not change. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -179,22 +183,12 @@ static int block_fuses(const fg_layer_ctx *c, uint32_t ab, uint32_t out, uint32_
     return fg_backend_can(c->be, c->bs, FG_OP_GEMM_EPILOGUE, dtypes);
 }
 
-/* dW (+)= dy^T x and db (+)= sum dy (db NULL: dW only): one gemm with the BGRADB tail
- * where the backend has it, else gemm then bias_grad */
+/* dW (+)= dy^T x and db (+)= sum dy (db NULL: dW only) */
 static fg_status linear_bwd_weights(const fg_layer_ctx *c, int rows, int out, int in,
                                     const void *x, const void *dy, void *dw, void *db,
                                     fg_error *err)
 {
-    uint32_t act = c->dt.act, grad = c->dt.grad;
-    if (db && block_fuses(c, act, grad, grad))
-        return FG_OP(c, err, gemm_epilogue, act, grad, grad, FG_EPI_BGRADB, 1, 0, out, in, rows,
-                     dy, out, x, in, dw, in, NULL, 0, db, c->accumulate);
-    float beta = c->accumulate ? 1.0f : 0.0f;
-    fg_status st = FG_OP(c, err, gemm, act, act, grad, 1, 0, out, in, rows, 1.0f, dy, out, x, in,
-                         beta, dw, in);
-    if (st == FG_OK && db)
-        st = FG_OP(c, err, bias_grad, grad, act, db, dy, rows, out, 1, c->accumulate);
-    return st;
+    return fg_affine_weight_grads(c, rows, out, in, x, dy, out, dw, db, err);
 }
 
 /* dx = dy W (rows, in) */
