@@ -542,3 +542,82 @@ fg_status fg_cpu_op_adamw_update(void *state, void *queue, uint32_t param_dtype,
     }
     return unstage(state, o, NARGS(o), st);
 }
+
+/* ---- gemm with a fused tail (ABI 1.5) -------------------------------------------------- */
+
+/* bias(m) (+)= the sums of op(A)'s rows over k, in double in k order: bias_grad's sums. */
+static fg_status bgradb_sums(void *state, void *queue, uint32_t ab_dtype, uint32_t bias_dtype,
+                             int trans_a, int m, int k, const void *a, int lda, void *bias,
+                             int accumulate, fg_error *err)
+{
+    if (trans_a && lda == m) /* A (k, m) packed: a linear's dy, bias_grad over its rows */
+        return fg_cpu_op_bias_grad(state, queue, bias_dtype, ab_dtype, bias, a, k, m, 1,
+                                   accumulate, err);
+    fg_cpu_operand o[] = {ARG_IN(a, ab_dtype, span(trans_a ? k : m, trans_a ? m : k, lda)),
+                          ARG_ACC(bias, bias_dtype, (size_t)m, accumulate)};
+    fg_status st = stage(state, queue, "gemm_epilogue", o, NARGS(o), err);
+    for (int i = 0; st == FG_OK && i < m; i++) {
+        double acc = 0.0;
+        for (int p = 0; p < k; p++)
+            acc += (double)o[0].f[trans_a ? (size_t)p * (size_t)lda + (size_t)i
+                                          : (size_t)i * (size_t)lda + (size_t)p];
+        o[1].f[i] = accumulate ? (float)((double)o[1].f[i] + acc) : (float)acc;
+    }
+    return unstage(state, o, NARGS(o), st);
+}
+
+/* The separate ops in the order the model ran them before this op, so a model that
+ * switches to it computes the same bits: gemm_bias then activation_forward; gemm,
+ * activation_backward then bias_grad over C; gemm then bias_grad over A. The pointwise
+ * passes take packed rows (ldc == n, ldaux == n); other strides run row by row. */
+fg_status fg_cpu_op_gemm_epilogue(void *state, void *queue, uint32_t ab_dtype,
+                                  uint32_t c_dtype, uint32_t bias_dtype, int epilogue,
+                                  int trans_a, int trans_b, int m, int n, int k, const void *a,
+                                  int lda, const void *b, int ldb, void *c, int ldc, void *aux,
+                                  int ldaux, void *bias, int accumulate, fg_error *err)
+{
+    size_t es = c_dtype == FG_F32 ? 4 : 2;
+    int packed = ldc == n && ldaux == n;
+    int rows = packed ? 1 : m;
+    size_t len = packed ? (size_t)m * (size_t)n : (size_t)n;
+    fg_status st = FG_OK;
+    if (epilogue == FG_EPI_BIAS || epilogue == FG_EPI_GELU_AUX_BIAS) {
+        if (bias_dtype != ab_dtype)
+            return fg_error_set(err, FG_UNAVAILABLE, "cpu backend: gemm_epilogue: a %s bias "
+                                "with %s operands (the bias takes the operands' dtype here)",
+                                fg_dtype_name((fg_dtype)bias_dtype),
+                                fg_dtype_name((fg_dtype)ab_dtype));
+        int gelu = epilogue == FG_EPI_GELU_AUX_BIAS;
+        st = fg_cpu_op_gemm_bias(state, queue, ab_dtype, ab_dtype, c_dtype, trans_a, trans_b, m,
+                                 n, k, a, lda, b, ldb, bias, gelu ? aux : c, gelu ? ldaux : ldc,
+                                 err);
+        for (int r = 0; gelu && st == FG_OK && r < rows; r++)
+            st = fg_cpu_op_activation_forward(state, queue, c_dtype, FG_ACT_GELU,
+                                              (char *)aux + (size_t)r * (size_t)ldaux * es,
+                                              (char *)c + (size_t)r * (size_t)ldc * es, len,
+                                              err);
+        return st;
+    }
+    if (epilogue == FG_EPI_DGELU_BGRAD) {
+        st = fg_cpu_op_gemm(state, queue, ab_dtype, ab_dtype, c_dtype, trans_a, trans_b, m, n, k,
+                            1.0f, a, lda, b, ldb, 0.0f, c, ldc, err);
+        for (int r = 0; st == FG_OK && r < rows; r++) {
+            void *cr = (char *)c + (size_t)r * (size_t)ldc * es;
+            st = fg_cpu_op_activation_backward(state, queue, c_dtype, FG_ACT_GELU,
+                                               (char *)aux + (size_t)r * (size_t)ldaux * es,
+                                               NULL, cr, cr, len, err);
+        }
+        if (st == FG_OK && ldc == n)
+            return fg_cpu_op_bias_grad(state, queue, bias_dtype, c_dtype, bias, c, m, n, 1,
+                                       accumulate, err);
+        /* the columns of C with ldc > n: C^T's rows, as BGRADB's sums over a transposed A */
+        return st == FG_OK ? bgradb_sums(state, queue, c_dtype, bias_dtype, 1, n, m, c, ldc,
+                                         bias, accumulate, err)
+                           : st;
+    }
+    st = fg_cpu_op_gemm(state, queue, ab_dtype, ab_dtype, c_dtype, trans_a, trans_b, m, n, k,
+                        1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, c, ldc, err);
+    return st == FG_OK ? bgradb_sums(state, queue, ab_dtype, bias_dtype, trans_a, m, k, a, lda,
+                                     bias, accumulate, err)
+                       : st;
+}

@@ -43,6 +43,8 @@ typedef struct fg_cuda_gemm_key {
     int32_t trans_a, trans_b, m, n, k, lda, ldb, ldc;
     uint32_t a_type, b_type, c_type, align;
     uint32_t bias_type; /* gemm_bias: the BIAS epilogue's vector type; 0: no epilogue */
+    uint32_t epilogue;  /* gemm_epilogue: the cublasLtEpilogue_t; 0: BIAS or none, as above */
+    int32_t ldaux;      /* the GELU epilogues' aux leading dimension */
     int32_t batch, stride_a, stride_b, stride_c; /* strided batches (0: one matrix) */
 } fg_cuda_gemm_key;
 

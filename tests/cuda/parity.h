@@ -72,6 +72,7 @@ void test_flat(void);
 void test_cast(void);
 void test_gemm(void);
 void test_gemm_bias(void);
+void test_gemm_epilogue(void); /* parity_epilogue.c */
 void test_bias_act(void);
 void test_conv(void);
 void test_pool(void);

@@ -4,7 +4,14 @@
  *   (i, j) at i + j * ld, ld >= rows) or row-major (CUBLASLT_ORDER_ROW, ld >= cols); op(A) is
  *   m x k, op(B) k x n, C and D m x n; batches at the layouts' strided offsets; beta == 0
  *   reads nothing of C; epilogues RELU, BIAS, RELU_BIAS, GELU, GELU_BIAS (bias of m values,
- *   added before the activation).
+ *   added before the activation), GELU_AUX(_BIAS) (the GELU's input also stored into the aux
+ *   matrix, m x n column-major with EPILOGUE_AUX_LD, D's type), DGELU (D = result *
+ *   gelu'(aux)), DGELU_BGRAD (and the bias gradient: D's m row sums over its n columns, into
+ *   BIAS_POINTER), BGRADA / BGRADB (the bias gradient of op(A)'s m rows / op(B)'s n columns,
+ *   summed over k). cublasLt.h's rules for them: the aux ld a multiple of 8 (NOT_SUPPORTED)
+ *   and >= m (INVALID_VALUE); an aux type set other than D's (INVALID_VALUE); a bias
+ *   gradient in the output's type (NOT_SUPPORTED otherwise); no batches with these
+ *   epilogues (their batch strides are not emulated: NOT_SUPPORTED).
  * It rejects what the library rejects, with its status: attribute buffers of the wrong size
  * (INVALID_VALUE), shapes that do not chain (INVALID_VALUE), type mixes outside the
  * COMPUTE_32F/FAST_TF32 table (NOT_SUPPORTED), D != C in place with another layout
@@ -44,6 +51,9 @@ struct desc {
     uint32_t epilogue;
     const void *bias;
     int32_t bias_type;
+    const void *aux;
+    int64_t aux_ld;
+    int32_t aux_type;
 };
 
 struct layout {
@@ -169,11 +179,60 @@ float gelu(float x)
     return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
 }
 
+/* d/dx of gelu: 0.5 (1 + t) + 0.5 x (1 - t^2) du/dx, t = tanh(u) */
+float dgelu(float x)
+{
+    const float k = 0.7978845608028654f, c = 0.044715f;
+    float t = tanhf(k * (x + c * x * x * x));
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * c * x * x);
+}
+
+int has_aux(uint32_t e)
+{
+    return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ||
+           e == CUBLASLT_EPILOGUE_DGELU || e == CUBLASLT_EPILOGUE_DGELU_BGRAD;
+}
+
+int is_bgrad(uint32_t e)
+{
+    return e == CUBLASLT_EPILOGUE_DGELU_BGRAD || e == CUBLASLT_EPILOGUE_BGRADA ||
+           e == CUBLASLT_EPILOGUE_BGRADB;
+}
+
 int epilogue_ok(uint32_t e)
 {
     return e == CUBLASLT_EPILOGUE_DEFAULT || e == CUBLASLT_EPILOGUE_RELU ||
            e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_RELU_BIAS ||
-           e == CUBLASLT_EPILOGUE_GELU || e == CUBLASLT_EPILOGUE_GELU_BIAS;
+           e == CUBLASLT_EPILOGUE_GELU || e == CUBLASLT_EPILOGUE_GELU_BIAS || has_aux(e) ||
+           is_bgrad(e);
+}
+
+/* The epilogue's own rules (cublasLt.h), against D's layout. */
+cublasStatus_t epilogue_check(const desc *o, const layout *d, const char *who)
+{
+    const char *why = NULL;
+    cublasStatus_t st = CUBLAS_STATUS_NOT_SUPPORTED;
+    uint32_t e = o->epilogue;
+    if (!epilogue_ok(e))
+        why = "an epilogue that is not emulated";
+    else if ((has_aux(e) || is_bgrad(e)) && d->batch > 1)
+        why = "an aux or bias-gradient epilogue over batches (not emulated)";
+    else if (has_aux(e) && o->aux_ld % 8 != 0)
+        why = "EPILOGUE_AUX_LD not a multiple of 8";
+    else if (has_aux(e) && (o->aux_ld < 1 || (uint64_t)o->aux_ld < d->rows)) {
+        why = "EPILOGUE_AUX_LD smaller than D's rows";
+        st = CUBLAS_STATUS_INVALID_VALUE;
+    } else if (has_aux(e) && o->aux_type >= 0 && o->aux_type != (int32_t)d->type) {
+        why = "an EPILOGUE_AUX_DATA_TYPE other than D's";
+        st = CUBLAS_STATUS_INVALID_VALUE;
+    } else if (is_bgrad(e) && o->bias_type >= 0 && o->bias_type != (int32_t)d->type)
+        why = "a bias gradient whose BIAS_DATA_TYPE is not the output's type";
+    if (!why)
+        return CUBLAS_STATUS_SUCCESS;
+    fprintf(stderr, "cuBLASLt (emulated): %s: epilogue %u: %s (aux ld %lld, D %llux%llu)\n",
+            who, e, why, (long long)o->aux_ld, (unsigned long long)d->rows,
+            (unsigned long long)d->cols);
+    return st;
 }
 
 } // namespace
@@ -234,6 +293,7 @@ cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *out, cublasCompute
     d->pointer_mode = CUBLASLT_POINTER_MODE_HOST;
     d->epilogue = CUBLASLT_EPILOGUE_DEFAULT;
     d->bias_type = -1; /* default: the type of D */
+    d->aux_type = -1;  /* default: the type of D */
     *out = (cublasLtMatmulDesc_t)d;
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -262,6 +322,9 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t p,
     case CUBLASLT_MATMUL_DESC_EPILOGUE: return set(&d->epilogue, buf, size);
     case CUBLASLT_MATMUL_DESC_BIAS_POINTER: return set(&d->bias, buf, size);
     case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: return set(&d->bias_type, buf, size);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER: return set(&d->aux, buf, size);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: return set(&d->aux_ld, buf, size);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE: return set(&d->aux_type, buf, size);
     default:
         fprintf(stderr, "cuBLASLt (emulated): matmul attribute %d is not emulated\n",
                 (int)attr);
@@ -365,8 +428,9 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
                               "cublasLtMatmulAlgoGetHeuristic");
     if (st != CUBLAS_STATUS_SUCCESS)
         return st;
-    if (!epilogue_ok(o->epilogue))
-        return CUBLAS_STATUS_NOT_SUPPORTED;
+    st = epilogue_check(o, (const layout *)d, "cublasLtMatmulAlgoGetHeuristic");
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return st;
     const pref *r = (const pref *)p;
     uint32_t align = 16;
     for (int i = 0; i < 4; i++)
@@ -405,8 +469,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, const
     cublasStatus_t st = check(o, la, lb, lc, ld, "cublasLtMatmul");
     if (st != CUBLAS_STATUS_SUCCESS)
         return st;
-    if (!epilogue_ok(o->epilogue))
-        return CUBLAS_STATUS_NOT_SUPPORTED;
+    st = epilogue_check(o, ld, "cublasLtMatmul");
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return st;
     if (C == D && (lc->ld != ld->ld || lc->order != ld->order || lc->type != ld->type)) {
         fprintf(stderr, "cuBLASLt (emulated): in-place matmul (C == D) with different C and "
                 "D layouts\n");
@@ -445,10 +510,22 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, const
     int tf = o->compute == CUBLAS_COMPUTE_32F_FAST_TF32;
     uint32_t e = o->epilogue;
     int with_bias = e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_RELU_BIAS ||
-                    e == CUBLASLT_EPILOGUE_GELU_BIAS;
+                    e == CUBLASLT_EPILOGUE_GELU_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
     cudaDataType_t bias_type = o->bias_type < 0 ? ld->type : (cudaDataType_t)o->bias_type;
-    if (with_bias && (!o->bias || !fgemu_is_device(o->bias, m * fgemu::elem_size(bias_type))))
+    uint64_t bias_len = e == CUBLASLT_EPILOGUE_BGRADB ? n : m;
+    if ((with_bias || is_bgrad(e)) &&
+        (!o->bias || !fgemu_is_device(o->bias, bias_len * fgemu::elem_size(bias_type))))
         return CUBLAS_STATUS_INVALID_VALUE;
+    layout la_aux = { kMagicLayout, ld->type, m, n, o->aux_ld, CUBLASLT_ORDER_COL, 1, 0 };
+    if (has_aux(e) && (!o->aux || !fgemu_is_device(o->aux, span(&la_aux)))) {
+        fprintf(stderr, "cuBLASLt (emulated): the aux matrix (%p) is not device memory\n",
+                o->aux);
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    int with_gelu = e == CUBLASLT_EPILOGUE_GELU || e == CUBLASLT_EPILOGUE_GELU_BIAS ||
+               e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    int aux_out = e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    int with_dgelu = e == CUBLASLT_EPILOGUE_DGELU || e == CUBLASLT_EPILOGUE_DGELU_BGRAD;
     for (int bt = 0; bt < ld->batch; bt++) {
         const char *pa = (const char *)A + (size_t)bt * la->stride * fgemu::elem_size(la->type);
         const char *pb = (const char *)B + (size_t)bt * lb->stride * fgemu::elem_size(lb->type);
@@ -468,6 +545,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, const
                 float y = load(pb, lb->type, ib);
                 fb[j * k + p] = tf ? fgemu::tf32(y) : y;
             }
+        std::vector<double> grad(e == CUBLASLT_EPILOGUE_BGRADB ? n : m, 0.0);
         for (uint64_t j = 0; j < n; j++)
             for (uint64_t i = 0; i < m; i++) {
                 float acc = 0.0f;
@@ -479,12 +557,27 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, const
                     v += be * load(pc, lc->type, offset(lc, i, j));
                 if (with_bias)
                     v += load(o->bias, bias_type, i);
+                if (aux_out) /* the GELU's input */
+                    store((void *)o->aux, ld->type, offset(&la_aux, i, j), v);
                 if (e == CUBLASLT_EPILOGUE_RELU || e == CUBLASLT_EPILOGUE_RELU_BIAS)
                     v = v > 0.0f ? v : 0.0f;
-                if (e == CUBLASLT_EPILOGUE_GELU || e == CUBLASLT_EPILOGUE_GELU_BIAS)
+                if (with_gelu)
                     v = gelu(v);
+                if (with_dgelu)
+                    v *= dgelu(load(o->aux, ld->type, offset(&la_aux, i, j)));
+                if (e == CUBLASLT_EPILOGUE_DGELU_BGRAD)
+                    grad[i] += (double)v;
                 store(pd, ld->type, offset(ld, i, j), v);
             }
+        /* the bias gradients of the operands: sums over k */
+        for (uint64_t i = 0; e == CUBLASLT_EPILOGUE_BGRADA && i < m; i++)
+            for (uint64_t p = 0; p < k; p++)
+                grad[i] += (double)fa[i * k + p];
+        for (uint64_t j = 0; e == CUBLASLT_EPILOGUE_BGRADB && j < n; j++)
+            for (uint64_t p = 0; p < k; p++)
+                grad[j] += (double)fb[j * k + p];
+        for (size_t i = 0; is_bgrad(e) && i < grad.size(); i++)
+            store((void *)o->bias, bias_type, i, (float)grad[i]);
     }
     return CUBLAS_STATUS_SUCCESS;
 }

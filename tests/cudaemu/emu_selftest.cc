@@ -5,11 +5,15 @@
  *   - a reduction without its __syncthreads gives a wrong value (poisoned shared memory in
  *     the fixed order; random switching too);
  *   - shuffles (idx, up, down, xor, widths), warp barriers, atomics, dynamic shared memory;
- *   - launch limits, stream/event handles, a wait on an event never recorded. */
+ *   - launch limits, stream/event handles, a wait on an event never recorded;
+ *   - cuBLASLt's epilogues with an aux matrix or a bias gradient: values of a small product
+ *     worked by hand, and the refusals cublasLt.h documents. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+#include <cublasLt.h>
 
 #define LAUNCH(g, b, sh, s, ...) ::fgemu::launcher(#__VA_ARGS__, &__VA_ARGS__, g, b, sh, s)
 
@@ -247,6 +251,124 @@ static void test_runtime_rules(void)
     cudaFree(p);
 }
 
+/* D (2 x 3, col-major) = A (2 x 2) B (2 x 2 .. 3) with epilogue e; aux (ld 8) and vec on
+ * the device; returns the matmul's status (or the heuristic's when that refuses). */
+static cublasStatus_t lt_run(uint32_t e, int32_t bias_type, int64_t aux_ld, float *d_host,
+                             float *aux_host, float *vec_host, const float *vec_in)
+{
+    const float a[4] = { 1, 2, 3, 4 }, b[6] = { 1, -1, 0.5f, 2, -2, 0 };
+    float *da, *db, *dd, *daux, *dvec;
+    cudaMalloc((void **)&da, sizeof a);
+    cudaMalloc((void **)&db, sizeof b);
+    cudaMalloc((void **)&dd, 6 * 4);
+    cudaMalloc((void **)&daux, 3 * 8 * 4);
+    cudaMalloc((void **)&dvec, 3 * 4);
+    cudaMemcpy(da, a, sizeof a, cudaMemcpyHostToDevice);
+    cudaMemcpy(db, b, sizeof b, cudaMemcpyHostToDevice);
+    cudaMemcpy(dvec, vec_in, 3 * 4, cudaMemcpyHostToDevice);
+    /* aux holds gelu's input for the backward epilogues */
+    const float pre[24] = { -1, 0.5f, 0, 0, 0, 0, 0, 0, 2, -0.25f, 0, 0, 0, 0, 0, 0, 1, 3 };
+    cudaMemcpy(daux, pre, sizeof pre, cudaMemcpyHostToDevice);
+    cublasLtHandle_t h;
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, ld;
+    cublasLtMatmulPreference_t pref;
+    cublasLtCreate(&h);
+    cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, 2, 2, 2);
+    cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, 2, 3, 2);
+    cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, 2, 3, 2);
+    cublasLtMatmulPreferenceCreate(&pref);
+    cublasLtEpilogue_t epi = (cublasLtEpilogue_t)e;
+    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &dvec, sizeof dvec);
+    if (bias_type >= 0)
+        cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                       sizeof bias_type);
+    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &daux,
+                                   sizeof daux);
+    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld,
+                                   sizeof aux_ld);
+    cublasLtMatmulHeuristicResult_t r;
+    int found = 0;
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(h, op, la, lb, ld, ld, pref, 1, &r, &found);
+    float one = 1, zero = 0;
+    if (st == CUBLAS_STATUS_SUCCESS)
+        st = cublasLtMatmul(h, op, &one, da, la, db, lb, &zero, dd, ld, dd, ld, &r.algo, NULL, 0,
+                            0);
+    cudaMemcpy(d_host, dd, 6 * 4, cudaMemcpyDeviceToHost);
+    cudaMemcpy(aux_host, daux, 24 * 4, cudaMemcpyDeviceToHost);
+    cudaMemcpy(vec_host, dvec, 3 * 4, cudaMemcpyDeviceToHost);
+    cublasLtMatmulPreferenceDestroy(pref);
+    cublasLtMatrixLayoutDestroy(la);
+    cublasLtMatrixLayoutDestroy(lb);
+    cublasLtMatrixLayoutDestroy(ld);
+    cublasLtMatmulDescDestroy(op);
+    cublasLtDestroy(h);
+    cudaFree(da);
+    cudaFree(db);
+    cudaFree(dd);
+    cudaFree(daux);
+    cudaFree(dvec);
+    return st;
+}
+
+static float ref_gelu(float x)
+{
+    return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
+static float ref_dgelu(float x) /* central difference in double: independent of the formula */
+{
+    double h = 1e-4, xd = x, k = 0.7978845608028654;
+    auto g = [k](double v) { return 0.5 * v * (1.0 + tanh(k * (v + 0.044715 * v * v * v))); };
+    return (float)((g(xd + h) - g(xd - h)) / (2 * h));
+}
+
+static void test_cublaslt_epilogues(void)
+{
+    /* A = [1 3; 2 4], B = [1 0.5 -2; -1 2 0]: AB = [-2 6.5 -2; -2 9 -4] (column-major) */
+    const float ab[6] = { -2, -2, 6.5f, 9, -2, -4 };
+    const float bias[3] = { 0.5f, -1, 0 };
+    float d[6], aux[24], vec[3];
+    cublasStatus_t st = lt_run(CUBLASLT_EPILOGUE_GELU_AUX_BIAS, -1, 8, d, aux, vec, bias);
+    CHECK(st == CUBLAS_STATUS_SUCCESS, "GELU_AUX_BIAS failed: %d", (int)st);
+    for (int j = 0; j < 3; j++)
+        for (int i = 0; i < 2; i++) {
+            float pre = ab[j * 2 + i] + bias[i];
+            CHECK(fabsf(aux[j * 8 + i] - pre) < 1e-6f && fabsf(d[j * 2 + i] - ref_gelu(pre)) < 1e-6f,
+                  "GELU_AUX_BIAS (%d,%d): aux %g d %g, want %g %g", i, j, aux[j * 8 + i],
+                  d[j * 2 + i], pre, ref_gelu(pre));
+        }
+    const float pre[6] = { -1, 0.5f, 2, -0.25f, 1, 3 }; /* aux's (i, j) as lt_run stores it */
+    st = lt_run(CUBLASLT_EPILOGUE_DGELU_BGRAD, -1, 8, d, aux, vec, bias);
+    CHECK(st == CUBLAS_STATUS_SUCCESS, "DGELU_BGRAD failed: %d", (int)st);
+    float sums[2] = { 0, 0 };
+    for (int j = 0; j < 3; j++)
+        for (int i = 0; i < 2; i++) {
+            float want = ab[j * 2 + i] * ref_dgelu(pre[j * 2 + i]);
+            sums[i] += want;
+            CHECK(fabsf(d[j * 2 + i] - want) < 1e-4f, "DGELU (%d,%d): %g, want %g", i, j,
+                  d[j * 2 + i], want);
+        }
+    CHECK(fabsf(vec[0] - sums[0]) < 1e-4f && fabsf(vec[1] - sums[1]) < 1e-4f,
+          "DGELU_BGRAD's bias gradient %g %g, want %g %g", vec[0], vec[1], sums[0], sums[1]);
+    st = lt_run(CUBLASLT_EPILOGUE_BGRADA, -1, 0, d, aux, vec, bias);
+    CHECK(st == CUBLAS_STATUS_SUCCESS && vec[0] == 4 && vec[1] == 6 && d[2] == 6.5f,
+          "BGRADA: %d, %g %g (want A's row sums 4 6)", (int)st, vec[0], vec[1]);
+    st = lt_run(CUBLASLT_EPILOGUE_BGRADB, -1, 0, d, aux, vec, bias);
+    CHECK(st == CUBLAS_STATUS_SUCCESS && vec[0] == 0 && vec[1] == 2.5f && vec[2] == -2,
+          "BGRADB: %d, %g %g %g (want B's column sums 0 2.5 -2)", (int)st, vec[0], vec[1],
+          vec[2]);
+    /* what cublasLt.h rules out */
+    st = lt_run(CUBLASLT_EPILOGUE_GELU_AUX_BIAS, -1, 4, d, aux, vec, bias);
+    CHECK(st == CUBLAS_STATUS_NOT_SUPPORTED, "an aux ld of 4 (not a multiple of 8): %d", (int)st);
+    st = lt_run(CUBLASLT_EPILOGUE_DGELU_BGRAD, CUDA_R_16BF, 8, d, aux, vec, bias);
+    CHECK(st == CUBLAS_STATUS_NOT_SUPPORTED, "a bf16 bias gradient of an f32 D: %d", (int)st);
+    st = lt_run(CUBLASLT_EPILOGUE_DGELU, -1, 0, d, aux, vec, bias);
+    CHECK(st == CUBLAS_STATUS_INVALID_VALUE, "an aux ld of 0 (< D's rows): %d", (int)st);
+}
+
 int main(void)
 {
     test_deadlock();
@@ -255,6 +377,7 @@ int main(void)
     test_exited_lane();
     test_atomics_dynamic();
     test_runtime_rules();
+    test_cublaslt_epilogues();
     if (failures) {
         printf("%d check(s) failed\n", failures);
         return 1;

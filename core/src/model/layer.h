@@ -260,6 +260,14 @@ static inline fg_status fg_backend_lacks(fg_error *err, const char *fn)
 fg_status fg_affine_forward(const fg_layer_ctx *c, int rows, int out, int in, const void *x,
                             const void *w, const void *b, void *y, int ldy, fg_error *err);
 
+/* The weight gradients of that map: dw(out, in) (+)= dy^T x and db(out) (+)= dy's column
+ * sums (db NULL: none; added to when c->accumulate), dy rows ldy apart (ldy == out with a
+ * bias). One gemm_epilogue with the BGRADB tail (ABI 1.5) where the backend has it for the
+ * dtypes, else gemm then bias_grad: the same bits on the CPU backend. */
+fg_status fg_affine_weight_grads(const fg_layer_ctx *c, int rows, int out, int in,
+                                 const void *x, const void *dy, int ldy, void *dw, void *db,
+                                 fg_error *err);
+
 /* ---- loss (loss_xent.c) ------------------------------------------------------------- */
 
 /* Softmax cross-entropy over (rows, classes) logits in logits_dtype: loss_sum and correct

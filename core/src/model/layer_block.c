@@ -15,7 +15,11 @@
  * and backward runs forward again into it up to the GELU output before going back. The
  * same ops on the same inputs give the same bits, and the attention dropout mask is keyed
  * by (seed, layer, step, sample), not drawn from a stream, so it is the same mask. Such a
- * block keeps no K and V for fulgur generate's cache (decode.c refuses it). */
+ * block keeps no K and V for fulgur generate's cache (decode.c refuses it).
+ *
+ * Where the backend has gemm_epilogue (ABI 1.5) for the dtypes, the MLP's GELU, its backward
+ * and the bias gradients ride on the gemms (cuBLASLt's epilogues on CUDA); the CPU backend's
+ * op is the separate ops in the same order, so its bits do not change. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -171,20 +175,74 @@ fg_status fg_block_linear(const fg_layer_ctx *c, int rows, int out, int in, cons
     return fg_affine_forward(c, rows, out, in, x, w, b, y, out, err);
 }
 
-/* dW (+)= dy^T x, db (+)= sum dy, dx = dy W (dx may be NULL) */
+/* Whether the backend fuses gemm tails (gemm_epilogue, ABI 1.5) for these dtypes: operands
+ * ab, output c, bias. Without it the separate ops run, the same maths. */
+static int block_fuses(const fg_layer_ctx *c, uint32_t ab, uint32_t out, uint32_t bias)
+{
+    const uint32_t dtypes[3] = {ab, out, bias};
+    return fg_backend_can(c->be, c->bs, FG_OP_GEMM_EPILOGUE, dtypes);
+}
+
+/* dW (+)= dy^T x and db (+)= sum dy (db NULL: dW only) */
+static fg_status linear_bwd_weights(const fg_layer_ctx *c, int rows, int out, int in,
+                                    const void *x, const void *dy, void *dw, void *db,
+                                    fg_error *err)
+{
+    return fg_affine_weight_grads(c, rows, out, in, x, dy, out, dw, db, err);
+}
+
+/* dx = dy W (rows, in) */
+static fg_status linear_bwd_input(const fg_layer_ctx *c, int rows, int out, int in,
+                                  const void *w, const void *dy, void *dx, fg_error *err)
+{
+    uint32_t act = c->dt.act, param = c->dt.param;
+    return FG_OP(c, err, gemm, act, param, act, 0, 0, rows, in, out, 1.0f, dy, out, w, in, 0.0f,
+                 dx, in);
+}
+
+/* dW (+)= dy^T x, db (+)= sum dy (db NULL: already taken), dx = dy W (dx may be NULL) */
 static fg_status linear_bwd(const fg_layer_ctx *c, int rows, int out, int in, const void *x,
                             const void *w, const void *dy, void *dw, void *db, void *dx,
                             fg_error *err)
 {
-    uint32_t act = c->dt.act, param = c->dt.param, grad = c->dt.grad;
-    float beta = c->accumulate ? 1.0f : 0.0f;
-    fg_status st = FG_OP(c, err, gemm, act, act, grad, 1, 0, out, in, rows, 1.0f, dy, out, x, in,
-                         beta, dw, in);
-    if (st == FG_OK)
-        st = FG_OP(c, err, bias_grad, grad, act, db, dy, rows, out, 1, c->accumulate);
+    fg_status st = linear_bwd_weights(c, rows, out, in, x, dy, dw, db, err);
     if (st == FG_OK && dx)
-        st = FG_OP(c, err, gemm, act, param, act, 0, 0, rows, in, out, 1.0f, dy, out, w, in,
-                   0.0f, dx, in);
+        st = linear_bwd_input(c, rows, out, in, w, dy, dx, err);
+    return st;
+}
+
+/* The MLP's fc and GELU: f = h2 W^T + b kept for backward, g = gelu(f); one gemm with the
+ * GELU_AUX_BIAS tail where the backend has it (its operands share a dtype). */
+static fg_status block_fc_gelu(const fg_layer_ctx *c, int rows, int F, int C, const void *h2,
+                               void *w, void *b, void *f, void *g, fg_error *err)
+{
+    uint32_t act = c->dt.act, param = c->dt.param;
+    if (act == param && block_fuses(c, act, act, param))
+        return FG_OP(c, err, gemm_epilogue, act, act, param, FG_EPI_GELU_AUX_BIAS, 0, 1, rows, F,
+                     C, h2, C, w, C, g, F, f, F, b, 0);
+    fg_status st = fg_block_linear(c, rows, F, C, h2, w, b, f, err);
+    if (st == FG_OK)
+        st = FG_OP(c, err, activation_forward, act, FG_ACT_GELU, f, g,
+                   (size_t)rows * (size_t)F);
+    return st;
+}
+
+/* The MLP's df = (dg W_proj) * gelu'(f) from dy = dg's gradient, and mlp.fc's bias gradient
+ * when the backend fuses them (DGELU_BGRAD); returns whether it did (else the caller's
+ * linear_bwd of mlp.fc takes it). */
+static fg_status block_dgelu(const fg_layer_ctx *c, int rows, int F, int C, const void *dy,
+                             const void *w_proj, const void *f, const void *g, void *df,
+                             void *db_fc, int *fused, fg_error *err)
+{
+    uint32_t act = c->dt.act, param = c->dt.param, grad = c->dt.grad;
+    *fused = act == param && block_fuses(c, act, act, grad);
+    if (*fused)
+        return FG_OP(c, err, gemm_epilogue, act, act, grad, FG_EPI_DGELU_BGRAD, 0, 0, rows, F, C,
+                     dy, C, w_proj, F, df, F, (void *)f, F, db_fc, c->accumulate);
+    fg_status st = linear_bwd_input(c, rows, C, F, w_proj, dy, df, err);
+    if (st == FG_OK)
+        st = FG_OP(c, err, activation_backward, act, FG_ACT_GELU, f, g, df, df,
+                   (size_t)rows * (size_t)F);
     return st;
 }
 
@@ -213,10 +271,7 @@ static fg_status block_activations(const fg_layer *l, const fg_layer_ctx *c, blo
         st = FG_OP(c, err, layernorm_forward, act, param, 0, rows, d.C, s.x2, p[LN2_W],
                    p[LN2_B], (float)l->eps, s.mean2, s.rstd2, s.h2);
     if (st == FG_OK)
-        st = fg_block_linear(c, rows, d.F, d.C, s.h2, p[FC_W], p[FC_B], s.f, err);
-    if (st == FG_OK)
-        st = FG_OP(c, err, activation_forward, act, FG_ACT_GELU, s.f, s.g,
-                   (size_t)rows * (size_t)d.F);
+        st = block_fc_gelu(c, rows, d.F, d.C, s.h2, p[FC_W], p[FC_B], s.f, s.g, err);
     return st;
 }
 
@@ -252,14 +307,15 @@ static fg_status block_backward(const fg_layer *l, const fg_layer_ctx *c, fg_err
     void *ws_attn = fg_block_attention_workspace(l, c);
     fg_status st = l->recompute ? block_activations(l, c, s, err) : FG_OK;
     /* MLP: dy -> dg -> df -> dh2 */
+    int fused = 0;
     if (st == FG_OK)
-        st = linear_bwd(c, rows, d.C, d.F, s.g, p[MPROJ_W], c->dy, g[MPROJ_W], g[MPROJ_B],
-                              dA, err);
+        st = linear_bwd_weights(c, rows, d.C, d.F, s.g, c->dy, g[MPROJ_W], g[MPROJ_B], err);
     if (st == FG_OK)
-        st = FG_OP(c, err, activation_backward, act, FG_ACT_GELU, s.f, s.g, dA, dA,
-                   (size_t)rows * (size_t)d.F);
+        st = block_dgelu(c, rows, d.F, d.C, c->dy, p[MPROJ_W], s.f, s.g, dA, g[FC_B], &fused,
+                         err);
     if (st == FG_OK)
-        st = linear_bwd(c, rows, d.F, d.C, s.h2, p[FC_W], dA, g[FC_W], g[FC_B], dB, err);
+        st = linear_bwd(c, rows, d.F, d.C, s.h2, p[FC_W], dA, g[FC_W], fused ? NULL : g[FC_B],
+                        dB, err);
     /* dx2 = ln_2'(dh2) + dy */
     if (st == FG_OK)
         st = FG_OP(c, err, layernorm_backward, act, param, grad, 0, rows, d.C, s.x2, p[LN2_W],

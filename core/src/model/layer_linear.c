@@ -81,14 +81,10 @@ static fg_status linear_backward(const fg_layer *l, const fg_layer_ctx *c, fg_er
 {
     int in = linear_in(l), out = (int)l->units, rows = linear_rows(l, c);
     int ldy = c->y_ld ? c->y_ld : out; /* padded logits: rows of ldy, bias-free */
-    uint32_t act = c->dt.act, param = c->dt.param, grad = c->dt.grad;
-    float beta = c->accumulate ? 1.0f : 0.0f;
-    /* dW(out, in) (+)= dy^T x */
-    fg_status st = FG_OP(c, err, gemm, act, act, grad, 1, 0, out, in, rows, 1.0f, c->dy, ldy,
-                         c->x, in, beta, c->grad[0], in);
-    if (st == FG_OK && l->bias)
-        st = FG_OP(c, err, bias_grad, grad, act, c->grad[1], c->dy, rows, out, 1,
-                   c->accumulate);
+    uint32_t act = c->dt.act, param = c->dt.param;
+    /* dW(out, in) (+)= dy^T x, db (+)= sum dy */
+    fg_status st = fg_affine_weight_grads(c, rows, out, in, c->x, c->dy, ldy, c->grad[0],
+                                          l->bias ? c->grad[1] : NULL, err);
     /* dx(rows, in) = dy W */
     if (st == FG_OK && c->dx)
         st = FG_OP(c, err, gemm, act, param, act, 0, 0, rows, in, out, 1.0f, c->dy, ldy,

@@ -34,6 +34,15 @@ typedef enum fg_activation {
     FG_ACT_SIGMOID = 4
 } fg_activation;
 
+/* gemm_epilogue's fused tails (ABI 1.5), each what cuBLASLt's epilogue of the same name
+ * computes once fulgur's row-major gemm is mapped onto its column-major one (see the op). */
+typedef enum fg_gemm_epilogue {
+    FG_EPI_BIAS = 1,          /* C = P + bias(n): gemm_bias */
+    FG_EPI_GELU_AUX_BIAS = 2, /* aux = P + bias(n), C = gelu(aux): an MLP's fc forward */
+    FG_EPI_DGELU_BGRAD = 3,   /* C = P * gelu'(aux), bias(n) (+)= column sums of C */
+    FG_EPI_BGRADB = 4         /* C (+)= P, bias(m) (+)= row sums of op(A): dW and db */
+} fg_gemm_epilogue;
+
 typedef enum fg_pool_mode { FG_POOL_MAX = 1, FG_POOL_AVG = 2 } fg_pool_mode;
 
 /* A 2-D convolution or pooling window over NCHW tensors. */
@@ -189,6 +198,11 @@ typedef struct fg_attention_desc {
 #define FG_OP_SIG_classifier(P) P(uint32_t, dtype) /* logits, dlogits */                        \
     P(const void *, logits) P(int, ld) P(const int32_t *, labels) P(int, rows) P(int, classes)   \
     P(float *, loss_sum) P(float *, correct) P(float, grad_scale) P(void *, dlogits)
+#define FG_OP_SIG_gemm_epilogue(P) P(uint32_t, ab_dtype) /* a, b */                             \
+    P(uint32_t, c_dtype) /* c, aux */ P(uint32_t, bias_dtype) /* bias */ P(int, epilogue)        \
+    P(int, trans_a) P(int, trans_b) P(int, m) P(int, n) P(int, k) P(const void *, a)             \
+    P(int, lda) P(const void *, b) P(int, ldb) P(void *, c) P(int, ldc) P(void *, aux)           \
+    P(int, ldaux) P(void *, bias) P(int, accumulate)
 
 #define FG_BACKEND_OPS(X, ctx)                                                                   \
     X(ctx, GEMM, gemm, "a", "b", "c")                                                            \
@@ -223,7 +237,8 @@ typedef struct fg_attention_desc {
     X(ctx, ATTENTION_BACKWARD, attention_backward, "qkv")                                        \
     X(ctx, ATTENTION_DECODE, attention_decode, "qkv") /* ABI 1.1 */                              \
     X(ctx, GEMM_BIAS, gemm_bias, "a", "b", "c") /* ABI 1.2 */                                   \
-    X(ctx, CLASSIFIER, classifier, "logits") /* ABI 1.4 */
+    X(ctx, CLASSIFIER, classifier, "logits") /* ABI 1.4 */                                      \
+    X(ctx, GEMM_EPILOGUE, gemm_epilogue, "ab", "c", "bias") /* ABI 1.5 */
 
 /* The generators' helpers: each argument as a declaration or as its name, after a comma. */
 #define FG_OP_DECL_(type, name) , type name
@@ -510,6 +525,28 @@ typedef struct fg_backend_vtable {
      * work on it itself (CUDA: the queue's cudaStream_t, which comm.nccl takes as its
      * `queue`). NULL, or a NULL result: the queue has none (the CPU backend). */
     void *(*queue_native)(void *state, void *queue);
+    /* [optional: linear layers, the transformer block's MLP] A gemm with a fused tail
+     * (epilogue: fg_gemm_epilogue). P(m,n) = op(A) op(B) as gemm (row-major, product in
+     * f32); a and b have ab_dtype, c and aux c_dtype, bias bias_dtype. accumulate must be 0
+     * for the forward epilogues.
+     *   FG_EPI_BIAS: C = P + bias(n), rounded once (gemm_bias). aux unused.
+     *   FG_EPI_GELU_AUX_BIAS: aux(m,n; ldaux) = P + bias(n), rounded once; C = gelu(aux)
+     *     (tanh, FG_ACT_GELU). In a half c_dtype the gelu reads the f32 sum before aux's
+     *     rounding (cuBLASLt) or aux as stored (activation_forward over aux: the CPU
+     *     backend); in f32 the two are the same.
+     *   FG_EPI_DGELU_BGRAD: C = P * gelu'(aux(m,n; ldaux)), the GELU's input gradient for
+     *     the forward's aux; bias(n) = (accumulate: +=) the sums of C's columns over its m
+     *     rows: the bias gradient of the linear whose output C is the gradient of. In a
+     *     half c_dtype, P may be rounded before the product (gemm then
+     *     activation_backward: the CPU backend) and the sums may read C unrounded.
+     *   FG_EPI_BGRADB: C = P (accumulate: C += P, as gemm with beta 1) and bias(m) =
+     *     (accumulate: +=) the sums of op(A)'s rows over k: with trans_a, A (k, m) is a
+     *     linear's output gradient dy, C = dy^T x its weight gradient and bias its bias
+     *     gradient (cuBLASLt's BGRADB: its B is fulgur's a, see cuda_gemm.c).
+     * aux and ldaux (>= n) are read only by the two GELU epilogues; bias is never NULL. A
+     * call with m or n zero does nothing. Sums run in f32 or wider. NULL: the caller runs
+     * gemm (or gemm_bias), activation_forward/activation_backward and bias_grad. */
+    FG_OP_ENTRY(gemm_epilogue); /* op 33 */
 } fg_backend_vtable;
 
 /* The five event entries (all or none: see "queues and events" above). */

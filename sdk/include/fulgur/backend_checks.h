@@ -86,6 +86,29 @@ FG_OP_CHECK(gemm_bias)
                                 ldc, skip, err);
 }
 
+FG_OP_CHECK(gemm_epilogue)
+{
+    FG_CHECK_QUEUE_("gemm_epilogue");
+    FG_CHECK_(epilogue >= FG_EPI_BIAS && epilogue <= FG_EPI_BGRADB, "gemm_epilogue",
+              "unknown epilogue %d (bias 1, gelu_aux_bias 2, dgelu_bgrad 3, bgradb 4)",
+              FG_CHECK_MSG_("gemm_epilogue"), epilogue);
+    int forward = epilogue == FG_EPI_BIAS || epilogue == FG_EPI_GELU_AUX_BIAS;
+    FG_CHECK_(!forward || !accumulate, "gemm_epilogue",
+              "accumulate = %d with a forward epilogue (%d): C is written, not added to",
+              FG_CHECK_MSG_("gemm_epilogue"), accumulate, epilogue);
+    fg_status st = fg_check_gemm_shape_(who, "gemm_epilogue", trans_a, trans_b, m, n, k, a, lda,
+                                        b, ldb, c, ldc, skip, err);
+    if (st != FG_OK || *skip)
+        return st;
+    FG_CHECK_NOT_NULL_("gemm_epilogue", bias);
+    if (epilogue == FG_EPI_GELU_AUX_BIAS || epilogue == FG_EPI_DGELU_BGRAD) {
+        FG_CHECK_NOT_NULL_("gemm_epilogue", aux);
+        FG_CHECK_(ldaux >= n, "gemm_epilogue", "ldaux = %d is smaller than n = %d",
+                  FG_CHECK_MSG_("gemm_epilogue"), ldaux, n);
+    }
+    return FG_OK;
+}
+
 FG_OP_CHECK(bias_add)
 {
     FG_CHECK_QUEUE_("bias_add");
