@@ -89,6 +89,22 @@ cudaError_t fg_cu_adamw_update(cudaStream_t s, const fg_cu_adamw *a, void *param
                                int param_type, const void *grad, int grad_type, float *m,
                                float *v, size_t n);
 
+/* ---- the optimizer step without a host round trip (optimizer.cu) ---------------------- */
+/* *sq = sum of x^2 (fg_cu_sum_squares, scratch its), then *coef = clip_grad_norm_'s factor
+ * max_norm / (sqrt(*sq) + 1e-6) in double, 1 when that is not below 1: all on the device. */
+cudaError_t fg_cu_grad_clip_coef(cudaStream_t s, int type, const void *x, size_t n,
+                                 double max_norm, float *sq, float *coef, double *scratch);
+/* fg_cu_sgd_update / fg_cu_adamw_update from grad * *grad_scale (rounded into grad_type;
+ * grad_scale NULL: 1; grad not written), and work (work_type; NULL: none) = the stored
+ * parameter cast, in the same pass. */
+cudaError_t fg_cu_sgd_fused(cudaStream_t s, const fg_cu_sgd *a, void *param, int param_type,
+                            const void *grad, int grad_type, float *buf,
+                            const float *grad_scale, void *work, int work_type, size_t n);
+cudaError_t fg_cu_adamw_fused(cudaStream_t s, const fg_cu_adamw *a, void *param,
+                              int param_type, const void *grad, int grad_type, float *m,
+                              float *v, const float *grad_scale, void *work, int work_type,
+                              size_t n);
+
 /* ---- reductions (reduce.cu) ------------------------------------------------------------- */
 /* *out = (float) sum of x^2 (type) in f64; scratch: FG_CU_REDUCE_BLOCKS doubles. */
 cudaError_t fg_cu_sum_squares(cudaStream_t s, int type, const void *x, size_t n, float *out,

@@ -42,6 +42,9 @@ typedef struct fg_cpu_queue {
      * device's accounting. */
     float *scratch;
     size_t scratch_bytes;
+    /* the scaled gradients of the fused optimizer ops (cpu_optim_fused.c), grown likewise */
+    float *fused;
+    size_t fused_bytes;
     /* bf16 gemm primitives (cpu_bf16.c), made on the queue's first bf16 gemm */
     struct fg_cpu_dnnl_gemm *dnnl;
     int dnnl_failed; /* oneDNN could not make an engine: emulate */

@@ -208,6 +208,7 @@ void fg_cpu_queue_destroy(void *state, void *queue)
     (void)state;
     if (queue) {
         free(((fg_cpu_queue *)queue)->scratch);
+        free(((fg_cpu_queue *)queue)->fused);
         fg_cpu_bf16_queue_fini(queue);
     }
     free(queue);

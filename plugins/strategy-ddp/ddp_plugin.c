@@ -107,6 +107,9 @@ static fg_status ddp_info(void *state, fg_strategy_info *out, fg_error *err)
         out->rank = d->topo.rank;
         out->world_size = d->topo.world_size;
     }
+    /* after sync_grads the replica holds the all-reduced gradients, and optimizer_step
+     * updates every parameter from them: the clip norm is local to the rank */
+    if (FG_HAS_FIELD(out, fg_strategy_info, primary_grads)) out->primary_grads = 1;
     return FG_OK;
 }
 

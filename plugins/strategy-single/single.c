@@ -40,6 +40,8 @@ static fg_status single_info(void *state, fg_strategy_info *out, fg_error *err)
     /* Gradients and parameters reach it only through the services (clipping, optimizer,
      * checkpoints), which handle half storage. */
     if (FG_HAS_FIELD(out, fg_strategy_info, half_storage)) out->half_storage = 1;
+    /* one replica: its gradients are the model's, its update the only one */
+    if (FG_HAS_FIELD(out, fg_strategy_info, primary_grads)) out->primary_grads = 1;
     return FG_OK;
 }
 

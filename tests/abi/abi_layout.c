@@ -110,7 +110,8 @@ static const layout_line current[] = {
     FIELD(fg_backend_vtable, attention_backward), FIELD(fg_backend_vtable, attention_decode),
     FIELD(fg_backend_vtable, gemm_bias), FIELD(fg_backend_vtable, host_synchronous),
     FIELD(fg_backend_vtable, classifier), FIELD(fg_backend_vtable, queue_native),
-    FIELD(fg_backend_vtable, gemm_epilogue),
+    FIELD(fg_backend_vtable, gemm_epilogue), FIELD(fg_backend_vtable, grad_clip_coef),
+    FIELD(fg_backend_vtable, sgd_fused), FIELD(fg_backend_vtable, adamw_fused),
     SIZE(fg_backend_op_desc),
     FIELD(fg_backend_op_desc, name), FIELD(fg_backend_op_desc, offset),
     FIELD(fg_backend_op_desc, dtype_count), FIELD(fg_backend_op_desc, dtype_names),
@@ -184,7 +185,7 @@ static const layout_line current[] = {
     FIELD(fg_strategy_info, launch_mode), FIELD(fg_strategy_info, needs_comm),
     FIELD(fg_strategy_info, devices), FIELD(fg_strategy_info, rank),
     FIELD(fg_strategy_info, world_size), FIELD(fg_strategy_info, half_storage),
-    FIELD(fg_strategy_info, own_master),
+    FIELD(fg_strategy_info, own_master), FIELD(fg_strategy_info, primary_grads),
 
     SIZE(fg_batch), FIELD(fg_batch, struct_size), FIELD(fg_batch, samples),
     FIELD(fg_batch, labels), FIELD(fg_batch, count), FIELD(fg_batch, sample_elems),
@@ -292,6 +293,8 @@ static const layout_line current[] = {
     ENUM(fg_backend_op, FG_OP_ATTENTION_BACKWARD), ENUM(fg_backend_op, FG_OP_ATTENTION_DECODE),
     ENUM(fg_backend_op, FG_OP_GEMM_BIAS), ENUM(fg_backend_op, FG_OP_CLASSIFIER),
     ENUM(fg_backend_op, FG_OP_GEMM_EPILOGUE),
+    ENUM(fg_backend_op, FG_OP_GRAD_CLIP_COEF), ENUM(fg_backend_op, FG_OP_SGD_FUSED),
+    ENUM(fg_backend_op, FG_OP_ADAMW_FUSED),
     /* FG_OP_COUNT is not recorded: it grows with every op a minor appends. */
     ENUM(fg_reduce_op, FG_REDUCE_SUM), ENUM(fg_reduce_op, FG_REDUCE_AVG),
     ENUM(fg_reduce_op, FG_REDUCE_MAX),

@@ -82,6 +82,7 @@ void test_xent(void);
 void test_classifier(void);
 void test_pointwise_loss(void);
 void test_optim(void);
+void test_optim_fused(void); /* parity_optim.c */
 void test_layernorm(void);
 void test_embedding(void);
 void test_attention(void);

@@ -39,6 +39,9 @@ void fgemu_shfl(unsigned mask, const void *in, void *out, size_t size, int kind,
 void fgemu_point(void);
 /* The block's dynamic shared memory (extern __shared__). */
 void *fgemu_dynamic_shared(void);
+/* Host synchronisations so far (emu_runtime.cc; FGEMU_SYNC_LOG=path writes them by kind at
+ * exit). */
+unsigned long long fgemu_host_syncs(void);
 
 /* Modes (also read from the environment at the first launch: FGEMU_RANDOM=seed switches
  * threads at random points, FGEMU_POISON=0 stops filling shared memory with 0xff bytes at

@@ -191,9 +191,74 @@ cudaError_t check_copy(void *dst, const void *src, size_t n, cudaMemcpyKind kind
     return cudaSuccess;
 }
 
+/* Host synchronisations (FGEMU_SYNC_LOG): the calls that make the host wait for the
+ * device, as a real GPU would: cudaStreamSynchronize, cudaDeviceSynchronize, a host's
+ * cudaEventSynchronize, cudaMemcpy (blocking) and a cudaMemcpyAsync from the device into
+ * pageable host memory (the runtime returns once it is done). Counted by kind; written
+ * to the file FGEMU_SYNC_LOG names when the process exits. */
+enum { SYNC_STREAM, SYNC_DEVICE, SYNC_EVENT, SYNC_COPY, SYNC_KINDS };
+const char *const kSyncNames[SYNC_KINDS] = { "cudaStreamSynchronize", "cudaDeviceSynchronize",
+                                             "cudaEventSynchronize", "copy_to_pageable" };
+unsigned long long g_syncs[SYNC_KINDS];
+pthread_once_t g_sync_once = PTHREAD_ONCE_INIT;
+
+void write_sync_log()
+{
+    const char *path = getenv("FGEMU_SYNC_LOG");
+    FILE *f = path && *path ? fopen(path, "a") : NULL;
+    if (!f)
+        return;
+    unsigned long long total = 0;
+    for (int k = 0; k < SYNC_KINDS; k++)
+        total += __atomic_load_n(&g_syncs[k], __ATOMIC_RELAXED);
+    fprintf(f, "host_syncs %llu", total);
+    for (int k = 0; k < SYNC_KINDS; k++)
+        fprintf(f, " %s %llu", kSyncNames[k], __atomic_load_n(&g_syncs[k], __ATOMIC_RELAXED));
+    fprintf(f, "\n");
+    fclose(f);
+}
+
+void arm_sync_log()
+{
+    const char *path = getenv("FGEMU_SYNC_LOG");
+    if (path && *path)
+        atexit(write_sync_log);
+}
+
+void count_sync(int kind)
+{
+    pthread_once(&g_sync_once, arm_sync_log);
+    __atomic_add_fetch(&g_syncs[kind], 1, __ATOMIC_RELAXED);
+}
+
+/* A destination in host memory that is not page-locked. */
+int pageable(const void *p)
+{
+    pthread_mutex_lock(&g_lock);
+    const allocation *a = find(p, 1);
+    int pinned = a != NULL;
+    pthread_mutex_unlock(&g_lock);
+    return !pinned;
+}
+
+void event_wait(cudaEvent_t e)
+{
+    emu_event *ev = (emu_event *)e;
+    if (ev->stream)
+        wait_ticket(ev->stream, ev->ticket);
+}
+
 } // namespace
 
 extern "C" {
+
+unsigned long long fgemu_host_syncs(void)
+{
+    unsigned long long total = 0;
+    for (int k = 0; k < SYNC_KINDS; k++)
+        total += __atomic_load_n(&g_syncs[k], __ATOMIC_RELAXED);
+    return total;
+}
 
 int fgemu_stream_valid(cudaStream_t s)
 {
@@ -433,6 +498,7 @@ cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b)
 
 cudaError_t cudaDeviceSynchronize(void)
 {
+    count_sync(SYNC_DEVICE);
     drain_all();
     return ret(cudaSuccess);
 }
@@ -494,6 +560,8 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcp
     if (e != cudaSuccess)
         return ret(e);
     fgemu_stream_drain(s); /* stream order; a copy to pageable memory returns when done */
+    if (n && kind == cudaMemcpyDeviceToHost && pageable(dst))
+        count_sync(SYNC_COPY);
     if (n)
         memmove(dst, src, n);
     return cudaSuccess;
@@ -501,6 +569,8 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcp
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
 {
+    if (n && !(kind == cudaMemcpyDeviceToHost && pageable(dst)))
+        count_sync(SYNC_COPY); /* blocking whatever its direction (a D2H one counts below) */
     return cudaMemcpyAsync(dst, src, n, kind, 0);
 }
 
@@ -557,6 +627,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s)
 {
     if (!stream_ok(s))
         return ret(cudaErrorInvalidResourceHandle);
+    count_sync(SYNC_STREAM);
     fgemu_stream_drain(s);
     return ret(cudaSuccess);
 }
@@ -619,9 +690,8 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e)
 {
     if (!event_ok(e))
         return ret(cudaErrorInvalidResourceHandle);
-    emu_event *ev = (emu_event *)e;
-    if (ev->stream)
-        wait_ticket(ev->stream, ev->ticket);
+    count_sync(SYNC_EVENT);
+    event_wait(e);
     return ret(cudaSuccess);
 }
 
@@ -649,7 +719,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags)
                 "recorded\n", (void *)e);
         return ret(cudaErrorInvalidResourceHandle);
     }
-    cudaEventSynchronize(e); /* the device-side wait, done by the host here */
+    event_wait(e); /* the device-side wait, done by the host here (not a host sync) */
     return ret(cudaSuccess);
 }
 

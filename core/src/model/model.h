@@ -219,6 +219,9 @@ const fg_role_dtypes *fg_model_dtypes(const fg_model *m);
 fg_status fg_replica_cast_params(fg_replica *r, void *queue, fg_error *err);
 /* Bytes of the working parameters (0 when the layers read the f32 ones). */
 size_t fg_replica_work_bytes(const fg_replica *r);
+/* The working parameters (laid out as fg_replica_params, in *dtype), or NULL when the
+ * layers read the f32 ones: what a fused optimizer step writes (ABI 1.5). */
+void *fg_replica_work(const fg_replica *r, uint32_t *dtype);
 uint32_t fg_replica_act_dtype(const fg_replica *r);
 /* "True" half modes: on = 0 keeps the half parameters as the only copy (no f32 master:
  * fg_replica_params then points at param-dtype values the optimizer updates in place).

@@ -292,6 +292,48 @@ fg_status fg_optimizer_step_at(fg_optimizer *opt, void *queue, float lr, float *
                                  err);
 }
 
+int fg_optimizer_can_fuse(const fg_optimizer *opt, uint32_t work_dtype)
+{
+    const uint32_t dtypes[3] = {opt->param_dtype, opt->grad_dtype, work_dtype};
+    uint32_t op = opt->oc.kind == FG_OPTIMIZER_SGD ? FG_OP_SGD_FUSED : FG_OP_ADAMW_FUSED;
+    return fg_backend_can(opt->be, opt->bs, op, dtypes);
+}
+
+fg_status fg_optimizer_step_fused(fg_optimizer *opt, void *queue, float lr, void *params,
+                                  const void *grads, size_t offset, size_t count,
+                                  const float *grad_scale, void *work, uint32_t work_dtype,
+                                  fg_error *err)
+{
+    if (offset > opt->count || count > opt->count - offset)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "fused optimizer step over [%zu, %zu) is outside its %zu values",
+                            offset, offset + count, opt->count);
+    if (opt->step < 1)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "optimizer step before fg_optimizer_begin_step");
+    if (!fg_optimizer_can_fuse(opt, work ? work_dtype : opt->param_dtype))
+        return fg_error_set(err, FG_UNAVAILABLE, "the backend cannot run %s_fused with %s "
+                            "parameters, %s gradients and a %s working copy",
+                            fg_optimizer_name(opt), fg_dtype_name((fg_dtype)opt->param_dtype),
+                            fg_dtype_name((fg_dtype)opt->grad_dtype),
+                            fg_dtype_name((fg_dtype)work_dtype));
+    if (!count)
+        return FG_OK;
+    const fg_optimizer_config *oc = &opt->oc;
+    if (oc->kind == FG_OPTIMIZER_SGD) {
+        fg_sgd_args a = {sizeof a, lr, (float)oc->momentum, (float)oc->dampening,
+                         (float)oc->weight_decay, oc->nesterov, opt->step == 1};
+        float *buf = opt->state_count ? opt->state[0] + offset : NULL;
+        return opt->be->sgd_fused(opt->bs, queue, opt->param_dtype, opt->grad_dtype, work_dtype,
+                                  &a, params, grads, buf, grad_scale, work, count, err);
+    }
+    fg_adamw_args a = {sizeof a, lr, (float)oc->beta1, (float)oc->beta2, (float)oc->eps,
+                       (float)oc->weight_decay, opt->step};
+    return opt->be->adamw_fused(opt->bs, queue, opt->param_dtype, opt->grad_dtype, work_dtype,
+                                &a, params, grads, opt->state[0] + offset,
+                                opt->state[1] + offset, grad_scale, work, count, err);
+}
+
 void fg_optimizer_op_needs(const fg_optimizer_config *oc, uint32_t param, uint32_t grad,
                            fg_op_needs *n)
 {

@@ -61,6 +61,18 @@ fg_status fg_optimizer_step(fg_optimizer *opt, void *queue, float lr, float *par
  * state's offset): for parameters held outside one flat buffer (sharded strategies). */
 fg_status fg_optimizer_step_at(fg_optimizer *opt, void *queue, float lr, float *params,
                                const float *grads, size_t offset, size_t count, fg_error *err);
+/* The step in one pass (backend ops sgd_fused / adamw_fused, ABI 1.5): fg_optimizer_step_at
+ * from grads * *grad_scale (an f32 device scalar, NULL: 1; grads are not modified), and
+ * `work` (count values of work_dtype, NULL: none) = the updated params cast, written by the
+ * same op. Bitwise the sequence scale, fg_optimizer_step_at, cast. Only when
+ * fg_optimizer_can_fuse said yes for work_dtype. */
+fg_status fg_optimizer_step_fused(fg_optimizer *opt, void *queue, float lr, void *params,
+                                  const void *grads, size_t offset, size_t count,
+                                  const float *grad_scale, void *work, uint32_t work_dtype,
+                                  fg_error *err);
+/* Nonzero when the backend runs the fused update of this optimizer with its params and
+ * grads dtypes and a working copy of work_dtype. */
+int fg_optimizer_can_fuse(const fg_optimizer *opt, uint32_t work_dtype);
 /* The dtypes of the params and grads the steps are given (FG_F32 by default; half ones in
  * "true" half modes and with half gradients), the state staying f32; FG_UNAVAILABLE when
  * the backend's update does not take them. Pointers and offsets of fg_optimizer_step count

@@ -827,6 +827,11 @@ fg_status fg_replica_cast_params(fg_replica *r, void *queue, fg_error *err)
 }
 
 size_t fg_replica_work_bytes(const fg_replica *r) { return r->work_bytes; }
+void *fg_replica_work(const fg_replica *r, uint32_t *dtype)
+{
+    *dtype = r->work ? r->dt->param : FG_F32;
+    return r->work;
+}
 uint32_t fg_replica_act_dtype(const fg_replica *r) { return r->dt ? r->dt->act : FG_F32; }
 uint32_t fg_replica_param_dtype(const fg_replica *r)
 {

@@ -138,7 +138,7 @@ static fg_status create_buffers(fg_train_ctx *c, fg_train_stage *s, fg_error *er
     if (st == FG_OK && act != FG_F32)
         st = stage_alloc(c, s, rows * s->in_elems * fg_dtype_size((fg_dtype)act), &s->x_act, err);
     if (st == FG_OK) st = stage_alloc(c, s, 2 * sizeof(float), (void **)&s->metrics_dev, err);
-    if (st == FG_OK) st = stage_alloc(c, s, sizeof(float), (void **)&s->scratch_dev, err);
+    if (st == FG_OK) st = stage_alloc(c, s, 2 * sizeof(float), (void **)&s->scratch_dev, err);
     if (st == FG_OK)
         st = fg_optimizer_create_with(c->optim, c->be, c->bs, s->device, s->opt_n, &s->opt, err);
     if (st == FG_OK)
@@ -342,6 +342,8 @@ void fg_train_services_init(fg_train_ctx *c, int max_batch)
     s->layer_count = (int32_t)fg_model_layer_count(c->model);
     fg_model_storage_dtypes(c->model, &s->param_dtype, &s->grad_dtype);
     s->strategy_master = c->own_master;
+    const char *unfused = secure_getenv("FULGUR_TEST_UNFUSED_STEP");
+    c->unfused = unfused && strcmp(unfused, "1") == 0;
     s->layer_info = layer_info;
     s->create = stage_create;
     s->destroy = stage_destroy;

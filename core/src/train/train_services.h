@@ -40,6 +40,9 @@ typedef struct fg_train_ctx {
     int fence_count;
     /* [model] ignore_index is set: the last stage counts the labels the loss keeps */
     int ignore_labels;
+    /* 1: the optimizer step runs as scale, update and cast (the backend's separate ops) even
+     * where the backend has the fused ones (FULGUR_TEST_UNFUSED_STEP=1, for comparisons) */
+    int unfused;
 } fg_train_ctx;
 
 /* What the core reads of a stage created by these services (checkpoints, checks, predict):

@@ -24,7 +24,8 @@ typedef struct fg_train_stage {
     fg_batch_copier *copier; /* an area per chunk: (max_batch, in...) samples on the first
                               * stage, (max_batch) labels on the last; NULL on the others */
     float *metrics_dev;      /* (2): loss sum, correct predictions */
-    float *scratch_dev;      /* (1): a reduction result */
+    float *scratch_dev;      /* (2): a reduction result; the clip factor on the device */
+    int64_t clip_step;       /* the step whose update reads scratch_dev[1] (0: none) */
     void *x_act;             /* (max_batch, in...) in a half activation dtype; else NULL */
     double count;            /* samples since the last metrics reset (last stage) */
     uint64_t cast_version;   /* ctx param_version the working parameters were cast at */

@@ -1,11 +1,13 @@
 /* The work of a training step on a stage of the train services: forward and backward of a
- * micro-batch, gradient norms and scaling, the optimizer update and the metric sums. Only
+ * micro-batch, gradient norms and scaling, the optimizer update (fused where the backend
+ * can: train_stage_fused.c) and the metric sums. Only
  * enqueues work, except where a host sync is the point (metrics, norms) or timing asked
  * for one. */
 #include "train_stage.h"
 
 #include "init.h"
 #include "step_sink.h"
+#include "train_stage_fused.h"
 #include "train_stage_step.h"
 
 #define CTX(p) ((fg_train_ctx *)(p))
@@ -247,7 +249,12 @@ static fg_status optimizer_step(void *ctx, void *stage, const fg_step_args *a, i
     c->param_version++;
     double mark = c->timing ? fg_now_seconds() : 0;
     fg_status st;
-    if (params) {
+    if (!params && fg_train_stage_can_fuse(c, s)) {
+        st = fg_train_stage_fused_step(c, s, a, (size_t)rel, (size_t)count, err);
+    } else if (s->clip_step == a->step) {
+        st = fg_error_set(err, FG_INTERNAL, "optimizer step %lld: the clip factor is on the "
+                          "device but this update cannot read it", (long long)a->step);
+    } else if (params) {
         st = fg_optimizer_step_at(s->opt, s->queue, a->lr, params, grads, (size_t)rel,
                                   (size_t)count, err);
     } else {

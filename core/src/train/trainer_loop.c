@@ -7,6 +7,7 @@
 #include "progress.h"
 #include "requeue.h"
 #include "step_sink.h"
+#include "train_stage_fused.h"
 #include "trainer_checks.h"
 #include "trainer_events.h"
 #include "trainer_internal.h"
@@ -153,8 +154,36 @@ static fg_status log_step(fg_trainer *t, log_window *w, fg_error *err)
     return st;
 }
 
+/* The primary stage when the strategy's gradients and update are all there
+ * (fg_strategy_info.primary_grads) and it can clip on the device; else NULL. */
+static void *device_clip_stage(fg_trainer *t)
+{
+    const fg_strategy_vtable *sv = STRAT(t);
+    fg_strategy_info si;
+    memset(&si, 0, sizeof si);
+    si.struct_size = sizeof si;
+    fg_error e = {0};
+    if (!sv->info || sv->info(t->strategy.state, &si, &e) != FG_OK || !si.primary_grads)
+        return NULL;
+    void *primary = sv->primary_replica ? sv->primary_replica(t->strategy.state) : NULL;
+    return primary && fg_train_stage_can_clip_on_device(&t->tctx, primary) ? primary : NULL;
+}
+
+/* Clipping by norm without a host round trip: the factor stays on the device and the
+ * step's fused update reads it. */
+static fg_status clip_on_device(fg_trainer *t, void *stage, fg_error *err)
+{
+    const fg_strategy_vtable *sv = STRAT(t);
+    fg_status st = sv->sync_grads ? sv->sync_grads(t->strategy.state, err) : FG_OK;
+    if (st != FG_OK) return st;
+    return fg_train_stage_clip_on_device(&t->tctx, stage, t->keys.clip_val,
+                                         t->progress.global_step + 1, err);
+}
+
 static fg_status clip_gradients(fg_trainer *t, fg_error *err)
 {
+    void *stage = t->keys.clip_by_value ? NULL : device_clip_stage(t);
+    if (stage) return clip_on_device(t, stage, err);
     const fg_strategy_vtable *sv = STRAT(t);
     if (!FG_HAS_FIELD(sv, fg_strategy_vtable, scale_grads) || !sv->grad_norm_sq || !sv->scale_grads)
         return fg_error_set(err, FG_UNAVAILABLE, "[strategy] %s cannot clip gradients "

@@ -203,6 +203,16 @@ typedef struct fg_attention_desc {
     P(int, trans_a) P(int, trans_b) P(int, m) P(int, n) P(int, k) P(const void *, a)             \
     P(int, lda) P(const void *, b) P(int, ldb) P(void *, c) P(int, ldc) P(void *, aux)           \
     P(int, ldaux) P(void *, bias) P(int, accumulate)
+#define FG_OP_SIG_grad_clip_coef(P) P(uint32_t, dtype) /* x */ P(const void *, x) P(size_t, n) \
+    P(double, max_norm) P(float *, sq) P(float *, coef)
+#define FG_OP_SIG_sgd_fused(P) P(uint32_t, param_dtype) /* param */                              \
+    P(uint32_t, grad_dtype) /* grad */ P(uint32_t, work_dtype) /* work */                        \
+    P(const fg_sgd_args *, a) P(void *, param) P(const void *, grad) P(float *, momentum_buf)    \
+    P(const float *, grad_scale) P(void *, work) P(size_t, n)
+#define FG_OP_SIG_adamw_fused(P) P(uint32_t, param_dtype) /* param */                            \
+    P(uint32_t, grad_dtype) /* grad */ P(uint32_t, work_dtype) /* work */                        \
+    P(const fg_adamw_args *, a) P(void *, param) P(const void *, grad) P(float *, m)             \
+    P(float *, v) P(const float *, grad_scale) P(void *, work) P(size_t, n)
 
 #define FG_BACKEND_OPS(X, ctx)                                                                   \
     X(ctx, GEMM, gemm, "a", "b", "c")                                                            \
@@ -237,8 +247,11 @@ typedef struct fg_attention_desc {
     X(ctx, ATTENTION_BACKWARD, attention_backward, "qkv")                                        \
     X(ctx, ATTENTION_DECODE, attention_decode, "qkv") /* ABI 1.1 */                              \
     X(ctx, GEMM_BIAS, gemm_bias, "a", "b", "c") /* ABI 1.2 */                                   \
-    X(ctx, CLASSIFIER, classifier, "logits") /* ABI 1.4 */                                      \
-    X(ctx, GEMM_EPILOGUE, gemm_epilogue, "ab", "c", "bias") /* ABI 1.5 */
+    X(ctx, CLASSIFIER, classifier, "logits") /* ABI 1.4 */                                       \
+    X(ctx, GEMM_EPILOGUE, gemm_epilogue, "ab", "c", "bias") /* ABI 1.5 */                    \
+    X(ctx, GRAD_CLIP_COEF, grad_clip_coef, "x") /* ABI 1.5 */                                    \
+    X(ctx, SGD_FUSED, sgd_fused, "param", "grad", "work") /* ABI 1.5 */                          \
+    X(ctx, ADAMW_FUSED, adamw_fused, "param", "grad", "work") /* ABI 1.5 */
 
 /* The generators' helpers: each argument as a declaration or as its name, after a comma. */
 #define FG_OP_DECL_(type, name) , type name
@@ -547,6 +560,23 @@ typedef struct fg_backend_vtable {
      * call with m or n zero does nothing. Sums run in f32 or wider. NULL: the caller runs
      * gemm (or gemm_bias), activation_forward/activation_backward and bias_grad. */
     FG_OP_ENTRY(gemm_epilogue); /* op 33 */
+    /* ABI 1.5, the optimizer step without a host round trip: */
+    /* [optional: gradient clipping by norm on the device] *sq = sum of x(n)^2 (an f32 device
+     * scalar, as sum_squares writes it), then *coef (an f32 device scalar) = the factor
+     * torch.nn.utils.clip_grad_norm_ multiplies the gradients by, computed in double as the
+     * host would: c = max_norm / (sqrt((double)*sq) + 1e-6), *coef = (float)c when c < 1,
+     * else 1 (also when c is NaN). The host reads neither. NULL: the trainer reads the norm
+     * to the host (sum_squares) and scales the gradients (scale). */
+    FG_OP_ENTRY(grad_clip_coef); /* op 34 */
+    /* [optional: the optimizer step in one pass] sgd_update (adamw_fused: adamw_update) of
+     * param from grad * *grad_scale, and the working copy written in the same pass: bitwise
+     * the sequence scale(grad_dtype, grad, *grad_scale) when grad_scale is not NULL (the
+     * product rounded into grad_dtype), the update, then cast(work_dtype, param_dtype,
+     * work, param) when work is not NULL; but grad is not modified. grad_scale: an f32
+     * device scalar (NULL: 1), read by the device; work: n values of work_dtype (NULL:
+     * none; work_dtype is then not read). NULL: the trainer runs that sequence. */
+    FG_OP_ENTRY(sgd_fused);   /* op 35 */
+    FG_OP_ENTRY(adamw_fused); /* op 36 */
 } fg_backend_vtable;
 
 /* The five event entries (all or none: see "queues and events" above). */

@@ -465,9 +465,11 @@ FG_OP_CHECK(sum_squares)
     return FG_OK; /* n == 0 still writes 0 */
 }
 
-FG_OP_CHECK(sgd_update)
+/* sgd_update's and sgd_fused's arguments (op names the caller). */
+static inline fg_status fg_check_sgd_(const char *who, const char *op, int *skip, void *queue,
+                                      const fg_sgd_args *a, void *param, const void *grad,
+                                      float *momentum_buf, size_t n, fg_error *err)
 {
-    const char *op = "sgd_update";
     FG_CHECK_QUEUE_(op);
     FG_CHECK_(a != NULL && a->struct_size >= offsetof(fg_sgd_args, first_step) +
                                                   sizeof a->first_step,
@@ -482,9 +484,17 @@ FG_OP_CHECK(sgd_update)
     return FG_OK;
 }
 
-FG_OP_CHECK(adamw_update)
+FG_OP_CHECK(sgd_update)
 {
-    const char *op = "adamw_update";
+    return fg_check_sgd_(who, "sgd_update", skip, queue, a, param, grad, momentum_buf, n, err);
+}
+
+/* adamw_update's and adamw_fused's arguments (op names the caller). */
+static inline fg_status fg_check_adamw_(const char *who, const char *op, int *skip,
+                                        void *queue, const fg_adamw_args *a, void *param,
+                                        const void *grad, float *m, float *v, size_t n,
+                                        fg_error *err)
+{
     FG_CHECK_QUEUE_(op);
     FG_CHECK_(a != NULL && a->struct_size >= offsetof(fg_adamw_args, step) + sizeof a->step, op,
               "args are NULL or older than fg_adamw_args v1.0", FG_CHECK_MSG_(op));
@@ -498,6 +508,34 @@ FG_OP_CHECK(adamw_update)
     FG_CHECK_NOT_NULL_(op, m);
     FG_CHECK_NOT_NULL_(op, v);
     return FG_OK;
+}
+
+FG_OP_CHECK(adamw_update)
+{
+    return fg_check_adamw_(who, "adamw_update", skip, queue, a, param, grad, m, v, n, err);
+}
+
+FG_OP_CHECK(grad_clip_coef)
+{
+    const char *op = "grad_clip_coef";
+    FG_CHECK_QUEUE_(op);
+    FG_CHECK_NOT_NULL_(op, sq);
+    FG_CHECK_NOT_NULL_(op, coef);
+    FG_CHECK_(max_norm > 0.0, op, "max_norm = %g must be > 0", FG_CHECK_MSG_(op), max_norm);
+    if (n > 0)
+        FG_CHECK_NOT_NULL_(op, x);
+    return FG_OK; /* n == 0 still writes *sq = 0 and *coef */
+}
+
+/* grad_scale and work may be NULL. */
+FG_OP_CHECK(sgd_fused)
+{
+    return fg_check_sgd_(who, "sgd_fused", skip, queue, a, param, grad, momentum_buf, n, err);
+}
+
+FG_OP_CHECK(adamw_fused)
+{
+    return fg_check_adamw_(who, "adamw_fused", skip, queue, a, param, grad, m, v, n, err);
 }
 
 /* ---- transformer ops ----------------------------------------------------------------------- */

@@ -35,6 +35,15 @@ typedef struct fg_strategy_info {
      * optimizer_step takes f32 params (the strategy's master) and half grads. Needs
      * half_storage. 0: the core keeps a whole f32 master beside the half working copy. */
     int32_t own_master;
+
+    /* ---- ABI 1.5 ----------------------------------------------------------------------- */
+    /* 1 when, after sync_grads, the primary replica's stage holds the final gradients of
+     * the whole model and optimizer_step updates every parameter from them (through
+     * fg_train_services.optimizer_step with params NULL, the whole range): single, ddp.
+     * The trainer may then clip by norm on the device (the factor computed from that
+     * stage's gradients and read by its update, no host round trip) instead of calling
+     * grad_norm_sq and scale_grads. 0 (older plugins): the host path. */
+    int32_t primary_grads;
 } fg_strategy_info;
 
 /* A batch as the loader delivered it, in host (staging) memory. Since ABI 1.4 the typed

@@ -1,0 +1,118 @@
+/* The optimizer step without a host round trip (ABI 1.5): the clip coefficient from the
+ * gradients' sum of squares, and sgd/adamw with the gradient scale read from device memory
+ * and the working copy written by the op. The CPU runs each as the sequence it replaces
+ * (scale, update, cast) with the same kernels, so a fused step is bitwise the unfused one;
+ * it is synchronous, so "device memory" is read where it lies. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_backend.h"
+#include "cpu_stage.h"
+#include "half.h"
+
+#define POOL(state) (((fg_cpu_backend *)(state))->pool)
+
+fg_status fg_cpu_op_grad_clip_coef(void *state, void *queue, uint32_t dtype, const void *x,
+                                   size_t n, double max_norm, float *sq, float *coef,
+                                   fg_error *err)
+{
+    fg_status st = fg_cpu_op_sum_squares(state, queue, dtype, x, n, sq, err);
+    if (st != FG_OK)
+        return st;
+    double c = max_norm / (sqrt((double)*sq) + 1e-6); /* torch.nn.utils.clip_grad_norm_ */
+    *coef = c < 1.0 ? (float)c : 1.0f;
+    return FG_OK;
+}
+
+/* The queue's buffer for n scaled f32 gradients and their rounding through n half values. */
+static float *fused_scratch(fg_cpu_queue *q, size_t n, const char *op, fg_error *err)
+{
+    size_t need = (n * (sizeof(float) + sizeof(uint16_t)) + 63) / 64 * 64;
+    if (need > q->fused_bytes) {
+        free(q->fused);
+        q->fused_bytes = 0;
+        q->fused = aligned_alloc(64, need);
+        if (!q->fused) {
+            fg_error_set(err, FG_OUT_OF_MEMORY, "cpu backend: %s: no memory for %zu bytes of "
+                         "scaled gradients", op, need);
+            return NULL;
+        }
+        q->fused_bytes = need;
+    }
+    return q->fused;
+}
+
+/* *g: the gradients the update reads: grad itself, or grad * scale rounded into grad_dtype
+ * (what the scale op leaves in grad) in the queue's buffer. */
+static fg_status scaled_grads(void *state, fg_cpu_queue *q, const char *op, uint32_t grad_dtype,
+                              const float *grad_f, const float *grad_scale, size_t n,
+                              const float **g, fg_error *err)
+{
+    *g = grad_f;
+    if (!grad_scale || *grad_scale == 1.0f)
+        return FG_OK;
+    float *tmp = fused_scratch(q, n, op, err);
+    if (!tmp)
+        return FG_OUT_OF_MEMORY;
+    memcpy(tmp, grad_f, n * sizeof(float));
+    fg_cpu_scale(POOL(state), tmp, *grad_scale, n);
+    if (grad_dtype != FG_F32) {
+        void *half = tmp + n;
+        fg_cpu_convert(POOL(state), half, (int)grad_dtype, tmp, FG_CPU_F32, n);
+        fg_cpu_convert(POOL(state), tmp, FG_CPU_F32, half, (int)grad_dtype, n);
+    }
+    *g = tmp;
+    return FG_OK;
+}
+
+/* The working copy, cast from the stored parameters as the cast op would. */
+static fg_status write_work(void *state, void *queue, uint32_t work_dtype,
+                            uint32_t param_dtype, void *work, const void *param, size_t n,
+                            fg_error *err)
+{
+    return work ? fg_cpu_op_cast(state, queue, work_dtype, param_dtype, work, param, n, err)
+                : FG_OK;
+}
+
+fg_status fg_cpu_op_sgd_fused(void *state, void *queue, uint32_t param_dtype,
+                              uint32_t grad_dtype, uint32_t work_dtype, const fg_sgd_args *a,
+                              void *param, const void *grad, float *momentum_buf,
+                              const float *grad_scale, void *work, size_t n, fg_error *err)
+{
+    fg_cpu_operand o[] = {ARG_INOUT(param, param_dtype, n), ARG_IN(grad, grad_dtype, n)};
+    fg_status st = fg_cpu_stage(state, queue, "sgd_fused", o, NARGS(o), err);
+    const float *g = NULL;
+    if (st == FG_OK)
+        st = scaled_grads(state, queue, "sgd_fused", grad_dtype, o[1].f, grad_scale, n, &g,
+                          err);
+    if (st == FG_OK) {
+        fg_cpu_sgd s = { a->lr, a->momentum, a->dampening, a->weight_decay, a->nesterov,
+                         a->first_step };
+        fg_cpu_sgd_update(POOL(state), &s, o[0].f, g, momentum_buf, n);
+    }
+    st = fg_cpu_unstage(state, o, NARGS(o), st);
+    return st == FG_OK ? write_work(state, queue, work_dtype, param_dtype, work, param, n, err)
+                       : st;
+}
+
+fg_status fg_cpu_op_adamw_fused(void *state, void *queue, uint32_t param_dtype,
+                                uint32_t grad_dtype, uint32_t work_dtype,
+                                const fg_adamw_args *a, void *param, const void *grad, float *m,
+                                float *v, const float *grad_scale, void *work, size_t n,
+                                fg_error *err)
+{
+    fg_cpu_operand o[] = {ARG_INOUT(param, param_dtype, n), ARG_IN(grad, grad_dtype, n)};
+    fg_status st = fg_cpu_stage(state, queue, "adamw_fused", o, NARGS(o), err);
+    const float *g = NULL;
+    if (st == FG_OK)
+        st = scaled_grads(state, queue, "adamw_fused", grad_dtype, o[1].f, grad_scale, n, &g,
+                          err);
+    if (st == FG_OK) {
+        fg_cpu_adamw s = { a->lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->step };
+        fg_cpu_adamw_update(POOL(state), &s, o[0].f, g, m, v, n);
+    }
+    st = fg_cpu_unstage(state, o, NARGS(o), st);
+    return st == FG_OK ? write_work(state, queue, work_dtype, param_dtype, work, param, n, err)
+                       : st;
+}
