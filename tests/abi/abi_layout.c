@@ -109,7 +109,8 @@ static const layout_line current[] = {
     FIELD(fg_backend_vtable, attention_workspace), FIELD(fg_backend_vtable, attention_forward),
     FIELD(fg_backend_vtable, attention_backward), FIELD(fg_backend_vtable, attention_decode),
     FIELD(fg_backend_vtable, gemm_bias), FIELD(fg_backend_vtable, host_synchronous),
-    FIELD(fg_backend_vtable, classifier),
+    FIELD(fg_backend_vtable, classifier), FIELD(fg_backend_vtable, layernorm_residual_forward),
+    FIELD(fg_backend_vtable, layernorm_residual_backward),
     SIZE(fg_backend_op_desc),
     FIELD(fg_backend_op_desc, name), FIELD(fg_backend_op_desc, offset),
     FIELD(fg_backend_op_desc, dtype_count), FIELD(fg_backend_op_desc, dtype_names),
@@ -287,6 +288,8 @@ static const layout_line current[] = {
     ENUM(fg_backend_op, FG_OP_EMBEDDING_BACKWARD), ENUM(fg_backend_op, FG_OP_ATTENTION_FORWARD),
     ENUM(fg_backend_op, FG_OP_ATTENTION_BACKWARD), ENUM(fg_backend_op, FG_OP_ATTENTION_DECODE),
     ENUM(fg_backend_op, FG_OP_GEMM_BIAS), ENUM(fg_backend_op, FG_OP_CLASSIFIER),
+    ENUM(fg_backend_op, FG_OP_LAYERNORM_RESIDUAL_FORWARD),
+    ENUM(fg_backend_op, FG_OP_LAYERNORM_RESIDUAL_BACKWARD),
     /* FG_OP_COUNT is not recorded: it grows with every op a minor appends. */
     ENUM(fg_reduce_op, FG_REDUCE_SUM), ENUM(fg_reduce_op, FG_REDUCE_AVG),
     ENUM(fg_reduce_op, FG_REDUCE_MAX),

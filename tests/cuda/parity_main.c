@@ -463,6 +463,15 @@ static const struct {
     { "attention", test_attention, OPS(FG_OP_ATTENTION_FORWARD, FG_OP_ATTENTION_BACKWARD) },
     { "attention_fused", test_attention_fused,
       OPS(FG_OP_ATTENTION_FORWARD, FG_OP_ATTENTION_BACKWARD) },
+    { "vec", test_vec,
+      OPS(FG_OP_FILL, FG_OP_SCALE, FG_OP_AXPY, FG_OP_CLAMP, FG_OP_CAST, FG_OP_ACTIVATION_FORWARD,
+          FG_OP_ACTIVATION_BACKWARD, FG_OP_BIAS_ADD, FG_OP_DROPOUT_FORWARD,
+          FG_OP_DROPOUT_BACKWARD, FG_OP_LAYERNORM_FORWARD, FG_OP_LAYERNORM_BACKWARD,
+          FG_OP_EMBEDDING_FORWARD, FG_OP_EMBEDDING_BACKWARD, FG_OP_CLASSIFIER,
+          FG_OP_SOFTMAX_XENT_FORWARD) },
+    { "ln_residual", test_ln_residual,
+      OPS(FG_OP_LAYERNORM_RESIDUAL_FORWARD, FG_OP_LAYERNORM_RESIDUAL_BACKWARD, FG_OP_AXPY,
+          FG_OP_LAYERNORM_FORWARD, FG_OP_LAYERNORM_BACKWARD) },
 };
 
 /* The first entry of ops the backend under test leaves NULL, or NULL when it has them all

@@ -189,6 +189,15 @@ typedef struct fg_attention_desc {
 #define FG_OP_SIG_classifier(P) P(uint32_t, dtype) /* logits, dlogits */                        \
     P(const void *, logits) P(int, ld) P(const int32_t *, labels) P(int, rows) P(int, classes)   \
     P(float *, loss_sum) P(float *, correct) P(float, grad_scale) P(void *, dlogits)
+#define FG_OP_SIG_layernorm_residual_forward(P) P(uint32_t, x_dtype) /* a, b, r, y */           \
+    P(uint32_t, param_dtype) /* gamma, beta */ P(int, rms) P(int, rows) P(int, cols)             \
+    P(const void *, a) P(const void *, b) P(void *, r) P(const void *, gamma)                    \
+    P(const void *, beta) P(float, eps) P(float *, mean) P(float *, rstd) P(void *, y)
+#define FG_OP_SIG_layernorm_residual_backward(P) P(uint32_t, x_dtype) /* x, dy, dres, dx */      \
+    P(uint32_t, param_dtype) /* gamma */ P(uint32_t, grad_dtype) /* dgamma, dbeta */             \
+    P(int, rms) P(int, rows) P(int, cols) P(const void *, x) P(const void *, gamma)              \
+    P(const float *, mean) P(const float *, rstd) P(const void *, dy) P(const void *, dres)      \
+    P(void *, dx) P(void *, dgamma) P(void *, dbeta) P(int, accumulate)
 
 #define FG_BACKEND_OPS(X, ctx)                                                                   \
     X(ctx, GEMM, gemm, "a", "b", "c")                                                            \
@@ -223,7 +232,10 @@ typedef struct fg_attention_desc {
     X(ctx, ATTENTION_BACKWARD, attention_backward, "qkv")                                        \
     X(ctx, ATTENTION_DECODE, attention_decode, "qkv") /* ABI 1.1 */                              \
     X(ctx, GEMM_BIAS, gemm_bias, "a", "b", "c") /* ABI 1.2 */                                   \
-    X(ctx, CLASSIFIER, classifier, "logits") /* ABI 1.4 */
+    X(ctx, CLASSIFIER, classifier, "logits") /* ABI 1.4 */                                     \
+    X(ctx, LAYERNORM_RESIDUAL_FORWARD, layernorm_residual_forward, "x", "param") /* ABI 1.5 */    \
+    X(ctx, LAYERNORM_RESIDUAL_BACKWARD, layernorm_residual_backward, "x", "param",                \
+      "grad") /* ABI 1.5 */
 
 /* The generators' helpers: each argument as a declaration or as its name, after a comma. */
 #define FG_OP_DECL_(type, name) , type name
@@ -504,6 +516,21 @@ typedef struct fg_backend_vtable {
      * then softmax_xent_backward give when ld == classes. NULL: the model runs those two
      * and keeps (rows, classes) f32 probabilities between them. */
     FG_OP_ENTRY(classifier); /* op 32 */
+
+    /* ---- ABI 1.5 ------------------------------------------------------------------------ */
+    /* [optional: transformer_block] The residual add fused into the layer norm that follows
+     * it (a pre-norm block's x2 = x + attn, then ln_2(x2)): r(rows, cols) = b + a, rounded
+     * into x_dtype as axpy(1, a, b) rounds it (r may alias a or b), and y = the norm of r
+     * with mean and rstd saved, exactly as layernorm_forward of r (same arguments, same
+     * rules). NULL: the caller runs axpy, then layernorm_forward. */
+    FG_OP_ENTRY(layernorm_residual_forward); /* op 33 */
+    /* [optional: transformer_block] layernorm_backward that adds the residual stream's
+     * gradient: dx = dres + the norm's dx, that dx rounded into x_dtype first (exactly
+     * layernorm_backward into dx, then axpy(1, dres, dx)); dx may be NULL (then dres is not
+     * read: only dgamma, dbeta), otherwise dres must be given and be another buffer than dx.
+     * dgamma, dbeta as layernorm_backward (accumulate). NULL: the caller runs
+     * layernorm_backward, then axpy. */
+    FG_OP_ENTRY(layernorm_residual_backward); /* op 34 */
 } fg_backend_vtable;
 
 /* The five event entries (all or none: see "queues and events" above). */
