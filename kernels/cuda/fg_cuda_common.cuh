@@ -14,16 +14,19 @@
  * under nvcc; compiled as C++ against the emulated device (tests/cudaemu, FGEMU defined by
  * its force-included header) it runs the kernel there. FGCU_POINT() marks a global load or
  * store, where the emulator's random mode may switch threads; FGCU_DYNAMIC_SHARED(T, name)
- * declares the block's dynamic shared memory (extern __shared__). */
+ * declares the block's dynamic shared memory (extern __shared__); FGCU_ALIGNED(p, bytes)
+ * makes the emulator fault, as the device does, on a vector access at a misaligned p. */
 #ifdef FGEMU
 #define FGCU_LAUNCH(grid, block, shmem, stream, ...)                                       \
     ::fgemu::launcher(#__VA_ARGS__, &__VA_ARGS__, grid, block, shmem, stream)
 #define FGCU_POINT() fgemu_point()
 #define FGCU_DYNAMIC_SHARED(T, name) T *name = (T *)fgemu_dynamic_shared()
+#define FGCU_ALIGNED(p, bytes) fgemu_check_aligned(p, bytes)
 #else
 #define FGCU_LAUNCH(grid, block, shmem, stream, ...) __VA_ARGS__<<<grid, block, shmem, stream>>>
 #define FGCU_POINT() ((void)0)
 #define FGCU_DYNAMIC_SHARED(T, name) extern __shared__ T name[]
+#define FGCU_ALIGNED(p, bytes) ((void)0)
 #endif
 
 namespace fgcu {
@@ -116,6 +119,7 @@ __device__ __forceinline__ void ld_n(const T *p, size_t i, float (&v)[W])
 {
     typedef typename raw_of<(int)sizeof(T) * W>::type R;
     FGCU_POINT();
+    FGCU_ALIGNED(p + i, sizeof(R));
     R r = *reinterpret_cast<const R *>(p + i);
     T e[W];
     memcpy((void *)e, &r, sizeof r);
@@ -135,6 +139,7 @@ __device__ __forceinline__ void st_n(T *p, size_t i, const float (&v)[W])
     R r;
     memcpy(&r, (const void *)e, sizeof r);
     FGCU_POINT();
+    FGCU_ALIGNED(p + i, sizeof(R));
     *reinterpret_cast<R *>(p + i) = r;
 }
 
