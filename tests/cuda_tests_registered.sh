@@ -5,7 +5,7 @@
 set -uo pipefail
 build=$1 with=$2 enabled=$3 nvcc=$4
 # the emulated-device tests tests/cudaemu registers today
-min_cudaemu=40
+min_cudaemu=43
 [ -n "$nvcc" ] && [ "$nvcc" != "FULGUR_NVCC-NOTFOUND" ] || nvcc=$(command -v nvcc || true)
 if [ "$enabled" != ON ]; then
     if [ -n "$nvcc" ] && [ "$with" = AUTO ]; then

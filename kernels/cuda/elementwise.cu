@@ -11,37 +11,67 @@ namespace {
 #define GELU_K0 0.7978845608028654f /* sqrt(2/pi) */
 #define GELU_K1 0.044715f
 
-template <typename T> __global__ void fill_k(T *x, float v, size_t n)
+/* The streaming kernels run over packs of 16 bytes (for_vec, when every pointer is
+ * 16-byte aligned: `vec`), then the tail one element at a time; VEC_BODY opens the body
+ * of one pack of W elements starting at element i. */
+#define VEC_BODY [&](size_t i, auto w_) { constexpr int W = decltype(w_)::value; (void)w_;
+
+template <typename T> __global__ void fill_k(T *x, float v, size_t n, int vec)
 {
-    FGCU_FOR(i, n) st(x, i, v);
+    for_vec<vec_of<T>::value>(n, vec, VEC_BODY
+        float o[W];
+        for (int k = 0; k < W; k++)
+            o[k] = v;
+        st_n(x, i, o);
+    });
 }
 
-template <typename T> __global__ void scale_k(T *x, float a, size_t n)
+template <typename T> __global__ void scale_k(T *x, float a, size_t n, int vec)
 {
-    FGCU_FOR(i, n) st(x, i, ld(x, i) * a);
+    for_vec<vec_of<T>::value>(n, vec, VEC_BODY
+        float v[W];
+        ld_n(x, i, v);
+        for (int k = 0; k < W; k++)
+            v[k] = v[k] * a;
+        st_n(x, i, v);
+    });
 }
 
 template <typename X, typename Y>
-__global__ void axpy_k(float a, const X *x, Y *y, size_t n)
+__global__ void axpy_k(float a, const X *x, Y *y, size_t n, int vec)
 {
-    FGCU_FOR(i, n) st(y, i, ld(y, i) + a * ld(x, i));
+    for_vec<vec_of<X, Y>::value>(n, vec, VEC_BODY
+        float xv[W], yv[W];
+        ld_n(x, i, xv);
+        ld_n(y, i, yv);
+        for (int k = 0; k < W; k++)
+            yv[k] = yv[k] + a * xv[k];
+        st_n(y, i, yv);
+    });
 }
 
 /* NaN stays NaN: both comparisons are false for it (fminf/fmaxf would drop it). */
-template <typename T> __global__ void clamp_k(T *x, float lo, float hi, size_t n)
+template <typename T> __global__ void clamp_k(T *x, float lo, float hi, size_t n, int vec)
 {
-    FGCU_FOR(i, n)
-    {
-        float v = ld(x, i);
-        v = v < lo ? lo : v;
-        st(x, i, v > hi ? hi : v);
-    }
+    for_vec<vec_of<T>::value>(n, vec, VEC_BODY
+        float v[W];
+        ld_n(x, i, v);
+        for (int k = 0; k < W; k++) {
+            float e = v[k] < lo ? lo : v[k];
+            v[k] = e > hi ? hi : e;
+        }
+        st_n(x, i, v);
+    });
 }
 
 template <typename D, typename S>
-__global__ void convert_k(D *__restrict__ dst, const S *__restrict__ src, size_t n)
+__global__ void convert_k(D *__restrict__ dst, const S *__restrict__ src, size_t n, int vec)
 {
-    FGCU_FOR(i, n) st(dst, i, ld(src, i));
+    for_vec<vec_of<D, S>::value>(n, vec, VEC_BODY
+        float v[W];
+        ld_n(src, i, v);
+        st_n(dst, i, v);
+    });
 }
 
 /* dst(rows, cols; dst_ld) = src(rows, cols; src_ld): one launch for a strided matrix. */
@@ -57,9 +87,18 @@ __global__ void convert_rows_k(D *__restrict__ dst, size_t dst_ld, const S *__re
 }
 
 template <typename D, typename S>
-__global__ void accumulate_k(D *__restrict__ dst, const S *__restrict__ src, size_t n, int acc)
+__global__ void accumulate_k(D *__restrict__ dst, const S *__restrict__ src, size_t n, int acc,
+                             int vec)
 {
-    FGCU_FOR(i, n) st(dst, i, (acc ? ld(dst, i) : 0.0f) + ld(src, i));
+    for_vec<vec_of<D, S>::value>(n, vec, VEC_BODY
+        float d[W], v[W];
+        ld_n(src, i, v);
+        if (acc)
+            ld_n(dst, i, d);
+        for (int k = 0; k < W; k++)
+            d[k] = (acc ? d[k] : 0.0f) + v[k];
+        st_n(dst, i, d);
+    });
 }
 
 template <typename T> __global__ void scale_matrix_k(T *c, int rows, int cols, int ldc, float beta)
@@ -72,91 +111,107 @@ template <typename T> __global__ void scale_matrix_k(T *c, int rows, int cols, i
     }
 }
 
-template <typename T>
-__global__ void act_forward_k(int act, const T *x, T *y, size_t n)
+__device__ __forceinline__ float act_one(int act, float v)
 {
-    FGCU_FOR(i, n)
-    {
-        float v = ld(x, i), r;
-        switch (act) {
-        case 1: r = v > 0.0f ? v : 0.0f; break;
-        case 2: {
-            float t = tanhf(GELU_K0 * (v + GELU_K1 * v * v * v));
-            r = 0.5f * v * (1.0f + t);
-        } break;
-        case 3: r = tanhf(v); break;
-        case 4: r = 1.0f / (1.0f + expf(-v)); break;
-        default: r = v; break;
-        }
-        st(y, i, r);
+    switch (act) {
+    case 1: return v > 0.0f ? v : 0.0f;
+    case 2: {
+        float t = tanhf(GELU_K0 * (v + GELU_K1 * v * v * v));
+        return 0.5f * v * (1.0f + t);
+    }
+    case 3: return tanhf(v);
+    case 4: return 1.0f / (1.0f + expf(-v));
+    default: return v;
+    }
+}
+
+template <typename T>
+__global__ void act_forward_k(int act, const T *x, T *y, size_t n, int vec)
+{
+    for_vec<vec_of<T>::value>(n, vec, VEC_BODY
+        float v[W];
+        ld_n(x, i, v);
+        for (int k = 0; k < W; k++)
+            v[k] = act_one(act, v[k]);
+        st_n(y, i, v);
+    });
+}
+
+/* dy * act'(x) from x (relu, gelu) or y (tanh, sigmoid): `v` holds the one read. */
+__device__ __forceinline__ float act_grad_one(int act, float v, float g)
+{
+    switch (act) {
+    case 1: return v > 0.0f ? g : 0.0f;
+    case 2: {
+        float t = tanhf(GELU_K0 * (v + GELU_K1 * v * v * v));
+        float du = GELU_K0 * (1.0f + 3.0f * GELU_K1 * v * v);
+        return g * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
+    }
+    case 3: return g * (1.0f - v * v);
+    case 4: return g * v * (1.0f - v);
+    default: return g;
     }
 }
 
 /* relu and gelu read x, tanh and sigmoid y; the other pointer may be NULL. */
 template <typename T>
 __global__ void act_backward_k(int act, const T *x, const T *y, const T *dy,
-                               T *dx, size_t n)
+                               T *dx, size_t n, int vec)
 {
-    FGCU_FOR(i, n)
-    {
-        float g = ld(dy, i), r;
-        switch (act) {
-        case 1: r = ld(x, i) > 0.0f ? g : 0.0f; break;
-        case 2: {
-            float v = ld(x, i);
-            float t = tanhf(GELU_K0 * (v + GELU_K1 * v * v * v));
-            float du = GELU_K0 * (1.0f + 3.0f * GELU_K1 * v * v);
-            r = g * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du);
-        } break;
-        case 3: {
-            float yv = ld(y, i);
-            r = g * (1.0f - yv * yv);
-        } break;
-        case 4: {
-            float yv = ld(y, i);
-            r = g * yv * (1.0f - yv);
-        } break;
-        default: r = g; break;
-        }
-        st(dx, i, r);
-    }
+    const T *in = act == 1 || act == 2 ? x : act == 3 || act == 4 ? y : NULL;
+    for_vec<vec_of<T>::value>(n, vec, VEC_BODY
+        float g[W], v[W];
+        ld_n(dy, i, g);
+        if (in)
+            ld_n(in, i, v);
+        for (int k = 0; k < W; k++)
+            g[k] = act_grad_one(act, in ? v[k] : 0.0f, g[k]);
+        st_n(dx, i, g);
+    });
 }
 
 template <typename T>
 __global__ void bias_add_k(T *y, const void *bias, int bias_type, int cols, int spatial,
-                           size_t n)
+                           size_t n, int vec)
 {
-    FGCU_FOR(i, n)
-    {
-        size_t j = (i / (size_t)spatial) % (size_t)cols;
-        st(y, i, ld(y, i) + ld_dyn(bias, bias_type, j));
-    }
+    for_vec<vec_of<T>::value>(n, vec, VEC_BODY
+        float v[W];
+        ld_n(y, i, v);
+        for (int k = 0; k < W; k++)
+            v[k] = v[k] + ld_dyn(bias, bias_type, ((i + k) / (size_t)spatial) % (size_t)cols);
+        st_n(y, i, v);
+    });
 }
 
 template <typename T>
 __global__ void dropout_forward_k(uint64_t key, uint64_t offset, uint32_t threshold, float scale,
                                   const T *x, T *y,
-                                  uint8_t *mask, size_t n)
+                                  uint8_t *mask, size_t n, int vec)
 {
-    FGCU_FOR(i, n)
-    {
-        uint64_t z = mix64(key + (offset + i) * 0x9E3779B97F4A7C15ull);
-        int keep = (uint32_t)(z >> 40) >= threshold;
-        float v = ld(x, i) * scale;
-        mask[i] = (uint8_t)keep;
-        st(y, i, keep ? v : 0.0f);
-    }
+    for_vec<vec_of<T>::value>(n, vec, VEC_BODY
+        float v[W];
+        ld_n(x, i, v);
+        for (int k = 0; k < W; k++) {
+            uint64_t z = mix64(key + (offset + i + k) * 0x9E3779B97F4A7C15ull);
+            int keep = (uint32_t)(z >> 40) >= threshold;
+            mask[i + k] = (uint8_t)keep;
+            v[k] = keep ? v[k] * scale : 0.0f;
+        }
+        st_n(y, i, v);
+    });
 }
 
 template <typename T>
 __global__ void dropout_backward_k(float scale, const uint8_t *__restrict__ mask,
-                                   const T *dy, T *dx, size_t n)
+                                   const T *dy, T *dx, size_t n, int vec)
 {
-    FGCU_FOR(i, n)
-    {
-        float v = ld(dy, i) * scale;
-        st(dx, i, mask[i] ? v : 0.0f);
-    }
+    for_vec<vec_of<T>::value>(n, vec, VEC_BODY
+        float v[W];
+        ld_n(dy, i, v);
+        for (int k = 0; k < W; k++)
+            v[k] = mask[i + k] ? v[k] * scale : 0.0f;
+        st_n(dx, i, v);
+    });
 }
 
 /* Each element's update in f32 from the widened parameter, rounded back into P. */
@@ -216,7 +271,7 @@ cudaError_t convert_to(cudaStream_t s, D *dst, const void *src, int src_type, si
 {
     FGCU_DISPATCH(src_type, S,
                   FGCU_LAUNCH(grid_for(n), kThreads, 0, s, convert_k<D, S>)(
-                      dst, (const S *)src, n));
+                      dst, (const S *)src, n, aligned16(dst, src)));
     return cudaGetLastError();
 }
 
@@ -226,7 +281,7 @@ cudaError_t accumulate_to(cudaStream_t s, D *dst, const void *src, int src_type,
 {
     FGCU_DISPATCH(src_type, S,
                   FGCU_LAUNCH(grid_for(n), kThreads, 0, s, accumulate_k<D, S>)(
-                      dst, (const S *)src, n, acc));
+                      dst, (const S *)src, n, acc, aligned16(dst, src)));
     return cudaGetLastError();
 }
 
@@ -236,13 +291,13 @@ extern "C" {
 
 cudaError_t fg_cu_fill(cudaStream_t s, int type, void *x, float value, size_t n)
 {
-    FGCU_DISPATCH(type, T, FGCU_LAUNCH(grid_for(n), kThreads, 0, s, fill_k<T>)((T *)x, value, n));
+    FGCU_DISPATCH(type, T, FGCU_LAUNCH(grid_for(n), kThreads, 0, s, fill_k<T>)((T *)x, value, n, aligned16(x)));
     return cudaGetLastError();
 }
 
 cudaError_t fg_cu_scale(cudaStream_t s, int type, void *x, float alpha, size_t n)
 {
-    FGCU_DISPATCH(type, T, FGCU_LAUNCH(grid_for(n), kThreads, 0, s, scale_k<T>)((T *)x, alpha, n));
+    FGCU_DISPATCH(type, T, FGCU_LAUNCH(grid_for(n), kThreads, 0, s, scale_k<T>)((T *)x, alpha, n, aligned16(x)));
     return cudaGetLastError();
 }
 
@@ -252,13 +307,13 @@ cudaError_t fg_cu_axpy(cudaStream_t s, int x_type, int y_type, float alpha, cons
     FGCU_DISPATCH(y_type, Y,
                   FGCU_DISPATCH(x_type, X,
                                 FGCU_LAUNCH(grid_for(n), kThreads, 0, s, axpy_k<X, Y>)(
-                                    alpha, (const X *)x, (Y *)y, n)));
+                                    alpha, (const X *)x, (Y *)y, n, aligned16(x, y))));
     return cudaGetLastError();
 }
 
 cudaError_t fg_cu_clamp(cudaStream_t s, int type, void *x, float lo, float hi, size_t n)
 {
-    FGCU_DISPATCH(type, T, FGCU_LAUNCH(grid_for(n), kThreads, 0, s, clamp_k<T>)((T *)x, lo, hi, n));
+    FGCU_DISPATCH(type, T, FGCU_LAUNCH(grid_for(n), kThreads, 0, s, clamp_k<T>)((T *)x, lo, hi, n, aligned16(x)));
     return cudaGetLastError();
 }
 
@@ -307,7 +362,7 @@ cudaError_t fg_cu_act_forward(cudaStream_t s, int type, int act, const void *x, 
 {
     FGCU_DISPATCH(type, T,
                   FGCU_LAUNCH(grid_for(n), kThreads, 0, s, act_forward_k<T>)(
-                      act, (const T *)x, (T *)y, n));
+                      act, (const T *)x, (T *)y, n, aligned16(x, y)));
     return cudaGetLastError();
 }
 
@@ -316,7 +371,8 @@ cudaError_t fg_cu_act_backward(cudaStream_t s, int type, int act, const void *x,
 {
     FGCU_DISPATCH(type, T,
                   FGCU_LAUNCH(grid_for(n), kThreads, 0, s, act_backward_k<T>)(
-                      act, (const T *)x, (const T *)y, (const T *)dy, (T *)dx, n));
+                      act, (const T *)x, (const T *)y, (const T *)dy, (T *)dx, n,
+                      aligned16(x, y, dy, dx)));
     return cudaGetLastError();
 }
 
@@ -328,7 +384,7 @@ cudaError_t fg_cu_bias_add(cudaStream_t s, int type, int bias_type, void *y, con
     size_t n = (size_t)rows * (size_t)cols * (size_t)spatial;
     FGCU_DISPATCH(type, T,
                   FGCU_LAUNCH(grid_for(n), kThreads, 0, s, bias_add_k<T>)(
-                      (T *)y, bias, bias_type, cols, spatial, n));
+                      (T *)y, bias, bias_type, cols, spatial, n, aligned16(y)));
     return cudaGetLastError();
 }
 
@@ -338,7 +394,8 @@ cudaError_t fg_cu_dropout_forward(cudaStream_t s, int type, uint64_t key, uint64
 {
     FGCU_DISPATCH(type, T,
                   FGCU_LAUNCH(grid_for(n), kThreads, 0, s, dropout_forward_k<T>)(
-                      key, offset, threshold, scale, (const T *)x, (T *)y, mask, n));
+                      key, offset, threshold, scale, (const T *)x, (T *)y, mask, n,
+                      aligned16(x, y)));
     return cudaGetLastError();
 }
 
@@ -347,7 +404,7 @@ cudaError_t fg_cu_dropout_backward(cudaStream_t s, int type, float scale, const 
 {
     FGCU_DISPATCH(type, T,
                   FGCU_LAUNCH(grid_for(n), kThreads, 0, s, dropout_backward_k<T>)(
-                      scale, mask, (const T *)dy, (T *)dx, n));
+                      scale, mask, (const T *)dy, (T *)dx, n, aligned16(dy, dx)));
     return cudaGetLastError();
 }
 

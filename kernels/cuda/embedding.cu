@@ -14,25 +14,37 @@ namespace {
 
 constexpr int kEmbedThreads = 128;
 
+/* Packs of W elements of one row (W > 1: dim a multiple of W, table and out 16-byte
+ * aligned). */
 template <typename Tab, typename Out>
 __global__ void embed_forward_k(const int32_t *__restrict__ ids, int n, int dim, int rows,
                                 const Tab *table, Out *out, int accumulate,
-                                unsigned long long *bad)
+                                unsigned long long *bad, int vec)
 {
     size_t d = (size_t)dim;
-    FGCU_FOR(i, (size_t)n * d)
-    {
+    for_vec<vec_of<Tab, Out>::value>((size_t)n * d, vec, [&](size_t i, auto w_) {
+        constexpr int W = decltype(w_)::value;
+        (void)w_;
         size_t r = i / d, c = i - r * d;
         int id = ids[r];
+        float v[W];
         if (id < 0 || id >= rows) {
             if (c == 0)
                 *bad = bad_word(FG_CU_BAD_EMBEDDING, r, id);
-            st(out, i, NAN);
-            continue;
+            for (int k = 0; k < W; k++)
+                v[k] = NAN;
+            st_n(out, i, v);
+            return;
         }
-        float v = ld(table, (size_t)id * d + c);
-        st(out, i, accumulate ? ld(out, i) + v : v);
-    }
+        ld_n(table, (size_t)id * d + c, v);
+        if (accumulate) {
+            float o[W];
+            ld_n(out, i, o);
+            for (int k = 0; k < W; k++)
+                v[k] = o[k] + v[k];
+        }
+        st_n(out, i, v);
+    });
 }
 
 /* The backward groups the positions by id with a counting sort in the workspace
@@ -129,7 +141,8 @@ __global__ void embed_order_k(const int32_t *__restrict__ ids, embed_sort w, con
     }
 }
 
-template <typename T, typename G>
+/* W columns a thread (W > 1: dim a multiple of W, dout and dtable 16-byte aligned). */
+template <typename T, typename G, int W>
 __global__ void embed_sum_k(const int32_t *__restrict__ ids, int dim, embed_sort w,
                             const int *n_valid, const T *dout, G *dtable, int accumulate)
 {
@@ -137,12 +150,33 @@ __global__ void embed_sum_k(const int32_t *__restrict__ ids, int dim, embed_sort
     if (!embed_segment(ids, w, (int)blockIdx.x, *n_valid, &lo, &hi))
         return;
     size_t d = (size_t)dim, row = (size_t)ids[w.slots[lo]] * d;
-    for (size_t c = threadIdx.x; c < d; c += kEmbedThreads) {
-        float v = accumulate ? ld(dtable, row + c) : 0.0f;
-        for (int k = lo; k < hi; k++)
-            v += ld(dout, (size_t)w.sorted[k] * d + c);
-        st(dtable, row + c, v);
+    for (size_t c = threadIdx.x * (size_t)W; c < d; c += (size_t)kEmbedThreads * W) {
+        float v[W], o[W];
+        if (accumulate)
+            ld_n(dtable, row + c, v);
+        else
+            for (int k = 0; k < W; k++)
+                v[k] = 0.0f;
+        for (int k = lo; k < hi; k++) {
+            ld_n(dout, (size_t)w.sorted[k] * d + c, o);
+            for (int j = 0; j < W; j++)
+                v[j] += o[j];
+        }
+        st_n(dtable, row + c, v);
     }
+}
+
+template <typename T, typename G>
+void embed_sum(cudaStream_t s, const int32_t *ids, int n, int dim, embed_sort w,
+               const int *n_valid, const T *dout, G *dtable, int accumulate)
+{
+    constexpr int V = vec_of<T, G>::value;
+    if (aligned16(dout, dtable) && dim % V == 0)
+        FGCU_LAUNCH((unsigned)n, kEmbedThreads, 0, s, embed_sum_k<T, G, V>)(
+            ids, dim, w, n_valid, dout, dtable, accumulate);
+    else
+        FGCU_LAUNCH((unsigned)n, kEmbedThreads, 0, s, embed_sum_k<T, G, 1>)(
+            ids, dim, w, n_valid, dout, dtable, accumulate);
 }
 
 } // namespace
@@ -160,7 +194,9 @@ cudaError_t fg_cu_embedding_forward(cudaStream_t s, int table_type, int out_type
                                 FGCU_LAUNCH(grid_for(count), kThreads, 0, s,
                                             embed_forward_k<Tab, Out>)(
                                     ids, n, dim, rows, (const Tab *)table, (Out *)out,
-                                    accumulate, bad)));
+                                    accumulate, bad,
+                                    aligned16(table, out) &&
+                                        dim % vec_of<Tab, Out>::value == 0)));
     return cudaGetLastError();
 }
 
@@ -197,10 +233,8 @@ cudaError_t fg_cu_embedding_backward(cudaStream_t s, int type, int grad_type,
     FGCU_LAUNCH((unsigned)n, kEmbedThreads, 0, s, embed_order_k)(ids, w, n_valid);
     FGCU_DISPATCH(type, T,
                   FGCU_DISPATCH(grad_type, G,
-                                FGCU_LAUNCH((unsigned)n, kEmbedThreads, 0, s,
-                                            embed_sum_k<T, G>)(
-                                    ids, dim, w, n_valid, (const T *)dout, (G *)dtable,
-                                    accumulate)));
+                                embed_sum<T, G>(s, ids, n, dim, w, n_valid, (const T *)dout,
+                                                (G *)dtable, accumulate)));
     return cudaGetLastError();
 }
 

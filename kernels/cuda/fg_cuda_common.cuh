@@ -6,6 +6,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "fg_cuda_kernels.h"
 
@@ -13,16 +14,19 @@
  * under nvcc; compiled as C++ against the emulated device (tests/cudaemu, FGEMU defined by
  * its force-included header) it runs the kernel there. FGCU_POINT() marks a global load or
  * store, where the emulator's random mode may switch threads; FGCU_DYNAMIC_SHARED(T, name)
- * declares the block's dynamic shared memory (extern __shared__). */
+ * declares the block's dynamic shared memory (extern __shared__); FGCU_ALIGNED(p, bytes)
+ * makes the emulator fault, as the device does, on a vector access at a misaligned p. */
 #ifdef FGEMU
 #define FGCU_LAUNCH(grid, block, shmem, stream, ...)                                       \
     ::fgemu::launcher(#__VA_ARGS__, &__VA_ARGS__, grid, block, shmem, stream)
 #define FGCU_POINT() fgemu_point()
 #define FGCU_DYNAMIC_SHARED(T, name) T *name = (T *)fgemu_dynamic_shared()
+#define FGCU_ALIGNED(p, bytes) fgemu_check_aligned(p, bytes)
 #else
 #define FGCU_LAUNCH(grid, block, shmem, stream, ...) __VA_ARGS__<<<grid, block, shmem, stream>>>
 #define FGCU_POINT() ((void)0)
 #define FGCU_DYNAMIC_SHARED(T, name) extern __shared__ T name[]
+#define FGCU_ALIGNED(p, bytes) ((void)0)
 #endif
 
 namespace fgcu {
@@ -31,6 +35,8 @@ enum { F32 = 1, F16 = 2, BF16 = 3 };
 
 template <typename T> struct io;
 template <> struct io<float> {
+    static __device__ __forceinline__ float to_f(float v) { return v; }
+    static __device__ __forceinline__ float from_f(float v) { return v; }
     static __device__ __forceinline__ float ld(const float *p, size_t i)
     {
         FGCU_POINT();
@@ -43,6 +49,8 @@ template <> struct io<float> {
     }
 };
 template <> struct io<__half> {
+    static __device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
+    static __device__ __forceinline__ __half from_f(float v) { return __float2half_rn(v); }
     static __device__ __forceinline__ float ld(const __half *p, size_t i)
     {
         FGCU_POINT();
@@ -55,6 +63,11 @@ template <> struct io<__half> {
     }
 };
 template <> struct io<__nv_bfloat16> {
+    static __device__ __forceinline__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+    static __device__ __forceinline__ __nv_bfloat16 from_f(float v)
+    {
+        return __float2bfloat16_rn(v);
+    }
     static __device__ __forceinline__ float ld(const __nv_bfloat16 *p, size_t i)
     {
         FGCU_POINT();
@@ -74,6 +87,81 @@ template <typename T> __device__ __forceinline__ float ld(const T *p, size_t i)
 template <typename T> __device__ __forceinline__ void st(T *p, size_t i, float v)
 {
     io<T>::st(p, i, v);
+}
+
+/* ---- 128-bit loads and stores --------------------------------------------------------
+ * ld_n / st_n move W consecutive elements starting at element i as one access of
+ * W * sizeof(T) bytes (16: one 128-bit load or store; W = 1: a scalar one), converted to and
+ * from f32 element by element with the scalar rounding, so a vectorised kernel computes the
+ * same bits as its scalar form. The address must be aligned to the access's size: callers
+ * take the vector path only when every pointer is 16-byte aligned (aligned16) and each
+ * access starts at a multiple of W elements, and finish the elements past the last whole
+ * pack one at a time (for_vec). */
+template <int BYTES> struct raw_of;
+template <> struct raw_of<2> { typedef unsigned short type; };
+template <> struct raw_of<4> { typedef unsigned type; };
+template <> struct raw_of<8> { typedef uint2 type; };
+template <> struct raw_of<16> { typedef uint4 type; };
+
+/* Elements of T in one 128-bit access (8 halves or 4 floats); of two types read or written
+ * together, the smaller count (each access is at most 16 bytes). */
+template <typename A, typename B = A> struct vec_of {
+    static constexpr int a = (int)(16 / sizeof(A)), b = (int)(16 / sizeof(B));
+    static constexpr int value = a < b ? a : b;
+};
+
+template <int W> struct width {
+    static constexpr int value = W;
+};
+
+template <typename T, int W>
+__device__ __forceinline__ void ld_n(const T *p, size_t i, float (&v)[W])
+{
+    typedef typename raw_of<(int)sizeof(T) * W>::type R;
+    FGCU_POINT();
+    FGCU_ALIGNED(p + i, sizeof(R));
+    R r = *reinterpret_cast<const R *>(p + i);
+    T e[W];
+    memcpy((void *)e, &r, sizeof r);
+#pragma unroll
+    for (int k = 0; k < W; k++)
+        v[k] = io<T>::to_f(e[k]);
+}
+
+template <typename T, int W>
+__device__ __forceinline__ void st_n(T *p, size_t i, const float (&v)[W])
+{
+    typedef typename raw_of<(int)sizeof(T) * W>::type R;
+    T e[W];
+#pragma unroll
+    for (int k = 0; k < W; k++)
+        e[k] = io<T>::from_f(v[k]);
+    R r;
+    memcpy(&r, (const void *)e, sizeof r);
+    FGCU_POINT();
+    FGCU_ALIGNED(p + i, sizeof(R));
+    *reinterpret_cast<R *>(p + i) = r;
+}
+
+/* Whether every pointer (NULL counts as aligned) sits on a 16-byte boundary. */
+inline bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+template <typename... Ps> inline bool aligned16(const void *p, Ps... rest)
+{
+    return aligned16(p) && aligned16(rest...);
+}
+
+/* A grid-stride loop over n elements in packs of W: f(i, width<W>()) for each whole pack
+ * when `vec` (the pointers aligned), then f(i, width<1>()) for each element after the last
+ * whole pack (all of them without `vec`). */
+template <int W, class F> __device__ __forceinline__ void for_vec(size_t n, bool vec, F f)
+{
+    size_t nv = vec ? n / (size_t)W : 0;
+    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < nv;
+         k += (size_t)gridDim.x * blockDim.x)
+        f(k * (size_t)W, width<W>());
+    for (size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x; t < n - nv * (size_t)W;
+         t += (size_t)gridDim.x * blockDim.x)
+        f(nv * (size_t)W + t, width<1>());
 }
 
 /* Loads and stores whose type is known only at run time (small per-channel tensors). */

@@ -21,11 +21,12 @@
 extern "C" {
 #endif
 
-/* Doubles of reduction scratch a queue must own for sum_squares and softmax_xent_forward
- * (rows are processed in chunks of FG_CU_XENT_CHUNK). */
+/* Doubles of reduction scratch a queue must own for sum_squares, softmax_xent_forward (rows
+ * are processed in chunks of FG_CU_XENT_CHUNK) and the layernorm's parameter gradients. */
 #define FG_CU_REDUCE_BLOCKS 1024
 #define FG_CU_XENT_CHUNK 32768
-#define FG_CU_SCRATCH_DOUBLES (2 * FG_CU_XENT_CHUNK + FG_CU_REDUCE_BLOCKS)
+/* (layernorm_backward's row chunks take 2 * cols doubles each, up to 256 of them: 4 MiB) */
+#define FG_CU_SCRATCH_DOUBLES (1 << 19)
 
 /* A bad index a kernel found, in the queue's mapped word: bit 63 set, bits 62..61 the op,
  * bits 60..32 the row or position, bits 31..0 the value (several bad ones: one is kept). */
@@ -183,6 +184,22 @@ cudaError_t fg_cu_ln_backward(cudaStream_t s, int type, int param_type, int grad
                               int rms, int rows, int cols, const void *x, const void *gamma,
                               const float *mean, const float *rstd, const void *dy, void *dx,
                               void *dgamma, void *dbeta, int accumulate, double *scratch);
+/* The residual add fused into the forward: r = b + a rounded into `type` (as axpy(1, a, b);
+ * r may alias a or b), then y = the norm of r as fg_cu_ln_forward. One kernel. */
+cudaError_t fg_cu_ln_residual_forward(cudaStream_t s, int type, int param_type, int rms,
+                                      int rows, int cols, const void *a, const void *b, void *r,
+                                      const void *gamma, const void *beta, float eps,
+                                      float *mean, float *rstd, void *y);
+/* fg_cu_ln_backward with dx = dres + the norm's dx (rounded into `type` first, as axpy
+ * after layernorm_backward; dres NULL: none). Rows up to 3072 columns: one kernel for dx
+ * and the parameter gradients' chunk sums (then one small launch adding the chunks in
+ * order when there are several). */
+cudaError_t fg_cu_ln_residual_backward(cudaStream_t s, int type, int param_type, int grad_type,
+                                       int rms, int rows, int cols, const void *x,
+                                       const void *gamma, const float *mean, const float *rstd,
+                                       const void *dy, const void *dres, void *dx,
+                                       void *dgamma, void *dbeta, int accumulate,
+                                       double *scratch);
 
 /* ---- embedding (embedding.cu) --------------------------------------------------------------- */
 /* out(n, dim) (out_type) (+)= table(rows, dim) (table_type) [ids]. An id outside [0, rows)

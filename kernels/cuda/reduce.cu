@@ -117,16 +117,23 @@ constexpr int kIgnoredLabel = -1;
 
 /* One warp's row of softmax cross-entropy: the maximum and its first index, then the sum of
  * exp(x - max) in double (each exponential written to probs when it is not NULL); every
- * lane returns the totals. */
-template <typename T>
+ * lane returns the totals. Each lane reads packs of W columns (W > 1: the row's stride a
+ * multiple of W and the logits 16-byte aligned; the columns of the last pack past
+ * `classes` are padding, not read into the sums), the packs lane, lane + 32, ...: the
+ * partition, and so the sums' bits, depend only on W. */
+template <typename T, int W>
 __device__ __forceinline__ argmax_t xent_row_stats(const T *logits, size_t base, int classes,
                                                    int lane, float *probs, double *sum_out)
 {
     argmax_t best = {-INFINITY, -1};
-    for (int j = lane; j < classes; j += 32) {
-        float v = ld(logits, base + j);
-        if (j == 0 || (best.i < 0 ? v > -INFINITY : v > best.v))
-            best = argmax_t{v, j};
+    for (int j0 = lane * W; j0 < classes; j0 += 32 * W) {
+        float v[W];
+        ld_n(logits, base + j0, v);
+        for (int k = 0; k < W && j0 + k < classes; k++) {
+            int j = j0 + k;
+            if (j == 0 || (best.i < 0 ? v[k] > -INFINITY : v[k] > best.v))
+                best = argmax_t{v[k], j};
+        }
     }
     for (int off = 16; off > 0; off >>= 1) {
         argmax_t o;
@@ -135,11 +142,15 @@ __device__ __forceinline__ argmax_t xent_row_stats(const T *logits, size_t base,
         best = argmax_join(best, o);
     }
     double sum = 0.0;
-    for (int j = lane; j < classes; j += 32) {
-        float e = expf(ld(logits, base + j) - best.v);
-        if (probs)
-            probs[base + j] = e;
-        sum += (double)e;
+    for (int j0 = lane * W; j0 < classes; j0 += 32 * W) {
+        float v[W];
+        ld_n(logits, base + j0, v);
+        for (int k = 0; k < W && j0 + k < classes; k++) {
+            float e = expf(v[k] - best.v);
+            if (probs)
+                probs[base + j0 + k] = e;
+            sum += (double)e;
+        }
     }
     for (int off = 16; off > 0; off >>= 1)
         sum += __shfl_xor_sync(0xffffffffu, sum, off);
@@ -170,7 +181,7 @@ __device__ __forceinline__ void xent_row_record(int warp, int first, int label, 
 /* One warp per row of a chunk that starts at row `first` of the whole batch: probs, the
  * row's loss and hit into scratch (loss[row], hit[row], chunk-relative); a bad label is
  * reported with its row in the whole batch. */
-template <typename T>
+template <typename T, int W>
 __global__ void xent_rows_k(const T *logits, const int32_t *__restrict__ labels, int rows,
                             int first, int classes, float *probs, double *loss, double *hit,
                             unsigned long long *bad)
@@ -185,7 +196,7 @@ __global__ void xent_rows_k(const T *logits, const int32_t *__restrict__ labels,
     float at_label = valid ? ld(logits, base + label) : 0.0f;
     __syncwarp();
     double sum;
-    argmax_t best = xent_row_stats(logits, base, classes, lane, probs, &sum);
+    argmax_t best = xent_row_stats<T, W>(logits, base, classes, lane, probs, &sum);
     float inv = (float)(1.0 / sum);
     __syncwarp();
     for (int j = lane; j < classes; j += 32)
@@ -199,10 +210,10 @@ __global__ void xent_rows_k(const T *logits, const int32_t *__restrict__ labels,
  * logits' dtype, 0 in the padding [classes, ld): the row is read three times, no
  * probability buffer. Each lane reads and writes only its own columns, so dlogits may alias
  * the logits. */
-template <typename T>
+template <typename T, int W>
 __global__ void classifier_rows_k(const T *logits, int ld_row, const int32_t *__restrict__ labels,
                                   int rows, int first, int classes, float scale, T *dlogits,
-                                  double *loss, double *hit, unsigned long long *bad)
+                                  int dvec, double *loss, double *hit, unsigned long long *bad)
 {
     int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
     if (warp >= rows)
@@ -213,15 +224,26 @@ __global__ void classifier_rows_k(const T *logits, int ld_row, const int32_t *__
     float at_label = valid ? ld(logits, base + label) : 0.0f;
     __syncwarp();
     double sum;
-    argmax_t best = xent_row_stats(logits, base, classes, lane, (float *)NULL, &sum);
+    argmax_t best = xent_row_stats<T, W>(logits, base, classes, lane, (float *)NULL, &sum);
     float inv = (float)(1.0 / sum);
-    for (int j = lane; dlogits && j < ld_row; j += 32) {
-        float g = 0.0f;
-        if (j < classes && label != kIgnoredLabel) {
-            float p = expf(ld(logits, base + j) - best.v) * inv;
-            g = !valid ? NAN : j == label ? (p - 1.0f) * scale : p * scale;
+    /* each lane writes the columns it reads (dlogits may alias the logits) */
+    auto grad = [&](int j, float v) {
+        if (j >= classes || label == kIgnoredLabel)
+            return 0.0f;
+        float p = expf(v - best.v) * inv;
+        return !valid ? NAN : j == label ? (p - 1.0f) * scale : p * scale;
+    };
+    if (dlogits && dvec && W > 1) {
+        for (int j0 = lane * W; j0 < ld_row; j0 += 32 * W) {
+            float v[W];
+            ld_n(logits, base + j0, v);
+            for (int k = 0; k < W; k++)
+                v[k] = grad(j0 + k, v[k]);
+            st_n(dlogits, base + j0, v);
         }
-        st(dlogits, base + j, g);
+    } else {
+        for (int j = lane; dlogits && j < ld_row; j += 32)
+            st(dlogits, base + j, grad(j, j < classes ? ld(logits, base + j) : 0.0f));
     }
     if (lane == 0)
         xent_row_record(warp, first, label, classes, best, sum, at_label, loss, hit, bad);
@@ -316,6 +338,38 @@ __global__ void ploss_partial_k(int kind, const T *x, const float *__restrict__ 
     }
 }
 
+/* The row kernels read packs of 16 bytes when the row stride is a multiple of them and the
+ * logits are 16-byte aligned; softmax_xent's rows and the classifier's then sum in the same
+ * order (the classifier's bits are softmax_xent's when ld == classes). */
+template <typename T>
+void xent_rows(cudaStream_t s, unsigned blocks, const T *lg, const int32_t *labels, int count,
+               int first, int classes, float *probs, double *loss, double *hit,
+               unsigned long long *bad)
+{
+    constexpr int V = vec_of<T>::value;
+    if (aligned16(lg) && classes % V == 0)
+        FGCU_LAUNCH(blocks, 256, 0, s, xent_rows_k<T, V>)(lg, labels, count, first, classes,
+                                                          probs, loss, hit, bad);
+    else
+        FGCU_LAUNCH(blocks, 256, 0, s, xent_rows_k<T, 1>)(lg, labels, count, first, classes,
+                                                          probs, loss, hit, bad);
+}
+
+template <typename T>
+void classifier_rows(cudaStream_t s, unsigned blocks, const T *lg, int ld_row,
+                     const int32_t *labels, int count, int first, int classes, float scale,
+                     T *dl, double *loss, double *hit, unsigned long long *bad)
+{
+    constexpr int V = vec_of<T>::value;
+    int dvec = aligned16(dl);
+    if (aligned16(lg) && ld_row % V == 0)
+        FGCU_LAUNCH(blocks, 256, 0, s, classifier_rows_k<T, V>)(
+            lg, ld_row, labels, count, first, classes, scale, dl, dvec, loss, hit, bad);
+    else
+        FGCU_LAUNCH(blocks, 256, 0, s, classifier_rows_k<T, 1>)(
+            lg, ld_row, labels, count, first, classes, scale, dl, dvec, loss, hit, bad);
+}
+
 } // namespace
 
 extern "C" {
@@ -371,9 +425,8 @@ cudaError_t fg_cu_xent_forward(cudaStream_t s, int type, const void *logits,
         unsigned blocks = (unsigned)((count + 7) / 8); /* 8 warps a block */
         double *loss = scratch, *hit = scratch + FG_CU_XENT_CHUNK;
         FGCU_DISPATCH(type, T,
-                      FGCU_LAUNCH(blocks, 256, 0, s, xent_rows_k<T>)((const T *)lg, labels + first,
-                                                            count, first, classes, probs + off,
-                                                            loss, hit, bad));
+                      xent_rows<T>(s, blocks, (const T *)lg, labels + first, count, first,
+                                   classes, probs + off, loss, hit, bad));
         FGCU_LAUNCH(1, kReduceThreads, 0, s, sum_pair_k)(loss, hit, count, 1.0f, loss_sum,
                                                           correct);
         cudaError_t e = cudaGetLastError();
@@ -397,9 +450,9 @@ cudaError_t fg_cu_classifier(cudaStream_t s, int type, const void *logits, int l
         unsigned blocks = (unsigned)((count + 7) / 8); /* 8 warps a block */
         double *loss = scratch, *hit = scratch + FG_CU_XENT_CHUNK;
         FGCU_DISPATCH(type, T,
-                      FGCU_LAUNCH(blocks, 256, 0, s, classifier_rows_k<T>)(
-                          (const T *)lg, ld_row, labels + first, count, first, classes, scale,
-                          (T *)dl, loss, hit, bad));
+                      classifier_rows<T>(s, blocks, (const T *)lg, ld_row, labels + first,
+                                         count, first, classes, scale, (T *)dl, loss, hit,
+                                         bad));
         FGCU_LAUNCH(1, kReduceThreads, 0, s, sum_pair_k)(loss, hit, count, 1.0f, loss_sum,
                                                           correct);
         cudaError_t e = cudaGetLastError();

@@ -50,6 +50,48 @@ fg_status fg_cpu_op_layernorm_backward(void *state, void *queue, uint32_t x_dtyp
     return fg_cpu_unstage(state, o, NARGS(o), st);
 }
 
+/* The fused residual forms (ABI 1.5) are the two ops they fuse, run in turn: the same bits as
+ * the model's axpy then layernorm_forward (layernorm_backward then axpy). */
+fg_status fg_cpu_op_layernorm_residual_forward(void *state, void *queue, uint32_t x_dtype,
+                                               uint32_t param_dtype, int rms, int rows,
+                                               int cols, const void *a, const void *b, void *r,
+                                               const void *gamma, const void *beta, float eps,
+                                               float *mean, float *rstd, void *y,
+                                               fg_error *err)
+{
+    size_t n = volume2(rows, cols);
+    fg_status st = FG_OK;
+    if (r == a) { /* r = a + 1 * b: the same sum */
+        st = fg_cpu_op_axpy(state, queue, x_dtype, x_dtype, 1.0f, b, r, n, err);
+    } else {
+        if (r != b)
+            st = fg_cpu_op_cast(state, queue, x_dtype, x_dtype, r, b, n, err);
+        if (st == FG_OK)
+            st = fg_cpu_op_axpy(state, queue, x_dtype, x_dtype, 1.0f, a, r, n, err);
+    }
+    if (st != FG_OK)
+        return st;
+    return fg_cpu_op_layernorm_forward(state, queue, x_dtype, param_dtype, rms, rows, cols, r,
+                                       gamma, beta, eps, mean, rstd, y, err);
+}
+
+fg_status fg_cpu_op_layernorm_residual_backward(void *state, void *queue, uint32_t x_dtype,
+                                                uint32_t param_dtype, uint32_t grad_dtype,
+                                                int rms, int rows, int cols, const void *x,
+                                                const void *gamma, const float *mean,
+                                                const float *rstd, const void *dy,
+                                                const void *dres, void *dx, void *dgamma,
+                                                void *dbeta, int accumulate, fg_error *err)
+{
+    fg_status st = fg_cpu_op_layernorm_backward(state, queue, x_dtype, param_dtype, grad_dtype,
+                                                rms, rows, cols, x, gamma, mean, rstd, dy, dx,
+                                                dgamma, dbeta, accumulate, err);
+    if (st == FG_OK && dx)
+        st = fg_cpu_op_axpy(state, queue, x_dtype, x_dtype, 1.0f, dres, dx,
+                            volume2(rows, cols), err);
+    return st;
+}
+
 /* ---- embedding ------------------------------------------------------------------------ */
 
 /* Every id in [0, rows) (the values: the shapes are checked). */

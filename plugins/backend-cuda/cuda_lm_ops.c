@@ -45,6 +45,41 @@ fg_status fg_cuda_op_layernorm_backward(void *state, void *queue, uint32_t x_dty
                             "layernorm_backward", err);
 }
 
+/* The fused residual forms (ABI 1.5): one kernel each (fg_cu_ln_residual_*). */
+fg_status fg_cuda_op_layernorm_residual_forward(void *state, void *queue, uint32_t x_dtype,
+                                                uint32_t param_dtype, int rms, int rows,
+                                                int cols, const void *a, const void *b,
+                                                void *r, const void *gamma, const void *beta,
+                                                float eps, float *mean, float *rstd, void *y,
+                                                fg_error *err)
+{
+    (void)state;
+    FG_CUDA_BEGIN("layernorm_residual_forward", x_dtype, param_dtype);
+    return fg_cuda_launched(fg_cu_ln_residual_forward(STREAM(queue), (int)x_dtype,
+                                                      (int)param_dtype, rms, rows, cols, a, b, r,
+                                                      gamma, beta, eps, mean, rstd, y),
+                            "layernorm_residual_forward", err);
+}
+
+fg_status fg_cuda_op_layernorm_residual_backward(void *state, void *queue, uint32_t x_dtype,
+                                                 uint32_t param_dtype, uint32_t grad_dtype,
+                                                 int rms, int rows, int cols, const void *x,
+                                                 const void *gamma, const float *mean,
+                                                 const float *rstd, const void *dy,
+                                                 const void *dres, void *dx, void *dgamma,
+                                                 void *dbeta, int accumulate, fg_error *err)
+{
+    (void)state;
+    FG_CUDA_BEGIN("layernorm_residual_backward", x_dtype, param_dtype, grad_dtype);
+    fg_cuda_queue *q = queue;
+    return fg_cuda_launched(fg_cu_ln_residual_backward(q->stream, (int)x_dtype,
+                                                       (int)param_dtype, (int)grad_dtype, rms,
+                                                       rows, cols, x, gamma, mean, rstd, dy,
+                                                       dres, dx, dgamma, dbeta, accumulate,
+                                                       q->scratch),
+                            "layernorm_residual_backward", err);
+}
+
 /* ---- embedding ------------------------------------------------------------------------ */
 
 /* The kernels index positions in 32 bits, with room for their sort. */

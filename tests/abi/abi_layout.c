@@ -112,6 +112,8 @@ static const layout_line current[] = {
     FIELD(fg_backend_vtable, classifier), FIELD(fg_backend_vtable, queue_native),
     FIELD(fg_backend_vtable, gemm_epilogue), FIELD(fg_backend_vtable, grad_clip_coef),
     FIELD(fg_backend_vtable, sgd_fused), FIELD(fg_backend_vtable, adamw_fused),
+    FIELD(fg_backend_vtable, layernorm_residual_forward),
+    FIELD(fg_backend_vtable, layernorm_residual_backward),
     SIZE(fg_backend_op_desc),
     FIELD(fg_backend_op_desc, name), FIELD(fg_backend_op_desc, offset),
     FIELD(fg_backend_op_desc, dtype_count), FIELD(fg_backend_op_desc, dtype_names),
@@ -295,6 +297,8 @@ static const layout_line current[] = {
     ENUM(fg_backend_op, FG_OP_GEMM_EPILOGUE),
     ENUM(fg_backend_op, FG_OP_GRAD_CLIP_COEF), ENUM(fg_backend_op, FG_OP_SGD_FUSED),
     ENUM(fg_backend_op, FG_OP_ADAMW_FUSED),
+    ENUM(fg_backend_op, FG_OP_LAYERNORM_RESIDUAL_FORWARD),
+    ENUM(fg_backend_op, FG_OP_LAYERNORM_RESIDUAL_BACKWARD),
     /* FG_OP_COUNT is not recorded: it grows with every op a minor appends. */
     ENUM(fg_reduce_op, FG_REDUCE_SUM), ENUM(fg_reduce_op, FG_REDUCE_AVG),
     ENUM(fg_reduce_op, FG_REDUCE_MAX),

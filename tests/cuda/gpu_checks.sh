@@ -87,8 +87,8 @@ parity_group() { # [--set KEY=VALUE]... GROUP
     return $rc
 }
 : >"$OUT/parity.log"
-for g in device checks flat cast gemm gemm_bias bias_act conv pool batchnorm dropout xent \
-         classifier ploss optim layernorm embedding; do
+for g in device checks flat cast gemm gemm_bias gemm_epilogue bias_act conv pool batchnorm \
+         dropout xent classifier ploss optim optim_fused layernorm embedding vec ln_residual; do
     check "cuda.parity.$g" parity_group "$g"
 done
 check "cuda.parity.attention (kernels)" parity_group --set attention=kernel attention

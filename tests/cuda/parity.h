@@ -89,5 +89,7 @@ void test_attention(void);
 void test_checks(void); /* parity_checks.c */
 void test_attention_fused(void);
 void test_attention_gemm(void);
+void test_vec(void);         /* parity_vec.c */
+void test_ln_residual(void); /* parity_ln_residual.c */
 
 #endif

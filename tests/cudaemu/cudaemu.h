@@ -20,6 +20,7 @@
 #include <vector_types.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "emu_api.h"
@@ -94,6 +95,17 @@ template <class T> inline T __shfl_xor_sync(unsigned m, T v, int lane_mask, int 
     return fgemu::shfl(m, v, FGEMU_SHFL_XOR, lane_mask, w);
 }
 template <class T> inline T __ldg(const T *p) { return *p; }
+
+/* A global access of `bytes` (a vector load or store: 16, 8, 4 or 2 bytes) at p: the device
+ * faults on an address that is not a multiple of its size (cudaErrorMisalignedAddress, a
+ * sticky error), where the host would read it quietly. */
+inline void fgemu_check_aligned(const void *p, size_t bytes)
+{
+    if (((uintptr_t)p & (bytes - 1)) == 0)
+        return;
+    fprintf(stderr, "fgemu: misaligned %zu-byte access at %p\n", bytes, p);
+    fgemu_set_sticky(cudaErrorMisalignedAddress);
+}
 
 /* Atomics: blocks run one at a time on one OS thread, so a read-modify-write between two
  * scheduling points is atomic; the point before it lets the random mode interleave. */

@@ -246,13 +246,51 @@ static fg_status block_dgelu(const fg_layer_ctx *c, int rows, int F, int C, cons
     return st;
 }
 
+/* x2 += x, then h = the norm of x2 (ln_2): one op when the backend fuses them (ABI 1.5),
+ * else axpy then layernorm_forward (the same bits). */
+static fg_status block_residual_norm(const fg_layer *l, const fg_layer_ctx *c, int rows,
+                                     int cols, const void *x, void *x2, const void *w,
+                                     const void *b, float *mean, float *rstd, void *h,
+                                     fg_error *err)
+{
+    uint32_t act = c->dt.act, param = c->dt.param;
+    const uint32_t dtypes[2] = {act, param};
+    if (fg_backend_can(c->be, c->bs, FG_OP_LAYERNORM_RESIDUAL_FORWARD, dtypes))
+        return FG_OP(c, err, layernorm_residual_forward, act, param, 0, rows, cols, x, x2, x2,
+                     w, b, (float)l->eps, mean, rstd, h);
+    fg_status st = FG_OP(c, err, axpy, act, act, 1.0f, x, x2, (size_t)rows * (size_t)cols);
+    if (st == FG_OK)
+        st = FG_OP(c, err, layernorm_forward, act, param, 0, rows, cols, x2, w, b,
+                   (float)l->eps, mean, rstd, h);
+    return st;
+}
+
+/* dx = the norm's dx from dh + dres (the residual stream's gradient), and the norm's
+ * parameter gradients: one op when the backend fuses them (ABI 1.5), else
+ * layernorm_backward then axpy (the same bits). dx NULL: the parameter gradients only. */
+static fg_status block_norm_backward(const fg_layer_ctx *c, int rows, int cols, const void *x,
+                                     const void *w, const float *mean, const float *rstd,
+                                     const void *dh, const void *dres, void *dx, void *dw,
+                                     void *db, fg_error *err)
+{
+    uint32_t act = c->dt.act, param = c->dt.param, grad = c->dt.grad;
+    const uint32_t dtypes[3] = {act, param, grad};
+    if (dx && fg_backend_can(c->be, c->bs, FG_OP_LAYERNORM_RESIDUAL_BACKWARD, dtypes))
+        return FG_OP(c, err, layernorm_residual_backward, act, param, grad, 0, rows, cols, x, w,
+                     mean, rstd, dh, dres, dx, dw, db, c->accumulate);
+    fg_status st = FG_OP(c, err, layernorm_backward, act, param, grad, 0, rows, cols, x, w,
+                         mean, rstd, dh, dx, dw, db, c->accumulate);
+    if (st == FG_OK && dx)
+        st = FG_OP(c, err, axpy, act, act, 1.0f, dres, dx, (size_t)rows * (size_t)cols);
+    return st;
+}
+
 /* Forward up to the MLP's GELU output: every tensor backward reads, into s. */
 static fg_status block_activations(const fg_layer *l, const fg_layer_ctx *c, block_saved s,
                                    fg_error *err)
 {
     block_dims d = fg_block_dims(l);
     int rows = c->batch * d.T;
-    size_t n = (size_t)rows * (size_t)d.C;
     uint32_t act = c->dt.act, param = c->dt.param;
     fg_attention_desc a = attention_desc(l, c);
     void *const *p = c->param;
@@ -266,10 +304,8 @@ static fg_status block_activations(const fg_layer *l, const fg_layer_ctx *c, blo
     if (st == FG_OK)
         st = fg_block_linear(c, rows, d.C, d.C, s.att, p[PROJ_W], p[PROJ_B], s.x2, err);
     if (st == FG_OK)
-        st = FG_OP(c, err, axpy, act, act, 1.0f, c->x, s.x2, n);
-    if (st == FG_OK)
-        st = FG_OP(c, err, layernorm_forward, act, param, 0, rows, d.C, s.x2, p[LN2_W],
-                   p[LN2_B], (float)l->eps, s.mean2, s.rstd2, s.h2);
+        st = block_residual_norm(l, c, rows, d.C, c->x, s.x2, p[LN2_W], p[LN2_B], s.mean2,
+                                 s.rstd2, s.h2, err);
     if (st == FG_OK)
         st = block_fc_gelu(c, rows, d.F, d.C, s.h2, p[FC_W], p[FC_B], s.f, s.g, err);
     return st;
@@ -296,8 +332,7 @@ static fg_status block_backward(const fg_layer *l, const fg_layer_ctx *c, fg_err
     block_dims d = fg_block_dims(l);
     block_saved s = fg_block_saved(l, c);
     int rows = c->batch * d.T;
-    size_t n = (size_t)rows * (size_t)d.C;
-    uint32_t act = c->dt.act, param = c->dt.param, grad = c->dt.grad;
+    uint32_t act = c->dt.act;
     fg_attention_desc a = attention_desc(l, c);
     void *const *p = c->param, *const *g = c->grad;
     float *ws = grad_scratch(l, c);
@@ -318,10 +353,8 @@ static fg_status block_backward(const fg_layer *l, const fg_layer_ctx *c, fg_err
                         dB, err);
     /* dx2 = ln_2'(dh2) + dy */
     if (st == FG_OK)
-        st = FG_OP(c, err, layernorm_backward, act, param, grad, 0, rows, d.C, s.x2, p[LN2_W],
-                   s.mean2, s.rstd2, dB, dC, g[LN2_W], g[LN2_B], c->accumulate);
-    if (st == FG_OK)
-        st = FG_OP(c, err, axpy, act, act, 1.0f, c->dy, dC, n);
+        st = block_norm_backward(c, rows, d.C, s.x2, p[LN2_W], s.mean2, s.rstd2, dB, c->dy, dC,
+                                 g[LN2_W], g[LN2_B], err);
     /* attention: dx2 -> datt -> dqkv -> dh1 */
     if (st == FG_OK)
         st = linear_bwd(c, rows, d.C, d.C, s.att, p[PROJ_W], dC, g[PROJ_W], g[PROJ_B], dB, err);
@@ -330,14 +363,9 @@ static fg_status block_backward(const fg_layer *l, const fg_layer_ctx *c, fg_err
     if (st == FG_OK)
         st = linear_bwd(c, rows, 3 * d.C, d.C, s.h1, p[QKV_W], dD, g[QKV_W], g[QKV_B], dB, err);
     /* dx = ln_1'(dh1) + dx2 */
-    if (st == FG_OK && c->dx)
-        st = FG_OP(c, err, layernorm_backward, act, param, grad, 0, rows, d.C, c->x, p[LN1_W],
-                   s.mean1, s.rstd1, dB, c->dx, g[LN1_W], g[LN1_B], c->accumulate);
-    else if (st == FG_OK)
-        st = FG_OP(c, err, layernorm_backward, act, param, grad, 0, rows, d.C, c->x, p[LN1_W],
-                   s.mean1, s.rstd1, dB, NULL, g[LN1_W], g[LN1_B], c->accumulate);
-    if (st == FG_OK && c->dx)
-        st = FG_OP(c, err, axpy, act, act, 1.0f, dC, c->dx, n);
+    if (st == FG_OK)
+        st = block_norm_backward(c, rows, d.C, c->x, p[LN1_W], s.mean1, s.rstd1, dB, dC, c->dx,
+                                 g[LN1_W], g[LN1_B], err);
     return st;
 }
 

@@ -213,6 +213,15 @@ typedef struct fg_attention_desc {
     P(uint32_t, grad_dtype) /* grad */ P(uint32_t, work_dtype) /* work */                        \
     P(const fg_adamw_args *, a) P(void *, param) P(const void *, grad) P(float *, m)             \
     P(float *, v) P(const float *, grad_scale) P(void *, work) P(size_t, n)
+#define FG_OP_SIG_layernorm_residual_forward(P) P(uint32_t, x_dtype) /* a, b, r, y */           \
+    P(uint32_t, param_dtype) /* gamma, beta */ P(int, rms) P(int, rows) P(int, cols)             \
+    P(const void *, a) P(const void *, b) P(void *, r) P(const void *, gamma)                    \
+    P(const void *, beta) P(float, eps) P(float *, mean) P(float *, rstd) P(void *, y)
+#define FG_OP_SIG_layernorm_residual_backward(P) P(uint32_t, x_dtype) /* x, dy, dres, dx */      \
+    P(uint32_t, param_dtype) /* gamma */ P(uint32_t, grad_dtype) /* dgamma, dbeta */             \
+    P(int, rms) P(int, rows) P(int, cols) P(const void *, x) P(const void *, gamma)              \
+    P(const float *, mean) P(const float *, rstd) P(const void *, dy) P(const void *, dres)      \
+    P(void *, dx) P(void *, dgamma) P(void *, dbeta) P(int, accumulate)
 
 #define FG_BACKEND_OPS(X, ctx)                                                                   \
     X(ctx, GEMM, gemm, "a", "b", "c")                                                            \
@@ -251,7 +260,10 @@ typedef struct fg_attention_desc {
     X(ctx, GEMM_EPILOGUE, gemm_epilogue, "ab", "c", "bias") /* ABI 1.5 */                    \
     X(ctx, GRAD_CLIP_COEF, grad_clip_coef, "x") /* ABI 1.5 */                                    \
     X(ctx, SGD_FUSED, sgd_fused, "param", "grad", "work") /* ABI 1.5 */                          \
-    X(ctx, ADAMW_FUSED, adamw_fused, "param", "grad", "work") /* ABI 1.5 */
+    X(ctx, ADAMW_FUSED, adamw_fused, "param", "grad", "work") /* ABI 1.5 */                      \
+    X(ctx, LAYERNORM_RESIDUAL_FORWARD, layernorm_residual_forward, "x", "param") /* ABI 1.5 */    \
+    X(ctx, LAYERNORM_RESIDUAL_BACKWARD, layernorm_residual_backward, "x", "param",                \
+      "grad") /* ABI 1.5 */
 
 /* The generators' helpers: each argument as a declaration or as its name, after a comma. */
 #define FG_OP_DECL_(type, name) , type name
@@ -577,6 +589,19 @@ typedef struct fg_backend_vtable {
      * none; work_dtype is then not read). NULL: the trainer runs that sequence. */
     FG_OP_ENTRY(sgd_fused);   /* op 35 */
     FG_OP_ENTRY(adamw_fused); /* op 36 */
+    /* [optional: transformer_block] The residual add fused into the layer norm that follows
+     * it (a pre-norm block's x2 = x + attn, then ln_2(x2)): r(rows, cols) = b + a, rounded
+     * into x_dtype as axpy(1, a, b) rounds it (r may alias a or b), and y = the norm of r
+     * with mean and rstd saved, exactly as layernorm_forward of r (same arguments, same
+     * rules). NULL: the caller runs axpy, then layernorm_forward. */
+    FG_OP_ENTRY(layernorm_residual_forward); /* op 37 */
+    /* [optional: transformer_block] layernorm_backward that adds the residual stream's
+     * gradient: dx = dres + the norm's dx, that dx rounded into x_dtype first (exactly
+     * layernorm_backward into dx, then axpy(1, dres, dx)); dx may be NULL (then dres is not
+     * read: only dgamma, dbeta), otherwise dres must be given and be another buffer than dx.
+     * dgamma, dbeta as layernorm_backward (accumulate). NULL: the caller runs
+     * layernorm_backward, then axpy. */
+    FG_OP_ENTRY(layernorm_residual_backward); /* op 38 */
 } fg_backend_vtable;
 
 /* The five event entries (all or none: see "queues and events" above). */

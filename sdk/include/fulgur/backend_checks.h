@@ -574,6 +574,33 @@ FG_OP_CHECK(layernorm_backward)
     return FG_OK;
 }
 
+FG_OP_CHECK(layernorm_residual_forward)
+{
+    const char *op = "layernorm_residual_forward";
+    FG_CHECK_QUEUE_(op);
+    fg_status st = fg_check_norm_(who, op, rms, rows, cols, b, mean, rstd, err);
+    if (st != FG_OK)
+        return st;
+    FG_CHECK_NOT_NULL_(op, a);
+    FG_CHECK_NOT_NULL_(op, r);
+    FG_CHECK_NOT_NULL_(op, y);
+    FG_CHECK_(eps >= 0.0f, op, "eps = %g must be >= 0", FG_CHECK_MSG_(op), (double)eps);
+    return FG_OK;
+}
+
+FG_OP_CHECK(layernorm_residual_backward)
+{
+    const char *op = "layernorm_residual_backward";
+    FG_CHECK_QUEUE_(op);
+    fg_status st = fg_check_norm_(who, op, rms, rows, cols, x, mean, rstd, err);
+    if (st != FG_OK)
+        return st;
+    FG_CHECK_NOT_NULL_(op, dy);
+    FG_CHECK_(!dx || dres, op, "dres is NULL (needed with dx)", FG_CHECK_MSG_(op));
+    FG_CHECK_(!dx || dx != dres, op, "dx and dres are the same buffer", FG_CHECK_MSG_(op));
+    return FG_OK;
+}
+
 /* n positions of dim values each, ids into a table of `rows` rows; the ids' values are the
  * backend's to check (it reads them). */
 static inline fg_status fg_check_embedding_(const char *who, const char *op, const int32_t *ids,
