@@ -128,6 +128,8 @@ void fg_cuda_event_destroy(void *state, void *event);
 fg_status fg_cuda_event_record(void *state, void *queue, void *event, fg_error *err);
 fg_status fg_cuda_queue_wait_event(void *state, void *queue, void *event, fg_error *err);
 fg_status fg_cuda_event_sync(void *state, void *event, fg_error *err);
+/* 1 when the event completed, without waiting (event_query). */
+int fg_cuda_event_query(void *state, void *event);
 /* Grows the queue's staging buffer to at least `bytes`. */
 fg_status fg_cuda_stage(fg_cuda_queue *q, size_t bytes, const char *op, fg_error *err);
 

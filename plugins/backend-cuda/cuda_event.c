@@ -87,6 +87,18 @@ fg_status fg_cuda_queue_wait_event(void *state, void *queue, void *event, fg_err
     return e == cudaSuccess ? FG_OK : fg_cuda_fail(err, e, "queue_wait_event");
 }
 
+int fg_cuda_event_query(void *state, void *event)
+{
+    (void)state;
+    fg_cuda_event *ev = event;
+    if (!ev || cudaSetDevice(ev->device) != cudaSuccess)
+        return 0;
+    cudaError_t e = cudaEventQuery(ev->event);
+    if (e != cudaSuccess && e != cudaErrorNotReady)
+        cudaGetLastError(); /* event_sync reports it */
+    return e == cudaSuccess;
+}
+
 fg_status fg_cuda_event_sync(void *state, void *event, fg_error *err)
 {
     (void)state;

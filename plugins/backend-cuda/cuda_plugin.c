@@ -227,6 +227,7 @@ static const fg_backend_vtable fg_cuda_vtable = {
     .event_sync = fg_cuda_event_sync,
     .attention_workspace = fg_cuda_op_attention_workspace,
     .queue_native = fg_cuda_queue_native,
+    .event_query = fg_cuda_event_query,
     FG_BACKEND_OP_INIT_CHECKED(fg_cuda_op_)
 };
 

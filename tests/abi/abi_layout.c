@@ -110,6 +110,7 @@ static const layout_line current[] = {
     FIELD(fg_backend_vtable, attention_backward), FIELD(fg_backend_vtable, attention_decode),
     FIELD(fg_backend_vtable, gemm_bias), FIELD(fg_backend_vtable, host_synchronous),
     FIELD(fg_backend_vtable, classifier), FIELD(fg_backend_vtable, queue_native),
+    FIELD(fg_backend_vtable, event_query),
     FIELD(fg_backend_vtable, gemm_epilogue), FIELD(fg_backend_vtable, grad_clip_coef),
     FIELD(fg_backend_vtable, sgd_fused), FIELD(fg_backend_vtable, adamw_fused),
     FIELD(fg_backend_vtable, layernorm_residual_forward),

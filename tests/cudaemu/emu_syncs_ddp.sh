@@ -1,12 +1,14 @@
 #!/bin/sh
 # Host synchronisations per step of ddp on 2 ranks (mpirun) with the emulated CUDA backend
 # and NCCL, clipping by norm: runs of A and B optimizer steps (no log step, no sanity
-# validation), counted by FGEMU_SYNC_LOG (one line per rank). The device clip path must
-# take exactly one queue sync a step fewer than the host-read norm
-# (FULGUR_TEST_UNFUSED_STEP=1), with no more blocking copies, and the same weights. The
-# ranks' stop agreement (about once a second, so a count that varies with the run's speed)
-# is moved past the runs' end (FULGUR_TEST_AGREE_EVERY=1000). What is left a step is
-# printed: ddp's gradient buckets (plugins/strategy-ddp/ddp_buckets.c).
+# validation), counted by FGEMU_SYNC_LOG (one line per rank). Steady-state steps hold no
+# queue sync and no blocking copy to the host: the gradient buckets start after an event on
+# the compute stream and the stream waits for them on the device (comm.nccl's
+# wait_on_queue), and the clip factor stays on the device. The host-read norm
+# (FULGUR_TEST_UNFUSED_STEP=1) takes exactly one queue sync a step more, and both give the
+# same weights. The ranks' stop agreement (about once a second, so a count that varies with
+# the run's speed) is moved past the runs' end (FULGUR_TEST_AGREE_EVERY=1000); the loader's
+# staging fence asks event_query before it waits. Steady state: no host synchronisation.
 #   emu_syncs_ddp.sh MPIRUN FULGUR EMU_PLUGIN_DIR CONFIG
 set -u
 mpirun=$1 fulgur=$2 plugins=$3 cfg=$4
@@ -44,6 +46,9 @@ status=0
 ds=$(( $(delta old cudaStreamSynchronize) - $(delta fused cudaStreamSynchronize) ))
 if [ "$ds" -ne "$steps" ]; then
   echo "FAIL: the device clip path saves $ds queue syncs in $steps steps (want one a step)"; status=1
+fi
+if [ "$(delta fused host_syncs)" -ne 0 ]; then
+  echo "FAIL: steady-state ddp steps synchronise the host $(delta fused host_syncs) times in $steps steps (want 0)"; status=1
 fi
 if [ "$(delta fused copy_to_pageable)" -gt "$(delta old copy_to_pageable)" ]; then
   echo "FAIL: the device clip path makes more blocking copies than the host path"; status=1

@@ -50,7 +50,10 @@ fg_status fg_copy_fence_wait(fg_copy_fence *f, fg_error *err)
     pthread_mutex_lock(&f->mu);
     while (f->head) {
         fg_copy_fence_link *l = f->head;
-        st = l->be->event_sync(l->bs, l->event, err);
+        int done = FG_HAS_FIELD(l->be, fg_backend_vtable, event_query) && l->be->event_query &&
+                   l->be->event_query(l->bs, l->event) == 1;
+        if (!done)
+            st = l->be->event_sync(l->bs, l->event, err);
         if (st != FG_OK)
             break;
         f->head = l->next;

@@ -550,6 +550,12 @@ typedef struct fg_backend_vtable {
      * work on it itself (CUDA: the queue's cudaStream_t, which comm.nccl takes as its
      * `queue`). NULL, or a NULL result: the queue has none (the CPU backend). */
     void *(*queue_native)(void *state, void *queue);
+    /* [optional, with the five event entries; as event_sync's rule] 1 when the event's
+     * recorded point has completed (or it was never recorded), 0 while it is pending, and
+     * never waits; a failure of the work before it is left to event_sync. NULL: callers
+     * wait with event_sync. The data loader asks it first, so a batch copy that finished
+     * long ago costs no host synchronisation. */
+    int (*event_query)(void *state, void *event);
     /* [optional: linear layers, the transformer block's MLP] A gemm with a fused tail
      * (epilogue: fg_gemm_epilogue). P(m,n) = op(A) op(B) as gemm (row-major, product in
      * f32); a and b have ab_dtype, c and aux c_dtype, bias bias_dtype. accumulate must be 0
