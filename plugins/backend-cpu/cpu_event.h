@@ -16,5 +16,7 @@ void fg_cpu_event_destroy(void *state, void *event);
 fg_status fg_cpu_event_record(void *state, void *queue, void *event, fg_error *err);
 fg_status fg_cpu_queue_wait_event(void *state, void *queue, void *event, fg_error *err);
 fg_status fg_cpu_event_sync(void *state, void *event, fg_error *err);
+/* Always 1: complete (event_query). */
+int fg_cpu_event_query(void *state, void *event);
 
 #endif

@@ -152,6 +152,7 @@ static const fg_backend_vtable fg_cpu_vtable = {
     .event_record = fg_cpu_event_record,
     .queue_wait_event = fg_cpu_queue_wait_event,
     .event_sync = fg_cpu_event_sync,
+    .event_query = fg_cpu_event_query,
     .attention_workspace = fg_cpu_op_attention_workspace,
     .host_synchronous = fg_cpu_host_synchronous,
     FG_BACKEND_OP_INIT_CHECKED(fg_cpu_op_)

@@ -129,17 +129,20 @@ static void test_descriptor(void)
     const fg_backend_vtable *vt = tb.vt;
     CHECK(vt->struct_size == sizeof(fg_backend_vtable), "vtable struct_size %u",
           vt->struct_size);
-    /* every function is implemented, but for copy_queue_create: a CPU copy is a memcpy on
-     * the calling thread, and a queue of its own would overlap nothing (cpu_event.h) */
+    /* every function is implemented, but for copy_queue_create (a CPU copy is a memcpy on
+     * the calling thread, and a queue of its own would overlap nothing: cpu_event.h) and
+     * queue_native (a CPU queue has no handle another library enqueues on) */
     const void *const *fns = (const void *const *)((const char *)vt +
                                                    offsetof(fg_backend_vtable, device_count));
     size_t nfns = (sizeof(fg_backend_vtable) - offsetof(fg_backend_vtable, device_count)) /
                   sizeof(void *);
     size_t no_copy_queue = (offsetof(fg_backend_vtable, copy_queue_create) -
                             offsetof(fg_backend_vtable, device_count)) / sizeof(void *);
+    size_t no_native = (offsetof(fg_backend_vtable, queue_native) -
+                        offsetof(fg_backend_vtable, device_count)) / sizeof(void *);
     for (size_t i = 0; i < nfns; i++)
-        CHECK((fns[i] != NULL) == (i != no_copy_queue), "vtable function %zu is %s", i,
-              fns[i] ? "set" : "NULL");
+        CHECK((fns[i] != NULL) == (i != no_copy_queue && i != no_native),
+              "vtable function %zu is %s", i, fns[i] ? "set" : "NULL");
     test_backend_close(&tb);
 }
 
