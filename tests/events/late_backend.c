@@ -328,6 +328,21 @@ static fg_status late_event_sync(void *state, void *event, fg_error *err)
     return st;
 }
 
+/* 1 when no copy the event covers is still in flight: they complete only when the host
+ * waits, so a caller that asks first still has to wait for them. */
+static int late_event_query(void *state, void *event)
+{
+    (void)state;
+    late_event *e = event;
+    pthread_mutex_lock(&G.mu);
+    int done = 1;
+    for (int i = 0; e->queue && i < e->queue->count; i++)
+        if (e->queue->flight[i].seq <= e->upto)
+            done = 0;
+    pthread_mutex_unlock(&G.mu);
+    return done;
+}
+
 /* ---- the plugin ------------------------------------------------------------------------- */
 
 static const fg_option late_options[] = {
@@ -360,6 +375,7 @@ static fg_status late_init(const fg_host *host, void **state, fg_error *err)
     late_vtable.event_record = late_event_record;
     late_vtable.queue_wait_event = late_queue_wait_event;
     late_vtable.event_sync = late_event_sync;
+    late_vtable.event_query = late_event_query;
     late_vtable.host_synchronous = NULL; /* its copies complete late: batches must be copied */
     return FG_OK;
 }
