@@ -265,28 +265,47 @@ const char *fg_optimizer_config_state_name(const fg_optimizer_config *oc, size_t
     return oc->kind == FG_OPTIMIZER_ADAMW ? (i ? "exp_avg_sq" : "exp_avg") : "momentum_buffer";
 }
 
-fg_status fg_optimizer_step_at(fg_optimizer *opt, void *queue, float lr, float *params,
-                               const float *grads, size_t offset, size_t count, fg_error *err)
+/* A step over [offset, offset + count) of the parameters: inside them, after begin_step.
+ * `what` names the step in the message. */
+static fg_status check_step(const fg_optimizer *opt, size_t offset, size_t count,
+                            const char *what, fg_error *err)
 {
     if (offset > opt->count || count > opt->count - offset)
-        return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "optimizer step over [%zu, %zu) is outside its %zu values", offset,
-                            offset + count, opt->count);
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s over [%zu, %zu) is outside its %zu "
+                            "values", what, offset, offset + count, opt->count);
     if (opt->step < 1)
         return fg_error_set(err, FG_INVALID_ARGUMENT,
                             "optimizer step before fg_optimizer_begin_step");
-    if (!count)
-        return FG_OK;
+    return FG_OK;
+}
+
+static fg_sgd_args sgd_args(const fg_optimizer *opt, float lr)
+{
     const fg_optimizer_config *oc = &opt->oc;
-    if (oc->kind == FG_OPTIMIZER_SGD) {
-        fg_sgd_args a = {sizeof a, lr, (float)oc->momentum, (float)oc->dampening,
+    return (fg_sgd_args){sizeof(fg_sgd_args), lr, (float)oc->momentum, (float)oc->dampening,
                          (float)oc->weight_decay, oc->nesterov, opt->step == 1};
+}
+
+static fg_adamw_args adamw_args(const fg_optimizer *opt, float lr)
+{
+    const fg_optimizer_config *oc = &opt->oc;
+    return (fg_adamw_args){sizeof(fg_adamw_args), lr, (float)oc->beta1, (float)oc->beta2,
+                           (float)oc->eps, (float)oc->weight_decay, opt->step};
+}
+
+fg_status fg_optimizer_step_at(fg_optimizer *opt, void *queue, float lr, float *params,
+                               const float *grads, size_t offset, size_t count, fg_error *err)
+{
+    fg_status st = check_step(opt, offset, count, "optimizer step", err);
+    if (st != FG_OK || !count)
+        return st;
+    if (opt->oc.kind == FG_OPTIMIZER_SGD) {
+        fg_sgd_args a = sgd_args(opt, lr);
         float *buf = opt->state_count ? opt->state[0] + offset : NULL;
         return opt->be->sgd_update(opt->bs, queue, opt->param_dtype, opt->grad_dtype, &a, params,
                                    grads, buf, count, err);
     }
-    fg_adamw_args a = {sizeof a, lr, (float)oc->beta1, (float)oc->beta2, (float)oc->eps,
-                       (float)oc->weight_decay, opt->step};
+    fg_adamw_args a = adamw_args(opt, lr);
     return opt->be->adamw_update(opt->bs, queue, opt->param_dtype, opt->grad_dtype, &a, params,
                                  grads, opt->state[0] + offset, opt->state[1] + offset, count,
                                  err);
@@ -304,13 +323,9 @@ fg_status fg_optimizer_step_fused(fg_optimizer *opt, void *queue, float lr, void
                                   const float *grad_scale, void *work, uint32_t work_dtype,
                                   fg_error *err)
 {
-    if (offset > opt->count || count > opt->count - offset)
-        return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "fused optimizer step over [%zu, %zu) is outside its %zu values",
-                            offset, offset + count, opt->count);
-    if (opt->step < 1)
-        return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "optimizer step before fg_optimizer_begin_step");
+    fg_status st = check_step(opt, offset, count, "fused optimizer step", err);
+    if (st != FG_OK)
+        return st;
     if (!fg_optimizer_can_fuse(opt, work ? work_dtype : opt->param_dtype))
         return fg_error_set(err, FG_UNAVAILABLE, "the backend cannot run %s_fused with %s "
                             "parameters, %s gradients and a %s working copy",
@@ -319,16 +334,13 @@ fg_status fg_optimizer_step_fused(fg_optimizer *opt, void *queue, float lr, void
                             fg_dtype_name((fg_dtype)work_dtype));
     if (!count)
         return FG_OK;
-    const fg_optimizer_config *oc = &opt->oc;
-    if (oc->kind == FG_OPTIMIZER_SGD) {
-        fg_sgd_args a = {sizeof a, lr, (float)oc->momentum, (float)oc->dampening,
-                         (float)oc->weight_decay, oc->nesterov, opt->step == 1};
+    if (opt->oc.kind == FG_OPTIMIZER_SGD) {
+        fg_sgd_args a = sgd_args(opt, lr);
         float *buf = opt->state_count ? opt->state[0] + offset : NULL;
         return opt->be->sgd_fused(opt->bs, queue, opt->param_dtype, opt->grad_dtype, work_dtype,
                                   &a, params, grads, buf, grad_scale, work, count, err);
     }
-    fg_adamw_args a = {sizeof a, lr, (float)oc->beta1, (float)oc->beta2, (float)oc->eps,
-                       (float)oc->weight_decay, opt->step};
+    fg_adamw_args a = adamw_args(opt, lr);
     return opt->be->adamw_fused(opt->bs, queue, opt->param_dtype, opt->grad_dtype, work_dtype,
                                 &a, params, grads, opt->state[0] + offset,
                                 opt->state[1] + offset, grad_scale, work, count, err);
