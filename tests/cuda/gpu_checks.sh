@@ -96,7 +96,8 @@ check "cuda.parity.attention (auto: cuDNN where eligible)" parity_group attentio
 check "cuda.parity.attention_fused (cuDNN)" parity_group --set attention=cudnn attention_fused
 check "cuda.parity.attention_gemm (f32 on batched gemms)" parity_group --set attention=gemm attention_gemm
 # cuDNN's device properties of this GPU, for the deviceless plan test (commit the file as
-# tests/cuda/data/h100_deviceprop.json), and the plans finalized from it here
+# tests/cuda/data/h100_deviceprop.json: cuda.sdpa_aot then uses it instead of the published
+# figures), and the plans finalized from it here with the real driver
 if [[ -x $fg/bin/sdpa_aot ]]; then
     check "cudnn device properties -> h100_deviceprop.json" \
         "$fg/bin/sdpa_aot" capture "$OUT/h100_deviceprop.json" >>"$OUT/parity.log" 2>&1

@@ -14,8 +14,10 @@
  *                            describes, finalized by the real libcudnn without that device
  *                            (deviceless AOT, cuDNN >= 9.8): the heuristics get the
  *                            DEVICEPROP, a plan must finalize for every eligible shape; head
- *                            size 12 and 256 are reported, not required. ctest cuda.sdpa_aot
- *                            when tests/cuda/data/h100_deviceprop.json exists.
+ *                            size 12 and 256 are reported, not required. The SDPA engines
+ *                            open the driver while a plan finalizes: without a GPU run it
+ *                            against driver_shim.c's libcuda.so.1 (ctest cuda.sdpa_aot, with
+ *                            the JSON of tests/cuda/data).
  * Exit 0 when all passed, 1 otherwise, 2 on usage. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
