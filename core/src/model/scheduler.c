@@ -1,5 +1,5 @@
 /* Learning-rate schedulers (PyTorch semantics: StepLR, MultiStepLR, CosineAnnealingLR,
- * ReduceLROnPlateau, LinearLR warmup in front). */
+ * ReduceLROnPlateau, LinearLR warmup in front; cosine_with_warmup: nanoGPT's get_lr). */
 #include "scheduler.h"
 
 #include <math.h>
