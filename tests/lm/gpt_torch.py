@@ -6,7 +6,10 @@ tensor names.
   gpt_torch.py train FOLDER [tied]  trains 50 AdamW steps on the windows fulgur's text
                                     plugin draws (seed 7, epoch 0, in order) and prints one
                                     loss per line
-tied: lm_head.weight is wte.weight (one parameter, as GPT-2). hf: tied, and init writes
+tied: lm_head.weight is wte.weight (one parameter, as GPT-2). decay / decay_all: untied,
+AdamW with weight_decay 0.5 on two parameter groups (nanoGPT's configure_optimizers: the
+tensors with dim >= 2 decay, biases and norm gains do not) or on every tensor, and train
+also writes the final weights to FOLDER/torch_MODE.safetensors. hf: tied, and init writes
 init.safetensors in Hugging Face's GPT-2 layout (transformer.h.N.attn.c_attn.weight stored
 (in, out) as Conv1D, the attn.bias mask buffers, lm_head.weight) and ref.safetensors in
 fulgur's names for train.
@@ -178,7 +181,7 @@ def train(folder, mode):
     model.load_state_dict(tensors)
     text = torch.tensor(list(corpus()), dtype=torch.long)
     starts = len(text) - T
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+    opt = torch.optim.AdamW(param_groups(model, mode), lr=1e-3, weight_decay=0.01)
     for step in range(STEPS):
         idx = [window_start(SEED, 0, step * B + i, starts) for i in range(B)]
         x = torch.stack([text[s:s + T] for s in idx])
@@ -188,6 +191,20 @@ def train(folder, mode):
         loss.backward()
         opt.step()
         print(f"{loss.item():.9g}")
+    if mode.startswith("decay"):
+        save(f"{folder}/torch_{mode}.safetensors", model.state_dict())
+
+
+def param_groups(model, mode):
+    """nanoGPT's two groups (decay: dim >= 2) for mode decay, one decayed group for
+    decay_all; PyTorch's default (every parameter at weight_decay 0.01) otherwise."""
+    params = list(model.named_parameters())
+    if mode == "decay":
+        return [{"params": [p for _, p in params if p.dim() >= 2], "weight_decay": 0.5},
+                {"params": [p for _, p in params if p.dim() < 2], "weight_decay": 0.0}]
+    if mode == "decay_all":
+        return [{"params": [p for _, p in params], "weight_decay": 0.5}]
+    return [p for _, p in params]
 
 
 if __name__ == "__main__":

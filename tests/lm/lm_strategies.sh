@@ -11,6 +11,10 @@
 #   lm_strategies.sh dp        dp over 2 virtual devices in one process
 #   lm_strategies.sh pipeline  model-parallel over 2 stages, 2 micro-batches
 #   lm_strategies.sh tied      ddp and sharded stage 1 with lm_head tied to wte
+#   lm_strategies.sh decay     weight decay per tensor (weight_decay = 0.5 on matrices only,
+#                              wpe.weight exempt by no_decay): ddp on 2 ranks, sharded
+#                              stages 1-3 on 2 ranks (the decay runs follow the shard),
+#                              dp and pipeline; and single without the decay differs
 # Environment: FULGUR, PLUGIN_DIR, COMPARE (tests/ddp/compare_safetensors.py), PYTHON.
 set -u
 step=${1:?usage: lm_strategies.sh STEP}
@@ -26,8 +30,11 @@ trap 'rm -rf "$WORK"' EXIT
 for i in $(seq 1 1500); do
     echo "the quick brown fox $((i * 7 % 13)) jumps over the lazy dog $((i % 11)) and sees $i stars"
 done >"$WORK/corpus.txt"
-tie=""
+tie="" decay=""
 [ "$step" = tied ] && tie="tie = wte"
+[ "$step" = decay ] && decay="weight_decay = 0.5
+weight_decay_params = matrices
+no_decay = wpe.weight"
 cat >"$WORK/gpt.ini" <<INI
 [trainer]
 max_epochs = 1
@@ -78,6 +85,7 @@ $tie
 name = sgd
 lr = 0.1
 momentum = 0.9
+$decay
 INI
 must() { local log=$1 rc=0; shift; "$@" >"$log" 2>&1 || rc=$?; [ $rc = 0 ] || { cat "$log" >&2; fail "exit $rc from: $*"; }; }
 mpi() { local n=$1; shift; "$MPIRUN" "${MPI_FLAGS[@]}" -n "$n" "$FULGUR" --plugin-path "$PLUGIN_DIR" "$@"; }
@@ -119,5 +127,17 @@ pipeline) run_one pipeline strategy.name=model-parallel backend.devices=2 ;;
 tied)
     run_mpi ddp_tied 2 strategy.name=ddp data.batch_size=4
     run_mpi stage1_tied 2 strategy.name=sharded strategy.stage=1 data.batch_size=4 ;;
+decay)
+    grep -q 'num decayed parameter tensors: 10,' "$WORK/single.log" || fail "single: no decay groups logged"
+    run_mpi ddp_decay 2 strategy.name=ddp data.batch_size=4
+    for s in 1 2 3; do run_mpi "stage${s}_decay" 2 strategy.name=sharded strategy.stage=$s data.batch_size=4; done
+    run_one dp_decay strategy.name=dp backend.devices=2
+    run_one pipeline_decay strategy.name=model-parallel backend.devices=2
+    must "$WORK/nodecay.log" "$FULGUR" --plugin-path "$PLUGIN_DIR" fit "$WORK/gpt.ini" \
+        optimizer.weight_decay=0 trainer.final_checkpoint="$WORK/nodecay.safetensors"
+    if out=$("$PYTHON" "$COMPARE" "$WORK/nodecay.safetensors" "$WORK/single.safetensors" 1e-3); then
+        fail "the weight decay made no difference to the weights: $out"
+    fi
+    echo "ok: without the decay the weights differ from single's: $out" ;;
 *) fail "unknown step" ;;
 esac

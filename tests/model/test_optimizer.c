@@ -53,9 +53,18 @@ static void test_config(void)
     CHECK(strstr(msg, "cfg.ini:2") && strstr(msg, "lr"));
     msg = read_message("[optimizer]\nmomentun = 0.9\n", &oc);
     CHECK(strstr(msg, "cfg.ini:2") && strstr(msg, "momentum"));
+    CHECK(read_message("[optimizer]\nname = adamw\nweight_decay_params = matrices\n"
+                       "no_decay = *.bias, ln_*\n", &oc)[0] == '\0');
+    CHECK(oc.decay_matrices_only && strcmp(oc.no_decay, "*.bias, ln_*") == 0);
+    CHECK(read_message("[optimizer]\nname = adamw\n", &oc)[0] == '\0');
+    CHECK(!oc.decay_matrices_only && oc.no_decay[0] == '\0'); /* the default: all decay */
+    char text[400] = "[optimizer]\nno_decay = ";
+    memset(text + strlen(text), 'a', 300);
+    CHECK(strstr(read_message(text, &oc), "cfg.ini:2: [optimizer] no_decay is 300 characters; "
+                              "at most 255") != NULL);
     size_t n = 0;
     const fg_option *o = fg_optimizer_schema(&n);
-    CHECK(o && n == 9 && strcmp(o[0].key, "name") == 0);
+    CHECK(o && n == 11 && strcmp(o[0].key, "name") == 0);
 }
 
 /* ---- the update rules, in double ---------------------------------------------------- */
@@ -172,6 +181,71 @@ static void test_state(tk_backend *b)
     }
 }
 
+/* STEPS AdamW steps over [0, 3) and [3, N) (across the runs' edges), plain or fused, with
+ * `runs` of a region that starts 2 values before the optimizer's range (a shard's). */
+static void run_steps(tk_backend *b, double wd, const fg_decay_run *runs, size_t n, int fused,
+                      float *out)
+{
+    fg_optimizer_config oc = {.kind = FG_OPTIMIZER_ADAMW, .lr = 0.05, .weight_decay = wd,
+                              .beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8};
+    fg_optimizer *opt = NULL;
+    fg_error err = {0};
+    CHECK_OK(fg_optimizer_create_with(&oc, b->be, b->bs, 0, N, &opt, &err), &err);
+    if (!opt) return;
+    if (runs) CHECK_OK(fg_optimizer_set_decay_runs(opt, runs, n, 2, &err), &err);
+    float g[N];
+    for (int i = 0; i < N; i++) out[i] = (float)(0.5 - 0.2 * i);
+    float *p_dev = tk_dev_alloc(b, N), *g_dev = tk_dev_alloc(b, N);
+    tk_upload(b, p_dev, out, N * sizeof(float));
+    for (int t = 1; t <= STEPS; t++) {
+        for (int i = 0; i < N; i++) g[i] = (float)grad_at(t, i);
+        tk_upload(b, g_dev, g, sizeof g);
+        fg_optimizer_begin_step(opt);
+        for (int part = 0; part < 2; part++) {
+            size_t lo = part ? 3 : 0, cnt = part ? N - 3 : 3;
+            CHECK_OK(fused ? fg_optimizer_step_fused(opt, b->queue, 0.05f, p_dev + lo, g_dev + lo,
+                                                     lo, cnt, NULL, NULL, FG_F32, &err)
+                           : fg_optimizer_step(opt, b->queue, 0.05f, p_dev, g_dev, lo, cnt, &err),
+                     &err);
+        }
+    }
+    tk_download(b, out, p_dev, N * sizeof(float));
+    tk_dev_free(b, p_dev);
+    tk_dev_free(b, g_dev);
+    fg_optimizer_destroy(opt);
+}
+
+/* Weight decay per run: the decayed values bitwise a run decaying everything, the others
+ * bitwise one without decay, fused and plain; runs that leave a gap are refused. */
+static void test_decay_runs(tk_backend *b)
+{
+    /* region [0, N + 2): the optimizer's range is [2, N + 2), so relative [0, 2) decays,
+     * [2, 5) does not, [5, N) does */
+    const fg_decay_run runs[] = {{0, 4, 1}, {4, 7, 0}, {7, N + 2, 1}};
+    float all[N], none[N], mixed[N], fused[N];
+    run_steps(b, 0.3, NULL, 0, 0, all);
+    run_steps(b, 0.0, NULL, 0, 0, none);
+    run_steps(b, 0.3, runs, 3, 0, mixed);
+    run_steps(b, 0.3, runs, 3, 1, fused);
+    int differ = 0;
+    for (int i = 0; i < N; i++) {
+        int decays = i < 2 || i >= 5;
+        CHECK(mixed[i] == (decays ? all[i] : none[i]));
+        CHECK(fused[i] == mixed[i]);
+        differ += all[i] != none[i];
+    }
+    CHECK(differ == N); /* the decay moves every value: the checks above can fail */
+    fg_optimizer_config oc = {.kind = FG_OPTIMIZER_SGD, .lr = 0.1, .weight_decay = 0.1};
+    fg_optimizer *opt = NULL;
+    fg_error err = {0};
+    CHECK_OK(fg_optimizer_create_with(&oc, b->be, b->bs, 0, N, &opt, &err), &err);
+    if (!opt) return;
+    const fg_decay_run gap[] = {{0, 4, 1}, {6, N + 2, 0}};
+    CHECK(fg_optimizer_set_decay_runs(opt, gap, 2, 2, &err) == FG_INTERNAL);
+    CHECK(strstr(err.message, "cover") != NULL);
+    fg_optimizer_destroy(opt);
+}
+
 int main(int argc, char **argv)
 {
     test_config();
@@ -190,6 +264,7 @@ int main(int argc, char **argv)
                     "weight_decay = 0.1\n",
                     0.05);
         test_state(&b);
+        test_decay_runs(&b);
         tk_backend_close(&b);
     }
     return fg_test_report(argc > 1 ? "model.optimizer" : "model.optimizer_config");

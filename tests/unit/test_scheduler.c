@@ -57,6 +57,71 @@ static void test_cosine_with_warmup(void)
     fg_scheduler_destroy(s);
 }
 
+/* cosine_with_warmup: nanoGPT's get_lr (warmup_form = nanogpt) and Hugging Face's
+ * get_cosine_with_min_lr_schedule_with_warmup (hf), written out here. */
+static double nanogpt_get_lr(int64_t it, double lr, double min_lr, int64_t warmup, int64_t decay)
+{
+    if (it < warmup) return lr * (double)(it + 1) / (double)(warmup + 1);
+    if (it > decay) return min_lr;
+    double ratio = (double)(it - warmup) / (double)(decay - warmup);
+    return min_lr + 0.5 * (1.0 + cos(M_PI * ratio)) * (lr - min_lr);
+}
+
+static double hf_lr(int64_t step, double lr, double min_lr, int64_t warmup, int64_t total)
+{
+    if (step < warmup) return lr * (double)step / (double)warmup;
+    double progress = (double)(step - warmup) / (double)(total - warmup);
+    if (progress > 1) progress = 1;
+    double rate = min_lr / lr;
+    return lr * (0.5 * (1.0 + cos(M_PI * progress)) * (1.0 - rate) + rate);
+}
+
+static void test_cosine_after_warmup(void)
+{
+    fg_scheduler *s = make("[scheduler]\nname = cosine_with_warmup\nwarmup_steps = 100\n"
+                           "decay_steps = 2000\nmin_lr = 1e-4\nwarmup_form = nanogpt\n",
+                           1e-3, 5000, 1);
+    for (int64_t it = 0; s && it <= 2100; it++)
+        CHECK_LR(fg_scheduler_lr(s, it, 0), nanogpt_get_lr(it, 1e-3, 1e-4, 100, 2000));
+    fg_scheduler_destroy(s);
+    /* hf, decay_steps = 0: the run's 300 steps; warmup from 0; the epoch does not matter */
+    s = make("[scheduler]\nname = cosine_with_warmup\nwarmup_steps = 30\nmin_lr = 0.01\n", 0.1,
+             300, 7);
+    for (int64_t t = 0; s && t <= 320; t++)
+        CHECK_LR(fg_scheduler_lr(s, t, (int)(t / 50)), hf_lr(t, 0.1, 0.01, 30, 300));
+    fg_scheduler_destroy(s);
+}
+
+static void expect_refusal(const char *ini, int64_t steps, const char *message)
+{
+    fg_config *cfg = NULL;
+    fg_error err = {0};
+    fg_scheduler *s = NULL;
+    fg_config_parse_string(ini, "sched.ini", &cfg, &err);
+    if (fg_scheduler_create(cfg, 0.1, steps, 1, &s, &err) != FG_INVALID_ARGUMENT ||
+        !strstr(err.message, message)) {
+        printf("FAIL: '%s' gave '%s', want '%s'\n", ini, err.message, message);
+        fg_test_failures++;
+        fg_scheduler_destroy(s);
+    }
+    fg_config_destroy(cfg);
+}
+
+static void test_cosine_after_warmup_refusals(void)
+{
+    expect_refusal("[scheduler]\nname = cosine_with_warmup\nwarmup_steps = 100\ndecay_steps = 100\n",
+                   1000, "sched.ini:4: [scheduler] name = cosine_with_warmup needs decay_steps "
+                   "(100) above warmup_steps (100)");
+    expect_refusal("[scheduler]\nname = cosine_with_warmup\nwarmup_steps = 50\n", 40,
+                   "sched.ini:3: [scheduler] name = cosine_with_warmup needs decay_steps (40: the "
+                   "run's optimizer steps) above warmup_steps (50)");
+    expect_refusal("[scheduler]\nname = cosine_with_warmup\nwarmup_start_factor = 0.5\n", 100,
+                   "sched.ini:3: [scheduler] warmup_start_factor does not apply to name = "
+                   "cosine_with_warmup");
+    expect_refusal("[scheduler]\nname = cosine\ndecay_steps = 5\n", 100,
+                   "sched.ini:3: [scheduler] decay_steps does not apply to name = cosine");
+}
+
 static void test_plateau(void)
 {
     fg_scheduler *s = make("[scheduler]\nname = reduce_on_plateau\npatience = 1\nfactor = 0.5\ncooldown = 1\n",
@@ -112,5 +177,7 @@ int main(void)
     test_plateau();
     test_exponential();
     test_refusals();
+    test_cosine_after_warmup();
+    test_cosine_after_warmup_refusals();
     return fg_test_report("scheduler");
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "init.h"
+#include "residual_init.h"
 #include "layer_order.h"
 #include "utf8.h"
 
@@ -95,6 +96,10 @@ static const fg_option model_options[] = {
      "the weights, checkpoints, loss and metrics keep the vocabulary's columns. Needs the "
      "softmax cross-entropy loss, an output linear without bias and the backend's fused "
      "classifier (not f16); predict and generate run unpadded. 0 or 1: off"},
+    {"scaled_residual_init", FG_OPT_BOOL, "false", 1, 0, NULL,
+     "GPT-2's (nanoGPT's c_proj) rule: every transformer_block's attn.proj.weight and "
+     "mlp.proj.weight drawn with init_std / sqrt(2 * the number of transformer_blocks); "
+     "needs init_std > 0 on the blocks"},
 };
 
 /* [model] pad_vocab_to: pads the row stride of logits an output linear without bias writes
@@ -453,6 +458,12 @@ fg_status fg_model_build(const fg_config *cfg, const int64_t *sample_shape, int 
         st = build_layers(m, cfg, err);
     if (st == FG_OK)
         st = check_pad_vocab(m, cfg, err);
+    int scaled = 0;
+    if (st == FG_OK)
+        st = fg_section_read_bool(cfg, "model", model_options, COUNT(model_options),
+                                  "scaled_residual_init", &scaled, err);
+    if (st == FG_OK && scaled)
+        st = fg_model_scale_residual_init(m, cfg, err);
     if (st != FG_OK) {
         fg_model_destroy(m);
         return st;

@@ -19,7 +19,22 @@ struct fg_optimizer {
     size_t state_count;
     float *state[2]; /* (count) each: momentum, or m and v */
     uint32_t param_dtype, grad_dtype; /* of the params and grads the steps update */
+    int per_tensor;                   /* decay_runs set: weight decay by run */
+    fg_decay_run *runs;               /* (run_count) relative to the range, in order */
+    size_t run_count;
 };
+
+/* One backend update: the step's arguments less the range and its weight decay. */
+typedef struct update_call {
+    void *queue;
+    float lr;
+    void *params;
+    const void *grads;
+    int fused;
+    const float *grad_scale; /* fused */
+    void *work;              /* fused */
+    uint32_t work_dtype;     /* fused */
+} update_call;
 
 static const fg_option optimizer_options[] = {
     {"name", FG_OPT_ENUM, "sgd", 1, 0, "sgd|adamw", "optimizer: sgd or adamw"},
@@ -32,6 +47,12 @@ static const fg_option optimizer_options[] = {
     {"beta1", FG_OPT_FLOAT, "0.9", 0, 1, NULL, "adamw: decay of the first moment"},
     {"beta2", FG_OPT_FLOAT, "0.999", 0, 1, NULL, "adamw: decay of the second moment"},
     {"eps", FG_OPT_FLOAT, "1e-8", 0, 1, NULL, "adamw: added to the denominator"},
+    {"weight_decay_params", FG_OPT_ENUM, "all", 1, 0, "all|matrices",
+     "which parameters weight_decay applies to: all, or matrices (rank >= 2: linear and "
+     "conv weights and embeddings, not biases or norm gains: nanoGPT's rule)"},
+    {"no_decay", FG_OPT_STRING, "", 1, 0, NULL,
+     "comma-separated globs of parameter names exempt from weight_decay (Hugging Face's "
+     "no_decay), e.g. *.bias, *ln_*"},
 };
 
 static const char *const sgd_only[] = {"momentum", "dampening", "nesterov"};
@@ -92,6 +113,21 @@ static fg_status read_adamw(const fg_config *cfg, fg_optimizer_config *oc, fg_er
     return st;
 }
 
+/* weight_decay_params and no_decay: which tensors the decay applies to (decay_groups.c). */
+static fg_status read_decay_selection(const fg_config *cfg, fg_optimizer_config *oc,
+                                      fg_error *err)
+{
+    const char *which = fg_config_get(cfg, "optimizer", "weight_decay_params");
+    oc->decay_matrices_only = which && strcmp(which, "matrices") == 0;
+    const char *globs = fg_config_get(cfg, "optimizer", "no_decay");
+    if (globs && strlen(globs) >= sizeof oc->no_decay)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [optimizer] no_decay is %zu "
+                            "characters; at most %zu", fg_config_origin(cfg, "optimizer",
+                            "no_decay"), strlen(globs), sizeof oc->no_decay - 1);
+    snprintf(oc->no_decay, sizeof oc->no_decay, "%s", globs ? globs : "");
+    return FG_OK;
+}
+
 fg_status fg_optimizer_read_config(const fg_config *cfg, fg_optimizer_config *oc, fg_error *err)
 {
     memset(oc, 0, sizeof *oc);
@@ -121,6 +157,9 @@ fg_status fg_optimizer_read_config(const fg_config *cfg, fg_optimizer_config *oc
     oc->weight_decay = adamw ? 0.01 : 0.0; /* PyTorch's defaults differ by kind */
     const char *wd = fg_config_get(cfg, "optimizer", "weight_decay");
     if (wd && *wd && (st = read_float(cfg, "weight_decay", &oc->weight_decay, err)) != FG_OK)
+        return st;
+    st = read_decay_selection(cfg, oc, err);
+    if (st != FG_OK)
         return st;
     return adamw ? read_adamw(cfg, oc, err) : read_sgd(cfg, oc, err);
 }
@@ -200,6 +239,7 @@ void fg_optimizer_destroy(fg_optimizer *opt)
     for (size_t i = 0; i < 2; i++)
         if (opt->state[i])
             opt->be->free(opt->bs, opt->device, opt->state[i]);
+    free(opt->runs);
     free(opt);
 }
 
@@ -279,18 +319,94 @@ static fg_status check_step(const fg_optimizer *opt, size_t offset, size_t count
     return FG_OK;
 }
 
-static fg_sgd_args sgd_args(const fg_optimizer *opt, float lr)
+static fg_sgd_args sgd_args(const fg_optimizer *opt, float lr, float weight_decay)
 {
     const fg_optimizer_config *oc = &opt->oc;
     return (fg_sgd_args){sizeof(fg_sgd_args), lr, (float)oc->momentum, (float)oc->dampening,
-                         (float)oc->weight_decay, oc->nesterov, opt->step == 1};
+                         weight_decay, oc->nesterov, opt->step == 1};
 }
 
-static fg_adamw_args adamw_args(const fg_optimizer *opt, float lr)
+static fg_adamw_args adamw_args(const fg_optimizer *opt, float lr, float weight_decay)
 {
     const fg_optimizer_config *oc = &opt->oc;
     return (fg_adamw_args){sizeof(fg_adamw_args), lr, (float)oc->beta1, (float)oc->beta2,
-                           (float)oc->eps, (float)oc->weight_decay, opt->step};
+                           (float)oc->eps, weight_decay, opt->step};
+}
+
+static void *advance(const void *p, size_t n, uint32_t dtype)
+{
+    return p ? (char *)p + n * fg_dtype_size((fg_dtype)dtype) : NULL;
+}
+
+/* The update of [offset, offset + count) of the range, `skip` values after the call's
+ * pointers, with one weight decay. */
+static fg_status update_part(fg_optimizer *opt, const update_call *c, size_t offset,
+                             size_t skip, size_t count, float weight_decay, fg_error *err)
+{
+    void *p = advance(c->params, skip, opt->param_dtype);
+    const void *g = advance(c->grads, skip, opt->grad_dtype);
+    float *s0 = opt->state_count ? opt->state[0] + offset : NULL;
+    if (opt->oc.kind == FG_OPTIMIZER_SGD) {
+        fg_sgd_args a = sgd_args(opt, c->lr, weight_decay);
+        return c->fused ? opt->be->sgd_fused(opt->bs, c->queue, opt->param_dtype,
+                                             opt->grad_dtype, c->work_dtype, &a, p, g, s0,
+                                             c->grad_scale, advance(c->work, skip, c->work_dtype),
+                                             count, err)
+                        : opt->be->sgd_update(opt->bs, c->queue, opt->param_dtype,
+                                              opt->grad_dtype, &a, p, g, s0, count, err);
+    }
+    fg_adamw_args a = adamw_args(opt, c->lr, weight_decay);
+    float *s1 = opt->state[1] + offset;
+    return c->fused ? opt->be->adamw_fused(opt->bs, c->queue, opt->param_dtype, opt->grad_dtype,
+                                           c->work_dtype, &a, p, g, s0, s1, c->grad_scale,
+                                           advance(c->work, skip, c->work_dtype), count, err)
+                    : opt->be->adamw_update(opt->bs, c->queue, opt->param_dtype,
+                                            opt->grad_dtype, &a, p, g, s0, s1, count, err);
+}
+
+/* [offset, offset + count) in one call, or one per decay run it overlaps. */
+static fg_status update_range(fg_optimizer *opt, const update_call *c, size_t offset,
+                              size_t count, fg_error *err)
+{
+    float wd = (float)opt->oc.weight_decay;
+    if (!opt->per_tensor)
+        return update_part(opt, c, offset, 0, count, wd, err);
+    size_t end = offset + count;
+    fg_status st = FG_OK;
+    for (size_t i = 0; i < opt->run_count && st == FG_OK; i++) {
+        size_t lo = opt->runs[i].lo > offset ? opt->runs[i].lo : offset;
+        size_t hi = opt->runs[i].hi < end ? opt->runs[i].hi : end;
+        if (lo < hi)
+            st = update_part(opt, c, lo, lo - offset, hi - lo, opt->runs[i].decay ? wd : 0.0f,
+                             err);
+    }
+    return st;
+}
+
+fg_status fg_optimizer_set_decay_runs(fg_optimizer *opt, const fg_decay_run *runs, size_t n,
+                                      size_t base, fg_error *err)
+{
+    free(opt->runs);
+    opt->runs = NULL;
+    opt->run_count = 0;
+    opt->per_tensor = runs != NULL;
+    if (!runs || !n)
+        return FG_OK;
+    if (!(opt->runs = calloc(n, sizeof *opt->runs)))
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory for the weight decay runs");
+    size_t end = base + opt->count;
+    for (size_t i = 0; i < n; i++) {
+        size_t lo = runs[i].lo > base ? runs[i].lo : base;
+        size_t hi = runs[i].hi < end ? runs[i].hi : end;
+        if (lo < hi)
+            opt->runs[opt->run_count++] = (fg_decay_run){lo - base, hi - base, runs[i].decay};
+    }
+    size_t covered = 0;
+    for (size_t i = 0; i < opt->run_count; i++) covered += opt->runs[i].hi - opt->runs[i].lo;
+    if (covered != opt->count)
+        return fg_error_set(err, FG_INTERNAL, "the weight decay runs cover %zu of the "
+                            "optimizer's %zu values from %zu", covered, opt->count, base);
+    return FG_OK;
 }
 
 fg_status fg_optimizer_step_at(fg_optimizer *opt, void *queue, float lr, float *params,
@@ -299,16 +415,8 @@ fg_status fg_optimizer_step_at(fg_optimizer *opt, void *queue, float lr, float *
     fg_status st = check_step(opt, offset, count, "optimizer step", err);
     if (st != FG_OK || !count)
         return st;
-    if (opt->oc.kind == FG_OPTIMIZER_SGD) {
-        fg_sgd_args a = sgd_args(opt, lr);
-        float *buf = opt->state_count ? opt->state[0] + offset : NULL;
-        return opt->be->sgd_update(opt->bs, queue, opt->param_dtype, opt->grad_dtype, &a, params,
-                                   grads, buf, count, err);
-    }
-    fg_adamw_args a = adamw_args(opt, lr);
-    return opt->be->adamw_update(opt->bs, queue, opt->param_dtype, opt->grad_dtype, &a, params,
-                                 grads, opt->state[0] + offset, opt->state[1] + offset, count,
-                                 err);
+    update_call c = {queue, lr, params, grads, 0, NULL, NULL, 0};
+    return update_range(opt, &c, offset, count, err);
 }
 
 int fg_optimizer_can_fuse(const fg_optimizer *opt, uint32_t work_dtype)
@@ -334,16 +442,8 @@ fg_status fg_optimizer_step_fused(fg_optimizer *opt, void *queue, float lr, void
                             fg_dtype_name((fg_dtype)work_dtype));
     if (!count)
         return FG_OK;
-    if (opt->oc.kind == FG_OPTIMIZER_SGD) {
-        fg_sgd_args a = sgd_args(opt, lr);
-        float *buf = opt->state_count ? opt->state[0] + offset : NULL;
-        return opt->be->sgd_fused(opt->bs, queue, opt->param_dtype, opt->grad_dtype, work_dtype,
-                                  &a, params, grads, buf, grad_scale, work, count, err);
-    }
-    fg_adamw_args a = adamw_args(opt, lr);
-    return opt->be->adamw_fused(opt->bs, queue, opt->param_dtype, opt->grad_dtype, work_dtype,
-                                &a, params, grads, opt->state[0] + offset,
-                                opt->state[1] + offset, grad_scale, work, count, err);
+    update_call c = {queue, lr, params, grads, 1, grad_scale, work, work_dtype};
+    return update_range(opt, &c, offset, count, err);
 }
 
 void fg_optimizer_op_needs(const fg_optimizer_config *oc, uint32_t param, uint32_t grad,

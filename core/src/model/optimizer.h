@@ -16,10 +16,14 @@
 
 typedef enum fg_optimizer_kind { FG_OPTIMIZER_SGD = 1, FG_OPTIMIZER_ADAMW = 2 } fg_optimizer_kind;
 
+#define FG_OPTIMIZER_GLOBS_MAX 256
+
 typedef struct fg_optimizer_config {
     fg_optimizer_kind kind;
     double lr;
     double weight_decay;
+    int decay_matrices_only;               /* weight_decay_params = matrices (rank >= 2) */
+    char no_decay[FG_OPTIMIZER_GLOBS_MAX]; /* comma-separated globs of names not decayed */
     double momentum, dampening; /* sgd */
     int nesterov;               /* sgd */
     double beta1, beta2, eps;   /* adamw */
@@ -86,6 +90,19 @@ void fg_optimizer_op_needs(const fg_optimizer_config *oc, uint32_t param, uint32
  * sharded state). */
 size_t fg_optimizer_config_state_count(const fg_optimizer_config *oc);
 const char *fg_optimizer_config_state_name(const fg_optimizer_config *oc, size_t i);
+
+/* A run [lo, hi) of elements of the flat parameters and whether weight decay applies. */
+typedef struct fg_decay_run {
+    size_t lo, hi;
+    int decay;
+} fg_decay_run;
+/* Weight decay per tensor: `runs` cover the model's flat parameters in order; this
+ * optimizer's range starts at element `base` of them. Keeps (a copy of) what overlaps its
+ * range; a step then updates each overlapping part with weight_decay or 0, bitwise the
+ * whole-range update on the decayed parts. Without it every value decays, in one call.
+ * Allocates here, never in a step. */
+fg_status fg_optimizer_set_decay_runs(fg_optimizer *opt, const fg_decay_run *runs, size_t n,
+                                      size_t base, fg_error *err);
 
 /* State tensors for checkpoints: 0 (plain sgd), 1 ("momentum_buffer") or 2 ("exp_avg",
  * "exp_avg_sq"), each `count` floats on the device. */

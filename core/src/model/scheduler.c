@@ -1,5 +1,5 @@
 /* Learning-rate schedulers (PyTorch semantics: StepLR, MultiStepLR, CosineAnnealingLR,
- * ReduceLROnPlateau, LinearLR warmup in front). */
+ * ReduceLROnPlateau, LinearLR warmup in front; cosine_with_warmup: nanoGPT's get_lr). */
 #include "scheduler.h"
 
 #include <math.h>
@@ -12,9 +12,9 @@
 #define MAX_MILESTONES 64
 #define NO_RANGE 1, 0
 
-enum kind { CONSTANT, STEP, MULTISTEP, COSINE, PLATEAU, EXPONENTIAL };
+enum kind { CONSTANT, STEP, MULTISTEP, COSINE, PLATEAU, EXPONENTIAL, COSINE_WARMUP };
 static const char *const kind_names[] = {"constant", "step", "multistep", "cosine", "reduce_on_plateau",
-                                         "exponential"};
+                                         "exponential", "cosine_with_warmup"};
 
 /* Which kinds a key belongs to (bit per kind); 0: every kind. */
 typedef struct key_owner {
@@ -23,7 +23,7 @@ typedef struct key_owner {
 } key_owner;
 
 static const fg_option options[] = {
-    {"name", FG_OPT_ENUM, "constant", NO_RANGE, "constant|step|multistep|cosine|reduce_on_plateau|exponential", "schedule kind"},
+    {"name", FG_OPT_ENUM, "constant", NO_RANGE, "constant|step|multistep|cosine|reduce_on_plateau|exponential|cosine_with_warmup", "schedule kind"},
     {"interval", FG_OPT_ENUM, "epoch", NO_RANGE, "step|epoch", "step and cosine count optimizer steps or epochs"},
     {"warmup_steps", FG_OPT_INT, "0", 0, 1e15, NULL, "linear warmup over this many optimizer steps, in front of any schedule"},
     {"warmup_start_factor", FG_OPT_FLOAT, "0.1", 0, 1, NULL, "warmup starts at lr times this"},
@@ -38,7 +38,9 @@ static const fg_option options[] = {
     {"patience", FG_OPT_INT, "10", 0, 1e9, NULL, "reduce_on_plateau: checks without improvement tolerated"},
     {"threshold", FG_OPT_FLOAT, "1e-4", 0, 1e9, NULL, "reduce_on_plateau: relative improvement that counts"},
     {"cooldown", FG_OPT_INT, "0", 0, 1e9, NULL, "reduce_on_plateau: checks to wait after a reduction"},
-    {"min_lr", FG_OPT_FLOAT, "0", 0, 1e9, NULL, "reduce_on_plateau: lr never goes below"},
+    {"min_lr", FG_OPT_FLOAT, "0", 0, 1e9, NULL, "reduce_on_plateau: lr never goes below; cosine_with_warmup: the floor the cosine ends at (nanoGPT's min_lr)"},
+    {"decay_steps", FG_OPT_INT, "0", 0, 1e15, NULL, "cosine_with_warmup: the step the cosine reaches min_lr at, counted from 0 with the warmup (nanoGPT's lr_decay_iters, Hugging Face's num_training_steps); 0: the run's optimizer steps"},
+    {"warmup_form", FG_OPT_ENUM, "hf", NO_RANGE, "hf|nanogpt", "cosine_with_warmup: lr * step / warmup_steps (Hugging Face) or lr * (step + 1) / (warmup_steps + 1) (nanoGPT's get_lr)"},
 };
 
 #define K(k) (1u << (k))
@@ -47,7 +49,10 @@ static const key_owner owners[] = {
     {"step_size", K(STEP)}, {"gamma", K(STEP) | K(MULTISTEP) | K(EXPONENTIAL)}, {"milestones", K(MULTISTEP)},
     {"t_max", K(COSINE)}, {"eta_min", K(COSINE)},
     {"monitor", K(PLATEAU)}, {"mode", K(PLATEAU)}, {"factor", K(PLATEAU)}, {"patience", K(PLATEAU)},
-    {"threshold", K(PLATEAU)}, {"cooldown", K(PLATEAU)}, {"min_lr", K(PLATEAU)},
+    {"threshold", K(PLATEAU)}, {"cooldown", K(PLATEAU)}, {"min_lr", K(PLATEAU) | K(COSINE_WARMUP)},
+    {"decay_steps", K(COSINE_WARMUP)}, {"warmup_form", K(COSINE_WARMUP)},
+    /* cosine_with_warmup's warmup starts from 0 (or 1 / (warmup_steps + 1)) by its form */
+    {"warmup_start_factor", ~K(COSINE_WARMUP)},
 };
 
 struct fg_scheduler {
@@ -66,6 +71,8 @@ struct fg_scheduler {
     int maximize;
     double factor, threshold, min_lr;
     int64_t patience, cooldown;
+    int64_t decay_steps;
+    int nanogpt_warmup;
     fg_scheduler_state st;
 };
 
@@ -114,7 +121,7 @@ static fg_status read_all(const fg_config *cfg, fg_scheduler *s, fg_error *err)
     double fv;
     const char *origin;
     const char *name = fg_section_value(cfg, "scheduler", options, n, "name", &origin);
-    for (int k = CONSTANT; k <= EXPONENTIAL; k++)
+    for (int k = CONSTANT; k <= COSINE_WARMUP; k++)
         if (strcmp(name, kind_names[k]) == 0) s->kind = (enum kind)k;
     fg_status st = check_key_owners(cfg, s->kind, err);
     const char *interval = fg_section_value(cfg, "scheduler", options, n, "interval", &origin);
@@ -122,6 +129,8 @@ static fg_status read_all(const fg_config *cfg, fg_scheduler *s, fg_error *err)
     const char *monitor = fg_section_value(cfg, "scheduler", options, n, "monitor", &origin);
     snprintf(s->monitor, sizeof s->monitor, "%s", monitor);
     s->maximize = strcmp(fg_section_value(cfg, "scheduler", options, n, "mode", &origin), "max") == 0;
+    s->nanogpt_warmup =
+        strcmp(fg_section_value(cfg, "scheduler", options, n, "warmup_form", &origin), "nanogpt") == 0;
 #define RI(key, field) if (st == FG_OK && (st = fg_section_read_int(cfg, "scheduler", options, n, key, &iv, err)) == FG_OK) s->field = iv
 #define RF(key, field) if (st == FG_OK && (st = fg_section_read_float(cfg, "scheduler", options, n, key, &fv, err)) == FG_OK) s->field = fv
     RI("warmup_steps", warmup_steps);
@@ -135,10 +144,27 @@ static fg_status read_all(const fg_config *cfg, fg_scheduler *s, fg_error *err)
     RF("threshold", threshold);
     RI("cooldown", cooldown);
     RF("min_lr", min_lr);
+    RI("decay_steps", decay_steps);
 #undef RI
 #undef RF
     if (st == FG_OK) st = read_milestones(cfg, s, err);
     return st;
+}
+
+/* decay_steps = 0: the run's steps; the cosine needs at least one step after the warmup. */
+static fg_status resolve_decay_steps(const fg_config *cfg, fg_scheduler *s, int64_t total_steps,
+                                     fg_error *err)
+{
+    if (s->decay_steps == 0) s->decay_steps = total_steps;
+    if (s->decay_steps > s->warmup_steps) return FG_OK;
+    const char *key = fg_config_get(cfg, "scheduler", "decay_steps") ? "decay_steps" : "warmup_steps";
+    const char *origin = fg_config_origin(cfg, "scheduler", key);
+    if (!origin) origin = fg_config_origin(cfg, "scheduler", NULL);
+    return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [scheduler] name = cosine_with_warmup "
+                        "needs decay_steps (%lld%s) above warmup_steps (%lld)",
+                        origin ? origin : "config", (long long)s->decay_steps,
+                        fg_config_get(cfg, "scheduler", "decay_steps") ? "" : ": the run's optimizer steps",
+                        (long long)s->warmup_steps);
 }
 
 fg_status fg_scheduler_create(const fg_config *cfg, double base_lr, int64_t total_steps,
@@ -154,6 +180,11 @@ fg_status fg_scheduler_create(const fg_config *cfg, double base_lr, int64_t tota
     }
     if (s->kind == COSINE && s->t_max == 0) s->t_max = s->per_step ? total_steps : total_epochs;
     if (s->kind == COSINE && s->t_max <= 0) s->t_max = 1;
+    if (s->kind == COSINE_WARMUP) st = resolve_decay_steps(cfg, s, total_steps, err);
+    if (st != FG_OK) {
+        free(s);
+        return st;
+    }
     s->st.scale = 1.0;
     s->st.best = s->maximize ? -INFINITY : INFINITY;
     *out = s;
@@ -180,13 +211,28 @@ static double schedule_factor(const fg_scheduler *s, int64_t t)
     }
     case PLATEAU: return s->st.scale;
     case EXPONENTIAL: return pow(s->gamma, (double)t);
-    case CONSTANT: break;
+    case CONSTANT: case COSINE_WARMUP: break; /* cosine_with_warmup: cosine_with_warmup_lr */
     }
     return 1.0;
 }
 
+/* nanoGPT's get_lr(it) with it = steps_done, and Hugging Face's
+ * get_cosine_with_min_lr_schedule_with_warmup: a linear warmup to the peak, then a half
+ * cosine from the peak down to min_lr over [warmup_steps, decay_steps], then min_lr. */
+static double cosine_with_warmup_lr(const fg_scheduler *s, int64_t it)
+{
+    if (it < s->warmup_steps)
+        return s->nanogpt_warmup ? s->base_lr * (double)(it + 1) / (double)(s->warmup_steps + 1)
+                                 : s->base_lr * (double)it / (double)s->warmup_steps;
+    if (it > s->decay_steps) return s->min_lr;
+    double ratio = (double)(it - s->warmup_steps) / (double)(s->decay_steps - s->warmup_steps);
+    double coeff = 0.5 * (1.0 + cos(M_PI * ratio));
+    return s->min_lr + coeff * (s->base_lr - s->min_lr);
+}
+
 double fg_scheduler_lr(const fg_scheduler *s, int64_t steps_done, int64_t epoch)
 {
+    if (s->kind == COSINE_WARMUP) return cosine_with_warmup_lr(s, steps_done);
     double lr = s->base_lr * schedule_factor(s, s->per_step ? steps_done : epoch);
     if (s->kind == PLATEAU && lr < s->min_lr) lr = s->min_lr;
     if (steps_done < s->warmup_steps) {

@@ -1,5 +1,6 @@
 /* Learning-rate schedulers: constant, step, multistep, exponential, cosine (with a floor)
- * and reduce-on-plateau, optionally behind a linear warmup. Every schedule except the plateau
+ * and reduce-on-plateau, optionally behind a linear warmup; and cosine_with_warmup, whose
+ * cosine starts after its own warmup (nanoGPT's get_lr, Hugging Face's cosine schedule). Every schedule except the plateau
  * one is a pure function of (optimizer step, epoch), so resume needs no state; the plateau
  * scheduler's state is exported for checkpoints. */
 #ifndef FG_SCHEDULER_H
@@ -14,7 +15,8 @@ typedef struct fg_scheduler fg_scheduler;
 const fg_option *fg_scheduler_schema(size_t *count);
 
 /* Reads [scheduler] (absent: constant). total_steps and total_epochs bound cosine's period
- * when t_max = 0. A key of another scheduler kind is refused naming it. */
+ * when t_max = 0, total_steps cosine_with_warmup's when decay_steps = 0. A key of another
+ * scheduler kind is refused naming it. */
 fg_status fg_scheduler_create(const fg_config *cfg, double base_lr, int64_t total_steps,
                               int64_t total_epochs, fg_scheduler **out, fg_error *err);
 void fg_scheduler_destroy(fg_scheduler *s);

@@ -141,6 +141,9 @@ static fg_status create_buffers(fg_train_ctx *c, fg_train_stage *s, fg_error *er
     if (st == FG_OK) st = stage_alloc(c, s, 2 * sizeof(float), (void **)&s->scratch_dev, err);
     if (st == FG_OK)
         st = fg_optimizer_create_with(c->optim, c->be, c->bs, s->device, s->opt_n, &s->opt, err);
+    if (st == FG_OK && c->decay_runs)
+        st = fg_optimizer_set_decay_runs(s->opt, c->decay_runs, c->decay_run_count, s->opt_lo,
+                                         err);
     if (st == FG_OK)
         st = fg_optimizer_set_dtypes(s->opt, c->own_master ? FG_F32
                                                            : fg_replica_param_dtype(s->arena[0]),

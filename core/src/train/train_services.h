@@ -7,6 +7,7 @@
 
 #include "fulgur/strategy.h"
 #include "model.h"
+#include "optimizer.h"
 
 struct fg_step_sink;
 struct fg_optimizer;
@@ -43,6 +44,9 @@ typedef struct fg_train_ctx {
     /* 1: the optimizer step runs as scale, update and cast (the backend's separate ops) even
      * where the backend has the fused ones (FULGUR_TEST_UNFUSED_STEP=1, for comparisons) */
     int unfused;
+    /* [optimizer] weight decay per tensor: runs of the flat parameters (NULL: all decay) */
+    const fg_decay_run *decay_runs;
+    size_t decay_run_count;
 } fg_train_ctx;
 
 /* What the core reads of a stage created by these services (checkpoints, checks, predict):

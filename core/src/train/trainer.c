@@ -329,7 +329,10 @@ static fg_status setup_strategy(fg_trainer *t, fg_error *err)
     c->fence_count = split_fences(t, NULL);
     int32_t ignored;
     fg_status st = fg_loss_read_ignore(t->cfg, &c->ignore_labels, &ignored, err);
+    if (st == FG_OK) st = fg_decay_groups_build(t->model, &t->optim, &t->decay, err);
     if (st != FG_OK) return st;
+    c->decay_runs = t->decay.runs;
+    c->decay_run_count = t->decay.run_count;
     double lr;
     st = setup_schedule(t, &lr, err);
     if (st != FG_OK) return st;
@@ -470,6 +473,7 @@ static void teardown(fg_trainer *t)
         close_split(t, &t->predict, NULL);
     }
     fg_scheduler_destroy(t->scheduler);
+    fg_decay_groups_free(&t->decay);
     fg_model_destroy(t->model);
     if (t->rank != 0 && t->out) fclose(t->out);
     free(t->init_params);
@@ -562,6 +566,7 @@ fg_status fg_trainer_run(fg_runtime *rt, fg_verb verb, fg_error *err)
     fg_status st = setup(&t, err);
     if (st == FG_OK) {
         report_model(&t);
+        if (verb == FG_VERB_FIT || verb == FG_VERB_CHECK) fg_decay_groups_report(t.model, &t.optim, t.out);
         if (verb == FG_VERB_FIT || verb == FG_VERB_CHECK) st = fg_trainer_report_memory(&t, err);
         if (st == FG_OK) st = run_verb(&t, err);
     }

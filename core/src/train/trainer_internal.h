@@ -16,6 +16,7 @@
 #include "fulgur/data.h"
 #include "fulgur/precision.h"
 #include "fulgur/strategy.h"
+#include "decay_groups.h"
 #include "lm_metrics.h"
 #include "model.h"
 #include "optimizer.h"
@@ -62,6 +63,7 @@ typedef struct fg_trainer {
     float *init_params, *init_buffers;
     fg_train_ctx tctx;         /* the services the strategy drives */
     fg_scheduler *scheduler;
+    fg_decay_groups decay; /* [optimizer] weight decay per tensor (runs NULL: all) */
     fg_optimizer_config optim; /* [optimizer], read once (fg_trainer_read_keys) */
     float lr;                  /* the learning rate of the next optimizer step */
     int strategy_ready;
