@@ -56,7 +56,7 @@ static const fg_option block_options[] = {
     {"position", FG_OPT_ENUM, "learned", 1, 0, "learned|rope",
      "learned: the block adds none (a position_embedding layer does); rope: rotary "
      "embedding of q and k inside the block (Hugging Face Llama's half-split convention)"},
-    {"rope_theta", FG_OPT_FLOAT, "10000", 1.0000001, 1e12, NULL,
+    {"rope_theta", FG_OPT_FLOAT, "10000", 2, 1e12, NULL,
      "rope's base: head pair i turns by position * rope_theta^(-2i/head_dim)"},
     {"bias", FG_OPT_BOOL, "true", 1, 0, NULL, "biases on every linear of the block (Llama: false)"},
     {"recompute", FG_OPT_BOOL, "false", 1, 0, NULL,
