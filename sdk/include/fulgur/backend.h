@@ -81,7 +81,8 @@ typedef enum fg_pointwise_loss_kind {
 
 /* Multi-head scaled dot-product attention over a fused QKV tensor (B, T, 3C): q | k | v
  * along the last dimension, head h at columns [h*D, (h+1)*D) of each third, C = heads*D;
- * the output (B, T, C) holds the heads side by side. Scores are scaled by 1/sqrt(D). */
+ * the output (B, T, C) holds the heads side by side. Scores are scaled by 1/sqrt(D). With
+ * kv_heads (ABI 1.6) fewer key/value heads than query heads: see the field. */
 typedef struct fg_attention_desc {
     uint32_t struct_size;
     int32_t batch, seq, heads, head_dim;
@@ -524,8 +525,9 @@ typedef struct fg_backend_vtable {
     /* [required with attention_forward; any thread] Bytes of device scratch
      * attention_forward and attention_backward need, for every dtype; 0 for a bad desc. */
     size_t (*attention_workspace)(void *state, const fg_attention_desc *d);
-    /* [required: attention] y(B, T, C) from qkv(B, T, 3C); lse (B, heads, T, f32): each
-     * row's log-sum-exp of the scaled scores, saved for backward. */
+    /* [required: attention] y(B, T, C) from qkv(B, T, 3C) (with kv_heads, ABI 1.6:
+     * (B, T, (heads + 2 kv_heads) head_dim)); lse (B, heads, T, f32): each row's
+     * log-sum-exp of the scaled scores, saved for backward. */
     FG_OP_ENTRY(attention_forward); /* op 28 */
     /* [required: attention] dqkv overwritten. y and lse are the forward's. */
     FG_OP_ENTRY(attention_backward); /* op 29 */
