@@ -1,5 +1,6 @@
-/* What the transformer block's files share (layer_block.c: options, tensors, forward and
- * backward; layer_block_mlp.c: the MLP, GELU or SwiGLU; layer_block_decode.c: one position
+/* What the transformer block's files share (layer_block.c: forward and backward;
+ * layer_block_keys.c: its keys and tensors; layer_block_mlp.c: the MLP, GELU or SwiGLU;
+ * layer_block_ops.c: its linear maps and rope step; layer_block_decode.c: one position
  * against the KV cache): the tensor order, the sizes and the layout of the saved tensors in
  * the layer's arena. */
 #ifndef FG_LAYER_BLOCK_H
@@ -113,6 +114,12 @@ static inline block_saved fg_block_saved(const fg_layer *l, const fg_layer_ctx *
     s.lse = stats + 4 * rows;
     return s;
 }
+
+/* The block's keys, configure and plan (layer_block_keys.c). */
+#define FG_BLOCK_OPTION_COUNT 17
+extern const fg_option fg_block_options[FG_BLOCK_OPTION_COUNT];
+fg_status fg_block_configure(fg_layer *l, const fg_config *cfg, fg_error *err);
+fg_status fg_block_plan(fg_layer *l, fg_model *m, fg_error *err);
 
 /* y(rows, out) = x(rows, in) W^T + b (b may be NULL) */
 fg_status fg_block_linear(const fg_layer_ctx *c, int rows, int out, int in, const void *x,
