@@ -12,7 +12,11 @@
  * rowsum(dY * Y) in 16 lanes.
  *
  * qkv (B, T, 3C): q | k | v along the last dimension, head h at columns [h*D, (h+1)*D) of
- * each third, C = H*D. y (B, T, C), heads side by side. Scores are scaled by 1/sqrt(D).
+ * each third, C = H*D. Grouped-query attention (kv_heads KV < H): rows of (H + 2 KV) D, the
+ * H query heads, then KV keys, then KV values; query head h reads key/value head h / (H/KV).
+ * Its backward runs one item per (batch, key/value head), the group's query heads in turn,
+ * so a head's dK and dV are summed by one thread in a fixed order (with KV = H, the same
+ * arithmetic as before). y (B, T, C), heads side by side. Scores are scaled by 1/sqrt(D).
  * Attention dropout drops probability (b, h, i, j) when the draw of (seed, offset +
  * ((b*H + h)*T + i)*T + j) says so (fg_cpu_dropout_keep), in forward and backward alike;
  * rowsum(dY * Y) is still the softmax backward's correction term with it.
@@ -152,6 +156,24 @@ static void fg_cpu_attn_backward_rows(const fg_cpu_attn_rows *a, int rows)
     }
 }
 
+/* A qkv row's width, (H + 2 KV) D, and the column of query head h's key (its value is
+ * KV D further). */
+static inline int fg_cpu_attn_kv(const fg_cpu_attn_shape *a)
+{
+    return a->kv_heads > 0 ? a->kv_heads : a->heads;
+}
+
+static inline int fg_cpu_attn_width(const fg_cpu_attn_shape *a)
+{
+    return (a->heads + 2 * fg_cpu_attn_kv(a)) * a->head_dim;
+}
+
+static inline size_t fg_cpu_attn_k_col(const fg_cpu_attn_shape *a, int h)
+{
+    int kv = h / (a->heads / fg_cpu_attn_kv(a));
+    return (size_t)(a->heads + kv) * (size_t)a->head_dim;
+}
+
 static void fg_cpu_attn_set_dropout(fg_cpu_attn_rows *rows, const fg_cpu_attn_shape *a, int b,
                                     int h, int i0)
 {
@@ -188,6 +210,7 @@ typedef struct fg_cpu_attn_job {
     float *out;  /* forward: y (B, T, C); backward: dqkv (B, T, 3C) */
     float *lse;  /* (B, H, T) */
     float *ws;   /* slots x (2, BLOCK, T) */
+    int per_batch; /* items per sample: heads (forward), kv_heads (backward) */
     void (*item)(const struct fg_cpu_attn_job *j, int b, int h, float *s);
     atomic_int next;
 } fg_cpu_attn_job;
@@ -195,22 +218,22 @@ typedef struct fg_cpu_attn_job {
 static void fg_cpu_attn_forward_item(const fg_cpu_attn_job *j, int b, int h, float *s)
 {
     const fg_cpu_attn_shape *a = j->a;
-    int T = a->seq, D = a->head_dim, C = a->heads * a->head_dim;
+    int T = a->seq, D = a->head_dim, C = a->heads * a->head_dim, W = fg_cpu_attn_width(a);
     float scale = 1.0f / sqrtf((float)D);
-    const float *q = j->qkv + (size_t)b * T * 3 * C + (size_t)h * D;
-    const float *k = q + C, *v = q + 2 * C;
+    const float *row0 = j->qkv + (size_t)b * T * W, *q = row0 + (size_t)h * D;
+    const float *k = row0 + fg_cpu_attn_k_col(a, h), *v = k + (size_t)fg_cpu_attn_kv(a) * D;
     float *yb = j->out + (size_t)b * T * C + (size_t)h * D;
     float *lse_bh = j->lse + ((size_t)b * a->heads + (size_t)h) * (size_t)T;
     for (int i0 = 0; i0 < T; i0 += FG_CPU_ATTN_BLOCK) {
         int qn = T - i0 < FG_CPU_ATTN_BLOCK ? T - i0 : FG_CPU_ATTN_BLOCK;
         int kend = a->causal ? i0 + qn : T;
-        fg_cpu_gemm(j->pool, 0, 1, qn, kend, D, scale, q + (size_t)i0 * 3 * C, 3 * C, k, 3 * C,
-                    0.0f, s, kend);
+        fg_cpu_gemm(j->pool, 0, 1, qn, kend, D, scale, q + (size_t)i0 * W, W, k, W, 0.0f, s,
+                    kend);
         fg_cpu_attn_rows rows = {.s = s, .lse = lse_bh + i0, .first_row = i0, .ld = kend,
                                  .causal = a->causal};
         fg_cpu_attn_set_dropout(&rows, a, b, h, i0);
         fg_cpu_attn_softmax_rows(&rows, qn);
-        fg_cpu_gemm(j->pool, 0, 0, qn, D, kend, 1.0f, s, kend, v, 3 * C, 0.0f,
+        fg_cpu_gemm(j->pool, 0, 0, qn, D, kend, 1.0f, s, kend, v, W, 0.0f,
                     yb + (size_t)i0 * C, C);
     }
 }
@@ -235,28 +258,33 @@ FG_CPU_VECTOR_CLONES static void fg_cpu_attn_delta(const float *dy, const float 
     }
 }
 
-/* Query blocks last to first: the last block sees every key (causal or not), so it
- * overwrites the head's dK and dV (beta 0) and the earlier blocks add to them. */
-static void fg_cpu_attn_backward_item(const fg_cpu_attn_job *j, int b, int h, float *s)
+/* One query head h of a (batch, key/value head) item. Query blocks last to first: the last
+ * block sees every key (causal or not), so the group's first head overwrites dK and dV
+ * (beta 0) and every later block and head adds to them. */
+static void fg_cpu_attn_backward_head(const fg_cpu_attn_job *j, int b, int h, int first,
+                                      float *s)
 {
     const fg_cpu_attn_shape *a = j->a;
-    int T = a->seq, D = a->head_dim, C = a->heads * a->head_dim;
+    int T = a->seq, D = a->head_dim, C = a->heads * a->head_dim, W = fg_cpu_attn_width(a);
     float scale = 1.0f / sqrtf((float)D);
     float *dp = s + (size_t)FG_CPU_ATTN_BLOCK * (size_t)T;
     float delta[FG_CPU_ATTN_BLOCK];
-    size_t base = (size_t)b * T * 3 * C + (size_t)h * D;
-    const float *q = j->qkv + base, *k = q + C, *v = q + 2 * C;
-    float *dq = j->out + base, *dk = dq + C, *dv = dq + 2 * C;
+    size_t row0 = (size_t)b * T * W, kcol = fg_cpu_attn_k_col(a, h);
+    size_t vcol = kcol + (size_t)fg_cpu_attn_kv(a) * D;
+    const float *q = j->qkv + row0 + (size_t)h * D, *k = j->qkv + row0 + kcol;
+    const float *v = j->qkv + row0 + vcol;
+    float *dq = j->out + row0 + (size_t)h * D, *dk = j->out + row0 + kcol;
+    float *dv = j->out + row0 + vcol;
     size_t out = (size_t)b * T * C + (size_t)h * D;
     const float *lse_bh = j->lse + ((size_t)b * a->heads + (size_t)h) * (size_t)T;
     int last = (T - 1) / FG_CPU_ATTN_BLOCK * FG_CPU_ATTN_BLOCK;
     for (int i0 = last; i0 >= 0; i0 -= FG_CPU_ATTN_BLOCK) {
         int qn = T - i0 < FG_CPU_ATTN_BLOCK ? T - i0 : FG_CPU_ATTN_BLOCK;
         int kend = a->causal ? i0 + qn : T;
-        float beta = i0 == last ? 0.0f : 1.0f;
-        const float *dyb = j->dy + out + (size_t)i0 * C, *qb = q + (size_t)i0 * 3 * C;
-        fg_cpu_gemm(j->pool, 0, 1, qn, kend, D, scale, qb, 3 * C, k, 3 * C, 0.0f, s, kend);
-        fg_cpu_gemm(j->pool, 0, 1, qn, kend, D, 1.0f, dyb, C, v, 3 * C, 0.0f, dp, kend);
+        float beta = first && i0 == last ? 0.0f : 1.0f;
+        const float *dyb = j->dy + out + (size_t)i0 * C, *qb = q + (size_t)i0 * W;
+        fg_cpu_gemm(j->pool, 0, 1, qn, kend, D, scale, qb, W, k, W, 0.0f, s, kend);
+        fg_cpu_gemm(j->pool, 0, 1, qn, kend, D, 1.0f, dyb, C, v, W, 0.0f, dp, kend);
         fg_cpu_attn_delta(dyb, j->y + out + (size_t)i0 * C, qn, D, C, delta);
         fg_cpu_attn_rows rows = {.s = s, .dp = dp, .ds = dp, .delta = delta,
                                  .lse = (float *)(lse_bh + i0), .first_row = i0, .ld = kend,
@@ -264,25 +292,33 @@ static void fg_cpu_attn_backward_item(const fg_cpu_attn_job *j, int b, int h, fl
         fg_cpu_attn_set_dropout(&rows, a, b, h, i0);
         fg_cpu_attn_backward_rows(&rows, qn);
         /* dV (+)= P^T dY; dQ = scale dS K; dK (+)= scale dS^T Q */
-        fg_cpu_gemm(j->pool, 1, 0, kend, D, qn, 1.0f, s, kend, dyb, C, beta, dv, 3 * C);
-        fg_cpu_gemm(j->pool, 0, 0, qn, D, kend, scale, dp, kend, k, 3 * C, 0.0f,
-                    dq + (size_t)i0 * 3 * C, 3 * C);
-        fg_cpu_gemm(j->pool, 1, 0, kend, D, qn, scale, dp, kend, qb, 3 * C, beta, dk, 3 * C);
+        fg_cpu_gemm(j->pool, 1, 0, kend, D, qn, 1.0f, s, kend, dyb, C, beta, dv, W);
+        fg_cpu_gemm(j->pool, 0, 0, qn, D, kend, scale, dp, kend, k, W, 0.0f,
+                    dq + (size_t)i0 * W, W);
+        fg_cpu_gemm(j->pool, 1, 0, kend, D, qn, scale, dp, kend, qb, W, beta, dk, W);
     }
+}
+
+/* Item (b, kv): the query heads that share key/value head kv, in order. */
+static void fg_cpu_attn_backward_item(const fg_cpu_attn_job *j, int b, int kv, float *s)
+{
+    int group = j->a->heads / fg_cpu_attn_kv(j->a);
+    for (int g = 0; g < group; g++)
+        fg_cpu_attn_backward_head(j, b, kv * group + g, g == 0, s);
 }
 
 /* Slot s claims items until none is left; a slot is run by one thread at a time. */
 static void fg_cpu_attn_run_slots(void *p, size_t s0, size_t s1)
 {
     fg_cpu_attn_job *j = p;
-    int items = j->a->batch * j->a->heads;
+    int items = j->a->batch * j->per_batch;
     for (size_t slot = s0; slot < s1; slot++) {
         float *s = j->ws + slot * fg_cpu_attn_slot_floats(j->a);
         for (;;) {
             int it = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
             if (it >= items)
                 break;
-            j->item(j, it / j->a->heads, it % j->a->heads, s);
+            j->item(j, it / j->per_batch, it % j->per_batch, s);
         }
     }
 }
@@ -300,7 +336,8 @@ void fg_cpu_attention_forward(fg_cpu_pool *pool, const fg_cpu_attn_shape *a, con
                               float *y, float *lse, void *workspace)
 {
     fg_cpu_attn_job j = {.pool = pool, .a = a, .qkv = qkv, .out = y, .lse = lse,
-                         .ws = workspace, .item = fg_cpu_attn_forward_item};
+                         .ws = workspace, .item = fg_cpu_attn_forward_item,
+                         .per_batch = a->heads};
     fg_cpu_attn_run(&j);
 }
 
@@ -310,7 +347,7 @@ void fg_cpu_attention_backward(fg_cpu_pool *pool, const fg_cpu_attn_shape *a,
 {
     fg_cpu_attn_job j = {.pool = pool, .a = a, .qkv = qkv, .y = y, .dy = dy, .out = dqkv,
                          .lse = (float *)lse, .ws = workspace,
-                         .item = fg_cpu_attn_backward_item};
+                         .item = fg_cpu_attn_backward_item, .per_batch = fg_cpu_attn_kv(a)};
     fg_cpu_attn_run(&j);
 }
 
@@ -331,17 +368,19 @@ static void fg_cpu_attn_decode_items(void *p, size_t i0, size_t i1)
     const fg_cpu_attn_decode *w = p;
     const fg_cpu_attn_shape *a = w->a;
     int T = a->seq, D = a->head_dim, C = a->heads * a->head_dim, n = w->pos + 1;
+    size_t W = (size_t)fg_cpu_attn_width(a);
     float scale = 1.0f / sqrtf((float)D);
     for (size_t i = i0; i < i1; i++) {
         int item = w->h0 + (int)i, b = item / a->heads, h = item % a->heads;
-        const float *base = w->qkv + (size_t)b * T * 3 * C + (size_t)h * D;
-        const float *q = base + (size_t)w->pos * 3 * C, *k = base + C, *v = base + 2 * C;
+        const float *row0 = w->qkv + (size_t)b * T * W;
+        const float *q = row0 + (size_t)w->pos * W + (size_t)h * D;
+        const float *k = row0 + fg_cpu_attn_k_col(a, h), *v = k + (size_t)fg_cpu_attn_kv(a) * D;
         float *s = w->s + i * (size_t)T, *y = w->y + (size_t)b * C + (size_t)h * D;
         float mx = -INFINITY;
         for (int j = 0; j < n; j++) {
             float dot = 0.0f;
             for (int d = 0; d < D; d++)
-                dot += q[d] * k[(size_t)j * 3 * C + d];
+                dot += q[d] * k[(size_t)j * W + d];
             s[j] = dot * scale;
             mx = s[j] > mx ? s[j] : mx;
         }
@@ -355,7 +394,7 @@ static void fg_cpu_attn_decode_items(void *p, size_t i0, size_t i1)
             y[d] = 0.0f;
         for (int j = 0; j < n; j++) {
             float pj = s[j] * inv;
-            const float *vj = v + (size_t)j * 3 * C;
+            const float *vj = v + (size_t)j * W;
             for (int d = 0; d < D; d++)
                 y[d] += pj * vj[d];
         }

@@ -264,6 +264,20 @@ void fg_cpu_embedding_forward(fg_cpu_pool *pool, const int32_t *ids, int n, int 
 void fg_cpu_embedding_backward(fg_cpu_pool *pool, const int32_t *ids, int n, int dim,
                                int rows, const float *dout, float *dtable, int accumulate);
 
+/* ---- rotary embedding (rope.c) and SwiGLU (swiglu.c) ------------------------------------ */
+
+/* In place over x (rows, ld): `heads` heads of head_dim from column 0, row r at position
+ * pos0 + r % seq, rotated half-split (Hugging Face Llama) by p * theta^(-2i/head_dim);
+ * backward != 0: by the opposite angle. */
+void fg_cpu_rope(fg_cpu_pool *pool, int backward, int rows, int seq, int pos0, int heads,
+                 int head_dim, int ld, float theta, float *x);
+/* y = silu(gate) * up */
+void fg_cpu_swiglu_forward(fg_cpu_pool *pool, const float *gate, const float *up, float *y,
+                           size_t n);
+/* dgate = dy * up * silu'(gate), dup = dy * silu(gate); dgate may alias dy. */
+void fg_cpu_swiglu_backward(fg_cpu_pool *pool, const float *gate, const float *up,
+                            const float *dy, float *dgate, float *dup, size_t n);
+
 /* ---- attention (attention.c) ------------------------------------------------------------- */
 
 #define FG_CPU_ATTN_BLOCK 64
@@ -272,15 +286,17 @@ typedef struct fg_cpu_attn_shape {
     int batch, seq, heads, head_dim, causal;
     float dropout;          /* attention dropout p (training); 0: none */
     uint64_t seed, offset;  /* its draws: fg_cpu_dropout_keep(seed, offset + index) */
+    int kv_heads; /* grouped-query attention: divides heads, qkv rows are (heads + 2 kv_heads)
+                   * head_dim; 0: heads */
 } fg_cpu_attn_shape;
 
 /* Bytes of scratch forward and backward need on a pool of `threads`: 2 * BLOCK * seq
  * floats for each thread that runs a (batch, head) item, min(threads, batch * heads). */
 size_t fg_cpu_attention_workspace(const fg_cpu_attn_shape *a, int threads);
-/* qkv (B, T, 3C) -> y (B, T, C), lse (B, H, T) saved for backward. */
+/* qkv (B, T, (H + 2 KV) D) -> y (B, T, C), lse (B, H, T) saved for backward. */
 void fg_cpu_attention_forward(fg_cpu_pool *pool, const fg_cpu_attn_shape *a, const float *qkv,
                               float *y, float *lse, void *workspace);
-/* dqkv (B, T, 3C) overwritten. */
+/* dqkv (B, T, (H + 2 KV) D) overwritten. */
 void fg_cpu_attention_backward(fg_cpu_pool *pool, const fg_cpu_attn_shape *a,
                                const float *qkv, const float *y, const float *lse,
                                const float *dy, float *dqkv, void *workspace);

@@ -144,6 +144,7 @@ static fg_cpu_attn_shape attention_shape(const fg_attention_desc *d)
 {
     return (fg_cpu_attn_shape){.batch = d->batch, .seq = d->seq, .heads = d->heads,
                                .head_dim = d->head_dim, .causal = d->causal != 0,
+                               .kv_heads = fg_attention_kv_heads(d),
                                .dropout = d->dropout, .seed = d->seed, .offset = d->offset};
 }
 
@@ -161,7 +162,8 @@ fg_status fg_cpu_op_attention_forward(void *state, void *queue, uint32_t dtype,
 {
     fg_cpu_attn_shape a = attention_shape(d);
     size_t rows = (size_t)a.batch * (size_t)a.seq, c = (size_t)a.heads * (size_t)a.head_dim;
-    fg_cpu_operand o[] = {ARG_IN(qkv, dtype, rows * 3 * c), ARG_OUT(y, dtype, rows * c)};
+    size_t w = (size_t)(a.heads + 2 * a.kv_heads) * (size_t)a.head_dim; /* a qkv row */
+    fg_cpu_operand o[] = {ARG_IN(qkv, dtype, rows * w), ARG_OUT(y, dtype, rows * c)};
     fg_status st = fg_cpu_stage(state, queue, "attention_forward", o, NARGS(o), err);
     if (st == FG_OK)
         fg_cpu_attention_forward(FG_CPU_POOL(state), &a, o[0].f, o[1].f, lse, workspace);
@@ -175,8 +177,9 @@ fg_status fg_cpu_op_attention_backward(void *state, void *queue, uint32_t dtype,
 {
     fg_cpu_attn_shape a = attention_shape(d);
     size_t rows = (size_t)a.batch * (size_t)a.seq, c = (size_t)a.heads * (size_t)a.head_dim;
-    fg_cpu_operand o[] = {ARG_IN(qkv, dtype, rows * 3 * c), ARG_IN(y, dtype, rows * c),
-                          ARG_IN(dy, dtype, rows * c), ARG_OUT(dqkv, dtype, rows * 3 * c)};
+    size_t w = (size_t)(a.heads + 2 * a.kv_heads) * (size_t)a.head_dim; /* a qkv row */
+    fg_cpu_operand o[] = {ARG_IN(qkv, dtype, rows * w), ARG_IN(y, dtype, rows * c),
+                          ARG_IN(dy, dtype, rows * c), ARG_OUT(dqkv, dtype, rows * w)};
     fg_status st = fg_cpu_stage(state, queue, "attention_backward", o, NARGS(o), err);
     if (st == FG_OK)
         fg_cpu_attention_backward(FG_CPU_POOL(state), &a, o[0].f, o[1].f, lse, o[2].f, o[3].f,
@@ -190,7 +193,8 @@ fg_status fg_cpu_op_attention_decode(void *state, void *queue, uint32_t dtype,
 {
     fg_cpu_attn_shape a = attention_shape(d);
     size_t rows = (size_t)a.batch * (size_t)a.seq, c = (size_t)a.heads * (size_t)a.head_dim;
-    fg_cpu_operand o[] = {ARG_IN(qkv, dtype, rows * 3 * c),
+    size_t w = (size_t)(a.heads + 2 * a.kv_heads) * (size_t)a.head_dim; /* a qkv row */
+    fg_cpu_operand o[] = {ARG_IN(qkv, dtype, rows * w),
                           ARG_OUT(y, dtype, (size_t)a.batch * c)};
     fg_status st = fg_cpu_stage(state, queue, "attention_decode", o, NARGS(o), err);
     if (st == FG_OK)

@@ -71,6 +71,7 @@ static const layout_line current[] = {
     FIELD(fg_attention_desc, heads), FIELD(fg_attention_desc, head_dim),
     FIELD(fg_attention_desc, causal), FIELD(fg_attention_desc, dropout),
     FIELD(fg_attention_desc, seed), FIELD(fg_attention_desc, offset),
+    FIELD(fg_attention_desc, kv_heads),
 
     SIZE(fg_sgd_args), FIELD(fg_sgd_args, struct_size), FIELD(fg_sgd_args, lr),
     FIELD(fg_sgd_args, momentum), FIELD(fg_sgd_args, dampening),
@@ -115,6 +116,8 @@ static const layout_line current[] = {
     FIELD(fg_backend_vtable, sgd_fused), FIELD(fg_backend_vtable, adamw_fused),
     FIELD(fg_backend_vtable, layernorm_residual_forward),
     FIELD(fg_backend_vtable, layernorm_residual_backward),
+    FIELD(fg_backend_vtable, rope_forward), FIELD(fg_backend_vtable, rope_backward),
+    FIELD(fg_backend_vtable, swiglu_forward), FIELD(fg_backend_vtable, swiglu_backward),
     SIZE(fg_backend_op_desc),
     FIELD(fg_backend_op_desc, name), FIELD(fg_backend_op_desc, offset),
     FIELD(fg_backend_op_desc, dtype_count), FIELD(fg_backend_op_desc, dtype_names),
@@ -300,6 +303,8 @@ static const layout_line current[] = {
     ENUM(fg_backend_op, FG_OP_ADAMW_FUSED),
     ENUM(fg_backend_op, FG_OP_LAYERNORM_RESIDUAL_FORWARD),
     ENUM(fg_backend_op, FG_OP_LAYERNORM_RESIDUAL_BACKWARD),
+    ENUM(fg_backend_op, FG_OP_ROPE_FORWARD), ENUM(fg_backend_op, FG_OP_ROPE_BACKWARD),
+    ENUM(fg_backend_op, FG_OP_SWIGLU_FORWARD), ENUM(fg_backend_op, FG_OP_SWIGLU_BACKWARD),
     /* FG_OP_COUNT is not recorded: it grows with every op a minor appends. */
     ENUM(fg_reduce_op, FG_REDUCE_SUM), ENUM(fg_reduce_op, FG_REDUCE_AVG),
     ENUM(fg_reduce_op, FG_REDUCE_MAX),

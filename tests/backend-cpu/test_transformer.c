@@ -89,7 +89,7 @@ static void test_embedding(void)
 
 static void test_attention(void)
 {
-    fg_attention_desc d = {sizeof d, 2, 10, 2, 3, 1, 0.0f, 0, 0};
+    fg_attention_desc d = {sizeof d, 2, 10, 2, 3, 1, 0.0f, 0, 0, 0};
     int C = 6;
     size_t nq = (size_t)2 * 10 * 3 * C, ny = (size_t)2 * 10 * C;
     float *qkv = test_alloc(nq * 4), *y = test_alloc(ny * 4), lse[40];

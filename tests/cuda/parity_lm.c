@@ -187,7 +187,7 @@ static void attention_case(uint32_t dt, int batch, int seq, int heads, int head_
                            int causal, float dropout)
 {
     fg_attention_desc d = { sizeof d, batch, seq, heads, head_dim, causal, dropout,
-                            1234 + (uint64_t)seq, 77 };
+                            1234 + (uint64_t)seq, 77, 0 };
     size_t rows = (size_t)batch * seq, c = (size_t)heads * head_dim;
     size_t lse_n = (size_t)batch * heads * seq;
     size_t wc = P.ref->attention_workspace(P.rs, &d), wg = P.dut->attention_workspace(P.ds, &d);

@@ -363,8 +363,8 @@ static int count(const char *text, const char *what)
 
 static void plugin_cases(void)
 {
-    fg_attention_desc d12 = { sizeof d12, 1, 9, 2, 12, 1, 0.0f, 0, 0 };
-    fg_attention_desc d16 = { sizeof d16, 1, 9, 2, 16, 1, 0.0f, 0, 0 };
+    fg_attention_desc d12 = { sizeof d12, 1, 9, 2, 12, 1, 0.0f, 0, 0, 0 };
+    fg_attention_desc d16 = { sizeof d16, 1, 9, 2, 16, 1, 0.0f, 0, 0, 0 };
     uint16_t qkv[9 * 3 * 32], y_auto[9 * 32], y_kernel[9 * 32];
     for (size_t i = 0; i < sizeof qkv / sizeof qkv[0]; i++)
         qkv[i] = to_bf16(sinf((float)i * 0.37f) * 2.0f);

@@ -2,16 +2,18 @@
 # examples/char_lm.ini for 50 AdamW steps in fp32 and in PRECISION (bf16-mixed or
 # fp16-mixed) from the same seeded weights: every step's loss within LIMIT relative of
 # fp32's, the loss falling, and the weights not fp32's (the half arithmetic ran). Measured:
-# bf16-mixed 8.6e-4, fp16-mixed 4.9e-5. Needs FULGUR; skips (77) without Debian's fortunes.
-#   lm_precision.sh PRECISION LIMIT
+# bf16-mixed 8.6e-4, fp16-mixed 4.9e-5. EXAMPLE (default char_lm) picks another example, as
+# llama_tiny (rope, grouped-query attention, RMSNorm, SwiGLU in the half dtype). Needs FULGUR;
+# skips (77) without Debian's fortunes.
+#   lm_precision.sh PRECISION LIMIT [EXAMPLE]
 set -uo pipefail
 test -d /usr/share/games/fortunes || exit 77
 here=$(cd "$(dirname "$0")" && pwd)
-prec=$1 limit=$2
+prec=$1 limit=$2 example=${3:-char_lm}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 run() { # precision -> its metrics.csv path on stdout, the fit's digest line in $dir/$1.log
-  "$FULGUR" fit "$here/../../examples/char_lm.ini" precision.name="$1" trainer.max_epochs=1 \
+  "$FULGUR" fit "$here/../../examples/$example.ini" precision.name="$1" trainer.max_epochs=1 \
     trainer.limit_train_batches=50 trainer.limit_val_batches=2 trainer.log_every_n_steps=1 \
     trainer.enable_progress_bar=false trainer.test_after_fit=false data.train_windows=1600 \
     trainer.default_root_dir="$dir/$1" callback.csv_logger.enabled=true >"$dir/$1.log" 2>&1 ||

@@ -301,6 +301,68 @@ static const char *run_order(const char *text, size_t *swapped)
     return names;
 }
 
+/* transformer_block's Llama options: the tensors a block declares (names as Hugging Face
+ * Llama's MLP, shapes with grouped-query attention), and each refused combination with the
+ * key at fault. Input (8, 16); lines: the block's section is line 1. */
+#define BLOCK_HEAD "[layer.flat]\ntype = flatten\n[layer.fc]\ntype = linear\nout_features = 4\n"
+static const char *block_message(const char *keys, int64_t width)
+{
+    static char text[1024];
+    snprintf(text, sizeof text, "[layer.h]\ntype = transformer_block\n%s" BLOCK_HEAD, keys);
+    return build_message(text, (int64_t[]){8, width}, 2, 4);
+}
+
+static void test_llama_block(void)
+{
+    fg_config *cfg = tk_config("[layer.h]\ntype = transformer_block\nheads = 4\nkv_heads = 2\n"
+                               "norm = rmsnorm\nmlp = swiglu\nmlp_hidden = 24\n"
+                               "position = rope\nbias = false\n" BLOCK_HEAD);
+    fg_model *m = NULL;
+    fg_error err = {0};
+    CHECK_OK(fg_model_build(cfg, (int64_t[]){8, 16}, 2, 4, &m, &err), &err);
+    if (m) {
+        const char *names[] = {"h.ln_1.weight", "h.attn.qkv.weight", "h.attn.proj.weight",
+                               "h.ln_2.weight", "h.mlp.gate_proj.weight",
+                               "h.mlp.up_proj.weight", "h.mlp.down_proj.weight"};
+        const int64_t rows[] = {16, 32, 16, 16, 24, 24, 16}, cols[] = {0, 16, 16, 0, 16, 16, 24};
+        CHECK_EQ(fg_model_tensor_count(m), 9); /* and fc's weight and bias */
+        for (size_t i = 0; i < 7 && i < fg_model_tensor_count(m); i++) {
+            const fg_tensor_info *t = fg_model_tensor(m, i);
+            CHECK_STR(t->name, names[i]);
+            CHECK(t->shape[0] == rows[i] && (cols[i] == 0 ? t->rank == 1 : t->shape[1] == cols[i]),
+                  "%s", names[i]);
+        }
+        /* (4 + 2 * 2) heads of 4 = 32 qkv rows; 3 SwiGLU matrices of 16 x 24 */
+        CHECK_EQ(fg_model_param_count(m), 16 + 32 * 16 + 16 * 16 + 16 + 3 * 16 * 24 +
+                                          8 * 16 * 4 + 4);
+        fg_model_destroy(m);
+    }
+    fg_config_destroy(cfg);
+    CHECK_STR(block_message("heads = 4\nkv_heads = 3\n", 16),
+              "cfg.ini:4: [layer.h] kv_heads = 3 does not divide heads = 4");
+    CHECK_STR(block_message("heads = 4\nkv_heads = 8\n", 16),
+              "cfg.ini:4: [layer.h] kv_heads = 8 does not divide heads = 4");
+    CHECK_STR(block_message("heads = 4\nposition = rope\n", 12),
+              "cfg.ini:1: [layer.h] position = rope needs an even head_dim, but C / heads = "
+              "12 / 4 = 3");
+    CHECK_STR(block_message("heads = 2\nmlp = swiglu\n", 16),
+              "cfg.ini:4: [layer.h] mlp: swiglu needs mlp_hidden (Llama's intermediate_size; "
+              "there is no default)");
+    CHECK_STR(block_message("heads = 2\nmlp = swiglu\nmlp_hidden = 8\nmlp_ratio = 2\n", 16),
+              "cfg.ini:6: [layer.h] mlp_ratio: set mlp_hidden or mlp_ratio, not both");
+    CHECK_STR(block_message("heads = 2\nrope_theta = 500000\n", 16),
+              "cfg.ini:4: [layer.h] rope_theta: only with position = rope");
+    CHECK_STR(block_message("heads = 2\nposition = rope\nrope_theta = 1\n", 16),
+              "cfg.ini:5: [layer.h] rope_theta = 1 is out of range [2, 1000000000000]");
+    CHECK_STR(block_message("heads = 2\nmlp = geglu\n", 16),
+              "cfg.ini:4: [layer.h] mlp = 'geglu' is not one of gelu|swiglu; did you mean "
+              "'gelu'?");
+    CHECK_STR(block_message("heads = 2\nnorm = batchnorm\n", 16),
+              "cfg.ini:4: [layer.h] norm = 'batchnorm' is not one of layernorm|rmsnorm");
+    /* a gelu MLP of mlp_hidden units: fine */
+    CHECK_STR(block_message("heads = 2\nmlp_hidden = 10\n", 16), "");
+}
+
 #define CONV "[layer.conv]\ntype = conv2d\nout_channels = 2\nkernel_size = 3\n"
 #define RELU "[layer.relu]\ntype = relu\n"
 #define MAXPOOL "[layer.pool]\ntype = maxpool2d\nkernel_size = 2\n"
@@ -350,5 +412,6 @@ int main(void)
     test_layout();
     test_schemas();
     test_relu_after_pool();
+    test_llama_block();
     return fg_test_report("model.build");
 }

@@ -1,7 +1,8 @@
 /* fulgur generate's KV cache (core/src/model/decode.h) on the CPU backend (argv[1]): after a
  * forward of a prompt, each decode step's probabilities at position pos equal those of a
  * full forward of the window tokens[0..pos] (relative error per probability), with the
- * backend's attention_decode and with it taken away (the attention_forward fallback); the
+ * backend's attention_decode and with it taken away (the attention_forward fallback), for a
+ * GPT and for a Llama-style stack (grouped-query attention, rope, SwiGLU); the
  * steps allocate nothing; models without an incremental path are refused with a message
  * naming the layer. */
 #include <math.h>
@@ -31,6 +32,15 @@ static const char *mixed =
     "[layer.h]\ntype = transformer_block\nheads = 3\nmlp_ratio = 2\n"
     "[layer.norm]\ntype = rmsnorm\n[layer.fc]\ntype = linear\nout_features = 40\n"
     "[layer.act]\ntype = gelu\n[layer.head]\ntype = linear\nout_features = 256\n";
+
+/* Llama-style: no position table (rope in the blocks, keys cached rotated), grouped-query
+ * attention (4 query heads on 2 cached key/value heads), RMSNorm, SwiGLU, no biases. */
+static const char *llama =
+    "[layer.wte]\ntype = embedding\nnum_embeddings = 256\nembedding_dim = 32\n"
+    "[layer.h]\ntype = transformer_block\nheads = 4\nkv_heads = 2\nnorm = rmsnorm\n"
+    "mlp = swiglu\nmlp_hidden = 48\nposition = rope\nbias = false\nrepeat = 2\n"
+    "[layer.norm]\ntype = rmsnorm\n"
+    "[layer.head]\ntype = linear\nout_features = 256\nbias = false\n";
 
 typedef struct lm {
     tk_net n;
@@ -140,6 +150,7 @@ static void test_without_decode_entry(tk_backend *b)
     tk_backend nb = *b;
     nb.be = &v;
     test_model(&nb, gpt, "gpt, attention_forward fallback");
+    test_model(&nb, llama, "llama, attention_forward fallback");
 }
 
 static void expect_refused(tk_backend *b, const char *text, const char *needle)
@@ -184,6 +195,7 @@ int main(int argc, char **argv)
     cb.be = &counted;
     test_model(&cb, gpt, "gpt");
     test_model(&cb, mixed, "rmsnorm, gelu, linear");
+    test_model(&cb, llama, "llama: gqa, rope, rmsnorm, swiglu, no bias");
     test_without_decode_entry(&cb);
     test_refused(&b);
     tk_backend_close(&b);

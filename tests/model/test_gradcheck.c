@@ -83,6 +83,18 @@ static const gc_case cases[] = {
     {"transformer_block_recompute",
      "[layer.pre]\ntype = linear\nout_features = 8\n[layer.h]\ntype = transformer_block\n"
      "heads = 2\nrepeat = 2\nrecompute = true\n" HEAD, {5, 4}, 2, 3, 3, 1e-2},
+    /* Llama's options together: RMSNorm, SwiGLU, grouped-query attention (4 query heads on
+     * 2 key/value heads), rope, no biases; then multi-query (1 key/value head) with rope over
+     * head_dim 4 (two frequencies), biases kept, recomputed, two blocks */
+    {"transformer_block_llama",
+     "[layer.pre]\ntype = linear\nout_features = 8\n[layer.h]\ntype = transformer_block\n"
+     "heads = 4\nkv_heads = 2\nnorm = rmsnorm\nmlp = swiglu\nmlp_hidden = 12\n"
+     "position = rope\nbias = false\n" HEAD, {5, 4}, 2, 3, 3, 1e-2},
+    {"transformer_block_llama_mqa_recompute",
+     "[layer.pre]\ntype = linear\nout_features = 8\n[layer.h]\ntype = transformer_block\n"
+     "heads = 2\nkv_heads = 1\nnorm = rmsnorm\nmlp = swiglu\nmlp_hidden = 6\n"
+     "position = rope\nrope_theta = 100\nrepeat = 2\nrecompute = true\n" HEAD,
+     {5, 4}, 2, 3, 2, 1e-2},
     {"net",
      "[layer.conv1]\ntype = conv2d\nout_channels = 4\nkernel_size = 3\npadding = 1\n"
      "[layer.bn1]\ntype = batchnorm\n[layer.relu1]\ntype = relu\n"

@@ -1,6 +1,7 @@
 /* Activation recomputation of transformer blocks on the CPU backend (argv[1]): the loss and
  * every gradient bit for bit the same as without it, attention dropout on, over several
- * steps, in evaluation and at a smaller batch, with no allocation after setup; the arena
+ * steps, in evaluation and at a smaller batch, with no allocation after setup, for GPT-2's
+ * block and a Llama one (multi-query attention, rope, RMSNorm, SwiGLU, no bias); the arena
  * smaller by exactly the saved tensors of all blocks but one (they share one scratch set);
  * [model] recompute reaching every block and a block's own key winning; the key refused,
  * with its file:line, on a kind that cannot recompute; no KV cache for generate from
@@ -54,13 +55,25 @@ static void step_rows(tk_net *n, int rows, float *g)
     tk_download(n->b, g, fg_replica_grads(n->rep), fg_model_params_size(n->model) * 4);
 }
 
-static void test_bitwise(tk_backend *b)
+/* Llama's options (multi-query attention, rope, RMSNorm, SwiGLU, no biases): what forward
+ * keeps then is 4 T*C values, qkv of (2 + 2) heads of 4, three (T, 12) MLP tensors. */
+#define LLAMA_KEYS                                                                           \
+    "kv_heads = 1\nnorm = rmsnorm\nmlp = swiglu\nmlp_hidden = 12\nposition = rope\n"          \
+    "bias = false\n"
+static size_t llama_saved_per_sample(void)
+{
+    return (4 * T * C + T * (16 + 3 * 12) + (4 + HEADS) * T) * 4;
+}
+
+static void test_bitwise(tk_backend *b, const char *keys, const char *what)
 {
     fg_backend_vtable counting = tk_counting_backend(b);
     tk_backend cb = *b;
     cb.be = &counting;
     tk_net plain, rc;
-    if (net_create(&plain, b, "", "") != 0 || net_create(&rc, &cb, "", "recompute = true") != 0)
+    char rc_keys[256];
+    snprintf(rc_keys, sizeof rc_keys, "%srecompute = true\n", keys);
+    if (net_create(&plain, b, "", keys) != 0 || net_create(&rc, &cb, "", rc_keys) != 0)
         return;
     int at_setup = tk_alloc_calls;
     size_t np = fg_model_params_size(plain.model);
@@ -90,8 +103,8 @@ static void test_bitwise(tk_backend *b)
     CHECK(memcmp(g0, g1, np * sizeof(float)) == 0, "batch %d: gradients differ", BATCH - 3);
     CHECK(at_setup > 0); /* the counter sees the replica's allocations */
     CHECK_EQ(tk_alloc_calls, at_setup);
-    printf("  bitwise: loss and %zu gradients equal with recompute over 3 steps, attention "
-           "dropout 0.3\n", np);
+    printf("  bitwise (%s): loss and %zu gradients equal with recompute over 3 steps, attention "
+           "dropout 0.3\n", what, np);
     free(g0);
     free(g1);
     free(prev);
@@ -121,6 +134,9 @@ static void test_memory(tk_backend *b)
     CHECK_EQ(arena_of(b, "recompute = true", ""), rc);
     CHECK_EQ(arena_of(b, "recompute = true", "recompute = false"), plain);
     CHECK_EQ(arena_of(b, "recompute = false", "recompute = true"), rc);
+    /* a Llama block's saved set follows its shapes */
+    size_t lp = arena_of(b, "", LLAMA_KEYS), lrc = arena_of(b, "", LLAMA_KEYS "recompute = true");
+    CHECK_EQ(lp - lrc, (BLOCKS - 1) * BATCH * llama_saved_per_sample());
 }
 
 static void test_refused(void)
@@ -164,7 +180,8 @@ int main(int argc, char **argv)
     tk_backend b;
     if (tk_backend_open(&b, argv[1]) != 0)
         return 1;
-    test_bitwise(&b);
+    test_bitwise(&b, "", "gpt");
+    test_bitwise(&b, LLAMA_KEYS, "llama: mqa, rope, rmsnorm, swiglu, no bias");
     test_memory(&b);
     test_refused();
     test_no_kv_cache(&b);

@@ -16,7 +16,7 @@
 #define FG_LAYER_NAME_MAX 64
 #define FG_LAYER_SECTION_MAX (FG_LAYER_NAME_MAX + 8)
 #define FG_LAYER_ORIGIN_MAX 256
-#define FG_LAYER_MAX_TENSORS 12 /* a transformer block's */
+#define FG_LAYER_MAX_TENSORS 14 /* a transformer block's, with SwiGLU and biases */
 #define FG_LAYER_MAX_INPUTS 2
 #define FG_SHAPE_TEXT_MAX 128
 #define FG_MAX_REPEAT 1024 /* layers one section may make with `repeat` */
@@ -150,6 +150,12 @@ struct fg_layer {
     /* transformer_block: keep only the input and recompute the activations in backward
      * (set from [model] recompute before configure; the section's own key wins) */
     int recompute;
+    /* transformer_block, Llama-family options (rms and bias above serve it too) */
+    int64_t kv_heads;   /* key/value heads of grouped-query attention; 0: heads */
+    int64_t mlp_hidden; /* the MLP's hidden units; 0: mlp_ratio * C */
+    int swiglu;         /* MLP down(silu(gate(x)) * up(x)) instead of GELU */
+    int rope;           /* rotary positions on q and k */
+    double rope_theta;
     int tied;          /* this layer's weight is another's (tie): it owns no tensor */
     int weight_shared; /* a later layer uses this layer's weight: backward adds to its grad */
 

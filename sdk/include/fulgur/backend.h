@@ -81,7 +81,8 @@ typedef enum fg_pointwise_loss_kind {
 
 /* Multi-head scaled dot-product attention over a fused QKV tensor (B, T, 3C): q | k | v
  * along the last dimension, head h at columns [h*D, (h+1)*D) of each third, C = heads*D;
- * the output (B, T, C) holds the heads side by side. Scores are scaled by 1/sqrt(D). */
+ * the output (B, T, C) holds the heads side by side. Scores are scaled by 1/sqrt(D). With
+ * kv_heads (ABI 1.6) fewer key/value heads than query heads: see the field. */
 typedef struct fg_attention_desc {
     uint32_t struct_size;
     int32_t batch, seq, heads, head_dim;
@@ -89,7 +90,20 @@ typedef struct fg_attention_desc {
     float dropout;           /* probability of dropping an attention weight (training); 0 */
     uint64_t seed, offset;   /* dropout's draws: position ((b*H + h)*T + i)*T + j + offset,
                               * reproducible as dropout_forward's */
+    /* ABI 1.6: grouped-query attention. 0 (or a struct_size without the field) means heads.
+     * Otherwise it divides heads, and qkv is (B, T, (heads + 2*kv_heads)*D): q's heads, then
+     * kv_heads keys, then kv_heads values; query head h reads key/value head
+     * h / (heads / kv_heads). The output stays (B, T, heads*D). A backend without grouped
+     * attention refuses kv_heads != heads. */
+    int32_t kv_heads;
 } fg_attention_desc;
+
+/* The key/value heads a descriptor asks for (fg_attention_desc.kv_heads; heads when unset). */
+static inline int32_t fg_attention_kv_heads(const fg_attention_desc *d)
+{
+    size_t end = offsetof(fg_attention_desc, kv_heads) + sizeof d->kv_heads;
+    return d->struct_size >= end && d->kv_heads > 0 ? d->kv_heads : d->heads;
+}
 
 /* ---- the op list -------------------------------------------------------------------------
  * Every op is written here once, in ABI order (its id is its position). Each has a signature
@@ -223,6 +237,15 @@ typedef struct fg_attention_desc {
     P(const float *, mean) P(const float *, rstd) P(const void *, dy) P(const void *, dres)      \
     P(void *, dx) P(void *, dgamma) P(void *, dbeta) P(int, accumulate)
 
+#define FG_OP_SIG_rope_forward(P) P(uint32_t, dtype) /* x */ P(int, rows) P(int, seq)          \
+    P(int, pos0) P(int, heads) P(int, head_dim) P(int, ld) P(float, theta) P(void *, x)
+#define FG_OP_SIG_rope_backward(P) FG_OP_SIG_rope_forward(P)
+#define FG_OP_SIG_swiglu_forward(P) P(uint32_t, dtype) /* gate, up, y */                         \
+    P(const void *, gate) P(const void *, up) P(void *, y) P(size_t, n)
+#define FG_OP_SIG_swiglu_backward(P) P(uint32_t, dtype) /* gate, up, dy, dgate, dup */           \
+    P(const void *, gate) P(const void *, up) P(const void *, dy) P(void *, dgate)               \
+    P(void *, dup) P(size_t, n)
+
 #define FG_BACKEND_OPS(X, ctx)                                                                   \
     X(ctx, GEMM, gemm, "a", "b", "c")                                                            \
     X(ctx, BIAS_ADD, bias_add, "y", "bias")                                                      \
@@ -263,7 +286,11 @@ typedef struct fg_attention_desc {
     X(ctx, ADAMW_FUSED, adamw_fused, "param", "grad", "work") /* ABI 1.5 */                      \
     X(ctx, LAYERNORM_RESIDUAL_FORWARD, layernorm_residual_forward, "x", "param") /* ABI 1.5 */    \
     X(ctx, LAYERNORM_RESIDUAL_BACKWARD, layernorm_residual_backward, "x", "param",                \
-      "grad") /* ABI 1.5 */
+      "grad") /* ABI 1.5 */                                                                      \
+    X(ctx, ROPE_FORWARD, rope_forward, "x") /* ABI 1.6 */                                        \
+    X(ctx, ROPE_BACKWARD, rope_backward, "x") /* ABI 1.6 */                                      \
+    X(ctx, SWIGLU_FORWARD, swiglu_forward, "x") /* ABI 1.6 */                                    \
+    X(ctx, SWIGLU_BACKWARD, swiglu_backward, "x") /* ABI 1.6 */
 
 /* The generators' helpers: each argument as a declaration or as its name, after a comma. */
 #define FG_OP_DECL_(type, name) , type name
@@ -498,8 +525,9 @@ typedef struct fg_backend_vtable {
     /* [required with attention_forward; any thread] Bytes of device scratch
      * attention_forward and attention_backward need, for every dtype; 0 for a bad desc. */
     size_t (*attention_workspace)(void *state, const fg_attention_desc *d);
-    /* [required: attention] y(B, T, C) from qkv(B, T, 3C); lse (B, heads, T, f32): each
-     * row's log-sum-exp of the scaled scores, saved for backward. */
+    /* [required: attention] y(B, T, C) from qkv(B, T, 3C) (with kv_heads, ABI 1.6:
+     * (B, T, (heads + 2 kv_heads) head_dim)); lse (B, heads, T, f32): each row's
+     * log-sum-exp of the scaled scores, saved for backward. */
     FG_OP_ENTRY(attention_forward); /* op 28 */
     /* [required: attention] dqkv overwritten. y and lse are the forward's. */
     FG_OP_ENTRY(attention_backward); /* op 29 */
@@ -608,6 +636,26 @@ typedef struct fg_backend_vtable {
      * dgamma, dbeta as layernorm_backward (accumulate). NULL: the caller runs
      * layernorm_backward, then axpy. */
     FG_OP_ENTRY(layernorm_residual_backward); /* op 38 */
+
+    /* ---- ABI 1.6: Llama-family transformer blocks ---------------------------------------- */
+    /* [required: transformer_block position = rope] Rotary position embedding in place, as
+     * Hugging Face Llama's (rotate_half: the first and second halves of each head pair up):
+     * x (rows, ld) holds in each row `heads` heads of head_dim (even) values side by side
+     * from column 0; row r is at position p = pos0 + r % seq, and for i < head_dim/2 with
+     * a = p * theta^(-2i/head_dim): (x_i, x_{i+D/2}) <- (x_i cos a - x_{i+D/2} sin a,
+     * x_{i+D/2} cos a + x_i sin a). Columns past heads*head_dim are not touched (a fused qkv:
+     * q's and k's heads are rotated, v's are not). */
+    FG_OP_ENTRY(rope_forward); /* op 39 */
+    /* [required: rope while training] The transpose of rope_forward (the rotation by -a), in
+     * place: a gradient with respect to rotated values becomes one with respect to the
+     * values before rotation. */
+    FG_OP_ENTRY(rope_backward); /* op 40 */
+    /* [required: transformer_block mlp = swiglu] y(n) = silu(gate) * up, silu(g) = g /
+     * (1 + exp(-g)); y may alias neither input. */
+    FG_OP_ENTRY(swiglu_forward); /* op 41 */
+    /* [required: swiglu while training] dgate = dy * up * silu'(gate), dup = dy * silu(gate);
+     * dgate may alias dy (each element is read before it is written). */
+    FG_OP_ENTRY(swiglu_backward); /* op 42 */
 } fg_backend_vtable;
 
 /* The five event entries (all or none: see "queues and events" above). */

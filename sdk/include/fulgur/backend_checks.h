@@ -641,8 +641,12 @@ FG_OP_CHECK(embedding_backward)
  * tensor of fewer than 2^31 elements. A backend may refuse more (a head_dim limit). */
 static inline int fg_attention_desc_valid(const fg_attention_desc *d)
 {
-    if (!d || d->struct_size < sizeof *d || d->batch < 1 || d->seq < 1 || d->heads < 1 ||
-        d->head_dim < 1 || !(d->dropout >= 0.0f && d->dropout < 1.0f))
+    if (!d || d->struct_size < offsetof(fg_attention_desc, kv_heads) || d->batch < 1 ||
+        d->seq < 1 || d->heads < 1 || d->head_dim < 1 ||
+        !(d->dropout >= 0.0f && d->dropout < 1.0f))
+        return 0;
+    int32_t kv = fg_attention_kv_heads(d);
+    if (kv < 1 || kv > d->heads || d->heads % kv != 0)
         return 0;
     return (double)d->batch * d->seq * 3.0 * d->heads * d->head_dim <= (double)INT32_MAX;
 }
@@ -652,8 +656,9 @@ static inline fg_status fg_check_attention_(const char *who, const char *op,
                                             const void *y, const void *workspace, fg_error *err)
 {
     FG_CHECK_(fg_attention_desc_valid(d), op,
-              "bad descriptor (batch, seq, heads, head_dim >= 1, dropout in [0, 1), fewer than "
-              "2^31 qkv elements, struct_size >= %zu)", FG_CHECK_MSG_(op), sizeof *d);
+              "bad descriptor (batch, seq, heads, head_dim >= 1, kv_heads dividing heads, dropout "
+              "in [0, 1), fewer than 2^31 qkv elements, struct_size >= %zu)", FG_CHECK_MSG_(op),
+              offsetof(fg_attention_desc, kv_heads));
     FG_CHECK_NOT_NULL_(op, qkv);
     FG_CHECK_NOT_NULL_(op, y);
     FG_CHECK_NOT_NULL_(op, workspace);
@@ -690,6 +695,69 @@ FG_OP_CHECK(attention_decode)
         return st;
     FG_CHECK_(pos >= 0 && pos < d->seq, "attention_decode", "pos = %d is outside the cache's %d rows",
               FG_CHECK_MSG_("attention_decode"), pos, d->seq);
+    return FG_OK;
+}
+
+/* ---- ABI 1.6: rope and swiglu ------------------------------------------------------------ */
+
+static inline fg_status fg_check_rope_(const char *who, const char *op, void *queue, int rows,
+                                       int seq, int pos0, int heads, int head_dim, int ld,
+                                       float theta, void *x, int *skip, fg_error *err)
+{
+    FG_CHECK_(queue != NULL, op, "queue is NULL", FG_CHECK_MSG_(op));
+    FG_CHECK_(rows >= 0 && seq >= 1 && pos0 >= 0 && heads >= 1, op,
+              "rows = %d, seq = %d, pos0 = %d, heads = %d: rows and pos0 must be >= 0, seq "
+              "and heads >= 1", FG_CHECK_MSG_(op), rows, seq, pos0, heads);
+    FG_CHECK_(head_dim >= 2 && head_dim % 2 == 0, op, "head_dim = %d must be even and >= 2",
+              FG_CHECK_MSG_(op), head_dim);
+    FG_CHECK_((double)ld >= (double)heads * head_dim, op,
+              "ld = %d is smaller than heads * head_dim = %d", FG_CHECK_MSG_(op), ld,
+              heads * head_dim);
+    FG_CHECK_(theta > 1.0f, op, "theta = %g must be > 1", FG_CHECK_MSG_(op), (double)theta);
+    FG_CHECK_(rows == 0 || x != NULL, op, "x is NULL", FG_CHECK_MSG_(op));
+    *skip = rows == 0;
+    return FG_OK;
+}
+
+FG_OP_CHECK(rope_forward)
+{
+    return fg_check_rope_(who, "rope_forward", queue, rows, seq, pos0, heads, head_dim, ld,
+                          theta, x, skip, err);
+}
+
+FG_OP_CHECK(rope_backward)
+{
+    return fg_check_rope_(who, "rope_backward", queue, rows, seq, pos0, heads, head_dim, ld,
+                          theta, x, skip, err);
+}
+
+FG_OP_CHECK(swiglu_forward)
+{
+    FG_CHECK_QUEUE_("swiglu_forward");
+    *skip = n == 0;
+    if (n == 0)
+        return FG_OK;
+    FG_CHECK_NOT_NULL_("swiglu_forward", gate);
+    FG_CHECK_NOT_NULL_("swiglu_forward", up);
+    FG_CHECK_NOT_NULL_("swiglu_forward", y);
+    FG_CHECK_(y != gate && y != up, "swiglu_forward", "y aliases an input",
+              FG_CHECK_MSG_("swiglu_forward"));
+    return FG_OK;
+}
+
+FG_OP_CHECK(swiglu_backward)
+{
+    FG_CHECK_QUEUE_("swiglu_backward");
+    *skip = n == 0;
+    if (n == 0)
+        return FG_OK;
+    FG_CHECK_NOT_NULL_("swiglu_backward", gate);
+    FG_CHECK_NOT_NULL_("swiglu_backward", up);
+    FG_CHECK_NOT_NULL_("swiglu_backward", dy);
+    FG_CHECK_NOT_NULL_("swiglu_backward", dgate);
+    FG_CHECK_NOT_NULL_("swiglu_backward", dup);
+    FG_CHECK_(dup != dy && dup != dgate, "swiglu_backward", "dup aliases dy or dgate",
+              FG_CHECK_MSG_("swiglu_backward"));
     return FG_OK;
 }
 

@@ -1,0 +1,178 @@
+/* The transformer block's keys (GPT-2's and the Llama-family options), the combinations
+ * they refuse with the key at fault, and the tensors a block declares for them (names as
+ * PyTorch's state dict; SwiGLU's as Hugging Face Llama's), in layer_block.h's slot order. */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "layer_block.h"
+
+const fg_option fg_block_options[] = {
+    FG_LAYER_TYPE_OPTION("transformer_block"),
+    {"heads", FG_OPT_INT, FG_OPT_REQUIRED, 1, 4096, NULL,
+     "attention heads; they split the width C evenly"},
+    {"repeat", FG_OPT_INT, "1", 1, FG_MAX_REPEAT, NULL,
+     "blocks this section makes, one after the other, named NAME.0, NAME.1, ... (their "
+     "tensors h.0.attn.qkv.weight, ... as PyTorch's state dict of a ModuleList)"},
+    {"mlp_ratio", FG_OPT_INT, "4", 1, 64, NULL,
+     "hidden units of the MLP per unit of width (GPT-2: 4)"},
+    {"causal", FG_OPT_BOOL, "true", 1, 0, NULL, "position i attends to positions 0..i only"},
+    {"attn_dropout", FG_OPT_FLOAT, "0", 0, 0.99, NULL,
+     "dropout on the attention weights while training"},
+    {"eps", FG_OPT_FLOAT, "1e-5", 0, 1, NULL, "the two norms' epsilon (layernorm or rmsnorm)"},
+    {"init_std", FG_OPT_FLOAT, "0", 0, 1e3, NULL,
+     "0: PyTorch's Linear initialisation; > 0: weights from N(0, init_std^2) and zero biases, "
+     "as GPT-2 (0.02)"},
+    {"norm", FG_OPT_ENUM, "layernorm", 1, 0, "layernorm|rmsnorm",
+     "the two norms: layernorm (weight, bias) or rmsnorm (weight only, as Llama)"},
+    {"mlp", FG_OPT_ENUM, "gelu", 1, 0, "gelu|swiglu",
+     "gelu: proj(gelu(fc(x))); swiglu: down_proj(silu(gate_proj(x)) * up_proj(x)) (Llama)"},
+    {"mlp_hidden", FG_OPT_INT, "0", 0, 1 << 20, NULL,
+     "the MLP's hidden units (Llama's intermediate_size); 0: mlp_ratio * C (gelu only: "
+     "swiglu needs it)"},
+    {"kv_heads", FG_OPT_INT, "0", 0, 4096, NULL,
+     "key/value heads (grouped-query attention; 1: multi-query); they divide heads; 0: heads"},
+    {"position", FG_OPT_ENUM, "learned", 1, 0, "learned|rope",
+     "learned: the block adds none (a position_embedding layer does); rope: rotary "
+     "embedding of q and k inside the block (Hugging Face Llama's half-split convention)"},
+    {"rope_theta", FG_OPT_FLOAT, "10000", 2, 1e12, NULL,
+     "rope's base: head pair i turns by position * rope_theta^(-2i/head_dim)"},
+    {"bias", FG_OPT_BOOL, "true", 1, 0, NULL, "biases on every linear of the block (Llama: false)"},
+    {"recompute", FG_OPT_BOOL, "false", 1, 0, NULL,
+     "keep only the block's input and recompute its activations in backward (one scratch "
+     "set shared by every such block: less memory, one more forward); unset: [model] "
+     "recompute"},
+};
+_Static_assert(sizeof fg_block_options / sizeof fg_block_options[0] == FG_BLOCK_OPTION_COUNT,
+               "FG_BLOCK_OPTION_COUNT (layer_block.h) counts fg_block_options");
+
+/* The value of an enum key (the schema has checked it), or its default. */
+static int key_is(const fg_layer *l, const fg_config *cfg, const char *key, const char *value)
+{
+    const char *v = fg_config_get(cfg, l->section, key);
+    return v && strcmp(v, value) == 0;
+}
+
+/* A key that only means something next to another option. */
+static fg_status refuse_key(const fg_layer *l, const fg_config *cfg, const char *key,
+                            const char *why, fg_error *err)
+{
+    return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s] %s: %s",
+                        fg_config_origin(cfg, l->section, key), l->section, key, why);
+}
+
+/* The Llama-family keys, and the combinations they refuse. */
+static fg_status llama_configure(fg_layer *l, const fg_config *cfg, fg_error *err)
+{
+    l->rms = key_is(l, cfg, "norm", "rmsnorm");
+    l->swiglu = key_is(l, cfg, "mlp", "swiglu");
+    l->rope = key_is(l, cfg, "position", "rope");
+    fg_status st = fg_layer_read_int(l, cfg, "mlp_hidden", &l->mlp_hidden, err);
+    if (st == FG_OK)
+        st = fg_layer_read_int(l, cfg, "kv_heads", &l->kv_heads, err);
+    if (st == FG_OK)
+        st = fg_layer_read_float(l, cfg, "rope_theta", &l->rope_theta, err);
+    if (st == FG_OK)
+        st = fg_layer_read_bool(l, cfg, "bias", &l->bias, err);
+    if (st != FG_OK)
+        return st;
+    if (l->swiglu && l->mlp_hidden == 0)
+        return refuse_key(l, cfg, "mlp", "swiglu needs mlp_hidden (Llama's intermediate_size; "
+                          "there is no default)", err);
+    if (l->mlp_hidden > 0 && fg_config_get(cfg, l->section, "mlp_ratio"))
+        return refuse_key(l, cfg, "mlp_ratio", "set mlp_hidden or mlp_ratio, not both", err);
+    if (!l->rope && fg_config_get(cfg, l->section, "rope_theta"))
+        return refuse_key(l, cfg, "rope_theta", "only with position = rope", err);
+    if (l->kv_heads > 0 && l->heads % l->kv_heads != 0)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s] kv_heads = %" PRId64 " does "
+                            "not divide heads = %" PRId64,
+                            fg_config_origin(cfg, l->section, "kv_heads"), l->section,
+                            l->kv_heads, l->heads);
+    return FG_OK;
+}
+
+fg_status fg_block_configure(fg_layer *l, const fg_config *cfg, fg_error *err)
+{
+    int64_t ratio = 4;
+    fg_status st = fg_layer_read_int(l, cfg, "heads", &l->heads, err);
+    if (st == FG_OK)
+        st = fg_layer_read_int(l, cfg, "mlp_ratio", &ratio, err);
+    if (st == FG_OK)
+        st = fg_layer_read_bool(l, cfg, "causal", &l->causal, err);
+    if (st == FG_OK)
+        st = fg_layer_read_float(l, cfg, "attn_dropout", &l->p, err);
+    if (st == FG_OK)
+        st = fg_layer_read_float(l, cfg, "eps", &l->eps, err);
+    if (st == FG_OK)
+        st = fg_layer_read_float(l, cfg, "init_std", &l->momentum, err); /* reused: init std */
+    if (st == FG_OK && fg_config_get(cfg, l->section, "recompute")) /* else [model]'s */
+        st = fg_layer_read_bool(l, cfg, "recompute", &l->recompute, err);
+    l->in_units = ratio; /* reused: the MLP ratio */
+    if (st == FG_OK)
+        st = llama_configure(l, cfg, err);
+    return st;
+}
+
+/* The tensor names of each slot (layer_block.h), GELU's and SwiGLU's MLP. */
+static const char *const gelu_names[BLOCK_TENSORS] = {
+    "ln_1.weight", "ln_1.bias", "attn.qkv.weight", "attn.qkv.bias", "attn.proj.weight",
+    "attn.proj.bias", "ln_2.weight", "ln_2.bias", "mlp.fc.weight", "mlp.fc.bias", NULL, NULL,
+    "mlp.proj.weight", "mlp.proj.bias"};
+static const char *const swiglu_names[BLOCK_TENSORS] = {
+    "ln_1.weight", "ln_1.bias", "attn.qkv.weight", "attn.qkv.bias", "attn.proj.weight",
+    "attn.proj.bias", "ln_2.weight", "ln_2.bias", "mlp.gate_proj.weight", "mlp.gate_proj.bias",
+    "mlp.up_proj.weight", "mlp.up_proj.bias", "mlp.down_proj.weight", "mlp.down_proj.bias"};
+
+/* Slot t's (out, in) as a linear's weight; a norm's or a bias's length in shape[0]. */
+static void slot_shape(const block_dims *d, int t, int64_t shape[2])
+{
+    static const int outs[] = {0, 0, 1, 1, 2, 2, 0, 0, 3, 3, 3, 3, 2, 2};
+    static const int ins[] = {0, 0, 2, 2, 2, 2, 0, 0, 2, 2, 2, 2, 3, 3};
+    const int64_t size[4] = {d->C, d->Q, d->C, d->F}; /* 0: norm width, 1: qkv, 2: C, 3: F */
+    shape[0] = size[outs[t]];
+    shape[1] = size[ins[t]];
+}
+
+/* Slot t's tensor: a norm's weight 1 and bias 0; a linear's weight and bias from
+ * PyTorch's Linear initialisation, or N(0, init_std^2) and zero biases. */
+static fg_status add_slot(fg_model *m, fg_layer *l, const block_dims *d, int t, fg_error *err)
+{
+    const char *name = (l->swiglu ? swiglu_names : gelu_names)[t];
+    int64_t shape[2];
+    slot_shape(d, t, shape);
+    int is_bias = t % 2 == 1;
+    if (t == LN1_W || t == LN1_B || t == LN2_W || t == LN2_B)
+        return fg_model_add_tensor(m, l, name, 0, 1, shape, is_bias ? FG_INIT_ZERO : FG_INIT_ONE,
+                                   0, err);
+    double bound = 1.0 / sqrt((double)shape[1]), std = l->momentum; /* reused: init std */
+    if (is_bias)
+        return fg_model_add_tensor(m, l, name, 0, 1, shape, std > 0 ? FG_INIT_ZERO
+                                   : FG_INIT_UNIFORM, bound, err);
+    return fg_model_add_tensor(m, l, name, 0, 2, shape, std > 0 ? FG_INIT_NORMAL
+                               : FG_INIT_UNIFORM, std > 0 ? std : bound, err);
+}
+
+fg_status fg_block_plan(fg_layer *l, fg_model *m, fg_error *err)
+{
+    if (l->in.rank != 2)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s] (transformer_block) needs a "
+                            "sequence of vectors (T, C), but %s", l->origin, l->section,
+                            l->input_text);
+    if (l->in.dims[1] % l->heads != 0)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s] heads = %" PRId64 " does not "
+                            "divide the width C = %" PRId64 " (%s)", l->origin, l->section,
+                            l->heads, l->in.dims[1], l->input_text);
+    if (l->rope && (l->in.dims[1] / l->heads) % 2 != 0)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s] position = rope needs an even "
+                            "head_dim, but C / heads = %" PRId64 " / %" PRId64 " = %" PRId64,
+                            l->origin, l->section, l->in.dims[1], l->heads,
+                            l->in.dims[1] / l->heads);
+    l->out = l->in;
+    block_dims d = fg_block_dims(l);
+    l->aux_per_sample = l->recompute ? 0 : fg_block_saved_bytes(&d);
+    fg_status st = FG_OK;
+    for (int t = 0; st == FG_OK && t < BLOCK_TENSORS; t++)
+        if (fg_block_has(l, t))
+            st = add_slot(m, l, &d, t, err);
+    return st;
+}
