@@ -9,7 +9,7 @@
 #include "model.h"
 
 /* The block's tensors in declaration order; a block declares the ones its options have
- * (no LN*_B with norm = rmsnorm, no *_B linear bias with bias = false, UP_* only with
+ * (no LN*_B with norm = rmsnorm or bias = false, no *_B linear bias with bias = false, UP_* only with
  * mlp = swiglu, where FC is gate_proj and MPROJ down_proj). fg_block_params maps a
  * context's param/grad arrays onto these slots, NULL where absent. */
 enum {
@@ -24,7 +24,7 @@ static inline int fg_block_has(const fg_layer *l, int t)
     if (t == UP_W || t == UP_B)
         return l->swiglu && (!is_bias || l->bias);
     if (t == LN1_B || t == LN2_B)
-        return !l->rms;
+        return !l->rms && l->bias;
     return !is_bias || l->bias;
 }
 

@@ -37,7 +37,8 @@ const fg_option fg_block_options[] = {
      "embedding of q and k inside the block (Hugging Face Llama's half-split convention)"},
     {"rope_theta", FG_OPT_FLOAT, "10000", 2, 1e12, NULL,
      "rope's base: head pair i turns by position * rope_theta^(-2i/head_dim)"},
-    {"bias", FG_OPT_BOOL, "true", 1, 0, NULL, "biases on every linear of the block (Llama: false)"},
+    {"bias", FG_OPT_BOOL, "true", 1, 0, NULL, "biases on every linear and layer norm of the block (nanoGPT's bias = False, Llama: "
+     "false)"},
     {"recompute", FG_OPT_BOOL, "false", 1, 0, NULL,
      "keep only the block's input and recompute its activations in backward (one scratch "
      "set shared by every such block: less memory, one more forward); unset: [model] "

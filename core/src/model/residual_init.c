@@ -1,6 +1,7 @@
 /* [model] scaled_residual_init: GPT-2's initialisation of the residual projections (the
  * attention's and the MLP's output projections of every transformer_block, nanoGPT's
- * c_proj.weight) drawn with std / sqrt(2 * n_layer), n_layer = the model's blocks. */
+ * c_proj.weight; a SwiGLU MLP's down_proj) drawn with std / sqrt(2 * n_layer), n_layer =
+ * the model's blocks. */
 #include "residual_init.h"
 
 #include <math.h>
@@ -22,7 +23,8 @@ static int is_block(const fg_layer *l)
 static int is_residual_projection(const fg_model *m, const fg_tensor_info *t)
 {
     return !t->is_buffer && is_block(&m->layers[t->layer]) &&
-           (ends_with(t->name, ".attn.proj.weight") || ends_with(t->name, ".mlp.proj.weight"));
+           (ends_with(t->name, ".attn.proj.weight") || ends_with(t->name, ".mlp.proj.weight") ||
+            ends_with(t->name, ".mlp.down_proj.weight"));
 }
 
 fg_status fg_model_scale_residual_init(fg_model *m, const fg_config *cfg, fg_error *err)

@@ -1,0 +1,18 @@
+# The CUDA backend's C sources, written once: the plugin (CMakeLists.txt here) and its two
+# builds against the emulated device (tests/cudaemu/CMakeLists.txt) compile this list.
+set(FULGUR_CUDA_BACKEND_C_SOURCES
+  cuda_plugin.c
+  cuda_device.c
+  cuda_event.c
+  cuda_gemm.c
+  cuda_conv.c
+  cuda_ops.c
+  cuda_optim_fused.c
+  cuda_layer_ops.c
+  cuda_lm_ops.c
+  cuda_llama_ops.c
+  cuda_attention_gemm.c
+  cuda_sdpa.c
+  cuda_sdpa_exec.c
+  cuda_sdpa_graph.c
+  cuda_sdpa_plan.c)
