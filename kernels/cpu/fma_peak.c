@@ -15,9 +15,13 @@
 
 /* Twelve chains: enough to cover an FMA's latency (4 cycles) on two FMA ports. */
 #define FG_FMA_CHAINS 12
-/* Iterations per thread and run: ~10 ms at 3 GHz with two 256-bit FMA ports. */
-#define FG_FMA_ITERS (5L << 20)
-#define FG_FMA_RUNS 5
+/* Iterations per thread and run: ~0.3 ms at 16 flops per cycle and 3 GHz. Many short runs,
+ * the best kept: on a shared machine a long run always includes time the thread was
+ * descheduled (10-20 ms runs read a third of the 2 ms runs' best here), a short one often
+ * does not. Runs stop after FG_FMA_RUNS or FG_FMA_SECONDS per width. */
+#define FG_FMA_ITERS (1L << 16)
+#define FG_FMA_RUNS 400
+#define FG_FMA_SECONDS 0.25
 
 static volatile float fg_fma_sink;
 
@@ -77,7 +81,8 @@ static double fma_rate(fg_cpu_pool *pool, fg_cpu_range_fn items, int lanes)
 {
     int threads = fg_cpu_pool_threads(pool);
     double flops = 2.0 * lanes * FG_FMA_CHAINS * (double)FG_FMA_ITERS * threads, best = 0;
-    for (int r = 0; r < FG_FMA_RUNS; r++) {
+    double start = seconds();
+    for (int r = 0; r < FG_FMA_RUNS && seconds() - start < FG_FMA_SECONDS; r++) {
         double t0 = seconds();
         fg_cpu_parallel_for(pool, (size_t)threads, 1, 1, items, NULL);
         double t = seconds() - t0;
