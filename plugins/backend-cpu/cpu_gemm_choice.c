@@ -6,7 +6,9 @@
  * kept, and logs the choice with both times once. When OpenBLAS runs kernels far below the
  * CPU (a generic core, cpu_machine.c) auto takes oneDNN wherever it can run the shape,
  * whatever the times. `openblas` and `onednn` fix the library (bitwise reproducible run to
- * run); a shape oneDNN cannot run falls back to OpenBLAS, and the log says so. Later calls
+ * run; openblas, the default, logs its shapes at debug level only, so a default run prints
+ * what it did before the key); a shape oneDNN cannot run falls back to OpenBLAS, and the
+ * log says so. Later calls
  * look the shape up in a fixed table (no allocation, no string work). The table is the
  * backend's, so every device of a run makes the same choice for a shape. */
 #define _GNU_SOURCE
@@ -106,7 +108,7 @@ static void describe(const gemm_key *k, const char *op, char *buf, size_t len)
              fg_dtype_name((fg_dtype)k->dtype));
 }
 
-/* One line per shape, at info level (a warning when a fixed onednn could not be kept). */
+/* One line per shape at level (a warning when a fixed onednn could not be kept). */
 static void log_choice(fg_cpu_backend *be, const gemm_entry *e, const char *op, int level,
                        const char *why, double onednn_s, double openblas_s)
 {
@@ -205,9 +207,11 @@ static gemm_entry *choose(fg_cpu_backend *be, fg_cpu_queue *q, const fg_cpu_gemm
         e = &t->e[t->count++];
         e->key = key;
         e->library = be->gemm_mode == FG_CPU_GEMM_AUTO ? FG_CPU_GEMM_OPENBLAS : be->gemm_mode;
-        if (be->gemm_mode != FG_CPU_GEMM_AUTO)
-            log_choice(be, e, g->op, FG_LOG_INFO, be->gemm_mode == FG_CPU_GEMM_OPENBLAS
-                                                      ? "gemm = openblas" : "gemm = onednn", 0, 0);
+        /* the default (openblas) at debug level: a run's output stays what it was */
+        if (be->gemm_mode == FG_CPU_GEMM_OPENBLAS)
+            log_choice(be, e, g->op, FG_LOG_DEBUG, "gemm = openblas", 0, 0);
+        else if (be->gemm_mode == FG_CPU_GEMM_ONEDNN)
+            log_choice(be, e, g->op, FG_LOG_INFO, "gemm = onednn", 0, 0);
 #ifdef FG_CPU_WITH_DNNL
         else
             decide_timed(be, q, g, e);

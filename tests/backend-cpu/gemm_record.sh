@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # [backend] gemm through `fulgur fit` (the pipeline tests' MLP, single strategy, one device,
-# two threads): a bad value stops the run naming the key; each shape's choice lands once in
-# the run folder's plugins.log (openblas and onednn: fixed; auto: timed, with both times); a
+# two threads): a bad value stops the run naming the key; each shape's choice is logged once
+# (onednn: fixed, auto: timed with both times, in the run folder's plugins.log; openblas, the
+# default: at debug level, so in the output of `fulgur -v` and not in a default run's); a
 # fixed choice gives the same weights run after run, and the default is gemm = openblas's
 # weights (the digest tests' bits).
 # Usage: gemm_record.sh (FULGUR, MLP_INI in the environment)
@@ -16,29 +17,36 @@ fail() { echo "FAIL: $*"; exit 1; }
 fit() {
     local name=$1
     shift
-    "$FULGUR" fit "$MLP_INI" strategy.name=single backend.devices=1 backend.threads=2 \
+    "$FULGUR" $verbose fit "$MLP_INI" strategy.name=single backend.devices=1 backend.threads=2 \
         trainer.max_steps=5 trainer.name="$name" "$@" >"$name.out" 2>&1
 }
 digest_of() { grep -o 'digest [0-9a-f]*' "$1.out" | awk '{print $2}'; }
 record() { cat runs/"$1"/version_0/plugins.log; }
 shape='gemm(_bias)? m[0-9]+ n[0-9]+ k[0-9]+ [NT][NT]( accumulate)? f32'
 shapes_of() { record "$1" | grep -Eo "$shape: " | sort; }
+verbose=
 
 fit bad backend.gemm=fastest && fail "gemm = fastest was accepted"
 grep -q "gemm = 'fastest'" bad.out || fail "the refusal does not name gemm: $(cat bad.out)"
 
 fit default || fail "default: $(cat default.out)"
+! grep -Eq "$shape" default.out || fail "a default run printed its gemm shapes: $(cat default.out)"
+verbose=-v
 fit openblas_a backend.gemm=openblas || fail "openblas: $(cat openblas_a.out)"
+verbose=
 fit openblas_b backend.gemm=openblas || fail "openblas again: $(cat openblas_b.out)"
 [ -n "$(digest_of openblas_a)" ] && [ "$(digest_of openblas_a)" = "$(digest_of openblas_b)" ] ||
     fail "openblas twice: digests $(digest_of openblas_a) and $(digest_of openblas_b)"
 [ "$(digest_of default)" = "$(digest_of openblas_a)" ] ||
     fail "the default's digest $(digest_of default) is not gemm = openblas's $(digest_of openblas_a)"
-n=$(shapes_of openblas_a | wc -l)
-(( n >= 4 )) || fail "openblas: $n shape records (want the MLP's forward and backward gemms): $(record openblas_a)"
-[ "$(record openblas_a | grep -Ec "$shape: openblas \(gemm = openblas\)")" = "$n" ] ||
-    fail "openblas: a shape not recorded as openblas: $(record openblas_a)"
-[ "$(shapes_of openblas_a | uniq | wc -l)" = "$n" ] || fail "openblas: a shape recorded twice: $(record openblas_a)"
+# openblas's records: the debug lines of the -v run's output
+openblas_shapes() { grep -Eo "$shape: " openblas_a.out | sort; }
+n=$(openblas_shapes | wc -l)
+(( n >= 4 )) || fail "openblas: $n shape records (want the MLP's forward and backward gemms): $(cat openblas_a.out)"
+[ "$(grep -Ec "debug: cpu backend: $shape: openblas \(gemm = openblas\)" openblas_a.out)" = "$n" ] ||
+    fail "openblas: a shape not recorded as openblas: $(cat openblas_a.out)"
+[ "$(openblas_shapes | uniq | wc -l)" = "$n" ] || fail "openblas: a shape recorded twice: $(cat openblas_a.out)"
+! record openblas_a | grep -Eq "$shape" || fail "openblas wrote its debug lines to plugins.log: $(record openblas_a)"
 
 if ! fit onednn_a backend.gemm=onednn; then
     grep -q 'without oneDNN' onednn_a.out || fail "onednn refused unclearly: $(cat onednn_a.out)"
@@ -50,7 +58,7 @@ fit onednn_b backend.gemm=onednn || fail "onednn again: $(cat onednn_b.out)"
     fail "onednn twice: digests $(digest_of onednn_a) and $(digest_of onednn_b)"
 [ "$(record onednn_a | grep -Ec "$shape: onednn \(gemm = onednn\)")" = "$n" ] ||
     fail "onednn: not every one of the $n shapes recorded as onednn: $(record onednn_a)"
-[ "$(shapes_of onednn_a)" = "$(shapes_of openblas_a)" ] || fail "onednn and openblas recorded other shapes"
+[ "$(shapes_of onednn_a)" = "$(openblas_shapes)" ] || fail "onednn and openblas recorded other shapes"
 
 fit auto backend.gemm=auto || fail "auto: $(cat auto.out)"
 [ "$(record auto | grep -Ec "$shape: (onednn|openblas) \((OpenBLAS runs generic kernels; )?timed: onednn [0-9.]+ ms, openblas [0-9.]+ ms")" = "$n" ] ||
