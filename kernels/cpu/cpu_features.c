@@ -36,32 +36,29 @@ const char *fg_cpu_isa_name(int level)
 
 void fg_cpu_isa_features(char *buf, size_t len)
 {
-    snprintf(buf, len, "%s", "");
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    static const char *const names[] = {"sse4.2", "avx", "fma", "avx2", "avx512f",
-                                        "avx512bw", "avx512vl", "avx512bf16"};
     size_t at = 0;
+    buf[0] = '\0';
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     __builtin_cpu_init();
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        int has = 0;
-        /* __builtin_cpu_supports takes a string literal only */
-        switch (i) {
-        case 0: has = __builtin_cpu_supports("sse4.2"); break;
-        case 1: has = __builtin_cpu_supports("avx"); break;
-        case 2: has = __builtin_cpu_supports("fma"); break;
-        case 3: has = __builtin_cpu_supports("avx2"); break;
-        case 4: has = __builtin_cpu_supports("avx512f"); break;
-        case 5: has = __builtin_cpu_supports("avx512bw"); break;
-        case 6: has = __builtin_cpu_supports("avx512vl"); break;
-        default: has = __builtin_cpu_supports("avx512bf16"); break;
-        }
-        if (has && at < len) {
-            int w = snprintf(buf + at, len - at, "%s%s", at ? " " : "", names[i]);
-            at += w > 0 ? (size_t)w : 0;
-        }
+    /* __builtin_cpu_supports takes string literals only: one entry each */
+    const struct { const char *name; int has; } features[] = {
+        {"sse4.2", __builtin_cpu_supports("sse4.2")},
+        {"avx", __builtin_cpu_supports("avx")},
+        {"fma", __builtin_cpu_supports("fma")},
+        {"avx2", __builtin_cpu_supports("avx2")},
+        {"avx512f", __builtin_cpu_supports("avx512f")},
+        {"avx512bw", __builtin_cpu_supports("avx512bw")},
+        {"avx512vl", __builtin_cpu_supports("avx512vl")},
+        {"avx512bf16", __builtin_cpu_supports("avx512bf16")},
+    };
+    for (size_t i = 0; i < sizeof features / sizeof features[0]; i++) {
+        int w = features[i].has && at < len
+                    ? snprintf(buf + at, len - at, "%s%s", at ? " " : "", features[i].name)
+                    : 0;
+        at += w > 0 ? (size_t)w : 0;
     }
 #endif
-    if (buf[0] == '\0')
+    if (at == 0)
         snprintf(buf, len, "none known to fulgur");
 }
 
