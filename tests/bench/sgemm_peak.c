@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <time.h>
 #ifdef SGEMM_PEAK_DNNL
-#include <oneapi/dnnl/dnnl.h>
+#include <dnnl.h>
 #include <omp.h>
 #endif
 
