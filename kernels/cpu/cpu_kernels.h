@@ -98,6 +98,33 @@ void fg_cpu_gemm_bias(fg_cpu_pool *pool, int trans_a, int trans_b, int m, int n,
                       float *c, int ldc);
 /* Sets OpenBLAS to one thread for the whole process: the pool owns the cores. */
 void fg_cpu_gemm_init(void);
+/* OpenBLAS's core name (the kernels it runs: "Haswell", "SkylakeX", "Prescott", ...) and
+ * its build configuration line (version, DYNAMIC_ARCH, ...). */
+const char *fg_cpu_openblas_corename(void);
+const char *fg_cpu_openblas_config(void);
+
+/* ---- the CPU's vector features (cpu_features.c) ------------------------------------------ */
+
+/* Vector levels, in order: a CPU's (fg_cpu_isa_level) or an OpenBLAS core's kernels'. */
+#define FG_CPU_ISA_OTHER (-1) /* not x86-64, or an OpenBLAS core name not in the table */
+#define FG_CPU_ISA_SSE 0
+#define FG_CPU_ISA_AVX 1
+#define FG_CPU_ISA_AVX2 2 /* with FMA */
+#define FG_CPU_ISA_AVX512 3
+int fg_cpu_isa_level(void);
+const char *fg_cpu_isa_name(int level);
+/* The features the kernels care about, space-separated ("sse4.2 avx fma avx2 ..."). */
+void fg_cpu_isa_features(char *buf, size_t len);
+int fg_cpu_openblas_core_level(const char *core);
+
+/* ---- the FMA peak (fma_peak.c) ------------------------------------------------------------ */
+
+/* GFLOP/s of register-only FMA loops on all the pool's threads, per vector width; 0 where the
+ * CPU has no such width (both 0: not x86-64 or no FMA, it cannot be measured). */
+typedef struct fg_cpu_fma_peak_result {
+    double gflops_256, gflops_512;
+} fg_cpu_fma_peak_result;
+void fg_cpu_fma_peak(fg_cpu_pool *pool, fg_cpu_fma_peak_result *out);
 
 /* ---- bias (bias.c) ------------------------------------------------------------------- */
 

@@ -23,8 +23,10 @@
 
 #include "cpu_kernels.h"
 
-/* Not declared by every cblas.h (netlib's has none); OpenBLAS always exports it. */
+/* Not declared by every cblas.h (netlib's has none); OpenBLAS always exports them. */
 void openblas_set_num_threads(int num_threads);
+char *openblas_get_corename(void);
+char *openblas_get_config(void);
 
 /* One block per thread: every block packs the shared operand again, and with two per
  * thread the MLP's gemms were no faster on a loaded machine (bench_backend_cpu, op minima). */
@@ -125,4 +127,16 @@ void fg_cpu_gemm_bias(fg_cpu_pool *pool, int trans_a, int trans_b, int m, int n,
 void fg_cpu_gemm_init(void)
 {
     openblas_set_num_threads(1);
+}
+
+const char *fg_cpu_openblas_corename(void)
+{
+    const char *core = openblas_get_corename();
+    return core ? core : "unknown";
+}
+
+const char *fg_cpu_openblas_config(void)
+{
+    const char *config = openblas_get_config();
+    return config ? config : "unknown";
 }

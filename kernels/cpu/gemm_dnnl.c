@@ -1,6 +1,8 @@
-/* bf16 gemm through oneDNN's matmul (its brgemm kernels on avx512_bf16 ran the MLP's
+/* gemm through oneDNN's matmul: bf16 (its brgemm kernels on avx512_bf16 ran the MLP's
  * shapes at about 2.2x OpenBLAS's sgemm on one Zen 4 core; bench_backend_cpu --bf16,
- * tests/bench/RESULTS.md).
+ * tests/bench/RESULTS.md) and f32 (the other side of [backend] gemm's per-shape choice,
+ * plugins/backend-cpu/cpu_gemm_choice.c). alpha is oneDNN's output scale, beta its sum
+ * post-op's scale.
  *
  * Threads: C is cut into one block per pool thread (split_rows below) and the pool runs
  * them, each one oneDNN primitive executed with OpenMP at one thread. oneDNN's own team would
@@ -26,7 +28,8 @@
 #define FG_DNNL_MAX_BLOCKS 64
 
 typedef struct dnnl_key {
-    int trans_a, trans_b, m, n, k, lda, ldb, ldc, c_type, bias_type, beta_one, blocks;
+    int trans_a, trans_b, m, n, k, lda, ldb, ldc, ab_type, c_type, bias_type, blocks;
+    float alpha, beta;
 } dnnl_key;
 
 typedef struct dnnl_block {
@@ -115,9 +118,9 @@ static int block_make(fg_cpu_dnnl_gemm *g, const dnnl_key *key, int rows, int co
     dnnl_memory_desc_t a, b, c, bias;
     int k = key->k;
     int ok = md_strided(&a, rows, k, key->trans_a ? 1 : key->lda, key->trans_a ? key->lda : 1,
-                        FG_CPU_BF16) &&
+                        key->ab_type) &&
              md_strided(&b, k, cols, key->trans_b ? 1 : key->ldb, key->trans_b ? key->ldb : 1,
-                        FG_CPU_BF16) &&
+                        key->ab_type) &&
              md_strided(&c, rows, cols, key->ldc, 1, key->c_type) &&
              (!key->bias_type || md_strided(&bias, 1, cols, cols, 1, key->bias_type));
     dnnl_matmul_desc_t desc;
@@ -130,9 +133,12 @@ static int block_make(fg_cpu_dnnl_gemm *g, const dnnl_key *key, int rows, int co
     ok = ok && dnnl_primitive_attr_create(&attr) == dnnl_success &&
          dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) ==
              dnnl_success;
-    if (ok && key->beta_one) /* C += the product: the sum post-op, before the one rounding */
+    if (ok && key->alpha != 1.0f)
+        ok = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &key->alpha) == dnnl_success;
+    if (ok && key->beta != 0.0f) /* C = beta C + the product: the sum post-op, before the
+                                  * one rounding */
         ok = dnnl_post_ops_create(&post) == dnnl_success &&
-             dnnl_post_ops_append_sum(post, 1.0f) == dnnl_success &&
+             dnnl_post_ops_append_sum(post, key->beta) == dnnl_success &&
              dnnl_primitive_attr_set_post_ops(attr, post) == dnnl_success;
     dnnl_primitive_desc_t pd = NULL;
     ok = ok && dnnl_primitive_desc_create(&pd, &desc, attr, g->engine, NULL) == dnnl_success;
@@ -256,12 +262,12 @@ static int block_run(dnnl_call *call, int b)
         return 1;
     const char *a = p->a, *bm = p->b, *bias = p->bias;
     char *c = p->c;
-    size_t cs = type_size(p->c_type);
+    size_t cs = type_size(p->c_type), abs = type_size(p->ab_type);
     if (e->by_rows) {
-        a += 2 * (p->trans_a ? lo : lo * (size_t)p->lda);
+        a += abs * (p->trans_a ? lo : lo * (size_t)p->lda);
         c += cs * lo * (size_t)p->ldc;
     } else {
-        bm += 2 * (p->trans_b ? lo * (size_t)p->ldb : lo);
+        bm += abs * (p->trans_b ? lo * (size_t)p->ldb : lo);
         if (bias)
             bias += type_size(p->bias_type) * lo;
         c += cs * lo;
@@ -300,7 +306,7 @@ int fg_cpu_dnnl_gemm_run(fg_cpu_dnnl_gemm *g, fg_cpu_pool *pool, const fg_cpu_mm
 {
     if (p->m == 0 || p->n == 0)
         return 0;
-    if (!g || p->k == 0 || (p->beta != 0.0f && p->beta != 1.0f))
+    if (!g || p->k == 0)
         return FG_CPU_DNNL_NONE;
     double flops = 2.0 * (double)p->m * (double)p->n * (double)p->k;
     int dim = split_rows(p->m, p->n) ? p->m : p->n;
@@ -309,7 +315,8 @@ int fg_cpu_dnnl_gemm_run(fg_cpu_dnnl_gemm *g, fg_cpu_pool *pool, const fg_cpu_mm
                      ? 1
                      : threads < FG_DNNL_MAX_BLOCKS ? threads : FG_DNNL_MAX_BLOCKS;
     dnnl_key key = {p->trans_a, p->trans_b, p->m, p->n, p->k, p->lda, p->ldb, p->ldc,
-                    p->c_type, p->bias ? p->bias_type : 0, p->beta != 0.0f, blocks};
+                    p->ab_type, p->c_type, p->bias ? p->bias_type : 0, blocks, p->alpha,
+                    p->beta};
     dnnl_entry *e = entry_find(g, &key);
     if (!e || !e->ok)
         return FG_CPU_DNNL_NONE;

@@ -1,6 +1,7 @@
-/* bf16 gemm through oneDNN's matmul (gemm_dnnl.c), for CPUs with avx512_bf16: bf16 A and
- * B, products accumulated in f32, the bias (optional) and beta C added to the accumulator,
- * and one rounding into C (bf16 or f32). Built only with oneDNN (FG_CPU_WITH_DNNL). */
+/* gemm through oneDNN's matmul (gemm_dnnl.c): bf16 A and B on CPUs with avx512_bf16, or
+ * f32 A and B on any CPU; products accumulated in f32, scaled by alpha, the bias (optional)
+ * and beta C added to the accumulator, and one rounding into C (bf16 or f32). Built only
+ * with oneDNN (FG_CPU_WITH_DNNL). */
 #ifndef FG_CPU_GEMM_DNNL_H
 #define FG_CPU_GEMM_DNNL_H
 
@@ -10,8 +11,8 @@
  * thread at a time; its pool pieces look the cache up under its lock). */
 typedef struct fg_cpu_dnnl_gemm fg_cpu_dnnl_gemm;
 
-/* One product. Types are FG_CPU_F32 / FG_CPU_BF16 (half.h); a and b are bf16, bias has
- * bias_type (NULL: none), beta is 0 (C not read) or 1 (C += the product). */
+/* One product, C = alpha op(A) op(B) + bias + beta C. Types are FG_CPU_F32 / FG_CPU_BF16
+ * (half.h); a and b have ab_type, bias has bias_type (NULL: none); beta 0: C is not read. */
 typedef struct fg_cpu_mm {
     int trans_a, trans_b, m, n, k;
     const void *a, *b, *bias;
@@ -19,6 +20,8 @@ typedef struct fg_cpu_mm {
     int lda, ldb, ldc;
     int c_type, bias_type;
     float beta;
+    int ab_type;
+    float alpha;
 } fg_cpu_mm;
 
 /* NULL when oneDNN cannot make a CPU engine. */

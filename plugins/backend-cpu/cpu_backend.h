@@ -17,6 +17,10 @@
 enum { FG_CPU_CONV_AUTO = 0, FG_CPU_CONV_IM2COL = 1, FG_CPU_CONV_ONEDNN = 2 };
 typedef struct fg_cpu_conv_cache fg_cpu_conv_cache;
 
+/* [backend] gemm: which library runs the f32 gemms (cpu_gemm_choice.c) */
+enum { FG_CPU_GEMM_AUTO = 0, FG_CPU_GEMM_OPENBLAS = 1, FG_CPU_GEMM_ONEDNN = 2 };
+typedef struct fg_cpu_gemm_choices fg_cpu_gemm_choices;
+
 typedef struct fg_cpu_backend {
     const fg_host *host;
     int devices;               /* virtual devices: separate allocations, memcpy between */
@@ -32,6 +36,12 @@ typedef struct fg_cpu_backend {
     int bf16_native;           /* bf16 gemms through oneDNN (cpu_bf16.c) */
     const char *bf16_why;      /* why not, when not */
     atomic_int bf16_noted;     /* "bf16 emulated" was said */
+    int gemm_mode;             /* FG_CPU_GEMM_*: [backend] gemm (cpu_gemm_choice.c) */
+    fg_cpu_gemm_choices *gemm_choices; /* the choice per gemm shape */
+    int isa_level;             /* FG_CPU_ISA_* of this CPU (cpu_machine.c) */
+    const char *openblas_core; /* openblas_get_corename() */
+    int openblas_generic;      /* OpenBLAS runs kernels far below the CPU's level */
+    atomic_int described;      /* the machine line (features, FMA peak) was logged */
 } fg_cpu_backend;
 
 /* A queue only names its device: ops run synchronously on the calling thread. */
@@ -67,6 +77,34 @@ fg_status fg_cpu_bf16_setup(fg_cpu_backend *be, const char *mode, fg_error *err)
 int fg_cpu_bf16_gemm(fg_cpu_backend *be, fg_cpu_queue *q, const fg_cpu_bf16_args *g,
                      fg_status *st, fg_error *err);
 void fg_cpu_bf16_queue_fini(fg_cpu_queue *q);
+
+/* cpu_gemm_choice.c: the f32 gemms (and the halves emulated in f32) by OpenBLAS or oneDNN's
+ * matmul, per shape: timed at a shape's first call (auto) or fixed by [backend] gemm. */
+typedef struct fg_cpu_gemm_call {
+    const char *op; /* "gemm", "gemm_bias": the log's name */
+    uint32_t dtype; /* the operands' dtype before staging to f32 */
+    int trans_a, trans_b, m, n, k;
+    float alpha, beta;
+    const float *a, *b, *bias; /* bias: gemm_bias's (NULL: none); then alpha 1, beta 0 */
+    float *c;
+    int lda, ldb, ldc;
+} fg_cpu_gemm_call;
+/* Reads gemm = auto | openblas | onednn into be; onednn without oneDNN is an error. */
+fg_status fg_cpu_gemm_setup(fg_cpu_backend *be, const char *mode, fg_error *err);
+void fg_cpu_gemm_teardown(fg_cpu_backend *be);
+fg_status fg_cpu_gemm_run(fg_cpu_backend *be, fg_cpu_queue *q, const fg_cpu_gemm_call *g,
+                          fg_error *err);
+/* The queue's oneDNN matmul cache, made on first use (NULL: no oneDNN, or it failed). */
+struct fg_cpu_dnnl_gemm *fg_cpu_queue_dnnl(fg_cpu_queue *q);
+
+/* cpu_machine.c: what OpenBLAS runs on this CPU, and the description `fulgur devices`
+ * shows (vector features, the measured FMA peak, OpenBLAS's core) */
+void fg_cpu_machine_probe(fg_cpu_backend *be);
+/* The notice, once at load, when OpenBLAS runs kernels far below the CPU's (after
+ * fg_cpu_gemm_setup: it says what the gemm mode does about it). */
+void fg_cpu_machine_notice(fg_cpu_backend *be);
+/* Measures the FMA peak and logs the machine line, once per instance. */
+void fg_cpu_machine_describe(fg_cpu_backend *be);
 
 /* cpu_device.c */
 fg_status fg_cpu_device_count(void *state, int *count, fg_error *err);

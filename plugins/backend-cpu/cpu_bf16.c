@@ -58,6 +58,17 @@ static void note_emulated(fg_cpu_backend *be)
                       "and round their results", be->bf16_why);
 }
 
+struct fg_cpu_dnnl_gemm *fg_cpu_queue_dnnl(fg_cpu_queue *q)
+{
+#ifdef FG_CPU_WITH_DNNL
+    if (!q->dnnl && !q->dnnl_failed) {
+        q->dnnl = fg_cpu_dnnl_gemm_create();
+        q->dnnl_failed = q->dnnl == NULL;
+    }
+#endif
+    return q->dnnl;
+}
+
 void fg_cpu_bf16_queue_fini(fg_cpu_queue *q)
 {
 #ifdef FG_CPU_WITH_DNNL
@@ -79,18 +90,16 @@ int fg_cpu_bf16_gemm(fg_cpu_backend *be, fg_cpu_queue *q, const fg_cpu_bf16_args
 #ifdef FG_CPU_WITH_DNNL
     /* bf16 products into bf16 or f32, the bias (if any) in bf16 or f32 */
     if (g->a_dtype != FG_BF16 || g->b_dtype != FG_BF16 ||
-        (g->c_dtype != FG_BF16 && g->c_dtype != FG_F32) || g->alpha != 1.0f)
+        (g->c_dtype != FG_BF16 && g->c_dtype != FG_F32) || g->alpha != 1.0f ||
+        (g->beta != 0.0f && g->beta != 1.0f))
         return 0;
-    if (!q->dnnl && !q->dnnl_failed) {
-        q->dnnl = fg_cpu_dnnl_gemm_create();
-        q->dnnl_failed = q->dnnl == NULL;
-    }
-    if (!q->dnnl)
+    if (!fg_cpu_queue_dnnl(q))
         return 0;
     fg_cpu_mm mm = {g->trans_a, g->trans_b, g->m, g->n, g->k, g->a, g->b, g->bias, g->c,
                     g->lda, g->ldb, g->ldc,
                     g->c_dtype == FG_BF16 ? FG_CPU_BF16 : FG_CPU_F32,
-                    g->b_dtype == FG_BF16 ? FG_CPU_BF16 : FG_CPU_F32, g->beta};
+                    g->b_dtype == FG_BF16 ? FG_CPU_BF16 : FG_CPU_F32, g->beta, FG_CPU_BF16,
+                    1.0f};
     int rc = fg_cpu_dnnl_gemm_run(q->dnnl, be->pool, &mm);
     if (rc == FG_CPU_DNNL_NONE)
         return 0;

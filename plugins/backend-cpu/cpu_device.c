@@ -83,6 +83,7 @@ fg_status fg_cpu_device_info(void *state, int device, fg_device_info *info, fg_e
                             "cpu backend: device_info: info is NULL or its struct_size %u is "
                             "too small", info ? (unsigned)info->struct_size : 0u);
     uint32_t size = info->struct_size;
+    fg_cpu_machine_describe(be); /* once: the CPU's features and measured FMA peak */
     info->index = device;
     snprintf(info->name, sizeof info->name, "CPU virtual device %d (%d thread%s, %.60s)", device,
              be->threads, be->threads == 1 ? "" : "s", be->cpu_model);

@@ -136,9 +136,10 @@ fg_status fg_cpu_op_gemm(void *state, void *queue, uint32_t a_dtype, uint32_t b_
                    /* a wider ldc: read C too, so the gaps between rows keep their value */
                    ARG_ACC(c, c_dtype, span(m, n, ldc), beta != 0.0f || ldc > n)};
     st = stage(state, queue, "gemm", o, NARGS(o), err);
+    fg_cpu_gemm_call call = {"gemm", a_dtype, trans_a, trans_b, m, n, k, alpha, beta, o[0].f,
+                             o[1].f, NULL, o[2].f, lda, ldb, ldc};
     if (st == FG_OK)
-        fg_cpu_gemm(POOL(state), trans_a, trans_b, m, n, k, alpha, o[0].f, lda, o[1].f, ldb,
-                    beta, o[2].f, ldc);
+        st = fg_cpu_gemm_run(state, queue, &call, err);
     return unstage(state, o, NARGS(o), st);
 }
 
@@ -160,9 +161,10 @@ fg_status fg_cpu_op_gemm_bias(void *state, void *queue, uint32_t a_dtype, uint32
                    ARG_IN(bias, b_dtype, n > 0 ? (size_t)n : 0),
                    ARG_ACC(c, c_dtype, span(m, n, ldc), ldc > n)}; /* keep the gaps */
     st = stage(state, queue, "gemm_bias", o, NARGS(o), err);
+    fg_cpu_gemm_call call = {"gemm_bias", a_dtype, trans_a, trans_b, m, n, k, 1.0f, 0.0f,
+                             o[0].f, o[1].f, o[2].f, o[3].f, lda, ldb, ldc};
     if (st == FG_OK)
-        fg_cpu_gemm_bias(POOL(state), trans_a, trans_b, m, n, k, o[0].f, lda, o[1].f, ldb,
-                         o[2].f, o[3].f, ldc);
+        st = fg_cpu_gemm_run(state, queue, &call, err);
     return unstage(state, o, NARGS(o), st);
 }
 

@@ -22,6 +22,10 @@ static const fg_option fg_cpu_options[] = {
     { "bf16", FG_OPT_ENUM, "auto", 1, 0, "auto|native|emulated",
       "bf16 gemms: native (oneDNN on avx512_bf16, f32 accumulation), emulated (in f32, "
       "rounded), or auto: native where the CPU and the build have it" },
+    { "gemm", FG_OPT_ENUM, "openblas", 0, 0, "auto|openblas|onednn",
+      "f32 gemms: openblas, or onednn (oneDNN's matmul), fixed (reproducible); auto times "
+      "both per shape at its first call and keeps the faster (and takes oneDNN where "
+      "OpenBLAS runs generic kernels)" },
 };
 
 /* An option the host does not know falls back to the schema default; any other failure
@@ -76,11 +80,28 @@ static fg_status fg_cpu_read_options(fg_cpu_backend *be, const fg_host *host, fg
     return fg_cpu_conv_init(be, algorithm, err);
 }
 
+/* The string option key (the schema default where the host does not know it). */
+static fg_status fg_cpu_read_string(const fg_host *host, const char *key, const char *fallback,
+                                    const char **out, fg_error *err)
+{
+    *out = fallback;
+    if (!host || !host->get_string)
+        return FG_OK;
+    fg_status st = host->get_string(host, key, out);
+    if (st == FG_NOT_FOUND)
+        *out = fallback;
+    else if (st != FG_OK)
+        return fg_error_set(err, st, "cpu backend: cannot read option %s.%s (%s)",
+                            host->section ? host->section : "backend", key, fg_status_name(st));
+    return FG_OK;
+}
+
 static void fg_cpu_deinit(void *state)
 {
     fg_cpu_backend *be = state;
     if (!be)
         return;
+    fg_cpu_gemm_teardown(be);
     fg_cpu_conv_deinit(be);
     fg_cpu_pool_destroy(be->pool);
     free(be);
@@ -105,13 +126,21 @@ static fg_status fg_cpu_init(const fg_host *host, void **state, fg_error *err)
     if (host && host->get_string && host->get_string(host, "bf16", &bf16) != FG_OK)
         bf16 = "auto"; /* a host without the key: the schema default */
     st = fg_cpu_bf16_setup(be, bf16, err);
+    const char *gemm = "openblas";
+    if (st == FG_OK)
+        st = fg_cpu_read_string(host, "gemm", "openblas", &gemm, err);
+    if (st == FG_OK)
+        st = fg_cpu_gemm_setup(be, gemm, err);
     if (st != FG_OK) {
+        fg_cpu_gemm_teardown(be);
+        fg_cpu_conv_deinit(be);
         free(be);
         return st;
     }
     int rc = fg_cpu_pool_create(be->threads, &be->pool);
     if (rc != 0) {
         int threads = be->threads;
+        fg_cpu_gemm_teardown(be);
         fg_cpu_conv_deinit(be);
         free(be);
         return fg_error_set(err, FG_BACKEND_ERROR,
@@ -120,11 +149,13 @@ static fg_status fg_cpu_init(const fg_host *host, void **state, fg_error *err)
     }
     /* the pool owns the cores: gemms are split across it, OpenBLAS runs single-threaded */
     fg_cpu_gemm_init();
+    fg_cpu_machine_probe(be);
+    fg_cpu_machine_notice(be);
     if (host && host->log)
         host->log(host, FG_LOG_DEBUG, "cpu backend: %d virtual device(s), %d threads, %s; "
-                  "bf16 gemms %s%s", be->devices, be->threads, be->cpu_model,
-                  be->bf16_native ? "native (oneDNN, avx512_bf16)" : "emulated: ",
-                  be->bf16_native ? "" : be->bf16_why);
+                  "bf16 gemms %s%s; gemm = %s, OpenBLAS core %s", be->devices, be->threads,
+                  be->cpu_model, be->bf16_native ? "native (oneDNN, avx512_bf16)" : "emulated: ",
+                  be->bf16_native ? "" : be->bf16_why, gemm, be->openblas_core);
     *state = be;
     return FG_OK;
 }
@@ -162,7 +193,8 @@ FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
     FG_PLUGIN_HEADER(FG_KIND_BACKEND, 0),
     .name = "cpu",
     .version = "1.0.0",
-    .description = "CPU backend: OpenBLAS gemm, oneDNN bf16 gemm, pooled threads, N virtual devices",
+    .description = "CPU backend: OpenBLAS or oneDNN gemm per shape, oneDNN bf16 gemm, pooled "
+                   "threads, N virtual devices",
     FG_PLUGIN_OPTIONS(fg_cpu_options),
     .init = fg_cpu_init,
     .deinit = fg_cpu_deinit,

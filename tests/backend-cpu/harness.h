@@ -69,5 +69,7 @@ void test_group_determinism(void); /* test_determinism.c: threads=1 vs threads=2
 void test_group_transformer(void); /* test_transformer.c: norms, embedding, attention */
 void test_group_conv_algo(void);   /* test_conv_algo.c: conv_algorithm, oneDNN vs im2col */
 void test_group_gemm_bias(void);   /* test_gemm_bias.c: gemm_bias, bf16 native vs emulated */
+void test_group_gemm_choice(void); /* test_gemm_choice.c: [backend] gemm, oneDNN vs OpenBLAS */
+void test_group_gemm_generic(void); /* test_gemm_choice.c: under OPENBLAS_CORETYPE=Prescott */
 
 #endif

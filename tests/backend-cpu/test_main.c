@@ -13,6 +13,8 @@ int main(int argc, char **argv)
         {"transformer", .run = test_group_transformer},
         {"conv_algo", .run = test_group_conv_algo},
         {"gemm_bias", .run = test_group_gemm_bias},
+        {"gemm_choice", .run = test_group_gemm_choice},
+        {"gemm_generic", .run = test_group_gemm_generic},
     };
     return fg_test_main(argc, argv, groups, sizeof groups / sizeof groups[0]);
 }

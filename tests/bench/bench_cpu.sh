@@ -20,6 +20,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
+# shellcheck source=peaks.sh
+. "$here/peaks.sh"
 python=/usr/bin/python3   # Debian's: python3-torch lives there, not in a pyenv python3
 
 usage() {
@@ -277,27 +279,32 @@ mlp_fwd_flops=$((2 * (784 * 256 + 256 * 256 + 256 * 10)))
 # Training: forward + dW + dx; fulgur skips dx of the first layer (its input needs no gradient).
 mlp_train_flops=$((3 * mlp_fwd_flops - 2 * 784 * 256))
 
-# Sets sgemm_peak, sgemm_step (GFLOP/s) and mlp_gflops for the results row.
+# Sets sgemm_peak, sgemm_step (GFLOP/s: the best library's, per shape the faster of OpenBLAS
+# and oneDNN where sgemm_peak.c was built with it), fma_peak and mlp_gflops for the results row.
 sgemm_report() { # fulgur MLP samples/s
     local exe out peak step
     exe=$scratch/sgemm_peak
-    if ! cc -O2 -o "$exe" "$here/sgemm_peak.c" -lopenblas 2>"$scratch/cc.err"; then
+    fma_peak=$(fma_peak "$fulgur")
+    if ! build_sgemm_peak "$scratch" "$here"; then
         echo "sgemm ceiling: cannot build sgemm_peak.c against OpenBLAS: $(cat "$scratch/cc.err")"
         return 0
     fi
-    out=$("$exe" "$threads" "$batch_size")
+    out=$(OMP_WAIT_POLICY=passive "$exe" "$threads" "$batch_size")
     echo
-    echo "== MLP step against raw sgemm ($threads threads)"
+    echo "== MLP step against raw sgemm and the FMA peak ($threads threads)"
     sed 's/^/  /' <<<"$out"
-    peak=$(sed -n 's/^peak GFLOP\/s //p' <<<"$out")
-    step=$(sed -n 's/^step GFLOP\/s //p' <<<"$out")
+    peak=$(sed -n 's/^best peak GFLOP\/s //p' <<<"$out")
+    step=$(sed -n 's/^best step GFLOP\/s //p' <<<"$out")
     sgemm_peak=$peak sgemm_step=$step
+    echo "  FMA peak (fulgur devices: register-only FMA loops on all its threads): $fma_peak GFLOP/s;" \
+        "best library gemm peak: $peak GFLOP/s"
     mlp_gflops=$(awk -v s="$1" -v fl="$mlp_train_flops" 'BEGIN { printf "%.1f", s * fl * 1e-9 }')
-    awk -v s="$1" -v fl="$mlp_train_flops" -v fw="$mlp_fwd_flops" -v peak="$peak" -v step="$step" 'BEGIN {
+    awk -v s="$1" -v fl="$mlp_train_flops" -v fw="$mlp_fwd_flops" -v peak="$peak" -v step="$step" -v fma="$fma_peak" 'BEGIN {
         if (s <= 0) exit
         g = s * fl * 1e-9
         printf "  MLP FLOPs per sample: forward %d, training %d (3x forward minus fc1 dx)\n", fw, fl
-        printf "  fulgur MLP step: %.0f samples/s = %.1f GFLOP/s = %.0f%% of the sgemm peak (%.1f),\n", s, g, 100 * g / peak, peak
+        printf "  fulgur MLP step: %.0f samples/s = %.1f GFLOP/s = %.0f%% of the best library gemm peak (%.1f),\n", s, g, 100 * g / peak, peak
+        if (fma != "NA") printf "                   %.0f%% of the FMA peak (%.1f),\n", 100 * g / fma, fma
         printf "                   %.0f%% of the step-shape sgemm rate (%.1f: all its gemms, nothing else)\n", 100 * g / step, step
         printf "  (nominal 3x forward count: %.1f GFLOP/s, %.0f%% of peak)\n", s * 3 * fw * 1e-9, 100 * s * 3 * fw * 1e-9 / peak
     }'
@@ -344,7 +351,7 @@ conv_report() {
 
 # ---- results --------------------------------------------------------------------------------
 
-csv_header="date,machine,model,fulgur_samples_per_s,torch_samples_per_s,ratio,torch_blas,load_1_5_15,threads,batch_size,timed_batches,runs,torch_env,cpu_flags,step_gflops,sgemm_peak_gflops,sgemm_step_gflops,conv_gflops,op_split"
+csv_header="date,machine,model,fulgur_samples_per_s,torch_samples_per_s,ratio,torch_blas,load_1_5_15,threads,batch_size,timed_batches,runs,torch_env,cpu_flags,step_gflops,sgemm_peak_gflops,sgemm_step_gflops,conv_gflops,op_split,fma_peak_gflops"
 
 # Rows are written after the sgemm and convolution figures exist; a results file with the older,
 # shorter header gets the new one (its old rows simply lack the trailing fields).
@@ -355,10 +362,10 @@ csv_row() { # model fulgur torch ratio batches runs step_gflops conv_gflops spli
     elif [[ $(head -n1 "$results") != "$csv_header" ]]; then
         sed -i "1s/.*/$csv_header/" "$results"
     fi
-    printf '%s,"%s",%s,%.0f,%s,%s,"%s","%s",%s,%s,%s,%s,"%s","%s",%s,%s,%s,%s,"%s"\n' \
+    printf '%s,"%s",%s,%.0f,%s,%s,"%s","%s",%s,%s,%s,%s,"%s","%s",%s,%s,%s,%s,"%s",%s\n' \
         "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(nproc) x $(cpu_model)" "$1" "$2" "$(whole "$3")" \
         "$4" "$torch_blas" "$(loadavg3)" "$threads" "$batch_size" "$5" "$6" "${torch_env[*]}" \
-        "$(cpu_flags)" "$7" "${sgemm_peak:-NA}" "${sgemm_step:-NA}" "$8" "$9" >>"$results"
+        "$(cpu_flags)" "$7" "${sgemm_peak:-NA}" "${sgemm_step:-NA}" "$8" "$9" "${fma_peak:-NA}" >>"$results"
 }
 
 whole() { [[ $1 == NA ]] && echo NA || printf '%.0f' "$1"; }
@@ -403,7 +410,7 @@ main() {
         bench_model cnn "$here/cnn.ini" "$cnn_runs" "$cnn_batches"
         cnn_f=$f_med cnn_t=$t_med cnn_split=$split_med
     fi
-    sgemm_peak=NA sgemm_step=NA mlp_gflops=NA conv_gflops=NA
+    sgemm_peak=NA sgemm_step=NA mlp_gflops=NA conv_gflops=NA fma_peak=NA
     sgemm_report "${mlp_f/NA/0}"
     (( cnn_runs == 0 )) || conv_report
     (( mlp_runs == 0 )) || csv_row mlp "$mlp_f" "$mlp_t" "$(ratio "$mlp_f" "$mlp_t")" \
@@ -415,14 +422,18 @@ main() {
     echo "== summary (median samples/s; load now $(loadavg3))"
     (( mlp_runs == 0 )) || summary_line MLP "$mlp_f" "$mlp_t"
     (( mlp_runs == 0 )) || echo "       split of the median run: $mlp_split"
-    (( mlp_runs == 0 )) || awk -v g="$mlp_gflops" -v p="$sgemm_peak" -v s="$sgemm_step" 'BEGIN {
+    (( mlp_runs == 0 )) || awk -v g="$mlp_gflops" -v p="$sgemm_peak" -v s="$sgemm_step" -v f="$fma_peak" 'BEGIN {
         if (p == "NA" || s == "NA") exit
-        printf "       step %.1f GFLOP/s = %.0f%% of the step-shape sgemm rate (%.1f), %.0f%% of the sgemm peak (%.1f)\n", g, 100 * g / s, s, 100 * g / p, p }'
+        printf "       step %.1f GFLOP/s = %.0f%% of the step-shape sgemm rate (%.1f), %.0f%% of the best library gemm peak (%.1f)", g, 100 * g / s, s, 100 * g / p, p
+        if (f != "NA") printf ", %.0f%% of the FMA peak (%.1f)", 100 * g / f, f
+        printf "\n" }'
     (( cnn_runs == 0 )) || summary_line CNN "$cnn_f" "$cnn_t"
     (( cnn_runs == 0 )) || echo "       split of the median run: $cnn_split"
-    (( cnn_runs == 0 )) || awk -v g="$conv_gflops" -v p="$sgemm_peak" 'BEGIN {
+    (( cnn_runs == 0 )) || awk -v g="$conv_gflops" -v p="$sgemm_peak" -v f="$fma_peak" 'BEGIN {
         if (p == "NA" || g == "NA") exit
-        printf "       convolution layers %.1f GFLOP/s = %.0f%% of the sgemm peak (%.1f)\n", g, 100 * g / p, p }'
+        printf "       convolution layers %.1f GFLOP/s = %.0f%% of the best library gemm peak (%.1f)", g, 100 * g / p, p
+        if (f != "NA") printf ", %.0f%% of the FMA peak (%.1f)", 100 * g / f, f
+        printf "\n" }'
     echo "  machine: $(nproc) x $(cpu_model); flags: $(cpu_flags)"
     [[ -z $results ]] || echo "  rows appended to ${results#"$root"/}"
 }

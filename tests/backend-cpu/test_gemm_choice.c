@@ -1,0 +1,268 @@
+/* [backend] gemm (plugins/backend-cpu/cpu_gemm_choice.c): validated; oneDNN's f32 matmul
+ * against OpenBLAS on assorted shapes, transposes, strides and alpha/beta (and gemm_bias),
+ * both against a double reference; the fixed choice honoured and logged per shape; auto's
+ * timed choice logged with both times. Without oneDNN, `onednn` is refused with a message
+ * saying so. The group gemm_generic runs under OPENBLAS_CORETYPE=Prescott (ctest's
+ * ENVIRONMENT): on an AVX2 or AVX-512 CPU the notice must be logged and auto must take
+ * oneDNN; on an older CPU the notice must be absent. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+/* oneDNN and OpenBLAS sum the same products in different orders: per element,
+ * |onednn - openblas| <= TOL * (|alpha| sum |a_ik b_kj| + |beta c_ij| + |bias_j|). */
+#define TOL 1e-5
+
+typedef struct gemm_case {
+    int ta, tb, m, n, k, pad;
+    float alpha, beta;
+    int bias; /* gemm_bias (alpha 1, beta 0) */
+} gemm_case;
+
+/* Small products run on the calling thread, large ones split across the pool; the strided
+ * cases have lda, ldb, ldc wider than the rows. */
+static const gemm_case cases[] = {
+    {0, 0, 7, 5, 3, 0, 1.0f, 0.0f, 0},      {0, 1, 33, 17, 29, 0, 1.0f, 1.0f, 0},
+    {1, 0, 64, 48, 40, 3, 0.5f, 0.0f, 0},   {1, 1, 19, 70, 55, 5, -1.5f, 0.25f, 0},
+    {0, 0, 128, 256, 784, 0, 1.0f, 0.0f, 0}, {1, 0, 256, 784, 128, 0, 1.0f, 1.0f, 0},
+    {0, 1, 128, 784, 256, 7, 2.0f, -1.0f, 0}, {0, 0, 96, 40, 64, 2, 1.0f, 0.0f, 1},
+    {0, 1, 128, 256, 784, 0, 1.0f, 0.0f, 1}, {1, 1, 50, 33, 21, 4, 1.0f, 0.0f, 1},
+};
+#define NCASES (sizeof cases / sizeof cases[0])
+
+typedef struct gemm_io {
+    int lda, ldb, ldc;
+    size_t as, bs, cs;
+    float *a, *b, *bias, *c0;
+} gemm_io;
+
+static void io_make(gemm_io *io, const gemm_case *g)
+{
+    io->lda = (g->ta ? g->m : g->k) + g->pad;
+    io->ldb = (g->tb ? g->k : g->n) + g->pad;
+    io->ldc = g->n + g->pad;
+    io->as = (size_t)(g->ta ? g->k : g->m) * io->lda;
+    io->bs = (size_t)(g->tb ? g->n : g->k) * io->ldb;
+    io->cs = (size_t)g->m * io->ldc;
+    io->a = test_alloc(io->as * 4);
+    io->b = test_alloc(io->bs * 4);
+    io->bias = test_alloc((size_t)g->n * 4);
+    io->c0 = test_alloc(io->cs * 4);
+    test_fill_uniform(io->a, io->as, -1, 1);
+    test_fill_uniform(io->b, io->bs, -1, 1);
+    test_fill_uniform(io->bias, (size_t)g->n, -1, 1);
+    test_fill_uniform(io->c0, io->cs, -1, 1);
+}
+
+static void io_free(gemm_io *io)
+{
+    free(io->a);
+    free(io->b);
+    free(io->bias);
+    free(io->c0);
+}
+
+static float at(const float *x, int trans, int ld, int row, int col)
+{
+    return trans ? x[(size_t)col * ld + row] : x[(size_t)row * ld + col];
+}
+
+/* The double reference of element (i, j) and the size of its terms. */
+static double reference(const gemm_case *g, const gemm_io *io, int i, int j, double *scale)
+{
+    double sum = 0, mag = 0;
+    for (int p = 0; p < g->k; p++) {
+        double t = (double)at(io->a, g->ta, io->lda, i, p) * at(io->b, g->tb, io->ldb, p, j);
+        sum += t;
+        mag += fabs(t);
+    }
+    double c = io->c0[(size_t)i * io->ldc + j];
+    if (g->bias) {
+        *scale = mag + fabs(io->bias[j]);
+        return sum + io->bias[j];
+    }
+    *scale = fabs(g->alpha) * mag + (g->beta != 0.0f ? fabs(g->beta * c) : 0.0);
+    return g->alpha * sum + (g->beta != 0.0f ? g->beta * c : 0.0);
+}
+
+static void run_case(test_backend *be, const gemm_case *g, const gemm_io *io, float *c)
+{
+    memcpy(c, io->c0, io->cs * 4);
+    if (g->bias)
+        CHECK_OK(be->vt->gemm_bias(be->state, be->queue, FG_F32, FG_F32, FG_F32, g->ta, g->tb,
+                                   g->m, g->n, g->k, io->a, io->lda, io->b, io->ldb, io->bias,
+                                   c, io->ldc, &test_err));
+    else
+        CHECK_OK(be->vt->gemm(be->state, be->queue, FG_F32, FG_F32, FG_F32, g->ta, g->tb, g->m,
+                              g->n, g->k, g->alpha, io->a, io->lda, io->b, io->ldb, g->beta, c,
+                              io->ldc, &test_err));
+}
+
+/* Every element of both within TOL of each other (relative to its terms) and of the double
+ * reference; the gaps past n in C's rows untouched. */
+static void compare_case(const gemm_case *g, const gemm_io *io, const float *blas,
+                         const float *dnnl)
+{
+    int misses = 0;
+    double worst = 0;
+    for (int i = 0; i < g->m; i++)
+        for (int j = 0; j < io->ldc; j++) {
+            size_t x = (size_t)i * io->ldc + j;
+            if (j >= g->n) {
+                misses += dnnl[x] != io->c0[x];
+                continue;
+            }
+            double scale, want = reference(g, io, i, j, &scale);
+            scale = scale > 1e-3 ? scale : 1e-3;
+            double d1 = fabs((double)dnnl[x] - blas[x]) / scale;
+            double d2 = fabs((double)dnnl[x] - want) / scale;
+            worst = d1 > worst ? d1 : worst;
+            misses += d1 > TOL || d2 > TOL;
+        }
+    CHECK(misses == 0, "gemm%s %c%c m%d n%d k%d pad %d alpha %g beta %g: %d elements differ "
+          "(worst |onednn - openblas| / terms %.3g)", g->bias ? "_bias" : "", g->ta ? 'T' : 'N',
+          g->tb ? 'T' : 'N', g->m, g->n, g->k, g->pad, g->alpha, g->beta, misses, worst);
+}
+
+/* The log's line for a case's shape under a fixed gemm = library. */
+static void check_logged(const test_backend *be, const gemm_case *g, const char *library)
+{
+    char want[160];
+    snprintf(want, sizeof want, "%s m%d n%d k%d %c%c%s f32: %s (gemm = %s)",
+             g->bias ? "gemm_bias" : "gemm", g->m, g->n, g->k, g->ta ? 'T' : 'N',
+             g->tb ? 'T' : 'N', !g->bias && g->beta != 0.0f ? " accumulate" : "", library,
+             library);
+    CHECK(strstr(be->host.log, want) != NULL, "no \"%s\" in the log: %s", want, be->host.log);
+}
+
+static void test_agreement_and_record(void)
+{
+    test_backend blas, dnnl;
+    test_backend_open_with(&blas, 1, 2, 0, "gemm = openblas");
+    test_backend_open_with(&dnnl, 1, 2, 0, "gemm = onednn");
+    test_seed(29);
+    for (size_t i = 0; i < NCASES; i++) {
+        gemm_io io;
+        io_make(&io, &cases[i]);
+        float *c_blas = test_alloc(io.cs * 4), *c_dnnl = test_alloc(io.cs * 4);
+        run_case(&blas, &cases[i], &io, c_blas);
+        run_case(&dnnl, &cases[i], &io, c_dnnl);
+        compare_case(&cases[i], &io, c_blas, c_dnnl);
+        /* the second call of the shape runs the cached choice: the same bits */
+        float *again = test_alloc(io.cs * 4);
+        run_case(&dnnl, &cases[i], &io, again);
+        CHECK(memcmp(again, c_dnnl, io.cs * 4) == 0, "gemm = onednn: case %zu's second call "
+              "differs from its first", i);
+        check_logged(&blas, &cases[i], "openblas");
+        check_logged(&dnnl, &cases[i], "onednn");
+        free(again);
+        free(c_blas);
+        free(c_dnnl);
+        io_free(&io);
+    }
+    CHECK(strstr(blas.host.log, ": onednn (") == NULL, "gemm = openblas logged a oneDNN "
+          "choice: %s", blas.host.log);
+    CHECK(strstr(dnnl.host.log, "has no matmul") == NULL, "gemm = onednn fell back to "
+          "OpenBLAS: %s", dnnl.host.log);
+    test_backend_close(&blas);
+    test_backend_close(&dnnl);
+}
+
+/* auto: each shape timed once, logged with both times, and a result within TOL. */
+static void test_auto(void)
+{
+    test_backend au;
+    test_backend_open_with(&au, 1, 2, 0, "gemm = auto");
+    test_seed(30);
+    const gemm_case *g = &cases[4];
+    gemm_io io;
+    io_make(&io, g);
+    float *c = test_alloc(io.cs * 4);
+    run_case(&au, g, &io, c);
+    run_case(&au, g, &io, c);
+    const char *line = strstr(au.host.log, "gemm m128 n256 k784 NN f32: ");
+    CHECK(line && strstr(line, "timed: onednn ") && strstr(line, " ms, openblas "),
+          "auto did not log its timed choice: %s", au.host.log);
+    CHECK(line && !strstr(line + 1, "gemm m128 n256 k784 NN f32: "),
+          "auto decided the shape twice: %s", au.host.log);
+    compare_case(g, &io, c, c);
+    free(c);
+    io_free(&io);
+    test_backend_close(&au);
+}
+
+static void test_option(void)
+{
+    test_backend tb;
+    fg_status st = test_backend_try_open_with(&tb, 1, 2, 0, "gemm = fastest");
+    CHECK(st == FG_INVALID_ARGUMENT && strstr(test_err.message, "gemm = 'fastest'"),
+          "gemm = fastest: %s (%s)", fg_status_name(st), test_err.message);
+    if (st == FG_OK)
+        test_backend_close(&tb);
+}
+
+void test_group_gemm_choice(void)
+{
+    test_option();
+#ifdef FG_TEST_WITH_DNNL
+    test_agreement_and_record();
+    test_auto();
+#else
+    test_backend tb;
+    fg_status st = test_backend_try_open_with(&tb, 1, 2, 0, "gemm = onednn");
+    CHECK(st == FG_UNAVAILABLE && strstr(test_err.message, "without oneDNN"),
+          "gemm = onednn without oneDNN: %s (%s)", fg_status_name(st), test_err.message);
+    if (st == FG_OK)
+        test_backend_close(&tb);
+#endif
+}
+
+static int cpu_has_avx2(void)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
+
+/* Under OPENBLAS_CORETYPE=Prescott (set by ctest for this group only). */
+void test_group_gemm_generic(void)
+{
+    const char *env = getenv("OPENBLAS_CORETYPE");
+    CHECK(env && strcmp(env, "Prescott") == 0, "run me with OPENBLAS_CORETYPE=Prescott (ctest "
+          "does), not %s", env ? env : "unset");
+    test_backend au;
+    test_backend_open_with(&au, 1, 2, 0, "gemm = auto");
+    const char *notice = strstr(au.host.log, "OpenBLAS runs its Prescott kernels (SSE)");
+    if (!cpu_has_avx2()) {
+        CHECK(notice == NULL, "a notice on a CPU without AVX2: %s", au.host.log);
+        test_backend_close(&au);
+        return;
+    }
+    CHECK(notice != NULL, "no notice of OpenBLAS's Prescott kernels on an AVX2 CPU: %s",
+          au.host.log);
+    CHECK(strstr(au.host.log, "OPENBLAS_CORETYPE = Prescott; fulgur does not set it"),
+          "the notice does not name the user's OPENBLAS_CORETYPE: %s", au.host.log);
+#ifdef FG_TEST_WITH_DNNL
+    CHECK(strstr(au.host.log, "gemm = auto: f32 gemms run oneDNN's matmul"),
+          "the notice does not say auto runs oneDNN: %s", au.host.log);
+    test_seed(31);
+    const gemm_case *g = &cases[4];
+    gemm_io io;
+    io_make(&io, g);
+    float *c = test_alloc(io.cs * 4);
+    run_case(&au, g, &io, c);
+    CHECK(strstr(au.host.log, "gemm m128 n256 k784 NN f32: onednn (OpenBLAS runs generic "
+                 "kernels; timed: onednn "),
+          "auto did not take oneDNN over OpenBLAS's Prescott kernels: %s", au.host.log);
+    compare_case(g, &io, c, c);
+    free(c);
+    io_free(&io);
+#endif
+    test_backend_close(&au);
+}
