@@ -22,7 +22,9 @@ static const char usage_text[] =
     "  predict CONFIG --ckpt-path X ...        class probabilities of the predict split to\n"
     "                                          RUN_FOLDER/predictions.csv\n"
     "  generate CONFIG --ckpt-path X --prompt TEXT [--max-new-tokens N] [--temperature T]\n"
-    "           [--top-k K] [--seed S]         a byte-level language model's continuation\n"
+    "           [--top-k K] [--seed S] [--tokenizer PATH]\n"
+    "                                          a language model's continuation (bytes, or the\n"
+    "                                          tokens of [generate] tokenizer)\n"
     "  check CONFIG [section.key=value]...     validate the config, start the plugins, open the\n"
     "                                          data and build the model; train nothing\n"
     "  plugins                                 list every plugin found, and why any was refused\n"
@@ -66,7 +68,7 @@ typedef struct cli {
     char ckpt_override[4200]; /* --ckpt-path X becomes the override trainer.ckpt_path=X */
     const char *report;       /* runs --report FILE */
     /* generate's --prompt, --max-new-tokens, ...: the overrides generate.KEY=VALUE */
-    char gen_overrides[5][4200];
+    char gen_overrides[6][4200];
     int gen_count;
     int allow_nonfinite;      /* --allow-nonfinite: the override trainer.allow_nonfinite=true */
     char **tok_argv;          /* tokenize's own arguments, parsed by run_tokenize */
@@ -88,7 +90,8 @@ static const char *generate_option(const char *a)
                                           {"--max-new-tokens", "max_new_tokens"},
                                           {"--temperature", "temperature"},
                                           {"--top-k", "top_k"},
-                                          {"--seed", "seed"}};
+                                          {"--seed", "seed"},
+                                          {"--tokenizer", "tokenizer"}};
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
         size_t n = strlen(opts[i][0]);
         if (strncmp(a, opts[i][0], n) == 0 && (a[n] == '\0' || a[n] == '='))
@@ -116,7 +119,7 @@ static int parse_args(int argc, char **argv, cli *c)
             const char *key = generate_option(a), *eq = strchr(a, '=');
             const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
             if (!v) return usage_error("%s needs a value", a);
-            if (c->gen_count == 5) return usage_error("%s: too many generate options", a);
+            if (c->gen_count == 6) return usage_error("%s: too many generate options", a);
             snprintf(c->gen_overrides[c->gen_count++], sizeof c->gen_overrides[0],
                      "generate.%s=%s", key, v);
         } else if (strcmp(a, "--allow-nonfinite") == 0) {
