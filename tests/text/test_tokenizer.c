@@ -7,6 +7,7 @@
 
 #include "byte_unicode.h"
 #include "check.h"
+#include "pretokenizer.h"
 #include "tokenizer.h"
 
 static char dir[4096];
@@ -146,6 +147,33 @@ static void test_split_regex(const char *tmp)
     fg_tokenizer_free(t);
 }
 
+/* Llama 3's pattern (its tokenizer.json's Split) compiles and splits as the regex says:
+ * case-insensitive contractions, a letter run with one leading non-letter, digits by three,
+ * newline runs. */
+static void test_llama3_pattern(void)
+{
+    static const char *const pattern =
+        "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+        "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+    static const char *const want[] = {"I", "'M", " ", "123", "45", " h\xc3\xa9llo", "\n\n", "x"};
+    const char *text = "I'M 12345 h\xc3\xa9llo\n\nx";
+    fg_pretokenizer *p = NULL;
+    fg_pretoken_scanner *sc = NULL;
+    fg_error err = {0};
+    CHECK_EQ(fg_pretokenizer_compile(pattern, "llama3", &p, &err), FG_OK);
+    CHECK_EQ(fg_pretoken_scanner_create(p, &sc, &err), FG_OK);
+    size_t at = 0, start, end, k = 0, len = strlen(text);
+    while (sc && fg_pretoken_next(sc, text, len, &at, &start, &end, &err) == 1 && k < 8) {
+        CHECK(end - start == strlen(want[k]) && memcmp(text + start, want[k], end - start) == 0,
+              "piece %zu is \"%.*s\", expected \"%s\"", k, (int)(end - start), text + start,
+              want[k]);
+        k++;
+    }
+    CHECK_EQ(k, (size_t)8);
+    fg_pretoken_scanner_free(sc);
+    fg_pretokenizer_free(p);
+}
+
 static void check_refused(const char *path, const char *want)
 {
     fg_tokenizer *t = NULL;
@@ -207,6 +235,7 @@ int main(int argc, char **argv)
         {"ranks", NULL, test_ranks},
         {"ignore_merges", NULL, test_ignore_merges},
         {"split_regex", NULL, test_split_regex},
+        {"llama3_pattern", test_llama3_pattern, NULL},
         {"refusals", NULL, test_refusals},
         {"bad_utf8", NULL, test_bad_utf8},
     };
