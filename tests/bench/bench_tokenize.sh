@@ -34,7 +34,7 @@ fulgur_rate() { # FILE THREADS -> best tokens/s of 3 runs, and the token count
   local best=0 line
   for r in 1 2 3; do
     rm -rf "$work/out"
-    line=$("$fulgur" tokenize --tokenizer "$pkg" -o "$work/out" --threads "$2" "$1" 2>&1 | grep 'tokens/s')
+    line=$("$fulgur" tokenize --tokenizer "$pkg" -o "$work/out" --threads "$2" "$1" 2>&1 | grep 'tokens/s' | tail -n 1)
     rate=$(echo "$line" | sed -E 's/.* ([0-9]+) tokens\/s.*/\1/')
     tokens=$(echo "$line" | sed -E 's/.* MB, ([0-9]+) tokens.*/\1/')
     [ "$rate" -gt "$best" ] && best=$rate

@@ -115,7 +115,7 @@ typedef struct run_state {
 static void progress(run_state *r, const fg_tok_reader *rd, FILE *out, int final, int threads)
 {
     double t = now_seconds(), dt = t - r->t0;
-    if (!final && (!r->tty || t - r->last_progress < 0.5))
+    if (!final && t - r->last_progress < (r->tty ? 0.5 : 10.0)) /* a log: a line per 10 s */
         return;
     r->last_progress = t;
     int64_t tokens = r->train.total + r->val.total;
@@ -246,7 +246,7 @@ static fg_status start_and_run(pipeline *p, const fg_tokenize_options *o, FILE *
     run_state r = {0};
     fg_shard_writer_init(&r.train, o->out_dir, "train", o->shard_tokens);
     fg_shard_writer_init(&r.val, o->out_dir, "val", o->shard_tokens);
-    r.t0 = now_seconds();
+    r.t0 = r.last_progress = now_seconds();
     r.tty = isatty(fileno(out));
     pthread_t *tids = calloc((size_t)o->threads, sizeof *tids);
     if (!tids)

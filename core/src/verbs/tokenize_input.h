@@ -1,8 +1,8 @@
 /* `fulgur tokenize`'s input: the files the command line names (files, folders' regular
  * files, globs; each in sorted order), read as chunks of about `chunk_bytes` that end
- * where splitting cannot change the tokens: after a newline between two characters that
- * are not white space (no pre-tokenizer word spans such a newline, and none looks back
- * past it). A chunk that finds no such point grows until one is found or the file ends.
+ * where splitting cannot change the tokens: after a newline between two printable ASCII
+ * characters other than space (no pre-tokenizer word of GPT-2's or Llama 3's pattern spans
+ * such a newline, and none looks back past it; ctest text.parity_gpt2 checks it). A chunk that finds no such point grows until one is found or the file ends.
  * Each file is one document. Never more than a chunk (and the bytes carried over to the
  * next) in memory. */
 #ifndef FG_TOKENIZE_INPUT_H
