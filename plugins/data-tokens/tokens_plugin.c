@@ -1,6 +1,7 @@
 /* fulgur-data-tokens.so: language-model windows of pre-tokenized files (nanoGPT's raw
- * uint16, llm.c's headered uint16), one file per split, mapped at open and checked whole
- * (tokens_file.c). A sample is a window of context + 1 tokens. */
+ * uint16, llm.c's headered uint16), a file or a glob of shards per split (tokens_shards.c),
+ * each checked whole at open and read a window at a time (tokens_file.c). A sample is a
+ * window of context + 1 tokens. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,7 +9,7 @@
 #include "data_plugin.h"
 #include "plugin_options.h"
 #include "token_windows.h"
-#include "tokens_file.h"
+#include "tokens_shards.h"
 
 #define NO_RANGE .min = 1, .max = 0
 
@@ -16,11 +17,13 @@ static const fg_option tokens_options[] = {
     {.key = "dir", .type = FG_OPT_STRING, .default_value = "", NO_RANGE,
      .help = "folder that relative file names are resolved against"},
     {.key = "train_file", .type = FG_OPT_STRING, .default_value = "", NO_RANGE,
-     .help = "training tokens (e.g. nanoGPT's train.bin, llm.c's *_train.bin); empty: none"},
+     .help = "training tokens (e.g. nanoGPT's train.bin, llm.c's *_train.bin), or a glob of "
+             "shards read in name order as one stream (out/train_*.bin); empty: none"},
     {.key = "val_file", .type = FG_OPT_STRING, .default_value = "", NO_RANGE,
-     .help = "validation tokens; empty: no val split"},
+     .help = "validation tokens, a file or a glob of shards; empty: no val split"},
     {.key = "test_file", .type = FG_OPT_STRING, .default_value = "", NO_RANGE,
-     .help = "test tokens (predict reads it too); empty: no test split"},
+     .help = "test tokens (predict reads it too), a file or a glob of shards; empty: no "
+             "test split"},
     {.key = "format", .type = FG_OPT_ENUM, .default_value = "auto", NO_RANGE,
      .choices = "auto|nanogpt|llmc",
      .help = "nanogpt: raw uint16; llmc: 256 int32 header (magic 20240520, version 1, "
@@ -46,7 +49,7 @@ typedef struct tokens_state {
 
 typedef struct tokens_dataset {
     fg_token_dataset windows;
-    tokens_file file;
+    tokens_shards shards;
 } tokens_dataset;
 
 static void tokens_deinit(void *state)
@@ -119,7 +122,7 @@ static void tokens_close(void *state, void *dataset)
     tokens_dataset *ds = dataset;
     if (!ds)
         return;
-    tokens_file_close(&ds->file);
+    tokens_shards_close(&ds->shards);
     free(ds);
 }
 
@@ -139,19 +142,20 @@ static fg_status tokens_open(void *state, int split, void **dataset, fg_dataset_
     tokens_dataset *ds = calloc(1, sizeof *ds);
     if (!ds)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "tokens: out of memory");
-    fg_status st = tokens_file_open(path, s->format, s->vocab, (int64_t)s->win.context + 1,
-                                    &ds->file, err);
+    static const char *const keys[] = {NULL, "train_file", "val_file", "test_file"};
+    fg_status st = tokens_shards_open(keys[file_split], path, s->format, s->vocab,
+                                      (int64_t)s->win.context + 1, &ds->shards, err);
     if (st != FG_OK) {
         free(ds);
         return st;
     }
     ds->windows = (fg_token_dataset){
         .split = fg_plugin_split_name(split),
-        .span = {.elem_bytes = 2, .count = ds->file.count, .fetch = tokens_file_read,
-                 .fetch_ctx = &ds->file},
+        .span = {.elem_bytes = 2, .count = ds->shards.total, .fetch = tokens_shards_read,
+                 .fetch_ctx = &ds->shards},
         .context = s->win.context,
         .vocab = s->vocab,
-        .windows = fg_token_window_count(&s->win, split == FG_SPLIT_TRAIN, ds->file.count),
+        .windows = fg_token_window_count(&s->win, split == FG_SPLIT_TRAIN, ds->shards.total),
         .random = split == FG_SPLIT_TRAIN,
     };
     if (info)

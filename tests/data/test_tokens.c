@@ -26,7 +26,8 @@ typedef struct tokens_case {
     fg_error err;
 } tokens_case;
 
-static const char *const file_names[] = {"raw.bin", "llmc.bin", "bad.bin", "fifo"};
+static const char *const file_names[] = {"raw.bin", "llmc.bin", "bad.bin", "fifo",
+                                         "s_000000.bin", "s_000001.bin", "s_000002.bin"};
 
 static int setup(tokens_case *c)
 {
@@ -169,6 +170,54 @@ static int case_llmc_equals_nanogpt(void)
     return 0;
 }
 
+/* The counting tokens as three llm.c shards of 1, 2000 and 2999 tokens: a glob of them reads
+ * as the one raw file does (windows across the shards' joins included), and a glob matching
+ * nothing is refused naming the key and the pattern. */
+static int case_shards_equal_one_file(void)
+{
+    tokens_case c;
+    if (setup(&c) != 0)
+        return -1;
+    uint16_t *t = counting_tokens();
+    write_file(&c, "raw.bin", "", 0, t, COUNT);
+    const int sizes[3] = {1, 2000, COUNT - 2001};
+    for (int i = 0, at = 0; i < 3; at += sizes[i++]) {
+        int32_t header[256];
+        char name[32];
+        llmc_header(header, 20240520, 1, sizes[i]);
+        snprintf(name, sizeof name, "s_%06d.bin", i);
+        write_file(&c, name, header, sizeof header, t + at, (size_t)sizes[i]);
+    }
+    static int32_t xr[64][32], yr[64][32], xs[64][32], ys[64][32];
+    void *ds;
+    fg_dataset_info info;
+    CHECK_STATUS(open_train(&c, "train_file = raw.bin\ncontext = 32", &ds, &info), FG_OK, c.err);
+    read_windows(&c, ds, xr, yr);
+    c.in.vt->close(c.in.state, ds);
+    CHECK_STATUS(open_train(&c, "train_file = s_*.bin\ncontext = 32", &ds, &info), FG_OK, c.err);
+    CHECK_EQ(info.length, COUNT / 32);
+    read_windows(&c, ds, xs, ys);
+    CHECK(memcmp(xr, xs, sizeof xr) == 0 && memcmp(yr, ys, sizeof yr) == 0,
+          "the shards give other windows than the one file");
+    /* the evenly spread windows of a val read run over both joins (at 1 and 2001) */
+    int64_t idx[156];
+    for (int i = 0; i < 156; i++)
+        idx[i] = i;
+    static int32_t x[156][32], y[156][32];
+    fg_data_read_args args = {sizeof args, FG_SPLIT_VAL, 0, 0};
+    CHECK_STATUS(c.in.vt->read(c.in.state, ds, &args, idx, 156, x, y, &c.err), FG_OK, c.err);
+    for (int i = 0; i < 156; i++)
+        for (int k = 0; k + 1 < 32; k++)
+            CHECK(y[i][k] == x[i][k + 1], "window %d position %d", i, k);
+    c.in.vt->close(c.in.state, ds);
+    CHECK_EQ(open_train(&c, "train_file = none_*.bin\ncontext = 32", &ds, &info), FG_NOT_FOUND);
+    CHECK(strstr(c.err.message, "train_file = \"") && strstr(c.err.message, "/none_*.bin\" matches no file"), "%s",
+          c.err.message);
+    free(t);
+    teardown(&c);
+    return 0;
+}
+
 static void expect_refused(tokens_case *c, const char *text, const char *what)
 {
     void *ds;
@@ -270,6 +319,7 @@ int main(int argc, char **argv)
         {"llmc_equals_nanogpt", case_llmc_equals_nanogpt},
         {"bad_files", case_bad_files},
         {"truncated", case_truncated},
+        {"shards_equal_one_file", case_shards_equal_one_file},
     };
     return data_test_main(argc, argv, cases, sizeof cases / sizeof *cases);
 }

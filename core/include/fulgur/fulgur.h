@@ -113,6 +113,26 @@ FG_API fg_status fg_runtime_runs(fg_runtime *rt, const fg_runs_options *opts, FI
 FG_API fg_status fg_ckpt_merge(const char *index_or_dir, const char *out_path, FILE *report,
                                fg_error *err);
 
+/* `fulgur tokenize`: text files (files, folders' files, globs; each file one document)
+ * encoded by a byte-level BPE tokenizer into llm.c token shards out_dir/train_NNNNNN.bin and
+ * val_NNNNNN.bin (uint16 ids, an end-of-text token before each document), on `threads`
+ * threads with the same output for any count. Progress and a summary line go to progress
+ * (stderr when NULL). */
+typedef struct fg_tokenize_options {
+    uint32_t struct_size;
+    const char *tokenizer;         /* tokenizer.json, or a folder with encoder.json + vocab.bpe */
+    const char *out_dir;
+    const char *const *inputs;
+    int input_count;
+    int threads;                   /* >= 1 */
+    double val_fraction;           /* [0, 1): the share of chunks in the val shards */
+    int64_t shard_tokens;          /* tokens per shard */
+    int64_t chunk_bytes;           /* bytes a thread encodes at a time (about) */
+    const char *eot;               /* the separator token's text; NULL: the tokenizer's */
+} fg_tokenize_options;
+
+FG_API fg_status fg_tokenize(const fg_tokenize_options *opts, FILE *progress, fg_error *err);
+
 #ifdef __cplusplus
 }
 #endif

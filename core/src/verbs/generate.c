@@ -1,5 +1,6 @@
-/* fulgur generate: the continuation of [generate] prompt by a byte-level language model
- * (vocab 256: every byte a token), printed as UTF-8 with invalid sequences replaced. The
+/* fulgur generate: the continuation of [generate] prompt by a language model, its tokens
+ * bytes (vocab 256) or, with [generate] tokenizer, the tokenizer's (generate_text.c; the
+ * text stops at its end-of-text token), printed as UTF-8 with invalid sequences replaced. The
  * next token is sampled from the softmax at the last position of the last `context`
  * tokens (the prompt left-aligned and zero-padded while shorter: causal attention never
  * looks right), with temperature and top-k, by a generator seeded from [generate] seed
@@ -24,6 +25,7 @@
 #include "core_schema.h"
 #include "decode.h"
 #include "generate.h"
+#include "generate_text.h"
 #include "step_sink.h"
 #include "trainer_internal.h"
 #include "utf8.h"
@@ -32,7 +34,7 @@
 #define STRAT(t) ((const fg_strategy_vtable *)(t)->strategy.vt)
 
 typedef struct gen_options {
-    const char *prompt;
+    const char *prompt, *tokenizer;
     int64_t max_new, top_k, seed;
     double temperature;
     int kv_cache;
@@ -45,6 +47,7 @@ static fg_status read_options(const fg_config *cfg, gen_options *o, fg_error *er
     const fg_option *opts = fg_core_schema("generate", &n);
     const char *origin;
     o->prompt = fg_section_value(cfg, "generate", opts, n, "prompt", &origin);
+    o->tokenizer = fg_section_value(cfg, "generate", opts, n, "tokenizer", &origin);
     fg_status st = fg_section_read_int(cfg, "generate", opts, n, "max_new_tokens", &o->max_new,
                                        err);
     if (st == FG_OK)
@@ -80,7 +83,7 @@ static int sample_token(const float *p, int vocab, const gen_options *o, uint64_
     if (o->top_k > 0 && o->top_k < vocab) {
         for (int i = 0; i < vocab; i++)
             w[i] = p[i];
-        for (int64_t k = 0; k < o->top_k; k++) { /* k passes: vocab is small here */
+        for (int64_t k = 0; k < o->top_k; k++) { /* k passes over the vocabulary */
             int m = 0;
             for (int i = 1; i < vocab; i++)
                 m = w[i] > w[m] ? i : m;
@@ -170,10 +173,6 @@ static fg_status check_model(const fg_trainer *t, int *context, int *vocab, fg_e
         return fg_error_set(err, FG_INVALID_ARGUMENT, "fulgur generate needs a language model: "
                             "token ids in (an embedding first) and one score per position and "
                             "token out");
-    if (*vocab != 256)
-        return fg_error_set(err, FG_UNAVAILABLE, "fulgur generate writes bytes: the model's "
-                            "vocabulary has %d tokens, not 256 (a tokenizer for other "
-                            "vocabularies is not included)", *vocab);
     return FG_OK;
 }
 
@@ -229,7 +228,7 @@ typedef struct gen_scratch {
  * last `context` tokens. */
 #define NO_FORWARD SIZE_MAX
 static fg_status probs_for(fg_trainer *t, void *primary, fg_decoder *dec, gen_scratch *s,
-                           int context, const unsigned char *text, size_t len, size_t *cached,
+                           int context, const int32_t *text, size_t len, size_t *cached,
                            fg_error *err)
 {
     if (dec && len >= 1 && len <= (size_t)context && *cached != NO_FORWARD &&
@@ -253,8 +252,7 @@ static fg_status probs_for(fg_trainer *t, void *primary, fg_decoder *dec, gen_sc
 }
 
 static fg_status generate(fg_trainer *t, void *primary, const gen_options *o, int context,
-                          int vocab, unsigned char *text, size_t *len, text_stream *ts,
-                          fg_error *err)
+                          int vocab, fg_gen_text *g, text_stream *ts, fg_error *err)
 {
     gen_scratch s = {calloc((size_t)context, sizeof *s.window),
                      calloc((size_t)context, sizeof *s.labels),
@@ -265,20 +263,27 @@ static fg_status generate(fg_trainer *t, void *primary, const gen_options *o, in
     uint64_t rng = (uint64_t)o->seed;
     size_t cached = NO_FORWARD;
     double t0 = fg_now_seconds(), t1 = t0; /* t1: after the first token (the prompt's forward) */
-    for (int64_t k = 0; st == FG_OK && k < o->max_new; k++) {
-        st = probs_for(t, primary, dec, &s, context, text, *len, &cached, err);
+    int64_t made = 0;
+    for (int stop = 0; st == FG_OK && !stop && made < o->max_new; made++) {
+        st = probs_for(t, primary, dec, &s, context, g->ids, g->len, &cached, err);
+        int32_t id = -1;
         if (st == FG_OK) {
-            text[(*len)++] = (unsigned char)sample_token(s.p, vocab, o, &rng, s.w);
-            st = stream_text(ts, text, *len, 0, err);
+            fg_gen_text_mask(g, s.p, vocab);
+            id = sample_token(s.p, vocab, o, &rng, s.w);
+            stop = id == g->eot; /* the end of the text: not printed */
         }
-        if (k == 0)
+        if (st == FG_OK && !stop)
+            st = fg_gen_text_push(g, id, err);
+        if (st == FG_OK && !stop)
+            st = stream_text(ts, g->bytes, g->nbytes, 0, err);
+        if (made == 0)
             t1 = fg_now_seconds();
     }
-    if (st == FG_OK && o->max_new > 1) {
+    if (st == FG_OK && made > 1) {
         double rest = fg_now_seconds() - t1;
         fprintf(stderr, "fulgur generate: %" PRId64 " tokens in %.3f s: the first (the prompt) "
-                "%.3f s, then %.1f tokens/s (KV cache %s)\n", o->max_new, t1 - t0 + rest,
-                t1 - t0, rest > 0 ? (double)(o->max_new - 1) / rest : 0.0, dec ? "on" : "off");
+                "%.3f s, then %.1f tokens/s (KV cache %s)\n", made, t1 - t0 + rest,
+                t1 - t0, rest > 0 ? (double)(made - 1) / rest : 0.0, dec ? "on" : "off");
     }
     fg_decoder_destroy(dec);
     free(s.window);
@@ -305,18 +310,15 @@ fg_status fg_trainer_generate(fg_trainer *t, fg_error *err)
                           t->strategy.inst->name);
     if (st != FG_OK)
         return st;
-    size_t prompt = strlen(o.prompt);
-    unsigned char *text = malloc(prompt + (size_t)o.max_new + 1);
-    if (!text)
-        return fg_error_set(err, FG_OUT_OF_MEMORY, "fulgur generate: out of memory");
-    memcpy(text, o.prompt, prompt);
-    size_t len = prompt;
+    fg_gen_text g;
+    if ((st = fg_gen_text_open(&g, o.tokenizer, o.prompt, vocab, err)) != FG_OK)
+        return st;
     text_stream ts = {t->text_out ? t->text_out : stdout, 0};
-    st = stream_text(&ts, text, len, 0, err);
+    st = stream_text(&ts, g.bytes, g.nbytes, 0, err);
     if (st == FG_OK)
-        st = generate(t, primary, &o, context, vocab, text, &len, &ts, err);
+        st = generate(t, primary, &o, context, vocab, &g, &ts, err);
     if (st == FG_OK)
-        st = stream_text(&ts, text, len, 1, err);
-    free(text);
+        st = stream_text(&ts, g.bytes, g.nbytes, 1, err);
+    fg_gen_text_close(&g);
     return st;
 }

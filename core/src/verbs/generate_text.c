@@ -1,0 +1,130 @@
+/* The ids and text of fulgur generate (generate_text.h). */
+#include "generate_text.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int reserve_ids(fg_gen_text *g, size_t more)
+{
+    if (g->len + more <= g->cap)
+        return 0;
+    size_t cap = g->cap ? g->cap : 256;
+    while (cap < g->len + more)
+        cap *= 2;
+    int32_t *ids = realloc(g->ids, cap * sizeof *ids);
+    if (!ids)
+        return -1;
+    g->ids = ids;
+    g->cap = cap;
+    return 0;
+}
+
+static int append_bytes(fg_gen_text *g, const unsigned char *b, size_t n)
+{
+    if (g->nbytes + n > g->bytes_cap) {
+        size_t cap = g->bytes_cap ? g->bytes_cap : 256;
+        while (cap < g->nbytes + n)
+            cap *= 2;
+        unsigned char *p = realloc(g->bytes, cap);
+        if (!p)
+            return -1;
+        g->bytes = p;
+        g->bytes_cap = cap;
+    }
+    if (n)
+        memcpy(g->bytes + g->nbytes, b, n);
+    g->nbytes += n;
+    return 0;
+}
+
+static fg_status open_bytes(fg_gen_text *g, const char *prompt, int vocab, fg_error *err)
+{
+    if (vocab != 256)
+        return fg_error_set(err, FG_UNAVAILABLE, "fulgur generate writes bytes: the model's "
+                            "vocabulary has %d tokens, not 256; name its tokenizer with "
+                            "[generate] tokenizer = PATH", vocab);
+    size_t n = strlen(prompt);
+    if (reserve_ids(g, n + 1) != 0 || append_bytes(g, (const unsigned char *)prompt, n) != 0)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "fulgur generate: out of memory");
+    for (size_t i = 0; i < n; i++)
+        g->ids[g->len++] = (unsigned char)prompt[i];
+    return FG_OK;
+}
+
+static fg_status open_tokenizer(fg_gen_text *g, const char *path, const char *prompt, int vocab,
+                                fg_error *err)
+{
+    fg_status st = fg_tokenizer_load(path, &g->tok, err);
+    if (st != FG_OK)
+        return st;
+    int32_t ids = fg_tokenizer_vocab_size(g->tok);
+    if (ids > vocab)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "fulgur generate: [generate] tokenizer "
+                            "= %s has %d ids, more than the model's %d", path, ids, vocab);
+    g->eot = fg_tokenizer_eot(g->tok);
+    if (!(g->allowed = calloc((size_t)vocab, 1)))
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "fulgur generate: out of memory");
+    size_t n = 0;
+    for (int32_t i = 0; i < ids; i++)
+        g->allowed[i] = fg_tokenizer_bytes(g->tok, i, &n) != NULL;
+    fg_token_encoder *enc = NULL;
+    fg_token_buf buf = {0};
+    st = fg_token_encoder_create(g->tok, &enc, err);
+    if (st == FG_OK)
+        st = fg_token_encode(enc, prompt, strlen(prompt), &buf, err);
+    if (st == FG_OK && (reserve_ids(g, buf.len + 1) != 0 ||
+                        append_bytes(g, (const unsigned char *)prompt, strlen(prompt)) != 0))
+        st = fg_error_set(err, FG_OUT_OF_MEMORY, "fulgur generate: out of memory");
+    if (st == FG_OK) {
+        if (buf.len)
+            memcpy(g->ids, buf.ids, buf.len * sizeof *g->ids);
+        g->len = buf.len;
+        if (g->len == 0 && g->eot >= 0)
+            g->ids[g->len++] = g->eot; /* nothing to continue: start after end-of-text */
+    }
+    fg_token_buf_free(&buf);
+    fg_token_encoder_free(enc);
+    return st;
+}
+
+fg_status fg_gen_text_open(fg_gen_text *g, const char *tokenizer, const char *prompt, int vocab,
+                           fg_error *err)
+{
+    memset(g, 0, sizeof *g);
+    g->eot = -1;
+    fg_status st = tokenizer && tokenizer[0] ? open_tokenizer(g, tokenizer, prompt, vocab, err)
+                                             : open_bytes(g, prompt, vocab, err);
+    if (st != FG_OK)
+        fg_gen_text_close(g);
+    return st;
+}
+
+fg_status fg_gen_text_push(fg_gen_text *g, int32_t id, fg_error *err)
+{
+    size_t n = 1;
+    unsigned char byte = (unsigned char)id;
+    const unsigned char *b = g->tok ? fg_tokenizer_bytes(g->tok, id, &n) : &byte;
+    if (!b)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "fulgur generate: sampled id %d, which "
+                            "the tokenizer does not have", id);
+    if (reserve_ids(g, 1) != 0 || append_bytes(g, b, n) != 0)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "fulgur generate: out of memory");
+    g->ids[g->len++] = id;
+    return FG_OK;
+}
+
+void fg_gen_text_mask(const fg_gen_text *g, float *p, int vocab)
+{
+    for (int i = 0; g->allowed && i < vocab; i++)
+        if (!g->allowed[i])
+            p[i] = 0;
+}
+
+void fg_gen_text_close(fg_gen_text *g)
+{
+    fg_tokenizer_free(g->tok);
+    free(g->ids);
+    free(g->bytes);
+    free(g->allowed);
+    memset(g, 0, sizeof *g);
+}

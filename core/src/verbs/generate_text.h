@@ -1,0 +1,35 @@
+/* What fulgur generate continues: the token ids and the text they spell. Without a
+ * tokenizer a token is a byte (a 256-token model); with [generate] tokenizer the prompt is
+ * encoded by it (an empty prompt: its end-of-text token alone), each new id decoded to its
+ * bytes, and ids the tokenizer does not have (a model's padded vocabulary) are never
+ * sampled. */
+#ifndef FG_GENERATE_TEXT_H
+#define FG_GENERATE_TEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fulgur/plugin.h"
+#include "tokenizer.h"
+
+typedef struct fg_gen_text {
+    fg_tokenizer *tok;        /* NULL: bytes */
+    int32_t eot;              /* generation stops here; -1: never (bytes) */
+    int32_t *ids;
+    size_t len, cap;
+    unsigned char *bytes;     /* the text: the prompt, then each new token's bytes */
+    size_t nbytes, bytes_cap;
+    unsigned char *allowed;   /* by model id: whether it may be sampled; NULL: all */
+} fg_gen_text;
+
+/* tokenizer: a path or "" (bytes). vocab: the model's. Refuses a vocabulary that does not
+ * fit (bytes: 256; a tokenizer: at least its ids), naming both counts. */
+fg_status fg_gen_text_open(fg_gen_text *g, const char *tokenizer, const char *prompt, int vocab,
+                           fg_error *err);
+/* Appends a sampled id and its bytes. */
+fg_status fg_gen_text_push(fg_gen_text *g, int32_t id, fg_error *err);
+/* Probabilities of ids that may not be sampled set to 0. */
+void fg_gen_text_mask(const fg_gen_text *g, float *p, int vocab);
+void fg_gen_text_close(fg_gen_text *g);
+
+#endif
