@@ -1,10 +1,14 @@
 /* Writing the page (report_page.h). */
-#define _POSIX_C_SOURCE 200809L
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memmem */
+#endif
 #include "report_page.h"
 
 #include <string.h>
 
 #include "output_file.h"
+
+#define DATA_BLOCK "<script type=\"application/json\" id=\"fulgur-report-data\">@@DATA@@"
 
 static void write_escaped(FILE *out, const char *text)
 {
@@ -19,25 +23,25 @@ static void write_escaped(FILE *out, const char *text)
     }
 }
 
-/* The template, markers replaced. */
-static void write_page(FILE *out, const char *head, const char *title, report_data_writer data,
-                       void *user)
+/* The template's bytes [from, to), markers replaced. */
+static void write_range(FILE *out, const char *from, const char *to, const char *head,
+                        const char *title, report_data_writer data, void *user)
 {
-    const char *page = (const char *)report_page_bytes, *end = page + report_page_size;
-    for (const char *p = page; p < end;) {
-        const char *m = strstr(p, "@@");
-        if (m == NULL || m >= end) {
-            fwrite(p, 1, (size_t)(end - p), out);
+    for (const char *p = from; p < to;) {
+        const char *m = memmem(p, (size_t)(to - p), "@@", 2);
+        if (m == NULL) {
+            fwrite(p, 1, (size_t)(to - p), out);
             break;
         }
         fwrite(p, 1, (size_t)(m - p), out);
-        if (strncmp(m, "@@HEAD@@", 8) == 0) {
+        size_t left = (size_t)(to - m);
+        if (left >= 8 && strncmp(m, "@@HEAD@@", 8) == 0) {
             fputs(head, out);
             p = m + 8;
-        } else if (strncmp(m, "@@TITLE@@", 9) == 0) {
+        } else if (left >= 9 && strncmp(m, "@@TITLE@@", 9) == 0) {
             write_escaped(out, title);
             p = m + 9;
-        } else if (strncmp(m, "@@DATA@@", 8) == 0) {
+        } else if (left >= 8 && strncmp(m, "@@DATA@@", 8) == 0) {
             data(out, user);
             p = m + 8;
         } else {
@@ -45,6 +49,32 @@ static void write_page(FILE *out, const char *head, const char *title, report_da
             p = m + 2;
         }
     }
+}
+
+static const char *page_begin(void) { return (const char *)report_page_bytes; }
+static const char *page_end(void) { return page_begin() + report_page_size; }
+
+/* Where the data block's <script> starts in the template (its end when absent). */
+static const char *data_block(void)
+{
+    const char *b = memmem(page_begin(), report_page_size, DATA_BLOCK, strlen(DATA_BLOCK));
+    return b ? b : page_end();
+}
+
+size_t report_page_head_offset(void)
+{
+    const char *m = memmem(page_begin(), report_page_size, "@@HEAD@@", 8);
+    return m ? (size_t)(m - page_begin()) : 0;
+}
+
+void report_page_prefix(FILE *out, const char *head, const char *title)
+{
+    write_range(out, page_begin(), data_block(), head, title, NULL, NULL);
+}
+
+void report_page_tail(FILE *out, report_data_writer data, void *user)
+{
+    write_range(out, data_block(), page_end(), "", "", data, user);
 }
 
 typedef struct page_args {
@@ -56,7 +86,7 @@ typedef struct page_args {
 static int write_page_body(FILE *out, void *user)
 {
     const page_args *a = user;
-    write_page(out, a->head, a->title, a->data, a->user);
+    write_range(out, page_begin(), page_end(), a->head, a->title, a->data, a->user);
     return ferror(out) ? -1 : 0;
 }
 

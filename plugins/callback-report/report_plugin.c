@@ -14,10 +14,13 @@
  * learning rate, samples/s, the step time split per logging window, the memory per device,
  * the plugins, the configuration and the test metrics (report_page.html).
  *
- * The page is rewritten, atomically, at the fit's start, at each validation, at the end of
- * an epoch that had none, on an exception, and when the plugin is torn down (after the core
- * recorded the run's outcome in status.json): a browser reload during training shows the
- * progress so far. Only rank 0 writes.
+ * The page is written at the fit's start, at each validation, at the end of an epoch that
+ * had none, on an exception, and when the plugin is torn down (after the core recorded the
+ * run's outcome in status.json): a browser reload during training shows the progress so
+ * far. It is created whole, then kept in place: each write appends the rows logged since
+ * the last one and rewrites the data block and the script after them (report_file.h), so
+ * a write costs the new rows, not the run, and the plugin holds only those rows. Only rank
+ * 0 writes.
  *
  * With `data` set the plugin is the renderer of `fulgur runs DIR --report OUT`: the file is
  * a report data document with several runs (the format in report_page.html), checked and
@@ -31,6 +34,7 @@
 
 #include <fulgur/callback.h>
 
+#include "report_file.h"
 #include "report_json.h"
 #include "report_page.h"
 #include "report_table.h"
@@ -53,6 +57,7 @@ typedef struct report {
     char path[PATH_CHARS]; /* the page; empty until the first rank-0 event */
     const char *state;     /* "running", "finished", "failed" */
     int64_t validated_epoch; /* the epoch whose validation wrote the page; -1: none */
+    report_file file;      /* the page kept in place: a write costs its new rows */
 } report;
 
 static const fg_option report_options[] = {
@@ -182,13 +187,24 @@ static void write_run_doc(FILE *out, void *user)
     report_json_string(out, d->r->run_dir);
     fputs(", \"state\": ", out);
     report_json_string(out, d->state);
-    fputs(", \"notes\": [],\n\"config\": ", out);
+    fputs(", \"notes\": [", out);
+    if (d->r->file.restarted)
+        report_json_string(out, "report.html was replaced or changed by another program during "
+                                "the run: the rows before that are not on this page (metrics.csv "
+                                "has them when [callback.csv_logger] runs)");
+    fputs("],\n\"config\": ", out);
     write_config(d->r, out);
     fputs(",\n\"status\": ", out);
     write_status(d->status, out);
     fputs(",\n", out);
-    report_table_write_json(&d->r->table, out);
-    fputs("}]}", out);
+    report_table_write_columns(&d->r->table, out);
+    fputs(",\n\"rows\": [], \"row_blocks\": true}]}", out); /* rows: report_file.h */
+}
+
+static void write_new_rows(FILE *out, void *user)
+{
+    const run_data *d = user;
+    report_table_write_rows(&d->r->table, out);
 }
 
 /* The page written, or its failure with the section in front. */
@@ -197,7 +213,8 @@ static fg_status page_written(const report *r, fg_status st, const fg_error *why
     return st == FG_OK ? FG_OK : fg_error_set(err, st, "[%s] %s", r->section, why->message);
 }
 
-/* The run's page; `final`: the core has recorded the outcome in status.json. */
+/* The run's page: its new rows and the tail (report_file.h); `final`: the core has
+ * recorded the outcome in status.json. */
 static fg_status write_run_page(report *r, int final, fg_error *err)
 {
     run_data d = {r, read_status(r), r->state};
@@ -205,15 +222,21 @@ static fg_status write_run_page(report *r, int final, fg_error *err)
     if (final && json_is_string(st))
         d.state = json_string_value(st);
     char head[96] = "", title[PATH_CHARS + 32];
-    if (strcmp(d.state, "running") == 0 && r->refresh_s > 0)
+    int running = strcmp(d.state, "running") == 0;
+    if (running && r->refresh_s > 0)
         snprintf(head, sizeof head, "<meta http-equiv=\"refresh\" content=\"%lld\">\n",
                  (long long)r->refresh_s);
     if (r->title[0])
         snprintf(title, sizeof title, "%s", r->title);
     else
         snprintf(title, sizeof title, "fulgur report: %s", run_label(r->run_dir));
+    report_file_parts parts = {.head = head, .title = title,
+                               .has_rows = r->table.row_count > 0, .rows = write_new_rows,
+                               .doc = write_run_doc, .user = &d, .ended = !running};
     fg_error why = {0};
-    fg_status rc = report_page_write(r->path, head, title, write_run_doc, &d, &why);
+    fg_status rc = report_file_write(&r->file, r->path, &parts, &why);
+    if (rc == FG_OK)
+        report_table_clear_rows(&r->table); /* on the page now */
     json_decref(d.status);
     return page_written(r, rc, &why, err);
 }

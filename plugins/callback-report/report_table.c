@@ -99,24 +99,31 @@ static int write_row(report_table *t, int64_t epoch, int64_t step, const fg_metr
     return 0;
 }
 
-void report_table_write_json(const report_table *t, FILE *out)
+void report_table_write_columns(const report_table *t, FILE *out)
 {
     fputs("\"columns\": [\"epoch\", \"step\"", out);
     for (size_t i = 0; i < t->column_count; i++) {
         fputs(", ", out);
         report_json_string(out, t->columns[i]);
     }
-    fputs("],\n\"rows\": [", out);
+    fputs("]", out);
+}
+
+void report_table_write_rows(const report_table *t, FILE *out)
+{
     for (size_t r = 0; r < t->row_count; r++) {
         const report_row *row = &t->rows[r];
         if (r)
             fputs(",\n", out);
         fwrite(t->text + row->offset, 1, row->length, out);
-        for (size_t c = row->columns; c < t->column_count; c++)
-            fputs(",null", out); /* columns that appeared after this row */
         fputc(']', out);
     }
-    fputs("]", out);
+}
+
+void report_table_clear_rows(report_table *t)
+{
+    t->row_count = 0;
+    t->text_len = 0;
 }
 
 void report_table_free(report_table *t)

@@ -5,8 +5,10 @@
  * timeout_s instead of hanging it. On a timeout the waiting rank asks every peer, over a
  * communicator of its own, which collective it is at; peers answer from their own poll
  * loops. A peer that is computing, stopped or dead does not answer: that is the rank that
- * did not arrive. Then MPI_Abort(MPI_COMM_WORLD, 3), the documented way to end an MPI job
- * on every rank (a plugin never calls exit()). */
+ * did not arrive. The operation then fails with FG_FATAL and that reason, and so does every
+ * later one at once, so that the core records the run as failed (status.json) before it
+ * calls abort(), which ends the job with MPI_Abort(MPI_COMM_WORLD, 3): exit status 3, the
+ * documented way to end an MPI job on every rank (a plugin never calls exit()). */
 #ifndef FULGUR_COMM_MPI_H
 #define FULGUR_COMM_MPI_H
 
@@ -31,6 +33,7 @@ typedef struct fg_mpi_comm {
     int in_flight;       /* started collectives not yet waited */
     uint64_t probe_seq;  /* the buffer of the probes a timed-out rank sends (MPI_Isend) */
     fg_mpi_staging stage; /* device buffers through pinned host memory (mpi_staging.h) */
+    char lost[1536];     /* non-empty after a timeout: the reason, and every call fails with it */
 } fg_mpi_comm;
 
 /* What an operation is, for messages: "all_reduce of 1024 floats (collective #7)". */

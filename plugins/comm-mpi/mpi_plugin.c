@@ -38,6 +38,8 @@ static void mpi_deinit(void *state)
 {
     fg_mpi_comm *c = state;
     if (!c) return;
+    /* a peer is lost and the core did not call abort(): finalizing would wait for it */
+    if (c->lost[0]) MPI_Abort(MPI_COMM_WORLD, FG_MPI_ABORT_CODE);
     fg_mpi_staging_deinit(c);
     if (c->world != MPI_COMM_NULL) MPI_Comm_free(&c->world);
     if (c->diag != MPI_COMM_NULL) MPI_Comm_free(&c->diag);
@@ -84,6 +86,10 @@ static fg_status mpi_topology(void *state, fg_comm_topology *out, fg_error *err)
 static void mpi_abort(void *state, int exit_code, const char *reason)
 {
     fg_mpi_comm *c = state;
+    if (c->lost[0]) { /* the core's error is the timeout, already printed: exit status 3 */
+        MPI_Abort(MPI_COMM_WORLD, FG_MPI_ABORT_CODE);
+        return;
+    }
     fprintf(stderr, "fulgur: rank %d of %d failed, ending the job: %s\n", c->topo.rank,
             c->topo.world_size, reason);
     fflush(stderr);

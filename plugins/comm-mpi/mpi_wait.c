@@ -1,5 +1,6 @@
 /* The completion engine: poll MPI_Test against a deadline, answer peers' probes while
- * waiting, and on a timeout name the ranks that did not arrive, then abort the job. */
+ * waiting, and on a timeout name the ranks that did not arrive and fail with FG_FATAL (the
+ * core records the run as failed, then calls abort(): mpi_plugin.c). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,12 +135,12 @@ static fg_status timed_out(fg_mpi_comm *c, const fg_mpi_op *op, fg_error *err)
         find_laggards(c, op->seq, laggards, sizeof laggards);
         snprintf(who, sizeof who, "ranks that did not arrive: %s", laggards);
     }
-    fg_error_set(err, FG_FATAL, "comm.mpi: rank %d: %s timed out after %g s; %s", c->topo.rank,
-                 what, c->timeout_s, who);
-    fprintf(stderr, "fulgur: %s\n", err ? err->message : what);
+    snprintf(c->lost, sizeof c->lost, "comm.mpi: rank %d: %s timed out after %g s; %s",
+             c->topo.rank, what, c->timeout_s, who);
+    fprintf(stderr, "fulgur: %s\n", c->lost);
     fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, FG_MPI_ABORT_CODE);
-    return FG_FATAL; /* MPI_Abort does not return on any MPI we know */
+    /* no MPI_Abort here: the core records the failure in status.json, then calls abort() */
+    return fg_error_set(err, FG_FATAL, "%s", c->lost);
 }
 
 fg_status fg_mpi_poll(fg_mpi_comm *c, MPI_Request *req, int *done, fg_error *err)
@@ -153,6 +154,7 @@ fg_status fg_mpi_poll(fg_mpi_comm *c, MPI_Request *req, int *done, fg_error *err
 
 fg_status fg_mpi_complete(fg_mpi_comm *c, MPI_Request *req, const fg_mpi_op *op, fg_error *err)
 {
+    if (c->lost[0]) return fg_error_set(err, FG_FATAL, "%s", c->lost); /* a peer is lost */
     double start = fg_mpi_now(), deadline = start + c->timeout_s;
     long ns = FIRST_NAP_NS;
     for (;;) {

@@ -4,7 +4,7 @@
  *   mpirun -n 3 comm_driver PLUGIN.so laggard
  * laggard: the last rank skips the first all_reduce and waits in a receive instead, so
  * the others time out (COMM_DRIVER_TIMEOUT_S, default 30; the laggard's own is 10 times
- * that) and must name it, then abort. */
+ * that), fail with FG_FATAL naming it (and so does the next call), then abort: exit 3. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -315,10 +315,18 @@ int main(int argc, char **argv)
           t.node_count);
     if (laggard) {
         float v[4] = {0};
-        if (c.rank == c.size - 1)
-            CHECK_OK(c.vt->recv(state, NULL, v, 4, FG_F32, 0, &fg_test_err)); /* rank 0 never sends */
-        else
-            CHECK_OK(c.vt->all_reduce(state, NULL, v, 4, FG_F32, FG_REDUCE_SUM, &fg_test_err));
+        fg_status st = c.rank == c.size - 1
+            ? c.vt->recv(state, NULL, v, 4, FG_F32, 0, &fg_test_err) /* rank 0 never sends */
+            : c.vt->all_reduce(state, NULL, v, 4, FG_F32, FG_REDUCE_SUM, &fg_test_err);
+        /* the timeout fails the call with FG_FATAL; the caller (the core) records the run as
+         * failed, then ends the job through abort(), which exits 3 whatever code it is given;
+         * a later call fails at once */
+        CHECK(st == FG_FATAL && strstr(fg_test_err.message, "timed out after"), "%s: %s",
+              fg_status_name(st), fg_test_err.message);
+        fg_error again = {0};
+        CHECK(c.vt->barrier(state, &again) == FG_FATAL && strcmp(again.message, fg_test_err.message) == 0,
+              "a call after the timeout: %s", again.message);
+        c.vt->abort(state, 1, fg_test_err.message);
         fprintf(stderr, "rank %d: laggard mode returned instead of aborting\n", c.rank);
         return 1;
     }

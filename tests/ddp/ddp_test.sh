@@ -10,6 +10,11 @@
 # overlap              bucket all-reduces start before backward ends (debug timestamps)
 # stuck_rank           SIGSTOP rank 1: the job ends within timeout_s + 30 s naming it
 # killed_rank          SIGKILL rank 1: the job ends promptly, non-zero
+# lost_rank_status     SIGSTOP rank 1 (a lost peer): the job ends with exit 3, and rank 0's
+#                      status.json says "failed" with the timeout line naming rank 1 as its
+#                      message (issue 30, defect 12: it stayed "running"); the same after
+#                      SIGKILL of rank 1 when mpirun does not end the job itself
+#                      (orte_abort_on_non_zero_status 0)
 # failed_rank          rank 1 alone fails in setup (a missing checkpoint): the job ends at
 #                      once (not after timeout_s) with rank 1's message and exit 2
 # test_accuracy        ddp's test loss/acc/sample count == single's on the same training
@@ -187,7 +192,8 @@ start_long_run() {
     local log=$1
     shift
     # mpirun itself in the background (not a shell function): its children are the ranks.
-    "$MPIRUN" "${MPI_FLAGS[@]}" -n 2 "$FULGUR" --plugin-path "$PLUGIN_DIR" fit "$CFG" \
+    # shellcheck disable=SC2086 # LONG_RUN_MPI_FLAGS: extra mpirun words
+    "$MPIRUN" "${MPI_FLAGS[@]}" ${LONG_RUN_MPI_FLAGS:-} -n 2 "$FULGUR" --plugin-path "$PLUGIN_DIR" fit "$CFG" \
         trainer.max_steps=-1 trainer.max_epochs=100000 "$@" >"$log" 2>&1 &
     MPIRUN_PID=$!
     trap 'kill -KILL "$MPIRUN_PID" ${RANK1_PID:+"$RANK1_PID"} 2>/dev/null' EXIT
@@ -243,6 +249,38 @@ step_killed_rank() {
     [ "$RC" -ne 0 ] || { cat "$log"; fail "mpirun exited 0"; }
     grep -q 'rank 1 .*exited on signal 9' "$log" || { cat "$log"; fail "mpirun did not report rank 1's death"; }
     echo "ok: killed rank 1 ended the job with exit $RC (comm timeout 600 s not needed)"
+}
+
+# rank 0's status.json of the run under $1 says "failed", the timeout line naming rank 1
+check_lost_status() {
+    local status
+    status=$(ls "$1"/*/version_0/status.json 2>/dev/null | head -n 1)
+    [ -n "$status" ] || fail "no status.json under $1"
+    python3 - "$status" "$2" <<'PY' || { cat "$status"; fail "status.json after the lost rank ($1)"; }
+import json, re, sys
+doc = json.load(open(sys.argv[1]))
+assert doc.get('status') == 'failed', 'status %r' % doc.get('status')
+msg = doc.get('message') or ''
+pattern = r'comm\.mpi: rank 0: all_reduce of [0-9]+ (floats|doubles) \(collective #[0-9]+\) timed out after %s s; ranks that did not arrive: 1 \(no answer' % sys.argv[2]
+assert re.search(pattern, msg), 'message %r' % msg
+PY
+    echo "ok: $(grep -o '"message": "[^"]*"' "$status")"
+}
+
+step_lost_rank_status() {
+    local timeout=3
+    start_long_run "$WORK/stopped.log" comm.timeout_s=$timeout trainer.default_root_dir="$WORK/stopped"
+    kill -STOP "$RANK1_PID"
+    wait_mpirun $((timeout + 30))
+    [ "$RC" -eq 3 ] || { cat "$WORK/stopped.log"; fail "mpirun exited $RC after SIGSTOP of rank 1, not 3 (peer failure)"; }
+    check_lost_status "$WORK/stopped" $timeout
+    # SIGKILL, mpirun told not to end the job itself: rank 0 finds rank 1 gone at its timeout
+    LONG_RUN_MPI_FLAGS="--mca orte_abort_on_non_zero_status 0" \
+        start_long_run "$WORK/killed.log" comm.timeout_s=$timeout trainer.default_root_dir="$WORK/killed"
+    kill -KILL "$RANK1_PID"
+    wait_mpirun $((timeout + 30))
+    [ "$RC" -ne 0 ] || fail "mpirun exited 0 after SIGKILL of rank 1"
+    check_lost_status "$WORK/killed" $timeout
 }
 
 step_failed_rank() {

@@ -36,13 +36,31 @@ def fail(msg):
     print('FAIL: ' + msg, file=sys.stderr)
 
 
+ROWS_OPEN = '<script type="application/json" class="fulgur-report-rows">'
+
+
 def embedded(page_text):
     start = page_text.find(DATA_OPEN)
     if start < 0:
         raise ValueError('no data block')
+    data_at = start
     start += len(DATA_OPEN)
     end = page_text.find('</script>', start)
-    return json.loads(page_text[start:end])
+    doc = json.loads(page_text[start:end])
+    runs = doc.get('runs') or []
+    if len(runs) == 1 and runs[0].get('row_blocks') is True:
+        # a run page kept in place: its rows are the blocks before the data block
+        rows, at = [], 0
+        while True:
+            at = page_text.find(ROWS_OPEN, at, data_at)
+            if at < 0:
+                break
+            at += len(ROWS_OPEN)
+            close = page_text.find('</script>', at)
+            rows.extend(json.loads(page_text[at:close]))
+        width = len(runs[0].get('columns') or [])
+        runs[0]['rows'] = [r + [None] * (width - len(r)) for r in rows]
+    return doc
 
 
 def cell_equal(csv_text, value):

@@ -49,10 +49,10 @@ head -1 list.txt | grep -q '^NAME  *VERSION  *STATUS  *STEPS  *BEST  *WALL TIME 
 [ "$(grep -c version_0 list.txt)" -eq 4 ] || fail "$(grep -c version_0 list.txt) runs listed, want 4"
 
 best=$(python3 -c "
-import json,sys
-t=open('runs/done/version_0/report.html').read()
-s=t.index('id=\"fulgur-report-data\">')+len('id=\"fulgur-report-data\">')
-run=json.loads(t[s:t.index('</script>',s)])['runs'][0]
+import os,sys
+sys.path.insert(0, os.path.dirname('$CHECK'))
+from report_check import embedded
+run=embedded(open('runs/done/version_0/report.html').read())['runs'][0]
 j=run['columns'].index('val/loss')
 print('%.4g' % min(r[j] for r in run['rows'] if isinstance(r[j],(int,float))))")
 line done | grep -q "^done  *version_0  *finished  *48  *val/loss $best  *0:0[0-9]  *\$" ||
@@ -64,9 +64,10 @@ line killed | grep -q "^killed  *version_0  *interrupted  *[1-9][0-9]*  *val/los
 line requeued | grep -q "^requeued  *version_0  *interrupted  *[1-9][0-9]*  .*stopped by the requeue signal after step [1-9]" ||
     fail "requeued run: $(line requeued)"
 
-# The killed run's page was written whole at its last validation: it still reads.
+# The killed run's page (kept in place: each validation appends its rows and rewrites the
+# data block in one write) still reads.
 python3 "$CHECK" runs runs/killed/version_0/report.html 1 > /dev/null || fail "the killed run's report.html does not read"
-# A SIGKILL that lands inside a page write leaves that write's temporary file (nothing can
+# A SIGKILL that lands inside a whole-page write (the first) leaves its temporary file (nothing can
 # remove it); every other run, and every other writer, must leave none.
 left=$(ls runs/*/version_0/*.tmp.* 2> /dev/null | grep -v "^runs/killed/version_0/[^/]*\.tmp\.$killed_pid\$")
 [ -z "$left" ] || fail "temporary files left: $left"

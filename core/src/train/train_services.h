@@ -26,8 +26,10 @@ typedef struct fg_train_ctx {
      * it): dropout draws depend on it, and every stage of a micro-batch draws alike. */
     uint64_t micro_step;
     /* Moves with every optimizer update: a stage with half working parameters casts them
-     * again at its first forward after it. */
-    uint64_t param_version;
+     * again at its first forward after it. Atomic: the stages of strategy.model-parallel
+     * step their optimizers on threads of their own, at once (a data race ThreadSanitizer
+     * found, tests/tsan/run.sh). */
+    _Atomic uint64_t param_version;
     /* Phase timing (a throughput callback asked): h2d, forward, backward and optimizer
      * times go to the sink, with a queue sync after each phase so that an asynchronous
      * backend's work is counted where it runs. timing = 0: no sync, nothing timed. */

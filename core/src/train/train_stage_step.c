@@ -64,9 +64,10 @@ static fg_status precision_inputs(fg_train_ctx *c, fg_train_stage *s, const fg_b
                                   const void **x, fg_error *err)
 {
     fg_status st = FG_OK;
-    if (s->cast_version != c->param_version) {
+    uint64_t version = c->param_version; /* one atomic load */
+    if (s->cast_version != version) {
         st = fg_replica_cast_params(s->arena[0], s->queue, err);
-        s->cast_version = c->param_version;
+        s->cast_version = version;
     }
     /* token ids (an embedding first) are read as they are */
     if (st != FG_OK || !s->x_act || !s->is_first || fg_model_input_dtype(c->model) == FG_I32)

@@ -14,6 +14,8 @@
 
 #define MAX_RUNS 4096
 #define MAX_DEPTH 3
+/* rows of each kind a run gives the --report page: plenty for a chart's width */
+#define REPORT_ROWS 2000
 
 typedef struct run_list {
     char **dirs;
@@ -209,7 +211,7 @@ static fg_status read_runs(const run_list *l, const fg_runs_options *o, fg_run_i
             st = fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory");
             break;
         }
-        st = fg_run_read(l->dirs[i], r, err);
+        st = fg_run_read(l->dirs[i], r, o->report_path ? REPORT_ROWS : 0, err);
         if (st != FG_OK) {
             free(r);
             break;

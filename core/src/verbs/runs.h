@@ -5,6 +5,7 @@
 #define FG_RUNS_H
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "runtime.h"
@@ -22,6 +23,7 @@ typedef struct fg_run_info {
     int has_best;
     double best;
     int64_t best_step;
+    int64_t last_step;   /* the last step with metrics; -1: none */
     json_t *notes;       /* array of strings */
     json_t *status;      /* status.json, or NULL */
     json_t *config;      /* [[section, key, value], ...] */
@@ -31,19 +33,12 @@ typedef struct fg_run_info {
 } fg_run_info;
 
 /* Reads dir (status.json, config.ini, report.html's data or metrics.csv). Never fails on
- * what it reads: a missing, malformed or half-written file becomes a note. Returns
- * FG_OUT_OF_MEMORY only. */
-fg_status fg_run_read(const char *dir, fg_run_info *run, fg_error *err);
+ * what it reads: a missing, malformed or half-written file becomes a note. The metrics are
+ * streamed a row at a time (runs_rows.h): memory does not grow with the run's length; rows
+ * holds at most keep_rows rows of each kind (0: none, the listing needs only the summary).
+ * Returns FG_OUT_OF_MEMORY only. */
+fg_status fg_run_read(const char *dir, fg_run_info *run, size_t keep_rows, fg_error *err);
 void fg_run_free(fg_run_info *run);
-
-/* Parses the text of a metrics.csv (header "epoch,step,..."): columns and rows as the
- * report holds them, skipping rows that cannot be read (a line cut short by a killed
- * writer, a wrong field count, a value that is not a number) with a note each kind. */
-void fg_run_parse_metrics_csv(const char *text, size_t len, fg_run_info *run);
-
-/* The report data block of a report.html's text: its first run's columns, rows and
- * config; a note when the block is missing or cannot be parsed. 1 when read. */
-int fg_run_parse_report_html(const char *text, size_t len, fg_run_info *run);
 
 /* The comparison page of runs at out_path, through the report callback plugin (found in
  * rt's plugin search path). */

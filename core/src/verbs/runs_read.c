@@ -1,6 +1,7 @@
 /* Reading one run folder for `fulgur runs` (runs.h): status.json, config.ini, and the
- * metrics from report.html's data block or, without one, metrics.csv. What cannot be read
- * is a note on the run, never an error: a run killed mid-write is still listed. */
+ * metrics from report.html's data (its row blocks, report_file.h) or, without it,
+ * metrics.csv, streamed a row at a time into runs_rows.h. What cannot be read is a note on
+ * the run, never an error: a run killed mid-write is still listed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -15,6 +16,7 @@
 #include "config.h"
 #include "run_status.h"
 #include "runs.h"
+#include "runs_rows.h"
 
 #define DATA_OPEN "<script type=\"application/json\" id=\"fulgur-report-data\">"
 #define MAX_FILE_BYTES (512L << 20)
@@ -156,101 +158,196 @@ static int csv_split(const char *line, const char *end, json_t *fields)
     }
 }
 
-/* A data row, or NULL when a field is not what its column holds. */
+/* A data row, or NULL when a field is not what its column holds or the line does not
+ * have one field per column. */
 static json_t *csv_row(const char *line, const char *end, size_t columns)
 {
-    json_t *fields = json_array(), *row = json_array();
-    int ok = fields && row && csv_split(line, end, fields) == 0 && json_array_size(fields) == columns;
-    for (size_t i = 0; ok && i < columns; i++) {
-        const char *text = json_string_value(json_array_get(fields, i));
+    json_t *row = json_array();
+    char buf[512];
+    const char *p = line;
+    for (size_t i = 0; row; i++) {
+        if (i == columns || csv_field(&p, end, buf, sizeof buf) != 0) break;
         json_t *v;
         if (i < 2) {
             char *e;
-            long long n = strtoll(text, &e, 10);
-            v = *e || e == text ? NULL : json_integer(n);
+            long long n = strtoll(buf, &e, 10);
+            v = *e || e == buf ? NULL : json_integer(n);
         } else {
-            v = csv_value(text);
+            v = csv_value(buf);
         }
-        ok = v != NULL;
-        if (ok) json_array_append_new(row, v);
+        if (!v || json_array_append_new(row, v) != 0) break;
+        if (p >= end) return i + 1 == columns ? row : (json_decref(row), NULL);
+        if (*p != ',') break;
+        p++;
     }
-    json_decref(fields);
-    if (!ok) json_decref(row);
-    return ok ? row : NULL;
+    json_decref(row);
+    return NULL;
 }
 
-void fg_run_parse_metrics_csv(const char *text, size_t len, fg_run_info *run)
+/* One line of f into buf (cap bytes), without its "\n" or "\r\n". 1: a whole line; 0: the
+ * end of the file; -1: a last line without "\n" (cut short); -2: a line longer than buf
+ * (skipped to its end). */
+static int next_line(FILE *f, char *buf, size_t cap, size_t *len)
 {
-    const char *p = text, *end = text + len;
-    const char *nl = memchr(p, '\n', len);
+    if (!fgets(buf, (int)cap, f)) return 0;
+    size_t n = strlen(buf);
+    if (n == 0 || buf[n - 1] != '\n') {
+        if (feof(f)) return -1;
+        int c;
+        while ((c = getc(f)) != EOF && c != '\n') {}
+        return -2;
+    }
+    buf[--n] = '\0';
+    if (n && buf[n - 1] == '\r') buf[--n] = '\0';
+    *len = n;
+    return 1;
+}
+
+#define CSV_LINE_BYTES (1 << 20)
+
+/* metrics.csv, a line at a time into the rows (runs_rows.h): memory bounded by a line and
+ * what --report keeps, whatever the file's length. */
+static void read_metrics_csv(FILE *f, fg_run_info *run, size_t keep)
+{
+    char *line = malloc(CSV_LINE_BYTES);
     json_t *header = json_array();
-    if (!nl || csv_split(p, nl > p && nl[-1] == '\r' ? nl - 1 : nl, header) != 0 ||
-        json_array_size(header) < 2 ||
+    size_t len = 0;
+    if (!line || !header || next_line(f, line, CSV_LINE_BYTES, &len) != 1 ||
+        csv_split(line, line + len, header) != 0 || json_array_size(header) < 2 ||
         strcmp(json_string_value(json_array_get(header, 0)), "epoch") != 0 ||
         strcmp(json_string_value(json_array_get(header, 1)), "step") != 0) {
         note(run, "metrics.csv: no \"epoch,step,...\" header line; no metrics read");
         json_decref(header);
+        free(line);
         return;
     }
-    json_t *rows = json_array();
+    json_decref(run->columns);
+    run->columns = header;
+    fg_run_rows rr;
+    if (fg_run_rows_begin(&rr, run, keep) != 0) {
+        free(line);
+        return;
+    }
     size_t bad = 0, cut = 0, line_no = 1, first_bad = 0;
-    for (p = nl + 1; p < end; p = nl + 1) {
+    for (int got; (got = next_line(f, line, CSV_LINE_BYTES, &len)) != 0;) {
         line_no++;
-        nl = memchr(p, '\n', (size_t)(end - p));
-        if (!nl) { /* the writer was stopped inside this line */
+        if (got == -1) { /* the writer was stopped inside this line */
             cut = line_no;
             break;
         }
-        const char *e = nl > p && nl[-1] == '\r' ? nl - 1 : nl;
-        if (e == p) continue;
-        json_t *row = csv_row(p, e, json_array_size(header));
-        if (row) {
-            json_array_append_new(rows, row);
-        } else if (!bad++) {
-            first_bad = line_no;
+        if (got == 1 && len == 0) continue;
+        json_t *row = got == 1 ? csv_row(line, line + len, json_array_size(header)) : NULL;
+        if (!row || fg_run_rows_add(&rr, row) != 0) {
+            if (!bad++) first_bad = line_no;
         }
+        json_decref(row);
     }
+    free(line);
+    fg_run_rows_end(&rr);
     if (cut) note(run, "metrics.csv: line %zu is cut short (a run killed while writing?); ignored", cut);
     if (bad) note(run, "metrics.csv: %zu malformed row(s) skipped, the first at line %zu", bad, first_bad);
-    json_decref(run->columns);
-    json_decref(run->rows);
-    run->columns = header;
-    run->rows = rows;
     snprintf(run->source, sizeof run->source, "metrics.csv");
 }
 
 /* ---- report.html ---------------------------------------------------------------------- */
 
-/* Keeps the rows whose shape matches the columns: [int, int, number|null|string...]. */
-static json_t *checked_rows(const json_t *rows, size_t columns, size_t *bad)
+#define SCAN_BYTES 65536
+
+/* The offset of the first needle in f at or after from (and before to, when to >= 0), or -1. */
+static off_t find_in_file(FILE *f, off_t from, off_t to, const char *needle)
 {
-    json_t *out = json_array();
-    size_t i;
-    const json_t *row;
-    json_array_foreach(rows, i, row) {
-        int ok = json_is_array(row) && json_array_size(row) == columns &&
-                 json_is_integer(json_array_get(row, 0)) && json_is_integer(json_array_get(row, 1));
-        for (size_t j = 2; ok && j < columns; j++) {
-            const json_t *v = json_array_get(row, j);
-            ok = json_is_number(v) || json_is_null(v) || json_is_string(v);
+    size_t n = strlen(needle);
+    char buf[SCAN_BYTES];
+    off_t at = from;
+    for (;;) {
+        if (fseeko(f, at, SEEK_SET) != 0) return -1;
+        size_t got = fread(buf, 1, sizeof buf, f);
+        if (got < n) return -1;
+        const char *m = memmem(buf, got, needle, n);
+        if (m) {
+            off_t found = at + (off_t)(m - buf);
+            return to >= 0 && found >= to ? -1 : found;
         }
-        if (ok) json_array_append(out, (json_t *)row);
-        else (*bad)++;
+        if (got < sizeof buf) return -1;
+        at += (off_t)(got - n + 1);
+        if (to >= 0 && at >= to) return -1;
     }
-    return out;
 }
 
-int fg_run_parse_report_html(const char *text, size_t len, fg_run_info *run)
+/* The text from the file position up to the next "</script>" (malloc'ed), or NULL. */
+static char *read_to_script_end(FILE *f, size_t *len)
 {
-    const char *open = strstr(text, DATA_OPEN);
-    const char *start = open ? open + strlen(DATA_OPEN) : NULL;
-    const char *close = start ? strstr(start, "</script>") : NULL;
-    if (!open || !close || (size_t)(close - text) > len) {
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    for (int c; buf && (c = getc(f)) != EOF;) {
+        if (n + 1 >= cap) {
+            if (cap > (size_t)MAX_FILE_BYTES) break;
+            char *p = realloc(buf, cap *= 2);
+            if (!p) break;
+            buf = p;
+        }
+        buf[n++] = (char)c;
+        if (c == '>' && n >= 9 && memcmp(buf + n - 9, "</script>", 9) == 0) {
+            *len = n - 9;
+            buf[*len] = '\0';
+            return buf;
+        }
+    }
+    free(buf);
+    return NULL;
+}
+
+/* The rows of one block (report_file.h) at the file position: "[[...],\n[...]]" up to its
+ * "</script>", a row at a time. 0, or -1 when the block is malformed or cut short. */
+static int read_row_block(FILE *f, fg_run_rows *rr)
+{
+    char row[65536];
+    int c = getc(f);
+    if (c != '[') return -1;
+    for (;;) {
+        while ((c = getc(f)) == ',' || c == '\n' || c == ' ') {}
+        if (c == ']') return 0;
+        if (c != '[') return -1;
+        size_t n = 0;
+        row[n++] = '[';
+        while ((c = getc(f)) != EOF && c != ']' && c != '<')
+            if (n + 2 < sizeof row) row[n++] = (char)c;
+        if (c != ']') return -1;
+        row[n++] = ']';
+        json_t *r = n + 1 < sizeof row ? json_loadb(row, n, 0, NULL) : NULL;
+        if (!r) rr->bad++;
+        else fg_run_rows_add(rr, r);
+        json_decref(r);
+    }
+}
+
+static void read_row_blocks(FILE *f, off_t data_at, fg_run_rows *rr, fg_run_info *run)
+{
+    static const char open_tag[] = "<script type=\"application/json\" class=\"fulgur-report-rows\">";
+    int cut = 0;
+    for (off_t at = 0; (at = find_in_file(f, at, data_at, open_tag)) >= 0;) {
+        at += (off_t)strlen(open_tag);
+        if (fseeko(f, at, SEEK_SET) != 0 || read_row_block(f, rr) != 0) cut++;
+    }
+    if (cut) note(run, "report.html: %d row block(s) malformed or cut short; their rest skipped", cut);
+}
+
+/* report.html's data block (the first run of its document) and its rows: from the block
+ * itself, or, on a page kept in place ("row_blocks": true), from the row blocks before it,
+ * one row at a time. 1 when read; 0 with a note when the page has no usable data block. */
+static int read_report_html(FILE *f, fg_run_info *run, size_t keep)
+{
+    off_t at = find_in_file(f, 0, -1, DATA_OPEN);
+    size_t len = 0;
+    char *text = at >= 0 && fseeko(f, at + (off_t)strlen(DATA_OPEN), SEEK_SET) == 0
+                     ? read_to_script_end(f, &len) : NULL;
+    if (!text) {
         note(run, "report.html: no complete data block (a file cut short?)");
         return 0;
     }
     json_error_t je;
-    json_t *doc = json_loadb(start, (size_t)(close - start), 0, &je);
+    json_t *doc = json_loadb(text, len, 0, &je);
+    free(text);
     json_t *first = json_array_get(json_object_get(doc, "runs"), 0);
     json_t *cols = json_object_get(first, "columns"), *rows = json_object_get(first, "rows");
     if (!doc || !json_is_array(cols) || !json_is_array(rows) || json_array_size(cols) < 2) {
@@ -259,16 +356,21 @@ int fg_run_parse_report_html(const char *text, size_t len, fg_run_info *run)
         json_decref(doc);
         return 0;
     }
-    size_t bad = 0;
     json_decref(run->columns);
-    json_decref(run->rows);
     run->columns = json_incref(cols);
-    run->rows = checked_rows(rows, json_array_size(cols), &bad);
-    if (bad) note(run, "report.html: %zu malformed row(s) skipped", bad);
     json_t *config = json_object_get(first, "config");
     if (json_is_array(config) && json_array_size(run->config) == 0) {
         json_decref(run->config);
         run->config = json_incref(config);
+    }
+    fg_run_rows rr;
+    if (fg_run_rows_begin(&rr, run, keep) == 0) {
+        size_t i;
+        json_t *row;
+        json_array_foreach(rows, i, row) fg_run_rows_add(&rr, row);
+        if (json_is_true(json_object_get(first, "row_blocks"))) read_row_blocks(f, at, &rr, run);
+        if (rr.bad) note(run, "report.html: %zu malformed row(s) skipped", rr.bad);
+        fg_run_rows_end(&rr);
     }
     json_decref(doc);
     snprintf(run->source, sizeof run->source, "report.html");
@@ -379,52 +481,34 @@ static void summarise(fg_run_info *run)
         }
         if (last >= start) run->wall_s = last - start;
     }
-    size_t i, mcol = 0;
-    const json_t *row, *name;
-    if (!run->monitor[0]) { /* no callback ranks: val/loss, else the training loss */
-        json_array_foreach(run->columns, i, name)
-            if (json_is_string(name) && strcmp(json_string_value(name), "val/loss") == 0)
-                snprintf(run->monitor, sizeof run->monitor, "val/loss");
-        if (!run->monitor[0]) snprintf(run->monitor, sizeof run->monitor, "train/loss");
-    }
-    json_array_foreach(run->columns, i, name)
-        if (json_is_string(name) && strcmp(json_string_value(name), run->monitor) == 0) mcol = i;
-    int64_t last = -1;
-    json_array_foreach(run->rows, i, row) {
-        int64_t step = json_integer_value(json_array_get(row, 1));
-        if (step > last) last = step;
-        const json_t *v = mcol >= 2 ? json_array_get(row, mcol) : NULL;
-        if (!json_is_number(v)) continue;
-        double x = json_number_value(v);
-        if (!run->has_best || (run->monitor_max ? x > run->best : x < run->best)) {
-            run->has_best = 1;
-            run->best = x;
-            run->best_step = step;
-        }
-    }
+    if (!run->monitor[0]) snprintf(run->monitor, sizeof run->monitor, "train/loss"); /* no metrics */
     /* an ended run knows its steps; a running or killed one has logged this far */
     const json_t *gs = json_object_get(run->status, "global_step");
-    run->steps = json_is_integer(gs) && strcmp(run->state, "running") != 0 ? json_integer_value(gs) : last;
+    run->steps = json_is_integer(gs) && strcmp(run->state, "running") != 0 ? json_integer_value(gs) : run->last_step;
 }
 
-static void read_metrics(fg_run_info *run)
+/* The metrics, streamed (runs_rows.h): report.html's, or, where it has no usable data,
+ * metrics.csv's. */
+static void read_metrics(fg_run_info *run, size_t keep)
 {
     char path[4200];
-    size_t len;
     snprintf(path, sizeof path, "%s/report.html", run->dir);
-    char *text = read_file(path, &len);
-    if (!text && errno != ENOENT) note(run, "report.html: %s", read_error(errno));
-    int have = text && fg_run_parse_report_html(text, len, run);
-    free(text);
+    FILE *f = open_regular(path);
+    if (!f && errno != ENOENT) note(run, "report.html: %s", read_error(errno));
+    int have = f && read_report_html(f, run, keep);
+    if (f) fclose(f);
     if (have) return;
     snprintf(path, sizeof path, "%s/metrics.csv", run->dir);
-    text = read_file(path, &len);
-    if (text) fg_run_parse_metrics_csv(text, len, run);
-    else if (errno != ENOENT) note(run, "metrics.csv: %s", read_error(errno));
-    free(text);
+    f = open_regular(path);
+    if (f) {
+        read_metrics_csv(f, run, keep);
+        fclose(f);
+    } else if (errno != ENOENT) {
+        note(run, "metrics.csv: %s", read_error(errno));
+    }
 }
 
-fg_status fg_run_read(const char *dir, fg_run_info *run, fg_error *err)
+fg_status fg_run_read(const char *dir, fg_run_info *run, size_t keep_rows, fg_error *err)
 {
     memset(run, 0, sizeof *run);
     snprintf(run->dir, sizeof run->dir, "%s", dir);
@@ -441,7 +525,8 @@ fg_status fg_run_read(const char *dir, fg_run_info *run, fg_error *err)
     read_config(run, path);
     read_status(run);
     check_running(run);
-    read_metrics(run);
+    run->last_step = -1;
+    read_metrics(run, keep_rows);
     if (!run->source[0] && json_array_size(run->rows) == 0) note(run, "no metrics written yet");
     summarise(run);
     return FG_OK;
