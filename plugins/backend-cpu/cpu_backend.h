@@ -18,7 +18,8 @@ enum { FG_CPU_CONV_AUTO = 0, FG_CPU_CONV_IM2COL = 1, FG_CPU_CONV_ONEDNN = 2 };
 typedef struct fg_cpu_conv_cache fg_cpu_conv_cache;
 
 /* [backend] gemm: which library runs the f32 gemms (cpu_gemm_choice.c) */
-enum { FG_CPU_GEMM_AUTO = 0, FG_CPU_GEMM_OPENBLAS = 1, FG_CPU_GEMM_ONEDNN = 2 };
+enum { FG_CPU_GEMM_AUTO = 0, FG_CPU_GEMM_OPENBLAS = 1, FG_CPU_GEMM_ONEDNN = 2,
+       FG_CPU_GEMM_DEFAULT = 3 /* resolved at load to OPENBLAS or ONEDNN (cpu_machine.c) */ };
 typedef struct fg_cpu_gemm_choices fg_cpu_gemm_choices;
 
 typedef struct fg_cpu_backend {
@@ -37,6 +38,7 @@ typedef struct fg_cpu_backend {
     const char *bf16_why;      /* why not, when not */
     atomic_int bf16_noted;     /* "bf16 emulated" was said */
     int gemm_mode;             /* FG_CPU_GEMM_*: [backend] gemm (cpu_gemm_choice.c) */
+    int gemm_defaulted;        /* gemm = default chose gemm_mode from OpenBLAS's core */
     fg_cpu_gemm_choices *gemm_choices; /* the choice per gemm shape */
     int isa_level;             /* FG_CPU_ISA_* of this CPU (cpu_machine.c) */
     const char *openblas_core; /* openblas_get_corename() */

@@ -6,9 +6,10 @@
  * kept, and logs the choice with both times once. When OpenBLAS runs kernels far below the
  * CPU (a generic core, cpu_machine.c) auto takes oneDNN wherever it can run the shape,
  * whatever the times. `openblas` and `onednn` fix the library (bitwise reproducible run to
- * run; openblas, the default, logs its shapes at debug level only, so a default run prints
- * what it did before the key); a shape oneDNN cannot run falls back to OpenBLAS, and the
- * log says so. Later calls
+ * run; openblas logs its shapes at debug level only, so a default run prints what it did
+ * before the key). `default` (the key unset) is openblas, or onednn where OpenBLAS runs a
+ * generic core, decided once at load (cpu_machine.c). A shape oneDNN cannot run falls back
+ * to OpenBLAS, and the log says so. Later calls
  * look the shape up in a fixed table (no allocation, no string work). The table is the
  * backend's, so every device of a run makes the same choice for a shape. */
 #define _GNU_SOURCE
@@ -28,7 +29,7 @@
 #define FG_CPU_GEMM_SHAPES 512
 #define FG_CPU_GEMM_TIMED_RUNS 3
 
-static const char *const fg_cpu_gemm_names[] = {"auto", "openblas", "onednn"};
+static const char *const fg_cpu_gemm_names[] = {"auto", "openblas", "onednn", "default"};
 
 typedef struct gemm_key {
     int bias, trans_a, trans_b, m, n, k, accumulate;
@@ -50,12 +51,12 @@ struct fg_cpu_gemm_choices {
 fg_status fg_cpu_gemm_setup(fg_cpu_backend *be, const char *mode, fg_error *err)
 {
     be->gemm_mode = -1;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         if (mode && strcmp(mode, fg_cpu_gemm_names[i]) == 0)
             be->gemm_mode = i;
     if (be->gemm_mode < 0)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "cpu backend: option gemm = '%s' is not "
-                            "one of auto|openblas|onednn", mode ? mode : "");
+                            "one of default|auto|openblas|onednn", mode ? mode : "");
 #ifndef FG_CPU_WITH_DNNL
     if (be->gemm_mode == FG_CPU_GEMM_ONEDNN)
         return fg_error_set(err, FG_UNAVAILABLE, "cpu backend: gemm = onednn, but the cpu "
@@ -207,7 +208,8 @@ static gemm_entry *choose(fg_cpu_backend *be, fg_cpu_queue *q, const fg_cpu_gemm
         e = &t->e[t->count++];
         e->key = key;
         e->library = be->gemm_mode == FG_CPU_GEMM_AUTO ? FG_CPU_GEMM_OPENBLAS : be->gemm_mode;
-        /* the default (openblas) at debug level: a run's output stays what it was */
+        /* openblas (the default on a CPU OpenBLAS knows) at debug level: a run's output
+         * stays what it was */
         if (be->gemm_mode == FG_CPU_GEMM_OPENBLAS)
             log_choice(be, e, g->op, FG_LOG_DEBUG, "gemm = openblas", 0, 0);
         else if (be->gemm_mode == FG_CPU_GEMM_ONEDNN)

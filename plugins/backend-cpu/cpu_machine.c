@@ -17,6 +17,14 @@ void fg_cpu_machine_probe(fg_cpu_backend *be)
     /* "far below": SSE kernels on an AVX2 or AVX-512 CPU, AVX (no FMA) ones on AVX-512; a
      * core name the table does not know is never called generic */
     be->openblas_generic = core != FG_CPU_ISA_OTHER && be->isa_level - core >= 2;
+    if (be->gemm_mode == FG_CPU_GEMM_DEFAULT) {
+        be->gemm_defaulted = 1;
+        be->gemm_mode = FG_CPU_GEMM_OPENBLAS;
+#ifdef FG_CPU_WITH_DNNL
+        if (be->openblas_generic)
+            be->gemm_mode = FG_CPU_GEMM_ONEDNN;
+#endif
+    }
 }
 
 static const char *what_fulgur_does(const fg_cpu_backend *be)
@@ -29,7 +37,9 @@ static const char *what_fulgur_does(const fg_cpu_backend *be)
         return "this build has no oneDNN, so gemms stay on OpenBLAS";
 #endif
     case FG_CPU_GEMM_ONEDNN:
-        return "gemm = onednn: f32 gemms run oneDNN's matmul";
+        return be->gemm_defaulted ? "so f32 gemms run oneDNN's matmul (gemm unset; gemm = "
+                                    "openblas keeps them on OpenBLAS)"
+                                  : "gemm = onednn: f32 gemms run oneDNN's matmul";
     default:
         return "gemm = openblas keeps them there; [backend] gemm = auto or onednn runs "
                "oneDNN's matmul instead";

@@ -22,10 +22,11 @@ static const fg_option fg_cpu_options[] = {
     { "bf16", FG_OPT_ENUM, "auto", 1, 0, "auto|native|emulated",
       "bf16 gemms: native (oneDNN on avx512_bf16, f32 accumulation), emulated (in f32, "
       "rounded), or auto: native where the CPU and the build have it" },
-    { "gemm", FG_OPT_ENUM, "openblas", 0, 0, "auto|openblas|onednn",
-      "f32 gemms: openblas, or onednn (oneDNN's matmul), fixed (reproducible); auto times "
-      "both per shape at its first call and keeps the faster (and takes oneDNN where "
-      "OpenBLAS runs generic kernels)" },
+    { "gemm", FG_OPT_ENUM, "default", 0, 0, "default|auto|openblas|onednn",
+      "f32 gemms: openblas, or onednn (oneDNN's matmul), fixed (reproducible); default: "
+      "openblas, or onednn where OpenBLAS runs generic kernels on this CPU (fixed per "
+      "machine); auto times both per shape at its first call and keeps the faster (and "
+      "takes oneDNN where OpenBLAS runs generic kernels)" },
 };
 
 /* An option the host does not know falls back to the schema default; any other failure
@@ -126,9 +127,9 @@ static fg_status fg_cpu_init(const fg_host *host, void **state, fg_error *err)
     if (host && host->get_string && host->get_string(host, "bf16", &bf16) != FG_OK)
         bf16 = "auto"; /* a host without the key: the schema default */
     st = fg_cpu_bf16_setup(be, bf16, err);
-    const char *gemm = "openblas";
+    const char *gemm = "default";
     if (st == FG_OK)
-        st = fg_cpu_read_string(host, "gemm", "openblas", &gemm, err);
+        st = fg_cpu_read_string(host, "gemm", "default", &gemm, err);
     if (st == FG_OK)
         st = fg_cpu_gemm_setup(be, gemm, err);
     if (st != FG_OK) {

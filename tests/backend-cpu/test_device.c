@@ -128,8 +128,8 @@ static void test_descriptor(void)
           "option 4 is %s", tb.plugin->options[4].key);
     CHECK(strcmp(tb.plugin->options[5].key, "gemm") == 0 &&
               tb.plugin->options[5].type == FG_OPT_ENUM &&
-              strcmp(tb.plugin->options[5].choices, "auto|openblas|onednn") == 0 &&
-              strcmp(tb.plugin->options[5].default_value, "openblas") == 0,
+              strcmp(tb.plugin->options[5].choices, "default|auto|openblas|onednn") == 0 &&
+              strcmp(tb.plugin->options[5].default_value, "default") == 0,
           "option 5 is %s", tb.plugin->options[5].key);
     const fg_backend_vtable *vt = tb.vt;
     CHECK(vt->struct_size == sizeof(fg_backend_vtable), "vtable struct_size %u",

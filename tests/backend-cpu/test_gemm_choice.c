@@ -3,8 +3,8 @@
  * both against a double reference; the fixed choice honoured and logged per shape; auto's
  * timed choice logged with both times. Without oneDNN, `onednn` is refused with a message
  * saying so. The group gemm_generic runs under OPENBLAS_CORETYPE=Prescott (ctest's
- * ENVIRONMENT): on an AVX2 or AVX-512 CPU the notice must be logged and auto must take
- * oneDNN; on an older CPU the notice must be absent. */
+ * ENVIRONMENT): on an AVX2 or AVX-512 CPU the notice must be logged and auto, and the
+ * default (gemm unset), must take oneDNN; on an older CPU the notice must be absent. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,6 +261,17 @@ void test_group_gemm_generic(void)
                  "kernels; timed: onednn "),
           "auto did not take oneDNN over OpenBLAS's Prescott kernels: %s", au.host.log);
     compare_case(g, &io, c, c);
+    /* gemm unset (default): oneDNN for every shape, fixed, and the notice says so */
+    test_backend df;
+    test_backend_open_with(&df, 1, 2, 0, NULL);
+    CHECK(strstr(df.host.log, "so f32 gemms run oneDNN's matmul (gemm unset; gemm = openblas "
+                 "keeps them on OpenBLAS)"),
+          "the default did not take oneDNN over OpenBLAS's Prescott kernels: %s", df.host.log);
+    run_case(&df, g, &io, c);
+    CHECK(strstr(df.host.log, "gemm m128 n256 k784 NN f32: onednn"),
+          "the default ran the shape on %s", df.host.log);
+    compare_case(g, &io, c, c);
+    test_backend_close(&df);
     free(c);
     io_free(&io);
 #endif
