@@ -131,9 +131,11 @@ step_hostfile() {
 
 # ---- requeue ----------------------------------------------------------------------------
 
+# The fake, as Slurm does on a requeue, sends SIGTERM to the job's processes, itself
+# included, before it reports: fulgur runs it with SIGTERM blocked, so it still exits 0.
 fake_scontrol() {
     mkdir -p "$WORK/bin"
-    printf '#!/bin/sh\necho "$@" >>"%s/scontrol.log"\n' "$WORK" >"$WORK/bin/scontrol"
+    printf '#!/bin/sh\nkill -TERM $$\necho "$@" >>"%s/scontrol.log"\n' "$WORK" >"$WORK/bin/scontrol"
     chmod +x "$WORK/bin/scontrol"
     : >"$WORK/scontrol.log"
 }
@@ -211,6 +213,26 @@ step_requeue_single() {
     [ -s runs/default/version_0/checkpoints/requeue.safetensors ] || fail "SIGUSR2: no checkpoint"
     [ "$(wc -l <scontrol.log)" -eq 1 ] || fail "scontrol ran outside SLURM"
     echo "ok: SIGUSR2 without SLURM_JOB_ID: checkpoint, stop, scontrol not run"
+}
+
+# A requeue signal that arrives during the fit's last validation is agreed only after the
+# last step: nothing is left to resume, so the fit ends as a finished one (final weights,
+# no requeue checkpoint, scontrol not run).
+step_requeue_after_fit() {
+    fake_scontrol
+    local cfg
+    cfg=$(single_cfg)
+    PATH="$WORK/bin:$PATH" SLURM_JOB_ID=4343 FULGUR_TEST_INTERRUPT_AT=val:SIGUSR1 \
+        "${F[@]}" fit "$cfg" strategy.name=single trainer.max_steps=20 data.val_size=200 \
+        >run.log 2>&1 || true
+    grep -q '^requeue: SIGUSR1 agreed after the fit.s last step: training is complete, not requeued$' run.log ||
+        { cat run.log; fail "no 'agreed after the fit's last step' line"; }
+    grep -q '^weights: .* after 20 steps$' run.log || { cat run.log; fail "the fit did not finish"; }
+    [ ! -s scontrol.log ] || fail "scontrol ran: $(cat scontrol.log)"
+    [ ! -e runs/default/version_0/checkpoints/requeue.safetensors ] || fail "a requeue checkpoint was written"
+    grep -q '"status": *"finished"' runs/default/version_0/status.json ||
+        { cat runs/default/version_0/status.json; fail "status.json is not finished"; }
+    echo "ok: SIGUSR1 in the last validation -> finished, not requeued"
 }
 
 step_requeue_ddp() {

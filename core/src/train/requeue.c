@@ -69,8 +69,8 @@ static fg_status arm_interrupts(fg_requeue *q, fg_error *err)
     return FG_OK;
 }
 
-/* A test hook: FULGUR_TEST_INTERRUPT_AT=STEP[:SIGNAL] raises the signal (SIGINT, SIGTERM or
- * SIGINT2: two SIGINTs) when the fit reaches that optimizer step, on every rank or only on
+/* A test hook: FULGUR_TEST_INTERRUPT_AT=STEP[:SIGNAL] raises the signal (SIGINT, SIGTERM,
+ * SIGUSR1 or SIGINT2: two SIGINTs) when the fit reaches that optimizer step, on every rank or only on
  * rank FULGUR_TEST_INTERRUPT_RANK, so the interrupt path is tested at a known step without
  * timing. */
 static void read_test_hooks(fg_requeue *q)
@@ -83,7 +83,9 @@ static void read_test_hooks(fg_requeue *q)
     q->test_pass = !spec ? 0 : strncmp(spec, "val:", 4) == 0 ? 'v' : strncmp(spec, "test:", 5) == 0 ? 't' : 0;
     if (q->test_pass) q->test_step = -1;
     q->test_rank = rank ? (int)strtol(rank, NULL, 10) : -1;
-    q->test_signo = sig && strcmp(sig + 1, "SIGTERM") == 0 ? SIGTERM : SIGINT;
+    q->test_signo = sig && strcmp(sig + 1, "SIGTERM") == 0   ? SIGTERM
+                    : sig && strcmp(sig + 1, "SIGUSR1") == 0 ? SIGUSR1
+                                                             : SIGINT;
     q->test_twice = sig && strcmp(sig + 1, "SIGINT2") == 0;
     q->test_agree_every = every && strtoll(every, NULL, 10) > 0 ? strtoll(every, NULL, 10) : 0;
     const char *skew = secure_getenv("FULGUR_TEST_CLOCK_SKEW");
@@ -293,6 +295,13 @@ static void stop_checkpoint_path(const struct fg_trainer *t, const char *name, c
         snprintf(out, size, "%s/%s/%s", t->run_dir, dir, name);
 }
 
+void fg_requeue_after_fit(struct fg_trainer *t)
+{
+    t->requeue.stopped = 0;
+    fprintf(t->out, "requeue: %s agreed after the fit's last step: training is complete, not "
+            "requeued\n", signal_name(t->requeue.signo));
+}
+
 fg_status fg_requeue_checkpoint(struct fg_trainer *t, fg_error *err)
 {
     fg_requeue *q = &t->requeue;
@@ -348,6 +357,27 @@ static const char *job_id(char *buf, size_t size)
     return job && *job ? job : NULL;
 }
 
+/* scontrol with SIGTERM blocked: the requeue it asks for has Slurm send SIGTERM to every
+ * process of the job, scontrol included, and that signal could otherwise kill it before it
+ * reports the requeue done (the pending signal goes away with it when it exits). */
+static int spawn_scontrol(pid_t *pid, char **argv)
+{
+    posix_spawnattr_t attr;
+    sigset_t term;
+    int rc = posix_spawnattr_init(&attr);
+    if (rc != 0)
+        return rc;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    rc = posix_spawnattr_setsigmask(&attr, &term);
+    if (rc == 0)
+        rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+    if (rc == 0)
+        rc = posix_spawnp(pid, "scontrol", NULL, &attr, argv, environ);
+    posix_spawnattr_destroy(&attr);
+    return rc;
+}
+
 fg_status fg_requeue_submit(struct fg_trainer *t, fg_error *err)
 {
     fg_requeue *q = &t->requeue;
@@ -361,7 +391,7 @@ fg_status fg_requeue_submit(struct fg_trainer *t, fg_error *err)
     }
     char *argv[] = {"scontrol", "requeue", (char *)job, NULL};
     pid_t pid;
-    int rc = posix_spawnp(&pid, "scontrol", NULL, NULL, argv, environ);
+    int rc = spawn_scontrol(&pid, argv);
     if (rc != 0) {
         fprintf(t->out, "requeue: cannot run scontrol (%s): SLURM job %s is not requeued; "
                 "resume with --ckpt-path last (%s)\n", strerror(rc), job, q->checkpoint);

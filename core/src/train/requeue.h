@@ -68,6 +68,9 @@ int fg_requeue_time_is_up(const struct fg_trainer *t);
  * test:SIGTERM): raises the signal at the first batch of the first such pass after step 0,
  * once. */
 void fg_requeue_test_eval(struct fg_trainer *t, const char *prefix);
+/* A requeue signal agreed only once the fit had run its last step (during its last
+ * validation): nothing is left to resume, so the fit finishes instead (every rank calls). */
+void fg_requeue_after_fit(struct fg_trainer *t);
 /* After the epochs: the checkpoint of a stop for a requeue (every rank calls). */
 fg_status fg_requeue_checkpoint(struct fg_trainer *t, fg_error *err);
 /* Instead of the end of a fit: rank 0 runs `scontrol requeue JOB` and says what happened. */

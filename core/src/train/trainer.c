@@ -527,9 +527,12 @@ static fg_status run_verb(fg_trainer *t, fg_error *err)
     case FG_VERB_CHECK: return FG_OK;
     case FG_VERB_FIT: {
         fg_status st = fg_trainer_fit(t, err);
+        int stopped_in_fit = t->requeue.stopped;
         /* a SIGINT or SIGTERM during the fit's last validation: agreed here, not ignored */
         if (st == FG_OK) st = fg_requeue_poll_now(t, err);
         if (st == FG_OK && t->requeue.interrupt_signo) return fg_requeue_interrupted(t, err);
+        if (st == FG_OK && t->requeue.stopped && !stopped_in_fit)
+            fg_requeue_after_fit(t); /* no step left to checkpoint: finish, not requeue */
         if (st == FG_OK) st = t->requeue.stopped ? fg_requeue_submit(t, err) : finish_fit(t, err);
         else save_after_failure(t, err);
         return st;
