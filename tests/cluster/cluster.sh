@@ -6,6 +6,8 @@
 #   cluster.sh down      stop everything and remove the namespaces, veths and bridge
 #   cluster.sh run CMD   run CMD as a client of the cluster (in node n1's namespace, SLURM_CONF set)
 #   cluster.sh node N CMD   run CMD in node N's namespace (n1, n2): tc, ip link
+#   cluster.sh shape on|off   1 Gbit/s (tbf) and 1 ms each way (netem, where the kernel has
+#                        sch_netem) on every node's eth0, or no shaping
 #   cluster.sh status    sinfo of the running cluster
 #
 # Root only; installs nothing (tests/install-deps.sh installs slurmctld, slurmd, slurm-client,
@@ -74,7 +76,8 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$DIR/munge/munge.sock
+# cred_expire: also how long a requeued job waits before it may start again (default 120 s)
+AuthInfo=socket=$DIR/munge/munge.sock,cred_expire=10
 StateSaveLocation=$DIR/ctld
 SlurmdSpoolDir=$DIR/spool/%n
 SlurmctldPidFile=$DIR/run/slurmctld.pid
@@ -90,6 +93,8 @@ JobAcctGatherType=jobacct_gather/none
 MpiDefault=none
 SwitchType=switch/none
 SchedulerType=sched/backfill
+# a requeued job is started within seconds of becoming eligible (defaults: 60 s, 30 s)
+SchedulerParameters=sched_interval=2,bf_interval=2
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 ReturnToService=2
@@ -200,6 +205,31 @@ up() {
     echo "cluster: up: ${NODES[*]} idle ($(for n in "${NODES[@]}"; do printf '%s=%s ' "$n" "$(node_ip "$n")"; done)); SLURM_CONF=$CONF"
 }
 
+# shape on|off: egress of every node's eth0 at RATE (tbf), delayed by DELAY (netem) when the
+# kernel has sch_netem; prints what it set. Exit 1 when tbf is refused.
+RATE=${FULGUR_CLUSTER_RATE:-1gbit}
+DELAY=${FULGUR_CLUSTER_DELAY:-1ms}
+shape() {
+    local n netem=yes
+    for n in "${NODES[@]}"; do
+        in_net "$n" tc qdisc del dev eth0 root 2>/dev/null
+    done
+    [ "$1" = on ] || return 0
+    for n in "${NODES[@]}"; do
+        if [ "$netem" = yes ] && in_net "$n" tc qdisc add dev eth0 root handle 1: netem delay "$DELAY" 2>/dev/null; then
+            in_net "$n" tc qdisc add dev eth0 parent 1: handle 2: tbf rate "$RATE" burst 256kb latency 50ms || return 1
+        else
+            netem=no
+            in_net "$n" tc qdisc add dev eth0 root tbf rate "$RATE" burst 256kb latency 50ms || return 1
+        fi
+    done
+    if [ "$netem" = yes ]; then
+        echo "cluster: eth0 of ${NODES[*]}: $RATE (tbf), $DELAY each way (netem)"
+    else
+        echo "cluster: eth0 of ${NODES[*]}: $RATE (tbf); no delay: this kernel has no sch_netem (tc: 'Specified qdisc kind is unknown')"
+    fi
+}
+
 cmd=${1:-}
 shift || true
 case $cmd in
@@ -211,6 +241,7 @@ node)
     shift
     in_net "$n" "$@"
     ;;
+shape) shape "${1:?usage: cluster.sh shape on|off}" ;;
 status) client sinfo -N ;;
-*) die "usage: cluster.sh up|down|run CMD...|node N CMD...|status" ;;
+*) die "usage: cluster.sh up|down|run CMD...|node N CMD...|shape on|off|status" ;;
 esac
