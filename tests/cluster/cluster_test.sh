@@ -260,14 +260,25 @@ step_requeue() {
     sbatch_job 2 1 "$DDP_TESTS/ddp.ini" "${keys[@]}" trainer.final_checkpoint="$WORK/resumed.safetensors"
     wait_file 60 "$WORK/runs/$step/version_0/checkpoints/*.safetensors"
     "$CLUSTER" run scancel --signal=USR1 "$JOB" || fail "scancel --signal=USR1 $JOB failed"
-    wait_line 60 '^requeue: SLURM job [0-9]+ requeued'
+    # scontrol requeue makes Slurm end the job at once, SIGTERM to every process of it, the
+    # scontrol rank 0 started included: when that signal wins the race with slurmctld's reply,
+    # fulgur says "died of signal 15: the job is not requeued" although it is (a defect of
+    # core/src/train/requeue.c, tests/cluster/README.md); the job's restart below is the proof.
+    local requeued='^requeue: SLURM job [0-9]+ requeued' killed='`scontrol requeue [0-9]+` died of signal 15'
+    wait_line 60 "$requeued|$killed"
     stop=$(sed -n 's/^requeue: SIGUSR1 received, stopping after step \([0-9]*\)$/\1/p' "$OUT")
     [ -n "$stop" ] && [ "$stop" -lt $steps ] || { cat "$OUT"; fail "no stop before step $steps"; }
     grep -q "^checkpoint: runs/$step/version_0/checkpoints/requeue.safetensors (epoch [0-9]*, step $stop)" "$OUT" ||
         { cat "$OUT"; fail "no requeue checkpoint at step $stop"; }
     wait_line 60 "^resuming at epoch [0-9]+, batch [0-9]+, step $stop\$"
+    [ "$(job_field Restarts)" = 1 ] || fail "job $JOB: Restarts=$(job_field Restarts), want 1"
     finished_ok
-    [ "$(grep -c '^requeue: SLURM job' "$OUT")" = 1 ] || { cat "$OUT"; fail "requeued more than once"; }
+    [ "$(grep -cE "$requeued|$killed" "$OUT")" = 1 ] || { cat "$OUT"; fail "requeued more than once"; }
+    local v0=interrupted
+    if grep -qE "$killed" "$OUT"; then
+        echo "KNOWN DEFECT: Slurm's SIGTERM killed fulgur's scontrol before its answer: $(grep -E "$killed" "$OUT")"
+        v0=failed
+    fi
     out=$("$PYTHON" "$COMPARE" resumed.safetensors unbroken.safetensors 0) ||
         fail "the resumed run's weights differ from the unbroken run's: $out"
     local a b
@@ -275,7 +286,7 @@ step_requeue() {
     [ -n "$b" ] && [ "$a" = "$b" ] || fail "weights lines differ: resumed '$a', unbroken '$b'"
     must runs.log "$FULGUR" runs runs
     cat runs.log
-    grep -qE "^$step +version_0 +interrupted " runs.log || fail "fulgur runs: no interrupted version_0"
+    grep -qE "^$step +version_0 +$v0 " runs.log || fail "fulgur runs: no $v0 version_0"
     grep -qE "^$step +version_1 +finished +$steps " runs.log || fail "fulgur runs: no finished version_1 at step $steps"
     echo "ok: USR1 -> checkpoint after step $stop, job requeued by fulgur, resumed by Slurm: $a, as the unbroken run ($out)"
 }
