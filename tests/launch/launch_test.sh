@@ -217,7 +217,9 @@ step_requeue_ddp() {
     need_mpirun
     fake_scontrol
     local run=("$MPIRUN" "${MPI_FLAGS[@]}" -n 2 "${F[@]}" fit "$CFG" trainer.max_epochs=100000)
-    PATH="$WORK/bin:$PATH" SLURM_JOB_ID=77 "$MPIRUN" "${MPI_FLAGS[@]}" -n 2 -x PATH -x SLURM_JOB_ID \
+    # --noprefix: mpirun started by its absolute path puts its own folder (/usr/bin) first in
+    # the ranks' PATH, before the fake scontrol, where Slurm's real one lives too
+    PATH="$WORK/bin:$PATH" SLURM_JOB_ID=77 "$MPIRUN" "${MPI_FLAGS[@]}" --noprefix -n 2 -x PATH -x SLURM_JOB_ID \
         "${F[@]}" fit "$CFG" trainer.max_epochs=100000 trainer.max_steps=-1 >run.log 2>&1 &
     local pid=$! p rank1=
     trap 'kill -KILL "$pid" 2>/dev/null' EXIT
