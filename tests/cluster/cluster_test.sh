@@ -251,7 +251,7 @@ step_link_down() {
 step_requeue() {
     local steps=2000 stop out
     # a checkpoint every 100 steps in both runs: the sign that the signalled run is training
-    local keys=(trainer.max_steps=$steps trainer.max_epochs=100000
+    local keys=("trainer.max_steps=$steps" trainer.max_epochs=100000
                 callback.checkpoint.every_n_train_steps=100 callback.checkpoint.every_n_epochs=0)
     sbatch_job 2 1 "$DDP_TESTS/ddp.ini" "${keys[@]}" trainer.final_checkpoint="$WORK/unbroken.safetensors"
     finished_ok
