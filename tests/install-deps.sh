@@ -4,12 +4,15 @@
 # chromium renders report.html in ctest ux.report_render (which skips without it); it is
 # installed without its recommended packages (about 395 MiB, 24 packages, 115 MB to fetch);
 # FULGUR_DEPS_NO_BROWSER=1 leaves it out. clang and its libFuzzer runtime (libclang-rt-14-dev,
-# only recommended by clang) build the fuzz.* targets (tests/fuzz).
+# only recommended by clang) build the fuzz.* targets (tests/fuzz). slurmctld, slurmd,
+# slurm-client and munge (Debian's Slurm 22.05, with srun's mpi/pmix) run the two-node
+# cluster of tests/cluster, in network namespaces (iproute2: ip, tc; util-linux: nsenter).
 set -euo pipefail
 packages=(build-essential cmake pkg-config libinih-dev zlib1g-dev libopenblas-dev
           libopenmpi-dev openmpi-bin libjansson-dev dataset-fashion-mnist tmux python3
           libpng-dev libjpeg-dev python3-pil python3-torchvision clang libclang-rt-14-dev
-          fortunes libdnnl-dev libpcre2-dev)
+          fortunes libdnnl-dev libpcre2-dev slurmctld slurmd slurm-client munge iproute2
+          util-linux)
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 browser=(chromium)
 [ "${FULGUR_DEPS_NO_BROWSER:-0}" = 1 ] && browser=()
