@@ -92,17 +92,15 @@ print(f"nanogpt_recipe: {len(got)} steps, lr {got.get(1)} .. {got.get(101)} (pea
 if worst > 1e-7:
     fails.append(f"lr at it={at}: {got[at + 1]}, get_lr {get_lr(at)} ({worst:.2e} relative)")
 
-# nanoGPT's configure_optimizers: dim >= 2 decays. The example's tensors and shapes:
+# nanoGPT's configure_optimizers: dim >= 2 decays. The example's tensors and shapes, as
+# nanoGPT's GPT with bias = False has them (no linear or layer-norm biases):
 C, V, T, L = 128, 65, 64, 4
-shapes = {"wte.weight": (V, C), "wpe.weight": (T, C), "ln_f.weight": (C,), "ln_f.bias": (C,)}
+shapes = {"wte.weight": (V, C), "wpe.weight": (T, C), "ln_f.weight": (C,)}
 for i in range(L):
     p = f"h.{i}."
-    shapes.update({p + "ln_1.weight": (C,), p + "ln_1.bias": (C,),
-                   p + "attn.qkv.weight": (3 * C, C), p + "attn.qkv.bias": (3 * C,),
-                   p + "attn.proj.weight": (C, C), p + "attn.proj.bias": (C,),
-                   p + "ln_2.weight": (C,), p + "ln_2.bias": (C,),
-                   p + "mlp.fc.weight": (4 * C, C), p + "mlp.fc.bias": (4 * C,),
-                   p + "mlp.proj.weight": (C, 4 * C), p + "mlp.proj.bias": (C,)})
+    shapes.update({p + "ln_1.weight": (C,), p + "attn.qkv.weight": (3 * C, C),
+                   p + "attn.proj.weight": (C, C), p + "ln_2.weight": (C,),
+                   p + "mlp.fc.weight": (4 * C, C), p + "mlp.proj.weight": (C, 4 * C)})
 
 def check_groups(log, exempt):
     lines = open(f"{d}/{log}").read().splitlines()
