@@ -117,16 +117,39 @@ in_net() {
     shift
     nsenter --net="/run/netns/$(ns "$n")" "$@"
 }
+# The folders under /tmp a job needs on every node (FULGUR_CLUSTER_KEEP: the source and
+# build trees, where a clone lives under /tmp): their top folders, /tmp/X, one per line.
+keep_under_tmp() {
+    local p
+    for p in ${FULGUR_CLUSTER_KEEP:-}; do
+        case $p/ in /tmp/?*/) p=${p#/tmp/}; echo "/tmp/${p%%/*}" ;; esac
+    done | sort -u
+}
 # in_node N CMD...: the same with a hostname (UTS namespace) and a /tmp of its own (mount
 # namespace, private propagation), as on a real node: srun's PMIx server keeps per-step
-# folders in /tmp whose names would collide between the nodes otherwise.
+# folders in /tmp whose names would collide between the nodes otherwise. The kept folders
+# are bound again at their own paths inside that /tmp, so every node sees the same trees.
 in_node() {
     local n=$1
     shift
-    mkdir -p "$DIR/tmp/$n"
+    mkdir -p "$DIR/tmp/$n" "$DIR/held/$n"
     chmod 1777 "$DIR/tmp/$n"
-    in_net "$n" unshare --uts --mount --propagation private \
-        sh -c 'hostname "$0" && mount --bind "$1" /tmp && shift && exec "$@"' "$n" "$DIR/tmp/$n" "$@"
+    in_net "$n" unshare --uts --mount --propagation private sh -c '
+        hostname "$0" || exit 1
+        tmp=$1 held=$2 keep=$3
+        shift 3
+        i=0
+        for k in $keep; do
+            mkdir -p "$held/$i" && mount --bind "$k" "$held/$i" || exit 1
+            i=$((i + 1))
+        done
+        mount --bind "$tmp" /tmp || exit 1
+        i=0
+        for k in $keep; do
+            mkdir -p "$k" && mount --bind "$held/$i" "$k" || exit 1
+            i=$((i + 1))
+        done
+        exec "$@"' "$n" "$DIR/tmp/$n" "$DIR/held/$n" "$(keep_under_tmp)" "$@"
 }
 
 start_daemons() {

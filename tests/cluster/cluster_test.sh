@@ -39,7 +39,13 @@ esac
 
 : "${DDP_TESTS:?}" "${SHARDED_TESTS:?}" "${PYTHON:?}" "${SBATCH_FILE:?}"
 "$CLUSTER" run sinfo -h >/dev/null 2>&1 || skip "no cluster running (cluster.up skipped or failed)"
-case $CLUSTER_WORK/ in /tmp/*) fail "CLUSTER_WORK=$CLUSTER_WORK is under /tmp, which each node replaces with its own" ;; esac
+case $CLUSTER_WORK/ in /tmp/?*/) # each node has its own /tmp: only the kept trees are shared
+    top=${CLUSTER_WORK#/tmp/} kept=0
+    top=/tmp/${top%%/*}
+    for k in ${FULGUR_CLUSTER_KEEP:-}; do case $k/ in "$top"/*) kept=1 ;; esac; done
+    [ "$kept" = 1 ] || fail "CLUSTER_WORK=$CLUSTER_WORK is under /tmp, which each node replaces with its own, and not in FULGUR_CLUSTER_KEEP"
+    ;;
+esac
 WORK=$CLUSTER_WORK/$step
 rm -rf "$WORK"
 mkdir -p "$WORK"
