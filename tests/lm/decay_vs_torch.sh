@@ -19,35 +19,15 @@
 set -uo pipefail
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import torch" 2>/dev/null || exit 77
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/torch_run_head.sh"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL [lm.decay_vs_torch]: $*" >&2; exit 1; }
 /usr/bin/python3 "$here/gpt_torch.py" init "$dir" decay || exit 1
 /usr/bin/python3 "$here/gpt_torch.py" train "$dir" decay >"$dir/torch.txt" || exit 1
 /usr/bin/python3 "$here/gpt_torch.py" train "$dir" decay_all >"$dir/torch_all.txt" || exit 1
-cat > "$dir/gpt.ini" <<INI
-[trainer]
-max_epochs = 1
-seed = 7
-log_every_n_steps = 1
-test_after_fit = false
-enable_progress_bar = false
-default_root_dir = $dir/runs
-[backend]
-name = cpu
-threads = 1
-[data]
-name = text
-dir = $dir
-files = corpus.txt
-context = 16
-val_fraction = 0
-train_windows = 200
-batch_size = 4
-num_workers = 0
-shuffle = false
-[model]
-init_from = $dir/init.safetensors
+{ torch_run_head "$dir"
+    cat <<INI
 [layer.wte]
 type = embedding
 num_embeddings = 256
@@ -71,6 +51,7 @@ lr = 0.001
 weight_decay = 0.5
 [callback.csv_logger]
 INI
+} > "$dir/gpt.ini"
 # run NAME ENV... -- OVERRIDES...: fits into $dir/NAME.{log,safetensors}, runs_NAME
 run() {
   local name=$1; shift

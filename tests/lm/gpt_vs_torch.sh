@@ -12,6 +12,7 @@
 set -uo pipefail
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import torch" 2>/dev/null || exit 77
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/torch_run_head.sh"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 mode=${1:-untied}
@@ -20,29 +21,8 @@ tie="" ignore="" pad=""
 [ "$mode" = hf_padded ] && { mode=hf pad="pad_vocab_to = 96"; }
 case $mode in tied|hf) tie="tie = wte" ;; ignore) ignore="ignore_index = 32" ;; esac
 /usr/bin/python3 "$here/gpt_torch.py" init "$dir" "$mode" || exit 1
-cat > "$dir/gpt.ini" <<INI
-[trainer]
-max_epochs = 1
-seed = 7
-log_every_n_steps = 1
-test_after_fit = false
-enable_progress_bar = false
-default_root_dir = $dir/runs
-[backend]
-name = cpu
-threads = 1
-[data]
-name = text
-dir = $dir
-files = corpus.txt
-context = 16
-val_fraction = 0
-train_windows = 200
-batch_size = 4
-num_workers = 0
-shuffle = false
-[model]
-init_from = $dir/init.safetensors
+{ torch_run_head "$dir"
+    cat <<INI
 $ignore
 $pad
 [layer.wte]
@@ -69,6 +49,7 @@ lr = 0.001
 weight_decay = 0.01
 [callback.csv_logger]
 INI
+} > "$dir/gpt.ini"
 "$FULGUR" fit "$dir/gpt.ini" >"$dir/fit.log" 2>&1 || { cat "$dir/fit.log"; exit 1; }
 if [ -n "$pad" ] && ! grep -q "^model: logits rows of 288 for 256 classes" "$dir/fit.log"; then
   echo "FAIL: the logits were not padded"; cat "$dir/fit.log"; exit 1
