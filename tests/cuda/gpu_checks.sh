@@ -7,7 +7,9 @@
 #   bash tests/cuda/gpu_checks.sh --no-bench      (tests and training only, ~3 minutes)
 #   bash tests/cuda/gpu_checks.sh --bench-only    (the benchmark alone)
 #   bash tests/cuda/gpu_checks.sh --lm-bench      (GPT-2 small against PyTorch alone:
-#                                                  tests/bench/bench_lm_cuda.sh, eager)
+#                                                  tests/bench/bench_lm_cuda.sh, eager, and
+#                                                  llm.c beside it when tests/bench/llmc_build.sh
+#                                                  left .gpu/llmc/train_gpt2cu)
 # All of it should fit one 10-minute call; results are written as they come, so a call cut
 # short still brings back what was done (the benchmark runs last).
 #
@@ -179,8 +181,10 @@ if (( bench )); then
     grep -E '^(GPU|mlp|cnn) ' "$OUT/bench.log" | tee -a "$summary"
 fi
 if (( lm_bench )); then
+    # the llm.c anchor when tests/bench/llmc_build.sh put its binary in .gpu/llmc
+    anchor=() && [[ -x $root/.gpu/llmc/train_gpt2cu ]] && anchor=(--llmc "$root/.gpu/llmc/train_gpt2cu")
     check "bench_lm_cuda.sh ran" bash "$root/tests/bench/bench_lm_cuda.sh" --fulgur "$fg/bin/fulgur" \
-        --modes eager --steps 20 >"$OUT/bench_lm.log" 2>&1
+        --modes eager --steps 20 "${anchor[@]}" >"$OUT/bench_lm.log" 2>&1
     grep -vE '^\s*$' "$OUT/bench_lm.log" | tail -n 12 | tee -a "$summary"
 fi
 echo
