@@ -1,4 +1,4 @@
-/* libFuzzer target: the INI reader (core/src/host/config.c) on any text, then every
+/* libFuzzer target: the INI reader (core/src/base/config.c) on any text, then every
  * section and key read back, and an override applied. */
 #include <stdint.h>
 #include <stdlib.h>

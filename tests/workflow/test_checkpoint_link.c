@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "trainer_internal.h"
+#include "checkpoint_link.h"
 
 
 static void write_file(const char *path, const char *text)

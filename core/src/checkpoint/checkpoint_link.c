@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checkpoint_link.h"
 #include "io_status.h"
 #include "output_file.h"
-#include "trainer_internal.h"
 
 #define COPY_CHUNK (1 << 20)
 

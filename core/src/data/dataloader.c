@@ -15,6 +15,7 @@
 #endif
 
 #include "dataloader.h"
+#include "core_util.h"
 
 #include "fulgur/backend.h"
 
@@ -75,13 +76,6 @@ struct fg_dataloader {
     int64_t next_deliver;
     int64_t end;
 };
-
-static double fg_now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static size_t fg_align_up(size_t n, size_t a)
 {

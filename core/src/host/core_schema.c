@@ -6,7 +6,7 @@
 
 #include "fulgur/plugin.h"
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+#include "core_util.h"
 #define NO_RANGE 1, 0
 
 /* "Fraction or count" keys are strings: a value with a '.' is a fraction of the epoch,

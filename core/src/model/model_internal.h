@@ -6,7 +6,7 @@
 #include "loss.h"
 #include "model.h"
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+#include "core_util.h"
 
 static inline size_t align_up(size_t n, size_t a)
 {

@@ -7,7 +7,7 @@
 
 #include "model.h"
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+#include "core_util.h"
 
 struct fg_optimizer {
     fg_optimizer_config oc;

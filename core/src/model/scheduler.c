@@ -8,7 +8,7 @@
 
 #include "model.h"
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+#include "core_util.h"
 #define MAX_MILESTONES 64
 #define NO_RANGE 1, 0
 

@@ -97,10 +97,3 @@ uint32_t fg_step_sink_drain(fg_step_sink *s, int64_t steps, int with_phases, fg_
     pthread_mutex_unlock(&s->lock);
     return k;
 }
-
-double fg_now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}

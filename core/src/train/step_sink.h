@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "core_util.h"
 #include "fulgur/callback.h"
 
 /* Phases the train services time, in step order; their metric names are time/<x>_s. */
@@ -55,8 +56,5 @@ uint32_t fg_step_sink_drain(fg_step_sink *s, int64_t steps, int with_phases, fg_
 
 /* The metric name of a phase: "time/h2d_s", ... */
 const char *fg_phase_name(fg_phase p);
-
-/* Monotonic seconds (trainer_loop.c). */
-double fg_now_seconds(void);
 
 #endif

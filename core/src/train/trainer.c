@@ -24,8 +24,7 @@
 #include "trainer_memory.h"
 #include "trainer_ops.h"
 #include "trainer_precision.h"
-#include "trainer_predict.h"
-#include "generate.h"
+#include "trainer.h"
 
 #define BE(t) ((const fg_backend_vtable *)(t)->backend.vt)
 #define DATA(t) ((const fg_data_vtable *)(t)->data.vt)
@@ -521,7 +520,7 @@ static void save_after_failure(fg_trainer *t, const fg_error *why)
         fprintf(stderr, "fulgur: after \"%s\", the last completed step is saved in %s\n", why->message, path);
 }
 
-static fg_status run_verb(fg_trainer *t, fg_error *err)
+static fg_status run_verb(fg_trainer *t, const fg_trainer_verbs *verbs, fg_error *err)
 {
     switch (t->verb) {
     case FG_VERB_CHECK: return FG_OK;
@@ -541,13 +540,19 @@ static fg_status run_verb(fg_trainer *t, fg_error *err)
         return fg_trainer_evaluate_split(t, &t->val, &t->keys.limit_val, "val", FG_EVENT_VALIDATION_END, err);
     case FG_VERB_TEST:
         return fg_trainer_evaluate_split(t, &t->test, &t->keys.limit_test, "test", FG_EVENT_TEST_END, err);
-    case FG_VERB_PREDICT: return fg_trainer_predict(t, err);
-    case FG_VERB_GENERATE: return fg_trainer_generate(t, err);
+    case FG_VERB_PREDICT:
+    case FG_VERB_GENERATE: {
+        fg_status (*fn)(fg_trainer *, fg_error *) =
+            !verbs ? NULL : t->verb == FG_VERB_PREDICT ? verbs->predict : verbs->generate;
+        return fn ? fn(t, err)
+                  : fg_error_set(err, FG_INTERNAL, "fulgur: the %s verb was not handed to the trainer",
+                                 t->verb == FG_VERB_PREDICT ? "predict" : "generate");
+    }
     }
     return FG_INTERNAL;
 }
 
-fg_status fg_trainer_run(fg_runtime *rt, fg_verb verb, fg_error *err)
+fg_status fg_trainer_run(fg_runtime *rt, fg_verb verb, const fg_trainer_verbs *verbs, fg_error *err)
 {
     fg_trainer t;
     memset(&t, 0, sizeof t);
@@ -571,7 +576,7 @@ fg_status fg_trainer_run(fg_runtime *rt, fg_verb verb, fg_error *err)
         report_model(&t);
         if (verb == FG_VERB_FIT || verb == FG_VERB_CHECK) fg_decay_groups_report(t.model, &t.optim, t.out);
         if (verb == FG_VERB_FIT || verb == FG_VERB_CHECK) st = fg_trainer_report_memory(&t, err);
-        if (st == FG_OK) st = run_verb(&t, err);
+        if (st == FG_OK) st = run_verb(&t, verbs, err);
     }
     st = record_outcome(&t, st, err, err);
     teardown(&t);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "checkpoint_link.h"
 #include "ckpt_sharded.h"
 #include "trainer_ckpt.h"
 #include "trainer_events.h"

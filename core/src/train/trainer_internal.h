@@ -83,8 +83,4 @@ typedef struct fg_trainer {
     fg_requeue requeue;        /* [trainer] requeue_signal */
 } fg_trainer;
 
-/* checkpoint/checkpoint_link.c: dst (a checkpoint's second name) made a hard link of src,
- * or a copy where the file system has none, through a temporary name and a rename. */
-fg_status fg_checkpoint_link(const char *src, const char *dst, fg_error *err);
-
 #endif

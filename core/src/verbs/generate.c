@@ -23,10 +23,10 @@
 
 #include "config.h"
 #include "core_schema.h"
+#include "core_util.h"
 #include "decode.h"
 #include "generate.h"
 #include "generate_text.h"
-#include "step_sink.h"
 #include "trainer_internal.h"
 #include "utf8.h"
 

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core_util.h"
 #include "tokenize_input.h"
 #include "tokenize_shards.h"
 #include "tokenizer.h"
@@ -41,13 +42,6 @@ typedef struct pipeline {
     pthread_mutex_t mu;
     pthread_cond_t work, done;
 } pipeline;
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* One chunk's ids: the end-of-text token first when it starts a document. */
 static fg_status encode_chunk(pipeline *p, fg_token_encoder *enc, slot *s)
@@ -114,7 +108,7 @@ typedef struct run_state {
 
 static void progress(run_state *r, const fg_tok_reader *rd, FILE *out, int final, int threads)
 {
-    double t = now_seconds(), dt = t - r->t0;
+    double t = fg_now_seconds(), dt = t - r->t0;
     if (!final && t - r->last_progress < (r->tty ? 0.5 : 10.0)) /* a log: a line per 10 s */
         return;
     r->last_progress = t;
@@ -246,7 +240,7 @@ static fg_status start_and_run(pipeline *p, const fg_tokenize_options *o, FILE *
     run_state r = {0};
     fg_shard_writer_init(&r.train, o->out_dir, "train", o->shard_tokens);
     fg_shard_writer_init(&r.val, o->out_dir, "val", o->shard_tokens);
-    r.t0 = r.last_progress = now_seconds();
+    r.t0 = r.last_progress = fg_now_seconds();
     r.tty = isatty(fileno(out));
     pthread_t *tids = calloc((size_t)o->threads, sizeof *tids);
     if (!tids)

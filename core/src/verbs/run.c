@@ -1,26 +1,10 @@
 /* fg_runtime_run: start the configured plugins and run a verb. */
 #include "fulgur/comm.h"
+#include "generate.h"
 #include "io_status.h"
 #include "runtime.h"
 #include "trainer.h"
-
-int fg_status_exit_code(fg_status st, int configuring)
-{
-    if (st == FG_STATUS_IO)
-        return 4; /* a write failed for lack of space or a device fault: not the input's fault */
-    if (st == FG_STATUS_SIGINT)
-        return 130;
-    if (st == FG_STATUS_SIGTERM)
-        return 143;
-    switch (st) {
-    case FG_OK: return 0;
-    case FG_INVALID_ARGUMENT:
-    case FG_NOT_FOUND:
-    case FG_UNAVAILABLE:
-    case FG_INCOMPATIBLE: return 2;
-    default: return configuring ? 2 : 1;
-    }
-}
+#include "trainer_predict.h"
 
 /* A rank that fails alone would leave the others blocked in their next collective until
  * the timeout: end the job from here, with the reason. */
@@ -41,7 +25,10 @@ fg_status fg_runtime_run(fg_runtime *rt, fg_verb verb, fg_error *err)
     if (!rt->cfg)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "fulgur: run before configure");
     fg_status st = fg_runtime_init_plugins(rt, err);
-    if (st == FG_OK) st = fg_trainer_run(rt, verb, err);
+    if (st == FG_OK) {
+        const fg_trainer_verbs verbs = {fg_trainer_predict, fg_trainer_generate};
+        st = fg_trainer_run(rt, verb, &verbs, err);
+    }
     /* every rank of an interrupted fit stopped at the same step: nothing to abort */
     if (st != FG_OK && st != FG_STATUS_SIGINT && st != FG_STATUS_SIGTERM) abort_job(rt, st, err);
     fg_runtime_deinit_plugins(rt);

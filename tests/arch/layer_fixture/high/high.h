@@ -1,0 +1,2 @@
+/* The top layer of the fixture. */
+int high_value(void);

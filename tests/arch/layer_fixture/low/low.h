@@ -1,0 +1,2 @@
+/* The bottom layer of the fixture. */
+int low_value(void);
