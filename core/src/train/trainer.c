@@ -26,6 +26,7 @@
 #include "trainer_precision.h"
 #include "trainer_predict.h"
 #include "generate.h"
+#include "trainer_export.h"
 
 #define BE(t) ((const fg_backend_vtable *)(t)->backend.vt)
 #define DATA(t) ((const fg_data_vtable *)(t)->data.vt)
@@ -381,10 +382,11 @@ static void bind_callbacks(fg_trainer *t)
     }
 }
 
-/* check and generate leave no run behind: generate is called per prompt, like a filter. */
+/* check, generate and export leave no run behind: generate is called per prompt, like a filter. */
 static fg_status make_run_dir(fg_trainer *t, fg_error *err)
 {
-    if (t->verb == FG_VERB_CHECK || t->verb == FG_VERB_GENERATE) return FG_OK;
+    if (t->verb == FG_VERB_CHECK || t->verb == FG_VERB_GENERATE || t->verb == FG_VERB_EXPORT)
+        return FG_OK;
     const char *root = fg_config_get(t->cfg, "trainer", "default_root_dir");
     const char *name = fg_config_get(t->cfg, "trainer", "name");
     if (t->rank != 0) return FG_OK;
@@ -543,6 +545,7 @@ static fg_status run_verb(fg_trainer *t, fg_error *err)
         return fg_trainer_evaluate_split(t, &t->test, &t->keys.limit_test, "test", FG_EVENT_TEST_END, err);
     case FG_VERB_PREDICT: return fg_trainer_predict(t, err);
     case FG_VERB_GENERATE: return fg_trainer_generate(t, err);
+    case FG_VERB_EXPORT: return fg_trainer_export(t, err);
     }
     return FG_INTERNAL;
 }
