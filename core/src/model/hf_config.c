@@ -329,3 +329,19 @@ fg_status fg_hf_config_apply(fg_config *cfg, fg_error *err)
                                 "the config.json beside [model] init_from", err);
     return st;
 }
+
+void fg_hf_config_print(const fg_config *cfg, FILE *out)
+{
+    const char *path = fg_config_get(cfg, "model", "hf_config");
+    if (!path || !*path)
+        return;
+    fprintf(out, "hf_config %s: the layers it gives, as INI\n", path);
+    for (size_t s = 0; s < 4; s++) {
+        fprintf(out, "[%s]\n", sections[s]);
+        for (size_t i = 0; i < fg_config_entry_count(cfg, sections[s]); i++) {
+            const char *key = fg_config_entry_key(cfg, sections[s], i);
+            fprintf(out, "%s = %s    ; %s\n", key, fg_config_get(cfg, sections[s], key),
+                    fg_config_origin(cfg, sections[s], key));
+        }
+    }
+}

@@ -6,6 +6,8 @@
 #ifndef FG_HF_CONFIG_H
 #define FG_HF_CONFIG_H
 
+#include <stdio.h>
+
 #include "config.h"
 
 /* [model] hf_config, or else the config.json beside [model] init_from when the INI has no
@@ -17,5 +19,9 @@ fg_status fg_hf_config_apply(fg_config *cfg, fg_error *err);
 
 /* The config.json fg_hf_config_apply reads (path in out), or "" when none applies. */
 void fg_hf_config_path(const fg_config *cfg, char *out, size_t cap);
+
+/* `fulgur check`: the layer sections as the INI would write them, each key with its origin
+ * (nothing when no config.json was read). */
+void fg_hf_config_print(const fg_config *cfg, FILE *out);
 
 #endif

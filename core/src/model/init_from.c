@@ -205,7 +205,8 @@ fg_status fg_model_init_from(const fg_model *m, const char *path, fg_weights_lay
              ? fg_init_from_llama(m, c, strict, params, buffers, res, err)
              : load_all(m, c, res->layout, strict, params, buffers, res, err);
     size_t file_tensors = fg_ckpt_tensor_count(c);
-    res->unused = file_tensors > res->loaded ? file_tensors - res->loaded : 0;
+    if (res->layout != FG_WEIGHTS_HF_LLAMA) /* which counts its own: extras fail there */
+        res->unused = file_tensors > res->loaded ? file_tensors - res->loaded : 0;
     fg_ckpt_close(c);
     return st;
 }

@@ -74,12 +74,16 @@ static int head_is_tied(const fg_model *m)
 
 /* Every file tensor was read (or is derived from the config). */
 static fg_status check_all_used(const fg_model *m, const fg_ckpt *c, const unsigned char *used,
-                                fg_error *err)
+                                fg_init_from_result *res, fg_error *err)
 {
     for (size_t i = 0; i < fg_ckpt_tensor_count(c); i++) {
         const char *name = fg_ckpt_tensor_name(c, i);
-        if (used[i] || fg_hf_llama_is_derived(name))
+        if (used[i])
             continue;
+        if (fg_hf_llama_is_derived(name)) {
+            res->unused++;
+            continue;
+        }
         int tied_head = strcmp(name, "lm_head.weight") == 0 && head_is_tied(m);
         return fg_error_set(err, FG_INVALID_ARGUMENT, "init_from %s: tensor '%s' has no place "
                             "in the model%s", fg_ckpt_path(c), name,
@@ -117,7 +121,7 @@ fg_status fg_init_from_llama(const fg_model *m, fg_ckpt *c, int strict, float *p
         fg_init_from_note_kept(res, t->name);
     }
     if (st == FG_OK)
-        st = check_all_used(m, c, used, err);
+        st = check_all_used(m, c, used, res, err);
     free(used);
     return st;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hf_config.h"
 #include "init_from.h"
 #include "io_status.h"
 #include "optimizer.h"
@@ -572,6 +573,7 @@ fg_status fg_trainer_run(fg_runtime *rt, fg_verb verb, fg_error *err)
     fg_status st = setup(&t, err);
     if (st == FG_OK) {
         report_model(&t);
+        if (verb == FG_VERB_CHECK) fg_hf_config_print(t.cfg, t.out);
         if (verb == FG_VERB_FIT || verb == FG_VERB_CHECK) fg_decay_groups_report(t.model, &t.optim, t.out);
         if (verb == FG_VERB_FIT || verb == FG_VERB_CHECK) st = fg_trainer_report_memory(&t, err);
         if (st == FG_OK) st = run_verb(&t, err);
