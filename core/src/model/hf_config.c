@@ -282,11 +282,14 @@ static fg_status expand(fg_config *cfg, const hf_json *j, fg_error *err)
     return st;
 }
 
-static int has_layer_section(const fg_config *cfg)
+/* A [layer.*] section config.json does not make. */
+static int has_other_layer(const fg_config *cfg)
 {
-    for (size_t i = 0; i < fg_config_section_count(cfg); i++)
-        if (strncmp(fg_config_section_name(cfg, i), "layer.", 6) == 0)
+    for (size_t i = 0; i < fg_config_section_count(cfg); i++) {
+        const char *name = fg_config_section_name(cfg, i);
+        if (strncmp(name, "layer.", 6) == 0 && !in_list(name, sections, 4))
             return 1;
+    }
     return 0;
 }
 
@@ -297,7 +300,7 @@ void fg_hf_config_path(const fg_config *cfg, char *out, size_t cap)
     out[0] = '\0';
     if (key && *key) {
         snprintf(out, cap, "%s", key);
-    } else if (init && *init && !has_layer_section(cfg)) {
+    } else if (init && *init && !has_other_layer(cfg)) {
         char *dup = strdup(init);
         if (dup)
             snprintf(out, cap, "%s/config.json", dirname(dup));

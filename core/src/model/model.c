@@ -92,7 +92,7 @@ static const fg_option model_options[] = {
     {"hf_config", FG_OPT_STRING, "", 1, 0, NULL,
      "a Hugging Face config.json (model_type llama) whose shape becomes the layers "
      "[layer.embed_tokens], [layer.layers], [layer.norm], [layer.lm_head]; empty: "
-     "init_from's folder's config.json when the file has no [layer.*] section"},
+     "init_from's folder's config.json when the file has no other [layer.*] section"},
     {"recompute", FG_OPT_BOOL, "false", 1, 0, NULL,
      "activation recomputation: every transformer_block keeps only its input and "
      "recomputes its activations in backward (a block's own recompute key wins)"},
