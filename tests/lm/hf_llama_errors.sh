@@ -70,4 +70,19 @@ case_ other_layer '' "[layer.wte]: with [model] hf_config ($dir/other_layer/conf
 case_ context 'c["max_position_embeddings"] = 8' \
     "[data] context = 16 is longer than $dir/context/config.json: max_position_embeddings = 8"
 case_ export_no_out '' "fulgur export needs --out DIR" '' export
+# export of a model the layout cannot hold (a GELU block with biases, learned positions)
+mkdir -p "$dir/gpt"
+{ torch_run_head "$dir" | grep -v '^init_from'
+  printf '[layer.wte]\ntype = embedding\nnum_embeddings = 256\nembedding_dim = 32\n'
+  printf '[layer.h]\ntype = transformer_block\nheads = 4\n[layer.lm_head]\ntype = linear\n'
+  printf 'out_features = 256\n'; } > "$dir/gpt/run.ini"
+"$FULGUR" export "$dir/gpt/run.ini" --out "$dir/gpt/out" >"$dir/gpt/out.log" 2>&1
+rc=$?
+want="run.ini:26: [layer.h] (transformer_block): the Hugging Face Llama layout needs norm = rmsnorm, mlp = swiglu"
+if [ $rc -eq 2 ] && grep -qF "$want" "$dir/gpt/out.log" && [ ! -e "$dir/gpt/out/model.safetensors" ]; then
+    echo "ok: export_gpt: $(cat "$dir/gpt/out.log" | tail -1)"
+else
+    echo "FAIL: export_gpt: exit $rc, expected 2, no file and: $want"; cat "$dir/gpt/out.log"
+    failures=$((failures + 1))
+fi
 exit $((failures > 0))
