@@ -10,6 +10,8 @@ the files a Hugging Face checkpoint folder holds: model.safetensors (written by 
   hf_llama_torch.py train FOLDER [FILE]           50 AdamW steps (lr 1e-3, wd 0.01) from FILE
       (default FOLDER/model.safetensors) on the windows fulgur's text plugin draws (seed 7,
       context 16, batch 4, in order), one loss per line
+  hf_llama_torch.py loss FOLDER TOKENS T B SEED   the loss of the first batch fulgur's tokens
+      plugin draws from the llm.c shard TOKENS (windows of T + 1, seeded, in order)
 Exit 77 (skip) without torch."""
 import json
 import os
@@ -212,9 +214,28 @@ def train(folder, path):
         print(f"{loss.item():.9g}")
 
 
+def first_loss(folder, tokens, t, b, seed):
+    import numpy
+    cfg = json.load(open(f"{folder}/config.json"))
+    model = LlamaForCausalLM(cfg)
+    state = load(f"{folder}/model.safetensors")
+    if cfg["tie_word_embeddings"]:
+        state["lm_head.weight"] = state["model.embed_tokens.weight"]
+    model.load_state_dict(state)
+    ids = torch.from_numpy(numpy.fromfile(tokens, dtype=numpy.uint16)[512:].astype("int64"))
+    starts = len(ids) - t
+    idx = [window_start(seed, 0, i, starts) for i in range(b)]
+    x = torch.stack([ids[s:s + t] for s in idx])
+    y = torch.stack([ids[s + 1:s + t + 1] for s in idx])
+    with torch.no_grad():
+        print(f"{F.cross_entropy(model(x).view(-1, cfg['vocab_size']), y.view(-1)).item():.9g}")
+
+
 if __name__ == "__main__":
     torch.set_num_threads(1)
     if sys.argv[1] == "init":
         init(sys.argv[2], sys.argv[3:])
+    elif sys.argv[1] == "loss":
+        first_loss(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]))
     else:
         train(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else f"{sys.argv[2]}/model.safetensors")
