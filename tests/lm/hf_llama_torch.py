@@ -12,6 +12,9 @@ the files a Hugging Face checkpoint folder holds: model.safetensors (written by 
       context 16, batch 4, in order), one loss per line
   hf_llama_torch.py loss FOLDER TOKENS T B SEED   the loss of the first batch fulgur's tokens
       plugin draws from the llm.c shard TOKENS (windows of T + 1, seeded, in order)
+HF_ROPE=interleaved in the environment rotates adjacent pairs (Meta's original layout, which
+Hugging Face's conversion permutes q_proj and k_proj away from) instead: the control that
+shows the comparison tells the two conventions apart. HF_STEPS=N trains N steps.
 Exit 77 (skip) without torch."""
 import json
 import os
@@ -26,7 +29,9 @@ except ImportError:
     sys.exit(77)
 from gpt_torch import corpus, window_start  # noqa: E402
 
-T, B, STEPS, SEED = 16, 4, 50, 7
+T, B, SEED = 16, 4, 7
+STEPS = int(os.environ.get("HF_STEPS", "50"))
+INTERLEAVED = os.environ.get("HF_ROPE") == "interleaved"
 DEFAULTS = dict(vocab=256, hidden=32, inter=64, layers=2, heads=4, kv_heads=2, theta=10000.0,
                 eps=1e-5, tied=0, dtype="F32")
 
@@ -59,6 +64,10 @@ class Attention(torch.nn.Module):
         d = self.d
         inv_freq = 1.0 / (self.theta ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d))
         freqs = torch.outer(torch.arange(x.shape[2]).float(), inv_freq)
+        if INTERLEAVED:  # pairs (2i, 2i + 1) turn by freqs[:, i]
+            cos, sin = freqs.cos().repeat_interleave(2, -1), freqs.sin().repeat_interleave(2, -1)
+            pairs = torch.stack((-x[..., 1::2], x[..., ::2]), dim=-1).flatten(-2)
+            return x * cos + pairs * sin
         emb = torch.cat((freqs, freqs), dim=-1)
         return x * emb.cos() + rotate_half(x) * emb.sin()
 
