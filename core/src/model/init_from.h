@@ -1,5 +1,5 @@
 /* Starting a model from pretrained weights: a weights-only safetensors file (PyTorch's
- * save_file of a state dict, a fulgur checkpoint, or Hugging Face's GPT-2
+ * save_file of a state dict, a fulgur checkpoint, or Hugging Face's GPT-2 or Llama
  * model.safetensors) read into the host parameter and buffer regions after the seeded
  * initialisation, matched by tensor name with shapes checked. Nothing of the trainer's or
  * the optimizer's state is read: training starts at step 0. */
