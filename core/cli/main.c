@@ -25,6 +25,9 @@ static const char usage_text[] =
     "           [--top-k K] [--seed S] [--tokenizer PATH]\n"
     "                                          a language model's continuation (bytes, or the\n"
     "                                          tokens of [generate] tokenizer)\n"
+    "  export CONFIG [--ckpt-path X] --out DIR [--dtype f32|bf16]\n"
+    "                                          the weights (init_from's, or X's) as Hugging\n"
+    "                                          Face Llama model.safetensors + config.json\n"
     "  check CONFIG [section.key=value]...     validate the config, start the plugins, open the\n"
     "                                          data and build the model; train nothing\n"
     "  plugins                                 list every plugin found, and why any was refused\n"
@@ -67,8 +70,9 @@ typedef struct cli {
     int arg_count;
     char ckpt_override[4200]; /* --ckpt-path X becomes the override trainer.ckpt_path=X */
     const char *report;       /* runs --report FILE */
-    /* generate's --prompt, --max-new-tokens, ...: the overrides generate.KEY=VALUE */
-    char gen_overrides[6][4200];
+    /* generate's --prompt, --max-new-tokens, ..., export's --out, --dtype: the overrides
+     * generate.KEY=VALUE, export.KEY=VALUE */
+    char gen_overrides[8][4200];
     int gen_count;
     int allow_nonfinite;      /* --allow-nonfinite: the override trainer.allow_nonfinite=true */
     char **tok_argv;          /* tokenize's own arguments, parsed by run_tokenize */
@@ -83,15 +87,18 @@ static int usage_error(const char *fmt, const char *arg)
     return EXIT_USAGE;
 }
 
-/* The [generate] key of a generate option (--prompt, --max-new-tokens=N, ...), or NULL. */
+/* The SECTION.KEY of a verb's own option (generate's --prompt, --max-new-tokens=N, ...;
+ * export's --out, --dtype), or NULL; SECTION is the verb. */
 static const char *generate_option(const char *a)
 {
-    static const char *const opts[][2] = {{"--prompt", "prompt"},
-                                          {"--max-new-tokens", "max_new_tokens"},
-                                          {"--temperature", "temperature"},
-                                          {"--top-k", "top_k"},
-                                          {"--seed", "seed"},
-                                          {"--tokenizer", "tokenizer"}};
+    static const char *const opts[][2] = {{"--prompt", "generate.prompt"},
+                                          {"--max-new-tokens", "generate.max_new_tokens"},
+                                          {"--temperature", "generate.temperature"},
+                                          {"--top-k", "generate.top_k"},
+                                          {"--seed", "generate.seed"},
+                                          {"--tokenizer", "generate.tokenizer"},
+                                          {"--out", "export.out"},
+                                          {"--dtype", "export.dtype"}};
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
         size_t n = strlen(opts[i][0]);
         if (strncmp(a, opts[i][0], n) == 0 && (a[n] == '\0' || a[n] == '='))
@@ -119,9 +126,9 @@ static int parse_args(int argc, char **argv, cli *c)
             const char *key = generate_option(a), *eq = strchr(a, '=');
             const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
             if (!v) return usage_error("%s needs a value", a);
-            if (c->gen_count == 6) return usage_error("%s: too many generate options", a);
+            if (c->gen_count == 8) return usage_error("%s: too many generate or export options", a);
             snprintf(c->gen_overrides[c->gen_count++], sizeof c->gen_overrides[0],
-                     "generate.%s=%s", key, v);
+                     "%s=%s", key, v);
         } else if (strcmp(a, "--allow-nonfinite") == 0) {
             c->allow_nonfinite = 1;
         } else if (strcmp(a, "--report") == 0 || strncmp(a, "--report=", 9) == 0) {
@@ -169,7 +176,8 @@ static int run_verb(fg_runtime *rt, const cli *c, const char *cmd)
 {
     static const struct { const char *name; int verb; } verbs[] = {
         {"fit", FG_VERB_FIT}, {"validate", FG_VERB_VALIDATE}, {"test", FG_VERB_TEST},
-        {"predict", FG_VERB_PREDICT}, {"check", FG_VERB_CHECK}, {"generate", FG_VERB_GENERATE}};
+        {"predict", FG_VERB_PREDICT}, {"check", FG_VERB_CHECK}, {"generate", FG_VERB_GENERATE},
+        {"export", FG_VERB_EXPORT}};
     int verb = -1;
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
         if (strcmp(verbs[i].name, cmd) == 0) verb = verbs[i].verb;
@@ -179,9 +187,14 @@ static int run_verb(fg_runtime *rt, const cli *c, const char *cmd)
     int n = 0;
     for (int i = 2; i < c->arg_count; i++) overrides[n++] = c->args[i];
     if (c->ckpt_override[0]) overrides[n++] = c->ckpt_override;
-    if (c->gen_count && verb != FG_VERB_GENERATE)
-        return usage_error("%s belongs to 'fulgur generate'", c->gen_overrides[0]);
-    for (int i = 0; i < c->gen_count; i++) overrides[n++] = c->gen_overrides[i];
+    for (int i = 0; i < c->gen_count; i++) {
+        const char *o = c->gen_overrides[i];
+        int own = strncmp(o, cmd, strlen(cmd)) == 0 && o[strlen(cmd)] == '.';
+        if (!own || (verb != FG_VERB_GENERATE && verb != FG_VERB_EXPORT))
+            return usage_error("%s belongs to another command (fulgur generate's --prompt, "
+                               "..., fulgur export's --out and --dtype)", o);
+        overrides[n++] = o;
+    }
     if (c->allow_nonfinite) overrides[n++] = "trainer.allow_nonfinite=true";
     fg_error err = {0};
     fg_status st = fg_runtime_configure(rt, c->args[1], overrides, n, &err);

@@ -1,7 +1,8 @@
-# torch_run_head DIR: the part of the fulgur config that every comparison with a PyTorch
-# reference in tests/lm shares (one CPU thread, the text corpus in DIR read in order, 200
-# windows of 16, the weights the reference wrote in DIR/init.safetensors); the test appends
-# its [model] keys and layers. Sourced by gpt_vs_torch.sh, llama_vs_torch.sh, decay_vs_torch.sh.
+# torch_run_head DIR [WEIGHTS]: the part of the fulgur config that every comparison with a
+# PyTorch reference in tests/lm shares (one CPU thread, the text corpus in DIR read in order,
+# 200 windows of 16, the weights the reference wrote in DIR/WEIGHTS, init.safetensors by
+# default); the test appends its [model] keys and layers. Sourced by gpt_vs_torch.sh,
+# llama_vs_torch.sh, decay_vs_torch.sh, hf_llama_vs_torch.sh, hf_llama_export.sh.
 torch_run_head() {
     cat <<INI
 [trainer]
@@ -25,6 +26,6 @@ batch_size = 4
 num_workers = 0
 shuffle = false
 [model]
-init_from = $1/init.safetensors
+init_from = $1/${2:-init.safetensors}
 INI
 }

@@ -225,20 +225,22 @@ static void test_schemas(void)
         CHECK(o && n >= 1 && strcmp(o[0].key, "type") == 0);
     }
     o = fg_model_schema(&n);
-    CHECK(o && n == 9);
+    CHECK(o && n == 10);
     if (o) {
         CHECK_STR(o[0].key, "input");
         CHECK_STR(o[1].default_value, "softmax_cross_entropy");
         CHECK_STR(o[2].key, "ignore_index");
         CHECK_STR(o[3].key, "init_from");
         CHECK_STR(o[4].default_value, "true");
-        CHECK_STR(o[5].choices, "auto|fulgur|hf_gpt2");
-        CHECK_STR(o[6].key, "recompute");
-        CHECK_STR(o[6].default_value, "false");
-        CHECK_STR(o[7].key, "pad_vocab_to");
-        CHECK_STR(o[7].default_value, "0");
-        CHECK_STR(o[8].key, "scaled_residual_init");
-        CHECK_STR(o[8].default_value, "false");
+        CHECK_STR(o[5].choices, "auto|fulgur|hf_gpt2|hf_llama");
+        CHECK_STR(o[6].key, "hf_config");
+        CHECK_STR(o[6].default_value, "");
+        CHECK_STR(o[7].key, "recompute");
+        CHECK_STR(o[7].default_value, "false");
+        CHECK_STR(o[8].key, "pad_vocab_to");
+        CHECK_STR(o[8].default_value, "0");
+        CHECK_STR(o[9].key, "scaled_residual_init");
+        CHECK_STR(o[9].default_value, "false");
     }
     o = fg_layer_schema("transformer_block", &n);
     CHECK(o && n >= 1 && strcmp(o[n - 1].key, "recompute") == 0);

@@ -55,7 +55,8 @@ typedef enum fg_verb {
     FG_VERB_TEST = 3,
     FG_VERB_PREDICT = 4,
     FG_VERB_CHECK = 5, /* set everything up (plugins, data, model, replicas), train nothing */
-    FG_VERB_GENERATE = 6 /* a language model's continuation of [generate] prompt */
+    FG_VERB_GENERATE = 6, /* a language model's continuation of [generate] prompt */
+    FG_VERB_EXPORT = 7    /* the weights in Hugging Face's layout to [export] out */
 } fg_verb;
 
 /* Runs a verb on the configured runtime. Under a comm with more than one rank, a failure

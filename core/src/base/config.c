@@ -662,6 +662,27 @@ fg_status fg_config_set(fg_config *cfg, const char *section, const char *key,
     return set_value(cfg, section, key, value, dup_string("default"), err);
 }
 
+fg_status fg_config_set_from(fg_config *cfg, const char *section, const char *key,
+                             const char *value, const char *origin, fg_error *err)
+{
+    if (!cfg || !section || !key || !value || !origin || !*section || !*key)
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "fg_config_set_from: section, key, value and origin must be given");
+    return set_value(cfg, section, key, value, dup_string(origin), err);
+}
+
+void fg_config_move_section_last(fg_config *cfg, const char *section)
+{
+    fg_config_section *sec = find_section(cfg, section);
+    if (!sec)
+        return;
+    fg_config_section keep = *sec;
+    size_t at = (size_t)(sec - cfg->sections);
+    memmove(&cfg->sections[at], &cfg->sections[at + 1],
+            (cfg->count - at - 1) * sizeof *cfg->sections);
+    cfg->sections[cfg->count - 1] = keep;
+}
+
 /* ---- reading --------------------------------------------------------------------- */
 
 const char *fg_config_path(const fg_config *cfg)

@@ -24,6 +24,12 @@ fg_status fg_config_override(fg_config *cfg, const char *assignment, fg_error *e
 /* Sets a value from code (defaults filled in by the core); origin "default". */
 fg_status fg_config_set(fg_config *cfg, const char *section, const char *key,
                         const char *value, fg_error *err);
+/* The same with the entry's origin given ("config.json: hidden_size"); a missing section is
+ * appended with that origin. */
+fg_status fg_config_set_from(fg_config *cfg, const char *section, const char *key,
+                             const char *value, const char *origin, fg_error *err);
+/* Moves a section after every other (nothing when there is none of that name). */
+void fg_config_move_section_last(fg_config *cfg, const char *section);
 
 const char *fg_config_path(const fg_config *cfg);
 size_t fg_config_section_count(const fg_config *cfg);

@@ -68,6 +68,12 @@ static const fg_option plugins_options[] = {
     {"path", FG_OPT_LIST, "", NO_RANGE, NULL, "extra plugin folders, searched after --plugin-path; relative to the config file"},
 };
 
+/* fulgur export's (the command line's --out and --dtype set them). */
+static const fg_option export_options[] = {
+    {"out", FG_OPT_STRING, "", NO_RANGE, NULL, "the folder (made when absent) that gets model.safetensors and config.json in Hugging Face's Llama layout"},
+    {"dtype", FG_OPT_ENUM, "f32", 1, 0, "f32|bf16", "the dtype of the exported tensors (bf16: rounded to nearest even)"},
+};
+
 /* fulgur generate's (the command line's --prompt, --max-new-tokens, ... set them). */
 static const fg_option generate_options[] = {
     {"prompt", FG_OPT_STRING, "", NO_RANGE, NULL, "text the continuation follows (bytes as tokens); empty: start from nothing"},
@@ -99,11 +105,12 @@ static const section_schema core_schemas[] = {
     {"comm", comm_options, COUNT(comm_options)},
     {"plugins", plugins_options, COUNT(plugins_options)},
     {"generate", generate_options, COUNT(generate_options)},
+    {"export", export_options, COUNT(export_options)},
 };
 
 const char *const fg_core_sections[] = {"trainer", "backend", "precision", "strategy", "comm",
                                         "data", "model", "optimizer", "scheduler", "plugins",
-                                        "generate"};
+                                        "generate", "export"};
 const size_t fg_core_section_count = COUNT(fg_core_sections);
 const char *const fg_core_section_prefixes[] = {"layer.", "callback."};
 const size_t fg_core_section_prefix_count = COUNT(fg_core_section_prefixes);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core_schema.h"
+#include "hf_config.h"
 #include "section_schema.h"
 
 const char *fg_version(void) { return FULGUR_VERSION; }
@@ -174,6 +175,8 @@ fg_status fg_runtime_configure(fg_runtime *rt, const char *path, const char *con
         st = fg_config_override(rt->cfg, overrides[i], err);
         if (st != FG_OK) return st;
     }
+    st = fg_hf_config_apply(rt->cfg, err); /* config.json's layers, before any check */
+    if (st != FG_OK) return st;
     st = fg_config_check_sections(rt->cfg, fg_core_sections, fg_core_section_count,
                                   fg_core_section_prefixes, fg_core_section_prefix_count, err);
     if (st == FG_OK) st = add_config_plugin_paths(rt, err);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "checkpoint.h"
+#include "hf_llama.h"
 
 /* The GPT-2 modules Hugging Face stores as Conv1D: weight (in, out). */
 static const struct {
@@ -26,9 +27,14 @@ static int has_suffix(const char *s, const char *suffix)
 
 static fg_weights_layout detect_layout(const fg_ckpt *c)
 {
-    for (size_t i = 0; i < fg_ckpt_tensor_count(c); i++)
-        if (has_suffix(fg_ckpt_tensor_name(c, i), ".attn.c_attn.weight"))
+    for (size_t i = 0; i < fg_ckpt_tensor_count(c); i++) {
+        const char *name = fg_ckpt_tensor_name(c, i);
+        if (has_suffix(name, ".attn.c_attn.weight"))
             return FG_WEIGHTS_HF_GPT2;
+        if (strcmp(name, "model.embed_tokens.weight") == 0 ||
+            strncmp(name, "model.layers.", strlen("model.layers.")) == 0)
+            return FG_WEIGHTS_HF_LLAMA;
+    }
     return FG_WEIGHTS_FULGUR;
 }
 
@@ -121,8 +127,8 @@ static fg_status check_shape(const fg_tensor_info *t, const char *path, const ch
                         transposed ? " (stored transposed, as Hugging Face's Conv1D)" : "");
 }
 
-static fg_status load_tensor(fg_ckpt *c, const fg_tensor_info *t, const char *fname,
-                             int transposed, float *dst, fg_error *err)
+fg_status fg_init_from_tensor(fg_ckpt *c, const fg_tensor_info *t, const char *fname,
+                              int transposed, float *dst, fg_error *err)
 {
     fg_dtype dtype;
     int rank;
@@ -144,7 +150,7 @@ static fg_status load_tensor(fg_ckpt *c, const fg_tensor_info *t, const char *fn
     return st;
 }
 
-static void note_kept(fg_init_from_result *res, const char *name)
+void fg_init_from_note_kept(fg_init_from_result *res, const char *name)
 {
     size_t len = strlen(res->kept_names);
     if (len + strlen(name) + 6 >= sizeof res->kept_names) {
@@ -172,11 +178,11 @@ static fg_status load_all(const fg_model *m, fg_ckpt *c, fg_weights_layout layou
                                     "what the file lacks at its initialisation",
                                     fg_ckpt_path(c), t->name, fg_ckpt_tensor_count(c));
             res->kept++;
-            note_kept(res, t->name);
+            fg_init_from_note_kept(res, t->name);
             continue;
         }
         float *dst = (t->is_buffer ? buffers : params) + t->offset;
-        fg_status st = load_tensor(c, t, fname, transposed, dst, err);
+        fg_status st = fg_init_from_tensor(c, t, fname, transposed, dst, err);
         if (st != FG_OK)
             return st;
         res->loaded++;
@@ -195,9 +201,12 @@ fg_status fg_model_init_from(const fg_model *m, const char *path, fg_weights_lay
         return st;
     fg_ckpt_refuse_nonfinite(c, !allow_nonfinite);
     res->layout = layout == FG_WEIGHTS_AUTO ? detect_layout(c) : layout;
-    st = load_all(m, c, res->layout, strict, params, buffers, res, err);
+    st = res->layout == FG_WEIGHTS_HF_LLAMA
+             ? fg_init_from_llama(m, c, strict, params, buffers, res, err)
+             : load_all(m, c, res->layout, strict, params, buffers, res, err);
     size_t file_tensors = fg_ckpt_tensor_count(c);
-    res->unused = file_tensors > res->loaded ? file_tensors - res->loaded : 0;
+    if (res->layout != FG_WEIGHTS_HF_LLAMA) /* which counts its own: extras fail there */
+        res->unused = file_tensors > res->loaded ? file_tensors - res->loaded : 0;
     fg_ckpt_close(c);
     return st;
 }
@@ -210,10 +219,18 @@ static fg_status read_keys(const fg_config *cfg, const char **path, int *strict,
     const char *origin, *text;
     *path = fg_section_value(cfg, "model", opts, count, "init_from", &origin);
     text = fg_section_value(cfg, "model", opts, count, "init_layout", &origin);
-    *layout = strcmp(text, "hf_gpt2") == 0   ? FG_WEIGHTS_HF_GPT2
-              : strcmp(text, "fulgur") == 0 ? FG_WEIGHTS_FULGUR
-                                            : FG_WEIGHTS_AUTO;
+    *layout = strcmp(text, "hf_gpt2") == 0    ? FG_WEIGHTS_HF_GPT2
+              : strcmp(text, "hf_llama") == 0 ? FG_WEIGHTS_HF_LLAMA
+              : strcmp(text, "fulgur") == 0   ? FG_WEIGHTS_FULGUR
+                                              : FG_WEIGHTS_AUTO;
     return fg_section_read_bool(cfg, "model", opts, count, "init_strict", strict, err);
+}
+
+static const char *layout_text(fg_weights_layout layout)
+{
+    return layout == FG_WEIGHTS_HF_GPT2    ? "Hugging Face GPT-2"
+           : layout == FG_WEIGHTS_HF_LLAMA ? "Hugging Face Llama"
+                                           : "fulgur";
 }
 
 fg_status fg_model_init_from_config(const fg_model *m, const fg_config *cfg, float *params,
@@ -234,7 +251,7 @@ fg_status fg_model_init_from_config(const fg_model *m, const fg_config *cfg, flo
     if (st != FG_OK)
         return st;
     snprintf(note, note_cap, "init_from %s: %zu tensors loaded (%s names)%s%s%s", path,
-             res.loaded, res.layout == FG_WEIGHTS_HF_GPT2 ? "Hugging Face GPT-2" : "fulgur",
+             res.loaded, layout_text(res.layout),
              res.kept ? "; kept at their initialisation: " : "", res.kept_names,
              res.unused ? "; file tensors no model tensor takes were skipped" : "");
     return FG_OK;

@@ -1,5 +1,5 @@
 /* Starting a model from pretrained weights: a weights-only safetensors file (PyTorch's
- * save_file of a state dict, a fulgur checkpoint, or Hugging Face's GPT-2
+ * save_file of a state dict, a fulgur checkpoint, or Hugging Face's GPT-2 or Llama
  * model.safetensors) read into the host parameter and buffer regions after the seeded
  * initialisation, matched by tensor name with shapes checked. Nothing of the trainer's or
  * the optimizer's state is read: training starts at step 0. */
@@ -13,10 +13,15 @@
 
 /* How the file names its tensors. */
 typedef enum fg_weights_layout {
-    FG_WEIGHTS_AUTO = 0,     /* hf_gpt2 when a tensor is named like "h.0.attn.c_attn.weight" */
+    FG_WEIGHTS_AUTO = 0,     /* hf_gpt2 when a tensor is named like "h.0.attn.c_attn.weight",
+                              * hf_llama when one is "model.embed_tokens.weight" or
+                              * "model.layers.N..." */
     FG_WEIGHTS_FULGUR = 1,   /* the model's own names */
-    FG_WEIGHTS_HF_GPT2 = 2   /* [transformer.]h.N.attn.c_attn / c_proj, mlp.c_fc / c_proj:
+    FG_WEIGHTS_HF_GPT2 = 2,  /* [transformer.]h.N.attn.c_attn / c_proj, mlp.c_fc / c_proj:
                               * Conv1D weights stored (in, out), read transposed */
+    FG_WEIGHTS_HF_LLAMA = 3  /* model.embed_tokens, model.layers.N.self_attn.q_proj, ...
+                              * (hf_llama.h): q, k, v fused into attn.qkv; every file tensor
+                              * must have a place (rotary_emb.inv_freq aside) */
 } fg_weights_layout;
 
 typedef struct fg_init_from_result {
@@ -42,5 +47,17 @@ fg_status fg_model_init_from(const fg_model *m, const char *path, fg_weights_lay
 fg_status fg_model_init_from_config(const fg_model *m, const fg_config *cfg, float *params,
                                     float *buffers, char *note, size_t note_cap,
                                     fg_error *err);
+
+/* ---- shared by init_from.c and init_from_llama.c ---- */
+typedef struct fg_ckpt fg_ckpt;
+/* File tensor fname (of t's shape, or its transpose) widened to f32 into dst; a shape or
+ * dtype that differs fails naming the file and both tensors. */
+fg_status fg_init_from_tensor(fg_ckpt *c, const fg_tensor_info *t, const char *fname,
+                              int transposed, float *dst, fg_error *err);
+void fg_init_from_note_kept(fg_init_from_result *res, const char *name);
+/* The Hugging Face Llama layout (hf_llama.h): every model tensor from its file tensors,
+ * and every file tensor into the model. */
+fg_status fg_init_from_llama(const fg_model *m, fg_ckpt *c, int strict, float *params,
+                             float *buffers, fg_init_from_result *res, fg_error *err);
 
 #endif

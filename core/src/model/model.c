@@ -84,9 +84,15 @@ static const fg_option model_options[] = {
     {"init_strict", FG_OPT_BOOL, "true", 1, 0, NULL,
      "every model tensor must be in init_from's file; false: the missing ones keep their "
      "initialisation and the run lists them"},
-    {"init_layout", FG_OPT_ENUM, "auto", 1, 0, "auto|fulgur|hf_gpt2",
-     "tensor names of init_from's file: fulgur's own, or Hugging Face GPT-2's (Conv1D "
-     "weights read transposed); auto: hf_gpt2 when the file names h.0.attn.c_attn.weight"},
+    {"init_layout", FG_OPT_ENUM, "auto", 1, 0, "auto|fulgur|hf_gpt2|hf_llama",
+     "tensor names of init_from's file: fulgur's own, Hugging Face GPT-2's (Conv1D "
+     "weights read transposed) or Hugging Face Llama's (q/k/v_proj fused into attn.qkv); "
+     "auto: hf_gpt2 when the file names h.0.attn.c_attn.weight, hf_llama when it names "
+     "model.embed_tokens.weight or model.layers.N..."},
+    {"hf_config", FG_OPT_STRING, "", 1, 0, NULL,
+     "a Hugging Face config.json (model_type llama) whose shape becomes the layers "
+     "[layer.embed_tokens], [layer.layers], [layer.norm], [layer.lm_head]; empty: "
+     "init_from's folder's config.json when the file has no other [layer.*] section"},
     {"recompute", FG_OPT_BOOL, "false", 1, 0, NULL,
      "activation recomputation: every transformer_block keeps only its input and "
      "recomputes its activations in backward (a block's own recompute key wins)"},

@@ -108,6 +108,7 @@ static const char *verb_name(fg_verb verb)
     case FG_VERB_TEST: return "test";
     case FG_VERB_PREDICT: return "predict";
     case FG_VERB_GENERATE: return "generate";
+    case FG_VERB_EXPORT: return "export";
     case FG_VERB_CHECK: return "check";
     }
     return "?";

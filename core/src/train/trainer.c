@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hf_config.h"
 #include "init_from.h"
 #include "io_status.h"
 #include "optimizer.h"
@@ -380,10 +381,11 @@ static void bind_callbacks(fg_trainer *t)
     }
 }
 
-/* check and generate leave no run behind: generate is called per prompt, like a filter. */
+/* check, generate and export leave no run behind: generate is called per prompt, like a filter. */
 static fg_status make_run_dir(fg_trainer *t, fg_error *err)
 {
-    if (t->verb == FG_VERB_CHECK || t->verb == FG_VERB_GENERATE) return FG_OK;
+    if (t->verb == FG_VERB_CHECK || t->verb == FG_VERB_GENERATE || t->verb == FG_VERB_EXPORT)
+        return FG_OK;
     const char *root = fg_config_get(t->cfg, "trainer", "default_root_dir");
     const char *name = fg_config_get(t->cfg, "trainer", "name");
     if (t->rank != 0) return FG_OK;
@@ -541,12 +543,13 @@ static fg_status run_verb(fg_trainer *t, const fg_trainer_verbs *verbs, fg_error
     case FG_VERB_TEST:
         return fg_trainer_evaluate_split(t, &t->test, &t->keys.limit_test, "test", FG_EVENT_TEST_END, err);
     case FG_VERB_PREDICT:
-    case FG_VERB_GENERATE: {
-        fg_status (*fn)(fg_trainer *, fg_error *) =
-            !verbs ? NULL : t->verb == FG_VERB_PREDICT ? verbs->predict : verbs->generate;
-        return fn ? fn(t, err)
-                  : fg_error_set(err, FG_INTERNAL, "fulgur: the %s verb was not handed to the trainer",
-                                 t->verb == FG_VERB_PREDICT ? "predict" : "generate");
+    case FG_VERB_GENERATE:
+    case FG_VERB_EXPORT: {
+        fg_status (*fn)(fg_trainer *, fg_error *) = NULL;
+        const char *name = t->verb == FG_VERB_PREDICT ? "predict" : t->verb == FG_VERB_GENERATE ? "generate" : "export";
+        if (verbs)
+            fn = t->verb == FG_VERB_PREDICT ? verbs->predict : t->verb == FG_VERB_GENERATE ? verbs->generate : verbs->export_weights;
+        return fn ? fn(t, err) : fg_error_set(err, FG_INTERNAL, "fulgur: the %s verb was not handed to the trainer", name);
     }
     }
     return FG_INTERNAL;
@@ -574,6 +577,7 @@ fg_status fg_trainer_run(fg_runtime *rt, fg_verb verb, const fg_trainer_verbs *v
     fg_status st = setup(&t, err);
     if (st == FG_OK) {
         report_model(&t);
+        if (verb == FG_VERB_CHECK) fg_hf_config_print(t.cfg, t.out);
         if (verb == FG_VERB_FIT || verb == FG_VERB_CHECK) fg_decay_groups_report(t.model, &t.optim, t.out);
         if (verb == FG_VERB_FIT || verb == FG_VERB_CHECK) st = fg_trainer_report_memory(&t, err);
         if (st == FG_OK) st = run_verb(&t, verbs, err);

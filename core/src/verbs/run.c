@@ -4,6 +4,7 @@
 #include "io_status.h"
 #include "runtime.h"
 #include "trainer.h"
+#include "trainer_export.h"
 #include "trainer_predict.h"
 
 /* A rank that fails alone would leave the others blocked in their next collective until
@@ -26,7 +27,7 @@ fg_status fg_runtime_run(fg_runtime *rt, fg_verb verb, fg_error *err)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "fulgur: run before configure");
     fg_status st = fg_runtime_init_plugins(rt, err);
     if (st == FG_OK) {
-        const fg_trainer_verbs verbs = {fg_trainer_predict, fg_trainer_generate};
+        const fg_trainer_verbs verbs = {fg_trainer_predict, fg_trainer_generate, fg_trainer_export};
         st = fg_trainer_run(rt, verb, &verbs, err);
     }
     /* every rank of an interrupted fit stopped at the same step: nothing to abort */

@@ -1,0 +1,12 @@
+/* fulgur export: the model's weights (init_from's, or --ckpt-path's) in Hugging Face's Llama
+ * layout, model.safetensors and config.json, into [export] out. */
+#ifndef FG_TRAINER_EXPORT_H
+#define FG_TRAINER_EXPORT_H
+
+#include "fulgur/plugin.h"
+
+struct fg_trainer;
+
+fg_status fg_trainer_export(struct fg_trainer *t, fg_error *err);
+
+#endif
