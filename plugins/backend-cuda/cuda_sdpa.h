@@ -25,7 +25,7 @@ enum { FG_CUDA_ATTN_AUTO = 0, FG_CUDA_ATTN_CUDNN = 1, FG_CUDA_ATTN_KERNEL = 2, F
 #define FG_CUDA_SDPA_PLANS 32
 
 typedef struct fg_cuda_sdpa_key {
-    int32_t b, h, t, d;
+    int32_t b, h, t, d, kv; /* kv: key/value heads */
     uint32_t dtype;
     int32_t causal, backward, dropout, aligned;
 } fg_cuda_sdpa_key;
