@@ -95,8 +95,8 @@ __device__ __forceinline__ float attn_keep(const fg_cu_attn &a, size_t bh, int i
     return dropout_keep(a.key, draw, a.threshold) ? a.drop_scale : 0.0f;
 }
 
-/* Rows [first, first + kTile) of a head of qkv (stride ld3) or of dy (stride C) into tile[kTile][D+1];
- * rows past T as 0. The whole block calls it. */
+/* Rows [first, first + kTile) of a head of qkv (stride ld3) or of dy (stride C) into
+ * tile[kTile][D+1]; rows past T as 0. The whole block calls it. */
 template <typename T>
 __device__ __forceinline__ void load_tile(float *tile, const T *src, size_t stride, int first,
                                           int seq, int D)

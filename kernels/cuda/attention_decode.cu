@@ -30,8 +30,9 @@ __global__ void attn_decode_k(fg_cu_attn a, int pos, const T *qkv, T *y, float *
     int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
     int kv = h / (a.heads / a.kv_heads);
     size_t ld3 = ((size_t)a.heads + 2 * (size_t)a.kv_heads) * (size_t)D;
-    const T *base = qkv + (size_t)b * (size_t)a.seq * ld3 + (size_t)h * (size_t)D;
-    const T *kb = qkv + (size_t)b * (size_t)a.seq * ld3 + ((size_t)a.heads + (size_t)kv) * (size_t)D;
+    const T *batch = qkv + (size_t)b * (size_t)a.seq * ld3;
+    const T *base = batch + (size_t)h * (size_t)D;
+    const T *kb = batch + ((size_t)a.heads + (size_t)kv) * (size_t)D;
     const T *vb = kb + (size_t)a.kv_heads * (size_t)D;
     float *s = scores + (size_t)bh * (size_t)a.seq;
     for (int d = (int)threadIdx.x; d < D; d += kDecodeThreads)
