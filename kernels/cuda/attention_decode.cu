@@ -1,5 +1,6 @@
 /* One query against the KV cache (fulgur generate): row pos of every (batch, head) attends
- * to keys [0, pos] of the same qkv tensor (B, T, 3C), the cache's layout. A block per
+ * to keys [0, pos] of the same qkv tensor (B, T, (H + 2 KV) D), the cache's layout; query
+ * head h reads key/value head h / (H / KV) in place (grouped-query attention). A block per
  * (batch, head), kDecodeThreads threads:
  *   1) each warp scores keys warp, warp + kWarps, ...: lanes split the head dimension,
  *      warp_sum joins them; scores go to the workspace row (B*H*T floats, the forward's);
@@ -27,8 +28,12 @@ __global__ void attn_decode_k(fg_cu_attn a, int pos, const T *qkv, T *y, float *
     int bh = (int)blockIdx.x, b = bh / a.heads, h = bh - b * a.heads;
     int D = a.head_dim, C = a.heads * D, n = pos + 1;
     int warp = (int)threadIdx.x / 32, lane = (int)threadIdx.x % 32;
-    size_t ld3 = 3 * (size_t)C;
-    const T *base = qkv + (size_t)b * (size_t)a.seq * ld3 + (size_t)h * (size_t)D;
+    int kv = h / (a.heads / a.kv_heads);
+    size_t ld3 = ((size_t)a.heads + 2 * (size_t)a.kv_heads) * (size_t)D;
+    const T *batch = qkv + (size_t)b * (size_t)a.seq * ld3;
+    const T *base = batch + (size_t)h * (size_t)D;
+    const T *kb = batch + ((size_t)a.heads + (size_t)kv) * (size_t)D;
+    const T *vb = kb + (size_t)a.kv_heads * (size_t)D;
     float *s = scores + (size_t)bh * (size_t)a.seq;
     for (int d = (int)threadIdx.x; d < D; d += kDecodeThreads)
         q[d] = ld(base, (size_t)pos * ld3 + (size_t)d);
@@ -38,7 +43,7 @@ __global__ void attn_decode_k(fg_cu_attn a, int pos, const T *qkv, T *y, float *
     for (int j = warp; j < n; j += kDecodeWarps) {
         float dot = 0.0f;
         for (int d = lane; d < D; d += 32)
-            dot += q[d] * ld(base, (size_t)j * ld3 + (size_t)C + (size_t)d);
+            dot += q[d] * ld(kb, (size_t)j * ld3 + (size_t)d);
         dot = warp_sum(dot) * a.scale;
         if (lane == 0)
             s[j] = dot;
@@ -62,7 +67,7 @@ __global__ void attn_decode_k(fg_cu_attn a, int pos, const T *qkv, T *y, float *
     for (int d = (int)threadIdx.x; d < D; d += kDecodeThreads) {
         float acc = 0.0f;
         for (int j = 0; j < n; j++)
-            acc += s[j] * inv * ld(base, (size_t)j * ld3 + 2 * (size_t)C + (size_t)d);
+            acc += s[j] * inv * ld(vb, (size_t)j * ld3 + (size_t)d);
         st(y + (size_t)b * (size_t)C + (size_t)h * (size_t)D, (size_t)d, acc);
     }
 }

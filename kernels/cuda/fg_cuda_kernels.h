@@ -224,6 +224,7 @@ cudaError_t fg_cu_embedding_backward(cudaStream_t s, int type, int grad_type,
 
 typedef struct fg_cu_attn {
     int batch, seq, heads, head_dim, causal;
+    int kv_heads;          /* divides heads: query head h reads key/value head h / (H / KV) */
     float scale;           /* 1 / sqrtf(head_dim) */
     int dropout;           /* nonzero: draws below threshold drop a probability */
     uint64_t key, offset;  /* the draws: dropout_keep(key, offset + ((b*H + h)*T + i)*T + j) */
@@ -233,12 +234,14 @@ typedef struct fg_cu_attn {
 
 /* Bytes of workspace forward and backward need: B*H*T floats (backward's rowsum(dY*Y)). */
 size_t fg_cu_attention_workspace(const fg_cu_attn *a);
-/* y (B, T, C) and lse (B, H, T) from qkv (B, T, 3C), flash-style: online softmax over tiles
+/* qkv is (B, T, (H + 2 KV) D): q's H heads, then KV keys, then KV values (KV = H: 3C).
+ * y (B, T, C) and lse (B, H, T) from qkv, flash-style: online softmax over tiles
  * of keys in shared memory, no (T, T) matrix anywhere. */
 cudaError_t fg_cu_attention_forward(cudaStream_t s, int type, const fg_cu_attn *a,
                                     const void *qkv, void *y, float *lse);
 /* dqkv overwritten: one pass over query rows (dQ and rowsum(dY*Y) into the workspace), one
- * over key rows (dK, dV), each recomputing the probabilities from lse: no atomics. */
+ * over key rows (dK, dV, summed over the query heads that share the key/value head), each
+ * recomputing the probabilities from lse: no atomics. */
 cudaError_t fg_cu_attention_backward(cudaStream_t s, int type, const fg_cu_attn *a,
                                      const void *qkv, const void *y, const float *lse,
                                      const void *dy, void *dqkv, void *workspace);
@@ -257,6 +260,18 @@ cudaError_t fg_cu_attn_probs(cudaStream_t s, float *scores, const float *lse, in
                              int causal);
 cudaError_t fg_cu_attn_dsoftmax(cudaStream_t s, const float *probs, float *dprobs, int rows,
                                 int seq, int causal, float scale);
+
+/* ---- rotary embedding (rope.cu) and SwiGLU (swiglu.cu) ---------------------------------- */
+/* x (rows, ld) (type) rotated in place as kernels/cpu/rope.c: heads heads of head_dim (even)
+ * values from column 0, row r at position pos0 + r % seq; backward turns the other way. */
+cudaError_t fg_cu_rope(cudaStream_t s, int type, int backward, int rows, int seq, int pos0,
+                       int heads, int head_dim, int ld, float theta, void *x);
+/* y(n) = silu(gate) * up; y aliases neither input. */
+cudaError_t fg_cu_swiglu_forward(cudaStream_t s, int type, const void *gate, const void *up,
+                                 void *y, size_t n);
+/* dgate = dy * up * silu'(gate), dup = dy * silu(gate); dgate may alias dy. */
+cudaError_t fg_cu_swiglu_backward(cudaStream_t s, int type, const void *gate, const void *up,
+                                  const void *dy, void *dgate, void *dup, size_t n);
 
 #ifdef __cplusplus
 }

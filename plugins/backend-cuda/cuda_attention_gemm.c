@@ -22,6 +22,8 @@ static const char *refusal(uint32_t dtype, const fg_attention_desc *d)
         return "it runs f32 (f16 and bf16 go to cuDNN or the kernels)";
     if (d->dropout > 0.0f)
         return "attention dropout draws fulgur's masks in the kernels";
+    if (fg_attention_kv_heads(d) != d->heads)
+        return "grouped-query attention (kv_heads < heads) runs in the kernels";
     if (2 * head_bytes(d->seq) > FG_CUDA_ATTN_GEMM_HEAD_MAX)
         return "a head's two T x T f32 buffers pass 1 GiB";
     return NULL;

@@ -10,7 +10,8 @@
  * FG_CUDA_ATTN_GEMM_BUDGET bytes.
  * Chosen by [backend] attention (cuda_sdpa.h): gemm always (a call it cannot run fails),
  * auto for f32 calls it can run. It cannot: dropout (fulgur's draws live in the kernels),
- * a head whose two T x T buffers pass FG_CUDA_ATTN_GEMM_HEAD_MAX bytes. */
+ * grouped-query attention (kv_heads < heads: its batched gemms step K and V with Q's
+ * heads), a head whose two T x T buffers pass FG_CUDA_ATTN_GEMM_HEAD_MAX bytes. */
 #ifndef FG_CUDA_ATTENTION_GEMM_H
 #define FG_CUDA_ATTENTION_GEMM_H
 

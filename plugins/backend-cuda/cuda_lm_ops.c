@@ -129,16 +129,16 @@ fg_status fg_cuda_op_embedding_backward(void *state, void *queue, uint32_t dout_
 /* ---- attention ------------------------------------------------------------------------ */
 
 /* The kernels' view of a descriptor; 0 for one they cannot run: one every backend refuses
- * (fg_attention_desc_valid), grouped-query attention (kv_heads != heads, ABI 1.6: not
- * implemented here), a head_dim above theirs, a grid too large. */
+ * (fg_attention_desc_valid), a head_dim above theirs, a grid too large. Grouped-query
+ * attention (kv_heads < heads) is the kernels' own: they index the shared head in place. */
 static int attention_shape(const fg_attention_desc *d, fg_cu_attn *a)
 {
-    if (!fg_attention_desc_valid(d) || fg_attention_kv_heads(d) != d->heads ||
-        d->head_dim > FG_CU_ATTN_MAX_HEAD_DIM ||
+    if (!fg_attention_desc_valid(d) || d->head_dim > FG_CU_ATTN_MAX_HEAD_DIM ||
         (double)d->batch * d->heads * ((d->seq + 3) / 4) > (double)INT32_MAX)
         return 0;
     *a = (fg_cu_attn){.batch = d->batch, .seq = d->seq, .heads = d->heads,
                       .head_dim = d->head_dim, .causal = d->causal != 0,
+                      .kv_heads = fg_attention_kv_heads(d),
                       .scale = 1.0f / sqrtf((float)d->head_dim), .dropout = d->dropout > 0.0f,
                       .key = fg_cuda_dropout_key(d->seed), .offset = d->offset,
                       .threshold = fg_cuda_dropout_threshold(d->dropout),
@@ -156,10 +156,6 @@ size_t fg_cuda_op_attention_workspace(void *state, const fg_attention_desc *d)
 static fg_status check_attention(const char *op, const fg_attention_desc *d, fg_cu_attn *a,
                                  fg_error *err)
 {
-    if (fg_attention_desc_valid(d) && fg_attention_kv_heads(d) != d->heads)
-        return fg_error_set(err, FG_UNAVAILABLE, "backend.cuda: %s: kv_heads = %d with heads = "
-                            "%d: grouped-query attention is not implemented on this backend "
-                            "(the CPU backend has it)", op, fg_attention_kv_heads(d), d->heads);
     FG_CUDA_REQUIRE(attention_shape(d, a), "%s: head_dim = %d: at most %d on this backend", op,
                     d->head_dim, FG_CU_ATTN_MAX_HEAD_DIM);
     return FG_OK;

@@ -55,6 +55,9 @@ static const char *fg_cuda_sdpa_ineligible(const fg_cuda_sdpa_key *k, char *buf,
         snprintf(buf, n, "head_dim %d above 128", k->d);
     else if (k->dropout)
         snprintf(buf, n, "attention dropout (cuDNN's Philox draws are not fulgur's)");
+    else if (k->kv != k->h)
+        snprintf(buf, n, "grouped-query attention (kv_heads %d < heads %d): the cuDNN graph "
+                 "here is built for equal heads", k->kv, k->h);
     else if (!k->aligned)
         snprintf(buf, n, "a tensor not 16-byte aligned");
     else if (version >= 91000 && version < 91002)

@@ -8,7 +8,8 @@
  *   gemm    never cuDNN: f32 on batched gemms (cuda_attention_gemm.h), which auto also
  *           takes for the f32 calls it can run.
  * Eligible: f16 or bf16, head_dim a multiple of 8 and at most 128, no attention dropout
- * (cuDNN's Philox draws cannot be fulgur's), qkv, y, dy, dqkv 16-byte aligned, and a
+ * (cuDNN's Philox draws cannot be fulgur's), as many key/value heads as query heads (the
+ * graph here has no grouped-query attention: the kernels run it), qkv, y, dy, dqkv 16-byte aligned, and a
  * libcudnn cudnn-frontend would not use for this graph (see fg_cuda_sdpa_ineligible). The
  * decision, and the engine cuDNN's heuristics gave, is logged once per shape: info
  * (plugins.log during a fit) for f16 and bf16, debug for f32 (never cuDNN's). Plans are cached per queue and shape (B, H, T, D, dtype,
@@ -25,7 +26,7 @@ enum { FG_CUDA_ATTN_AUTO = 0, FG_CUDA_ATTN_CUDNN = 1, FG_CUDA_ATTN_KERNEL = 2, F
 #define FG_CUDA_SDPA_PLANS 32
 
 typedef struct fg_cuda_sdpa_key {
-    int32_t b, h, t, d;
+    int32_t b, h, t, d, kv; /* kv: key/value heads */
     uint32_t dtype;
     int32_t causal, backward, dropout, aligned;
 } fg_cuda_sdpa_key;

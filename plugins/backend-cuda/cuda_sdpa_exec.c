@@ -29,6 +29,7 @@ static fg_cuda_sdpa_key fg_cuda_sdpa_key_of(uint32_t dtype, const fg_attention_d
     memset(&k, 0, sizeof k); /* the key is compared with memcmp */
     k.b = d->batch;
     k.h = d->heads;
+    k.kv = fg_attention_kv_heads(d);
     k.t = d->seq;
     k.d = d->head_dim;
     k.dtype = dtype;

@@ -90,9 +90,12 @@ parity_group() { # [--set KEY=VALUE]... GROUP
 }
 : >"$OUT/parity.log"
 for g in device checks flat cast gemm gemm_bias gemm_epilogue bias_act conv pool batchnorm \
-         dropout xent classifier ploss optim optim_fused layernorm embedding vec ln_residual; do
+         dropout xent classifier ploss optim optim_fused layernorm embedding vec ln_residual \
+         rope swiglu gqa; do
     check "cuda.parity.$g" parity_group "$g"
 done
+check "cuda.parity.gqa_refused_cudnn (no grouped attention on cuDNN)" parity_group --set attention=cudnn gqa_refused_cudnn
+check "cuda.parity.gqa_refused_gemm (no grouped attention on gemms)" parity_group --set attention=gemm gqa_refused_gemm
 check "cuda.parity.attention (kernels)" parity_group --set attention=kernel attention
 check "cuda.parity.attention (auto: cuDNN where eligible)" parity_group attention
 check "cuda.parity.attention_fused (cuDNN)" parity_group --set attention=cudnn attention_fused

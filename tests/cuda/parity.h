@@ -91,5 +91,14 @@ void test_attention_fused(void);
 void test_attention_gemm(void);
 void test_vec(void);         /* parity_vec.c */
 void test_ln_residual(void); /* parity_ln_residual.c */
+void test_rope(void);        /* parity_llama.c */
+void test_swiglu(void);
+void test_gqa(void);
+void test_gqa_refused_cudnn(void);
+void test_gqa_refused_gemm(void);
+/* Attention forward, backward and decode on both backends (parity_lm.c), kv_heads key/value
+ * heads (heads: multi-head attention). */
+void attention_case_kv(uint32_t dt, int batch, int seq, int heads, int kv_heads, int head_dim,
+                       int causal, float dropout);
 
 #endif

@@ -183,40 +183,47 @@ static void decode_case(uint32_t dt, const fg_attention_desc *d, pair qkv, pair 
     }
 }
 
-static void attention_case(uint32_t dt, int batch, int seq, int heads, int head_dim,
-                           int causal, float dropout)
+void attention_case_kv(uint32_t dt, int batch, int seq, int heads, int kv_heads, int head_dim,
+                       int causal, float dropout)
 {
     fg_attention_desc d = { sizeof d, batch, seq, heads, head_dim, causal, dropout,
-                            1234 + (uint64_t)seq, 77, 0 };
+                            1234 + (uint64_t)seq, 77, kv_heads };
     size_t rows = (size_t)batch * seq, c = (size_t)heads * head_dim;
+    size_t cqkv = (size_t)(heads + 2 * kv_heads) * head_dim;
     size_t lse_n = (size_t)batch * heads * seq;
     size_t wc = P.ref->attention_workspace(P.rs, &d), wg = P.dut->attention_workspace(P.ds, &d);
     checks++;
     if (!wg)
         fail("attention_workspace of a valid desc is 0");
     pair ws = pnew(wc > wg ? wc : wg);
-    pair qkv = prandom(rows * 3 * c, dt, -2, 2), y = pnew(rows * c * dtype_size(dt));
+    pair qkv = prandom(rows * cqkv, dt, -2, 2), y = pnew(rows * c * dtype_size(dt));
     pair lse = pnew(lse_n * 4);
     ppoison(y);
     ppoison(lse);
     char name[160];
-    snprintf(name, sizeof name, "B=%d T=%d H=%d D=%d causal=%d dropout=%g %s", batch, seq,
-             heads, head_dim, causal, (double)dropout, fg_dtype_name((fg_dtype)dt));
+    snprintf(name, sizeof name, "B=%d T=%d H=%d KV=%d D=%d causal=%d dropout=%g %s", batch, seq,
+             heads, kv_heads, head_dim, causal, (double)dropout, fg_dtype_name((fg_dtype)dt));
     const char *what = W("attention_forward %s", name);
     BOTH(what, V->attention_forward(S, Q, dt, &d, X(qkv), X(y), X(lse), X(ws), E));
     compare(what, y, rows * c, dt, tol_of(dt));
     compare(W("attention_forward %s (lse)", name), lse, lse_n, FG_F32, 1e-5);
     pmirror(y);
     pmirror(lse);
-    pair dy = prandom(rows * c, dt, -1, 1), dqkv = pnew(rows * 3 * c * dtype_size(dt));
+    pair dy = prandom(rows * c, dt, -1, 1), dqkv = pnew(rows * cqkv * dtype_size(dt));
     ppoison(dqkv);
     what = W("attention_backward %s", name);
     BOTH(what, V->attention_backward(S, Q, dt, &d, X(qkv), X(y), X(lse), X(dy), X(dqkv), X(ws),
                                      E));
-    compare(what, dqkv, rows * 3 * c, dt, tol_of(dt));
+    compare(what, dqkv, rows * cqkv, dt, tol_of(dt));
     if (dropout == 0.0f)
         decode_case(dt, &d, qkv, ws, name);
     release_all();
+}
+
+static void attention_case(uint32_t dt, int batch, int seq, int heads, int head_dim,
+                           int causal, float dropout)
+{
+    attention_case_kv(dt, batch, seq, heads, heads, head_dim, causal, dropout);
 }
 
 void test_attention(void)

@@ -480,7 +480,20 @@ static const struct {
     { "ln_residual", test_ln_residual,
       OPS(FG_OP_LAYERNORM_RESIDUAL_FORWARD, FG_OP_LAYERNORM_RESIDUAL_BACKWARD, FG_OP_AXPY,
           FG_OP_LAYERNORM_FORWARD, FG_OP_LAYERNORM_BACKWARD) },
+    { "rope", test_rope, OPS(FG_OP_ROPE_FORWARD, FG_OP_ROPE_BACKWARD) },
+    { "swiglu", test_swiglu, OPS(FG_OP_SWIGLU_FORWARD, FG_OP_SWIGLU_BACKWARD) },
+    { "gqa", test_gqa, OPS(FG_OP_ATTENTION_FORWARD, FG_OP_ATTENTION_BACKWARD) },
+    /* the CUDA backend's paths without grouped-query attention (--set attention=cudnn,
+     * attention=gemm): the tested backend alone must refuse, naming it */
+    { "gqa_refused_cudnn", test_gqa_refused_cudnn, OPS(FG_OP_ATTENTION_FORWARD) },
+    { "gqa_refused_gemm", test_gqa_refused_gemm, OPS(FG_OP_ATTENTION_FORWARD) },
 };
+
+/* A group "all" leaves out: it expects the refusal an option (--set) asks for. */
+static int by_name_only(void (*run)(void))
+{
+    return run == test_gqa_refused_cudnn || run == test_gqa_refused_gemm;
+}
 
 /* The first entry of ops the backend under test leaves NULL, or NULL when it has them all
  * (conv needs conv2d_workspace too). */
@@ -600,7 +613,7 @@ int main(int argc, char **argv)
            P.exact ? " (bitwise)" : P.partial ? " (partial: unsupported cases skipped)" : "");
     int ran = 0;
     for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
-        if (!all && strcmp(what, groups[i].name) != 0)
+        if (all ? by_name_only(groups[i].run) : strcmp(what, groups[i].name) != 0)
             continue;
         const char *missing = missing_entry(groups[i].ops);
         if (missing) {

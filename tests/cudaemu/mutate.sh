@@ -30,7 +30,7 @@ run() { # GROUP [asan] -> exit status of the parity group on the emulated backen
     fi
 }
 
-for g in xent batchnorm gemm conv attention attention_fused embedding layernorm; do
+for g in xent batchnorm gemm conv attention attention_fused embedding layernorm rope swiglu gqa; do
     if ! run "$g"; then
         echo "mutate: baseline parity group $g fails before any mutation:"; tail -5 run.log
         exit 1
@@ -74,6 +74,11 @@ layernorm parameter gradient drops its first row chunk|kernels/cuda/layernorm.cu
 cuDNN attention: causal mask comparison reversed (col >= row)|plugins/backend-cuda/cuda_sdpa_graph.c|s/CMP_GE, CUDNN_DATA_BOOLEAN, -1, row, col,/CMP_GE, CUDNN_DATA_BOOLEAN, -1, col, row,/|attention_fused
 cuDNN attention: V read at K's offset in qkv|plugins/backend-cuda/cuda_sdpa_exec.c|s/\(const char \*\)qkv \+ 2 \* c\)/(const char *)qkv + c)/|attention_fused
 cuDNN attention: backward without the causal mask|plugins/backend-cuda/cuda_sdpa_graph.c|s/(sdpa_pointwise\(g, CUDNN_POINTWISE_SUB, CUDNN_DATA_FLOAT, -1, scores, stats, NULL, z,\n\s+what\);\n)\s+if \(s == CUDNN_STATUS_SUCCESS && sh->causal\)\n\s+s = sdpa_causal\(g, sh, z, &z, what\);\n/$1/|attention_fused
+rope backward turns the same way as the forward|kernels/cuda/rope.cu|s/double sign = backward \? -1\.0 : 1\.0;/double sign = backward ? 1.0 : 1.0;/|rope
+rope 128-bit path: a pack's values all take its first angle|kernels/cuda/rope.cu|s/-2\.0 \* \(i \+ k\)/-2.0 * i/|rope
+swiglu forward without the up projection|kernels/cuda/swiglu.cu|s/g\[k\] = g\[k\] \/ \(1\.0f \+ expf\(-g\[k\]\)\) \* u\[k\];/g[k] = g[k] \/ (1.0f + expf(-g[k]));/|swiglu
+GQA dK and dV summed over the group's first query head only|kernels/cuda/attention.cu|s/hq < \(w\.h \+ 1\) \* group;/hq < w.h * group + 1;/|gqa
+GQA decode reads key/value head h % kv_heads, not h / group|kernels/cuda/attention_decode.cu|s/int kv = h \/ \(a\.heads \/ a\.kv_heads\);/int kv = h % a.kv_heads;/|gqa
 grid-stride loop one element past the end (ASan)|kernels/cuda/fg_cuda_common.cuh|s/i < \(n\);/i <= (n);/|flat|asan
 LIST
 cmake --build build --target fulgur-backend-cuda-emu fulgur-backend-cuda-emu-asan >>build.log 2>&1

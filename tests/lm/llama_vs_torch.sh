@@ -4,8 +4,12 @@
 # PyTorch (tests/lm/llama_torch.py, written from the formulas) from the same initial
 # weights (written by PyTorch, read through [model] init_from) on the same windows of the
 # same text: the per-step losses of 50 fp32 AdamW steps must agree within 1e-4 relative.
+#   llama_vs_torch.sh [CUDA_PLUGIN_DIR]
+# With CUDA_PLUGIN_DIR fulgur trains on backend cuda loaded from there (the emulated device's
+# build: tests/cudaemu) instead of the CPU backend, against the same reference.
 # Needs FULGUR; skips (77) without Debian's python3-torch.
 set -uo pipefail
+cuda_plugins=${1:-}
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import torch" 2>/dev/null || exit 77
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/torch_run_head.sh"
@@ -42,7 +46,14 @@ weight_decay = 0.01
 [callback.csv_logger]
 INI
 } > "$dir/llama.ini"
-"$FULGUR" fit "$dir/llama.ini" >"$dir/fit.log" 2>&1 || { cat "$dir/fit.log"; exit 1; }
+if [ -n "$cuda_plugins" ]; then
+    sed -i -e '/^threads = 1$/d' -e 's/^name = cpu$/name = cuda/' "$dir/llama.ini"
+    "$FULGUR" --plugin-path "$cuda_plugins" fit "$dir/llama.ini" >"$dir/fit.log" 2>&1 ||
+        { cat "$dir/fit.log"; exit 1; }
+    grep -q "backend cuda" "$dir/fit.log" || { cat "$dir/fit.log"; echo "FAIL: not on cuda"; exit 1; }
+else
+    "$FULGUR" fit "$dir/llama.ini" >"$dir/fit.log" 2>&1 || { cat "$dir/fit.log"; exit 1; }
+fi
 /usr/bin/python3 "$here/llama_torch.py" train "$dir" >"$dir/torch.txt" || exit 1
 metrics=$(ls "$dir"/runs/default/version_*/metrics.csv)
 /usr/bin/python3 - "$metrics" "$dir/torch.txt" <<'PY'

@@ -1,7 +1,7 @@
 /* The setup check (op_needs.c) on a Llama block: with the CPU backend (argv[1]) the needs of
  * a model with rope, SwiGLU, RMSNorm and no biases are met, and its list names the new ops;
- * with that backend's supports() saying no to the ABI 1.6 ops, as the CUDA backend's does
- * (plugins/backend-cuda/cuda_llama_ops.c), the run is refused before anything runs, with one
+ * with that backend's supports() saying no to the ABI 1.6 ops (as a backend without them
+ * answers; the CUDA backend's did before it had them), the run is refused before anything runs, with one
  * message naming each op, its dtype and the layer; a GELU block with learned positions does
  * not ask for them. */
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 
 static const fg_backend_vtable *cpu_vt;
 
-/* The CPU backend's answer, but no for rope and swiglu (fg_cuda_lacks_op's list). */
+/* The CPU backend's answer, but no for rope and swiglu. */
 static int supports_without_llama_ops(void *state, uint32_t op, const uint32_t *dtypes)
 {
     if (op == FG_OP_ROPE_FORWARD || op == FG_OP_ROPE_BACKWARD || op == FG_OP_SWIGLU_FORWARD ||
