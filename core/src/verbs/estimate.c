@@ -95,7 +95,9 @@ static fg_status memory_column(est_job *j, const fg_est_runner *r, fg_error *err
         }
         st = fg_est_check_memory(r, sect[i], i >= FG_EST_SHARDED1 ? j->ranks : 1, mem, err);
         if (st == FG_OK && mem->known && j->limit_mb > 0) j->pred[i].fits = mem->mib[6] <= j->limit_mb;
-        if (st == FG_OK && !mem->known && strstr(mem->note, "out of memory")) j->pred[i].fits = 0;
+        if (st == FG_OK && !mem->known &&
+            (strstr(mem->note, "out of memory") || strstr(mem->note, "cannot allocate")))
+            j->pred[i].fits = 0;
     }
     return st;
 }

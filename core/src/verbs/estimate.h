@@ -91,7 +91,7 @@ typedef struct fg_est_runner {
 typedef struct fg_est_memory {
     double mib[7]; /* params, master, grads, optimizer, activations, other, total */
     int known;
-    char note[256]; /* why not known */
+    char note[512]; /* why not known */
 } fg_est_memory;
 
 /* strategy: the [strategy] section's lines written in place of the config's; ranks > 1

@@ -101,9 +101,9 @@ static void json_memory(const fg_est_memory *m, FILE *out)
 
 static void json_strategy(const fg_est_prediction *e, FILE *out)
 {
-    fprintf(out, "    {\"name\": \"%s\", \"ranks\": %d, \"step_ms\": %.6g, \"compute_ms\": %.6g, "
-            "\"comm_ms\": %.6g, \"exposed_comm_ms\": %.6g, \"samples_per_s\": %.6g, "
-            "\"tokens_per_s\": %.6g, \"efficiency\": %.6g, \"fits\": %s, \"memory_mib\": ",
+    fprintf(out, "    {\"name\": \"%s\", \"ranks\": %d, \"step_ms\": %.10g, \"compute_ms\": %.10g, "
+            "\"comm_ms\": %.10g, \"exposed_comm_ms\": %.10g, \"samples_per_s\": %.10g, "
+            "\"tokens_per_s\": %.10g, \"efficiency\": %.10g, \"fits\": %s, \"memory_mib\": ",
             e->name, e->ranks, e->step_s * 1e3, e->compute_s * 1e3, e->comm_s * 1e3,
             e->exposed_comm_s * 1e3, e->samples_per_s, e->tokens_per_s, e->efficiency,
             e->fits < 0 ? "null" : e->fits ? "true" : "false");
@@ -128,7 +128,7 @@ void fg_est_print_json(const fg_est_report *r, FILE *out)
             "\"positions\": %lld,\n \"layers\": [", r->bucket_mb, r->limit_mb, (long long)m->params,
             (long long)m->batch, (long long)m->positions);
     for (int i = 0; i < m->count; i++)
-        fprintf(out, "%s{\"name\": \"%s\", \"params\": %lld, \"fwd_ms\": %.6g, \"bwd_ms\": %.6g}",
+        fprintf(out, "%s{\"name\": \"%s\", \"params\": %lld, \"fwd_ms\": %.10g, \"bwd_ms\": %.10g}",
                 i ? ", " : "", m->layer[i].name, (long long)m->layer[i].params,
                 m->layer[i].fwd_s * 1e3, m->layer[i].bwd_s * 1e3);
     fprintf(out, "],\n \"strategies\": [\n");

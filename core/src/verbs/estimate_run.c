@@ -141,8 +141,11 @@ fg_status fg_est_check_memory(const fg_est_runner *r, const char *strategy, int 
     if (!out->known) {
         char why[200];
         last_lines(log, why, sizeof why);
-        snprintf(out->note, sizeof out->note, "check %s on %d rank(s) failed (exit %d): %s",
-                 strategy, ranks, rc, why[0] ? why : "no memory line");
+        char label[96];
+        snprintf(label, sizeof label, "%s", strategy);
+        for (char *c = label; *c; c++) *c = *c == '\n' ? ',' : *c;
+        snprintf(out->note, sizeof out->note, "check [strategy] %s on %d rank(s) failed (exit %d): "
+                 "%s", label, ranks, rc, why[0] ? why : "no memory line");
     }
     return FG_OK;
 }
