@@ -41,6 +41,8 @@ static const char usage_text[] =
     "                                          token shards for [data.tokens], on all cores\n"
     "  estimate CONFIG [--nodes N] [--devices-per-node G] [--link SPEC | --link-file FILE]\n"
     "           [--profile FILE] [--measure-steps N] [--json] [--no-memory] [overrides]...\n"
+    "  estimate CONFIG --measure-link FILE     (on the ranks, under srun or mpirun) all-reduce\n"
+    "                                          times over the config's comm, for --link-file\n"
     "                                          predicted step time, tokens/s, memory per rank\n"
     "                                          and scaling of single, ddp and sharded 1-3; the\n"
     "                                          fastest that fits (SPEC: nvlink, ib-ndr, ib-hdr,\n"
@@ -298,7 +300,7 @@ static int run_estimate(const cli *c)
     static char self[4096];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     self[n > 0 ? n : 0] = '\0';
-    fg_estimate_options o = {sizeof o, NULL, NULL, 0, 1, 1, NULL, NULL, NULL, 0, 0, 0, self};
+    fg_estimate_options o = {sizeof o, NULL, NULL, 0, 1, 1, NULL, NULL, NULL, 0, 0, 0, self, NULL};
     const char **over = calloc((size_t)c->tok_argc + 1, sizeof *over);
     if (!over) return EXIT_RUNTIME;
     int rc = 0;
@@ -307,7 +309,8 @@ static int run_estimate(const cli *c)
         int *num = strcmp(a, "--nodes") == 0 ? &o.nodes : strcmp(a, "--devices-per-node") == 0
                    ? &o.devices_per_node : strcmp(a, "--measure-steps") == 0 ? &o.measure_steps : NULL;
         const char **str = strcmp(a, "--link") == 0 ? &o.link : strcmp(a, "--link-file") == 0
-                           ? &o.link_file : strcmp(a, "--profile") == 0 ? &o.profile : NULL;
+                           ? &o.link_file : strcmp(a, "--profile") == 0 ? &o.profile
+                           : strcmp(a, "--measure-link") == 0 ? &o.measure_link : NULL;
         if (num) rc = estimate_int(a, v, num), i++;
         else if (str && v && *v) *str = c->tok_argv[++i];
         else if (str) rc = usage_error("estimate: %s needs a value", a);

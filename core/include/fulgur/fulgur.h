@@ -153,6 +153,8 @@ typedef struct fg_estimate_options {
     int json;                      /* one JSON object instead of the table */
     int no_memory;                 /* leave the memory column out (no child `check`s) */
     const char *fulgur;            /* the fulgur executable the child processes run */
+    const char *measure_link;      /* --measure-link FILE: measure the comm's all-reduces on
+                                    * the ranks this runs on, write FILE (rank 0), nothing else */
 } fg_estimate_options;
 
 FG_API fg_status fg_estimate(const fg_runtime_options *opts, const fg_estimate_options *o,

@@ -149,9 +149,22 @@ static fg_status open_runtime(const fg_runtime_options *opts, const fg_estimate_
     return st == FG_OK ? fg_runtime_configure(*rt, o->config, o->overrides, o->override_count, err) : st;
 }
 
+static fg_status measure_link_only(const fg_runtime_options *opts, const fg_estimate_options *o,
+                                   FILE *out, fg_error *err)
+{
+    fg_runtime *rt = NULL;
+    fg_status st = open_runtime(opts, o, &rt, err);
+    if (st == FG_OK) st = fg_est_measure_link(rt, o->measure_link, err);
+    fg_runtime_destroy(rt);
+    if (st == FG_OK) fprintf(out, "fulgur estimate: all-reduce times written to %s\n", o->measure_link);
+    return st;
+}
+
 fg_status fg_estimate(const fg_runtime_options *opts, const fg_estimate_options *o, FILE *out,
                       fg_error *err)
 {
+    if (FG_HAS_FIELD(o, fg_estimate_options, measure_link) && o->measure_link)
+        return measure_link_only(opts, o, out, err);
     fg_status st = check_options(o, err);
     if (st != FG_OK) return st;
     est_job *j = calloc(1, sizeof *j);

@@ -25,6 +25,11 @@ fg_status fg_est_link_parse(const char *spec, fg_est_link *out, fg_error *err);
  * P ranks took SECONDS); alpha and beta by least squares of the ring all-reduce formula. */
 fg_status fg_est_link_fit_file(const char *path, fg_est_link *out, fg_error *err);
 
+/* --measure-link FILE: all-reduces of 64 KiB to 16 MiB over the configured comm plugin,
+ * run on every rank; rank 0 writes what fg_est_link_fit_file reads. */
+struct fg_runtime;
+fg_status fg_est_measure_link(struct fg_runtime *rt, const char *path, fg_error *err);
+
 /* Ring collectives on p ranks over bytes (the whole buffer), in seconds: all-reduce
  * 2(p-1) alpha + 2(p-1)/p bytes/bw; reduce-scatter and all-gather (p-1) alpha + (p-1)/p
  * bytes/bw; point to point alpha + bytes/bw. 0 for p = 1. */
