@@ -17,6 +17,9 @@
 # requeue          scancel --signal=USR1 (what --signal=USR1@90 sends): fulgur checkpoints,
 #                  requeues its job, Slurm starts it again, it resumes and ends bitwise equal to
 #                  the unbroken sbatch run; `fulgur runs` shows both versions
+# estimate         at 200 Mbit/s and 1 Gbit/s (tbf): `fulgur estimate --link-file` of the link
+#                  measured by `fulgur estimate --measure-link` (sbatch'd) predicts ddp's
+#                  measured step on 2 nodes (overlap.ini, one bucket) within 20%
 # Environment (from ctest): FULGUR, PLUGIN_DIR, CLUSTER (cluster.sh), CLUSTER_WORK (scratch,
 # not under /tmp: each node has its own /tmp), DDP_TESTS, SHARDED_TESTS, PYTHON, SBATCH_FILE.
 set -u
@@ -173,6 +176,46 @@ step_shaped_link() {
     awk -v f="$inflight" -v m="$floor" -v s="$steps" 'BEGIN { exit !(s == 10 && f >= m) }' ||
         fail "all-reduces in flight $inflight s over $steps steps (want 10): under the floor of $floor s that 200 Mbit/s sets"
     echo "ok: 200 Mbit/s links: $line (floor $floor s)"
+}
+
+# measured_step LOG STEPS: ms a step of a fit's log (its epoch's wall time / STEPS)
+measured_step() {
+    awk -v n="$2" '/^epoch 1\/1 / { for (i = 1; i <= NF; i++) if ($i ~ /^\(/) t = substr($i, 2) }
+        END { if (t == "") exit 1; printf "%.2f\n", 1e3 * t / n }' "$1"
+}
+
+# estimate: at two tbf rates, the link between the nodes measured by `fulgur estimate
+# --measure-link` (sbatch'd, srun on both nodes), then overlap.ini's ddp step (one bucket)
+# measured on the cluster against `fulgur estimate --link-file` of that measurement: within
+# 20%. Prints both, and the prediction from the nominal rate (--link RATE,50us) beside them.
+step_estimate() {
+    trap '"$CLUSTER" shape off; cleanup' EXIT
+    local steps=40 rate measured predicted nominal cfg=$DDP_TESTS/overlap.ini
+    local keys=(strategy.bucket_mb=25 trainer.max_steps=$steps trainer.log_every_n_steps=$steps
+        trainer.limit_val_batches=0)
+    printf '#!/bin/bash\nexport OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=eth0\n%s\n' \
+        'srun --mpi=pmix "$FULGUR" --plugin-path "$PLUGIN_DIR" estimate "$CONFIG" --measure-link "$LINK"' >measure.sbatch
+    for rate in 200mbit 1gbit; do
+        FULGUR_CLUSTER_RATE=$rate "$CLUSTER" shape on || skip "tc refused to shape the nodes' eth0 (above)"
+        JOB=$("$CLUSTER" run env CONFIG="$cfg" FULGUR="$FULGUR" PLUGIN_DIR="$PLUGIN_DIR" LINK="$WORK/link-$rate.txt" \
+            sbatch --parsable --chdir="$WORK" --output="$WORK/link-%j.out" --job-name=measure_link \
+            --nodes=2 --ntasks-per-node=1 --cpus-per-task=1 "$WORK/measure.sbatch") || fail "sbatch refused: $JOB"
+        OUT=$WORK/link-$JOB.out
+        finished_ok
+        sbatch_job 2 1 "$cfg" "${keys[@]}"
+        finished_ok
+        measured=$(measured_step "$OUT" "$steps") || { cat "$OUT"; fail "no epoch line in the ddp job's output"; }
+        must "estimate-$rate.json" "$FULGUR" --plugin-path "$PLUGIN_DIR" estimate "$cfg" --nodes 2 \
+            --link-file "$WORK/link-$rate.txt" --no-memory --json "${keys[@]}"
+        predicted=$("$PYTHON" -c 'import json, sys; print("%.2f" % json.load(open(sys.argv[1]))["strategies"][1]["step_ms"])' "estimate-$rate.json")
+        must "nominal-$rate.json" "$FULGUR" --plugin-path "$PLUGIN_DIR" estimate "$cfg" --nodes 2 \
+            --link "$rate,50us" --no-memory --json "${keys[@]}"
+        nominal=$("$PYTHON" -c 'import json, sys; print("%.2f" % json.load(open(sys.argv[1]))["strategies"][1]["step_ms"])' "nominal-$rate.json")
+        echo "estimate: $rate: ddp step measured $measured ms, predicted $predicted ms (fitted link: $(grep -v '^#' "$WORK/link-$rate.txt" | tr '\n' ' ')), from the nominal rate $nominal ms"
+        awk -v m="$measured" -v p="$predicted" 'BEGIN { d = p - m; if (d < 0) d = -d; exit !(d <= 0.2 * m) }' ||
+            fail "$rate: predicted $predicted ms, measured $measured ms: more than 20% apart"
+    done
+    echo "ok: ddp's step on 2 nodes predicted within 20% at 200 Mbit/s and 1 Gbit/s"
 }
 
 # wait_file LIMIT GLOB: until a file matches GLOB (the ranks' stdout reaches the job's output

@@ -104,8 +104,8 @@ typedef struct fg_est_memory {
 fg_status fg_est_check_memory(const fg_est_runner *r, const char *strategy, int ranks,
                               fg_est_memory *out, fg_error *err);
 /* The seconds one training step of the config takes under strategy single on this
- * machine's backend: two fits of steps_a and steps_b steps, the difference over
- * steps_b - steps_a (setup and data loading cancel). */
+ * machine's backend: fits of steps_a and steps_b steps (each twice, the faster kept), the
+ * difference over steps_b - steps_a (setup and data loading cancel). */
 fg_status fg_est_measure_step(const fg_est_runner *r, int steps_a, int steps_b, double *step_s,
                               fg_error *err);
 
