@@ -133,6 +133,8 @@ static fg_status run_job(est_job *j, fg_runtime *rt, fg_est_runner *r, fg_error 
     fg_status st = fg_est_layers(rt, &j->model, err);
     if (st != FG_OK) return st;
     j->bucket_mb = config_number(rt->cfg, "strategy", "bucket_mb", 25);
+    const char *wire = fg_config_get(rt->cfg, "strategy", "grad_comm_dtype");
+    if (wire && strcmp(wire, "bf16") == 0) j->model.grad_bytes = 2; /* ddp's bf16 wire copy */
     st = compute_times(j, r, err);
     if (st != FG_OK) return st;
     memory_limit(j, rt->cfg);
