@@ -20,6 +20,9 @@
 # measured         without a profile: the step time of two short fits under single, split
 #                  over the layers by flops (fc1..fc4 equal, out 10/512 of one, relus 0;
 #                  backward twice forward); ddp's prediction over nvlink is within 1% of it
+# gpt2_profile     examples/profiles/gpt2_124m_h100.profile names every layer of
+#                  examples/gpt2_124m.ini (on small token shards made here) and adds up to
+#                  the recorded H100 step: 216.216 ms, 37,888 tokens/s on one device
 # memory_vs_check  the memory column equals what `fulgur check` prints for the same config:
 #                  single and ddp on 1 rank, ddp and sharded stages 1-3 under mpirun -n 2
 #                  (every role, to the 0.01 MiB check prints); under backend.memory_limit_mb
@@ -126,6 +129,25 @@ measured)
     expect ddp_nvlink 'j["strategies"][1]["step_ms"]' "$single" 0.01
     json "$WORK/e.json" 'j["compute_source"]' | grep -q '^measured on this machine: fits of 3 and 9 steps' \
         || fail "compute source: $(json "$WORK/e.json" 'j["compute_source"]')"
+    ;;
+gpt2_profile)
+    # token shards in llm.c's format (header 20240520, 1, count; uint16 ids) for the config
+    "$PYTHON" -c '
+import array, struct, sys
+for name in ("fineweb_train_000001.bin", "fineweb_val_000000.bin"):
+    ids = array.array("H", (i * 7919 % 50257 for i in range(30000)))
+    with open(sys.argv[1] + "/" + name, "wb") as f:
+        f.write(struct.pack("<256i", 20240520, 1, len(ids), *([0] * 253)))
+        f.write(ids.tobytes())' "$WORK" || fail "cannot write token shards"
+    "$FULGUR" estimate "$ESTIMATE_TESTS/../../examples/gpt2_124m.ini" data.dir="$WORK" data.train_windows=10 \
+        data.val_windows=2 precision.name=bf16-mixed --nodes 1 --devices-per-node 8 --link nvlink \
+        --profile "$PROFILES/gpt2_124m_h100.profile" --no-memory --json >"$WORK/e.json" || fail "estimate failed"
+    # the recorded step: 8192 tokens at 37,888 tokens/s (the profile's layers add up to it)
+    expect step 'j["strategies"][0]["step_ms"]' 216.216216 1e-4
+    expect tokens 'j["strategies"][0]["tokens_per_s"]' 37888 1e-4
+    expect layers 'len(j["layers"])' 16
+    expect params 'j["params"]' 124439808
+    expect ranks 'j["strategies"][1]["ranks"]' 8
     ;;
 memory_vs_check)
     MPIRUN=$(command -v mpirun) || { echo "SKIP: mpirun not found"; exit 77; }
