@@ -20,6 +20,9 @@
 # measured         without a profile: the step time of two short fits under single, split
 #                  over the layers by flops (fc1..fc4 equal, out 10/512 of one, relus 0;
 #                  backward twice forward); ddp's prediction over nvlink is within 1% of it
+# measure_link     --measure-link under mpirun -n 2 writes 'ranks = 2' and the median times of
+#                  all-reduces of 64 KiB, 256 KiB, 1, 4 and 16 MiB, which --link-file fits;
+#                  on one rank it is refused with the hint to run it on the ranks
 # gpt2_profile     examples/profiles/gpt2_124m_h100.profile names every layer of
 #                  examples/gpt2_124m.ini (on small token shards made here) and adds up to
 #                  the recorded H100 step: 216.216 ms, 37,888 tokens/s on one device
@@ -129,6 +132,21 @@ measured)
     expect ddp_nvlink 'j["strategies"][1]["step_ms"]' "$single" 0.01
     json "$WORK/e.json" 'j["compute_source"]' | grep -q '^measured on this machine: fits of 3 and 9 steps' \
         || fail "compute source: $(json "$WORK/e.json" 'j["compute_source"]')"
+    ;;
+measure_link)
+    MPIRUN=$(command -v mpirun) || { echo "SKIP: mpirun not found"; exit 77; }
+    MPI_FLAGS=(-n 2 --oversubscribe)
+    [ "$(id -u)" = 0 ] && MPI_FLAGS+=(--allow-run-as-root)
+    "$MPIRUN" "${MPI_FLAGS[@]}" "$FULGUR" estimate "$CFG" --measure-link "$WORK/link.txt" >"$WORK/m.log" 2>&1 ||
+        fail "--measure-link under mpirun: $(tail -3 "$WORK/m.log")"
+    [ "$(grep -c '^ranks = 2$' "$WORK/link.txt")" = 1 ] || fail "no 'ranks = 2' line: $(cat "$WORK/link.txt")"
+    [ "$(awk '/^[0-9]/ && $2 > 0 { printf "%s ", $1 }' "$WORK/link.txt")" = "65536 262144 1048576 4194304 16777216 " ] ||
+        fail "sizes or times: $(cat "$WORK/link.txt")"
+    "$FULGUR" estimate "$CFG" --nodes 2 --link-file "$WORK/link.txt" --profile "$PROFILE" --no-memory --json \
+        >"$WORK/e.json" || fail "the measured link file does not fit"
+    json "$WORK/e.json" 'j["link"]["source"]' | grep -q "^fitted from $WORK/link.txt (5 points, 2 ranks)" ||
+        fail "link source: $(json "$WORK/e.json" 'j["link"]["source"]')"
+    refused "--measure-link: comm.mpi has one rank; run it on the ranks to measure" "$CFG" --measure-link "$WORK/one.txt"
     ;;
 gpt2_profile)
     # token shards in llm.c's format (header 20240520, 1, count; uint16 ids) for the config

@@ -70,7 +70,8 @@ static fg_status compute_times(est_job *j, const fg_est_runner *r, fg_error *err
     if (st != FG_OK) return st;
     split_measured(&j->model, step);
     snprintf(j->model.compute_source, sizeof j->model.compute_source, "measured on this machine: "
-             "fits of %d and %d steps under strategy single (each twice, the faster), (t%d - t%d) / %d = %.3f ms a step, "
+             "fits of %d and %d steps under strategy single (each twice, the faster; a fit's time its wall "
+             "or, when shorter, its CPU time), (t%d - t%d) / %d = %.3f ms a step, "
              "split over the layers by their flops (1/3 forward, 2/3 backward)", a, b, b, a, b - a,
              step * 1e3);
     return FG_OK;

@@ -1,6 +1,6 @@
 /* fulgur estimate --measure-link FILE: all-reduces of growing size over the config's comm
- * plugin (run on every rank, under srun or mpirun), their mean times written by rank 0 in
- * the link file format fg_est_link_fit_file reads. */
+ * plugin (run on every rank, under srun or mpirun), their median times written by rank 0
+ * in the link file format fg_est_link_fit_file reads. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 #include "fulgur/comm.h"
 #include "runtime.h"
 
-#define REPS 5
+#define REPS 7
 
 static double seconds(void)
 {
@@ -20,17 +20,28 @@ static double seconds(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* The mean time of REPS all-reduces of count floats, after one not timed; every rank starts
- * each size together (a one-float all-reduce before it). */
-static fg_status time_size(const fg_comm_vtable *vt, void *state, float *buf, size_t count,
-                           double *mean, fg_error *err)
+static int by_value(const void *a, const void *b)
 {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median time of REPS all-reduces of count floats (a machine whose other processes
+ * take the cores now and then slows some of them down), after one not timed; the ranks
+ * start each one together (a one-float all-reduce before it). */
+static fg_status time_size(const fg_comm_vtable *vt, void *state, float *buf, size_t count,
+                           double *median, fg_error *err)
+{
+    double t[REPS];
     fg_status st = vt->all_reduce(state, NULL, buf, count, FG_F32, FG_REDUCE_SUM, err);
-    if (st == FG_OK) st = vt->all_reduce(state, NULL, buf, 1, FG_F32, FG_REDUCE_SUM, err);
-    double t0 = seconds();
-    for (int r = 0; st == FG_OK && r < REPS; r++)
-        st = vt->all_reduce(state, NULL, buf, count, FG_F32, FG_REDUCE_SUM, err);
-    *mean = (seconds() - t0) / REPS;
+    for (int r = 0; st == FG_OK && r < REPS; r++) {
+        st = vt->all_reduce(state, NULL, buf, 1, FG_F32, FG_REDUCE_SUM, err);
+        double t0 = seconds();
+        if (st == FG_OK) st = vt->all_reduce(state, NULL, buf, count, FG_F32, FG_REDUCE_SUM, err);
+        t[r] = seconds() - t0;
+    }
+    qsort(t, REPS, sizeof t[0], by_value);
+    *median = t[REPS / 2];
     return st;
 }
 
@@ -41,12 +52,12 @@ static fg_status measure(const fg_comm_vtable *vt, void *state, const fg_comm_to
     float *buf = calloc(max_count, sizeof *buf);
     if (!buf) return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory");
     fg_status st = FG_OK;
-    if (f) fprintf(f, "# fulgur estimate --measure-link: mean of %d f32 sum all-reduces a size\n"
+    if (f) fprintf(f, "# fulgur estimate --measure-link: median of %d f32 sum all-reduces a size\n"
                    "ranks = %d\n", REPS, topo->world_size);
     for (size_t count = (size_t)1 << 14; st == FG_OK && count <= max_count; count <<= 2) {
-        double mean = 0;
-        st = time_size(vt, state, buf, count, &mean, err);
-        if (st == FG_OK && f) fprintf(f, "%zu %.9g\n", count * sizeof(float), mean);
+        double median = 0;
+        st = time_size(vt, state, buf, count, &median, err);
+        if (st == FG_OK && f) fprintf(f, "%zu %.9g\n", count * sizeof(float), median);
     }
     free(buf);
     if (st == FG_OK && f && ferror(f)) st = fg_error_set(err, FG_IO_ERROR, "cannot write %s", path);
