@@ -194,7 +194,9 @@ measured_step() {
 # link sees the rate, the step is closer than the nominal rate's (--link RATE,50us).
 step_estimate() {
     trap '"$CLUSTER" shape off; cleanup' EXIT
-    local steps=40 rate measured predicted nominal cfg=$DDP_TESTS/overlap.ini
+    # a copy: the estimate writes its per-strategy configs beside the config it reads
+    cp "$DDP_TESTS/overlap.ini" "$WORK/overlap.ini" || fail "cannot copy overlap.ini"
+    local steps=40 rate measured predicted nominal inflight comm cfg=$WORK/overlap.ini
     local keys=(strategy.bucket_mb=25 trainer.max_steps=$steps trainer.log_every_n_steps=$steps
         trainer.limit_val_batches=0)
     printf '#!/bin/bash\nexport OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=eth0\n%s\n' \
