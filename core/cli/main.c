@@ -42,6 +42,14 @@ static const char usage_text[] =
     "           [--shard-tokens N] [--chunk-bytes N] [--eot TEXT]\n"
     "                                          text files (files, folders, globs) into llm.c\n"
     "                                          token shards for [data.tokens], on all cores\n"
+    "  estimate CONFIG [--nodes N] [--devices-per-node G] [--link SPEC | --link-file FILE]\n"
+    "           [--profile FILE] [--measure-steps N] [--json] [--no-memory] [overrides]...\n"
+    "  estimate CONFIG --measure-link FILE     (on the ranks, under srun or mpirun) all-reduce\n"
+    "                                          times over the config's comm, for --link-file\n"
+    "                                          predicted step time, tokens/s, memory per rank\n"
+    "                                          and scaling of single, ddp and sharded 1-3; the\n"
+    "                                          fastest that fits (SPEC: nvlink, ib-ndr, ib-hdr,\n"
+    "                                          100gbe, 10gbe, 1gbe or RATE,LATENCY: 1gbit,50us)\n"
     "  runs DIR [RUN...] [--report OUT.html]   the runs under DIR: status, steps, best metric,\n"
     "                                          wall time; --report overlays their curves on one\n"
     "                                          page (RUN: NAME or NAME/version_N, globs allowed)\n"
@@ -75,7 +83,8 @@ typedef struct cli {
     char gen_overrides[8][4200];
     int gen_count;
     int allow_nonfinite;      /* --allow-nonfinite: the override trainer.allow_nonfinite=true */
-    char **tok_argv;          /* tokenize's own arguments, parsed by run_tokenize */
+    char **tok_argv;          /* tokenize's (and estimate's) own arguments, parsed by */
+                              /* run_tokenize and run_estimate */
     int tok_argc;
 } cli;
 
@@ -145,8 +154,8 @@ static int parse_args(int argc, char **argv, cli *c)
         } else if (strcmp(a, "--version") == 0) {
             printf("fulgur %s (plugin ABI %d.%d)\n", fg_version(), FG_ABI_MAJOR, fg_abi_minor());
             return EXIT_OK;
-        } else if (c->arg_count == 0 && strcmp(a, "tokenize") == 0) {
-            c->args[c->arg_count++] = a; /* the rest is tokenize's (run_tokenize) */
+        } else if (c->arg_count == 0 && (strcmp(a, "tokenize") == 0 || strcmp(a, "estimate") == 0)) {
+            c->args[c->arg_count++] = a; /* the rest is its own (run_tokenize, run_estimate) */
             c->tok_argv = argv + i + 1;
             c->tok_argc = argc - i - 1;
             break;
@@ -285,6 +294,55 @@ static int run_tokenize(const cli *c)
     return st == FG_OK ? EXIT_OK : fail(&err, st, 1);
 }
 
+/* A whole-number option of estimate: 0, or a usage error's exit code. */
+static int estimate_int(const char *opt, const char *v, int *out)
+{
+    char *end = NULL;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || !*v || *end || x < 1 || x > 1000000) {
+        fprintf(stderr, "fulgur: estimate %s needs a whole number >= 1 (got '%s')\n", opt, v ? v : "");
+        return EXIT_USAGE;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+/* estimate CONFIG [options] [overrides] */
+static int run_estimate(const cli *c)
+{
+    static char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[n > 0 ? n : 0] = '\0';
+    fg_estimate_options o = {sizeof o, NULL, NULL, 0, 1, 1, NULL, NULL, NULL, 0, 0, 0, self, NULL};
+    const char **over = calloc((size_t)c->tok_argc + 1, sizeof *over);
+    if (!over) return EXIT_RUNTIME;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < c->tok_argc; i++) {
+        const char *a = c->tok_argv[i], *v = i + 1 < c->tok_argc ? c->tok_argv[i + 1] : NULL;
+        int *num = strcmp(a, "--nodes") == 0 ? &o.nodes : strcmp(a, "--devices-per-node") == 0
+                   ? &o.devices_per_node : strcmp(a, "--measure-steps") == 0 ? &o.measure_steps : NULL;
+        const char **str = strcmp(a, "--link") == 0 ? &o.link : strcmp(a, "--link-file") == 0
+                           ? &o.link_file : strcmp(a, "--profile") == 0 ? &o.profile
+                           : strcmp(a, "--measure-link") == 0 ? &o.measure_link : NULL;
+        if (num) rc = estimate_int(a, v, num), i++;
+        else if (str && v && *v) *str = c->tok_argv[++i];
+        else if (str) rc = usage_error("estimate: %s needs a value", a);
+        else if (strcmp(a, "--json") == 0) o.json = 1;
+        else if (strcmp(a, "--no-memory") == 0) o.no_memory = 1;
+        else if (a[0] == '-' && a[1]) rc = usage_error("estimate: unknown option '%s'", a);
+        else if (!o.config) o.config = a;
+        else over[o.override_count++] = a;
+    }
+    o.overrides = over;
+    if (rc == 0 && !o.config) rc = usage_error("%s", "'estimate' needs a CONFIG file");
+    fg_runtime_options ro = {sizeof ro, c->paths, c->path_count, stdout, c->verbosity};
+    fg_error err = {0};
+    fg_status st = rc == 0 ? fg_estimate(&ro, &o, stdout, &err) : FG_OK;
+    free(over);
+    if (rc) return rc;
+    return st == FG_OK ? EXIT_OK : fail(&err, st, 1);
+}
+
 static int run_command(fg_runtime *rt, const cli *c)
 {
     const char *cmd = c->args[0];
@@ -293,6 +351,7 @@ static int run_command(fg_runtime *rt, const cli *c)
     if (c->report && strcmp(cmd, "runs") != 0) return usage_error("%s", "--report belongs to 'fulgur runs'");
     if (strcmp(cmd, "runs") == 0) return run_runs(rt, c);
     if (strcmp(cmd, "tokenize") == 0) return run_tokenize(c);
+    if (strcmp(cmd, "estimate") == 0) return run_estimate(c);
     if (strcmp(cmd, "plugins") == 0) {
         if (c->arg_count > 1) return usage_error("'plugins' takes no argument (got '%s')", c->args[1]);
         st = fg_runtime_list_plugins(rt, stdout, &err);

@@ -134,6 +134,33 @@ typedef struct fg_tokenize_options {
 
 FG_API fg_status fg_tokenize(const fg_tokenize_options *opts, FILE *progress, fg_error *err);
 
+/* `fulgur estimate CONFIG`: the predicted step time, samples and tokens a second, memory per
+ * rank (what `fulgur check` prints, run as child processes of `fulgur`: under mpirun for
+ * sharded on nodes x devices_per_node ranks) and scaling efficiency of strategies single,
+ * ddp and sharded stages 1-3, from per-layer compute times (a recorded device profile, or
+ * measured here by short fits of the config) and an alpha-beta link (a preset, RATE,LATENCY
+ * or fitted to a file of measured all-reduces); names the fastest that fits the device
+ * memory and prints what it assumed (README, "Estimating a strategy's cost"). */
+typedef struct fg_estimate_options {
+    uint32_t struct_size;
+    const char *config;
+    const char *const *overrides;  /* section.key=value, applied as fit would */
+    int override_count;
+    int nodes, devices_per_node;   /* >= 1 each */
+    const char *link;              /* --link SPEC; NULL: link_file, or none for one rank */
+    const char *link_file;         /* --link-file FILE: "ranks = P" and "BYTES SECONDS" lines */
+    const char *profile;           /* --profile FILE; NULL: measure on this machine */
+    int measure_steps;             /* the shorter timed fit's steps (the longer: 3x); 0: 5 */
+    int json;                      /* one JSON object instead of the table */
+    int no_memory;                 /* leave the memory column out (no child `check`s) */
+    const char *fulgur;            /* the fulgur executable the child processes run */
+    const char *measure_link;      /* --measure-link FILE: measure the comm's all-reduces on
+                                    * the ranks this runs on, write FILE (rank 0), nothing else */
+} fg_estimate_options;
+
+FG_API fg_status fg_estimate(const fg_runtime_options *opts, const fg_estimate_options *o,
+                             FILE *out, fg_error *err);
+
 #ifdef __cplusplus
 }
 #endif
