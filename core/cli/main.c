@@ -25,6 +25,10 @@ static const char usage_text[] =
     "           [--top-k K] [--seed S] [--tokenizer PATH]\n"
     "                                          a language model's continuation (bytes, or the\n"
     "                                          tokens of [generate] tokenizer)\n"
+    "  chat CONFIG --ckpt-path X [--tokenizer PATH] [generate options]\n"
+    "                                          a chat: each line of stdin a turn, each reply\n"
+    "                                          printed on a line (generate with [generate]\n"
+    "                                          chat = true)\n"
     "  check CONFIG [section.key=value]...     validate the config, start the plugins, open the\n"
     "                                          data and build the model; train nothing\n"
     "  plugins                                 list every plugin found, and why any was refused\n"
@@ -170,9 +174,9 @@ static int run_verb(fg_runtime *rt, const cli *c, const char *cmd)
     static const struct { const char *name; int verb; } verbs[] = {
         {"fit", FG_VERB_FIT}, {"validate", FG_VERB_VALIDATE}, {"test", FG_VERB_TEST},
         {"predict", FG_VERB_PREDICT}, {"check", FG_VERB_CHECK}, {"generate", FG_VERB_GENERATE}};
-    int verb = -1;
+    int verb = -1, chat = strcmp(cmd, "chat") == 0; /* chat: generate.chat=true */
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
-        if (strcmp(verbs[i].name, cmd) == 0) verb = verbs[i].verb;
+        if (strcmp(verbs[i].name, chat ? "generate" : cmd) == 0) verb = verbs[i].verb;
     if (verb < 0) return usage_error("unknown command '%s'", cmd);
     if (c->arg_count < 2) return usage_error("'%s' needs a CONFIG file", cmd);
     const char *overrides[MAX_ARGS + 8];
@@ -180,8 +184,9 @@ static int run_verb(fg_runtime *rt, const cli *c, const char *cmd)
     for (int i = 2; i < c->arg_count; i++) overrides[n++] = c->args[i];
     if (c->ckpt_override[0]) overrides[n++] = c->ckpt_override;
     if (c->gen_count && verb != FG_VERB_GENERATE)
-        return usage_error("%s belongs to 'fulgur generate'", c->gen_overrides[0]);
+        return usage_error("%s belongs to 'fulgur generate' and 'fulgur chat'", c->gen_overrides[0]);
     for (int i = 0; i < c->gen_count; i++) overrides[n++] = c->gen_overrides[i];
+    if (chat) overrides[n++] = "generate.chat=true";
     if (c->allow_nonfinite) overrides[n++] = "trainer.allow_nonfinite=true";
     fg_error err = {0};
     fg_status st = fg_runtime_configure(rt, c->args[1], overrides, n, &err);
