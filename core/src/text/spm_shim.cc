@@ -13,9 +13,14 @@ extern "C" {
 #include "tokenizer.h"
 }
 
+// No std container of the core's own: their out-of-line code would be exported from
+// libfulgur (std's templates have default visibility), which exports the embedding API alone.
 struct fg_spm {
     sentencepiece::SentencePieceProcessor sp;
-    std::vector<std::string> bytes; // by id: what the id contributes to decoded text
+    std::string bytes;       // what each id contributes to decoded text, one after another
+    size_t *start = nullptr; // id's bytes: [start[id], start[id + 1])
+    int32_t count = 0;
+    ~fg_spm() { std::free(start); }
 };
 
 // U+2581 (the pieces' space), U+2047 (SentencePiece's decoding of the unknown piece).
@@ -58,9 +63,15 @@ extern "C" fg_status fg_spm_load(const char *path, fg_spm **out, fg_error *err)
                                 "model SentencePiece can load: %s", path, why.c_str());
         }
         int n = s->sp.GetPieceSize();
-        s->bytes.reserve((size_t)n);
-        for (int id = 0; id < n; id++)
-            s->bytes.push_back(piece_bytes(s->sp, id));
+        s->start = (size_t *)std::malloc(((size_t)n + 1) * sizeof *s->start);
+        if (!s->start)
+            throw std::bad_alloc();
+        for (int id = 0; id < n; id++) {
+            s->start[id] = s->bytes.size();
+            s->bytes += piece_bytes(s->sp, id);
+        }
+        s->start[n] = s->bytes.size();
+        s->count = n;
     } catch (const std::bad_alloc &) {
         delete s;
         return fg_error_set(err, FG_OUT_OF_MEMORY, "tokenizer: %s: out of memory", path);
@@ -80,7 +91,7 @@ extern "C" void fg_spm_free(fg_spm *s)
 
 extern "C" int32_t fg_spm_vocab_size(const fg_spm *s)
 {
-    return (int32_t)s->bytes.size();
+    return s->count;
 }
 
 // SentencePiece answers -1 for an id the model disables (e.g. --pad_id=-1).
@@ -128,9 +139,8 @@ extern "C" const unsigned char *fg_spm_bytes(const fg_spm *s, int32_t id, size_t
     *n = 0;
     if (id < 0 || id >= fg_spm_vocab_size(s))
         return nullptr;
-    const std::string &b = s->bytes[(size_t)id];
-    *n = b.size();
-    return (const unsigned char *)b.data();
+    *n = s->start[id + 1] - s->start[id];
+    return (const unsigned char *)s->bytes.data() + s->start[id];
 }
 
 static int append_ids(fg_token_buf *b, const std::vector<int> &ids)

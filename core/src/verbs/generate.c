@@ -12,7 +12,11 @@
  * window slides by one per token and every position moves, so (with learned absolute
  * position embeddings) no cached key stays valid: each such token is again one forward of
  * the window, which refills the cache. Either way the probabilities are the full forward's
- * (to rounding), so the text is the same. */
+ * (to rounding), so the text is the same.
+ *
+ * With [generate] chat = true (fulgur chat) each line of stdin is a user's turn: its
+ * template's tokens join the conversation and run through the cache one position at a time
+ * (the cache outlives the turn), then the reply is sampled as above and printed on a line. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
