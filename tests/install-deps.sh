@@ -7,12 +7,15 @@
 # only recommended by clang) build the fuzz.* targets (tests/fuzz). slurmctld, slurmd,
 # slurm-client and munge (Debian's Slurm 22.05, with srun's mpi/pmix) run the two-node
 # cluster of tests/cluster, in network namespaces (iproute2: ip, tc; util-linux: nsenter).
+# libsentencepiece-dev gives fulgur's SentencePiece tokenizer (core/src/text/spm_shim.cc);
+# sentencepiece (spm_train, spm_encode) trains and checks it (tests/text, the fortunes
+# example: fortunes is its text).
 set -euo pipefail
 packages=(build-essential cmake pkg-config libinih-dev zlib1g-dev libopenblas-dev
           libopenmpi-dev openmpi-bin libjansson-dev dataset-fashion-mnist tmux python3
           libpng-dev libjpeg-dev python3-pil python3-torchvision clang libclang-rt-14-dev
           fortunes libdnnl-dev libpcre2-dev slurmctld slurmd slurm-client munge iproute2
-          util-linux)
+          util-linux libsentencepiece-dev sentencepiece)
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 browser=(chromium)
 [ "${FULGUR_DEPS_NO_BROWSER:-0}" = 1 ] && browser=()

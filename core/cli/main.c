@@ -28,6 +28,10 @@ static const char usage_text[] =
     "  export CONFIG [--ckpt-path X] --out DIR [--dtype f32|bf16]\n"
     "                                          the weights (init_from's, or X's) as Hugging\n"
     "                                          Face Llama model.safetensors + config.json\n"
+    "  chat CONFIG --ckpt-path X [--tokenizer PATH] [generate options]\n"
+    "                                          a chat: each line of stdin a turn, each reply\n"
+    "                                          printed on a line (generate with [generate]\n"
+    "                                          chat = true)\n"
     "  check CONFIG [section.key=value]...     validate the config, start the plugins, open the\n"
     "                                          data and build the model; train nothing\n"
     "  plugins                                 list every plugin found, and why any was refused\n"
@@ -187,23 +191,25 @@ static int run_verb(fg_runtime *rt, const cli *c, const char *cmd)
         {"fit", FG_VERB_FIT}, {"validate", FG_VERB_VALIDATE}, {"test", FG_VERB_TEST},
         {"predict", FG_VERB_PREDICT}, {"check", FG_VERB_CHECK}, {"generate", FG_VERB_GENERATE},
         {"export", FG_VERB_EXPORT}};
-    int verb = -1;
+    int verb = -1, chat = strcmp(cmd, "chat") == 0; /* chat: generate.chat=true */
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
-        if (strcmp(verbs[i].name, cmd) == 0) verb = verbs[i].verb;
+        if (strcmp(verbs[i].name, chat ? "generate" : cmd) == 0) verb = verbs[i].verb;
     if (verb < 0) return usage_error("unknown command '%s'", cmd);
     if (c->arg_count < 2) return usage_error("'%s' needs a CONFIG file", cmd);
-    const char *overrides[MAX_ARGS + 8];
+    const char *overrides[MAX_ARGS + 12];
     int n = 0;
     for (int i = 2; i < c->arg_count; i++) overrides[n++] = c->args[i];
     if (c->ckpt_override[0]) overrides[n++] = c->ckpt_override;
+    const char *section = chat ? "generate" : cmd; /* chat takes generate's options */
     for (int i = 0; i < c->gen_count; i++) {
         const char *o = c->gen_overrides[i];
-        int own = strncmp(o, cmd, strlen(cmd)) == 0 && o[strlen(cmd)] == '.';
+        int own = strncmp(o, section, strlen(section)) == 0 && o[strlen(section)] == '.';
         if (!own || (verb != FG_VERB_GENERATE && verb != FG_VERB_EXPORT))
-            return usage_error("%s belongs to another command (fulgur generate's --prompt, "
-                               "..., fulgur export's --out and --dtype)", o);
+            return usage_error("%s belongs to another command (fulgur generate's and chat's "
+                               "--prompt, ..., fulgur export's --out and --dtype)", o);
         overrides[n++] = o;
     }
+    if (chat) overrides[n++] = "generate.chat=true";
     if (c->allow_nonfinite) overrides[n++] = "trainer.allow_nonfinite=true";
     fg_error err = {0};
     fg_status st = fg_runtime_configure(rt, c->args[1], overrides, n, &err);

@@ -63,6 +63,12 @@ static void test_splitting(void)
     CHECK_STR(fg_config_origin(cfg, "data", "paths"), "command line:  data . paths = a.gz,b=c.gz ");
     CHECK(fg_config_override(cfg, "optimizer.lr=1e-3", &err) == FG_OK);
     CHECK_STR(fg_config_get(cfg, "optimizer", "lr"), "1e-3");
+    /* Written without a blank before '=' (the CLI's --prompt " the"), the value is kept as
+     * written: a prompt's spaces are text. */
+    CHECK(fg_config_override(cfg, "generate.prompt= the ", &err) == FG_OK);
+    CHECK_STR(fg_config_get(cfg, "generate", "prompt"), " the ");
+    CHECK(fg_config_override(cfg, "generate.prompt =  the", &err) == FG_OK);
+    CHECK_STR(fg_config_get(cfg, "generate", "prompt"), "the");
     fg_config_destroy(cfg);
 }
 

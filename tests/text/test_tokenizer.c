@@ -210,6 +210,26 @@ static void test_refusals(const char *tmp)
     check_refused(path, "no token stands for byte 0x00");
 }
 
+/* A .model that is not a SentencePiece model (garbage, empty) is refused with a message
+ * naming it, never a crash; without libsentencepiece every .model is, saying so. */
+static void test_spm_refusals(const char *tmp)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/garbage.model", tmp);
+    FILE *f = fopen(path, "w");
+    fputs("this is not a protobuf \x01\x02\xff", f);
+    fclose(f);
+#ifdef FULGUR_TEST_HAVE_SENTENCEPIECE
+    check_refused(path, "garbage.model: not a SentencePiece model SentencePiece can load");
+    snprintf(path, sizeof path, "%s/empty.model", tmp);
+    fclose(fopen(path, "w"));
+    check_refused(path, "empty.model: not a SentencePiece model");
+#else
+    check_refused(path, "this fulgur was built without SentencePiece");
+#endif
+    check_refused("/nonexistent/x.model", "no such file or folder");
+}
+
 static void test_bad_utf8(const char *tmp)
 {
     snprintf(dir, sizeof dir, "%s", tmp);
@@ -238,6 +258,7 @@ int main(int argc, char **argv)
         {"llama3_pattern", test_llama3_pattern, NULL},
         {"refusals", NULL, test_refusals},
         {"bad_utf8", NULL, test_bad_utf8},
+        {"spm_refusals", NULL, test_spm_refusals},
     };
     return fg_test_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -1,6 +1,8 @@
 /* decode(encode(x)) == x on a `fulgur tokenize` output: the ids of the shards (in order,
- * the end-of-text token before the document dropped) decoded by the tokenizer are the
- * input file's bytes. usage: tok_roundtrip TOKENIZER INPUT SHARD...
+ * the token before the document dropped: BOS where the tokenizer has one, else
+ * end-of-text) decoded by the tokenizer are the input file's bytes (its newlines left out
+ * where the tokenizer encodes a line at a time: SentencePiece).
+ * usage: tok_roundtrip TOKENIZER INPUT SHARD...
  * Prints "roundtrip: N ids, M bytes equal"; exit 1 at the first difference (its offset). */
 #include <stdint.h>
 #include <stdio.h>
@@ -8,6 +10,15 @@
 #include <string.h>
 
 #include "tokenizer.h"
+
+/* The input's next byte, its newlines skipped where the tokenizer does not encode them. */
+static int next_byte(const fg_tokenizer *t, FILE *in)
+{
+    int c = fgetc(in);
+    while (c == '\n' && fg_tokenizer_by_line(t))
+        c = fgetc(in);
+    return c;
+}
 
 static int compare_shard(const fg_tokenizer *t, FILE *in, const char *shard, int first,
                          long long *ids, long long *bytes)
@@ -26,8 +37,10 @@ static int compare_shard(const fg_tokenizer *t, FILE *in, const char *shard, int
         }
         ++*ids;
         if (first && i == 0) {
-            if (id != fg_tokenizer_eot(t)) {
-                fprintf(stderr, "roundtrip: the first id is %u, not end-of-text\n", id);
+            int32_t start = fg_tokenizer_bos(t) >= 0 ? fg_tokenizer_bos(t) : fg_tokenizer_eot(t);
+            if (id != start) {
+                fprintf(stderr, "roundtrip: the first id is %u, not %d (BOS or end-of-text)\n",
+                        id, start);
                 return 1;
             }
             continue;
@@ -35,7 +48,7 @@ static int compare_shard(const fg_tokenizer *t, FILE *in, const char *shard, int
         size_t n = 0;
         const unsigned char *b = fg_tokenizer_bytes(t, id, &n);
         for (size_t k = 0; b && k < n; k++, ++*bytes)
-            if (fgetc(in) != b[k]) {
+            if (next_byte(t, in) != b[k]) {
                 fprintf(stderr, "roundtrip: byte %lld differs (id %u, id #%lld)\n", *bytes, id, *ids);
                 return 1;
             }
@@ -65,7 +78,7 @@ int main(int argc, char **argv)
     int rc = in ? 0 : 1;
     for (int i = 3; rc == 0 && i < argc; i++)
         rc = compare_shard(t, in, argv[i], i == 3, &ids, &bytes);
-    if (rc == 0 && fgetc(in) != EOF) {
+    if (rc == 0 && next_byte(t, in) != EOF) {
         fprintf(stderr, "roundtrip: the decoded text stops at byte %lld, before the input ends\n",
                 bytes);
         rc = 1;

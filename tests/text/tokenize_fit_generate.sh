@@ -5,6 +5,8 @@
 #  2. `fulgur fit` on `train_file = .../train_*.bin` (the glob of shards);
 #  3. `fulgur generate --tokenizer`, greedy, from "The quick": the sentence's rest, then
 #     the end-of-text token ends the text (its exact bytes, though 40 tokens were allowed);
+#     --prompt " brown" keeps its leading space (before the fix the command line trimmed it):
+#     the text printed is " brown fox jumps";
 #  4. the same model with [generate] tokenizer empty is refused (50257 tokens, not bytes);
 #  5. `fulgur tokenize` refuses an -o folder that already holds shards, an input that does
 #     not exist and invalid UTF-8 (naming the file), each with exit 2.
@@ -74,6 +76,12 @@ out=$("$fulgur" generate g.ini --ckpt-path m.safetensors --tokenizer "$pkg" --pr
       --max-new-tokens 40 --temperature 0 2>gen.err) || { cat gen.err >&2; fail "generate failed"; }
 [ "$out" = "$sentence" ] || fail "generate printed '$out', expected '$sentence' (then end-of-text)"
 grep -q "fulgur generate: 9 tokens" gen.err || fail "not 9 tokens (8 and end-of-text): $(grep tokens gen.err)"
+
+# the prompt " brown" keeps its leading space (GPT-2's " brown", 7586, as in the sentence):
+# the greedy continuation is the sentence's, " fox jumps"
+out=$("$fulgur" generate g.ini --ckpt-path m.safetensors --tokenizer "$pkg" --prompt " brown" \
+      --max-new-tokens 2 --temperature 0 2>space.err) || { cat space.err >&2; fail "generate failed"; }
+[ "$out" = " brown fox jumps" ] || fail "--prompt ' brown' printed '$out', not ' brown fox jumps'"
 
 rc=0
 "$fulgur" generate g.ini --ckpt-path m.safetensors --prompt x --max-new-tokens 1 2>bytes.err || rc=$?

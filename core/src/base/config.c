@@ -628,7 +628,12 @@ fg_status fg_config_override(fg_config *cfg, const char *assignment, fg_error *e
     if (!problem) {
         sec = trim_range(assignment, dot, &sec_len);
         key = trim_range(dot + 1, eq, &key_len);
+        /* `section.key=value` keeps the value as written (the shell delimits it: a
+         * prompt's leading space is text); `section.key = value`, blanks around '=' as a
+         * config line spells it, drops them, and so does a value of blanks alone */
         val = trim_range(eq + 1, eq + 1 + strlen(eq + 1), &val_len);
+        if (val_len && !(eq > assignment && isspace((unsigned char)eq[-1])))
+            val = eq + 1, val_len = strlen(eq + 1);
         /* an empty value is the config file's `key =`: it clears a string key, and the
          * schema refuses it where the key's type has no empty value */
         problem = !sec_len ? "empty section" : !key_len ? "empty key" : NULL;

@@ -19,6 +19,9 @@ fg_status fg_config_parse_string(const char *text, const char *name, fg_config *
 void fg_config_destroy(fg_config *cfg);
 
 /* "section.key=value": the section is everything before the last '.' of the left side.
+ * The value is taken as written, blanks included, unless a blank comes just before '='
+ * ("section.key = value", a config line's spelling) or it is blanks alone: then its blanks
+ * are dropped.
  * Sets or replaces; the entry's origin becomes "command line: ARG". */
 fg_status fg_config_override(fg_config *cfg, const char *assignment, fg_error *err);
 /* Sets a value from code (defaults filled in by the core); origin "default". */

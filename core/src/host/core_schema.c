@@ -81,8 +81,9 @@ static const fg_option generate_options[] = {
     {"temperature", FG_OPT_FLOAT, "0.8", 0, 1e3, NULL, "sampling temperature; 0: always the most likely token"},
     {"top_k", FG_OPT_INT, "0", 0, 1e9, NULL, "sample among the k most likely tokens; 0: all"},
     {"seed", FG_OPT_INT, "0", 0, 9.2e18, NULL, "seeds the sampling: the same seed gives the same text"},
-    {"tokenizer", FG_OPT_STRING, "", NO_RANGE, NULL, "a tokenizer.json, or a folder with encoder.json + vocab.bpe: the prompt is encoded and the text decoded by it, and the text ends at its end-of-text token; empty: bytes (a model of 256 tokens)"},
+    {"tokenizer", FG_OPT_STRING, "", NO_RANGE, NULL, "a tokenizer.json, a SentencePiece .model, or a folder with encoder.json + vocab.bpe: the prompt is encoded (after the model's BOS, SentencePiece) and the text decoded by it, and the text ends at its end-of-text token (a SentencePiece model's EOS); empty: bytes (a model of 256 tokens)"},
     {"kv_cache", FG_OPT_BOOL, "true", NO_RANGE, NULL, "keep each block's keys and values: a new token runs one position, not the whole window (the text is the same; false: a full forward per token)"},
+    {"chat", FG_OPT_BOOL, "false", NO_RANGE, NULL, "a chat (fulgur chat): each line of stdin a user's turn in the template \"User: LINE\\nAssistant:\", the reply up to the end-of-text token or max_new_tokens printed on a line; the KV cache kept across turns"},
 };
 
 /* Every [callback.NAME] section has these beside the plugin's own keys. */

@@ -104,34 +104,46 @@ fg_status fg_tokenizer_add_special(fg_tokenizer *t, const char *text, int32_t id
 
 int32_t fg_tokenizer_special(const fg_tokenizer *t, const char *text)
 {
+    if (t->spm)
+        return fg_spm_piece_id(t->spm, text);
     size_t n = strlen(text);
     const fg_bytes_entry *e = fg_bytes_map_find(&t->special, text, n, fg_text_hash(text, n));
     return e ? e->v0 : fg_bpe_model_find(&t->model, text, n);
 }
 
+static int ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), k = strlen(tail);
+    return n >= k && strcmp(s + n - k, tail) == 0;
+}
+
 static fg_status load_files(fg_tokenizer *t, const char *path, fg_error *err)
 {
+    if (is_file(path) && ends_with(path, ".model"))
+        return fg_spm_load(path, &t->spm, err);
     if (is_file(path))
         return fg_tokenizer_load_json(t, path, err);
     if (!is_dir(path))
         return fg_error_set(err, FG_NOT_FOUND, "tokenizer: %s: no such file or folder", path);
     static const char *const names[][2] = {{"tokenizer.json", NULL},
                                            {"encoder.json", "vocab.bpe"},
-                                           {"vocab.json", "merges.txt"}};
+                                           {"vocab.json", "merges.txt"},
+                                           {"tokenizer.model", NULL}};
     size_t n = strlen(path) + 32;
     char *a = malloc(n), *b = malloc(n);
     fg_status st = a && b ? FG_NOT_FOUND : fg_error_set(err, FG_OUT_OF_MEMORY, "tokenizer: out of memory");
-    for (size_t i = 0; st == FG_NOT_FOUND && i < 3; i++) {
+    for (size_t i = 0; st == FG_NOT_FOUND && i < 4; i++) {
         snprintf(a, n, "%s/%s", path, names[i][0]);
         if (names[i][1])
             snprintf(b, n, "%s/%s", path, names[i][1]);
         if (is_file(a) && (!names[i][1] || is_file(b)))
             st = names[i][1] ? fg_tokenizer_load_gpt2(t, a, b, err)
+                 : i == 3    ? fg_spm_load(a, &t->spm, err)
                              : fg_tokenizer_load_json(t, a, err);
     }
     if (st == FG_NOT_FOUND)
         fg_error_set(err, FG_NOT_FOUND, "tokenizer: %s holds none of tokenizer.json, "
-                     "encoder.json + vocab.bpe, vocab.json + merges.txt", path);
+                     "encoder.json + vocab.bpe, vocab.json + merges.txt, tokenizer.model", path);
     free(a);
     free(b);
     return st;
@@ -144,14 +156,14 @@ fg_status fg_tokenizer_load(const char *path, fg_tokenizer **out, fg_error *err)
     if (!t)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "tokenizer: out of memory");
     fg_status st = load_files(t, path, err);
-    int missing = st == FG_OK ? fg_bpe_model_finish(&t->model) : -1;
+    int missing = st == FG_OK && !t->spm ? fg_bpe_model_finish(&t->model) : -1;
     if (missing >= 0)
         st = fg_error_set(err, FG_INVALID_ARGUMENT, "tokenizer: %s: no token stands for byte "
                           "0x%02x: not a byte-level vocabulary (every byte needs one)", path,
                           missing);
     static const char *const eot_names[] = {"<|endoftext|>", "<|end_of_text|>", "</s>"};
-    t->eot = -1;
-    for (size_t i = 0; st == FG_OK && i < 3 && t->eot < 0; i++)
+    t->eot = st == FG_OK && t->spm ? fg_spm_eos(t->spm) : -1;
+    for (size_t i = 0; st == FG_OK && !t->spm && i < 3 && t->eot < 0; i++)
         t->eot = fg_tokenizer_special(t, eot_names[i]);
     if (st != FG_OK) {
         fg_tokenizer_free(t);
@@ -168,12 +180,13 @@ void fg_tokenizer_free(fg_tokenizer *t)
     fg_bpe_model_free(&t->model);
     fg_pretokenizer_free(t->pre);
     fg_bytes_map_free(&t->special);
+    fg_spm_free(t->spm);
     free(t);
 }
 
 int32_t fg_tokenizer_vocab_size(const fg_tokenizer *t)
 {
-    return t->model.ids;
+    return t->spm ? fg_spm_vocab_size(t->spm) : t->model.ids;
 }
 
 int32_t fg_tokenizer_eot(const fg_tokenizer *t)
@@ -181,9 +194,19 @@ int32_t fg_tokenizer_eot(const fg_tokenizer *t)
     return t->eot;
 }
 
+int32_t fg_tokenizer_bos(const fg_tokenizer *t)
+{
+    return t->spm ? fg_spm_bos(t->spm) : -1;
+}
+
+int fg_tokenizer_by_line(const fg_tokenizer *t)
+{
+    return t->spm != NULL;
+}
+
 const unsigned char *fg_tokenizer_bytes(const fg_tokenizer *t, int32_t id, size_t *n)
 {
-    return fg_bpe_model_bytes(&t->model, id, n);
+    return t->spm ? fg_spm_bytes(t->spm, id, n) : fg_bpe_model_bytes(&t->model, id, n);
 }
 
 void fg_token_buf_free(fg_token_buf *b)
@@ -214,6 +237,10 @@ fg_status fg_token_encoder_create(const fg_tokenizer *t, fg_token_encoder **out,
     if (!e)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "tokenizer: out of memory");
     e->t = t;
+    if (t->spm) { /* SentencePiece keeps no state per thread */
+        *out = e;
+        return FG_OK;
+    }
     fg_status st = fg_pretoken_scanner_create(t->pre, &e->scan, err);
     if (st != FG_OK) {
         free(e);
@@ -328,6 +355,8 @@ fg_status fg_token_encode(fg_token_encoder *e, const char *text, size_t len, fg_
         return fg_error_set(err, FG_INVALID_ARGUMENT, "tokenizer: the text is not valid UTF-8 "
                             "at byte %zu (0x%02x): the tokenizer encodes Unicode text",
                             bad, (unsigned char)text[bad]);
+    if (e->t->spm)
+        return fg_spm_encode(e->t->spm, text, len, out, err);
     size_t at = 0, start = 0, end = 0;
     int rc = 0;
     fg_pretoken_scanner_reset(e->scan);

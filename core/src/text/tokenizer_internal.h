@@ -5,6 +5,7 @@
 
 #include "bpe_model.h"
 #include "pretokenizer.h"
+#include "spm.h"
 #include "tokenizer.h"
 
 struct fg_tokenizer {
@@ -12,6 +13,7 @@ struct fg_tokenizer {
     fg_pretokenizer *pre;
     fg_bytes_map special; /* spelling -> id (v0) of added and special tokens */
     int32_t eot;
+    fg_spm *spm; /* a SentencePiece model: everything above unused */
 };
 
 /* encoder.json + vocab.bpe (or vocab.json + merges.txt) into t. */

@@ -12,7 +12,11 @@
  * window slides by one per token and every position moves, so (with learned absolute
  * position embeddings) no cached key stays valid: each such token is again one forward of
  * the window, which refills the cache. Either way the probabilities are the full forward's
- * (to rounding), so the text is the same. */
+ * (to rounding), so the text is the same.
+ *
+ * With [generate] chat = true (fulgur chat) each line of stdin is a user's turn: its
+ * template's tokens join the conversation and run through the cache one position at a time
+ * (the cache outlives the turn), then the reply is sampled as above and printed on a line. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -37,7 +41,7 @@ typedef struct gen_options {
     const char *prompt, *tokenizer;
     int64_t max_new, top_k, seed;
     double temperature;
-    int kv_cache;
+    int kv_cache, chat;
 } gen_options;
 
 /* [generate] keys (validated with the config), their defaults from the core schema. */
@@ -58,6 +62,8 @@ static fg_status read_options(const fg_config *cfg, gen_options *o, fg_error *er
         st = fg_section_read_float(cfg, "generate", opts, n, "temperature", &o->temperature, err);
     if (st == FG_OK)
         st = fg_section_read_bool(cfg, "generate", opts, n, "kv_cache", &o->kv_cache, err);
+    if (st == FG_OK)
+        st = fg_section_read_bool(cfg, "generate", opts, n, "chat", &o->chat, err);
     return st;
 }
 
@@ -222,19 +228,27 @@ typedef struct gen_scratch {
     double *w;
 } gen_scratch;
 
-/* The next token's probabilities into s->p: one position against the cache when the
- * window still starts at the text's first token and the cache holds every position before
- * the last (`cached` of them; NO_FORWARD before the first forward), else one forward of the
- * last `context` tokens. */
+/* The next token's probabilities into s->p: against the cache when the window still
+ * starts at the text's first token (`cached` positions held; NO_FORWARD before the first
+ * forward), the positions not yet cached run one at a time; else one forward of the last
+ * `context` tokens. */
 #define NO_FORWARD SIZE_MAX
 static fg_status probs_for(fg_trainer *t, void *primary, fg_decoder *dec, gen_scratch *s,
                            int context, const int32_t *text, size_t len, size_t *cached,
                            fg_error *err)
 {
-    if (dec && len >= 1 && len <= (size_t)context && *cached != NO_FORWARD &&
-        *cached + 1 >= len) {
+    if (dec && len >= 1 && len <= (size_t)context && *cached != NO_FORWARD && *cached < len) {
+        /* the positions since the last step (a chat's next turn: several), one at a time */
+        void *queue = fg_train_stage_queue(primary);
+        fg_status st = FG_OK;
+        for (size_t pos = *cached; st == FG_OK && pos + 1 < len; pos++) {
+            st = fg_decoder_step(dec, queue, text[pos], (int)pos, err);
+            if (st == FG_OK)
+                st = BE(t)->queue_sync(t->backend.state, queue, err);
+        }
         int pos = (int)len - 1;
-        fg_status st = fg_decoder_step(dec, fg_train_stage_queue(primary), text[pos], pos, err);
+        if (st == FG_OK)
+            st = fg_decoder_step(dec, queue, text[pos], pos, err);
         if (st == FG_OK)
             st = read_probs(t, primary, pos, s->p, err);
         *cached = len;
@@ -251,45 +265,127 @@ static fg_status probs_for(fg_trainer *t, void *primary, fg_decoder *dec, gen_sc
                       err);
 }
 
+/* What stays from one reply to the next: scratch, the KV cache and what it holds, the
+ * generator. */
+typedef struct gen_session {
+    gen_scratch s;
+    fg_decoder *dec;
+    size_t cached;
+    uint64_t rng;
+    double first_s, rest_s; /* the first token's time (the prompt), the others' */
+    int64_t made;
+} gen_session;
+
+static fg_status session_open(gen_session *ss, void *primary, const gen_options *o, int context,
+                              int vocab, fg_error *err)
+{
+    memset(ss, 0, sizeof *ss);
+    ss->s = (gen_scratch){calloc((size_t)context, sizeof *ss->s.window),
+                          calloc((size_t)context, sizeof *ss->s.labels),
+                          malloc((size_t)vocab * sizeof *ss->s.p),
+                          malloc((size_t)vocab * sizeof *ss->s.w)};
+    ss->cached = NO_FORWARD;
+    ss->rng = (uint64_t)o->seed;
+    if (!ss->s.window || !ss->s.labels || !ss->s.p || !ss->s.w)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "fulgur generate: out of memory");
+    ss->dec = open_cache(primary, o);
+    return FG_OK;
+}
+
+static void session_close(gen_session *ss)
+{
+    fg_decoder_destroy(ss->dec);
+    free(ss->s.window);
+    free(ss->s.labels);
+    free(ss->s.p);
+    free(ss->s.w);
+}
+
+/* Up to max_new tokens after g's text, each streamed; *eos: whether the end-of-text token
+ * (not pushed) ended it. */
+static fg_status reply(fg_trainer *t, void *primary, const gen_options *o, gen_session *ss,
+                       int context, int vocab, fg_gen_text *g, text_stream *ts, int *eos,
+                       fg_error *err)
+{
+    fg_status st = FG_OK;
+    *eos = 0;
+    for (int64_t made = 0; st == FG_OK && !*eos && made < o->max_new; made++) {
+        double t0 = fg_now_seconds();
+        st = probs_for(t, primary, ss->dec, &ss->s, context, g->ids, g->len, &ss->cached, err);
+        int32_t id = -1;
+        if (st == FG_OK) {
+            fg_gen_text_mask(g, ss->s.p, vocab);
+            id = sample_token(ss->s.p, vocab, o, &ss->rng, ss->s.w);
+            *eos = id == g->eot; /* the end of the text: not printed */
+        }
+        if (st == FG_OK && !*eos)
+            st = fg_gen_text_push(g, id, err);
+        if (st == FG_OK && !*eos)
+            st = stream_text(ts, g->bytes, g->nbytes, 0, err);
+        *(ss->made++ == 0 ? &ss->first_s : &ss->rest_s) += fg_now_seconds() - t0;
+    }
+    return st;
+}
+
+static void print_speed(const gen_session *ss)
+{
+    if (ss->made > 1)
+        fprintf(stderr, "fulgur generate: %" PRId64 " tokens in %.3f s: the first (the prompt) "
+                "%.3f s, then %.1f tokens/s (KV cache %s)\n", ss->made, ss->first_s + ss->rest_s,
+                ss->first_s, ss->rest_s > 0 ? (double)(ss->made - 1) / ss->rest_s : 0.0,
+                ss->dec ? "on" : "off");
+}
+
 static fg_status generate(fg_trainer *t, void *primary, const gen_options *o, int context,
                           int vocab, fg_gen_text *g, text_stream *ts, fg_error *err)
 {
-    gen_scratch s = {calloc((size_t)context, sizeof *s.window),
-                     calloc((size_t)context, sizeof *s.labels),
-                     malloc((size_t)vocab * sizeof *s.p), malloc((size_t)vocab * sizeof *s.w)};
-    fg_status st = s.window && s.labels && s.p && s.w ? FG_OK
-                 : fg_error_set(err, FG_OUT_OF_MEMORY, "fulgur generate: out of memory");
-    fg_decoder *dec = st == FG_OK ? open_cache(primary, o) : NULL;
-    uint64_t rng = (uint64_t)o->seed;
-    size_t cached = NO_FORWARD;
-    double t0 = fg_now_seconds(), t1 = t0; /* t1: after the first token (the prompt's forward) */
-    int64_t made = 0;
-    for (int stop = 0; st == FG_OK && !stop && made < o->max_new; made++) {
-        st = probs_for(t, primary, dec, &s, context, g->ids, g->len, &cached, err);
-        int32_t id = -1;
+    gen_session ss;
+    int eos = 0;
+    fg_status st = session_open(&ss, primary, o, context, vocab, err);
+    if (st == FG_OK)
+        st = reply(t, primary, o, &ss, context, vocab, g, ts, &eos, err);
+    if (st == FG_OK)
+        print_speed(&ss);
+    session_close(&ss);
+    return st;
+}
+
+/* A chat: each line of stdin a user's turn, put in the template (generate_text.h), the
+ * reply printed on its own line; the KV cache keeps the conversation between turns. */
+static fg_status chat(fg_trainer *t, void *primary, const gen_options *o, int context,
+                      int vocab, fg_gen_text *g, FILE *out, fg_error *err)
+{
+    gen_session ss;
+    fg_status st = session_open(&ss, primary, o, context, vocab, err);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    for (int turn = 1; st == FG_OK && (n = getline(&line, &cap, stdin)) >= 0; turn++) {
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+            line[--n] = '\0';
+        st = fg_gen_text_turn(g, line, err);
+        text_stream ts = {out, g->nbytes};
+        size_t context_len = g->len, made = 0;
+        int eos = 0;
+        if (st == FG_OK)
+            st = reply(t, primary, o, &ss, context, vocab, g, &ts, &eos, err);
         if (st == FG_OK) {
-            fg_gen_text_mask(g, s.p, vocab);
-            id = sample_token(s.p, vocab, o, &rng, s.w);
-            stop = id == g->eot; /* the end of the text: not printed */
+            made = g->len - context_len;
+            st = stream_text(&ts, g->bytes, g->nbytes, 1, err);
         }
-        if (st == FG_OK && !stop)
-            st = fg_gen_text_push(g, id, err);
-        if (st == FG_OK && !stop)
-            st = stream_text(ts, g->bytes, g->nbytes, 0, err);
-        if (made == 0)
-            t1 = fg_now_seconds();
+        if (st == FG_OK) {
+            fprintf(stderr, "fulgur chat: turn %d: %zu tokens of context, a reply of %zu "
+                    "(ended by %s):", turn, context_len, made, eos ? "EOS" : "max_new_tokens");
+            for (size_t i = context_len; i < g->len; i++)
+                fprintf(stderr, " %d", (int)g->ids[i]);
+            fputc('\n', stderr);
+            st = fg_gen_text_end_reply(g, err);
+        }
     }
-    if (st == FG_OK && made > 1) {
-        double rest = fg_now_seconds() - t1;
-        fprintf(stderr, "fulgur generate: %" PRId64 " tokens in %.3f s: the first (the prompt) "
-                "%.3f s, then %.1f tokens/s (KV cache %s)\n", made, t1 - t0 + rest,
-                t1 - t0, rest > 0 ? (double)(made - 1) / rest : 0.0, dec ? "on" : "off");
-    }
-    fg_decoder_destroy(dec);
-    free(s.window);
-    free(s.labels);
-    free(s.p);
-    free(s.w);
+    free(line);
+    if (st == FG_OK)
+        print_speed(&ss);
+    session_close(&ss);
     return st;
 }
 
@@ -314,6 +410,11 @@ fg_status fg_trainer_generate(fg_trainer *t, fg_error *err)
     if ((st = fg_gen_text_open(&g, o.tokenizer, o.prompt, vocab, err)) != FG_OK)
         return st;
     text_stream ts = {t->text_out ? t->text_out : stdout, 0};
+    if (o.chat) {
+        st = chat(t, primary, &o, context, vocab, &g, ts.out, err);
+        fg_gen_text_close(&g);
+        return st;
+    }
     st = stream_text(&ts, g.bytes, g.nbytes, 0, err);
     if (st == FG_OK)
         st = generate(t, primary, &o, context, vocab, &g, &ts, err);

@@ -1,4 +1,5 @@
-/* fulgur generate: a byte-level language model's continuation of [generate] prompt. */
+/* fulgur generate: a language model's continuation of [generate] prompt, or with
+ * [generate] chat = true (fulgur chat) its replies to the turns read from stdin. */
 #ifndef FG_GENERATE_H
 #define FG_GENERATE_H
 

@@ -75,10 +75,13 @@ static fg_status open_tokenizer(fg_gen_text *g, const char *path, const char *pr
     if (st == FG_OK && (reserve_ids(g, buf.len + 1) != 0 ||
                         append_bytes(g, (const unsigned char *)prompt, strlen(prompt)) != 0))
         st = fg_error_set(err, FG_OUT_OF_MEMORY, "fulgur generate: out of memory");
+    int32_t bos = fg_tokenizer_bos(g->tok);
     if (st == FG_OK) {
+        if (bos >= 0)
+            g->ids[g->len++] = bos; /* a SentencePiece model's sequences start with it */
         if (buf.len)
-            memcpy(g->ids, buf.ids, buf.len * sizeof *g->ids);
-        g->len = buf.len;
+            memcpy(g->ids + g->len, buf.ids, buf.len * sizeof *g->ids);
+        g->len += buf.len;
         if (g->len == 0 && g->eot >= 0)
             g->ids[g->len++] = g->eot; /* nothing to continue: start after end-of-text */
     }
@@ -110,6 +113,53 @@ fg_status fg_gen_text_push(fg_gen_text *g, int32_t id, fg_error *err)
     if (reserve_ids(g, 1) != 0 || append_bytes(g, b, n) != 0)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "fulgur generate: out of memory");
     g->ids[g->len++] = id;
+    return FG_OK;
+}
+
+/* Appends text's ids (its bytes without a tokenizer) and its bytes. */
+static fg_status append_text(fg_gen_text *g, const char *text, size_t n, fg_error *err)
+{
+    fg_token_encoder *enc = NULL;
+    fg_token_buf buf = {0};
+    fg_status st = FG_OK;
+    if (g->tok) {
+        st = fg_token_encoder_create(g->tok, &enc, err);
+        if (st == FG_OK)
+            st = fg_token_encode(enc, text, n, &buf, err);
+    }
+    size_t count = g->tok ? buf.len : n;
+    if (st == FG_OK && (reserve_ids(g, count) != 0 ||
+                        append_bytes(g, (const unsigned char *)text, n) != 0))
+        st = fg_error_set(err, FG_OUT_OF_MEMORY, "fulgur chat: out of memory");
+    for (size_t i = 0; st == FG_OK && i < count; i++)
+        g->ids[g->len++] = g->tok ? buf.ids[i] : (unsigned char)text[i];
+    fg_token_buf_free(&buf);
+    fg_token_encoder_free(enc);
+    return st;
+}
+
+fg_status fg_gen_text_turn(fg_gen_text *g, const char *line, fg_error *err)
+{
+    static const char before[] = "User: ", after[] = "\nAssistant:";
+    size_t n = strlen(line);
+    char *text = malloc(sizeof before + n + sizeof after);
+    if (!text)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "fulgur chat: out of memory");
+    memcpy(text, before, sizeof before - 1);
+    memcpy(text + sizeof before - 1, line, n);
+    memcpy(text + sizeof before - 1 + n, after, sizeof after);
+    fg_status st = append_text(g, text, strlen(text), err);
+    free(text);
+    return st;
+}
+
+fg_status fg_gen_text_end_reply(fg_gen_text *g, fg_error *err)
+{
+    if (g->eot < 0)
+        return append_text(g, "\n", 1, err);
+    if (reserve_ids(g, 1) != 0)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "fulgur chat: out of memory");
+    g->ids[g->len++] = g->eot; /* its bytes are not the reply's: not appended */
     return FG_OK;
 }
 

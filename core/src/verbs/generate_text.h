@@ -26,6 +26,13 @@ typedef struct fg_gen_text {
  * fit (bytes: 256; a tokenizer: at least its ids), naming both counts. */
 fg_status fg_gen_text_open(fg_gen_text *g, const char *tokenizer, const char *prompt, int vocab,
                            fg_error *err);
+/* A chat's user turn in the default template (no tokenizer format fulgur reads declares
+ * one): "User: " LINE "\nAssistant:", encoded alone (bytes without a tokenizer) and
+ * appended to the conversation. */
+fg_status fg_gen_text_turn(fg_gen_text *g, const char *line, fg_error *err);
+/* Closes a reply: the end-of-text token after it (the model ended its reply so, or was cut
+ * at max_new_tokens), or "\n" without one (bytes). */
+fg_status fg_gen_text_end_reply(fg_gen_text *g, fg_error *err);
 /* Appends a sampled id and its bytes. */
 fg_status fg_gen_text_push(fg_gen_text *g, int32_t id, fg_error *err);
 /* Probabilities of ids that may not be sampled set to 0. */

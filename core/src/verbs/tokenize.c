@@ -35,6 +35,7 @@ typedef struct pipeline {
     const fg_tokenizer *tok;
     const fg_tok_inputs *in;
     int32_t eot;
+    int32_t doc_end; /* the token after each document; -1: none */
     slot *slots;
     size_t nslots;
     uint64_t read_seq, take_seq; /* chunks handed to slots; chunks taken by workers */
@@ -43,24 +44,37 @@ typedef struct pipeline {
     pthread_cond_t work, done;
 } pipeline;
 
-/* One chunk's ids: the end-of-text token first when it starts a document. */
+static int push_id(fg_token_buf *b, int32_t id)
+{
+    if (b->len == b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 4096;
+        int32_t *ids = realloc(b->ids, cap * sizeof *ids);
+        if (!ids)
+            return -1;
+        b->ids = ids;
+        b->cap = cap;
+    }
+    b->ids[b->len++] = id;
+    return 0;
+}
+
+/* One chunk's ids: the end-of-text token (or BOS) first when it starts a document, and
+ * the end-of-sequence token last when it ends one where the tokenizer has BOS. */
 static fg_status encode_chunk(pipeline *p, fg_token_encoder *enc, slot *s)
 {
     s->ids.len = 0;
-    if (s->chunk.doc_start) {
-        fg_token_buf *b = &s->ids;
-        if (!b->cap && !(b->ids = malloc(4096 * sizeof *b->ids)))
-            return fg_error_set(&s->err, FG_OUT_OF_MEMORY, "fulgur tokenize: out of memory");
-        b->cap = b->cap ? b->cap : 4096;
-        b->ids[b->len++] = p->eot;
-    }
+    if (s->chunk.doc_start && push_id(&s->ids, p->eot) != 0)
+        return fg_error_set(&s->err, FG_OUT_OF_MEMORY, "fulgur tokenize: out of memory");
     fg_status st = fg_token_encode(enc, s->chunk.text, s->chunk.len, &s->ids, &s->err);
     if (st != FG_OK) {
         fg_error why = s->err;
         fg_error_set(&s->err, st, "fulgur tokenize: %s (the chunk at byte %lld): %s",
                      p->in->paths[s->chunk.file], (long long)s->chunk.offset, why.message);
+        return st;
     }
-    return st;
+    if (s->chunk.doc_end && p->doc_end >= 0 && push_id(&s->ids, p->doc_end) != 0)
+        return fg_error_set(&s->err, FG_OUT_OF_MEMORY, "fulgur tokenize: out of memory");
+    return FG_OK;
 }
 
 static void *worker(void *arg)
@@ -220,18 +234,23 @@ static fg_status prepare_out(const char *dir, fg_error *err)
     return FG_OK;
 }
 
+/* The token before each document: --eot's; else a SentencePiece model's BOS (a sequence
+ * starts with it, as Llama's do); else the end-of-text token (GPT-2's separator). */
 static fg_status pick_eot(const fg_tokenizer *tok, const fg_tokenize_options *o, int32_t *eot,
                           fg_error *err)
 {
-    *eot = o->eot && o->eot[0] ? fg_tokenizer_special(tok, o->eot) : fg_tokenizer_eot(tok);
+    int32_t bos = fg_tokenizer_bos(tok);
+    *eot = o->eot && o->eot[0] ? fg_tokenizer_special(tok, o->eot)
+         : bos >= 0            ? bos
+                               : fg_tokenizer_eot(tok);
     if (*eot >= 0)
         return FG_OK;
     return o->eot && o->eot[0]
                ? fg_error_set(err, FG_INVALID_ARGUMENT, "fulgur tokenize: --eot %s: the "
                               "tokenizer %s has no such token", o->eot, o->tokenizer)
                : fg_error_set(err, FG_INVALID_ARGUMENT, "fulgur tokenize: the tokenizer %s "
-                              "declares none of <|endoftext|>, <|end_of_text|>, </s>: name the "
-                              "token that separates documents with --eot TEXT", o->tokenizer);
+                              "declares none of BOS, <|endoftext|>, <|end_of_text|>, </s>: name "
+                              "the token that separates documents with --eot TEXT", o->tokenizer);
 }
 
 static fg_status start_and_run(pipeline *p, const fg_tokenize_options *o, FILE *out,
@@ -287,6 +306,8 @@ fg_status fg_tokenize(const fg_tokenize_options *o, FILE *out, fg_error *err)
                           fg_tokenizer_vocab_size(tok));
     if (st == FG_OK)
         st = pick_eot(tok, o, &p.eot, err);
+    /* a sequence that starts with BOS (SentencePiece) ends with EOS: generate stops there */
+    p.doc_end = st == FG_OK && fg_tokenizer_bos(tok) >= 0 ? fg_tokenizer_eot(tok) : -1;
     if (st == FG_OK)
         st = fg_tok_inputs_list(o->inputs, o->input_count, &in, err);
     if (st == FG_OK)

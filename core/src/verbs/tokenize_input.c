@@ -215,6 +215,7 @@ int fg_tok_reader_next(fg_tok_reader *r, fg_tok_chunk *c, fg_error *err)
     c->file = r->file;
     c->offset = r->offset;
     c->doc_start = r->offset == 0;
+    c->doc_end = eof;
     memmove(r->carry, r->carry + cut, r->carry_len - cut);
     r->carry_len -= cut;
     r->offset += (int64_t)cut;

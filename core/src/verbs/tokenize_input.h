@@ -30,6 +30,7 @@ typedef struct fg_tok_chunk {
     size_t file;         /* index in the inputs */
     int64_t offset;      /* of text[0] in the file */
     int doc_start;       /* the chunk starts a document (an end-of-text token before it) */
+    int doc_end;         /* the chunk ends a document (its file) */
 } fg_tok_chunk;
 
 typedef struct fg_tok_reader {
