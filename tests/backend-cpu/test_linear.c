@@ -158,11 +158,11 @@ static void sgd_reference(const fg_sgd_args *a, double *p, const float *g, doubl
 static void test_sgd(void)
 {
     static const fg_sgd_args cases[] = {
-        { sizeof(fg_sgd_args), 0.1f, 0.0f, 0.0f, 0.0f, 0, 1 },
-        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.0f, 1e-2f, 0, 1 },
-        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.1f, 1e-2f, 0, 0 },
-        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.0f, 1e-3f, 1, 1 },
-        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.0f, 1e-3f, 1, 0 },
+        { sizeof(fg_sgd_args), 0.1f, 0.0f, 0.0f, 0.0f, 0, 1, NULL },
+        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.0f, 1e-2f, 0, 1, NULL },
+        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.1f, 1e-2f, 0, 0, NULL },
+        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.0f, 1e-3f, 1, 1, NULL },
+        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.0f, 1e-3f, 1, 0, NULL },
     };
     size_t n = 70001;
     float *p = test_alloc(n * 4), *g = test_alloc(n * 4), *b = test_alloc(n * 4);

@@ -320,11 +320,11 @@ static const size_t optim_sizes[] = { 1, 1000, 262147 };
 void test_optim(void)
 {
     static const fg_sgd_args sgd[] = {
-        { sizeof(fg_sgd_args), 0.1f, 0.0f, 0.0f, 0.0f, 0, 0 },
-        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.0f, 0.01f, 0, 1 },
-        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.1f, 0.01f, 0, 0 },
-        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.0f, 0.0f, 1, 0 },
-        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.0f, 0.001f, 1, 1 },
+        { sizeof(fg_sgd_args), 0.1f, 0.0f, 0.0f, 0.0f, 0, 0, NULL },
+        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.0f, 0.01f, 0, 1, NULL },
+        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.1f, 0.01f, 0, 0, NULL },
+        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.0f, 0.0f, 1, 0, NULL },
+        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.0f, 0.001f, 1, 1, NULL },
     };
     for (size_t si = 0; si < sizeof optim_sizes / sizeof optim_sizes[0]; si++) {
         size_t n = optim_sizes[si];
