@@ -2,6 +2,8 @@
  * A replay must be bitwise the eager step: the graph holds the same kernels with the same
  * arguments, the values that change per step are read from graph_values_dev by the fused
  * updates in eager and captured steps alike, and the batch always lands in graph_x/graph_y. */
+#include <stdio.h>
+
 #include "train_stage.h"
 #include "train_stage_fused.h"
 #include "train_stage_graph.h"
@@ -100,7 +102,10 @@ fg_status fg_train_stage_graph_end(fg_train_ctx *c, void *stage, fg_status st, f
     fg_status end = c->be->graph_end(c->bs, s->queue, &graph, &end_err);
     if (st != FG_OK) {
         if (graph) c->be->graph_destroy(c->bs, graph);
-        return st;
+        char inside[sizeof err->message];
+        snprintf(inside, sizeof inside, "%s", err ? err->message : "");
+        return fg_error_set(err, st, "[backend] cuda_graphs: the step being captured failed: "
+                            "%s", inside);
     }
     if (end != FG_OK)
         return fg_error_set(err, end, "[backend] cuda_graphs: the step could not be captured: "
@@ -120,10 +125,9 @@ fg_status fg_train_stage_graph_replay(fg_train_ctx *c, void *stage, int64_t step
     fg_optimizer_set_step(s->opt, step - 1);
     fg_optimizer_begin_step(s->opt);
     uint64_t version = ++c->param_version;
-    void *work = NULL;
     uint32_t dt = FG_F32;
-    work = fg_replica_work(s->arena[0], &dt);
-    if (work) s->cast_version = version; /* the captured update wrote the working copy */
+    if (fg_replica_work(s->arena[0], &dt))
+        s->cast_version = version; /* the captured update wrote the working copy */
     if (s->clip_step) s->clip_step = step;
     return FG_OK;
 }
