@@ -75,11 +75,13 @@ cudaError_t fg_cu_dropout_backward(cudaStream_t s, int type, float scale, const 
 typedef struct fg_cu_sgd {
     float lr, momentum, dampening, weight_decay;
     int nesterov, first_step;
+    const float *lr_dev; /* fused only: non-NULL, the device scalar read instead of lr */
 } fg_cu_sgd;
 
 typedef struct fg_cu_adamw {
     float lr, beta1, beta2, eps, weight_decay;
     float bc1, bc2_sqrt; /* 1 - beta1^step, sqrt(1 - beta2^step), computed as the CPU does */
+    const float *step_dev; /* fused only: non-NULL, lr, bc1, bc2_sqrt read from the device */
 } fg_cu_adamw;
 
 /* The fused updates: param (param_type) and grad (grad_type), the state (buf; m, v) f32;

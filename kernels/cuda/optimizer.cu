@@ -48,7 +48,8 @@ __global__ void sgd_fused_k(fg_cu_sgd a, P *__restrict__ param, const G *__restr
                             float *__restrict__ buf, const float *__restrict__ grad_scale,
                             W *__restrict__ work, size_t n)
 {
-    float lr = a.lr, wd = a.weight_decay, mom = a.momentum, damp = 1.0f - a.dampening;
+    float lr = a.lr_dev ? *a.lr_dev : a.lr; /* a captured step's rate is on the device */
+    float wd = a.weight_decay, mom = a.momentum, damp = 1.0f - a.dampening;
     float s = grad_scale ? *grad_scale : 1.0f;
     FGCU_FOR(i, n)
     {
@@ -74,8 +75,11 @@ __global__ void adamw_fused_k(fg_cu_adamw a, P *__restrict__ param, const G *__r
                               const float *__restrict__ grad_scale, W *__restrict__ work,
                               size_t n)
 {
-    float decay = 1.0f - a.lr * a.weight_decay, b1 = a.beta1, b2 = a.beta2;
-    float step_size = a.lr / a.bc1;
+    /* a captured step reads its rate and bias corrections from the device */
+    float lr = a.step_dev ? a.step_dev[0] : a.lr, bc1 = a.step_dev ? a.step_dev[1] : a.bc1;
+    float bc2_sqrt = a.step_dev ? a.step_dev[2] : a.bc2_sqrt;
+    float decay = 1.0f - lr * a.weight_decay, b1 = a.beta1, b2 = a.beta2;
+    float step_size = lr / bc1;
     float s = grad_scale ? *grad_scale : 1.0f;
     FGCU_FOR(i, n)
     {
@@ -85,7 +89,7 @@ __global__ void adamw_fused_k(fg_cu_adamw a, P *__restrict__ param, const G *__r
         m[i] = mi;
         v[i] = vi;
         store_param(param, work, i,
-                    ld(param, i) * decay - step_size * mi / (sqrtf(vi) / a.bc2_sqrt + a.eps));
+                    ld(param, i) * decay - step_size * mi / (sqrtf(vi) / bc2_sqrt + a.eps));
     }
 }
 

@@ -89,6 +89,7 @@ typedef struct fg_cuda_queue {
     unsigned long long *bad_dev;  /* its device address */
     void *stage;                 /* scratch grown on first use, then reused: a gemm's f32 */
     size_t stage_bytes;          /* copies of mixed element types, embedding_backward's sort */
+    int graphs;                  /* graphs captured on the queue (stage may then not move) */
     fg_cuda_gemm_plan gemm[FG_CUDA_GEMM_PLANS];
     int gemm_next;
     fg_cuda_conv_plan conv[FG_CUDA_CONV_PLANS];

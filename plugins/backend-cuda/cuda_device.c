@@ -341,6 +341,11 @@ fg_status fg_cuda_stage(fg_cuda_queue *q, size_t bytes, const char *op, fg_error
 {
     if (bytes <= q->stage_bytes)
         return FG_OK;
+    if (q->graphs) /* a graph captured on the queue reads the old buffer */
+        return fg_error_set(err, FG_UNAVAILABLE, "backend.cuda: %s: the queue's scratch must "
+                            "grow to %zu bytes after a CUDA graph captured it at %zu "
+                            "([backend] cuda_graphs: the captured step must come first)", op,
+                            bytes, q->stage_bytes);
     cudaError_t e = cudaStreamSynchronize(q->stream); /* the old buffer may be in use */
     if (e == cudaSuccess) {
         cudaFree(q->stage);

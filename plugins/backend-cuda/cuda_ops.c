@@ -93,8 +93,11 @@ fg_status fg_cuda_op_sgd_update(void *state, void *queue, uint32_t param_dtype,
 {
     (void)state;
     FG_CUDA_BEGIN("sgd_update", param_dtype, grad_dtype);
+    if (FG_HAS_FIELD(a, fg_sgd_args, lr_dev) && a->lr_dev)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "sgd_update: lr_dev is read by sgd_fused "
+                            "only");
     fg_cu_sgd s = { a->lr, a->momentum, a->dampening, a->weight_decay, a->nesterov,
-                    a->first_step };
+                    a->first_step, NULL };
     return fg_cuda_launched(fg_cu_sgd_update(STREAM(queue), &s, param, (int)param_dtype, grad,
                                              (int)grad_dtype, momentum_buf, n),
                             "sgd_update", err);
@@ -107,11 +110,14 @@ fg_status fg_cuda_op_adamw_update(void *state, void *queue, uint32_t param_dtype
 {
     (void)state;
     FG_CUDA_BEGIN("adamw_update", param_dtype, grad_dtype);
+    if (FG_HAS_FIELD(a, fg_adamw_args, step_dev) && a->step_dev)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "adamw_update: step_dev is read by "
+                            "adamw_fused only");
     /* the bias corrections exactly as kernels/cpu/optim.c computes them */
     double step = (double)a->step;
     fg_cu_adamw s = { a->lr, a->beta1, a->beta2, a->eps, a->weight_decay,
                       (float)(1.0 - pow((double)a->beta1, step)),
-                      (float)sqrt(1.0 - pow((double)a->beta2, step)) };
+                      (float)sqrt(1.0 - pow((double)a->beta2, step)), NULL };
     return fg_cuda_launched(fg_cu_adamw_update(STREAM(queue), &s, param, (int)param_dtype, grad,
                                                (int)grad_dtype, m, v, n),
                             "adamw_update", err);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cuda_backend.h"
+#include "cuda_graph.h"
 #include "cuda_ops.h"
 #include "fulgur/backend_checks.h"
 #include "cuda_sdpa.h"
@@ -229,6 +230,10 @@ static const fg_backend_vtable fg_cuda_vtable = {
     .queue_native = fg_cuda_queue_native,
     .event_query = fg_cuda_event_query,
     FG_BACKEND_OP_INIT_CHECKED(fg_cuda_op_)
+    .graph_begin = fg_cuda_graph_begin,
+    .graph_end = fg_cuda_graph_end,
+    .graph_launch = fg_cuda_graph_launch,
+    .graph_destroy = fg_cuda_graph_destroy,
 };
 
 FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {

@@ -4,6 +4,7 @@ set(FULGUR_CUDA_BACKEND_C_SOURCES
   cuda_plugin.c
   cuda_device.c
   cuda_event.c
+  cuda_graph.c
   cuda_gemm.c
   cuda_conv.c
   cuda_ops.c

@@ -76,11 +76,12 @@ static const layout_line current[] = {
     SIZE(fg_sgd_args), FIELD(fg_sgd_args, struct_size), FIELD(fg_sgd_args, lr),
     FIELD(fg_sgd_args, momentum), FIELD(fg_sgd_args, dampening),
     FIELD(fg_sgd_args, weight_decay), FIELD(fg_sgd_args, nesterov),
-    FIELD(fg_sgd_args, first_step),
+    FIELD(fg_sgd_args, first_step), FIELD(fg_sgd_args, lr_dev),
 
     SIZE(fg_adamw_args), FIELD(fg_adamw_args, struct_size), FIELD(fg_adamw_args, lr),
     FIELD(fg_adamw_args, beta1), FIELD(fg_adamw_args, beta2), FIELD(fg_adamw_args, eps),
     FIELD(fg_adamw_args, weight_decay), FIELD(fg_adamw_args, step),
+    FIELD(fg_adamw_args, step_dev),
 
     SIZE(fg_backend_vtable), FIELD(fg_backend_vtable, struct_size),
     FIELD(fg_backend_vtable, device_count), FIELD(fg_backend_vtable, device_info),
@@ -118,6 +119,8 @@ static const layout_line current[] = {
     FIELD(fg_backend_vtable, layernorm_residual_backward),
     FIELD(fg_backend_vtable, rope_forward), FIELD(fg_backend_vtable, rope_backward),
     FIELD(fg_backend_vtable, swiglu_forward), FIELD(fg_backend_vtable, swiglu_backward),
+    FIELD(fg_backend_vtable, graph_begin), FIELD(fg_backend_vtable, graph_end),
+    FIELD(fg_backend_vtable, graph_launch), FIELD(fg_backend_vtable, graph_destroy),
     SIZE(fg_backend_op_desc),
     FIELD(fg_backend_op_desc, name), FIELD(fg_backend_op_desc, offset),
     FIELD(fg_backend_op_desc, dtype_count), FIELD(fg_backend_op_desc, dtype_names),

@@ -78,9 +78,9 @@ run explain explain backend.cuda
 [ "$RC" -eq 0 ] || fail "explain exit code $RC"
 grep -qE '^  allow_tf32 +bool ' "$TMP/out" || fail "no option line for allow_tf32"
 
-run graphs_refused fit "$TMP/tiny.ini" backend.cuda_graphs=true
-[ "$RC" -eq 2 ] || fail "an undeclared key (cuda_graphs) must be refused (exit $RC)"
-grep -q "cuda_graphs" "$TMP/err" || fail "the refusal does not name cuda_graphs"
+run key_refused fit "$TMP/tiny.ini" backend.cuda_graph=true
+[ "$RC" -eq 2 ] || fail "an undeclared key (cuda_graph) must be refused (exit $RC)"
+grep -q "cuda_graph\b" "$TMP/err" || fail "the refusal does not name cuda_graph"
 
 [ "$FAILED" -eq 0 ] || exit 1
 echo "ok: cuda backend unavailable path, devices, explain, unknown key"

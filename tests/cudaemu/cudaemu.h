@@ -36,6 +36,27 @@ namespace fgemu {
 
 template <class F> static void invoke_body(void *f) { (*(F *)f)(); }
 
+/* A launch recorded while its stream captures (emu_capture.cc): the arguments kept by
+ * value, launched again on the graph's stream at each replay. */
+template <class... P> struct launch_record {
+    const char *name;
+    void (*kernel)(P...);
+    dim3 grid, block;
+    size_t shmem;
+    std::tuple<P...> args;
+    static void run(void *ctx, cudaStream_t s)
+    {
+        launch_record *r = (launch_record *)ctx;
+        void (*k)(P...) = r->kernel;
+        std::tuple<P...> &args = r->args;
+        auto body = [&args, k]() { std::apply(k, args); };
+        fgemu_shared_range shared = { __start_fgemu_shared, __stop_fgemu_shared };
+        fgemu_launch(r->name, r->grid, r->block, r->shmem, s, &shared,
+                     &invoke_body<decltype(body)>, &body);
+    }
+    static void drop(void *ctx) { delete (launch_record *)ctx; }
+};
+
 /* launcher(...)(args...): the arguments converted to the kernel's parameter types once,
  * then every thread of every block calls the kernel with its own copies. */
 template <class... P> struct launcher {
@@ -51,6 +72,11 @@ template <class... P> struct launcher {
     template <class... A> void operator()(A &&...a) const
     {
         std::tuple<P...> args(std::forward<A>(a)...);
+        if (fgemu_capturing(stream)) {
+            auto *r = new launch_record<P...>{ name, kernel, grid, block, shmem, args };
+            fgemu_capture_add(stream, &launch_record<P...>::run, r, &launch_record<P...>::drop);
+            return;
+        }
         void (*k)(P...) = kernel;
         auto body = [&args, k]() { std::apply(k, args); };
         fgemu_shared_range shared = { __start_fgemu_shared, __stop_fgemu_shared };

@@ -66,6 +66,20 @@ int fgemu_device_of(const void *p);
 int fgemu_is_device(const void *p, size_t n);
 /* emu_cudnn.cc: the stream a cuDNN handle runs on; 0 when h is not a live handle. */
 int fgemu_cudnn_stream(const void *h, cudaStream_t *s);
+/* Stream capture (emu_capture.cc). 1 while s captures. */
+int fgemu_capturing(cudaStream_t s);
+/* Records work on a capturing stream: run(ctx, stream) at each launch of the graph, drop(ctx)
+ * when the last graph holding it goes. 0 (nothing recorded) when s does not capture. */
+int fgemu_capture_add(cudaStream_t s, void (*run)(void *, cudaStream_t), void *ctx,
+                      void (*drop)(void *));
+/* What capture forbids (what: the call, for the message): a call on capturing stream s, or
+ * with unsafe_call an API call the capture mode forbids from this thread (cudaMalloc, a
+ * device synchronisation). Invalidates the captures it breaks and returns
+ * cudaErrorStreamCaptureUnsupported; cudaSuccess when nothing captures. */
+cudaError_t fgemu_capture_forbids(const char *what, cudaStream_t s, int unsafe_call);
+/* A library call the emulator does not record on capturing stream s: the capture is
+ * invalidated (cudaStreamEndCapture fails) and the call must not run. */
+void fgemu_capture_invalidate(cudaStream_t s, const char *what);
 /* Tests only: forget a sticky error (a real process would have to restart). */
 void fgemu_clear_sticky(void);
 

@@ -235,6 +235,100 @@ cublasStatus_t epilogue_check(const desc *o, const layout *d, const char *who)
     return st;
 }
 
+/* A validated matmul: its descriptors and scalars by value (a captured one runs later). */
+struct matmul_work {
+    desc o;
+    layout la, lb, lc, ld;
+    float al, be;
+    const void *A, *B, *C;
+    void *D;
+};
+
+void compute(const matmul_work *w)
+{
+    const desc *o = &w->o;
+    const layout *la = &w->la, *lb = &w->lb, *lc = &w->lc, *ld = &w->ld;
+    float al = w->al, be = w->be;
+    const void *A = w->A, *B = w->B, *C = w->C;
+    void *D = w->D;
+    uint64_t m = ld->rows, n = ld->cols;
+    uint64_t k = o->trans_a == CUBLAS_OP_N ? la->cols : la->rows;
+    int tf = o->compute == CUBLAS_COMPUTE_32F_FAST_TF32;
+    uint32_t e = o->epilogue;
+    int with_bias = e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_RELU_BIAS ||
+                    e == CUBLASLT_EPILOGUE_GELU_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    cudaDataType_t bias_type = o->bias_type < 0 ? ld->type : (cudaDataType_t)o->bias_type;
+    layout la_aux = { kMagicLayout, ld->type, m, n, o->aux_ld, CUBLASLT_ORDER_COL, 1, 0 };
+    int with_gelu = e == CUBLASLT_EPILOGUE_GELU || e == CUBLASLT_EPILOGUE_GELU_BIAS ||
+               e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    int aux_out = e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    int with_dgelu = e == CUBLASLT_EPILOGUE_DGELU || e == CUBLASLT_EPILOGUE_DGELU_BGRAD;
+    for (int bt = 0; bt < ld->batch; bt++) {
+        const char *pa = (const char *)A + (size_t)bt * la->stride * fgemu::elem_size(la->type);
+        const char *pb = (const char *)B + (size_t)bt * lb->stride * fgemu::elem_size(lb->type);
+        const char *pc = (const char *)C + (size_t)bt * lc->stride * fgemu::elem_size(lc->type);
+        char *pd = (char *)D + (size_t)bt * ld->stride * fgemu::elem_size(ld->type);
+        /* op(A) row by row (m x k) and op(B) column by column (n x k), widened once */
+        std::vector<float> fa(m * k), fb(n * k);
+        for (uint64_t i = 0; i < m; i++)
+            for (uint64_t p = 0; p < k; p++) {
+                size_t ia = o->trans_a == CUBLAS_OP_N ? offset(la, i, p) : offset(la, p, i);
+                float x = load(pa, la->type, ia);
+                fa[i * k + p] = tf ? fgemu::tf32(x) : x;
+            }
+        for (uint64_t j = 0; j < n; j++)
+            for (uint64_t p = 0; p < k; p++) {
+                size_t ib = o->trans_b == CUBLAS_OP_N ? offset(lb, p, j) : offset(lb, j, p);
+                float y = load(pb, lb->type, ib);
+                fb[j * k + p] = tf ? fgemu::tf32(y) : y;
+            }
+        std::vector<double> grad(e == CUBLASLT_EPILOGUE_BGRADB ? n : m, 0.0);
+        for (uint64_t j = 0; j < n; j++)
+            for (uint64_t i = 0; i < m; i++) {
+                float acc = 0.0f;
+                const float *ra = &fa[i * k], *cb = &fb[j * k];
+                for (uint64_t p = 0; p < k; p++)
+                    acc += ra[p] * cb[p];
+                float v = al * acc;
+                if (be != 0.0f)
+                    v += be * load(pc, lc->type, offset(lc, i, j));
+                if (with_bias)
+                    v += load(o->bias, bias_type, i);
+                if (aux_out) /* the GELU's input */
+                    store((void *)o->aux, ld->type, offset(&la_aux, i, j), v);
+                if (e == CUBLASLT_EPILOGUE_RELU || e == CUBLASLT_EPILOGUE_RELU_BIAS)
+                    v = v > 0.0f ? v : 0.0f;
+                if (with_gelu)
+                    v = gelu(v);
+                if (with_dgelu)
+                    v *= dgelu(load(o->aux, ld->type, offset(&la_aux, i, j)));
+                if (e == CUBLASLT_EPILOGUE_DGELU_BGRAD)
+                    grad[i] += (double)v;
+                store(pd, ld->type, offset(ld, i, j), v);
+            }
+        /* the bias gradients of the operands: sums over k */
+        for (uint64_t i = 0; e == CUBLASLT_EPILOGUE_BGRADA && i < m; i++)
+            for (uint64_t p = 0; p < k; p++)
+                grad[i] += (double)fa[i * k + p];
+        for (uint64_t j = 0; e == CUBLASLT_EPILOGUE_BGRADB && j < n; j++)
+            for (uint64_t p = 0; p < k; p++)
+                grad[j] += (double)fb[j * k + p];
+        for (size_t i = 0; is_bgrad(e) && i < grad.size(); i++)
+            store((void *)o->bias, bias_type, i, (float)grad[i]);
+    }
+}
+
+void run_matmul(void *ctx, cudaStream_t s)
+{
+    fgemu_stream_drain(s);
+    compute((const matmul_work *)ctx);
+}
+
+void drop_matmul(void *ctx)
+{
+    delete (matmul_work *)ctx;
+}
+
 } // namespace
 
 extern "C" {
@@ -506,8 +600,6 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, const
             return CUBLAS_STATUS_EXECUTION_FAILED;
         }
     uint64_t m = ld->rows, n = ld->cols;
-    uint64_t k = o->trans_a == CUBLAS_OP_N ? la->cols : la->rows;
-    int tf = o->compute == CUBLAS_COMPUTE_32F_FAST_TF32;
     uint32_t e = o->epilogue;
     int with_bias = e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_RELU_BIAS ||
                     e == CUBLASLT_EPILOGUE_GELU_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
@@ -522,63 +614,11 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, const
                 o->aux);
         return CUBLAS_STATUS_INVALID_VALUE;
     }
-    int with_gelu = e == CUBLASLT_EPILOGUE_GELU || e == CUBLASLT_EPILOGUE_GELU_BIAS ||
-               e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
-    int aux_out = e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
-    int with_dgelu = e == CUBLASLT_EPILOGUE_DGELU || e == CUBLASLT_EPILOGUE_DGELU_BGRAD;
-    for (int bt = 0; bt < ld->batch; bt++) {
-        const char *pa = (const char *)A + (size_t)bt * la->stride * fgemu::elem_size(la->type);
-        const char *pb = (const char *)B + (size_t)bt * lb->stride * fgemu::elem_size(lb->type);
-        const char *pc = (const char *)C + (size_t)bt * lc->stride * fgemu::elem_size(lc->type);
-        char *pd = (char *)D + (size_t)bt * ld->stride * fgemu::elem_size(ld->type);
-        /* op(A) row by row (m x k) and op(B) column by column (n x k), widened once */
-        std::vector<float> fa(m * k), fb(n * k);
-        for (uint64_t i = 0; i < m; i++)
-            for (uint64_t p = 0; p < k; p++) {
-                size_t ia = o->trans_a == CUBLAS_OP_N ? offset(la, i, p) : offset(la, p, i);
-                float x = load(pa, la->type, ia);
-                fa[i * k + p] = tf ? fgemu::tf32(x) : x;
-            }
-        for (uint64_t j = 0; j < n; j++)
-            for (uint64_t p = 0; p < k; p++) {
-                size_t ib = o->trans_b == CUBLAS_OP_N ? offset(lb, p, j) : offset(lb, j, p);
-                float y = load(pb, lb->type, ib);
-                fb[j * k + p] = tf ? fgemu::tf32(y) : y;
-            }
-        std::vector<double> grad(e == CUBLASLT_EPILOGUE_BGRADB ? n : m, 0.0);
-        for (uint64_t j = 0; j < n; j++)
-            for (uint64_t i = 0; i < m; i++) {
-                float acc = 0.0f;
-                const float *ra = &fa[i * k], *cb = &fb[j * k];
-                for (uint64_t p = 0; p < k; p++)
-                    acc += ra[p] * cb[p];
-                float v = al * acc;
-                if (be != 0.0f)
-                    v += be * load(pc, lc->type, offset(lc, i, j));
-                if (with_bias)
-                    v += load(o->bias, bias_type, i);
-                if (aux_out) /* the GELU's input */
-                    store((void *)o->aux, ld->type, offset(&la_aux, i, j), v);
-                if (e == CUBLASLT_EPILOGUE_RELU || e == CUBLASLT_EPILOGUE_RELU_BIAS)
-                    v = v > 0.0f ? v : 0.0f;
-                if (with_gelu)
-                    v = gelu(v);
-                if (with_dgelu)
-                    v *= dgelu(load(o->aux, ld->type, offset(&la_aux, i, j)));
-                if (e == CUBLASLT_EPILOGUE_DGELU_BGRAD)
-                    grad[i] += (double)v;
-                store(pd, ld->type, offset(ld, i, j), v);
-            }
-        /* the bias gradients of the operands: sums over k */
-        for (uint64_t i = 0; e == CUBLASLT_EPILOGUE_BGRADA && i < m; i++)
-            for (uint64_t p = 0; p < k; p++)
-                grad[i] += (double)fa[i * k + p];
-        for (uint64_t j = 0; e == CUBLASLT_EPILOGUE_BGRADB && j < n; j++)
-            for (uint64_t p = 0; p < k; p++)
-                grad[j] += (double)fb[j * k + p];
-        for (size_t i = 0; is_bgrad(e) && i < grad.size(); i++)
-            store((void *)o->bias, bias_type, i, (float)grad[i]);
-    }
+    matmul_work w = { *o, *la, *lb, *lc, *ld, al, be, A, B, C, D };
+    if (fgemu_capturing(stream)) /* a node of the graph: run at each launch */
+        fgemu_capture_add(stream, run_matmul, new matmul_work(w), drop_matmul);
+    else
+        compute(&w);
     return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -196,6 +196,10 @@ cudnnStatus_t prepare(const char *who, const handle *h, size_t need, void *ws, s
         return fail(CUDNN_STATUS_EXECUTION_FAILED, who, "the workspace is not device memory");
     if (!fgemu_stream_valid(h->stream) || fgemu_sticky() != cudaSuccess)
         return fail(CUDNN_STATUS_EXECUTION_FAILED, who, "the handle's stream is not live");
+    if (fgemu_capturing(h->stream)) { /* the emulator records no cuDNN call */
+        fgemu_capture_invalidate(h->stream, who);
+        return fail(CUDNN_STATUS_NOT_SUPPORTED, who, "not emulated under stream capture");
+    }
     fgemu_stream_drain(h->stream);
     for (int i = 0; i < count; i++)
         if (!fgemu_is_device(ptrs[i], bytes[i]))

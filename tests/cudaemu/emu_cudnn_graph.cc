@@ -991,6 +991,10 @@ cudnnStatus_t execute(cudnnHandle_t handle, const desc *plan, const desc *pack)
                     "workspace; %p is not that", (long long)plan->workspace, ws);
     if (!fgemu_stream_valid(stream) || fgemu_sticky() != cudaSuccess)
         return fail(CUDNN_STATUS_EXECUTION_FAILED, who, "the handle's stream is not live");
+    if (fgemu_capturing(stream)) { /* the emulator records no cuDNN call */
+        fgemu_capture_invalidate(stream, who);
+        return fail(CUDNN_STATUS_NOT_SUPPORTED, who, "not emulated under stream capture");
+    }
     fgemu_stream_drain(stream);
     if (plan->workspace)
         memset(ws, 0xff, (size_t)plan->workspace);

@@ -40,6 +40,7 @@ struct emu_event {
     int recorded;
     emu_stream *stream; /* complete once stream->completed >= ticket */
     uint64_t ticket;
+    int captured; /* last recorded on a capturing stream (a node of its graph) */
 };
 
 /* The legacy default stream (0, cudaStreamLegacy, cudaStreamPerThread). */
@@ -248,6 +249,65 @@ void event_wait(cudaEvent_t e)
         wait_ticket(ev->stream, ev->ticket);
 }
 
+/* A query or host wait of an event recorded during capture: the runtime's refusal. */
+cudaError_t captured_event(const char *what, cudaEvent_t e)
+{
+    fprintf(stderr, "cudaemu: %s of event %p, last recorded during stream capture\n", what,
+            (void *)e);
+    return cudaErrorCapturedEvent;
+}
+
+/* Work recorded during capture (emu_capture.cc), run at each graph launch. */
+struct copy_work {
+    void *dst;
+    const void *src;
+    size_t n;
+};
+
+void run_copy(void *ctx, cudaStream_t s)
+{
+    copy_work *w = (copy_work *)ctx;
+    fgemu_stream_drain(s);
+    memmove(w->dst, w->src, w->n);
+}
+
+void drop_copy(void *ctx)
+{
+    delete (copy_work *)ctx;
+}
+
+/* A copy node: pageable host memory is refused (the runtime cannot capture it). */
+cudaError_t capture_copy(void *dst, const void *src, size_t n, cudaStream_t s)
+{
+    if (n && (pageable(dst) || pageable(src))) {
+        fprintf(stderr, "cudaemu: cudaMemcpyAsync of %zu bytes %p -> %p with pageable host "
+                "memory while the stream captures\n", n, src, dst);
+        fgemu_capture_invalidate(s, "cudaMemcpyAsync");
+        return cudaErrorStreamCaptureUnsupported;
+    }
+    if (n)
+        fgemu_capture_add(s, run_copy, new copy_work{ dst, src, n }, drop_copy);
+    return cudaSuccess;
+}
+
+struct memset_work {
+    void *p;
+    int value;
+    size_t n;
+};
+
+void run_memset(void *ctx, cudaStream_t s)
+{
+    memset_work *w = (memset_work *)ctx;
+    fgemu_stream_drain(s);
+    memset(w->p, w->value, w->n);
+}
+
+void drop_memset(void *ctx)
+{
+    delete (memset_work *)ctx;
+}
+
 } // namespace
 
 extern "C" {
@@ -267,6 +327,8 @@ int fgemu_stream_valid(cudaStream_t s)
 
 uint64_t fgemu_async_begin(cudaStream_t s)
 {
+    if (fgemu_capturing(s)) /* emulated NCCL work is not recorded: the capture fails */
+        fgemu_capture_invalidate(s, "an emulated NCCL operation");
     emu_stream *st = stream_of(s);
     pthread_mutex_lock(&g_async);
     uint64_t ticket = ++st->enqueued;
@@ -498,6 +560,9 @@ cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total_b)
 
 cudaError_t cudaDeviceSynchronize(void)
 {
+    cudaError_t c = fgemu_capture_forbids("cudaDeviceSynchronize", NULL, 1);
+    if (c != cudaSuccess)
+        return ret(c);
     count_sync(SYNC_DEVICE);
     drain_all();
     return ret(cudaSuccess);
@@ -507,11 +572,17 @@ cudaError_t cudaMalloc(void **p, size_t bytes)
 {
     if (g_sticky != cudaSuccess)
         return g_sticky;
+    cudaError_t c = fgemu_capture_forbids("cudaMalloc", NULL, 1);
+    if (c != cudaSuccess)
+        return ret(c);
     return alloc(p, bytes, t_device, 0);
 }
 
 cudaError_t cudaFree(void *p)
 {
+    cudaError_t c = fgemu_capture_forbids("cudaFree", NULL, 1);
+    if (c != cudaSuccess)
+        return ret(c);
     drain_all(); /* cudaFree synchronises the device */
     return release(p, 0);
 }
@@ -521,11 +592,17 @@ cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned flags)
     if (flags & ~(unsigned)(cudaHostAllocPortable | cudaHostAllocMapped |
                             cudaHostAllocWriteCombined))
         return ret(cudaErrorInvalidValue);
+    cudaError_t c = fgemu_capture_forbids("cudaHostAlloc", NULL, 1);
+    if (c != cudaSuccess)
+        return ret(c);
     return alloc(p, bytes, -1, flags);
 }
 
 cudaError_t cudaMallocHost(void **p, size_t bytes)
 {
+    cudaError_t c = fgemu_capture_forbids("cudaMallocHost", NULL, 1);
+    if (c != cudaSuccess)
+        return ret(c);
     return alloc(p, bytes, -1, 0);
 }
 
@@ -559,6 +636,8 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcp
     cudaError_t e = check_copy(dst, src, n, kind);
     if (e != cudaSuccess)
         return ret(e);
+    if (fgemu_capturing(s))
+        return ret(capture_copy(dst, src, n, s));
     fgemu_stream_drain(s); /* stream order; a copy to pageable memory returns when done */
     if (n && kind == cudaMemcpyDeviceToHost && pageable(dst))
         count_sync(SYNC_COPY);
@@ -569,6 +648,9 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcp
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
 {
+    cudaError_t c = fgemu_capture_forbids("a blocking cudaMemcpy", NULL, 1);
+    if (c != cudaSuccess)
+        return ret(cudaErrorStreamCaptureImplicit);
     if (n && !(kind == cudaMemcpyDeviceToHost && pageable(dst)))
         count_sync(SYNC_COPY); /* blocking whatever its direction (a D2H one counts below) */
     return cudaMemcpyAsync(dst, src, n, kind, 0);
@@ -583,6 +665,10 @@ cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_t s)
     if (n && !fgemu_is_device(p, n)) {
         fprintf(stderr, "cudaemu: cudaMemset of %zu bytes at %p: not device memory\n", n, p);
         return ret(cudaErrorInvalidValue);
+    }
+    if (fgemu_capturing(s)) {
+        fgemu_capture_add(s, run_memset, new memset_work{ p, value, n }, drop_memset);
+        return cudaSuccess;
     }
     fgemu_stream_drain(s);
     memset(p, value, n);
@@ -627,6 +713,9 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s)
 {
     if (!stream_ok(s))
         return ret(cudaErrorInvalidResourceHandle);
+    cudaError_t c = fgemu_capture_forbids("cudaStreamSynchronize", s, 0);
+    if (c != cudaSuccess)
+        return ret(c);
     count_sync(SYNC_STREAM);
     fgemu_stream_drain(s);
     return ret(cudaSuccess);
@@ -636,6 +725,9 @@ cudaError_t cudaStreamQuery(cudaStream_t s)
 {
     if (!stream_ok(s))
         return ret(cudaErrorInvalidResourceHandle);
+    cudaError_t c = fgemu_capture_forbids("cudaStreamQuery", s, 0);
+    if (c != cudaSuccess)
+        return ret(c);
     emu_stream *st = stream_of(s);
     pthread_mutex_lock(&g_async);
     int done = st->completed >= st->enqueued;
@@ -648,7 +740,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
     if (!e || (flags & ~(unsigned)(cudaEventBlockingSync | cudaEventDisableTiming |
                                    cudaEventInterprocess)))
         return ret(cudaErrorInvalidValue);
-    emu_event *ev = new emu_event{ t_device, flags, 0, NULL, 0 };
+    emu_event *ev = new emu_event{ t_device, flags, 0, NULL, 0, 0 };
     pthread_mutex_lock(&g_lock);
     g_events.insert(ev);
     pthread_mutex_unlock(&g_lock);
@@ -678,8 +770,15 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
         return ret(cudaErrorInvalidResourceHandle);
     emu_event *ev = (emu_event *)e;
     emu_stream *st = stream_of(s);
+    int captured = fgemu_capturing(s);
     pthread_mutex_lock(&g_async);
     ev->recorded = 1;
+    ev->captured = captured; /* a node of the graph: nothing to complete at replay */
+    if (captured) {
+        ev->stream = NULL;
+        pthread_mutex_unlock(&g_async);
+        return ret(cudaSuccess);
+    }
     ev->stream = st;
     ev->ticket = st->enqueued;
     pthread_mutex_unlock(&g_async);
@@ -690,6 +789,8 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e)
 {
     if (!event_ok(e))
         return ret(cudaErrorInvalidResourceHandle);
+    if (((emu_event *)e)->captured)
+        return ret(captured_event("cudaEventSynchronize", e));
     count_sync(SYNC_EVENT);
     event_wait(e);
     return ret(cudaSuccess);
@@ -700,6 +801,8 @@ cudaError_t cudaEventQuery(cudaEvent_t e)
     if (!event_ok(e))
         return ret(cudaErrorInvalidResourceHandle);
     emu_event *ev = (emu_event *)e;
+    if (ev->captured)
+        return ret(captured_event("cudaEventQuery", e));
     pthread_mutex_lock(&g_async);
     int done = !ev->stream || ev->stream->completed >= ev->ticket;
     pthread_mutex_unlock(&g_async);
@@ -719,6 +822,18 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags)
                 "recorded\n", (void *)e);
         return ret(cudaErrorInvalidResourceHandle);
     }
+    int inside = fgemu_capturing(s), captured = ((emu_event *)e)->captured;
+    if (inside != captured) {
+        fprintf(stderr, "cudaemu: cudaStreamWaitEvent: stream %p %s, event %p %s: a wait "
+                "across a capture's boundary is not emulated\n", (void *)s,
+                inside ? "captures" : "does not capture", (void *)e,
+                captured ? "recorded in a capture" : "recorded outside it");
+        if (inside)
+            fgemu_capture_invalidate(s, "cudaStreamWaitEvent");
+        return ret(inside ? cudaErrorStreamCaptureIsolation : cudaErrorStreamCaptureUnsupported);
+    }
+    if (inside) /* the capture records its work in stream order already */
+        return ret(cudaSuccess);
     event_wait(e); /* the device-side wait, done by the host here (not a host sync) */
     return ret(cudaSuccess);
 }

@@ -54,6 +54,7 @@ static const fg_option data_options[] = {
 
 static const fg_option backend_options[] = {
     {"name", FG_OPT_STRING, "cpu", NO_RANGE, NULL, "backend plugin: cpu, cuda, ..."},
+    {"cuda_graphs", FG_OPT_BOOL, "false", NO_RANGE, NULL, "CUDA: capture the training step into a CUDA graph after 2 eager steps and replay it (fixed shapes; refused where a step cannot be captured)"},
 };
 static const fg_option precision_options[] = {
     {"name", FG_OPT_STRING, "fp32", NO_RANGE, NULL, "precision plugin: fp32, ..."},

@@ -1,6 +1,7 @@
 /* sgd and adamw: config, device state, and the fused backend update per range. */
 #include "optimizer.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@ struct fg_optimizer {
     int per_tensor;                   /* decay_runs set: weight decay by run */
     fg_decay_run *runs;               /* (run_count) relative to the range, in order */
     size_t run_count;
+    const float *step_dev; /* NULL, or the device values a captured step reads (ABI 1.7) */
 };
 
 /* One backend update: the step's arguments less the range and its weight decay. */
@@ -323,14 +325,32 @@ static fg_sgd_args sgd_args(const fg_optimizer *opt, float lr, float weight_deca
 {
     const fg_optimizer_config *oc = &opt->oc;
     return (fg_sgd_args){sizeof(fg_sgd_args), lr, (float)oc->momentum, (float)oc->dampening,
-                         weight_decay, oc->nesterov, opt->step == 1};
+                         weight_decay, oc->nesterov, opt->step == 1, opt->step_dev};
 }
 
 static fg_adamw_args adamw_args(const fg_optimizer *opt, float lr, float weight_decay)
 {
     const fg_optimizer_config *oc = &opt->oc;
     return (fg_adamw_args){sizeof(fg_adamw_args), lr, (float)oc->beta1, (float)oc->beta2,
-                           (float)oc->eps, weight_decay, opt->step};
+                           (float)oc->eps, weight_decay, opt->step, opt->step_dev};
+}
+
+void fg_optimizer_read_step_values(fg_optimizer *opt, const float *dev)
+{
+    opt->step_dev = dev;
+}
+
+int fg_optimizer_step_values(const fg_optimizer *opt, float lr, int64_t step, float out[3])
+{
+    const fg_optimizer_config *oc = &opt->oc;
+    out[0] = lr;
+    out[1] = out[2] = 0.0f;
+    if (oc->kind != FG_OPTIMIZER_ADAMW)
+        return 1;
+    /* as the backends compute them from fg_adamw_args.step (kernels/cpu/optim.c) */
+    out[1] = (float)(1.0 - pow((double)(float)oc->beta1, (double)step));
+    out[2] = (float)sqrt(1.0 - pow((double)(float)oc->beta2, (double)step));
+    return 3;
 }
 
 static void *advance(const void *p, size_t n, uint32_t dtype)

@@ -77,6 +77,12 @@ fg_status fg_optimizer_step_fused(fg_optimizer *opt, void *queue, float lr, void
 /* Nonzero when the backend runs the fused update of this optimizer with its params and
  * grads dtypes and a working copy of work_dtype. */
 int fg_optimizer_can_fuse(const fg_optimizer *opt, uint32_t work_dtype);
+/* CUDA graphs (ABI 1.7): the fused updates read the per-step values from device memory dev
+ * (fg_sgd_args.lr_dev, fg_adamw_args.step_dev; NULL: from the call's arguments again). */
+void fg_optimizer_read_step_values(fg_optimizer *opt, const float *dev);
+/* The values a step with lr and (1-based) step number puts there: lr, then for AdamW the
+ * bias corrections exactly as the backends compute them; returns how many (1 or 3). */
+int fg_optimizer_step_values(const fg_optimizer *opt, float lr, int64_t step, float out[3]);
 /* The dtypes of the params and grads the steps are given (FG_F32 by default; half ones in
  * "true" half modes and with half gradients), the state staying f32; FG_UNAVAILABLE when
  * the backend's update does not take them. Pointers and offsets of fg_optimizer_step count

@@ -1,6 +1,7 @@
 /* A stage of the train services: layers [first, first + count) of the model on one
  * device, the whole model being the stage of every layer. Private to train_services.c
- * (creation, memory, layout) and train_stage_step.c (the work of a step). */
+ * (creation, memory, layout), train_stage_step.c (the work of a step) and
+ * train_stage_graph.c (its capture into a CUDA graph). */
 #ifndef FG_TRAIN_STAGE_H
 #define FG_TRAIN_STAGE_H
 
@@ -33,6 +34,15 @@ typedef struct fg_train_stage {
     void *grad_ready_user;
     fg_layer_memory_hook mem_hook;
     void *mem_user;
+    /* [backend] cuda_graphs (train_stage_graph.c): the captured step and the fixed device
+     * buffers it reads, written before each launch */
+    void *graph;             /* NULL before the capture */
+    void *graph_x;           /* (max_batch, in...) 4-byte samples the captured forward reads */
+    int32_t *graph_y;        /* (max_batch, positions) labels */
+    float *graph_values_dev; /* (3) the optimizer's per-step values (lr_dev, step_dev) */
+    float graph_values[3];   /* their host source: read when the copy is enqueued */
+    int graph_inputs;        /* 1 while capturing: forward reads graph_x/graph_y, no copier */
+    int graph_rows;          /* samples of the captured batch */
 } fg_train_stage;
 
 /* Element `at` of the model's flat region held from element `lo` in elements of `size`

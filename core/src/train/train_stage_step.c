@@ -103,7 +103,12 @@ static fg_status stage_forward(void *ctx, void *stage, int32_t chunk, const fg_b
                             "needs its input activations (x_dev)");
     double mark = c->timing && training ? fg_now_seconds() : 0;
     const int32_t *y = NULL;
-    st = upload_chunk(s, chunk, b, &x_dev, &y, err);
+    if (s->graph_inputs) { /* a captured step: the batch was copied into the fixed buffers */
+        x_dev = s->is_first ? s->graph_x : x_dev;
+        y = s->graph_y;
+    } else {
+        st = upload_chunk(s, chunk, b, &x_dev, &y, err);
+    }
     if (training) st = phase_end(c, s, FG_PHASE_H2D, &mark, st, err);
     if (st == FG_OK) st = precision_inputs(c, s, b, &x_dev, err);
     if (st != FG_OK) return st;
@@ -137,7 +142,8 @@ static fg_status stage_backward(void *ctx, void *stage, int32_t chunk, const voi
     double mark = c->timing ? fg_now_seconds() : 0;
     st = s->is_last ? fg_replica_backward(r, s->queue, s->rows[chunk], grad_scale, accumulate, err)
                     : fg_replica_backward_from(r, s->queue, dy_dev, s->rows[chunk], accumulate, err);
-    if (st == FG_OK && s->copier) st = fg_batch_copier_done(s->copier, chunk, err);
+    if (st == FG_OK && s->copier && !s->graph_inputs)
+        st = fg_batch_copier_done(s->copier, chunk, err);
     return phase_end(c, s, FG_PHASE_BACKWARD, &mark, st, err);
 }
 

@@ -23,6 +23,7 @@
 #include "progress.h"
 #include "requeue.h"
 #include "scheduler.h"
+#include "step_graph.h"
 #include "train_services.h"
 #include "trainer.h"
 #include "trainer_checks.h"
@@ -81,6 +82,7 @@ typedef struct fg_trainer {
     fg_scaler scaler;
     fg_checkpointer ckpt;
     fg_requeue requeue;        /* [trainer] requeue_signal */
+    fg_step_graph graph;       /* [backend] cuda_graphs */
 } fg_trainer;
 
 #endif

@@ -6,6 +6,7 @@
 
 #include "progress.h"
 #include "requeue.h"
+#include "step_graph.h"
 #include "step_sink.h"
 #include "train_stage_fused.h"
 #include "trainer_checks.h"
@@ -261,7 +262,11 @@ static fg_status train_epoch(fg_trainer *t, fg_error *err)
         if (checked && fg_batch_inputs_dtype(&batch) == FG_F32) /* token ids are finite */
             t->checks.nonfinite_inputs += fg_count_nonfinite(fg_batch_inputs(&batch), (size_t)batch.count * (size_t)batch.sample_elems);
         t->tctx.micro_step++;
-        st = STRAT(t)->train_step(t->strategy.state, &batch, micro, final, fg_trainer_grad_scale(t), err);
+        int replayed = 0; /* [backend] cuda_graphs: the whole step was a graph launch */
+        if (t->graph.stage) st = fg_step_graph_before(t, &batch, &replayed, err);
+        if (st == FG_OK && !replayed)
+            st = STRAT(t)->train_step(t->strategy.state, &batch, micro, final, fg_trainer_grad_scale(t), err);
+        if (st != FG_OK && t->graph.capturing) st = fg_step_graph_after(t, st, err);
         fg_dataloader_release(s->loader, v);
         t->progress.batches_done = b + 1;
         if (st != FG_OK || !final) continue;
@@ -269,7 +274,8 @@ static fg_status train_epoch(fg_trainer *t, fg_error *err)
             t->progress.batches_done = b - micro; /* the step was not taken: a resume redoes it */
             break;
         }
-        if (st == FG_OK) st = optimizer_step(t, err);
+        if (st == FG_OK && !replayed) st = optimizer_step(t, err);
+        if (t->graph.stage && !replayed) st = fg_step_graph_after(t, st, err);
         if (st == FG_OK) st = fg_requeue_poll(t, err);
         checked = fg_trainer_step_checked(t);
         t->progress.step_in_epoch = (b + 1 + t->keys.accumulate - 1) / t->keys.accumulate;
@@ -322,10 +328,12 @@ static fg_status fit_epochs(fg_trainer *t, fg_error *err);
 fg_status fg_trainer_fit(fg_trainer *t, fg_error *err)
 {
     fg_status st = fg_trainer_collect_requests(t, err);
+    if (st == FG_OK) st = fg_step_graph_setup(t, err);
     if (st == FG_OK) st = fg_requeue_arm(t, err);
     if (st != FG_OK) return st;
     fg_trainer_sink_start(t);
     st = fit_epochs(t, err);
+    if (st == FG_OK) fg_step_graph_report(t);
     fg_trainer_sink_stop(t);
     return st;
 }

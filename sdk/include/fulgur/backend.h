@@ -61,12 +61,21 @@ typedef struct fg_sgd_args {
     float lr, momentum, dampening, weight_decay;
     int32_t nesterov;
     int32_t first_step; /* momentum buffer starts as the gradient, as in PyTorch */
+    /* ABI 1.7 (CUDA graphs): NULL, or an f32 device scalar the fused update (sgd_fused)
+     * reads the learning rate from instead of lr, so that a captured update takes each
+     * step's rate. */
+    const float *lr_dev;
 } fg_sgd_args;
 
 typedef struct fg_adamw_args {
     uint32_t struct_size;
     float lr, beta1, beta2, eps, weight_decay;
     int64_t step; /* 1-based, for bias correction */
+    /* ABI 1.7 (CUDA graphs): NULL, or 3 f32 device values the fused update (adamw_fused)
+     * reads instead of lr and step: lr, (float)(1.0 - pow((double)beta1, (double)step)) and
+     * (float)sqrt(1.0 - pow((double)beta2, (double)step)) (what the backends compute from
+     * step), so that a captured update takes each step's rate and bias corrections. */
+    const float *step_dev;
 } fg_adamw_args;
 
 /* The losses of pointwise_loss: each value x against its f32 target t. */
@@ -656,6 +665,21 @@ typedef struct fg_backend_vtable {
     /* [required: swiglu while training] dgate = dy * up * silu'(gate), dup = dy * silu(gate);
      * dgate may alias dy (each element is read before it is written). */
     FG_OP_ENTRY(swiglu_backward); /* op 42 */
+
+    /* ---- ABI 1.7: CUDA graphs ------------------------------------------------------------ */
+    /* [optional, all four or none; queue] Capture of a queue's work into a graph that is
+     * replayed later (`[backend] cuda_graphs`): between graph_begin and graph_end, the ops,
+     * copies and fills enqueued on `queue` by this thread are recorded, not run; nothing
+     * may allocate device memory, wait for the device or read an event recorded inside.
+     * graph_end gives *graph (the capture's work, ready to launch; NULL on failure, and a
+     * failure of anything inside the capture is reported here if not before). graph_launch
+     * enqueues the whole graph on queue: its work runs in capture order, reading what the
+     * device buffers hold then (per-step values live in device memory: lr_dev, step_dev).
+     * graph_destroy frees it (NULL: nothing). NULL entries: the backend cannot capture. */
+    fg_status (*graph_begin)(void *state, void *queue, fg_error *err);
+    fg_status (*graph_end)(void *state, void *queue, void **graph, fg_error *err);
+    fg_status (*graph_launch)(void *state, void *queue, void *graph, fg_error *err);
+    void (*graph_destroy)(void *state, void *graph);
 } fg_backend_vtable;
 
 /* The five event entries (all or none: see "queues and events" above). */
