@@ -159,6 +159,8 @@ int fg_cuda_supports(void *state, uint32_t op, const uint32_t *dtypes);
  * ABI 1.6 rope and swiglu ops): supports() says no, so a config that needs one is refused
  * at setup with the op's name. */
 int fg_cuda_lacks_op(uint32_t op);
+/* The same for the ABI 1.8 batch-norm ops of [model] sync_batchnorm (cuda_sync_bn_ops.c). */
+int fg_cuda_lacks_sync_bn_op(uint32_t op);
 /* FG_UNAVAILABLE naming op and the first dtype this backend does not store. */
 fg_status fg_cuda_check_types(const char *op, int count, const uint32_t *types, fg_error *err);
 fg_status fg_cuda_launched(cudaError_t e, const char *op, fg_error *err);

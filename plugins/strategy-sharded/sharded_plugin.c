@@ -289,6 +289,12 @@ static fg_status sh_setup(void *state, const fg_train_services *svc, fg_error *e
                                            .device = s->device, .rank = s->topo.rank,
                                            .world_size = s->topo.world_size};
     fg_plugin_rank0_buffers_bind(&s->buffers, svc, s->replica);
+    s->allreduce = (fg_plugin_comm_allreduce){.comm = s->comm, .comm_state = s->comm_state,
+                                              .be = s->be, .be_state = s->be_state,
+                                              .who = "strategy.sharded"};
+    if (FG_HAS_FIELD(svc, fg_train_services, set_replica_allreduce)) /* a 1.8 host */
+        svc->set_replica_allreduce(svc->ctx, s->replica, fg_plugin_comm_allreduce_sum,
+                                   &s->allreduce);
     if (st == FG_OK) st = fg_plugin_rank0_buffers_sync(&s->buffers, err);
     if (st != FG_OK) return st;
     if (s->stage == 1) svc->set_grad_ready_hook(svc->ctx, s->replica, sh_on_grad_ready, s);

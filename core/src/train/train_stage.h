@@ -33,6 +33,8 @@ typedef struct fg_train_stage {
     void *grad_ready_user;
     fg_layer_memory_hook mem_hook;
     void *mem_user;
+    int syncs;               /* holds a layer that calls the replica all-reduce */
+    fg_replica_allreduce_fn allreduce; /* the strategy's (set_replica_allreduce); NULL: none */
 } fg_train_stage;
 
 /* Element `at` of the model's flat region held from element `lo` in elements of `size`
