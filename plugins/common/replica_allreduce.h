@@ -16,6 +16,8 @@ typedef struct fg_plugin_comm_allreduce {
     void *be_state;
     void *native_queue; /* the stage queue's native handle when the comm orders by it; NULL */
     const char *who;    /* the strategy's name, for messages */
+    int64_t calls;      /* all-reduces so far: a training forward that made one updated the
+                         * running statistics alike on every rank (no broadcast needed) */
 } fg_plugin_comm_allreduce;
 
 /* An fg_replica_allreduce_fn; user is an fg_plugin_comm_allreduce. */

@@ -201,11 +201,14 @@ static fg_status ddp_train_step(void *state, const fg_batch *batch, int micro_in
                                 float grad_scale, fg_error *err)
 {
     ddp *d = state;
-    d->buffers.stale = d->buffers.data != NULL;
     ddp_buckets_begin(d, final != 0);
     double t0 = ddp_now();
     const fg_train_services *svc = d->svc;
+    int64_t reduced = d->allreduce.calls;
     fg_status st = svc->forward(svc->ctx, d->replica, 0, batch, 0, NULL, 1, err);
+    /* batch norm under [model] sync_batchnorm updated every rank's running statistics from
+     * the same sums: they stay equal without rank 0's broadcast */
+    if (d->allreduce.calls == reduced) d->buffers.stale = d->buffers.data != NULL;
     if (st == FG_OK)
         st = svc->backward(svc->ctx, d->replica, 0, NULL, grad_scale, micro_index > 0, err);
     d->timing.compute_start = t0;

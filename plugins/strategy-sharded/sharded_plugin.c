@@ -348,7 +348,9 @@ static fg_status sh_train_step(void *state, const fg_batch *batch, int micro_ind
 {
     sharded *s = state;
     fg_status st;
-    s->buffers.stale = s->buffers.data != NULL;
+    /* under [model] sync_batchnorm (a replica all-reduce in the step) every rank updates its
+     * running statistics alike: no broadcast needed (checked when the metrics are read) */
+    if (s->allreduce.calls == 0) s->buffers.stale = s->buffers.data != NULL;
     if (s->stage == 1) {
         sh_ar_begin(s, final != 0);
         st = fwd_bwd(s, batch, grad_scale, micro_index > 0, err);
