@@ -95,7 +95,8 @@ static fg_status check_replica_allreduce(fg_trainer *t, const fg_train_ctx *c, f
     return fg_error_set(err, FG_UNAVAILABLE, "%s: [model] sync_batchnorm = true: [strategy] %s "
                         "offers no replica all-reduce to %d stage(s) holding a batchnorm layer, "
                         "so their statistics cannot be summed across the run's %d devices; set "
-                        "sync_batchnorm = false or use single, dp or ddp",
+                        "sync_batchnorm = false or use a strategy that offers one (dp, ddp, "
+                        "sharded; model-parallel with chunks = 1 and dp_replicas = 1)",
                         fg_config_origin(t->cfg, "model", "sync_batchnorm"),
                         t->strategy.inst->name, c->unserved_stages,
                         t->devices * t->world_size);
