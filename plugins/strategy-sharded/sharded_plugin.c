@@ -338,7 +338,11 @@ static fg_status fwd_bwd(sharded *s, const fg_batch *batch, float grad_scale, in
                          fg_error *err)
 {
     const fg_train_services *svc = s->svc;
+    int64_t reduced = s->allreduce.calls;
     fg_status st = svc->forward(svc->ctx, s->replica, 0, batch, 0, NULL, 1, err);
+    /* batch norm under [model] sync_batchnorm updated every rank's running statistics from
+     * the same sums: they stay equal without rank 0's broadcast */
+    if (s->allreduce.calls == reduced) s->buffers.stale = s->buffers.data != NULL;
     return st == FG_OK ? svc->backward(svc->ctx, s->replica, 0, NULL, grad_scale, accumulate, err)
                        : st;
 }
@@ -348,9 +352,6 @@ static fg_status sh_train_step(void *state, const fg_batch *batch, int micro_ind
 {
     sharded *s = state;
     fg_status st;
-    /* under [model] sync_batchnorm (a replica all-reduce in the step) every rank updates its
-     * running statistics alike: no broadcast needed (checked when the metrics are read) */
-    if (s->allreduce.calls == 0) s->buffers.stale = s->buffers.data != NULL;
     if (s->stage == 1) {
         sh_ar_begin(s, final != 0);
         st = fwd_bwd(s, batch, grad_scale, micro_index > 0, err);
