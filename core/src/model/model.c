@@ -96,15 +96,15 @@ static const fg_option model_options[] = {
      "the weights, checkpoints, loss and metrics keep the vocabulary's columns. Needs the "
      "softmax cross-entropy loss, an output linear without bias and the backend's fused "
      "classifier (not f16); predict and generate run unpadded. 0 or 1: off"},
-    {"sync_batchnorm", FG_OPT_BOOL, "false", 1, 0, NULL,
-     "every batchnorm layer normalises with the statistics of the whole batch across the "
-     "replicas (dp, ddp, sharded, model-parallel; Lightning's sync_batchnorm, PyTorch's "
-     "SyncBatchNorm): sums reduced in f64 in forward and backward; false: each replica its "
-     "own batch's"},
     {"scaled_residual_init", FG_OPT_BOOL, "false", 1, 0, NULL,
      "GPT-2's (nanoGPT's c_proj) rule: every transformer_block's attn.proj.weight and "
      "mlp.proj.weight drawn with init_std / sqrt(2 * the number of transformer_blocks); "
      "needs init_std > 0 on the blocks"},
+    {"sync_batchnorm", FG_OPT_BOOL, "false", 1, 0, NULL,
+     "every batchnorm layer normalises with the statistics of the whole batch across the "
+     "replicas (dp, ddp, sharded, model-parallel with chunks = 1; Lightning's "
+     "sync_batchnorm, PyTorch's SyncBatchNorm): sums reduced in f64 in forward and "
+     "backward; false: each replica its own batch's"},
 };
 
 /* [model] pad_vocab_to: pads the row stride of logits an output linear without bias writes
