@@ -9,7 +9,7 @@ fulgur=$1 plugins=$2 cfg=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
-grep -v -e '^\[comm\]' -e '^name = mpi' -e '^timeout_s' "$cfg" >single.ini
+grep -v -e '^\[comm\]' -e '^name = mpi' -e '^timeout_s' -e '^threads' "$cfg" >single.ini
 rc=0
 "$fulgur" --plugin-path "$plugins" check single.ini backend.name=cuda strategy.name=single \
   model.sync_batchnorm=true >on.out 2>&1 || rc=$?
