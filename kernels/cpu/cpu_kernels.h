@@ -197,6 +197,29 @@ void fg_cpu_batchnorm_backward(fg_cpu_pool *pool, int n, int c, int spatial, con
                                const float *saved_invstd, const float *dy, float *dx,
                                float *dgamma, float *dbeta, int accumulate);
 
+/* ---- batch norm across replicas (batchnorm_sync.c; [model] sync_batchnorm) -------------- */
+
+/* stats (2c + 1): per-channel sums of x, of x^2, then n * spatial (double). */
+void fg_cpu_batchnorm_stats(fg_cpu_pool *pool, int n, int c, int spatial, const float *x,
+                            double *stats);
+/* Training forward from summed stats (batchnorm_stats' layout): saved_mean/_invstd written,
+ * running stats (may be NULL) updated, y as fg_cpu_batchnorm_forward computes it. */
+void fg_cpu_batchnorm_apply(fg_cpu_pool *pool, int n, int c, int spatial, const float *x,
+                            const double *stats, const float *gamma, const float *beta,
+                            float *running_mean, float *running_var, float momentum, float eps,
+                            float *saved_mean, float *saved_invstd, float *y);
+/* sums (2c + 1): per-channel sum of dy, of dy * xhat, then n * spatial; this replica's
+ * dgamma, dbeta (may be NULL) from them, overwritten or accumulated into. */
+void fg_cpu_batchnorm_backward_reduce(fg_cpu_pool *pool, int n, int c, int spatial,
+                                      const float *x, const float *saved_mean,
+                                      const float *saved_invstd, const float *dy, double *sums,
+                                      float *dgamma, float *dbeta, int accumulate);
+/* dx from sums summed over the replicas (batchnorm_backward_reduce's layout). */
+void fg_cpu_batchnorm_backward_apply(fg_cpu_pool *pool, int n, int c, int spatial,
+                                     const float *x, const float *gamma,
+                                     const float *saved_mean, const float *saved_invstd,
+                                     const float *dy, const double *sums, float *dx);
+
 /* ---- dropout (dropout.c) -------------------------------------------------------------- */
 
 /* Element i is kept when the counter-based draw of (seed, offset + i) is >= p. */

@@ -12,6 +12,7 @@ set(FULGUR_CUDA_BACKEND_C_SOURCES
   cuda_layer_ops.c
   cuda_lm_ops.c
   cuda_llama_ops.c
+  cuda_sync_bn_ops.c
   cuda_attention_gemm.c
   cuda_sdpa.c
   cuda_sdpa_exec.c

@@ -16,6 +16,7 @@
 #include "fulgur/backend.h"
 #include "fulgur/comm.h"
 #include "fulgur/strategy.h"
+#include "replica_allreduce.h"
 #include "strategy_plugin.h"
 
 typedef struct ddp_bucket {
@@ -71,6 +72,7 @@ typedef struct ddp {
      * metrics on every rank at once (log points, the end of each epoch's training, before
      * each evaluation pass): the broadcast rides there, once per log interval at most. */
     fg_plugin_rank0_buffers buffers;
+    fg_plugin_comm_allreduce allreduce; /* [model] sync_batchnorm's sums across ranks */
 
     int64_t steps;
     int synced;            /* this step's gradients are reduced and averaged */

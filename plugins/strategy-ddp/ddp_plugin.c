@@ -7,7 +7,9 @@
  * of gradient accumulation reduce nothing (PyTorch's no_sync). Metrics are summed across
  * ranks when read; evaluation is local (the sampler gives each rank an exact shard).
  * Model buffers (batch-norm running statistics): rank 0's, broadcast when the metrics are
- * read (plugins/common/strategy_plugin.h). Dropout: each rank draws from its own stream (rank r: stream r). */
+ * read (plugins/common/strategy_plugin.h). Dropout: each rank draws from its own stream (rank r: stream r).
+ * [model] sync_batchnorm: the replica all-reduce sums batch-norm statistics across the ranks
+ * through the comm (plugins/common/replica_allreduce.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,9 +25,6 @@ static const fg_option options[] = {
      "dtype the gradients travel in: bf16 halves the all-reduce's bytes (PyTorch's "
      "bf16_compress_hook): each bucket is rounded to bf16, summed across ranks in bf16 and "
      "widened back before the average"},
-    {"sync_batchnorm", FG_OPT_BOOL, "false", 1, 0, NULL,
-     "batch statistics across ranks inside each forward (SyncBatchNorm): not supported; "
-     "rank 0's running statistics are broadcast instead"},
 };
 
 /* The comm and backend this strategy drives, and the rank's device. */
@@ -72,18 +71,9 @@ static fg_status ddp_init(const fg_host *host, void **state, fg_error *err)
     d->bucket_mb = 25;
     host->get_float(host, "bucket_mb", &d->bucket_mb);
     host->get_int(host, "device", &device);
-    int sync_bn = 0;
-    host->get_bool(host, "sync_batchnorm", &sync_bn);
     const char *comm_dtype = "fp32";
     host->get_string(host, "grad_comm_dtype", &comm_dtype);
     d->comm_dtype = strcmp(comm_dtype, "bf16") == 0 ? FG_BF16 : FG_F32;
-    if (sync_bn) {
-        free(d);
-        return fg_error_set(err, FG_UNAVAILABLE, "[%s] sync_batchnorm = true: strategy.ddp does "
-                            "not compute batch-norm statistics across ranks (SyncBatchNorm); each "
-                            "rank normalises with its own batch and rank 0's running statistics "
-                            "are broadcast to all. Remove the key", host->section);
-    }
     fg_status st = d->bucket_mb > 0 ? bind_peers(d, device, err)
                                     : fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] bucket_mb "
                                                    "must be > 0", host->section);
@@ -143,6 +133,12 @@ static fg_status ddp_setup(void *state, const fg_train_services *svc, fg_error *
      * the backend's queue has a handle it can take (comm.nccl on backend.cuda). */
     d->device_ordered = d->overlap && d->native_queue &&
                         FG_HAS_FIELD(d->comm, fg_comm_vtable, wait_on_queue) && d->comm->wait_on_queue;
+    d->allreduce = (fg_plugin_comm_allreduce){
+        .comm = d->comm, .comm_state = d->comm_state, .be = d->be, .be_state = d->be_state,
+        .native_queue = d->device_ordered ? d->native_queue : NULL, .who = "strategy.ddp"};
+    if (FG_HAS_FIELD(svc, fg_train_services, set_replica_allreduce)) /* a 1.8 host */
+        svc->set_replica_allreduce(svc->ctx, d->replica, fg_plugin_comm_allreduce_sum,
+                                   &d->allreduce);
     d->buffers = (fg_plugin_rank0_buffers){.be = d->be, .be_state = d->be_state,
                                            .comm = d->comm, .comm_state = d->comm_state,
                                            .device = d->device, .rank = d->topo.rank,
@@ -205,11 +201,14 @@ static fg_status ddp_train_step(void *state, const fg_batch *batch, int micro_in
                                 float grad_scale, fg_error *err)
 {
     ddp *d = state;
-    d->buffers.stale = d->buffers.data != NULL;
     ddp_buckets_begin(d, final != 0);
     double t0 = ddp_now();
     const fg_train_services *svc = d->svc;
+    int64_t reduced = d->allreduce.calls;
     fg_status st = svc->forward(svc->ctx, d->replica, 0, batch, 0, NULL, 1, err);
+    /* batch norm under [model] sync_batchnorm updated every rank's running statistics from
+     * the same sums: they stay equal without rank 0's broadcast */
+    if (d->allreduce.calls == reduced) d->buffers.stale = d->buffers.data != NULL;
     if (st == FG_OK)
         st = svc->backward(svc->ctx, d->replica, 0, NULL, grad_scale, micro_index > 0, err);
     d->timing.compute_start = t0;

@@ -43,6 +43,8 @@ typedef struct dp_replica {
     int64_t first;   /* the shard's first sample in the batch */
     float scale;     /* grad_scale * shard / batch: the shards' gradients sum to the batch's */
     int has_grads;   /* wrote gradients since the last optimizer step: accumulate into them */
+    double *sums_host;  /* (sums_cap) host slot of the replica all-reduce */
+    int64_t sums_cap, sums_count;
     fg_status st;
     fg_error err;
 } dp_replica;
@@ -64,6 +66,13 @@ struct dp {
     int running;        /* workers still on this generation's job */
 
     float *recv;        /* (param_count) on device 0: another replica's gradients */
+    /* the replica all-reduce ([model] sync_batchnorm, dp_allreduce.c), under lock */
+    pthread_cond_t ar_met;
+    int participants;   /* replicas with a shard in this job */
+    int ar_arrived, ar_failed;
+    uint64_t ar_round;
+    double *sums_total; /* (sums_cap) host */
+    int64_t sums_cap;
     int synced;         /* this step's gradients are summed into replica 0 */
     int64_t steps;
     double reduce_s, broadcast_s;             /* this step */
@@ -77,6 +86,14 @@ void dp_workers_stop(dp *d);
 /* Runs `job` on every replica at once (replica 0 on this thread) and waits; the first
  * failure, naming its device. */
 fg_status dp_run(dp *d, dp_job job, fg_error *err);
+
+/* dp_allreduce.c: the replica all-reduce (an fg_replica_allreduce_fn, user: a dp_replica)
+ * over the replicas with a shard of the job dp_allreduce_begin opened (after dp_split). */
+fg_status dp_allreduce_sum(void *user, void *queue, double *buf, int64_t count, fg_error *err);
+void dp_allreduce_begin(dp *d);
+/* A participant failed: every rendezvous of this job fails at once. */
+void dp_allreduce_abort(dp *d);
+void dp_allreduce_free(dp *d);
 
 /* dp_sync.c */
 /* Splits batch into shards (at least DP_MIN_SHARD samples each) over the first replicas. */

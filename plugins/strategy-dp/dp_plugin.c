@@ -85,6 +85,8 @@ static fg_status create_replica(dp *d, int i, fg_error *err)
     w->grads = svc->region(svc->ctx, w->replica, FG_REGION_GRADS, 0, &dt, &at, &n);
     w->queue = svc->queue(svc->ctx, w->replica);
     w->buffers = svc->region(svc->ctx, w->replica, FG_REGION_BUFFERS, 0, &dt, &at, &n);
+    if (FG_HAS_FIELD(svc, fg_train_services, set_replica_allreduce)) /* a 1.8 host */
+        svc->set_replica_allreduce(svc->ctx, w->replica, dp_allreduce_sum, w);
     return FG_OK;
 }
 
@@ -119,6 +121,7 @@ static void dp_teardown(void *state)
                      d->total_reduce_s, d->total_broadcast_s,
                      1e3 * (d->total_reduce_s + d->total_broadcast_s) / (double)d->steps);
     if (d->recv) d->be->free(d->be_state, 0, d->recv);
+    dp_allreduce_free(d);
     for (int i = 0; d->r && i < d->devices; i++)
         if (d->r[i].replica) d->svc->destroy(d->svc->ctx, d->r[i].replica);
     free(d->r);
@@ -134,6 +137,7 @@ static fg_status dp_train_step(void *state, const fg_batch *batch, int micro_ind
     (void)final; /* the reduction waits for sync_grads or optimizer_step */
     dp *d = state;
     dp_split(d, batch, grad_scale);
+    dp_allreduce_begin(d);
     d->synced = 0;
     return dp_run(d, DP_JOB_TRAIN, err);
 }

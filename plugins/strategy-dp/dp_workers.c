@@ -20,6 +20,7 @@ static fg_status run_part(dp_replica *w, dp_job job, fg_error *err)
         if (st == FG_OK)
             st = svc->backward(svc->ctx, w->replica, 0, NULL, w->scale, w->has_grads, err);
         w->has_grads = 1;
+        if (st != FG_OK) dp_allreduce_abort(d); /* the others may wait for this replica */
         break;
     case DP_JOB_EVAL:
         if (!w->shard.count) return FG_OK;
@@ -74,6 +75,12 @@ fg_status dp_workers_start(dp *d, fg_error *err)
         pthread_mutex_destroy(&d->lock);
         return fg_error_set(err, FG_INTERNAL, "strategy.dp: pthread_cond_init failed");
     }
+    if (pthread_cond_init(&d->ar_met, NULL) != 0) {
+        pthread_cond_destroy(&d->done);
+        pthread_cond_destroy(&d->go);
+        pthread_mutex_destroy(&d->lock);
+        return fg_error_set(err, FG_INTERNAL, "strategy.dp: pthread_cond_init failed");
+    }
     d->sync_ready = 1;
     for (int i = 1; i < d->devices; i++) {
         int rc = pthread_create(&d->r[i].thread, NULL, worker_main, &d->r[i]);
@@ -98,6 +105,7 @@ void dp_workers_stop(dp *d)
             pthread_join(d->r[i].thread, NULL);
             d->r[i].started = 0;
         }
+    pthread_cond_destroy(&d->ar_met);
     pthread_cond_destroy(&d->done);
     pthread_cond_destroy(&d->go);
     pthread_mutex_destroy(&d->lock);

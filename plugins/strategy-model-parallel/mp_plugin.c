@@ -108,6 +108,18 @@ static int64_t out_elems(const fg_train_services *svc, int i)
     return l.out_elems;
 }
 
+/* The replica all-reduce of a pipeline run whole on one copy (chunks = 1, dp_replicas = 1):
+ * each layer lives on one stage, which sees the whole batch, so the sum over the replicas
+ * holding it is its own and nothing moves. With micro-batches or copies the layer's
+ * statistics would need the others' in the middle of a pipelined forward: no all-reduce
+ * is offered then, and the trainer refuses [model] sync_batchnorm. */
+static fg_status whole_batch_allreduce(void *user, void *queue, double *buf, int64_t count,
+                                       fg_error *err)
+{
+    (void)user, (void)queue, (void)buf, (void)count, (void)err;
+    return FG_OK;
+}
+
 static fg_status create_stage(mp *d, mp_stage *g, fg_error *err)
 {
     const fg_train_services *svc = d->svc;
@@ -116,6 +128,9 @@ static fg_status create_stage(mp *d, mp_stage *g, fg_error *err)
                           .chunks = d->chunks};
     fg_status st = svc->create(svc->ctx, &spec, &g->stage, err);
     if (st != FG_OK) return st;
+    if (d->chunks == 1 && d->replicas == 1 &&
+        FG_HAS_FIELD(svc, fg_train_services, set_replica_allreduce)) /* a 1.8 host */
+        svc->set_replica_allreduce(svc->ctx, g->stage, whole_batch_allreduce, NULL);
     uint32_t dt;
     int64_t n;
     g->queue = svc->queue(svc->ctx, g->stage);

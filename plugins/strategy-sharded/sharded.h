@@ -22,6 +22,7 @@
 #include "fulgur/backend.h"
 #include "fulgur/comm.h"
 #include "fulgur/strategy.h"
+#include "replica_allreduce.h"
 #include "strategy_plugin.h"
 
 #define SHARD_ALIGN 16
@@ -105,6 +106,7 @@ typedef struct sharded {
     /* batch-norm running statistics: the replica's whole region at every stage, rank 0's
      * broadcast at setup and when the metrics are read after training forwards (as ddp) */
     fg_plugin_rank0_buffers buffers;
+    fg_plugin_comm_allreduce allreduce; /* [model] sync_batchnorm's sums across ranks */
 } sharded;
 
 /* Element i of an untyped buffer of elements of esz bytes. */

@@ -289,6 +289,12 @@ static fg_status sh_setup(void *state, const fg_train_services *svc, fg_error *e
                                            .device = s->device, .rank = s->topo.rank,
                                            .world_size = s->topo.world_size};
     fg_plugin_rank0_buffers_bind(&s->buffers, svc, s->replica);
+    s->allreduce = (fg_plugin_comm_allreduce){.comm = s->comm, .comm_state = s->comm_state,
+                                              .be = s->be, .be_state = s->be_state,
+                                              .who = "strategy.sharded"};
+    if (FG_HAS_FIELD(svc, fg_train_services, set_replica_allreduce)) /* a 1.8 host */
+        svc->set_replica_allreduce(svc->ctx, s->replica, fg_plugin_comm_allreduce_sum,
+                                   &s->allreduce);
     if (st == FG_OK) st = fg_plugin_rank0_buffers_sync(&s->buffers, err);
     if (st != FG_OK) return st;
     if (s->stage == 1) svc->set_grad_ready_hook(svc->ctx, s->replica, sh_on_grad_ready, s);
@@ -332,7 +338,11 @@ static fg_status fwd_bwd(sharded *s, const fg_batch *batch, float grad_scale, in
                          fg_error *err)
 {
     const fg_train_services *svc = s->svc;
+    int64_t reduced = s->allreduce.calls;
     fg_status st = svc->forward(svc->ctx, s->replica, 0, batch, 0, NULL, 1, err);
+    /* batch norm under [model] sync_batchnorm updated every rank's running statistics from
+     * the same sums: they stay equal without rank 0's broadcast */
+    if (s->allreduce.calls == reduced) s->buffers.stale = s->buffers.data != NULL;
     return st == FG_OK ? svc->backward(svc->ctx, s->replica, 0, NULL, grad_scale, accumulate, err)
                        : st;
 }
@@ -342,7 +352,6 @@ static fg_status sh_train_step(void *state, const fg_batch *batch, int micro_ind
 {
     sharded *s = state;
     fg_status st;
-    s->buffers.stale = s->buffers.data != NULL;
     if (s->stage == 1) {
         sh_ar_begin(s, final != 0);
         st = fwd_bwd(s, batch, grad_scale, micro_index > 0, err);

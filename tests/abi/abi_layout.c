@@ -121,6 +121,10 @@ static const layout_line current[] = {
     FIELD(fg_backend_vtable, swiglu_forward), FIELD(fg_backend_vtable, swiglu_backward),
     FIELD(fg_backend_vtable, graph_begin), FIELD(fg_backend_vtable, graph_end),
     FIELD(fg_backend_vtable, graph_launch), FIELD(fg_backend_vtable, graph_destroy),
+    /* ABI 1.8: batch norm with statistics across replicas */
+    FIELD(fg_backend_vtable, batchnorm_stats), FIELD(fg_backend_vtable, batchnorm_apply),
+    FIELD(fg_backend_vtable, batchnorm_backward_reduce),
+    FIELD(fg_backend_vtable, batchnorm_backward_apply),
     SIZE(fg_backend_op_desc),
     FIELD(fg_backend_op_desc, name), FIELD(fg_backend_op_desc, offset),
     FIELD(fg_backend_op_desc, dtype_count), FIELD(fg_backend_op_desc, dtype_names),
@@ -219,6 +223,7 @@ static const layout_line current[] = {
     FIELD(fg_train_services, scale_grads), FIELD(fg_train_services, optimizer_step),
     FIELD(fg_train_services, set_grad_ready_hook),
     FIELD(fg_train_services, set_layer_memory_hook), FIELD(fg_train_services, read_init_params),
+    FIELD(fg_train_services, set_replica_allreduce), /* ABI 1.8 */
 
     SIZE(fg_stage_spec), FIELD(fg_stage_spec, struct_size), FIELD(fg_stage_spec, device),
     FIELD(fg_stage_spec, max_batch), FIELD(fg_stage_spec, first_layer),
@@ -308,6 +313,9 @@ static const layout_line current[] = {
     ENUM(fg_backend_op, FG_OP_LAYERNORM_RESIDUAL_BACKWARD),
     ENUM(fg_backend_op, FG_OP_ROPE_FORWARD), ENUM(fg_backend_op, FG_OP_ROPE_BACKWARD),
     ENUM(fg_backend_op, FG_OP_SWIGLU_FORWARD), ENUM(fg_backend_op, FG_OP_SWIGLU_BACKWARD),
+    ENUM(fg_backend_op, FG_OP_BATCHNORM_STATS), ENUM(fg_backend_op, FG_OP_BATCHNORM_APPLY),
+    ENUM(fg_backend_op, FG_OP_BATCHNORM_BACKWARD_REDUCE),
+    ENUM(fg_backend_op, FG_OP_BATCHNORM_BACKWARD_APPLY), /* ABI 1.8 */
     /* FG_OP_COUNT is not recorded: it grows with every op a minor appends. */
     ENUM(fg_reduce_op, FG_REDUCE_SUM), ENUM(fg_reduce_op, FG_REDUCE_AVG),
     ENUM(fg_reduce_op, FG_REDUCE_MAX),

@@ -16,6 +16,11 @@
 # metrics           the step events carry dp's reduce/broadcast times; throughput shows them
 # devices           devices = 1 trains like single; more devices than the backend has are
 #                   refused naming the key
+# sync_batchnorm    [model] sync_batchnorm = true on a residual CNN with batch norm
+#                   (tests/ddp/sync_batchnorm.ini): dp at batch 64 (32 + 32) == single at 64
+#                   with the fused per-device batch norm after 50 steps (the model within 1e-6
+#                   of its largest value, every tensor within 1e-5, the same logged losses);
+#                   without the key dp is far from single
 set -u
 
 step=${1:?usage: dp_test.sh STEP}
@@ -125,6 +130,28 @@ step_devices() {
     [ "$rc" -ne 0 ] || { cat "$log"; fail "devices = 3 on a 2-device backend was not refused"; }
     grep -q 'devices = 3, but the backend has 2 device(s)' "$log" || { cat "$log"; fail "no message naming devices = 3"; }
     echo "ok: devices = 1: $out; $(grep -m1 'devices = 3' "$log")"
+}
+
+step_sync_batchnorm() {
+    grep -v -e '^\[comm\]' -e '^name = mpi' -e '^timeout_s' "$DP_TESTS/../ddp/sync_batchnorm.ini" >"$WORK/sync.ini"
+    CFG=$WORK/sync.ini
+    local keys=(backend.devices=2 data.batch_size=64) near tensors off
+    must "$WORK/single.log" fit strategy.name=single "${keys[@]}" model.sync_batchnorm=false \
+        trainer.final_checkpoint="$WORK/single.safetensors"
+    must "$WORK/sync.log" fit strategy.name=dp "${keys[@]}" trainer.final_checkpoint="$WORK/sync.safetensors"
+    must "$WORK/nosync.log" fit strategy.name=dp "${keys[@]}" model.sync_batchnorm=false \
+        trainer.final_checkpoint="$WORK/nosync.safetensors"
+    grep -q 'after 50 steps' "$WORK/sync.log" || { cat "$WORK/sync.log"; fail "dp did not run 50 steps"; }
+    diff <(grep '^epoch .* step ' "$WORK/single.log") <(grep '^epoch .* step ' "$WORK/sync.log") ||
+        fail "the logged training losses differ (above: single <, dp >)"
+    near=$("$PYTHON" "$DP_TESTS/../ddp/compare_model_relative.py" "$WORK/sync.safetensors" "$WORK/single.safetensors" 1e-6) ||
+        fail "dp with sync_batchnorm is not single: $near"
+    tensors=$("$PYTHON" "$COMPARE" "$WORK/sync.safetensors" "$WORK/single.safetensors" 1e-5) ||
+        fail "dp with sync_batchnorm: a tensor is not single's: $tensors"
+    if off=$("$PYTHON" "$DP_TESTS/../ddp/compare_model_relative.py" "$WORK/nosync.safetensors" "$WORK/single.safetensors" 1e-3); then
+        fail "without sync_batchnorm dp still equals single ($off): the key changed nothing"
+    fi
+    echo "ok: dp 32 + 32 with sync_batchnorm vs single batch 64 after 50 steps: $near; per tensor $tensors; without the key: $off"
 }
 
 "step_$step"

@@ -225,7 +225,7 @@ static void test_schemas(void)
         CHECK(o && n >= 1 && strcmp(o[0].key, "type") == 0);
     }
     o = fg_model_schema(&n);
-    CHECK(o && n == 10);
+    CHECK(o && n == 11);
     if (o) {
         CHECK_STR(o[0].key, "input");
         CHECK_STR(o[1].default_value, "softmax_cross_entropy");
@@ -241,6 +241,8 @@ static void test_schemas(void)
         CHECK_STR(o[8].default_value, "0");
         CHECK_STR(o[9].key, "scaled_residual_init");
         CHECK_STR(o[9].default_value, "false");
+        CHECK_STR(o[10].key, "sync_batchnorm");
+        CHECK_STR(o[10].default_value, "false");
     }
     o = fg_layer_schema("transformer_block", &n);
     CHECK(o && n >= 1 && strcmp(o[n - 1].key, "recompute") == 0);

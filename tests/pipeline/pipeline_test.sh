@@ -20,6 +20,12 @@
 #                  both end where an unbroken single run does (AdamW state crosses too)
 # dp_replicas      2 pipelines x 2 stages on 4 devices (data parallel across pipelines),
 #                  chunks 1 and 4, and with accumulation and clipping: the same as single
+# sync_batchnorm   [model] sync_batchnorm = true on an MLP with batch norm after fc1 and fc2
+#                  (tests/ddp/batchnorm.ini) cut before fc2, chunks = 1: every
+#                  batch norm sees the whole batch on its stage, so the weights after 50 steps
+#                  are single's (within 1e-6 of the model's largest value, the same logged
+#                  losses); chunks = 2 and dp_replicas = 2 are refused (a micro-batch's or a
+#                  pipeline's statistics would need the others' in mid-forward)
 # refusals         an unknown split layer, layers out of order, more stages (or pipelines)
 #                  than devices, split and stages disagreeing, one stage per device
 #                  with more devices than layers
@@ -167,6 +173,26 @@ step_dp_replicas() {
     grep -q '^memory (device 3)' "$WORK/base.r2c4.log" || fail "no memory line for device 3"
     reference acc "${keys[@]}"
     same acc r2c2 "strategy.chunks=2" "${dp[@]}" "${keys[@]}"
+}
+
+step_sync_batchnorm() {
+    grep -v -e '^\[comm\]' -e '^name = mpi' -e '^timeout_s' "$PIPE_TESTS/../ddp/batchnorm.ini" >"$WORK/sync.ini"
+    CFG=$WORK/sync.ini
+    local keys=(backend.devices=2 data.batch_size=64 model.sync_batchnorm=true) near
+    must "$WORK/single.log" fit strategy.name=single "${keys[@]}" model.sync_batchnorm=false \
+        trainer.final_checkpoint="$WORK/single.safetensors"
+    must "$WORK/sync.log" fit strategy.name=model-parallel strategy.split=fc2 "${keys[@]}" \
+        trainer.final_checkpoint="$WORK/sync.safetensors"
+    grep -q 'after 50 steps' "$WORK/sync.log" || { cat "$WORK/sync.log"; fail "model-parallel did not run 50 steps"; }
+    diff <(grep '^epoch .* step ' "$WORK/single.log") <(grep '^epoch .* step ' "$WORK/sync.log") ||
+        fail "the logged training losses differ (above: single <, model-parallel >)"
+    near=$("$PYTHON" "$PIPE_TESTS/../ddp/compare_model_relative.py" "$WORK/sync.safetensors" "$WORK/single.safetensors" 1e-6) ||
+        fail "model-parallel with sync_batchnorm is not single: $near"
+    echo "ok: model-parallel (2 stages, chunks 1) with sync_batchnorm vs single: $near"
+    local why='sync_batchnorm = true: \[strategy\] model-parallel offers no replica all-reduce to 2 stage(s) holding a batchnorm layer'
+    refused "strategy.name=model-parallel strategy.split=fc2 strategy.chunks=2 ${keys[*]}" "$why"
+    refused "strategy.name=model-parallel strategy.split=fc2 strategy.dp_replicas=2 backend.devices=4 data.batch_size=64 model.sync_batchnorm=true" \
+        'sync_batchnorm = true: \[strategy\] model-parallel offers no replica all-reduce to 4 stage(s) holding a batchnorm layer'
 }
 
 step_refusals() {

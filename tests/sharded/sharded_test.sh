@@ -34,6 +34,12 @@
 # batchnorm_buffers      batch norm under stages 1-3 on 2 ranks: both ranks end with rank 0's
 #                        running statistics (debug digests) and the weights and statistics
 #                        of ddp (bitwise)
+# sync_batchnorm         [model] sync_batchnorm = true (tests/ddp/sync_batchnorm.ini, a residual
+#                        CNN with batch norm): stages 1-3 on 2 ranks at batch 32 per rank ==
+#                        single at batch 64 with the fused per-device batch norm after 50 steps
+#                        (the model within 1e-6 of its largest value, every tensor within 1e-5);
+#                        each rank keeps its own running statistics (no broadcast after setup's)
+#                        and they are equal
 set -u
 
 step=${1:?usage: sharded_test.sh STEP}
@@ -510,6 +516,28 @@ step_batchnorm_buffers() {
         out=$("$PYTHON" "$COMPARE" "$WORK/s$s.safetensors" "$WORK/ddp.safetensors" 0) ||
             fail "stage $s with batch norm differs from ddp: $out"
         echo "ok: stage $s: both ranks hold running statistics $d0; == ddp: $out"
+    done
+}
+
+step_sync_batchnorm() {
+    local src=$SHARDED_TESTS/../ddp/sync_batchnorm.ini near tensors d0 d1 s
+    grep -v -e '^\[comm\]' -e '^name = mpi' -e '^timeout_s' "$src" >"$WORK/sync_single.ini"
+    must "$WORK/single.log" "$FULGUR" --plugin-path "$PLUGIN_DIR" fit "$WORK/sync_single.ini" \
+        strategy.name=single data.batch_size=64 model.sync_batchnorm=false \
+        trainer.final_checkpoint="$WORK/single.safetensors"
+    for s in 1 2 3; do
+        must "$WORK/stage$s.log" mpi 2 -v fit "$src" strategy.name=sharded strategy.stage=$s \
+            trainer.final_checkpoint="$WORK/stage$s.safetensors"
+        grep -aq 'after 50 steps' "$WORK/stage$s.log" || { cat "$WORK/stage$s.log"; fail "stage $s did not run 50 steps"; }
+        near=$("$PYTHON" "$SHARDED_TESTS/../ddp/compare_model_relative.py" "$WORK/stage$s.safetensors" "$WORK/single.safetensors" 1e-6) ||
+            fail "stage $s with sync_batchnorm is not single at twice the batch: $near"
+        tensors=$("$PYTHON" "$COMPARE" "$WORK/stage$s.safetensors" "$WORK/single.safetensors" 1e-5) ||
+            fail "stage $s with sync_batchnorm: a tensor is not single's: $tensors"
+        d0=$(grep -aoE 'rank 0: model buffers \(128 floats\) digest [0-9a-f]+, 1 broadcast\(s\)' "$WORK/stage$s.log" | awk '{sub(/,$/, "", $8); print $8}')
+        d1=$(grep -aoE 'rank 1: model buffers \(128 floats\) digest [0-9a-f]+, 1 broadcast\(s\)' "$WORK/stage$s.log" | awk '{sub(/,$/, "", $8); print $8}')
+        [ -n "$d0" ] && [ "$d0" = "$d1" ] ||
+            { grep -a 'model buffers' "$WORK/stage$s.log"; fail "stage $s: running statistics differ between ranks or were broadcast after setup: '$d0' '$d1'"; }
+        echo "ok: stage $s with sync_batchnorm vs single at twice the batch: $near; per tensor $tensors; running statistics $d0 on both ranks"
     done
 }
 

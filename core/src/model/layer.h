@@ -85,6 +85,12 @@ typedef struct fg_layer_ctx {
     void *workspace; /* scratch shared by all layers, workspace_bytes(max batch) */
     uint64_t dropout_seed;
     uint64_t dropout_offset;
+    /* Sums count f64 values of device memory in place across the replicas of this layer
+     * (the strategy's replica all-reduce, fg_train_services.set_replica_allreduce); NULL:
+     * this replica is the only one. */
+    fg_status (*replica_allreduce)(void *user, void *queue, double *buf, int64_t count,
+                                   fg_error *err);
+    void *replica_allreduce_user;
 } fg_layer_ctx;
 
 typedef struct fg_layer_ops {
@@ -142,6 +148,7 @@ struct fg_layer {
     int kernel, stride, padding;
     int bias;
     double momentum, eps, p;
+    int sync_stats; /* batchnorm: batch statistics summed across replicas ([model] sync_batchnorm) */
     int act; /* fg_activation */
     int64_t heads;  /* attention heads */
     int causal;     /* attention: query i sees keys 0..i */

@@ -1,6 +1,9 @@
 /* Batch normalisation per channel: after a conv (c, h, w) over n*h*w values per channel,
  * after a linear (f) over n values per feature, as torch.nn.BatchNorm2d / BatchNorm1d.
- * weight (gamma) and bias (beta) are trained; running_mean and running_var are buffers. */
+ * weight (gamma) and bias (beta) are trained; running_mean and running_var are buffers.
+ * Under [model] sync_batchnorm training runs the split ops instead of the fused ones, with
+ * the replica all-reduce between them: the statistics (sum, sum of squares, count) in
+ * forward and the two sums of backward are those of the whole batch across the replicas. */
 #include <stdio.h>
 
 #include "model.h"
@@ -16,6 +19,24 @@ static int bn_channels(const fg_layer *l) { return (int)l->in.dims[0]; }
 static int bn_spatial(const fg_layer *l)
 {
     return (int)(fg_shape_numel(&l->in) / (size_t)l->in.dims[0]);
+}
+
+/* The f64 sums of the split ops: (2c + 1) after the saved statistics, 8-byte aligned (the
+ * arena's regions are 64-byte aligned). */
+static size_t bn_sums_count(int64_t c) { return 2 * (size_t)c + 1; }
+static size_t bn_sums_offset(int64_t c) { return (2 * (size_t)c * sizeof(float) + 7) & ~(size_t)7; }
+static double *bn_sums(const fg_layer *l, const fg_layer_ctx *c)
+{
+    return (double *)(void *)((char *)c->aux + bn_sums_offset(l->in.dims[0]));
+}
+
+/* The replica all-reduce of the layer's sums; nothing to do on the only replica. */
+static fg_status bn_allreduce(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
+{
+    if (!c->replica_allreduce)
+        return FG_OK;
+    return c->replica_allreduce(c->replica_allreduce_user, c->queue, bn_sums(l, c),
+                                (int64_t)bn_sums_count(l->in.dims[0]), err);
 }
 
 static fg_status batchnorm_configure(fg_layer *l, const fg_config *cfg, fg_error *err)
@@ -39,6 +60,11 @@ static fg_status batchnorm_plan(fg_layer *l, fg_model *m, fg_error *err)
     l->out = l->in;
     int64_t c = l->in.dims[0];
     l->aux_fixed = 2 * (size_t)c * sizeof(float); /* saved mean and 1/std, per channel */
+    l->sync_stats = fg_model_sync_batchnorm(m);
+    if (l->sync_stats) { /* then (2c + 1) f64: the sums the replicas add up */
+        l->aux_fixed = bn_sums_offset(c) + bn_sums_count(c) * sizeof(double);
+        fg_model_count_synced_layer(m);
+    }
     fg_status st = fg_model_add_tensor(m, l, "weight", 0, 1, &c, FG_INIT_ONE, 0, err);
     if (st == FG_OK)
         st = fg_model_add_tensor(m, l, "bias", 0, 1, &c, FG_INIT_ZERO, 0, err);
@@ -57,13 +83,44 @@ static fg_status batchnorm_forward(const fg_layer *l, const fg_layer_ctx *c, fg_
                             "training needs more than one value per channel, got batch %d x %d",
                             c->batch, sp);
     float *saved = c->aux; /* (2, c): mean, invstd */
-    return FG_OP(c, err, batchnorm_forward, c->dt.act, c->dt.param, c->training, c->batch, ch,
-                 sp, c->x, c->param[0], c->param[1], c->buffer[0], c->buffer[1],
-                 (float)l->momentum, (float)l->eps, saved, saved + ch, c->y);
+    if (!c->training || !l->sync_stats)
+        return FG_OP(c, err, batchnorm_forward, c->dt.act, c->dt.param, c->training, c->batch,
+                     ch, sp, c->x, c->param[0], c->param[1], c->buffer[0], c->buffer[1],
+                     (float)l->momentum, (float)l->eps, saved, saved + ch, c->y);
+    double *sums = bn_sums(l, c);
+    fg_status st = FG_OP(c, err, batchnorm_stats, c->dt.act, c->batch, ch, sp, c->x, sums);
+    if (st == FG_OK)
+        st = bn_allreduce(l, c, err);
+    if (st == FG_OK)
+        st = FG_OP(c, err, batchnorm_apply, c->dt.act, c->dt.param, c->batch, ch, sp, c->x,
+                   sums, c->param[0], c->param[1], c->buffer[0], c->buffer[1],
+                   (float)l->momentum, (float)l->eps, saved, saved + ch, c->y);
+    return st;
+}
+
+/* Backward from the whole batch's sums: this replica's dgamma and dbeta, then dx. */
+static fg_status batchnorm_backward_synced(const fg_layer *l, const fg_layer_ctx *c,
+                                           fg_error *err)
+{
+    int ch = bn_channels(l), sp = bn_spatial(l);
+    const float *saved = c->aux;
+    double *sums = bn_sums(l, c);
+    fg_status st = FG_OP(c, err, batchnorm_backward_reduce, c->dt.act, c->dt.grad, c->batch, ch,
+                         sp, c->x, saved, saved + ch, c->dy, sums, c->grad[0], c->grad[1],
+                         c->accumulate);
+    if (st != FG_OK || !c->dx) /* no dx on any replica: the sums are not needed */
+        return st;
+    st = bn_allreduce(l, c, err);
+    if (st == FG_OK)
+        st = FG_OP(c, err, batchnorm_backward_apply, c->dt.act, c->dt.param, c->batch, ch, sp,
+                   c->x, c->param[0], saved, saved + ch, c->dy, sums, c->dx);
+    return st;
 }
 
 static fg_status batchnorm_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
+    if (l->sync_stats)
+        return batchnorm_backward_synced(l, c, err);
     int ch = bn_channels(l), sp = bn_spatial(l);
     const float *saved = c->aux; /* (2, c): mean, invstd */
     return FG_OP(c, err, batchnorm_backward, c->dt.act, c->dt.param, c->dt.grad, c->batch, ch,
@@ -75,8 +132,14 @@ static void batchnorm_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int 
                                fg_op_needs *n)
 {
     FG_NEED(n, l->section, FG_OP_BATCHNORM_FORWARD, dt->act, dt->param);
-    if (training)
+    if (training && l->sync_stats) {
+        FG_NEED(n, l->section, FG_OP_BATCHNORM_STATS, dt->act);
+        FG_NEED(n, l->section, FG_OP_BATCHNORM_APPLY, dt->act, dt->param);
+        FG_NEED(n, l->section, FG_OP_BATCHNORM_BACKWARD_REDUCE, dt->act, dt->grad);
+        FG_NEED(n, l->section, FG_OP_BATCHNORM_BACKWARD_APPLY, dt->act, dt->param);
+    } else if (training) {
         FG_NEED(n, l->section, FG_OP_BATCHNORM_BACKWARD, dt->act, dt->param, dt->grad);
+    }
 }
 
 const fg_layer_ops fg_layer_batchnorm = {

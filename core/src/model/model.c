@@ -106,6 +106,11 @@ static const fg_option model_options[] = {
      "GPT-2's (nanoGPT's c_proj) rule: every transformer_block's attn.proj.weight and "
      "mlp.proj.weight drawn with init_std / sqrt(2 * the number of transformer_blocks); "
      "needs init_std > 0 on the blocks"},
+    {"sync_batchnorm", FG_OPT_BOOL, "false", 1, 0, NULL,
+     "every batchnorm layer normalises with the statistics of the whole batch across the "
+     "replicas (dp, ddp, sharded, model-parallel with chunks = 1; Lightning's "
+     "sync_batchnorm, PyTorch's SyncBatchNorm): sums reduced in f64 in forward and "
+     "backward; false: each replica its own batch's"},
 };
 
 /* [model] pad_vocab_to: pads the row stride of logits an output linear without bias writes
@@ -459,6 +464,9 @@ fg_status fg_model_build(const fg_config *cfg, const int64_t *sample_shape, int 
         st = fg_section_read_int(cfg, "model", model_options, COUNT(model_options),
                                  "pad_vocab_to", &m->pad_vocab_to, err);
     if (st == FG_OK)
+        st = fg_section_read_bool(cfg, "model", model_options, COUNT(model_options),
+                                  "sync_batchnorm", &m->sync_batchnorm, err);
+    if (st == FG_OK)
         st = resolve_input(cfg, sample_shape, sample_rank, &m->input, err);
     if (st == FG_OK)
         st = build_layers(m, cfg, err);
@@ -602,3 +610,9 @@ void fg_model_storage_dtypes(const fg_model *m, uint32_t *param, uint32_t *grad)
     *param = m->typed && m->no_master ? m->dt.param : FG_F32;
     *grad = m->typed ? m->dt.grad : FG_F32;
 }
+
+int fg_model_sync_batchnorm(const fg_model *m) { return m->sync_batchnorm; }
+
+void fg_model_count_synced_layer(fg_model *m) { m->synced_layers++; }
+
+int fg_model_synced_layers(const fg_model *m) { return m->synced_layers; }

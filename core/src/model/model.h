@@ -118,6 +118,12 @@ fg_status fg_replica_upload(fg_replica *r, void *queue, const float *params,
 void fg_replica_set_step(fg_replica *r, uint64_t step);
 void fg_replica_set_seed(fg_replica *r, uint64_t seed);
 void fg_replica_set_grad_ready_hook(fg_replica *r, fg_grad_ready_fn fn, void *user);
+/* Sums count f64 values of device memory in place across the replicas holding the same
+ * layers (a layer under [model] sync_batchnorm calls it in forward and backward). */
+typedef fg_status (*fg_replica_allreduce_hook)(void *user, void *queue, double *buf,
+                                               int64_t count, fg_error *err);
+/* NULL fn: this replica is the only one (its layers sum over themselves). */
+void fg_replica_set_allreduce(fg_replica *r, fg_replica_allreduce_hook fn, void *user);
 /* Asks backward for d(loss)/d(input) too (a pipeline stage needs it); off by default. */
 void fg_replica_set_need_input_grad(fg_replica *r, int on);
 /* (batch, classes) softmax of the last forward, on the device; NULL when the replica keeps
@@ -127,6 +133,11 @@ const float *fg_replica_probs(const fg_replica *r);
  * predict and generate read. Off: a backend with the fused classifier (ABI 1.4) computes
  * the loss and its gradient without the (batch, classes) f32 buffer. */
 void fg_model_set_keep_probs(fg_model *m, int on);
+/* [model] sync_batchnorm: batch norm layers reduce their statistics across the replicas. */
+int fg_model_sync_batchnorm(const fg_model *m);
+/* A layer's plan says it calls the replica all-reduce; the count of such layers. */
+void fg_model_count_synced_layer(fg_model *m);
+int fg_model_synced_layers(const fg_model *m);
 /* num_classes rounded up to [model] pad_vocab_to: the row stride of the logits a replica
  * running the fused classifier keeps (num_classes when the key is off). */
 int fg_model_padded_classes(const fg_model *m);

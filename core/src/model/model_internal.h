@@ -31,6 +31,8 @@ struct fg_model {
     int64_t pad_vocab_to;             /* [model] pad_vocab_to: the logits' row stride */
     int positions;                    /* labels per sample: 1, or T of (T, classes) logits */
     int recompute;                    /* [model] recompute: every block's default */
+    int sync_batchnorm;               /* [model] sync_batchnorm: statistics across replicas */
+    int synced_layers;                /* layers that reduce across replicas (batch norm) */
     /* the graph (graph.c): named inputs somewhere; gradient slots of a whole replica, the
      * loss's and the model input's */
     int is_graph;

@@ -51,6 +51,8 @@ struct fg_replica {
     int seed_set;
     fg_grad_ready_fn hook;
     void *hook_user;
+    fg_replica_allreduce_hook allreduce; /* the strategy's replica all-reduce; NULL: none */
+    void *allreduce_user;
     int need_input_grad;
     const void *input_grad;
     /* sharded memory: where the running layer's params and grads are (model_hooks) */
@@ -411,6 +413,12 @@ void fg_replica_set_grad_ready_hook(fg_replica *r, fg_grad_ready_fn fn, void *us
     r->hook_user = user;
 }
 
+void fg_replica_set_allreduce(fg_replica *r, fg_replica_allreduce_hook fn, void *user)
+{
+    r->allreduce = fn;
+    r->allreduce_user = user;
+}
+
 /* Half parameters ("true" modes) to or from f32 host values, through a temporary f32
  * device buffer (setup and checkpoints only, never in a step); waits for the queue. */
 static fg_status half_params_io(fg_replica *r, void *queue, float *host, int up, fg_error *err)
@@ -482,6 +490,8 @@ static void layer_ctx(const fg_replica *r, const fg_layer *l, fg_layer_ctx *c)
     for (int j = 0; j < l->buffer_count; j++)
         c->buffer[j] = r->buffers + (r->m->tensors[l->buffer_tensor[j]].offset - r->buffer_lo);
     c->aux = r->arena + r->aux_off[l->index];
+    c->replica_allreduce = r->allreduce;
+    c->replica_allreduce_user = r->allreduce_user;
     c->y_ld = (size_t)l->index + 1 == r->m->layer_count && r->logits_ld != r->m->num_classes
                   ? r->logits_ld
                   : 0;

@@ -46,6 +46,7 @@ static void stage_destroy(void *ctx, void *stage)
     fg_train_ctx *c = CTX(ctx);
     fg_train_stage *s = stage;
     if (!s) return;
+    if (s->syncs && !s->allreduce) c->unserved_stages--;
     if (s->queue) c->be->queue_sync(c->bs, s->queue, NULL);
     fg_optimizer_destroy(s->opt);
     fg_batch_copier_destroy(s->copier);
@@ -160,6 +161,16 @@ static uint64_t stream_seed(const fg_train_ctx *c, uint64_t stream)
     return stream ? fg_rng_key(c->seed, 0x72616e6b00000000ull + stream) : c->seed;
 }
 
+/* Whether layers [first, first + count) hold one that calls the replica all-reduce. */
+static int stage_syncs(const fg_model *m, const fg_stage_spec *p)
+{
+    size_t end = p->layer_count ? (size_t)(p->first_layer + p->layer_count)
+                                : fg_model_layer_count(m);
+    for (size_t i = (size_t)p->first_layer; i < end; i++)
+        if (fg_model_layer(m, i)->sync_stats) return 1;
+    return 0;
+}
+
 static fg_status stage_create(void *ctx, const fg_stage_spec *spec, void **out, fg_error *err)
 {
     fg_train_ctx *c = CTX(ctx);
@@ -201,6 +212,8 @@ static fg_status stage_create(void *ctx, const fg_stage_spec *spec, void **out, 
         fg_replica_set_seed(s->arena[i], stream_seed(c, p.rng_stream));
         fg_replica_set_need_input_grad(s->arena[i], !s->is_first);
     }
+    s->syncs = stage_syncs(c->model, &p);
+    c->unserved_stages += s->syncs;
     *out = s;
     return FG_OK;
 }
@@ -316,6 +329,17 @@ static void set_layer_memory_hook(void *ctx, void *stage, fg_layer_memory_hook f
                                          fn ? s : NULL);
 }
 
+static void set_replica_allreduce(void *ctx, void *stage, fg_replica_allreduce_fn fn,
+                                  void *user)
+{
+    fg_train_ctx *c = CTX(ctx);
+    fg_train_stage *s = stage;
+    if (s->syncs && !s->allreduce != !fn) c->unserved_stages += fn ? -1 : 1;
+    s->allreduce = fn;
+    for (int i = 0; i < s->chunks; i++)
+        fg_replica_set_allreduce(s->arena[i], fn, fn ? user : NULL);
+}
+
 static fg_status read_init_params(void *ctx, void *stage, int64_t offset, int64_t count,
                                   void *dst, fg_error *err)
 {
@@ -358,5 +382,6 @@ void fg_train_services_init(fg_train_ctx *c, int max_batch)
     s->set_grad_ready_hook = set_grad_ready_hook;
     s->set_layer_memory_hook = set_layer_memory_hook;
     s->read_init_params = read_init_params;
+    s->set_replica_allreduce = set_replica_allreduce;
     fg_train_stage_step_init(s);
 }

@@ -49,6 +49,9 @@ typedef struct fg_train_ctx {
     /* [optimizer] weight decay per tensor: runs of the flat parameters (NULL: all decay) */
     const fg_decay_run *decay_runs;
     size_t decay_run_count;
+    /* stages holding a [model] sync_batchnorm layer that the strategy gave no replica
+     * all-reduce (set_replica_allreduce): the trainer refuses a multi-replica run with any */
+    int unserved_stages;
 } fg_train_ctx;
 
 /* What the core reads of a stage created by these services (checkpoints, checks, predict):

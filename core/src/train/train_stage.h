@@ -43,6 +43,8 @@ typedef struct fg_train_stage {
     float graph_values[3];   /* their host source: read when the copy is enqueued */
     int graph_inputs;        /* 1 while capturing: forward reads graph_x/graph_y, no copier */
     int graph_rows;          /* samples of the captured batch */
+    int syncs;               /* holds a layer that calls the replica all-reduce */
+    fg_replica_allreduce_fn allreduce; /* the strategy's (set_replica_allreduce); NULL: none */
 } fg_train_stage;
 
 /* Element `at` of the model's flat region held from element `lo` in elements of `size`

@@ -86,6 +86,22 @@ static fg_status check_strategy(fg_trainer *t, fg_error *err)
     return FG_OK;
 }
 
+/* [model] sync_batchnorm over more than one replica needs the strategy's replica
+ * all-reduce on every stage holding a batch norm: without it each replica would normalise
+ * with its own batch, silently ignoring the key. */
+static fg_status check_replica_allreduce(fg_trainer *t, const fg_train_ctx *c, fg_error *err)
+{
+    if (c->unserved_stages <= 0 || (t->devices <= 1 && t->world_size <= 1)) return FG_OK;
+    return fg_error_set(err, FG_UNAVAILABLE, "%s: [model] sync_batchnorm = true: [strategy] %s "
+                        "offers no replica all-reduce to %d stage(s) holding a batchnorm layer, "
+                        "so their statistics cannot be summed across the run's %d devices; set "
+                        "sync_batchnorm = false or use a strategy that offers one (dp, ddp, "
+                        "sharded; model-parallel with chunks = 1 and dp_replicas = 1)",
+                        fg_config_origin(t->cfg, "model", "sync_batchnorm"),
+                        t->strategy.inst->name, c->unserved_stages,
+                        t->devices * t->world_size);
+}
+
 static fg_status open_split(fg_trainer *t, fg_data_split *s, int which, const char *name, int required,
                             fg_error *err)
 {
@@ -340,7 +356,8 @@ static fg_status setup_strategy(fg_trainer *t, fg_error *err)
     int64_t max_batch = t->keys.batch_size > t->keys.eval_batch_size ? t->keys.batch_size : t->keys.eval_batch_size;
     fg_train_services_init(c, (int)max_batch);
     t->strategy_ready = 1;
-    return STRAT(t)->setup(t->strategy.state, &c->svc, err);
+    st = STRAT(t)->setup(t->strategy.state, &c->svc, err);
+    return st == FG_OK ? check_replica_allreduce(t, c, err) : st;
 }
 
 static void report_model(fg_trainer *t)

@@ -255,6 +255,23 @@ static inline int32_t fg_attention_kv_heads(const fg_attention_desc *d)
     P(const void *, gate) P(const void *, up) P(const void *, dy) P(void *, dgate)               \
     P(void *, dup) P(size_t, n)
 
+/* ABI 1.8: batch norm split for statistics reduced across replicas ([model] sync_batchnorm) */
+#define FG_OP_SIG_batchnorm_stats(P) P(uint32_t, x_dtype) /* x */ P(int, n) P(int, c)            \
+    P(int, spatial) P(const void *, x) P(double *, stats)
+#define FG_OP_SIG_batchnorm_apply(P) P(uint32_t, x_dtype) /* x, y */                             \
+    P(uint32_t, param_dtype) /* gamma, beta */ P(int, n) P(int, c) P(int, spatial)               \
+    P(const void *, x) P(const double *, stats) P(const void *, gamma) P(const void *, beta)     \
+    P(float *, running_mean) P(float *, running_var) P(float, momentum) P(float, eps)            \
+    P(float *, saved_mean) P(float *, saved_invstd) P(void *, y)
+#define FG_OP_SIG_batchnorm_backward_reduce(P) P(uint32_t, x_dtype) /* x, dy */                  \
+    P(uint32_t, grad_dtype) /* dgamma, dbeta */ P(int, n) P(int, c) P(int, spatial)              \
+    P(const void *, x) P(const float *, saved_mean) P(const float *, saved_invstd)               \
+    P(const void *, dy) P(double *, sums) P(void *, dgamma) P(void *, dbeta) P(int, accumulate)
+#define FG_OP_SIG_batchnorm_backward_apply(P) P(uint32_t, x_dtype) /* x, dy, dx */               \
+    P(uint32_t, param_dtype) /* gamma */ P(int, n) P(int, c) P(int, spatial) P(const void *, x)  \
+    P(const void *, gamma) P(const float *, saved_mean) P(const float *, saved_invstd)           \
+    P(const void *, dy) P(const double *, sums) P(void *, dx)
+
 #define FG_BACKEND_OPS(X, ctx)                                                                   \
     X(ctx, GEMM, gemm, "a", "b", "c")                                                            \
     X(ctx, BIAS_ADD, bias_add, "y", "bias")                                                      \
@@ -299,7 +316,11 @@ static inline int32_t fg_attention_kv_heads(const fg_attention_desc *d)
     X(ctx, ROPE_FORWARD, rope_forward, "x") /* ABI 1.6 */                                        \
     X(ctx, ROPE_BACKWARD, rope_backward, "x") /* ABI 1.6 */                                      \
     X(ctx, SWIGLU_FORWARD, swiglu_forward, "x") /* ABI 1.6 */                                    \
-    X(ctx, SWIGLU_BACKWARD, swiglu_backward, "x") /* ABI 1.6 */
+    X(ctx, SWIGLU_BACKWARD, swiglu_backward, "x") /* ABI 1.6 */                                  \
+    X(ctx, BATCHNORM_STATS, batchnorm_stats, "x") /* ABI 1.8 */                                  \
+    X(ctx, BATCHNORM_APPLY, batchnorm_apply, "x", "param") /* ABI 1.8 */                         \
+    X(ctx, BATCHNORM_BACKWARD_REDUCE, batchnorm_backward_reduce, "x", "grad") /* ABI 1.8 */      \
+    X(ctx, BATCHNORM_BACKWARD_APPLY, batchnorm_backward_apply, "x", "param") /* ABI 1.8 */
 
 /* The generators' helpers: each argument as a declaration or as its name, after a comma. */
 #define FG_OP_DECL_(type, name) , type name
@@ -680,6 +701,31 @@ typedef struct fg_backend_vtable {
     fg_status (*graph_end)(void *state, void *queue, void **graph, fg_error *err);
     fg_status (*graph_launch)(void *state, void *queue, void *graph, fg_error *err);
     void (*graph_destroy)(void *state, void *graph);
+    /* ---- ABI 1.8: batch norm with statistics reduced across replicas ------------------------
+     * batchnorm_forward / _backward split where [model] sync_batchnorm sums a few doubles per
+     * layer over the replicas in between (fg_train_services.set_replica_allreduce). Each
+     * vector below is (2c + 1) f64 in device memory: two per-channel sums, then a count. */
+    /* [required: batchnorm under sync_batchnorm] This replica's statistics of x (n, c,
+     * spatial): stats[ch] = sum of x, stats[c + ch] = sum of x^2 over the channel's n *
+     * spatial values, stats[2c] = n * spatial; in double, in a fixed order. */
+    FG_OP_ENTRY(batchnorm_stats); /* op 43 */
+    /* [required: batchnorm under sync_batchnorm] Training batch norm from statistics summed
+     * over the replicas (batchnorm_stats' layout): mean = sum / count, biased var =
+     * sumsq / count - mean^2 (0 when negative), both in double; saved_mean and saved_invstd
+     * written, running stats (may be NULL, both or neither) updated with momentum and the
+     * unbiased var (count / (count - 1)), y = (x - mean) * invstd * gamma + beta as
+     * batchnorm_forward computes it. gamma and beta may be NULL (1 and 0). */
+    FG_OP_ENTRY(batchnorm_apply); /* op 44 */
+    /* [required: batchnorm under sync_batchnorm, training] This replica's sums for
+     * backward: sums[ch] = sum of dy, sums[c + ch] = sum of dy * xhat (xhat = (x - mean) *
+     * invstd from saved_mean and saved_invstd), sums[2c] = n * spatial; and from them this
+     * replica's dbeta and dgamma (each may be NULL; accumulated into when accumulate != 0),
+     * as batchnorm_backward writes them. */
+    FG_OP_ENTRY(batchnorm_backward_reduce); /* op 45 */
+    /* [required: batchnorm under sync_batchnorm, training] dx = gamma * invstd * (dy -
+     * sum_dy / count - xhat * sum_dy_xhat / count) from sums summed over the replicas
+     * (batchnorm_backward_reduce's layout). gamma may be NULL (1). */
+    FG_OP_ENTRY(batchnorm_backward_apply); /* op 46 */
 } fg_backend_vtable;
 
 /* The five event entries (all or none: see "queues and events" above). */

@@ -761,6 +761,71 @@ FG_OP_CHECK(swiglu_backward)
     return FG_OK;
 }
 
+/* ---- ABI 1.8: batch norm split for statistics across replicas --------------------------- */
+
+static inline fg_status fg_check_bn_shape_(const char *who, const char *op, void *queue, int n,
+                                           int c, int spatial, const void *x, fg_error *err)
+{
+    FG_CHECK_QUEUE_(op);
+    FG_CHECK_(n >= 1 && c >= 1 && spatial >= 1, op, "n = %d, c = %d, spatial = %d must be >= 1",
+              FG_CHECK_MSG_(op), n, c, spatial);
+    FG_CHECK_NOT_NULL_(op, x);
+    return FG_OK;
+}
+
+FG_OP_CHECK(batchnorm_stats)
+{
+    fg_status st = fg_check_bn_shape_(who, "batchnorm_stats", queue, n, c, spatial, x, err);
+    if (st != FG_OK)
+        return st;
+    FG_CHECK_NOT_NULL_("batchnorm_stats", stats);
+    return FG_OK;
+}
+
+FG_OP_CHECK(batchnorm_apply)
+{
+    const char *op = "batchnorm_apply";
+    fg_status st = fg_check_bn_shape_(who, op, queue, n, c, spatial, x, err);
+    if (st != FG_OK)
+        return st;
+    FG_CHECK_(eps >= 0.0f, op, "eps = %g must be >= 0", FG_CHECK_MSG_(op), (double)eps);
+    FG_CHECK_NOT_NULL_(op, stats);
+    FG_CHECK_NOT_NULL_(op, saved_mean);
+    FG_CHECK_NOT_NULL_(op, saved_invstd);
+    FG_CHECK_NOT_NULL_(op, y);
+    FG_CHECK_((running_mean == NULL) == (running_var == NULL), op,
+              "running_mean and running_var must both be given or both be NULL",
+              FG_CHECK_MSG_(op));
+    return FG_OK;
+}
+
+FG_OP_CHECK(batchnorm_backward_reduce)
+{
+    const char *op = "batchnorm_backward_reduce";
+    fg_status st = fg_check_bn_shape_(who, op, queue, n, c, spatial, x, err);
+    if (st != FG_OK)
+        return st;
+    FG_CHECK_NOT_NULL_(op, saved_mean);
+    FG_CHECK_NOT_NULL_(op, saved_invstd);
+    FG_CHECK_NOT_NULL_(op, dy);
+    FG_CHECK_NOT_NULL_(op, sums);
+    return FG_OK;
+}
+
+FG_OP_CHECK(batchnorm_backward_apply)
+{
+    const char *op = "batchnorm_backward_apply";
+    fg_status st = fg_check_bn_shape_(who, op, queue, n, c, spatial, x, err);
+    if (st != FG_OK)
+        return st;
+    FG_CHECK_NOT_NULL_(op, saved_mean);
+    FG_CHECK_NOT_NULL_(op, saved_invstd);
+    FG_CHECK_NOT_NULL_(op, dy);
+    FG_CHECK_NOT_NULL_(op, sums);
+    FG_CHECK_NOT_NULL_(op, dx);
+    return FG_OK;
+}
+
 /* ---- the trampolines ------------------------------------------------------------------------ */
 
 #define FG_OP_CHECKED_(prefix, id, entry, ...)                                               \

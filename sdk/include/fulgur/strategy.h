@@ -227,6 +227,15 @@ typedef fg_status (*fg_layer_memory_hook)(void *user, int32_t layer, int32_t pha
                                           int64_t offset, int64_t count, void **params,
                                           void **grads, fg_error *err);
 
+/* The replica all-reduce (ABI 1.8, fg_train_services.set_replica_allreduce): sums
+ * buf[0 .. count) (f64, device memory of the stage's device, written by work already on
+ * `queue`, the stage's queue) in place over every replica holding the same layers, each
+ * replica calling it for the same layers in the same order; on return the sums are in buf,
+ * ordered before the queue's later work, and equal bitwise on every replica. Called on
+ * the thread that runs the stage's forward or backward, in the middle of it. */
+typedef fg_status (*fg_replica_allreduce_fn)(void *user, void *queue, double *buf,
+                                             int64_t count, fg_error *err);
+
 /* What the trainer gives a strategy: the model, as stages on devices. A stage is layers
  * [first, first + count) of the model on one device of the configured backend, holding
  * their slice of the flat parameters, gradients, buffers and optimizer state and an
@@ -319,6 +328,14 @@ typedef struct fg_train_services {
      * the checkpoint being resumed; f32) to dst, device memory of the stage (queue-ordered). */
     fg_status (*read_init_params)(void *ctx, void *stage, int64_t offset, int64_t count,
                                   void *dst, fg_error *err);
+    /* ABI 1.8: the replica all-reduce. Gives the stage fn, which the stage's layers call in
+     * forward and backward to sum a few f64 values across every replica of their layers
+     * ([model] sync_batchnorm: each batch-norm layer's statistics, then its backward sums).
+     * NULL fn removes it. A stage without one sums over itself alone; a strategy that runs
+     * more than one replica (devices > 1 or world_size > 1) and leaves a stage without it
+     * is refused at setup when the model asks for it. See fg_replica_allreduce_fn. */
+    void (*set_replica_allreduce)(void *ctx, void *stage, fg_replica_allreduce_fn fn,
+                                  void *user);
 } fg_train_services;
 
 /* This rank's part of a checkpoint written one file per rank (fg_strategy_vtable.
