@@ -140,6 +140,8 @@ measure_link)
     "$MPIRUN" "${MPI_FLAGS[@]}" "$FULGUR" estimate "$CFG" --measure-link "$WORK/link.txt" >"$WORK/m.log" 2>&1 ||
         fail "--measure-link under mpirun: $(tail -3 "$WORK/m.log")"
     [ "$(grep -c '^ranks = 2$' "$WORK/link.txt")" = 1 ] || fail "no 'ranks = 2' line: $(cat "$WORK/link.txt")"
+    [ "$(grep -c "all-reduce times written to $WORK/link.txt" "$WORK/m.log")" = 1 ] ||
+        fail "not one 'written' line (rank 0's): $(cat "$WORK/m.log")"
     [ "$(awk '/^[0-9]/ && $2 > 0 { printf "%s ", $1 }' "$WORK/link.txt")" = "65536 262144 1048576 4194304 16777216 " ] ||
         fail "sizes or times: $(cat "$WORK/link.txt")"
     "$FULGUR" estimate "$CFG" --nodes 2 --link-file "$WORK/link.txt" --profile "$PROFILE" --no-memory --json \

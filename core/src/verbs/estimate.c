@@ -156,10 +156,11 @@ static fg_status measure_link_only(const fg_runtime_options *opts, const fg_esti
                                    FILE *out, fg_error *err)
 {
     fg_runtime *rt = NULL;
+    int wrote = 0; /* rank 0 alone writes the file, and says so */
     fg_status st = open_runtime(opts, o, &rt, err);
-    if (st == FG_OK) st = fg_est_measure_link(rt, o->measure_link, err);
+    if (st == FG_OK) st = fg_est_measure_link(rt, o->measure_link, &wrote, err);
     fg_runtime_destroy(rt);
-    if (st == FG_OK) fprintf(out, "fulgur estimate: all-reduce times written to %s\n", o->measure_link);
+    if (st == FG_OK && wrote) fprintf(out, "fulgur estimate: all-reduce times written to %s\n", o->measure_link);
     return st;
 }
 

@@ -26,9 +26,9 @@ fg_status fg_est_link_parse(const char *spec, fg_est_link *out, fg_error *err);
 fg_status fg_est_link_fit_file(const char *path, fg_est_link *out, fg_error *err);
 
 /* --measure-link FILE: all-reduces of 64 KiB to 16 MiB over the configured comm plugin,
- * run on every rank; rank 0 writes what fg_est_link_fit_file reads. */
+ * run on every rank; rank 0 writes what fg_est_link_fit_file reads (*wrote: 1 there). */
 struct fg_runtime;
-fg_status fg_est_measure_link(struct fg_runtime *rt, const char *path, fg_error *err);
+fg_status fg_est_measure_link(struct fg_runtime *rt, const char *path, int *wrote, fg_error *err);
 
 /* Ring collectives on p ranks over bytes (the whole buffer), in seconds: all-reduce
  * 2(p-1) alpha + 2(p-1)/p bytes/bw; reduce-scatter and all-gather (p-1) alpha + (p-1)/p

@@ -64,8 +64,9 @@ static fg_status measure(const fg_comm_vtable *vt, void *state, const fg_comm_to
     return st;
 }
 
-fg_status fg_est_measure_link(fg_runtime *rt, const char *path, fg_error *err)
+fg_status fg_est_measure_link(fg_runtime *rt, const char *path, int *wrote, fg_error *err)
 {
+    *wrote = 0;
     fg_instance *inst = fg_runtime_instance_of_kind(rt, FG_KIND_COMM);
     if (!inst)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "--measure-link: the config has no [comm] "
@@ -85,5 +86,6 @@ fg_status fg_est_measure_link(fg_runtime *rt, const char *path, fg_error *err)
         st = fg_error_set(err, FG_IO_ERROR, "--measure-link %s: %s", path, strerror(errno));
     if (st == FG_OK) st = measure(vt, inst->state, &topo, path, f, err);
     if (f && fclose(f) != 0 && st == FG_OK) st = fg_error_set(err, FG_IO_ERROR, "cannot write %s", path);
+    *wrote = f != NULL;
     return st;
 }
