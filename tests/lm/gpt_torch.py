@@ -162,35 +162,54 @@ def init(folder, mode):
     save(f"{folder}/init.safetensors", state)
 
 
+def load_safetensors(path):
+    """A safetensors file's tensors as f32 (F32 or BF16 stored; __metadata__ skipped)."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, h in header.items():
+        if name == "__metadata__":
+            continue
+        a, b = h["data_offsets"]
+        raw = bytearray(data[a:b])
+        if h["dtype"] == "BF16":
+            t = torch.frombuffer(raw, dtype=torch.int16).view(torch.bfloat16).float()
+        else:
+            t = torch.frombuffer(raw, dtype=torch.float32)
+        out[name] = t.view(h["shape"])
+    return out
+
+
+def adamw_losses(model, params, vocab, steps=STEPS, ignore_index=-100):
+    """STEPS AdamW steps (lr 1e-3, weight decay 0.01 unless the groups say) on the windows
+    fulgur's text data gives (seed SEED, epoch 0), each step's loss printed."""
+    text = torch.tensor(list(corpus()), dtype=torch.long)
+    starts = len(text) - T
+    opt = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01)
+    for step in range(steps):
+        idx = [window_start(SEED, 0, step * B + i, starts) for i in range(B)]
+        x = torch.stack([text[s:s + T] for s in idx])
+        y = torch.stack([text[s + 1:s + T + 1] for s in idx])
+        loss = F.cross_entropy(model(x).view(-1, vocab), y.view(-1), ignore_index=ignore_index)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        print(f"{loss.item():.9g}")
+
+
 def train(folder, mode):
     torch.manual_seed(0)
     tied = mode in ("tied", "hf")
     model = Gpt(tied)
     # mode "ignore": every space byte (32) is a label the loss skips
     ignore_index = 32 if mode == "ignore" else -100
-    tensors = {}
-    with open(f"{folder}/{'ref' if mode == 'hf' else 'init'}.safetensors", "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    for name, h in header.items():
-        a, b = h["data_offsets"]
-        tensors[name] = torch.frombuffer(bytearray(data[a:b]), dtype=torch.float32).view(h["shape"])
+    tensors = load_safetensors(f"{folder}/{'ref' if mode == 'hf' else 'init'}.safetensors")
     if tied:
         tensors["lm_head.weight"] = tensors["wte.weight"]
     model.load_state_dict(tensors)
-    text = torch.tensor(list(corpus()), dtype=torch.long)
-    starts = len(text) - T
-    opt = torch.optim.AdamW(param_groups(model, mode), lr=1e-3, weight_decay=0.01)
-    for step in range(STEPS):
-        idx = [window_start(SEED, 0, step * B + i, starts) for i in range(B)]
-        x = torch.stack([text[s:s + T] for s in idx])
-        y = torch.stack([text[s + 1:s + T + 1] for s in idx])
-        loss = F.cross_entropy(model(x).view(-1, V), y.view(-1), ignore_index=ignore_index)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        print(f"{loss.item():.9g}")
+    adamw_losses(model, param_groups(model, mode), V, ignore_index=ignore_index)
     if mode.startswith("decay"):
         save(f"{folder}/torch_{mode}.safetensors", model.state_dict())
 

@@ -27,7 +27,8 @@ try:
     import torch.nn.functional as F
 except ImportError:
     sys.exit(77)
-from gpt_torch import corpus, window_start  # noqa: E402
+from gpt_torch import adamw_losses, corpus, window_start  # noqa: E402
+from gpt_torch import load_safetensors as load  # noqa: E402
 
 T, B, SEED = 16, 4, 7
 STEPS = int(os.environ.get("HF_STEPS", "50"))
@@ -158,25 +159,6 @@ def save(path, tensors, dtype):
         f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
-def load(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, h in header.items():
-        if name == "__metadata__":
-            continue
-        a, b = h["data_offsets"]
-        raw = bytearray(data[a:b])
-        if h["dtype"] == "BF16":
-            t = torch.frombuffer(raw, dtype=torch.int16).view(torch.bfloat16).float()
-        else:
-            t = torch.frombuffer(raw, dtype=torch.float32)
-        out[name] = t.view(h["shape"])
-    return out
-
-
 def init(folder, args):
     o = dict(DEFAULTS)
     for a in args:
@@ -208,19 +190,7 @@ def train(folder, path):
     if cfg["tie_word_embeddings"]:
         state["lm_head.weight"] = state["model.embed_tokens.weight"]
     model.load_state_dict(state)
-    V = cfg["vocab_size"]
-    text = torch.tensor(list(corpus()), dtype=torch.long)
-    starts = len(text) - T
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
-    for step in range(STEPS):
-        idx = [window_start(SEED, 0, step * B + i, starts) for i in range(B)]
-        x = torch.stack([text[s:s + T] for s in idx])
-        y = torch.stack([text[s + 1:s + T + 1] for s in idx])
-        loss = F.cross_entropy(model(x).view(-1, V), y.view(-1))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        print(f"{loss.item():.9g}")
+    adamw_losses(model, model.parameters(), cfg["vocab_size"], steps=STEPS)
 
 
 def first_loss(folder, tokens, t, b, seed):

@@ -18,7 +18,7 @@ try:
     import torch.nn.functional as F
 except ImportError:
     sys.exit(77)
-from gpt_torch import corpus, save, window_start  # noqa: E402  (the GPT test's helpers)
+from gpt_torch import adamw_losses, corpus, load_safetensors, save  # noqa: E402  (the GPT test's helpers)
 
 V, C, H, KV, L, T, B, HIDDEN, STEPS, SEED = 256, 32, 4, 2, 2, 16, 4, 64, 50, 7
 D, EPS, THETA = C // H, 1e-5, 10000.0
@@ -117,35 +117,10 @@ def init(folder):
     save(f"{folder}/init.safetensors", model.state_dict())
 
 
-def load(folder):
-    import json
-    import struct
-    with open(f"{folder}/init.safetensors", "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, h in header.items():
-        a, b = h["data_offsets"]
-        out[name] = torch.frombuffer(bytearray(data[a:b]), dtype=torch.float32).view(h["shape"])
-    return out
-
-
 def train(folder):
     model = Llama()
-    model.load_state_dict(load(folder))
-    text = torch.tensor(list(corpus()), dtype=torch.long)
-    starts = len(text) - T
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
-    for step in range(STEPS):
-        idx = [window_start(SEED, 0, step * B + i, starts) for i in range(B)]
-        x = torch.stack([text[s:s + T] for s in idx])
-        y = torch.stack([text[s + 1:s + T + 1] for s in idx])
-        loss = F.cross_entropy(model(x).view(-1, V), y.view(-1))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        print(f"{loss.item():.9g}")
+    model.load_state_dict(load_safetensors(f"{folder}/init.safetensors"))
+    adamw_losses(model, model.parameters(), V)
 
 
 if __name__ == "__main__":
