@@ -30,6 +30,16 @@
 #                  single and ddp on 1 rank, ddp and sharded stages 1-3 under mpirun -n 2
 #                  (every role, to the 0.01 MiB check prints); under backend.memory_limit_mb
 #                  = 13 single and ddp do not fit, stages 1-3 do, the fastest is a stage
+#                  (the pipeline is not predicted on 2 nodes: its fit is null)
+# pipeline         strategy.model-parallel on 1 node x 2 devices over 1gbit,50us with
+#                  overlap.profile: the plan is the plugin's (fc1..relu2 | fc3..out, as
+#                  `fulgur check` logs it), 4 micro-batches of 16 samples, a 32,768-byte
+#                  activation a micro-batch each way (0.312144 ms); stage 1 (0.75 / 1.5 ms a
+#                  micro-batch) ends its backwards at 9.812144 ms, stage 0's last backward at
+#                  11.124288 ms, plus its optimizer share 525,312 / 1,055,754 ms: 11.621858 ms;
+#                  comm 8 transfers 2.497152 ms; with `split = fc2` (stage 0 fc1..relu1)
+#                  13.623073 ms; memory = check's fullest device (device 1); refused: a split
+#                  naming a layer the model lacks; not predicted on 2 nodes or 1 device
 set -u
 
 step=${1:?usage: estimate_test.sh STEP}
@@ -200,9 +210,42 @@ memory_vs_check)
     # a 13 MiB device: single and ddp (14.04 MiB) do not fit, the sharded stages (12.0) do
     "$FULGUR" estimate "$CFG" --nodes 2 --link nvlink --profile "$PROFILE" backend.memory_limit_mb=13 \
         --json >"$WORK/e.json" || fail "estimate under memory_limit_mb = 13 failed"
-    [ "$(json "$WORK/e.json" '[s["fits"] for s in j["strategies"]]')" = "[False, False, True, True, True]" ] \
+    [ "$(json "$WORK/e.json" '[s["fits"] for s in j["strategies"]]')" = "[False, False, True, True, True, None]" ] \
         || fail "fits: $(json "$WORK/e.json" '[s["fits"] for s in j["strategies"]]')"
     json "$WORK/e.json" 'j["fastest_fitting"]' | grep -q '^sharded stage' || fail "fastest: $(json "$WORK/e.json" 'j["fastest_fitting"]')"
+    ;;
+pipeline)
+    sed -e '/^\[comm\]/,/^\[data\]/{/^\[data\]/!d}' -e '/^bucket_mb/d' \
+        -e 's/^name = ddp$/name = model-parallel\nchunks = 4/' "$CFG" >"$WORK/mp.ini"
+    "$FULGUR" estimate "$WORK/mp.ini" --devices-per-node 2 --link 1gbit,50us --profile "$PROFILE" \
+        --json >"$WORK/e.json" 2>"$WORK/err.txt" || fail "estimate failed: $(cat "$WORK/err.txt")"
+    expect step 'j["strategies"][5]["step_ms"]' 11.621858456754
+    expect comm 'j["strategies"][5]["comm_ms"]' 2.497152
+    expect compute 'j["strategies"][5]["compute_ms"]' "$("$PYTHON" -c 'print(4 * 2.25 + 530442 / 1055754)')"
+    expect rate 'j["strategies"][5]["samples_per_s"]' "$("$PYTHON" -c 'print(64 / 0.011621858456754)')"
+    expect scaling 'j["strategies"][5]["efficiency"]' "$("$PYTHON" -c 'print(64 / 0.011621858456754 / 8000)')"
+    json "$WORK/e.json" 'j["strategies"][5]["note"]' | grep -qF '2 stages (fc1..relu2 | fc3..out), 4 micro-batches' \
+        || fail "plan: $(json "$WORK/e.json" 'j["strategies"][5]["note"]')"
+    "$FULGUR" check "$WORK/mp.ini" backend.devices=2 >"$WORK/check.log" 2>&1 || fail "check: $(tail -3 "$WORK/check.log")"
+    grep -qF 'stage 0 (device 0): fc1..relu2' "$WORK/check.log" && grep -qF 'stage 1 (device 1): fc3..out' "$WORK/check.log" \
+        || fail "the plugin planned otherwise: $(grep stage "$WORK/check.log")"
+    want=$(grep '^memory (device 1):' "$WORK/check.log" | grep -oE '[0-9]+\.[0-9]+' | tr '\n' ' ')
+    got=$(json "$WORK/e.json" "' '.join('%.2f' % v for v in j['strategies'][5]['memory_mib'].values())")
+    [ -n "$want" ] && [ "$got " = "$want" ] || fail "memory: estimate '$got', check's device 1 '$want'"
+    [ "$(json "$WORK/e.json" 'j["strategies"][5]["memory_device"]')" = 1 ] || fail "memory device"
+    "$FULGUR" estimate "$WORK/mp.ini" --devices-per-node 2 --link 1gbit,50us --profile "$PROFILE" \
+        --no-memory --json strategy.split=fc2 >"$WORK/e.json" || fail "estimate with split failed"
+    expect split_step 'j["strategies"][5]["step_ms"]' 13.623073228377
+    json "$WORK/e.json" 'j["strategies"][5]["note"]' | grep -qF '(fc1..relu1 | fc2..out)' || fail "split plan"
+    refused "split = fc9: the model has no layer 'fc9'" "$WORK/mp.ini" --devices-per-node 2 \
+        --link nvlink --profile "$PROFILE" --no-memory strategy.split=fc9
+    "$FULGUR" estimate "$WORK/mp.ini" --nodes 2 --link nvlink --profile "$PROFILE" --no-memory --json \
+        >"$WORK/e.json" || fail "estimate on 2 nodes failed"
+    [ "$(json "$WORK/e.json" 'j["strategies"][5]["skipped"]')" = True ] || fail "2 nodes: predicted"
+    json "$WORK/e.json" 'j["strategies"][5]["note"]' | grep -qF 'estimate it with --nodes 1' || fail "2 nodes: note"
+    "$FULGUR" estimate "$WORK/mp.ini" --profile "$PROFILE" --no-memory >"$WORK/one.txt" || fail "1 device"
+    grep -qF 'pipeline         not predicted' "$WORK/one.txt" || fail "1 device: $(cat "$WORK/one.txt")"
+    grep -qF 'fastest that fits: single' "$WORK/one.txt" || fail "1 device: fastest"
     ;;
 *) fail "unknown step $step" ;;
 esac

@@ -17,6 +17,8 @@ typedef struct est_job {
     fg_est_link link;
     fg_est_model model;
     fg_est_profile profile;
+    fg_est_pipeline pipeline;
+    char devices_override[48]; /* backend.devices=S for the pipeline's check */
     double bucket_mb, limit_mb;
     char limit_source[256];
     fg_est_prediction pred[FG_EST_STRATEGIES];
@@ -77,24 +79,40 @@ static fg_status compute_times(est_job *j, const fg_est_runner *r, fg_error *err
     return FG_OK;
 }
 
+/* The [strategy] lines of the pipeline as planned (its stages named by split). */
+static void pipeline_section(const fg_est_pipeline *p, char *out, size_t cap)
+{
+    int used = snprintf(out, cap, "name = model-parallel\nchunks = %d\nstages = %d\nbalance = %s",
+                        p->chunks, p->stages, p->balance_memory ? "memory" : "flops");
+    if (p->split && *p->split && used < (int)cap) snprintf(out + used, cap - (size_t)used, "\nsplit = %s", p->split);
+}
+
 /* What each strategy's check prints: single and ddp on one rank (ddp's memory report has
- * no world-size term: each rank holds the whole model), sharded on `ranks` ranks. */
+ * no world-size term: each rank holds the whole model), sharded on `ranks` ranks, the
+ * pipeline in one process on its devices (its fullest device). */
 static fg_status memory_column(est_job *j, const fg_est_runner *r, fg_error *err)
 {
-    char sect[FG_EST_STRATEGIES][96];
+    char sect[FG_EST_STRATEGIES][512];
     snprintf(sect[0], sizeof sect[0], "name = single");
     snprintf(sect[1], sizeof sect[1], "name = ddp\nbucket_mb = %g", j->bucket_mb);
     for (int s = 1; s <= 3; s++)
         snprintf(sect[1 + s], sizeof sect[0], "name = sharded\nstage = %d\nbucket_mb = %g", s,
                  j->bucket_mb);
+    pipeline_section(&j->pipeline, sect[FG_EST_PIPELINE], sizeof sect[0]);
     fg_status st = FG_OK;
     for (int i = 0; st == FG_OK && i < FG_EST_STRATEGIES; i++) {
         fg_est_memory *mem = &j->pred[i].memory;
+        if (j->pred[i].skipped) {
+            snprintf(mem->note, sizeof mem->note, "not computed (not predicted)");
+            continue;
+        }
         if (j->o->no_memory) {
             snprintf(mem->note, sizeof mem->note, "not computed (--no-memory)");
             continue;
         }
-        st = fg_est_check_memory(r, sect[i], i >= FG_EST_SHARDED1 ? j->ranks : 1, mem, err);
+        int ranks = i >= FG_EST_SHARDED1 && i <= FG_EST_SHARDED3 ? j->ranks : 1;
+        st = fg_est_check_memory(r, sect[i], ranks, i == FG_EST_PIPELINE ? j->devices_override : NULL,
+                                 mem, err);
         if (st == FG_OK && mem->known && j->limit_mb > 0) j->pred[i].fits = mem->mib[6] <= j->limit_mb;
         if (st == FG_OK && !mem->known &&
             (strstr(mem->note, "out of memory") || strstr(mem->note, "cannot allocate")))
@@ -119,6 +137,62 @@ static void memory_limit(est_job *j, const fg_config *cfg)
     }
 }
 
+static void skip(fg_est_prediction *e, const char *why)
+{
+    e->name = "pipeline";
+    e->skipped = 1;
+    e->fits = -1;
+    snprintf(e->note, sizeof e->note, "%s", why);
+}
+
+/* strategy.model-parallel on one node's devices: the config's own keys when it is the
+ * config's strategy, else chunks = 4 and the flops plan. */
+static fg_status pipeline_row(est_job *j, const fg_config *cfg, fg_error *err)
+{
+    fg_est_pipeline *p = &j->pipeline;
+    fg_est_prediction *e = &j->pred[FG_EST_PIPELINE];
+    const char *name = fg_config_get(cfg, "strategy", "name");
+    int own = name && strcmp(name, "model-parallel") == 0;
+    memset(p, 0, sizeof *p);
+    p->stages = j->o->devices_per_node;
+    p->chunks = 4;
+    snprintf(p->source, sizeof p->source, "chunks = 4 and a flops plan assumed (the config's strategy "
+             "is not model-parallel)");
+    if (own) {
+        p->chunks = (int)config_number(cfg, "strategy", "chunks", 1);
+        int stages = (int)config_number(cfg, "strategy", "stages", 0);
+        const char *balance = fg_config_get(cfg, "strategy", "balance");
+        p->balance_memory = balance && strcmp(balance, "memory") == 0;
+        p->split = fg_config_get(cfg, "strategy", "split");
+        if (config_number(cfg, "strategy", "dp_replicas", 1) > 1) {
+            skip(e, "dp_replicas > 1: pipelines side by side are not modelled");
+            return FG_OK;
+        }
+        if (stages > 0 && stages != p->stages) {
+            skip(e, "[strategy] stages differs from --devices-per-node");
+            return FG_OK;
+        }
+        snprintf(p->source, sizeof p->source, "the config's [strategy] (chunks = %d, %s)", p->chunks,
+                 p->split && *p->split ? "split" : p->balance_memory ? "balance = memory" : "balance = flops");
+    }
+    if (j->o->nodes > 1) {
+        skip(e, "model-parallel runs in one process on one node's devices: estimate it with --nodes 1");
+        return FG_OK;
+    }
+    if (p->stages < 2 || p->stages > j->model.count) {
+        char why[160];
+        snprintf(why, sizeof why, "%d device(s) for %d layers: a pipeline needs 2 to %d "
+                 "(--devices-per-node)", p->stages, j->model.count, j->model.count);
+        skip(e, why);
+        return FG_OK;
+    }
+    fg_status st = fg_est_pipeline_plan(&j->model, p, err);
+    if (st != FG_OK) return st;
+    snprintf(j->devices_override, sizeof j->devices_override, "backend.devices=%d", p->stages);
+    fg_est_predict_pipeline(&j->model, &j->link, p, e);
+    return FG_OK;
+}
+
 static fg_status check_options(const fg_estimate_options *o, fg_error *err)
 {
     if (o->nodes < 1 || o->nodes > 100000)
@@ -140,7 +214,8 @@ static fg_status run_job(est_job *j, fg_runtime *rt, fg_est_runner *r, fg_error 
     if (st != FG_OK) return st;
     memory_limit(j, rt->cfg);
     fg_est_predict(&j->model, &j->link, j->ranks, j->bucket_mb * 1024.0 * 1024.0, j->pred);
-    return memory_column(j, r, err);
+    st = pipeline_row(j, rt->cfg, err);
+    return st == FG_OK ? memory_column(j, r, err) : st;
 }
 
 static fg_status open_runtime(const fg_runtime_options *opts, const fg_estimate_options *o,

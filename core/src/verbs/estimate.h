@@ -44,6 +44,10 @@ typedef struct fg_est_layer {
     char name[FG_EST_NAME_MAX];
     int64_t params;
     int64_t flops;
+    int64_t out_elems; /* its output's elements a sample (what a pipeline stage sends on) */
+    /* what strategy.model-parallel's plan weighs it by (fg_layer_desc): flops, or its
+     * output elements when it counts none; activation bytes a sample */
+    int64_t plan_flops, plan_act_bytes;
     double fwd_s, bwd_s;
 } fg_est_layer;
 
@@ -54,6 +58,7 @@ typedef struct fg_est_model {
     int64_t batch;     /* [data] batch_size: samples a rank a step */
     int64_t positions; /* tokens a sample (1 for a classifier) */
     int grad_bytes;    /* bytes of a parameter gradient on the wire (4: f32) */
+    int act_bytes;     /* bytes of an activation element (4: f32, 2: a 16-bit precision) */
     double other_s;    /* a step's time beside the layers (optimizer, loss, data) */
     char compute_source[512];
 } fg_est_model;
@@ -96,13 +101,15 @@ typedef struct fg_est_runner {
 typedef struct fg_est_memory {
     double mib[7]; /* params, master, grads, optimizer, activations, other, total */
     int known;
+    int device;     /* the device whose line it is (a pipeline's fullest stage) */
     char note[512]; /* why not known */
 } fg_est_memory;
 
 /* strategy: the [strategy] section's lines written in place of the config's; ranks > 1
- * runs check under mpirun -n ranks. */
+ * runs check under mpirun -n ranks. devices: NULL, or an override ("backend.devices=4") for
+ * a one-process strategy on several devices, whose fullest device's line is taken. */
 fg_status fg_est_check_memory(const fg_est_runner *r, const char *strategy, int ranks,
-                              fg_est_memory *out, fg_error *err);
+                              const char *devices, fg_est_memory *out, fg_error *err);
 /* The seconds one training step of the config takes under strategy single on this
  * machine's backend: fits of steps_a and steps_b steps (each twice, the faster kept), the
  * difference over steps_b - steps_a (setup and data loading cancel). */
@@ -111,10 +118,12 @@ fg_status fg_est_measure_step(const fg_est_runner *r, int steps_a, int steps_b, 
 
 /* The strategies. */
 enum { FG_EST_SINGLE, FG_EST_DDP, FG_EST_SHARDED1, FG_EST_SHARDED2, FG_EST_SHARDED3,
-       FG_EST_STRATEGIES };
+       FG_EST_PIPELINE, FG_EST_STRATEGIES };
 
 typedef struct fg_est_prediction {
     const char *name;
+    int skipped; /* not predicted: note says why */
+    char note[512];
     int ranks;
     double step_s, compute_s, comm_s, exposed_comm_s;
     double samples_per_s, tokens_per_s, efficiency;
@@ -126,5 +135,27 @@ typedef struct fg_est_prediction {
  * i's all-reduce starts when the backward of its layers is done and the link is free. */
 void fg_est_predict(const fg_est_model *m, const fg_est_link *l, int ranks, double bucket_bytes,
                     fg_est_prediction out[FG_EST_STRATEGIES]);
+
+/* strategy.model-parallel's pipeline on `stages` devices of one process: where each stage
+ * starts (the config's `split`, else the plugin's linear partition of forward flops or,
+ * balance = memory, of bytes) and the GPipe schedule of `chunks` micro-batches. */
+#define FG_EST_MAX_STAGES 64
+typedef struct fg_est_pipeline {
+    int stages, chunks;
+    int balance_memory;          /* balance = memory */
+    const char *split;           /* the config's split, or NULL */
+    int first[FG_EST_MAX_STAGES]; /* each stage's first layer */
+    char source[256];            /* where stages and chunks came from */
+} fg_est_pipeline;
+
+/* Cuts m's layers into p->stages groups (p->first); fails naming a split layer the model
+ * lacks or a split that does not give p->stages stages. */
+fg_status fg_est_pipeline_plan(const fg_est_model *m, fg_est_pipeline *p, fg_error *err);
+/* The GPipe step: a stage runs its layers on a micro-batch in 1/chunks of their batch time,
+ * forwards in order, then (a flush) backwards; a micro-batch's activation goes to the next
+ * stage (and its gradient back) point to point over l, one transfer at a time a boundary;
+ * each stage then takes its parameters' share of the other time (the optimizer). */
+void fg_est_predict_pipeline(const fg_est_model *m, const fg_est_link *l, const fg_est_pipeline *p,
+                             fg_est_prediction *out);
 
 #endif

@@ -34,6 +34,10 @@ static void add_layer(fg_est_model *m, const fg_model *model, const fg_layer *l)
     for (int k = 0; !l->tied && k < l->param_count; k++)
         e->params += (int64_t)fg_model_tensor(model, l->param_tensor[k])->numel;
     e->flops = l->ops->flops ? l->ops->flops(l) : 0;
+    e->out_elems = (int64_t)fg_shape_numel(&l->out);
+    e->plan_flops = l->ops->flops ? e->flops : e->out_elems; /* as train_services.c says */
+    e->plan_act_bytes = ((l->ops->flags & FG_LAYER_ALIAS) ? 0 : e->out_elems * (int64_t)sizeof(float)) +
+                        (int64_t)l->aux_per_sample;
     m->params += e->params;
 }
 
@@ -59,5 +63,7 @@ fg_status fg_est_layers(fg_runtime *rt, fg_est_model *m, fg_error *err)
     m->batch = bs ? strtoll(bs, NULL, 10) : 64;
     if (m->batch < 1) m->batch = 1;
     m->grad_bytes = 4;
+    const char *precision = fg_config_get(rt->cfg, "precision", "name");
+    m->act_bytes = precision && (strstr(precision, "bf16") || strstr(precision, "fp16")) ? 2 : 4;
     return FG_OK;
 }

@@ -104,6 +104,7 @@ static void finish(const fg_est_model *m, fg_est_prediction *e, const char *name
     e->fits = -1;
 }
 
+/* The data-parallel strategies, out[0 .. FG_EST_PIPELINE) (estimate_pipeline.c: the last) */
 void fg_est_predict(const fg_est_model *m, const fg_est_link *l, int p, double bucket_bytes,
                     fg_est_prediction out[FG_EST_STRATEGIES])
 {
@@ -111,7 +112,7 @@ void fg_est_predict(const fg_est_model *m, const fg_est_link *l, int p, double b
     totals(m, &fwd, &bwd);
     double compute = fwd + bwd + m->other_s;
     double all = (double)m->params * m->grad_bytes;
-    memset(out, 0, sizeof(fg_est_prediction) * FG_EST_STRATEGIES);
+    memset(out, 0, sizeof(fg_est_prediction) * FG_EST_PIPELINE);
     finish(m, &out[FG_EST_SINGLE], "single", 1, compute, compute, 0);
     double b = bucketed_backward(m, l, p, bucket_bytes, 0, &comm);
     finish(m, &out[FG_EST_DDP], "ddp", p, fwd + b + m->other_s, compute, comm);
@@ -124,6 +125,6 @@ void fg_est_predict(const fg_est_model *m, const fg_est_link *l, int p, double b
            comm + gather);
     double s3 = stage3_step(m, l, p, bucket_bytes, &comm);
     finish(m, &out[FG_EST_SHARDED3], "sharded stage 3", p, s3 + m->other_s, compute, comm);
-    for (int i = 0; i < FG_EST_STRATEGIES; i++)
+    for (int i = 0; i < FG_EST_PIPELINE; i++)
         out[i].efficiency = out[i].samples_per_s / ((double)out[i].ranks * out[FG_EST_SINGLE].samples_per_s);
 }

@@ -14,6 +14,11 @@ static const char overlap_model[] =
     "all-gather the updated shards after the optimizer step (not hidden); stage 3 gathers each "
     "layer's parameters before its forward and again before its backward, the next gather "
     "started when a layer starts computing (prefetch of one)";
+static const char pipeline_model[] =
+    "strategy.model-parallel on one node's devices (one stage a device, one process): "
+    "a stage takes a micro-batch in 1/chunks of its layers' batch time, all forwards then all "
+    "backwards (GPipe), activations and their gradients sent point to point between "
+    "neighbouring stages over the link, each stage's optimizer share by its parameters";
 static const char collectives[] =
     "ring all-reduce 2(p-1) alpha + 2(p-1)/p bytes/bw; reduce-scatter and all-gather (p-1) "
     "alpha + (p-1)/p bytes/bw; point to point alpha + bytes/bw";
@@ -22,7 +27,7 @@ int fg_est_fastest(const fg_est_report *r)
 {
     int best = -1;
     for (int i = 0; i < FG_EST_STRATEGIES; i++) {
-        if (r->pred[i].fits == 0 || (i > 0 && r->ranks < 2)) continue;
+        if (r->pred[i].fits == 0 || r->pred[i].skipped || (i > 0 && r->pred[i].ranks < 2)) continue;
         if (best < 0 || r->pred[i].samples_per_s > r->pred[best].samples_per_s) best = i;
     }
     return best;
@@ -38,6 +43,10 @@ void fg_est_remove_tree(const char *dir)
 
 static void text_row(const fg_est_prediction *e, FILE *out)
 {
+    if (e->skipped) {
+        fprintf(out, "%-16s not predicted (below)\n", e->name);
+        return;
+    }
     char mem[32] = "?", fits[8] = "?";
     if (e->memory.known) snprintf(mem, sizeof mem, "%.2f", e->memory.mib[6]);
     if (e->fits >= 0) snprintf(fits, sizeof fits, "%s", e->fits ? "yes" : "no");
@@ -58,14 +67,19 @@ void fg_est_print_text(const fg_est_report *r, FILE *out)
     fprintf(out, "  compute: %s\n  link: %s\n  collectives: %s\n  overlap: %s (bucket_mb %g)\n",
             m->compute_source, r->link->source, collectives, overlap_model, r->bucket_mb);
     fprintf(out, "  memory per rank: what `fulgur check` prints for rank 0 (single, ddp: 1 rank; "
-            "sharded: %d ranks); device limit: %s\n", r->ranks, r->limit_source);
+            "sharded: %d ranks; pipeline: its fullest device); device limit: %s\n", r->ranks,
+            r->limit_source);
+    fprintf(out, "  pipeline: %s\n", pipeline_model);
     fprintf(out, "%-16s %5s %10s %10s %9s %10s %13s %13s %7s %13s %5s\n", "strategy", "ranks",
             "step ms", "compute ms", "comm ms", "exposed ms", "samples/s", "tokens/s", "scaling",
             "MiB/rank", "fits");
     for (int i = 0; i < FG_EST_STRATEGIES; i++) text_row(&r->pred[i], out);
     for (int i = 0; i < FG_EST_STRATEGIES; i++)
         if (!r->pred[i].memory.known) fprintf(out, "memory of %s: %s\n", r->pred[i].name, r->pred[i].memory.note);
-    fprintf(out, "pipeline / model-parallel: not estimated (not modelled by this version)\n");
+    const fg_est_prediction *p = &r->pred[FG_EST_PIPELINE];
+    fprintf(out, "pipeline: %s", p->note);
+    if (p->memory.known) fprintf(out, "; memory of its fullest device, device %d", p->memory.device);
+    fputc('\n', out);
     int best = fg_est_fastest(r);
     if (best < 0) fprintf(out, "fastest that fits: none of these fits the device memory\n");
     else
@@ -101,13 +115,16 @@ static void json_memory(const fg_est_memory *m, FILE *out)
 
 static void json_strategy(const fg_est_prediction *e, FILE *out)
 {
-    fprintf(out, "    {\"name\": \"%s\", \"ranks\": %d, \"step_ms\": %.10g, \"compute_ms\": %.10g, "
+    fprintf(out, "    {\"name\": \"%s\", \"skipped\": %s, \"note\": ", e->name, e->skipped ? "true" : "false");
+    json_string(e->note, out);
+    fprintf(out, ", \"ranks\": %d, \"step_ms\": %.10g, \"compute_ms\": %.10g, "
             "\"comm_ms\": %.10g, \"exposed_comm_ms\": %.10g, \"samples_per_s\": %.10g, "
             "\"tokens_per_s\": %.10g, \"efficiency\": %.10g, \"fits\": %s, \"memory_mib\": ",
-            e->name, e->ranks, e->step_s * 1e3, e->compute_s * 1e3, e->comm_s * 1e3,
+            e->ranks, e->step_s * 1e3, e->compute_s * 1e3, e->comm_s * 1e3,
             e->exposed_comm_s * 1e3, e->samples_per_s, e->tokens_per_s, e->efficiency,
             e->fits < 0 ? "null" : e->fits ? "true" : "false");
     json_memory(&e->memory, out);
+    if (e->memory.known) fprintf(out, ", \"memory_device\": %d", e->memory.device);
     fputc('}', out);
 }
 
@@ -124,6 +141,8 @@ void fg_est_print_json(const fg_est_report *r, FILE *out)
     json_string(m->compute_source, out);
     fprintf(out, ", \"overlap_model\": ");
     json_string(overlap_model, out);
+    fprintf(out, ", \"pipeline_model\": ");
+    json_string(pipeline_model, out);
     fprintf(out, ", \"bucket_mb\": %g, \"memory_limit_mb\": %g, \"params\": %lld, \"batch\": %lld, "
             "\"positions\": %lld,\n \"layers\": [", r->bucket_mb, r->limit_mb, (long long)m->params,
             (long long)m->batch, (long long)m->positions);

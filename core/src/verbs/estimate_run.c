@@ -14,6 +14,12 @@
 
 #define MAX_ARGV 320
 
+/* single and model-parallel run in one process, without a [comm] */
+static int one_process(const char *strategy)
+{
+    return strcmp(strategy, "name = single") == 0 || strncmp(strategy, "name = model-parallel", 21) == 0;
+}
+
 /* The config with its [strategy] section replaced by `strategy`, written beside it so that
  * its relative paths still hold. A single process has no [comm]; the others get [comm]
  * name = mpi when the config has none. */
@@ -31,7 +37,7 @@ static fg_status strategy_config(const fg_est_runner *r, const char *strategy, c
                             out, r->config, strerror(errno));
     }
     char line[4096];
-    int skipping = 0, has_comm = 0, single = strcmp(strategy, "name = single") == 0;
+    int skipping = 0, has_comm = 0, single = one_process(strategy);
     while (fgets(line, sizeof line, in)) {
         const char *s = line + strspn(line, " \t");
         int comm = strncmp(s, "[comm]", 6) == 0;
@@ -121,38 +127,50 @@ static void last_lines(const char *log, char *out, size_t cap)
     if (f) fclose(f);
 }
 
-static int parse_memory(const char *log, fg_est_memory *m)
+/* Device 0's memory line, or with `largest` the line of the device of the largest total
+ * (a pipeline's stages differ); *device its device. */
+static int parse_memory(const char *log, int largest, fg_est_memory *m, int *device)
 {
     FILE *f = fopen(log, "r");
     char line[1024];
     int found = 0;
-    while (f && !found && fgets(line, sizeof line, f)) {
-        const char *s = strstr(line, "memory (device 0): ");
-        double *v = m->mib;
-        found = s && sscanf(s, "memory (device 0): params %lf MiB, master %lf MiB, grads %lf MiB, "
-                            "optimizer %lf MiB, activations %lf MiB, other %lf MiB, total %lf MiB",
-                            &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6]) == 7;
+    while (f && (largest || !found) && fgets(line, sizeof line, f)) {
+        const char *s = strstr(line, "memory (device ");
+        double v[7];
+        int dev = -1;
+        if (!s || sscanf(s, "memory (device %d): params %lf MiB, master %lf MiB, grads %lf MiB, "
+                         "optimizer %lf MiB, activations %lf MiB, other %lf MiB, total %lf MiB", &dev,
+                         &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6]) != 8)
+            continue;
+        if ((largest || dev == 0) && (!found || v[6] > m->mib[6])) {
+            memcpy(m->mib, v, sizeof v);
+            *device = dev;
+            found = 1;
+        }
     }
     if (f) fclose(f);
     return found;
 }
 
 fg_status fg_est_check_memory(const fg_est_runner *r, const char *strategy, int ranks,
-                              fg_est_memory *out, fg_error *err)
+                              const char *devices, fg_est_memory *out, fg_error *err)
 {
     memset(out, 0, sizeof *out);
     char cfg[4200], log[320], nbuf[16];
     fg_status st = strategy_config(r, strategy, cfg, sizeof cfg, err);
     if (st != FG_OK) return st;
     char *argv[MAX_ARGV];
-    child_argv(r, ranks, strcmp(strategy, "name = single") == 0, "check", cfg, NULL, 0, argv, nbuf);
+    const char *extra[1] = {devices};
+    child_argv(r, ranks, one_process(strategy), "check", cfg, extra, devices ? 1 : 0, argv, nbuf);
     snprintf(log, sizeof log, "%s/check.log", r->work);
     int rc = 0;
     double secs;
     st = run_child(argv, log, &rc, &secs, err);
     unlink(cfg);
     if (st != FG_OK) return st;
-    out->known = rc == 0 && parse_memory(log, out);
+    int device = 0;
+    out->known = rc == 0 && parse_memory(log, devices != NULL, out, &device);
+    out->device = device;
     if (!out->known) {
         char why[200];
         last_lines(log, why, sizeof why);
