@@ -277,6 +277,9 @@ fg_status nccl_test(void *state, void *request, int *done, fg_error *err)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "comm.nccl: test: not a started operation");
     if (s->aborted) return fg_error_set(err, FG_FATAL, "%s", s->abort_message);
     cudaError_t e = cudaEventQuery(op->done);
+    /* recorded in a stream capture (a CUDA graph's step): it completes at each launch, not
+     * now, and the caller's queue waits for it on the device (wait_on_queue) */
+    if (e == cudaErrorCapturedEvent) e = cudaErrorNotReady;
     if (e != cudaSuccess && e != cudaErrorNotReady) return nccl_cuda_fail(e, "cudaEventQuery", err);
     *done = e == cudaSuccess;
     return FG_OK;
