@@ -3,7 +3,9 @@
 # NCCL, clipping by norm: runs of A and B optimizer steps, uncaptured and captured (2 eager
 # steps, the third captured with its gradient buckets' NCCL all-reduces, every later one a
 # graph replay). Asserts: the captured runs end with the uncaptured runs' weights bit for bit
-# (digest), also with strategy.grad_comm_dtype = bf16; rank 0's B - A replayed steps hold
+# (digest), also with strategy.grad_comm_dtype = bf16; buckets of 1310 floats, so a bucket
+# starts before backward ends and ddp asks comm.nccl's test() about it while backward is
+# captured (its event is a graph node: "not done", never an error); rank 0's B - A replayed steps hold
 # no host synchronisation of any kind (FGEMU_SYNC_LOG); the fit says it replayed B - 3
 # steps; ddp over comm.mpi, and ddp with model buffers (batch-norm running statistics, which
 # ddp copies from rank 0 on the host's say), are refused at setup with their messages.
@@ -25,7 +27,7 @@ launch() { # NAME STEPS [KEY=VALUE...]: NAME.out, NAME.syncs; returns fulgur's s
     -x FULGUR_TEST_AGREE_EVERY "$fulgur" --plugin-path "$plugins" fit "$cfg" \
     trainer.max_steps="$steps" trainer.log_every_n_steps=1000 trainer.gradient_clip_val=0.5 \
     trainer.num_sanity_val_steps=0 data.drop_last=true trainer.default_root_dir="$tmp/runs" \
-    "$@" >"$name.out" 2>&1
+    strategy.bucket_mb=0.005 "$@" >"$name.out" 2>&1
 }
 run() {
   launch "$@" || { cat "$1.out"; echo "FAIL: run $1"; exit 1; }
