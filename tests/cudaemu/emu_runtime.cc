@@ -457,6 +457,15 @@ const char *cudaGetErrorName(cudaError_t e)
     case cudaErrorNotReady: return "cudaErrorNotReady";
     case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
     case cudaErrorNotSupported: return "cudaErrorNotSupported";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorStreamCaptureMerge: return "cudaErrorStreamCaptureMerge";
+    case cudaErrorStreamCaptureUnmatched: return "cudaErrorStreamCaptureUnmatched";
+    case cudaErrorStreamCaptureUnjoined: return "cudaErrorStreamCaptureUnjoined";
+    case cudaErrorStreamCaptureIsolation: return "cudaErrorStreamCaptureIsolation";
+    case cudaErrorStreamCaptureImplicit: return "cudaErrorStreamCaptureImplicit";
+    case cudaErrorCapturedEvent: return "cudaErrorCapturedEvent";
+    case cudaErrorStreamCaptureWrongThread: return "cudaErrorStreamCaptureWrongThread";
     default: return "cudaErrorUnknown";
     }
 }
@@ -473,6 +482,16 @@ const char *cudaGetErrorString(cudaError_t e)
     case cudaErrorLaunchFailure: return "unspecified launch failure";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorNotReady: return "device not ready";
+    /* the capture errors, in driver_types.h's words */
+    case cudaErrorStreamCaptureUnsupported: return "the operation is not permitted when the stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "the capture sequence was invalidated by a previous error";
+    case cudaErrorStreamCaptureMerge: return "the operation would merge two independent capture sequences";
+    case cudaErrorStreamCaptureUnmatched: return "the capture was not initiated in this stream";
+    case cudaErrorStreamCaptureUnjoined: return "the capture sequence contains a fork not joined to the primary stream";
+    case cudaErrorStreamCaptureIsolation: return "a dependency would cross the capture sequence boundary";
+    case cudaErrorStreamCaptureImplicit: return "an implicit dependency on a capture sequence from cudaStreamLegacy";
+    case cudaErrorCapturedEvent: return "the operation is not permitted on an event last recorded in a capturing stream";
+    case cudaErrorStreamCaptureWrongThread: return "a thread-local or global capture ended in another thread";
     default: return "unknown error (emulated runtime)";
     }
 }
