@@ -31,6 +31,8 @@ typedef struct nccl_op {
     cudaEvent_t done;  /* recorded after the operation */
     int active;
     int owned;         /* a caller will wait for it; else the watchdog retires it when done */
+    int captured;      /* enqueued while its stream captured a CUDA graph: `done` is a node of
+                        * the graph (it completes at each launch), never queried or waited */
 } nccl_op;
 
 typedef struct nccl_group {

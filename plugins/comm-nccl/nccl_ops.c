@@ -121,7 +121,7 @@ static fg_status run(nccl_state *s, cudaStream_t queue, int host, const call *c,
     }
     int ordered = !host && queue; /* returns once enqueued */
     nccl_op op = {c->name, c->count, c->dtype, c->peer >= 0 ? ++g->p2p_issued : ++g->issued,
-                  c->peer, 0, 0, 0, !ordered};
+                  c->peer, 0, 0, 0, !ordered, 0};
     ncclResult_t r = nccl_settle(s, enqueue(s, a, host ? s->scratch : NULL, stream));
     if (r != ncclSuccess) return nccl_fail(s, r, c->name, err);
     /* Tracked right after the collective and waited for before the copy back: a copy into
@@ -260,7 +260,7 @@ fg_status nccl_all_reduce_start(void *state, void *queue, void *buf, size_t coun
     if (st != FG_OK) return st;
     st = after_queue(s, queue, err);
     if (st != FG_OK) return st;
-    nccl_op rec = {"all_reduce", count, dtype, ++g->issued, -1, 0, 0, 0, 1};
+    nccl_op rec = {"all_reduce", count, dtype, ++g->issued, -1, 0, 0, 0, 1, 0};
     ncclResult_t r = nccl_settle(s, enqueue(s, &a, NULL, s->stream));
     if (r != ncclSuccess) return nccl_fail(s, r, "all_reduce_start", err);
     nccl_op *slot;
@@ -276,7 +276,10 @@ fg_status nccl_test(void *state, void *request, int *done, fg_error *err)
     if (!op || !op->active)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "comm.nccl: test: not a started operation");
     if (s->aborted) return fg_error_set(err, FG_FATAL, "%s", s->abort_message);
-    cudaError_t e = cudaEventQuery(op->done);
+    /* captured into a CUDA graph: it completes at each launch, not now (the caller's queue
+     * waits for it on the device, wait_on_queue); a query would fail with
+     * cudaErrorCapturedEvent and leave it as the thread's last error */
+    cudaError_t e = op->captured ? cudaErrorNotReady : cudaEventQuery(op->done);
     if (e != cudaSuccess && e != cudaErrorNotReady) return nccl_cuda_fail(e, "cudaEventQuery", err);
     *done = e == cudaSuccess;
     return FG_OK;

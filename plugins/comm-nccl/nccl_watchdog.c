@@ -74,7 +74,7 @@ static void inspect(nccl_state *s)
     for (int i = 0; i < NCCL_RING; i++) {
         nccl_op *op = &g->ring[i];
         if (!op->active) continue;
-        if (cudaEventQuery(op->done) != cudaErrorNotReady) {
+        if (op->captured || cudaEventQuery(op->done) != cudaErrorNotReady) {
             if (!op->owned) op->active = 0; /* stream-ordered, nobody waits: done */
             continue;
         }
@@ -151,19 +151,21 @@ fg_status nccl_track(nccl_state *s, nccl_group *g, const nccl_op *op, cudaStream
     for (int i = 0; i < NCCL_RING && !free_slot; i++) {
         int k = (g->next + i) % NCCL_RING;
         nccl_op *o = &g->ring[k];
-        if (o->active && !o->owned && cudaEventQuery(o->done) == cudaSuccess)
-            o->active = 0; /* disowned and complete: the watchdog would retire it next poll */
+        if (o->active && !o->owned && (o->captured || cudaEventQuery(o->done) == cudaSuccess))
+            o->active = 0; /* disowned and complete (or a graph's): the watchdog would retire it */
         if (!o->active) {
             free_slot = &g->ring[k];
             g->next = (k + 1) % NCCL_RING;
         }
     }
-    cudaError_t e = cudaSuccess;
-    if (free_slot) {
+    enum cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    cudaError_t e = cudaStreamIsCapturing(stream, &capturing);
+    if (free_slot && e == cudaSuccess) {
         cudaEvent_t ev = free_slot->done;
         *free_slot = *op;
         free_slot->done = ev;
         free_slot->started = nccl_now();
+        free_slot->captured = capturing != cudaStreamCaptureStatusNone;
         e = cudaEventRecord(ev, stream);
         free_slot->active = e == cudaSuccess;
     }
@@ -180,6 +182,10 @@ fg_status nccl_poll(nccl_state *s, nccl_op *slot, int *done, fg_error *err)
 {
     *done = 0;
     if (s->aborted) return fg_error_set(err, FG_FATAL, "%s", s->abort_message);
+    if (slot->captured)
+        return fg_error_set(err, FG_UNAVAILABLE, "comm.nccl: %s waited for on the host while "
+                            "its stream captures a CUDA graph (a graph holds stream-ordered "
+                            "operations only: wait_on_queue)", slot->name);
     cudaError_t e = cudaEventQuery(slot->done);
     if (e == cudaErrorNotReady) return FG_OK;
     if (e != cudaSuccess) return nccl_cuda_fail(e, "cudaEventQuery", err);

@@ -72,6 +72,13 @@ int fgemu_capturing(cudaStream_t s);
  * when the last graph holding it goes. 0 (nothing recorded) when s does not capture. */
 int fgemu_capture_add(cudaStream_t s, void (*run)(void *, cudaStream_t), void *ctx,
                       void (*drop)(void *));
+/* The count of work items s recorded in its capture so far (an event's point in it). */
+unsigned long fgemu_capture_mark(cudaStream_t s);
+/* cudaStreamWaitEvent(s, an event recorded on capturing stream recorded_on at mark): s not
+ * capturing joins the capture (a fork); s in the same capture marks recorded_on joined up
+ * to mark. cudaErrorStreamCaptureIsolation across two captures or from a capture to an
+ * ended one, cudaErrorStreamCaptureUnsupported from outside to an ended one. */
+cudaError_t fgemu_capture_wait(cudaStream_t s, cudaStream_t recorded_on, unsigned long mark);
 /* What capture forbids (what: the call, for the message): a call on capturing stream s, or
  * with unsafe_call an API call the capture mode forbids from this thread (cudaMalloc, a
  * device synchronisation). Invalidates the captures it breaks and returns

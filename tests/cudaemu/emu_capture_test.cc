@@ -4,7 +4,8 @@
  * copy before the launch), with no host synchronisation; and what capture forbids is
  * refused with the runtime's error and breaks the capture (cudaStreamEndCapture fails):
  * a stream or device synchronisation, cudaMalloc, a blocking cudaMemcpy, a copy with
- * pageable host memory, a query or host wait of an event recorded during capture. */
+ * pageable host memory, a query or host wait of an event recorded during capture; and
+ * outside capture, a copy from pageable memory to the device counted as a host sync. */
 #include <stdio.h>
 #include <string.h>
 
@@ -40,10 +41,11 @@ static void check_values(const float *x, const float *want, int n, const char *w
 static void test_record_replay(cudaStream_t s)
 {
     enum { N = 5 };
-    float *x = NULL, *add = NULL, *y = NULL, *pinned = NULL;
+    float *x = NULL, *add = NULL, *y = NULL, *pinned = NULL, *values = NULL;
     CHECK(cudaMalloc((void **)&x, N * 4) == cudaSuccess && cudaMalloc((void **)&add, 4) ==
           cudaSuccess && cudaMalloc((void **)&y, N * 4) == cudaSuccess, "cudaMalloc");
-    CHECK(cudaMallocHost((void **)&pinned, N * 4) == cudaSuccess, "cudaMallocHost");
+    CHECK(cudaMallocHost((void **)&pinned, N * 4) == cudaSuccess &&
+          cudaMallocHost((void **)&values, 3 * 4) == cudaSuccess, "cudaMallocHost");
     float host[N] = { 1, 2, 3, 4, 5 }, add0 = 10;
     CHECK(cudaMemcpy(x, host, sizeof host, cudaMemcpyHostToDevice) == cudaSuccess, "copy x");
     CHECK(cudaMemcpy(add, &add0, 4, cudaMemcpyHostToDevice) == cudaSuccess, "copy add");
@@ -71,11 +73,11 @@ static void test_record_replay(cudaStream_t s)
     memcpy(want, host, sizeof want);
     const float adds[3] = { 10, -1, 0.5f };
     for (int launch = 0; launch < 3; launch++) {
-        float *scalar = pinned; /* the per-launch value: a copy into the fixed device scalar */
-        float v = adds[launch];
-        CHECK(cudaMemcpyAsync(add, &v, 4, cudaMemcpyHostToDevice, s) == cudaSuccess,
-              "scalar copy");
-        (void)scalar;
+        /* the per-launch value: a copy from page-locked memory into the fixed device
+         * scalar (from pageable memory it would count as a host synchronisation) */
+        values[launch] = adds[launch];
+        CHECK(cudaMemcpyAsync(add, &values[launch], 4, cudaMemcpyHostToDevice, s) ==
+              cudaSuccess, "scalar copy");
         CHECK(cudaGraphLaunch(exec, s) == cudaSuccess, "launch %d", launch);
         for (int i = 0; i < N; i++)
             want[i] = 2.0f * want[i] + adds[launch];
@@ -96,6 +98,41 @@ static void test_record_replay(cudaStream_t s)
     cudaFree(x);
     cudaFree(add);
     cudaFree(y);
+    cudaFreeHost(pinned);
+    cudaFreeHost(values);
+}
+
+/* FGEMU_SYNC_LOG's copy_from_pageable: a cudaMemcpyAsync from pageable host memory to the
+ * device may make the host wait for the stream on a real GPU (the driver stages it), so it
+ * counts as one host synchronisation, whether its kind is HostToDevice or Default (the
+ * backend's); from page-locked memory it does not; a blocking cudaMemcpy counts once. */
+static void test_pageable_copy_counts(cudaStream_t s)
+{
+    float *d = NULL, *pinned = NULL, pageable[2] = { 1, 2 };
+    CHECK(cudaMalloc((void **)&d, 8) == cudaSuccess &&
+          cudaMallocHost((void **)&pinned, 8) == cudaSuccess, "allocations");
+    unsigned long long before = fgemu_host_syncs();
+    CHECK(cudaMemcpyAsync(d, pageable, 8, cudaMemcpyHostToDevice, s) == cudaSuccess, "H2D");
+    CHECK(fgemu_host_syncs() == before + 1, "a pageable HostToDevice cudaMemcpyAsync counted "
+          "%llu host synchronisation(s), want 1", fgemu_host_syncs() - before);
+    before = fgemu_host_syncs();
+    CHECK(cudaMemcpyAsync(d, pageable, 8, cudaMemcpyDefault, s) == cudaSuccess, "Default");
+    CHECK(fgemu_host_syncs() == before + 1, "a pageable cudaMemcpyDefault to the device "
+          "counted %llu, want 1", fgemu_host_syncs() - before);
+    before = fgemu_host_syncs();
+    CHECK(cudaMemcpyAsync(d, pinned, 8, cudaMemcpyDefault, s) == cudaSuccess &&
+          cudaMemcpyAsync(d, pinned, 8, cudaMemcpyHostToDevice, s) == cudaSuccess, "pinned");
+    CHECK(fgemu_host_syncs() == before, "page-locked copies to the device counted %llu, want "
+          "0", fgemu_host_syncs() - before);
+    before = fgemu_host_syncs();
+    CHECK(cudaMemcpyAsync(pageable, d, 8, cudaMemcpyDefault, s) == cudaSuccess, "D2H");
+    CHECK(fgemu_host_syncs() == before + 1, "a cudaMemcpyDefault from the device into pageable "
+          "memory counted %llu, want 1 (copy_to_pageable)", fgemu_host_syncs() - before);
+    before = fgemu_host_syncs();
+    CHECK(cudaMemcpy(d, pageable, 8, cudaMemcpyHostToDevice) == cudaSuccess, "blocking");
+    CHECK(fgemu_host_syncs() == before + 1, "a blocking cudaMemcpy counted %llu, want 1",
+          fgemu_host_syncs() - before);
+    cudaFree(d);
     cudaFreeHost(pinned);
 }
 
@@ -170,6 +207,7 @@ int main(void)
     }
     test_record_replay(s);
     test_refusals(s);
+    test_pageable_copy_counts(s);
     cudaStreamDestroy(s);
     if (failures) {
         printf("%d check(s) failed\n", failures);

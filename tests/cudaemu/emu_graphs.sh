@@ -4,7 +4,8 @@
 # each run uncaptured and captured (2 eager steps, the third captured, every later one a
 # graph replay). Asserts: the captured runs end with the uncaptured runs' weights bit for
 # bit (digest); the B - A replayed steps hold no host synchronisation at all (FGEMU_SYNC_LOG:
-# queue, device or event sync, blocking copy to the host); the fit says it replayed B - 3
+# queue, device or event sync, blocking copy to the host, a copy to the device out of
+# pageable memory: the per-step values come from a page-locked ring); the fit says it replayed B - 3
 # steps (so the graph ran, not an eager step).
 #   emu_graphs.sh FULGUR EMU_PLUGIN_DIR CONFIG PRECISION OPTIMIZER DATA_DIR A B [KEY=VALUE...]
 # OPTIMIZER: sgd or adamw (the config's [optimizer] is rewritten to it).
@@ -59,7 +60,7 @@ if ! grep -q "cuda graphs: step 3 of the fit captured, $want step(s) replayed" g
   echo "FAIL: graphB does not say it replayed $want steps"; status=1
 fi
 steps=$((B - A))
-for kind in host_syncs cudaStreamSynchronize cudaDeviceSynchronize copy_to_pageable cudaEventSynchronize; do
+for kind in host_syncs cudaStreamSynchronize cudaDeviceSynchronize copy_to_pageable copy_from_pageable cudaEventSynchronize; do
   d=$(( $(count graphB $kind) - $(count graphA $kind) ))
   e=$(( $(count eagerB $kind) - $(count eagerA $kind) ))
   echo "$kind in $steps steady-state steps: captured $d, uncaptured $e"

@@ -330,10 +330,36 @@ void *worker_main(void *arg)
     return NULL;
 }
 
+void submit(comm *c, cudaStream_t s, std::function<void()> work);
+
+/* An operation recorded while its stream captured: each launch of the graph enqueues it
+ * again, on the launch stream, as a graph's NCCL kernel node runs on a GPU (same buffers,
+ * same communicator; the peers must launch their graphs too). */
+struct captured_op {
+    comm *c;
+    std::function<void()> work;
+};
+
+void run_captured(void *ctx, cudaStream_t s)
+{
+    captured_op *op = (captured_op *)ctx;
+    submit(op->c, s, op->work);
+}
+
+void drop_captured(void *ctx)
+{
+    delete (captured_op *)ctx;
+}
+
 /* Enqueues work on the stream, as NCCL's kernels are: the call returns, the stream's events
- * complete when the communicator's thread has run it. */
+ * complete when the communicator's thread has run it. On a capturing stream the work is
+ * recorded instead (NCCL's collectives are capturable), and runs at each graph launch. */
 void submit(comm *c, cudaStream_t s, std::function<void()> work)
 {
+    if (fgemu_capturing(s)) {
+        fgemu_capture_add(s, run_captured, new captured_op{ c, work }, drop_captured);
+        return;
+    }
     uint64_t ticket = fgemu_async_begin(s);
     pthread_mutex_lock(&c->qmu);
     c->jobs.push_back([work, s, ticket] {

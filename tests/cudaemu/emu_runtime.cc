@@ -41,6 +41,8 @@ struct emu_event {
     emu_stream *stream; /* complete once stream->completed >= ticket */
     uint64_t ticket;
     int captured; /* last recorded on a capturing stream (a node of its graph) */
+    cudaStream_t capture_stream; /* that stream, and its work items recorded before */
+    unsigned long capture_mark;
 };
 
 /* The legacy default stream (0, cudaStreamLegacy, cudaStreamPerThread). */
@@ -195,11 +197,15 @@ cudaError_t check_copy(void *dst, const void *src, size_t n, cudaMemcpyKind kind
 /* Host synchronisations (FGEMU_SYNC_LOG): the calls that make the host wait for the
  * device, as a real GPU would: cudaStreamSynchronize, cudaDeviceSynchronize, a host's
  * cudaEventSynchronize, cudaMemcpy (blocking) and a cudaMemcpyAsync from the device into
- * pageable host memory (the runtime returns once it is done). Counted by kind; written
- * to the file FGEMU_SYNC_LOG names when the process exits. */
-enum { SYNC_STREAM, SYNC_DEVICE, SYNC_EVENT, SYNC_COPY, SYNC_KINDS };
+ * pageable host memory (the runtime returns once it is done); and a cudaMemcpyAsync from
+ * pageable host memory to the device, which the driver may stage by waiting for the stream
+ * (the runtime's "API synchronization behavior": only page-locked sources are truly
+ * asynchronous). Counted by kind; written to the file FGEMU_SYNC_LOG names when the
+ * process exits. */
+enum { SYNC_STREAM, SYNC_DEVICE, SYNC_EVENT, SYNC_COPY, SYNC_FROM_PAGEABLE, SYNC_KINDS };
 const char *const kSyncNames[SYNC_KINDS] = { "cudaStreamSynchronize", "cudaDeviceSynchronize",
-                                             "cudaEventSynchronize", "copy_to_pageable" };
+                                             "cudaEventSynchronize", "copy_to_pageable",
+                                             "copy_from_pageable" };
 unsigned long long g_syncs[SYNC_KINDS];
 pthread_once_t g_sync_once = PTHREAD_ONCE_INIT;
 
@@ -451,6 +457,15 @@ const char *cudaGetErrorName(cudaError_t e)
     case cudaErrorNotReady: return "cudaErrorNotReady";
     case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
     case cudaErrorNotSupported: return "cudaErrorNotSupported";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorStreamCaptureMerge: return "cudaErrorStreamCaptureMerge";
+    case cudaErrorStreamCaptureUnmatched: return "cudaErrorStreamCaptureUnmatched";
+    case cudaErrorStreamCaptureUnjoined: return "cudaErrorStreamCaptureUnjoined";
+    case cudaErrorStreamCaptureIsolation: return "cudaErrorStreamCaptureIsolation";
+    case cudaErrorStreamCaptureImplicit: return "cudaErrorStreamCaptureImplicit";
+    case cudaErrorCapturedEvent: return "cudaErrorCapturedEvent";
+    case cudaErrorStreamCaptureWrongThread: return "cudaErrorStreamCaptureWrongThread";
     default: return "cudaErrorUnknown";
     }
 }
@@ -467,6 +482,16 @@ const char *cudaGetErrorString(cudaError_t e)
     case cudaErrorLaunchFailure: return "unspecified launch failure";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorNotReady: return "device not ready";
+    /* the capture errors, in driver_types.h's words */
+    case cudaErrorStreamCaptureUnsupported: return "the operation is not permitted when the stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "the capture sequence was invalidated by a previous error";
+    case cudaErrorStreamCaptureMerge: return "the operation would merge two independent capture sequences";
+    case cudaErrorStreamCaptureUnmatched: return "the capture was not initiated in this stream";
+    case cudaErrorStreamCaptureUnjoined: return "the capture sequence contains a fork not joined to the primary stream";
+    case cudaErrorStreamCaptureIsolation: return "a dependency would cross the capture sequence boundary";
+    case cudaErrorStreamCaptureImplicit: return "an implicit dependency on a capture sequence from cudaStreamLegacy";
+    case cudaErrorCapturedEvent: return "the operation is not permitted on an event last recorded in a capturing stream";
+    case cudaErrorStreamCaptureWrongThread: return "a thread-local or global capture ended in another thread";
     default: return "unknown error (emulated runtime)";
     }
 }
@@ -626,8 +651,24 @@ cudaError_t cudaHostGetDevicePointer(void **dev, void *host, unsigned flags)
     return ret(cudaSuccess);
 }
 
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
-                            cudaStream_t s)
+/* A copy's direction: the kind given, or for cudaMemcpyDefault the one the allocations
+ * say (unified addressing: the backend copies with cudaMemcpyDefault). */
+static cudaMemcpyKind direction(void *dst, const void *src, cudaMemcpyKind kind)
+{
+    if (kind != cudaMemcpyDefault)
+        return kind;
+    pthread_mutex_lock(&g_lock);
+    const allocation *d = find(dst, 1), *s = find(src, 1);
+    int dst_dev = d && d->device >= 0, src_dev = s && s->device >= 0;
+    pthread_mutex_unlock(&g_lock);
+    if (dst_dev)
+        return src_dev ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice;
+    return src_dev ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost;
+}
+
+/* blocking: cudaMemcpy, which counted itself as one host synchronisation. */
+static cudaError_t memcpy_async(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
+                                cudaStream_t s, int blocking)
 {
     if (g_sticky != cudaSuccess)
         return g_sticky;
@@ -639,11 +680,20 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcp
     if (fgemu_capturing(s))
         return ret(capture_copy(dst, src, n, s));
     fgemu_stream_drain(s); /* stream order; a copy to pageable memory returns when done */
-    if (n && kind == cudaMemcpyDeviceToHost && pageable(dst))
+    cudaMemcpyKind dir = n ? direction(dst, src, kind) : kind;
+    if (n && dir == cudaMemcpyDeviceToHost && pageable(dst))
         count_sync(SYNC_COPY);
+    if (n && !blocking && dir == cudaMemcpyHostToDevice && pageable(src))
+        count_sync(SYNC_FROM_PAGEABLE);
     if (n)
         memmove(dst, src, n);
     return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
+                            cudaStream_t s)
+{
+    return memcpy_async(dst, src, n, kind, s, 0);
 }
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
@@ -651,9 +701,9 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind
     cudaError_t c = fgemu_capture_forbids("a blocking cudaMemcpy", NULL, 1);
     if (c != cudaSuccess)
         return ret(cudaErrorStreamCaptureImplicit);
-    if (n && !(kind == cudaMemcpyDeviceToHost && pageable(dst)))
+    if (n && !(direction(dst, src, kind) == cudaMemcpyDeviceToHost && pageable(dst)))
         count_sync(SYNC_COPY); /* blocking whatever its direction (a D2H one counts below) */
-    return cudaMemcpyAsync(dst, src, n, kind, 0);
+    return memcpy_async(dst, src, n, kind, 0, 1);
 }
 
 cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_t s)
@@ -740,7 +790,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
     if (!e || (flags & ~(unsigned)(cudaEventBlockingSync | cudaEventDisableTiming |
                                    cudaEventInterprocess)))
         return ret(cudaErrorInvalidValue);
-    emu_event *ev = new emu_event{ t_device, flags, 0, NULL, 0, 0 };
+    emu_event *ev = new emu_event{ t_device, flags, 0, NULL, 0, 0, NULL, 0 };
     pthread_mutex_lock(&g_lock);
     g_events.insert(ev);
     pthread_mutex_unlock(&g_lock);
@@ -771,11 +821,14 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s)
     emu_event *ev = (emu_event *)e;
     emu_stream *st = stream_of(s);
     int captured = fgemu_capturing(s);
+    unsigned long mark = captured ? fgemu_capture_mark(s) : 0;
     pthread_mutex_lock(&g_async);
     ev->recorded = 1;
     ev->captured = captured; /* a node of the graph: nothing to complete at replay */
     if (captured) {
         ev->stream = NULL;
+        ev->capture_stream = s;
+        ev->capture_mark = mark;
         pthread_mutex_unlock(&g_async);
         return ret(cudaSuccess);
     }
@@ -822,7 +875,18 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags)
                 "recorded\n", (void *)e);
         return ret(cudaErrorInvalidResourceHandle);
     }
-    int inside = fgemu_capturing(s), captured = ((emu_event *)e)->captured;
+    emu_event *ev = (emu_event *)e;
+    int inside = fgemu_capturing(s), captured = ev->captured;
+    if (captured) { /* a fork into the event's capture, a join, or a refusal */
+        cudaError_t w = fgemu_capture_wait(s, ev->capture_stream, ev->capture_mark);
+        if (w != cudaSuccess) {
+            fprintf(stderr, "cudaemu: cudaStreamWaitEvent: stream %p on event %p recorded in "
+                    "another or an ended capture\n", (void *)s, (void *)e);
+            if (inside)
+                fgemu_capture_invalidate(s, "cudaStreamWaitEvent");
+        }
+        return ret(w);
+    }
     if (inside != captured) {
         fprintf(stderr, "cudaemu: cudaStreamWaitEvent: stream %p %s, event %p %s: a wait "
                 "across a capture's boundary is not emulated\n", (void *)s,
@@ -832,8 +896,6 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags)
             fgemu_capture_invalidate(s, "cudaStreamWaitEvent");
         return ret(inside ? cudaErrorStreamCaptureIsolation : cudaErrorStreamCaptureUnsupported);
     }
-    if (inside) /* the capture records its work in stream order already */
-        return ret(cudaSuccess);
     event_wait(e); /* the device-side wait, done by the host here (not a host sync) */
     return ret(cudaSuccess);
 }

@@ -52,12 +52,13 @@ for pair in fused old; do
     "cudaStreamSynchronize $(per_step $pair cudaStreamSynchronize)," \
     "cudaDeviceSynchronize $(per_step $pair cudaDeviceSynchronize)," \
     "copy_to_pageable $(per_step $pair copy_to_pageable)," \
+    "copy_from_pageable $(per_step $pair copy_from_pageable)," \
     "cudaEventSynchronize $(per_step $pair cudaEventSynchronize)" \
     "($A batches: $(count ${pair}A host_syncs), $B: $(count ${pair}B host_syncs))"
 done
 status=0
 # The round trips: the host waits for work it just enqueued (a queue sync, a blocking read).
-for kind in cudaStreamSynchronize cudaDeviceSynchronize copy_to_pageable cudaEventSynchronize; do
+for kind in cudaStreamSynchronize cudaDeviceSynchronize copy_to_pageable copy_from_pageable cudaEventSynchronize; do
   d=$(delta fused $kind)
   if [ "$d" -ne 0 ]; then
     echo "FAIL: $d $kind in $steps steady-state steps (want 0)"; status=1

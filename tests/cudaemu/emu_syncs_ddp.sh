@@ -40,6 +40,7 @@ for pair in fused old; do
   echo "$pair: in $steps steady-state steps (rank 0): $(delta $pair host_syncs) host syncs:" \
     "cudaStreamSynchronize $(delta $pair cudaStreamSynchronize)," \
     "copy_to_pageable $(delta $pair copy_to_pageable)," \
+    "copy_from_pageable $(delta $pair copy_from_pageable)," \
     "cudaEventSynchronize $(delta $pair cudaEventSynchronize)"
 done
 status=0

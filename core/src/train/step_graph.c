@@ -41,6 +41,29 @@ static const char *layer_with_dropout(const fg_config *cfg)
     return NULL;
 }
 
+/* single, or ddp whose buckets are NCCL collectives ordered on the device (a graph holds
+ * them: the comm's stream forks from the captured stream and joins it back). */
+static fg_status check_strategy(const fg_trainer *t, fg_error *err)
+{
+    const char *name = t->strategy.inst->name;
+    if (strcmp(name, "single") == 0) return FG_OK;
+    if (strcmp(name, "ddp") != 0)
+        return refuse(err, "[strategy] %s: only `single` and `ddp` over [comm] nccl are "
+                      "captured (the others synchronise the host or run collectives a graph "
+                      "does not hold)", name);
+    const fg_instance *comm = fg_runtime_instance_of_kind(t->rt, FG_KIND_COMM);
+    if (!comm || strcmp(comm->name, "nccl") != 0)
+        return refuse(err, "[strategy] ddp over [comm] %s: its collectives run on the host, "
+                      "outside the device's streams, so a graph cannot hold them; use [comm] "
+                      "name = nccl", comm ? comm->name : "(none)");
+    if (fg_model_buffers_size(t->model) > 0)
+        return refuse(err, "[strategy] ddp: the model holds buffers (batch-norm running "
+                      "statistics) that ddp copies from rank 0 after the steps that changed "
+                      "them, which it learns on the host in each step; a replayed step would "
+                      "leave the ranks' buffers apart");
+    return FG_OK;
+}
+
 /* What the trainer and its callbacks do on the host inside a step. */
 static fg_status check_trainer(const fg_trainer *t, fg_error *err)
 {
@@ -49,10 +72,8 @@ static fg_status check_trainer(const fg_trainer *t, fg_error *err)
         !be->graph_end || !be->graph_launch || !be->graph_destroy)
         return refuse(err, "a CUDA key: backend %s cannot capture a step into a graph (use "
                       "[backend] name = cuda)", t->backend.inst->name);
-    if (strcmp(t->strategy.inst->name, "single") != 0)
-        return refuse(err, "[strategy] %s: only `single` is captured (the others synchronise "
-                      "the host or run collectives a graph does not hold)",
-                      t->strategy.inst->name);
+    fg_status st = check_strategy(t, err);
+    if (st != FG_OK) return st;
     if (t->keys.accumulate != 1)
         return refuse(err, "%s = %lld: only a step of one micro-batch is captured",
                       "trainer.accumulate_grad_batches", (long long)t->keys.accumulate);

@@ -51,6 +51,7 @@ static void stage_destroy(void *ctx, void *stage)
     fg_optimizer_destroy(s->opt);
     fg_batch_copier_destroy(s->copier);
     if (s->graph) c->be->graph_destroy(c->bs, s->graph);
+    fg_pinned_ring_fini(&s->graph_ring);
     void *blocks[] = {s->x_act, s->metrics_dev, s->scratch_dev, s->graph_x, s->graph_y,
                       s->graph_values_dev};
     for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++)

@@ -7,6 +7,7 @@
 
 #include "batch_copy.h"
 #include "optimizer.h"
+#include "pinned_ring.h"
 #include "train_services.h"
 
 typedef struct fg_train_stage {
@@ -40,7 +41,7 @@ typedef struct fg_train_stage {
     void *graph_x;           /* (max_batch, in...) 4-byte samples the captured forward reads */
     int32_t *graph_y;        /* (max_batch, positions) labels */
     float *graph_values_dev; /* (3) the optimizer's per-step values (lr_dev, step_dev) */
-    float graph_values[3];   /* their host source: read when the copy is enqueued */
+    fg_pinned_ring graph_ring; /* their page-locked host sources, a slot a step */
     int graph_inputs;        /* 1 while capturing: forward reads graph_x/graph_y, no copier */
     int graph_rows;          /* samples of the captured batch */
     int syncs;               /* holds a layer that calls the replica all-reduce */

@@ -43,6 +43,12 @@ fg_status fg_train_stage_graph_prepare(fg_train_ctx *c, void *stage, fg_error *e
         st = stage_graph_alloc(c, s, rows * (size_t)fg_model_positions(c->model) * sizeof(int32_t),
                                (void **)&s->graph_y, err);
     if (st == FG_OK) fg_optimizer_read_step_values(s->opt, s->graph_values_dev);
+    fg_error ring_err = {0};
+    fg_status ring = st == FG_OK ? fg_pinned_ring_init(&s->graph_ring, c->be, c->bs, s->device,
+                                                       3 * sizeof(float), &ring_err)
+                                 : FG_OK;
+    if (ring != FG_OK)
+        st = fg_error_set(err, ring, "[backend] cuda_graphs: %s", ring_err.message);
     return st;
 }
 
@@ -50,9 +56,13 @@ fg_status fg_train_stage_graph_values(fg_train_ctx *c, void *stage, float lr, in
                                       fg_error *err)
 {
     fg_train_stage *s = stage;
-    int n = fg_optimizer_step_values(s->opt, lr, step, s->graph_values);
-    return c->be->copy(c->bs, s->queue, s->graph_values_dev, s->device, s->graph_values, -1,
-                       (size_t)n * sizeof(float), err);
+    float *values = NULL;
+    fg_status st = fg_pinned_ring_take(&s->graph_ring, (void **)&values, err);
+    if (st != FG_OK) return st;
+    int n = fg_optimizer_step_values(s->opt, lr, step, values);
+    st = c->be->copy(c->bs, s->queue, s->graph_values_dev, s->device, values, -1,
+                     (size_t)n * sizeof(float), err);
+    return st == FG_OK ? fg_pinned_ring_copied(&s->graph_ring, s->queue, err) : st;
 }
 
 fg_status fg_train_stage_graph_inputs(fg_train_ctx *c, void *stage, const fg_batch *b,
