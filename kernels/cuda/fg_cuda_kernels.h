@@ -135,9 +135,17 @@ cudaError_t fg_cu_xent_backward(cudaStream_t s, int type, const float *probs,
                                 const int32_t *labels, int rows, int classes, float scale,
                                 void *dlogits, unsigned long long *bad);
 
+/* ---- channels-last (channels_last.cu) ---------------------------------------------------- */
+/* dst = src permuted from (outer, c, inner) to (outer, inner, c) when to_last, else back;
+ * converted into dst's type, added to dst when accumulate (f32, one rounding). */
+cudaError_t fg_cu_channels_permute(cudaStream_t s, void *dst, int dst_type, const void *src,
+                                   int src_type, size_t outer, size_t c, size_t inner,
+                                   int to_last, int accumulate);
+
 /* ---- pooling (pool2d.cu) ------------------------------------------------------------------ */
 typedef struct fg_cu_window {
     int n, c, h, w, r, s, pad_h, pad_w, stride_h, stride_w, out_h, out_w;
+    int nhwc; /* activations channels-last: (n, h, w, c) */
 } fg_cu_window;
 
 /* As kernels/cpu/pool2d.c: max keeps argmax h*W+w in its plane (-1 and y = 0 when the

@@ -1,5 +1,5 @@
-/* Max and average pooling over NCHW planes, as kernels/cpu/pool2d.c: forward one thread per
- * output; backward one thread per input, which gathers the outputs whose window covers it
+/* Max and average pooling over NCHW planes (or NHWC: the same planes with channel stride
+ * c), as kernels/cpu/pool2d.c: forward one thread per output; backward one thread per input, which gathers the outputs whose window covers it
  * in ascending output order (the order the CPU scatters them in): no atomics, the same
  * sums bit for bit. */
 #include <math.h>
@@ -18,9 +18,20 @@ __global__ void pool_forward_k(fg_cu_window d, int is_max, const T *__restrict__
     size_t P = (size_t)d.out_h * (size_t)d.out_w, hw = (size_t)d.h * (size_t)d.w;
     FGCU_FOR(o, total)
     {
-        size_t plane = o / P, p = o - plane * P;
+        size_t p, xs; /* p = oh * out_w + ow; xs: x's stride along w */
+        const T *xp;
+        if (d.nhwc) { /* o = (p of n) * c + ch; xp at (n, 0, 0, ch) */
+            size_t ch = o % (size_t)d.c, q = o / (size_t)d.c, n = q / P;
+            p = q - n * P;
+            xp = x + n * hw * (size_t)d.c + ch;
+            xs = (size_t)d.c;
+        } else {
+            size_t plane = o / P;
+            p = o - plane * P;
+            xp = x + plane * hw;
+            xs = 1;
+        }
         int oh = (int)(p / (size_t)d.out_w), ow = (int)(p - (size_t)oh * (size_t)d.out_w);
-        const T *xp = x + plane * hw;
         int h0 = oh * d.stride_h - d.pad_h, w0 = ow * d.stride_w - d.pad_w;
         float best = -INFINITY, sum = 0.0f;
         int32_t where = -1;
@@ -32,7 +43,7 @@ __global__ void pool_forward_k(fg_cu_window d, int is_max, const T *__restrict__
                 int iw = w0 + s;
                 if (iw < 0 || iw >= d.w)
                     continue;
-                float v = ld(xp, (size_t)ih * (size_t)d.w + (size_t)iw);
+                float v = ld(xp, ((size_t)ih * (size_t)d.w + (size_t)iw) * xs);
                 sum += v;
                 if (v > best || (v != v && best == best) || where < 0) {
                     best = v;
@@ -70,17 +81,30 @@ __global__ void pool_backward_k(fg_cu_window d, int is_max, const T *__restrict_
     size_t P = (size_t)d.out_h * (size_t)d.out_w, hw = (size_t)d.h * (size_t)d.w;
     FGCU_FOR(i, total)
     {
-        size_t plane = i / hw, q = i - plane * hw;
+        size_t q, ys; /* q = ih * w + iw; ys: dy's stride along out_w */
+        const T *g;
+        const int32_t *am;
+        if (d.nhwc) { /* i = (q of n) * c + ch; dy's (n, 0, 0, ch) and argmax likewise */
+            size_t ch = i % (size_t)d.c, r = i / (size_t)d.c, n = r / hw;
+            q = r - n * hw;
+            g = dy + n * P * (size_t)d.c + ch;
+            am = is_max ? argmax + n * P * (size_t)d.c + ch : NULL;
+            ys = (size_t)d.c;
+        } else {
+            size_t plane = i / hw;
+            q = i - plane * hw;
+            g = dy + plane * P;
+            am = is_max ? argmax + plane * P : NULL;
+            ys = 1;
+        }
         int ih = (int)(q / (size_t)d.w), iw = (int)(q - (size_t)ih * (size_t)d.w);
         int oh0, oh1, ow0, ow1;
         covering(ih, d.pad_h, d.r, d.stride_h, d.out_h, &oh0, &oh1);
         covering(iw, d.pad_w, d.s, d.stride_w, d.out_w, &ow0, &ow1);
-        const T *g = dy + plane * P;
-        const int32_t *am = is_max ? argmax + plane * P : NULL;
         float acc = 0.0f;
         for (int oh = oh0; oh < oh1; oh++)
             for (int ow = ow0; ow < ow1; ow++) {
-                size_t o = (size_t)oh * (size_t)d.out_w + (size_t)ow;
+                size_t o = ((size_t)oh * (size_t)d.out_w + (size_t)ow) * ys;
                 if (!is_max)
                     acc += ld(g, o) * inv_window;
                 else if (am[o] == (int32_t)q)

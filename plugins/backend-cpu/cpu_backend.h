@@ -156,4 +156,15 @@ size_t fg_cpu_op_conv2d_workspace(void *state, const fg_conv2d_desc *d);
 /* cpu_ops_lm.c */
 size_t fg_cpu_op_attention_workspace(void *state, const fg_attention_desc *d);
 
+/* The CPU kernels work on NCHW only: an NHWC descriptor (ABI 1.9) is refused, never read
+ * as NCHW. */
+static inline fg_status fg_cpu_nchw_only(const char *op, const fg_conv2d_desc *d, fg_error *err)
+{
+    if (!d || fg_conv2d_layout(d) == FG_LAYOUT_NCHW)
+        return FG_OK;
+    return fg_error_set(err, FG_UNAVAILABLE,
+                        "cpu backend: %s: layout NHWC is not supported (the CPU kernels are "
+                        "NCHW; channels-last is a CUDA backend layout)", op);
+}
+
 #endif

@@ -287,6 +287,9 @@ fg_status fg_cpu_op_conv2d_forward(void *state, void *queue, uint32_t x_dtype,
                                    const void *x, const void *w, const void *bias, void *y,
                                    void *workspace, fg_error *err)
 {
+    fg_status nchw = fg_cpu_nchw_only("conv2d_forward", d, err);
+    if (nchw != FG_OK)
+        return nchw;
     fg_cpu_backend *be = state;
     fg_cpu_conv_entry *e = queue && x && w && y ? fg_cpu_conv_pick(be, d, x_dtype, param_dtype,
                                                                    workspace)
@@ -368,6 +371,9 @@ fg_status fg_cpu_op_conv2d_backward(void *state, void *queue, uint32_t x_dtype,
                                     const void *dy, void *dx, void *dw, void *dbias,
                                     int accumulate, void *workspace, fg_error *err)
 {
+    fg_status nchw = fg_cpu_nchw_only("conv2d_backward", d, err);
+    if (nchw != FG_OK)
+        return nchw;
     fg_cpu_backend *be = state;
     int grad_ok = grad_dtype == FG_F32 || grad_dtype == FG_F16 || grad_dtype == FG_BF16;
     fg_cpu_conv_entry *e = queue && x && w && dy && dw && grad_ok

@@ -273,6 +273,9 @@ fg_status fg_cpu_im2col_conv2d_forward(void *state, void *queue, uint32_t x_dtyp
                                    const void *x, const void *w, const void *bias, void *y,
                                    void *workspace, fg_error *err)
 {
+    fg_status nchw = fg_cpu_nchw_only("conv2d_forward", d, err);
+    if (nchw != FG_OK)
+        return nchw;
     fg_cpu_conv_shape s = window(d, 1);
     fg_cpu_operand o[] = {ARG_IN(x, x_dtype, volume4(d->n, d->c, d->h, d->w)),
                    ARG_IN(w, param_dtype, volume4(d->k, d->c, d->r, d->s)),
@@ -290,6 +293,9 @@ fg_status fg_cpu_im2col_conv2d_backward(void *state, void *queue, uint32_t x_dty
                                     const void *dy, void *dx, void *dw, void *dbias,
                                     int accumulate, void *workspace, fg_error *err)
 {
+    fg_status nchw = fg_cpu_nchw_only("conv2d_backward", d, err);
+    if (nchw != FG_OK)
+        return nchw;
     fg_cpu_conv_shape s = window(d, 1);
     size_t xn = volume4(d->n, d->c, d->h, d->w), wn = volume4(d->k, d->c, d->r, d->s);
     fg_cpu_operand o[] = {ARG_IN(x, x_dtype, xn), ARG_IN(w, param_dtype, wn),
@@ -307,6 +313,9 @@ fg_status fg_cpu_op_pool2d_forward(void *state, void *queue, uint32_t dtype, int
                                    const fg_conv2d_desc *d, const void *x, void *y,
                                    int32_t *argmax, fg_error *err)
 {
+    fg_status nchw = fg_cpu_nchw_only("pool2d_forward", d, err);
+    if (nchw != FG_OK)
+        return nchw;
     fg_cpu_conv_shape s = window(d, 0);
     fg_cpu_operand o[] = {ARG_IN(x, dtype, volume4(d->n, d->c, d->h, d->w)),
                    ARG_OUT(y, dtype, volume4(d->n, d->c, d->out_h, d->out_w))};
@@ -320,6 +329,9 @@ fg_status fg_cpu_op_pool2d_backward(void *state, void *queue, uint32_t dtype, in
                                     const fg_conv2d_desc *d, const void *dy,
                                     const int32_t *argmax, void *dx, fg_error *err)
 {
+    fg_status nchw = fg_cpu_nchw_only("pool2d_backward", d, err);
+    if (nchw != FG_OK)
+        return nchw;
     fg_cpu_conv_shape s = window(d, 0);
     fg_cpu_operand o[] = {ARG_IN(dy, dtype, volume4(d->n, d->c, d->out_h, d->out_w)),
                    ARG_OUT(dx, dtype, volume4(d->n, d->c, d->h, d->w))};

@@ -32,6 +32,7 @@ typedef struct fg_cuda_backend {
     int device_count;
     int driver_version, runtime_version;
     int allow_tf32;
+    int cudnn_benchmark;    /* [backend] cudnn_benchmark: conv2d algorithms timed, not guessed */
     int attention;          /* [backend] attention: FG_CUDA_ATTN_* (cuda_sdpa.h) */
     fg_cuda_device dev[FG_CUDA_MAX_DEVICES];
     pthread_mutex_t lock;   /* last_device */
@@ -61,10 +62,12 @@ typedef struct fg_cuda_gemm_plan {
 typedef struct fg_cuda_conv_key {
     int32_t n, c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w;
     uint32_t type;
+    int32_t layout; /* fg_tensor_layout of x and y (the filter is KCRS in NCHW, KRSC in NHWC) */
 } fg_cuda_conv_key;
 
 typedef struct fg_cuda_conv_plan {
     int valid;
+    int chosen[3]; /* FG_CUDA_CONV_FWD / _BWD_DATA / _BWD_FILTER's algorithm is picked */
     fg_cuda_conv_key key;
     cudnnTensorDescriptor_t x, y;
     cudnnFilterDescriptor_t w;
@@ -148,6 +151,17 @@ typedef struct fg_cuda_batched_gemm {
 } fg_cuda_batched_gemm;
 fg_status fg_cuda_matmul_batched(const fg_cuda_backend *be, fg_cuda_queue *q,
                                  const fg_cuda_batched_gemm *g, fg_error *err);
+
+/* cuda_conv_algo.c: a plan's algorithm for one pass, picked on first use (heuristics, or
+ * timed on the operands under cudnn_benchmark: a = x / w / x, b = w / dy / dy, out = y / dx
+ * / a filter-sized scratch, all in the plan's type and layout; scratch: `budget` bytes). */
+enum { FG_CUDA_CONV_FWD = 0, FG_CUDA_CONV_BWD_DATA = 1, FG_CUDA_CONV_BWD_FILTER = 2 };
+typedef struct fg_cuda_conv_operands {
+    const void *a, *b;
+    void *out, *scratch;
+} fg_cuda_conv_operands;
+fg_status fg_cuda_conv_choose(const fg_cuda_backend *be, fg_cuda_queue *q, fg_cuda_conv_plan *p,
+                              int pass, const fg_cuda_conv_operands *o, fg_error *err);
 
 /* cuda_conv.c (the ops conv2d_forward and conv2d_backward: cuda_ops.h) */
 size_t fg_cuda_conv2d_workspace(void *state, const fg_conv2d_desc *d);

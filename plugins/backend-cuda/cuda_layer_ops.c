@@ -58,7 +58,8 @@ fg_status fg_cuda_op_activation_backward(void *state, void *queue, uint32_t dtyp
 static fg_cu_window fg_cuda_pool_window(const fg_conv2d_desc *d)
 {
     return (fg_cu_window){ d->n, d->c, d->h, d->w, d->r, d->s, d->pad_h, d->pad_w,
-                           d->stride_h, d->stride_w, d->out_h, d->out_w };
+                           d->stride_h, d->stride_w, d->out_h, d->out_w,
+                           fg_conv2d_layout(d) == FG_LAYOUT_NHWC };
 }
 
 fg_status fg_cuda_op_pool2d_forward(void *state, void *queue, uint32_t dtype, int mode,

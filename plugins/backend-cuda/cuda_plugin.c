@@ -24,6 +24,10 @@ static const fg_option fg_cuda_options[] = {
       "attention_forward/backward: cuDNN's fused flash attention for f16/bf16 and batched "
       "gemms for f32 where they can (auto), cuDNN always (cudnn: fail where it cannot), "
       "fulgur's kernels only (kernel), or f32 gemms always (gemm: fail where they cannot)" },
+    { "cudnn_benchmark", FG_OPT_BOOL, "false", 1, 0, NULL,
+      "conv2d: time cuDNN's algorithms once per shape, element type and layout "
+      "(cudnnFind*AlgorithmEx) and run the fastest, deterministic or not (PyTorch's "
+      "cudnn.benchmark); false: cuDNN's heuristics, deterministic algorithms first" },
 };
 
 fg_status fg_cuda_fail(fg_error *err, cudaError_t e, const char *what)
@@ -59,20 +63,29 @@ fg_status fg_cuda_lt_fail(fg_error *err, cublasStatus_t s, const char *what)
                         cublasLtGetStatusString(s), cublasLtGetStatusName(s));
 }
 
-static fg_status fg_cuda_read_options(fg_cuda_backend *be, const fg_host *host, fg_error *err)
+/* A boolean option; `off` when the key is absent. */
+static fg_status fg_cuda_read_bool(const fg_host *host, const char *key, int *out, fg_error *err)
 {
-    be->allow_tf32 = 0;
+    *out = 0;
     if (!host || !host->get_bool)
         return FG_OK;
-    fg_status st = host->get_bool(host, "allow_tf32", &be->allow_tf32);
+    fg_status st = host->get_bool(host, key, out);
     if (st == FG_NOT_FOUND) {
-        be->allow_tf32 = 0;
-        return fg_cuda_sdpa_read_option(be, host, err);
+        *out = 0;
+        return FG_OK;
     }
     if (st != FG_OK)
-        return fg_error_set(err, st, "backend.cuda: cannot read option %s.allow_tf32 (%s)",
-                            host->section ? host->section : "backend", fg_status_name(st));
-    return fg_cuda_sdpa_read_option(be, host, err);
+        return fg_error_set(err, st, "backend.cuda: cannot read option %s.%s (%s)",
+                            host->section ? host->section : "backend", key, fg_status_name(st));
+    return FG_OK;
+}
+
+static fg_status fg_cuda_read_options(fg_cuda_backend *be, const fg_host *host, fg_error *err)
+{
+    fg_status st = fg_cuda_read_bool(host, "allow_tf32", &be->allow_tf32, err);
+    if (st == FG_OK)
+        st = fg_cuda_read_bool(host, "cudnn_benchmark", &be->cudnn_benchmark, err);
+    return st == FG_OK ? fg_cuda_sdpa_read_option(be, host, err) : st;
 }
 
 static const char *fg_cuda_visible(void)
@@ -193,11 +206,13 @@ static fg_status fg_cuda_init(const fg_host *host, void **state, fg_error *err)
     }
     if (host && host->log)
         host->log(host, FG_LOG_DEBUG, "backend.cuda: %d device(s), driver CUDA %d.%d, "
-                  "runtime %d.%d, cuDNN %zu, allow_tf32 = %d, attention = %s",
+                  "runtime %d.%d, cuDNN %zu, allow_tf32 = %d, cudnn_benchmark = %d, "
+                  "attention = %s",
                   be->device_count,
                   be->driver_version / 1000, be->driver_version % 1000 / 10,
                   be->runtime_version / 1000, be->runtime_version % 1000 / 10,
-                  cudnnGetVersion(), be->allow_tf32, fg_cuda_sdpa_mode_name(be->attention));
+                  cudnnGetVersion(), be->allow_tf32, be->cudnn_benchmark,
+                  fg_cuda_sdpa_mode_name(be->attention));
     *state = be;
     return FG_OK;
 }

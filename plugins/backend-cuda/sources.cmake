@@ -7,6 +7,7 @@ set(FULGUR_CUDA_BACKEND_C_SOURCES
   cuda_graph.c
   cuda_gemm.c
   cuda_conv.c
+  cuda_conv_algo.c
   cuda_ops.c
   cuda_optim_fused.c
   cuda_layer_ops.c

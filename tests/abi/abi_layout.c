@@ -65,6 +65,8 @@ static const layout_line current[] = {
     FIELD(fg_conv2d_desc, pad_h), FIELD(fg_conv2d_desc, pad_w),
     FIELD(fg_conv2d_desc, stride_h), FIELD(fg_conv2d_desc, stride_w),
     FIELD(fg_conv2d_desc, out_h), FIELD(fg_conv2d_desc, out_w),
+    FIELD(fg_conv2d_desc, layout), /* ABI 1.9 */
+    ENUM(fg_tensor_layout, FG_LAYOUT_NCHW), ENUM(fg_tensor_layout, FG_LAYOUT_NHWC), /* ABI 1.9 */
 
     SIZE(fg_attention_desc), FIELD(fg_attention_desc, struct_size),
     FIELD(fg_attention_desc, batch), FIELD(fg_attention_desc, seq),

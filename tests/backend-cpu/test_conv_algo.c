@@ -26,7 +26,7 @@ static fg_conv2d_desc random_desc(void)
         fg_conv2d_desc d = { sizeof d, random_int(1, 9), random_int(1, 8), random_int(3, 15),
                              random_int(3, 15), random_int(1, 9), random_int(1, 4),
                              random_int(1, 4), random_int(0, 2), random_int(0, 2),
-                             random_int(1, 3), random_int(1, 3), 0, 0 };
+                             random_int(1, 3), random_int(1, 3), 0, 0, FG_LAYOUT_NCHW };
         int eh = d.h + 2 * d.pad_h - d.r, ew = d.w + 2 * d.pad_w - d.s;
         if (eh < 0 || ew < 0 || d.pad_h >= d.r || d.pad_w >= d.s)
             continue;
@@ -229,7 +229,7 @@ static void test_random_bf16(test_backend *dnnl, test_backend *im2col)
 /* oneDNN's pieces are fixed by the batch: threads = 1 and 2 give the same bits. */
 static void test_threads(void)
 {
-    fg_conv2d_desc d = { sizeof d, 37, 8, 13, 13, 16, 3, 3, 1, 1, 1, 1, 13, 13 };
+    fg_conv2d_desc d = { sizeof d, 37, 8, 13, 13, 16, 3, 3, 1, 1, 1, 1, 13, 13, FG_LAYOUT_NCHW };
     conv_io io;
     test_seed(5);
     io_make(&io, &d);
@@ -253,7 +253,8 @@ static void test_threads(void)
  * it: oneDNN's pieces for the smaller batch fit, and agree with im2col. */
 static void test_smaller_batch(test_backend *dnnl, test_backend *im2col)
 {
-    fg_conv2d_desc big = { sizeof big, 29, 6, 11, 11, 12, 3, 3, 1, 1, 1, 1, 11, 11 };
+    fg_conv2d_desc big = { sizeof big, 29, 6, 11, 11, 12, 3, 3, 1, 1, 1, 1, 11, 11,
+                           FG_LAYOUT_NCHW };
     fg_conv2d_desc small = big;
     small.n = 11;
     conv_io io;
@@ -297,7 +298,7 @@ static void test_unsized_workspace(test_backend *im2col)
 {
     test_backend tb;
     test_backend_open_with(&tb, 1, 2, 0, "conv_algorithm = onednn");
-    fg_conv2d_desc d = { sizeof d, 6, 3, 10, 10, 5, 3, 3, 0, 0, 1, 1, 8, 8 };
+    fg_conv2d_desc d = { sizeof d, 6, 3, 10, 10, 5, 3, 3, 0, 0, 1, 1, 8, 8, FG_LAYOUT_NCHW };
     conv_io io;
     test_seed(10);
     io_make(&io, &d);
@@ -323,7 +324,7 @@ static void test_auto_logs(void)
 {
     test_backend tb;
     test_backend_open_with(&tb, 1, 2, 0, "conv_algorithm = auto");
-    fg_conv2d_desc d = { sizeof d, 8, 4, 12, 12, 8, 3, 3, 1, 1, 1, 1, 12, 12 };
+    fg_conv2d_desc d = { sizeof d, 8, 4, 12, 12, 8, 3, 3, 1, 1, 1, 1, 12, 12, FG_LAYOUT_NCHW };
     conv_io io;
     test_seed(6);
     io_make(&io, &d);

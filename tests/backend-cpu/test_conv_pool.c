@@ -11,7 +11,7 @@ static test_backend tb;
 static fg_conv2d_desc make_desc(int n, int c, int h, int w, int k, int r, int s, int ph,
                                 int pw, int sh, int sw)
 {
-    fg_conv2d_desc d = { sizeof d, n, c, h, w, k, r, s, ph, pw, sh, sw, 0, 0 };
+    fg_conv2d_desc d = { sizeof d, n, c, h, w, k, r, s, ph, pw, sh, sw, 0, 0, FG_LAYOUT_NCHW };
     d.out_h = (h + 2 * ph - r) / sh + 1;
     d.out_w = (w + 2 * pw - s) / sw + 1;
     return d;

@@ -53,7 +53,7 @@ static void run_all(int threads, outputs *o)
     CHECK_OK(tb.vt->softmax_xent_forward(s, q, FG_F32, x, labels, XR, XC, o->xent_probs, &o->loss,
                                          &o->correct, &test_err));
 
-    fg_conv2d_desc d = { sizeof d, 16, 8, 13, 13, 16, 3, 3, 1, 1, 1, 1, 13, 13 };
+    fg_conv2d_desc d = { sizeof d, 16, 8, 13, 13, 16, 3, 3, 1, 1, 1, 1, 13, 13, FG_LAYOUT_NCHW };
     size_t xs = (size_t)16 * 8 * 13 * 13;
     o->conv_dx = test_alloc(xs * 4);
     o->conv_db = test_alloc(16 * 4);
@@ -62,7 +62,7 @@ static void run_all(int threads, outputs *o)
     CHECK_OK(tb.vt->conv2d_backward(s, q, FG_F32, FG_F32, FG_F32, &d, x, x, dy, o->conv_dx, dw,
                                     o->conv_db, 0, work, &test_err));
 
-    fg_conv2d_desc pd = { sizeof pd, 32, 16, 26, 26, 0, 3, 3, 0, 0, 1, 1, 24, 24 };
+    fg_conv2d_desc pd = { sizeof pd, 32, 16, 26, 26, 0, 3, 3, 0, 0, 1, 1, 24, 24, FG_LAYOUT_NCHW };
     o->pool_dx = test_alloc((size_t)32 * 16 * 26 * 26 * 4);
     CHECK_OK(
         tb.vt->pool2d_backward(s, q, FG_F32, FG_POOL_AVG, &pd, dy, NULL, o->pool_dx, &test_err));

@@ -82,7 +82,7 @@ static double conv_loss(void *p)
 
 static void test_conv_grad(void)
 {
-    fg_conv2d_desc d = { sizeof d, 2, 3, 7, 6, 4, 3, 3, 1, 1, 2, 2, 0, 0 };
+    fg_conv2d_desc d = { sizeof d, 2, 3, 7, 6, 4, 3, 3, 1, 1, 2, 2, 0, 0, FG_LAYOUT_NCHW };
     d.out_h = (d.h + 2 * d.pad_h - d.r) / d.stride_h + 1;
     d.out_w = (d.w + 2 * d.pad_w - d.s) / d.stride_w + 1;
     size_t xs = (size_t)d.n * d.c * d.h * d.w, ws = (size_t)d.k * d.c * d.r * d.s;
@@ -142,7 +142,8 @@ static double pool_loss(void *p)
 
 static void test_pool_grad(int mode, int r, int stride, int pad)
 {
-    fg_conv2d_desc d = { sizeof d, 2, 3, 7, 8, 0, r, r, pad, pad, stride, stride, 0, 0 };
+    fg_conv2d_desc d = { sizeof d, 2, 3, 7, 8, 0, r, r, pad, pad, stride, stride, 0, 0,
+                         FG_LAYOUT_NCHW };
     d.out_h = (d.h + 2 * pad - r) / stride + 1;
     d.out_w = (d.w + 2 * pad - r) / stride + 1;
     size_t xs = (size_t)d.n * d.c * d.h * d.w, ys = (size_t)d.n * d.c * d.out_h * d.out_w;

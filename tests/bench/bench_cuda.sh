@@ -3,11 +3,16 @@
 # torch.compile and Lightning, on Fashion-MNIST with the models of mlp.ini and cnn.ini here
 # (SGD lr 0.01 momentum 0.9, fp32, no TF32 on either side), at batch sizes 128 and 1024.
 # Prints samples/s of each and the ratios fulgur/eager, fulgur/compile, fulgur/lightning,
-# and writes one CSV row per (model, batch size) to --results.
+# and writes one CSV row per (model, batch size, precision) to --results.
+# --precisions "fp32 bf16-mixed" adds rows under bf16 mixed precision: fulgur with
+# precision.name=bf16-mixed and backend.cudnn_benchmark=true, PyTorch with autocast(bf16),
+# channels_last model and batches and cudnn.benchmark (its fastest CNN setting; Lightning
+# has no such row); the CSV's model column reads e.g. cnn/bf16-mixed. fulgur's convolutions
+# stay NCHW until the core asks for NHWC (plugins/backend-cuda/README.md).
 #
 #   tests/bench/bench_cuda.sh --fulgur BIN --data DIR [--results FILE] [--runs N]
 #                            [--batches N] [--batch-sizes "128 1024"] [--models "mlp cnn"]
-#                            [--modes "eager compile lightning"]
+#                            [--modes "eager compile lightning"] [--precisions "fp32"]
 #
 # fulgur's figure is its epoch-2 samples/s over --batches batches (epoch 1 is warm-up);
 # torch's is --batches timed steps after warm-up (torch_cuda_ref.py). Both copy each batch
@@ -17,14 +22,14 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 python=${PYTHON:-python3}
 fulgur="" data="" results="" runs=2 batches=0 batch_sizes="128 1024" models="mlp cnn"
-modes="eager compile lightning"
+modes="eager compile lightning" precisions="fp32"
 die() { echo "bench_cuda: $*" >&2; exit 2; }
 while (( $# > 0 )); do
     (( $# >= 2 )) || die "$1 needs a value"
     case $1 in
         --fulgur) fulgur=$2 ;; --data) data=$2 ;; --results) results=$2 ;;
         --runs) runs=$2 ;; --batches) batches=$2 ;; --batch-sizes) batch_sizes=$2 ;;
-        --models) models=$2 ;; --modes) modes=$2 ;;
+        --models) models=$2 ;; --modes) modes=$2 ;; --precisions) precisions=$2 ;;
         *) die "unknown option '$1'" ;;
     esac
     shift 2
@@ -32,6 +37,7 @@ done
 [[ -x $fulgur ]] || die "--fulgur must name the fulgur binary"
 [[ -r $data/train-images-idx3-ubyte.gz ]] || die "--data must name a Fashion-MNIST folder"
 [[ $runs =~ ^[1-9][0-9]*$ ]] || die "--runs needs a whole number >= 1"
+for p in $precisions; do [[ $p == fp32 || $p == bf16-mixed ]] || die "--precisions: fp32 or bf16-mixed, not '$p'"; done
 
 scratch=$(mktemp -d /tmp/fulgur-bench-cuda.XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
@@ -42,9 +48,10 @@ fulgur_failed=0
 # timed batches: a fulgur epoch holds 60000/bs of them
 batches_for() { local per=$((60000 / $1)); local b=${batches}; (( b > 0 )) || b=$(( $1 >= 1024 ? 50 : 300 )); (( b <= per )) || b=$per; echo "$b"; }
 
-fulgur_run() { # model bs batches -> samples/s
-    local out line
-    out=$("$fulgur" fit "$scratch/$1.ini" backend.name=cuda data.dir="$data" data.batch_size="$2" \
+fulgur_run() { # model bs batches precision -> samples/s
+    local out line extra=()
+    [[ $4 == fp32 ]] || extra=(precision.name="$4" backend.cudnn_benchmark=true)
+    out=$("$fulgur" fit "$scratch/$1.ini" backend.name=cuda data.dir="$data" data.batch_size="$2" "${extra[@]}" \
         trainer.max_epochs=2 trainer.limit_train_batches="$3" trainer.log_every_n_steps="$3" \
         trainer.check_val_every_n_epoch=0 trainer.test_after_fit=false \
         trainer.default_root_dir="$scratch/runs" 2>&1) || { echo "$out" >&2; return 1; }
@@ -52,10 +59,12 @@ fulgur_run() { # model bs batches -> samples/s
     sed -nE 's/.* ([0-9.]+) samples\/s.*/\1/p' <<<"$line" | grep .
 }
 
-torch_run() { # mode model bs batches -> samples/s
-    local out
+torch_run() { # mode model bs batches precision -> samples/s
+    local out extra=()
+    [[ $5 == fp32 ]] || extra=(--precision "$5" --channels-last --cudnn-benchmark)
+    [[ $5 == fp32 || $1 != lightning ]] || { echo NA; return 0; }
     out=$("$python" "$here/torch_cuda_ref.py" --mode "$1" --model "$2" --batch-size "$3" \
-        --batches "$4" --data-dir "$data" 2>&1) || { echo "$out" | tail -20 >&2; echo NA; return 0; }
+        --batches "$4" --data-dir "$data" "${extra[@]}" 2>&1) || { echo "$out" | tail -20 >&2; echo NA; return 0; }
     sed -nE 's/^RESULT samples_per_s=([0-9.]+).*/\1/p' <<<"$out" | grep . || echo NA
 }
 
@@ -69,24 +78,28 @@ echo "GPU: $gpu"
 if [[ -n $results && ! -s $results ]]; then
     echo "date,gpu,model,batch_size,timed_batches,runs,fulgur,torch_eager,torch_compile,lightning,fulgur_over_eager,fulgur_over_compile,fulgur_over_lightning" >"$results"
 fi
+for prec in $precisions; do
 for model in $models; do
+    label=$model
+    [[ $prec == fp32 ]] || label=$model/$prec
     for bs in $batch_sizes; do
         nb=$(batches_for "$bs")
         declare -A all=()
         for (( r = 1; r <= runs; r++ )); do
-            v=$(fulgur_run "$model" "$bs" "$nb") || { v=NA; fulgur_failed=1; }
+            v=$(fulgur_run "$model" "$bs" "$nb" "$prec") || { v=NA; fulgur_failed=1; }
             all[fulgur]+=" $v"
-            for m in $modes; do all[$m]+=" $(torch_run "$m" "$model" "$bs" "$nb")"; done
+            for m in $modes; do all[$m]+=" $(torch_run "$m" "$model" "$bs" "$nb" "$prec")"; done
         done
         f=$(median <<<"${all[fulgur]}")
         e=$(median <<<"${all[eager]:-NA}"); c=$(median <<<"${all[compile]:-NA}")
         l=$(median <<<"${all[lightning]:-NA}")
-        printf '%-4s bs %-5s fulgur %9s  eager %9s  compile %9s  lightning %9s  | fulgur/eager %s  /compile %s  /lightning %s\n' \
-            "$model" "$bs" "$f" "$e" "$c" "$l" "$(ratio "$f" "$e")" "$(ratio "$f" "$c")" "$(ratio "$f" "$l")"
+        printf '%-15s bs %-5s fulgur %9s  eager %9s  compile %9s  lightning %9s  | fulgur/eager %s  /compile %s  /lightning %s\n' \
+            "$label" "$bs" "$f" "$e" "$c" "$l" "$(ratio "$f" "$e")" "$(ratio "$f" "$c")" "$(ratio "$f" "$l")"
         [[ -z $results ]] || printf '%s,"%s",%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$gpu" \
-            "$model" "$bs" "$nb" "$runs" "$f" "$e" "$c" "$l" "$(ratio "$f" "$e")" "$(ratio "$f" "$c")" \
+            "$label" "$bs" "$nb" "$runs" "$f" "$e" "$c" "$l" "$(ratio "$f" "$e")" "$(ratio "$f" "$c")" \
             "$(ratio "$f" "$l")" >>"$results"
         unset all
     done
+done
 done
 (( fulgur_failed == 0 )) || { echo "bench_cuda: a fulgur run failed (its output is above)" >&2; exit 1; }

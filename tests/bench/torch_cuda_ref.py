@@ -32,6 +32,12 @@ def parse_args(argv):
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist")
+    p.add_argument("--precision", choices=("fp32", "bf16-mixed"), default="fp32",
+                   help="bf16-mixed: forward and loss under torch.autocast(bfloat16)")
+    p.add_argument("--channels-last", action="store_true",
+                   help="model and batches in torch.channels_last (NHWC) memory format")
+    p.add_argument("--cudnn-benchmark", action="store_true",
+                   help="torch.backends.cudnn.benchmark = True (algorithms timed per shape)")
     a = p.parse_args(argv)
     if a.batches < 1 or a.batch_size < 1 or a.warmup < 0:
         p.error("--batches and --batch-size must be >= 1, --warmup >= 0")
@@ -73,6 +79,9 @@ def pinned_batches(torch, a):
 def run_plain(torch, nn, a, batches):
     dev = torch.device("cuda")
     model = build_model(nn, a.model).to(dev)
+    fmt = torch.channels_last if a.channels_last else torch.contiguous_format
+    model = model.to(memory_format=fmt)
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.precision == "bf16-mixed")
     if a.mode == "compile":
         model = torch.compile(model)
     loss_fn = nn.CrossEntropyLoss()
@@ -81,8 +90,10 @@ def run_plain(torch, nn, a, batches):
     def step(i):
         xb, yb = batches[i % len(batches)]
         xb, yb = xb.to(dev, non_blocking=True), yb.to(dev, non_blocking=True)
+        xb = xb.contiguous(memory_format=fmt)
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(xb), yb)
+        with autocast:
+            loss = loss_fn(model(xb), yb)
         loss.backward()
         opt.step()
         return loss
@@ -157,12 +168,19 @@ def main(argv):
         return 3
     torch.backends.cuda.matmul.allow_tf32 = False  # fulgur's default: true fp32
     torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = a.cudnn_benchmark
+    if a.mode == "lightning" and (a.precision != "fp32" or a.channels_last):
+        print("torch_cuda_ref: --precision/--channels-last are for eager and compile",
+              file=sys.stderr)
+        return 2
     torch.manual_seed(a.seed)
     batches = pinned_batches(torch, a)
     run = run_lightning if a.mode == "lightning" else run_plain
     secs, last = run(torch, nn, a, batches)
-    print("RESULT samples_per_s=%.1f seconds=%.4f batches=%d last_loss=%.4f mode=%s torch=%s"
-          % (a.batches * a.batch_size / secs, secs, a.batches, last, a.mode, torch.__version__))
+    print("RESULT samples_per_s=%.1f seconds=%.4f batches=%d last_loss=%.4f mode=%s torch=%s "
+          "precision=%s channels_last=%d cudnn_benchmark=%d"
+          % (a.batches * a.batch_size / secs, secs, a.batches, last, a.mode, torch.__version__,
+             a.precision, a.channels_last, a.cudnn_benchmark))
     return 0
 
 

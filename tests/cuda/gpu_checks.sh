@@ -182,6 +182,13 @@ if (( bench )); then
     check "bench_cuda.sh ran" bash "$root/tests/bench/bench_cuda.sh" --fulgur "$fg/bin/fulgur" \
         --data "$data" --results "$OUT/bench.csv" --runs 1 >"$OUT/bench.log" 2>&1
     grep -E '^(GPU|mlp|cnn) ' "$OUT/bench.log" | tee -a "$summary"
+    # issue 27: the CNN at batch 1024 under bf16-mixed beside PyTorch autocast(bf16) +
+    # channels_last + cudnn.benchmark (eager and compile), the same call
+    check "bench_cuda.sh cnn bf16-mixed ran" bash "$root/tests/bench/bench_cuda.sh" \
+        --fulgur "$fg/bin/fulgur" --data "$data" --results "$OUT/bench.csv" --runs 1 \
+        --models cnn --batch-sizes 1024 --precisions bf16-mixed --modes "eager compile" \
+        >"$OUT/bench_cnn_bf16.log" 2>&1
+    grep -E '^cnn/bf16-mixed ' "$OUT/bench_cnn_bf16.log" | tee -a "$summary"
 fi
 if (( lm_bench )); then
     # the llm.c anchor when tests/bench/llmc_build.sh put its binary in .gpu/llmc

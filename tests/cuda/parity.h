@@ -76,6 +76,7 @@ void test_gemm_epilogue(void); /* parity_epilogue.c */
 void test_bias_act(void);
 void test_conv(void);
 void test_pool(void);
+void test_nhwc(void); /* parity_nhwc.c */
 void test_batchnorm(void);
 void test_dropout(void);
 void test_xent(void);

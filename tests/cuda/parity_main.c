@@ -325,20 +325,26 @@ static fg_status host_get_int(const fg_host *host, const char *key, int64_t *out
     return FG_OK;
 }
 
+/* --set KEY=VALUE options (string-valued; a boolean reads "true" or "false") */
+#define MAX_SETS 8
+static const char *set_keys[MAX_SETS], *set_values[MAX_SETS];
+static char set_buf[MAX_SETS][128];
+static int set_count;
+
 static fg_status host_get_bool(const fg_host *host, const char *key, int *out)
 {
     (void)host;
+    for (int i = 0; i < set_count; i++)
+        if (strcmp(key, set_keys[i]) == 0 && (strcmp(set_values[i], "true") == 0 ||
+                                              strcmp(set_values[i], "false") == 0)) {
+            *out = strcmp(set_values[i], "true") == 0;
+            return FG_OK;
+        }
     if (strcmp(key, "allow_tf32") != 0)
         return FG_NOT_FOUND;
     *out = 0; /* the 1e-5 comparisons need true fp32 */
     return FG_OK;
 }
-
-/* --set KEY=VALUE options (string-valued) */
-#define MAX_SETS 8
-static const char *set_keys[MAX_SETS], *set_values[MAX_SETS];
-static char set_buf[MAX_SETS][128];
-static int set_count;
 
 static int add_set(const char *kv)
 {
@@ -454,6 +460,9 @@ static const struct {
       OPS(FG_OP_BIAS_ADD, FG_OP_BIAS_GRAD, FG_OP_ACTIVATION_FORWARD, FG_OP_ACTIVATION_BACKWARD) },
     { "conv", test_conv, OPS(FG_OP_CONV2D_FORWARD, FG_OP_CONV2D_BACKWARD) },
     { "pool", test_pool, OPS(FG_OP_POOL2D_FORWARD, FG_OP_POOL2D_BACKWARD) },
+    { "nhwc", test_nhwc,
+      OPS(FG_OP_CONV2D_FORWARD, FG_OP_CONV2D_BACKWARD, FG_OP_POOL2D_FORWARD,
+          FG_OP_POOL2D_BACKWARD, FG_OP_BATCHNORM_FORWARD, FG_OP_BATCHNORM_BACKWARD) },
     { "batchnorm", test_batchnorm, OPS(FG_OP_BATCHNORM_FORWARD, FG_OP_BATCHNORM_BACKWARD) },
     { "dropout", test_dropout, OPS(FG_OP_DROPOUT_FORWARD, FG_OP_DROPOUT_BACKWARD) },
     { "xent", test_xent, OPS(FG_OP_SOFTMAX_XENT_FORWARD, FG_OP_SOFTMAX_XENT_BACKWARD) },

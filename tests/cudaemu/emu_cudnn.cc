@@ -10,6 +10,18 @@
  * since 8.0 on sm_80+), so the operands are rounded to TF32. Algorithms: each has a
  * workspace need (cudnnGet*WorkspaceSize) and a determinism (ALGO_0 of the backward passes
  * accumulates with atomics: non-deterministic); FFT and WINOGRAD report NOT_SUPPORTED.
+ * Layouts: NCHW tensors with KCRS filters, or NHWC tensors with KRSC filters (channels-last,
+ * cudnnSetTensor4dDescriptor / cudnnSetFilter4dDescriptor with CUDNN_TENSOR_NHWC); a mix
+ * of the two in one call is not emulated (NOT_SUPPORTED). HALF/BFLOAT16 data is widened
+ * to f32, accumulated in f32 and rounded once into the output's type, as the tensor-core
+ * kernels do; algorithms on NHWC half/bf16 data report TENSOR_OP math only when c and k
+ * are multiples of 8 (the tensor-core kernels' 16-byte channel vectors), else DEFAULT
+ * math: cuDNN's non-tensor-core path (modelled from the documentation, not from the
+ * library's kernel list, which needs a device). cudnnFind*AlgorithmEx runs the pass on
+ * the given buffers and reports the algorithms sorted by a modelled time (the emulator
+ * cannot time: a fixed factor per algorithm times the pass's multiply-adds, so the
+ * "fastest" one is the same on every run): unsupported ones NOT_SUPPORTED, those needing
+ * more than the workspace ALLOC_FAILED, after the others.
  * Rejected as cuDNN does: non-positive dims or strides, negative padding (BAD_PARAM at the
  * set call), channel counts that do not match, an output descriptor of another shape, mixed
  * data types (BAD_PARAM), a compute type the data type cannot use (NOT_SUPPORTED), a
@@ -55,6 +67,7 @@ struct conv {
 
 struct shape {
     int n, c, h, w, k, r, s, oh, ow;
+    int nhwc; /* x, y NHWC and the filter KRSC */
 };
 
 int bad(const void *p, uint32_t magic)
@@ -93,9 +106,10 @@ cudnnStatus_t check(const char *who, const void *h, const tensor *x, const tenso
     if (bad(x, kTensor) || bad(y, kTensor) || bad(w, kFilter) || bad(cv, kConv) || !x->set ||
         !y->set || !w->set || !cv->set)
         return fail(CUDNN_STATUS_BAD_PARAM, who, "a descriptor that is not set");
-    if (x->format != CUDNN_TENSOR_NCHW || y->format != CUDNN_TENSOR_NCHW ||
-        w->format != CUDNN_TENSOR_NCHW)
-        return fail(CUDNN_STATUS_NOT_SUPPORTED, who, "a layout other than NCHW (not emulated)");
+    int layout_ok = x->format == CUDNN_TENSOR_NCHW || x->format == CUDNN_TENSOR_NHWC;
+    if (!layout_ok || y->format != x->format || w->format != x->format)
+        return fail(CUDNN_STATUS_NOT_SUPPORTED, who,
+                    "tensors and filter not all NCHW or all NHWC (not emulated)");
     if (x->c != w->c)
         return fail(CUDNN_STATUS_BAD_PARAM, who, "x channels differ from the filter's");
     int oh = out_dim(x->h, cv->pad_h, w->h, cv->dil_h, cv->u);
@@ -112,7 +126,8 @@ cudnnStatus_t check(const char *who, const void *h, const tensor *x, const tenso
     if (!compute_ok)
         return fail(CUDNN_STATUS_NOT_SUPPORTED, who,
                     "a compute type this data type has no configuration for");
-    *sh = shape{ x->n, x->c, x->h, x->w, w->n, w->h, w->w, oh, ow };
+    *sh = shape{ x->n, x->c, x->h, x->w, w->n, w->h, w->w, oh, ow,
+                 x->format == CUDNN_TENSOR_NHWC };
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -151,10 +166,12 @@ size_t bwd_filter_workspace(const shape &s, cudnnConvolutionBwdFilterAlgo_t a)
     }
 }
 
-cudnnMathType_t reported_math(const conv *cv, cudnnDataType_t t)
+cudnnMathType_t reported_math(const conv *cv, cudnnDataType_t t, const shape &s)
 {
     if (cv->math == CUDNN_FMA_MATH)
         return CUDNN_FMA_MATH;
+    if (s.nhwc && t != CUDNN_DATA_FLOAT && (s.c % 8 || s.k % 8))
+        return CUDNN_DEFAULT_MATH; /* no tensor-core kernel for these channel counts */
     return t == CUDNN_DATA_FLOAT && cv->math == CUDNN_DEFAULT_MATH ? CUDNN_DEFAULT_MATH
                                                                    : CUDNN_TENSOR_OP_MATH;
 }
@@ -224,14 +241,20 @@ void tap(const conv *cv, const shape &s, int oy, int ox, int i, int j, int *ih, 
 
 size_t xi(const shape &s, int n, int c, int h, int w)
 {
+    if (s.nhwc)
+        return (((size_t)n * s.h + h) * s.w + w) * s.c + c;
     return (((size_t)n * s.c + c) * s.h + h) * s.w + w;
 }
 size_t yi(const shape &s, int n, int k, int h, int w)
 {
+    if (s.nhwc)
+        return (((size_t)n * s.oh + h) * s.ow + w) * s.k + k;
     return (((size_t)n * s.k + k) * s.oh + h) * s.ow + w;
 }
 size_t wi(const shape &s, int k, int c, int i, int j)
 {
+    if (s.nhwc)
+        return (((size_t)k * s.r + i) * s.s + j) * s.c + c;
     return (((size_t)k * s.c + c) * s.r + i) * s.s + j;
 }
 
@@ -505,7 +528,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(
 
 /* The _v7 heuristics: every algorithm of the pass, fastest first as cuDNN orders them;
  * unsupported ones with status NOT_SUPPORTED. */
-#define FGEMU_PERF(arr, i, a, ws, det, cv, t)                                              \
+#define FGEMU_PERF(arr, i, a, ws, det, cv, t, sh)                                            \
     do {                                                                                   \
         memset(&(arr)[i], 0, sizeof((arr)[i]));                                            \
         (arr)[i].algo = (a);                                                               \
@@ -515,7 +538,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(
         (arr)[i].memory = need_ == (size_t)-1 ? 0 : need_;                                 \
         (arr)[i].time = (float)(i + 1);                                                    \
         (arr)[i].determinism = (det) ? CUDNN_DETERMINISTIC : CUDNN_NON_DETERMINISTIC;      \
-        (arr)[i].mathType = reported_math(cv, t);                                          \
+        (arr)[i].mathType = reported_math(cv, t, sh);                                      \
     } while (0)
 
 cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t h,
@@ -541,7 +564,7 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t h,
     cudnnDataType_t t = ((const tensor *)x)->type;
     int n = 0;
     for (int i = 0; i < 4 && n < requested; i++, n++)
-        FGEMU_PERF(perf, n, order[i], fwd_workspace(s, order[i]), 1, cv, t);
+        FGEMU_PERF(perf, n, order[i], fwd_workspace(s, order[i]), 1, cv, t, s);
     *returned = n;
     return CUDNN_STATUS_SUCCESS;
 }
@@ -569,7 +592,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnnHandle_t h,
     int n = 0;
     for (int i = 0; i < 3 && n < requested; i++, n++)
         FGEMU_PERF(perf, n, order[i], bwd_data_workspace(s, order[i]),
-                   order[i] != CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, cv, t);
+                   order[i] != CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, cv, t, s);
     *returned = n;
     return CUDNN_STATUS_SUCCESS;
 }
@@ -595,7 +618,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterAlgorithm_v7(
     int n = 0;
     for (int i = 0; i < 4 && n < requested; i++, n++)
         FGEMU_PERF(perf, n, order[i], bwd_filter_workspace(s, order[i]),
-                   order[i] == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, cv, t);
+                   order[i] == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, cv, t, s);
     *returned = n;
     return CUDNN_STATUS_SUCCESS;
 }
@@ -756,3 +779,163 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t h, const void *alpha,
 }
 
 } // extern "C"
+
+namespace {
+
+/* Find*Ex's answer: each algorithm of `order` with its modelled time (cost[i] times the
+ * pass's multiply-adds, in ms at a nominal 1e12 a second), sorted fastest first; the ones
+ * that cannot run (NOT_SUPPORTED, ALLOC_FAILED above ws_size) after, at time -1. Returns
+ * the fastest runnable algorithm's index in order, -1 if none. */
+template <typename Perf, typename Algo>
+int timed(Perf *perf, int requested, int *returned, const Algo *order, const double *cost,
+          const int *det, int count, const size_t *need, size_t ws_size, const conv *cv,
+          cudnnDataType_t t, const shape &s)
+{
+    double macs = (double)s.n * s.k * s.oh * s.ow * s.c * s.r * s.s;
+    std::vector<Perf> all((size_t)count);
+    std::vector<double> key((size_t)count);
+    for (int i = 0; i < count; i++) {
+        Perf &p = all[(size_t)i];
+        memset(&p, 0, sizeof p);
+        p.algo = order[i];
+        p.determinism = det[i] ? CUDNN_DETERMINISTIC : CUDNN_NON_DETERMINISTIC;
+        p.mathType = reported_math(cv, t, s);
+        if (need[i] == (size_t)-1) {
+            p.status = CUDNN_STATUS_NOT_SUPPORTED;
+            p.time = -1;
+        } else if (need[i] > ws_size) {
+            p.status = CUDNN_STATUS_ALLOC_FAILED;
+            p.time = -1;
+            p.memory = need[i];
+        } else {
+            p.status = CUDNN_STATUS_SUCCESS;
+            p.time = (float)(cost[i] * macs / 1e9);
+            p.memory = need[i];
+        }
+        key[(size_t)i] = p.status == CUDNN_STATUS_SUCCESS ? p.time : 1e30 + i;
+    }
+    std::vector<int> idx((size_t)count);
+    for (int i = 0; i < count; i++)
+        idx[(size_t)i] = i;
+    for (int i = 1; i < count; i++) /* stable insertion sort by key */
+        for (int j = i; j > 0 && key[(size_t)idx[(size_t)j]] < key[(size_t)idx[(size_t)j - 1]];
+             j--) {
+            int tmp = idx[(size_t)j];
+            idx[(size_t)j] = idx[(size_t)j - 1];
+            idx[(size_t)j - 1] = tmp;
+        }
+    int n = 0;
+    for (; n < count && n < requested; n++)
+        perf[n] = all[(size_t)idx[(size_t)n]];
+    *returned = n;
+    return all[(size_t)idx[0]].status == CUDNN_STATUS_SUCCESS ? idx[0] : -1;
+}
+
+} // namespace
+
+extern "C" {
+
+/* The Find*Ex calls: the checks of the pass, the pass run once into the caller's output
+ * with the fastest algorithm (cuDNN runs each; they compute the same values here), then
+ * the modelled timings. Forward: implicit precomputed GEMM fastest; backward data:
+ * ALGO_1; backward filter: the non-deterministic ALGO_0, so a timed choice differs from
+ * the deterministic heuristic one (ALGO_1). */
+cudnnStatus_t cudnnFindConvolutionForwardAlgorithmEx(
+    cudnnHandle_t h, const cudnnTensorDescriptor_t xd, const void *x,
+    const cudnnFilterDescriptor_t wd, const void *w, const cudnnConvolutionDescriptor_t d,
+    const cudnnTensorDescriptor_t yd, void *y, const int requested, int *returned,
+    cudnnConvolutionFwdAlgoPerf_t *perf, void *ws, size_t ws_size)
+{
+    shape s;
+    const conv *cv = (const conv *)d;
+    cudnnStatus_t st = check("cudnnFindConvolutionForwardAlgorithmEx", h, (const tensor *)xd,
+                             (const tensor *)wd, cv, (const tensor *)yd, &s);
+    if (st != CUDNN_STATUS_SUCCESS)
+        return st;
+    if (requested < 1 || !returned || !perf)
+        return CUDNN_STATUS_BAD_PARAM;
+    const cudnnConvolutionFwdAlgo_t order[] = { CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                                                CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+                                                CUDNN_CONVOLUTION_FWD_ALGO_GEMM,
+                                                CUDNN_CONVOLUTION_FWD_ALGO_FFT };
+    const double cost[] = { 2.0, 1.0, 1.5, 1.0 };
+    const int det[] = { 1, 1, 1, 1 };
+    size_t need[4];
+    for (int i = 0; i < 4; i++)
+        need[i] = fwd_workspace(s, order[i]);
+    int best = timed(perf, requested, returned, order, cost, det, 4, need, ws_size, cv,
+                     ((const tensor *)xd)->type, s);
+    if (best < 0)
+        return CUDNN_STATUS_SUCCESS;
+    float one = 1.0f, zero = 0.0f;
+    return cudnnConvolutionForward(h, &one, xd, x, wd, w, d, order[best], ws, ws_size, &zero,
+                                   yd, y);
+}
+
+cudnnStatus_t cudnnFindConvolutionBackwardDataAlgorithmEx(
+    cudnnHandle_t h, const cudnnFilterDescriptor_t wd, const void *w,
+    const cudnnTensorDescriptor_t dyd, const void *dy, const cudnnConvolutionDescriptor_t d,
+    const cudnnTensorDescriptor_t dxd, void *dx, const int requested, int *returned,
+    cudnnConvolutionBwdDataAlgoPerf_t *perf, void *ws, size_t ws_size)
+{
+    shape s;
+    const conv *cv = (const conv *)d;
+    cudnnStatus_t st = check("cudnnFindConvolutionBackwardDataAlgorithmEx", h,
+                             (const tensor *)dxd, (const tensor *)wd, cv, (const tensor *)dyd,
+                             &s);
+    if (st != CUDNN_STATUS_SUCCESS)
+        return st;
+    if (requested < 1 || !returned || !perf)
+        return CUDNN_STATUS_BAD_PARAM;
+    const cudnnConvolutionBwdDataAlgo_t order[] = { CUDNN_CONVOLUTION_BWD_DATA_ALGO_0,
+                                                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_1,
+                                                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT };
+    const double cost[] = { 1.3, 1.0, 1.0 };
+    const int det[] = { 0, 1, 1 };
+    size_t need[3];
+    for (int i = 0; i < 3; i++)
+        need[i] = bwd_data_workspace(s, order[i]);
+    int best = timed(perf, requested, returned, order, cost, det, 3, need, ws_size, cv,
+                     ((const tensor *)dxd)->type, s);
+    if (best < 0)
+        return CUDNN_STATUS_SUCCESS;
+    float one = 1.0f, zero = 0.0f;
+    return cudnnConvolutionBackwardData(h, &one, wd, w, dyd, dy, d, order[best], ws, ws_size,
+                                        &zero, dxd, dx);
+}
+
+cudnnStatus_t cudnnFindConvolutionBackwardFilterAlgorithmEx(
+    cudnnHandle_t h, const cudnnTensorDescriptor_t xd, const void *x,
+    const cudnnTensorDescriptor_t dyd, const void *dy, const cudnnConvolutionDescriptor_t d,
+    const cudnnFilterDescriptor_t dwd, void *dw, const int requested, int *returned,
+    cudnnConvolutionBwdFilterAlgoPerf_t *perf, void *ws, size_t ws_size)
+{
+    shape s;
+    const conv *cv = (const conv *)d;
+    cudnnStatus_t st = check("cudnnFindConvolutionBackwardFilterAlgorithmEx", h,
+                             (const tensor *)xd, (const tensor *)dwd, cv, (const tensor *)dyd,
+                             &s);
+    if (st != CUDNN_STATUS_SUCCESS)
+        return st;
+    if (requested < 1 || !returned || !perf)
+        return CUDNN_STATUS_BAD_PARAM;
+    const cudnnConvolutionBwdFilterAlgo_t order[] = { CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0,
+                                                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1,
+                                                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3,
+                                                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT };
+    const double cost[] = { 1.0, 1.6, 1.2, 1.0 };
+    const int det[] = { 0, 1, 0, 1 };
+    size_t need[4];
+    for (int i = 0; i < 4; i++)
+        need[i] = bwd_filter_workspace(s, order[i]);
+    int best = timed(perf, requested, returned, order, cost, det, 4, need, ws_size, cv,
+                     ((const tensor *)xd)->type, s);
+    if (best < 0)
+        return CUDNN_STATUS_SUCCESS;
+    float one = 1.0f, zero = 0.0f;
+    return cudnnConvolutionBackwardFilter(h, &one, xd, x, dyd, dy, d, order[best], ws, ws_size,
+                                          &zero, dwd, dw);
+}
+
+} // extern "C"
+

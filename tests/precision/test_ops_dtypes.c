@@ -183,7 +183,7 @@ static void gemm_half(void)
  * the f32 op on the bf16 values; dx rounded to bf16. */
 static void conv_backward_half(void)
 {
-    fg_conv2d_desc d = {sizeof d, 2, 3, 8, 8, 4, 3, 3, 0, 0, 1, 1, 6, 6};
+    fg_conv2d_desc d = {sizeof d, 2, 3, 8, 8, 4, 3, 3, 0, 0, 1, 1, 6, 6, FG_LAYOUT_NCHW};
     size_t xn = 2 * 3 * 64, wn = 4 * 3 * 9, yn = 2 * 4 * 36;
     float *x = random_f32(xn, -1, 1), *w = random_f32(wn, -1, 1), *dy = random_f32(yn, -1, 1);
     round_to(x, xn, FG_BF16), round_to(w, wn, FG_BF16), round_to(dy, yn, FG_BF16);
@@ -245,7 +245,7 @@ static void elementwise_half(void)
     float *got = from_half(dxh, n, FG_F16);
     same_bits("relu backward f16", got, dx, n);
     free(got);
-    fg_conv2d_desc d = {sizeof d, 1, 4, 6, 6, 0, 2, 2, 0, 0, 2, 2, 3, 3};
+    fg_conv2d_desc d = {sizeof d, 1, 4, 6, 6, 0, 2, 2, 0, 0, 2, 2, 3, 3, FG_LAYOUT_NCHW};
     int32_t a1[36], a2[36];
     CHECK_OK(tb.vt->pool2d_forward(Q, FG_F32, FG_POOL_MAX, &d, x, y, a1, &test_err));
     CHECK_OK(tb.vt->pool2d_forward(Q, FG_F16, FG_POOL_MAX, &d, xh, yh, a2, &test_err));

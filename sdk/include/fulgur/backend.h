@@ -45,7 +45,11 @@ typedef enum fg_gemm_epilogue {
 
 typedef enum fg_pool_mode { FG_POOL_MAX = 1, FG_POOL_AVG = 2 } fg_pool_mode;
 
-/* A 2-D convolution or pooling window over NCHW tensors. */
+/* The memory order of a convolution's or pooling's 4-D activations (x, y and their
+ * gradients); filters follow it (KCRS for NCHW, KRSC for NHWC). ABI 1.9. */
+typedef enum fg_tensor_layout { FG_LAYOUT_NCHW = 0, FG_LAYOUT_NHWC = 1 } fg_tensor_layout;
+
+/* A 2-D convolution or pooling window over NCHW tensors (NHWC where layout says so). */
 typedef struct fg_conv2d_desc {
     uint32_t struct_size;
     int32_t n, c, h, w;      /* input */
@@ -54,7 +58,15 @@ typedef struct fg_conv2d_desc {
     int32_t pad_h, pad_w;
     int32_t stride_h, stride_w;
     int32_t out_h, out_w;    /* filled by the caller */
+    int32_t layout;          /* ABI 1.9: fg_tensor_layout; read only when struct_size covers it */
 } fg_conv2d_desc;
+
+/* The descriptor's layout: NCHW for a descriptor from before ABI 1.9. */
+static inline int32_t fg_conv2d_layout(const fg_conv2d_desc *d)
+{
+    return d->struct_size >= offsetof(fg_conv2d_desc, layout) + sizeof d->layout ? d->layout
+                                                                                  : FG_LAYOUT_NCHW;
+}
 
 typedef struct fg_sgd_args {
     uint32_t struct_size;

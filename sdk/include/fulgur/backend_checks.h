@@ -200,6 +200,9 @@ static inline fg_status fg_check_window(const char *who, const char *op, const f
               d->stride_w);
     FG_CHECK_(d->pad_h >= 0 && d->pad_w >= 0, op, "pad_h = %d, pad_w = %d must be >= 0",
               FG_CHECK_MSG_(op), d->pad_h, d->pad_w);
+    FG_CHECK_(fg_conv2d_layout(d) == FG_LAYOUT_NCHW || fg_conv2d_layout(d) == FG_LAYOUT_NHWC,
+              op, "layout = %d is neither FG_LAYOUT_NCHW (0) nor FG_LAYOUT_NHWC (1)",
+              FG_CHECK_MSG_(op), (int)fg_conv2d_layout(d));
     int eh = d->h + 2 * d->pad_h - d->r, ew = d->w + 2 * d->pad_w - d->s;
     FG_CHECK_(eh >= 0 && ew >= 0, op, "window %dx%d is larger than the padded input %dx%d",
               FG_CHECK_MSG_(op), d->r, d->s, d->h + 2 * d->pad_h, d->w + 2 * d->pad_w);
