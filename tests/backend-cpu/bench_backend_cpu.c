@@ -298,8 +298,8 @@ int main(int argc, char **argv)
         snprintf(options, sizeof options, "conv_algorithm = %s", conv_algorithm);
         test_backend_open_with(&tb, 1, threads, 0, options);
         fg_fake_host_echo(&tb.host, stdout, FG_LOG_INFO); /* the choices, with their times */
-        fg_conv2d_desc c1 = { sizeof c1, B, 1, 28, 28, 32, 3, 3, 0, 0, 1, 1, 26, 26 };
-        fg_conv2d_desc c2 = { sizeof c2, B, 32, 13, 13, 64, 3, 3, 0, 0, 1, 1, 11, 11 };
+        fg_conv2d_desc c1 = { sizeof c1, B, 1, 28, 28, 32, 3, 3, 0, 0, 1, 1, 26, 26, FG_LAYOUT_NCHW };
+        fg_conv2d_desc c2 = { sizeof c2, B, 32, 13, 13, 64, 3, 3, 0, 0, 1, 1, 11, 11, FG_LAYOUT_NCHW };
         bench_conv(&tb, c1, 0, smoke ? 1 : 20, conv_type);
         bench_conv(&tb, c2, 1, smoke ? 1 : 20, conv_type);
         test_backend_close(&tb);
