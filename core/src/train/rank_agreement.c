@@ -254,7 +254,7 @@ static fg_status name_the_difference(comm_ref *c, const fg_rank_agreement *a, co
     int32_t *theirs = st == FG_OK ? calloc((size_t)n0 * RECORD + 1, sizeof *theirs) : NULL;
     if (st == FG_OK && !theirs)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "rank agreement: out of memory");
-    if (st == FG_OK && a->rank == 0)
+    if (st == FG_OK && a->ranks.rank == 0)
         encode(l, theirs);
     if (st == FG_OK)
         st = wire(c, c->vt->broadcast(c->state, NULL, theirs, (size_t)n0 * RECORD, FG_I32, 0, &e),
@@ -262,7 +262,7 @@ static fg_status name_the_difference(comm_ref *c, const fg_rank_agreement *a, co
     /* lowest (item, rank): a max of the negated code */
     int32_t k = st == FG_OK ? first_difference(l, theirs, n0) : INT32_MAX;
     int64_t code = k == INT32_MAX ? INT64_MIN + 1
-                                  : -((int64_t)k * a->world_size + a->rank);
+                                  : -((int64_t)k * a->ranks.world_size + a->ranks.rank);
     if (st == FG_OK)
         st = wire(c, c->vt->all_reduce(c->state, NULL, &code, 1, FG_I64, FG_REDUCE_MAX, &e),
                   "all_reduce", &e, err);
@@ -273,13 +273,13 @@ static fg_status name_the_difference(comm_ref *c, const fg_rank_agreement *a, co
     }
     int32_t item = 0, rank = 0;
     if (st == FG_OK) {
-        item = (int32_t)(-code / a->world_size);
-        rank = (int32_t)(-code % a->world_size);
+        item = (int32_t)(-code / a->ranks.world_size);
+        rank = (int32_t)(-code % a->ranks.world_size);
     }
     int32_t name[ITEM_NAME] = {0};
     if (st == FG_OK && item < n0)
         memcpy(name, theirs + (size_t)item * RECORD, sizeof name);
-    else if (st == FG_OK && a->rank == rank)
+    else if (st == FG_OK && a->ranks.rank == rank)
         for (int i = 0; i < ITEM_NAME; i++)
             name[i] = (unsigned char)l->items[item - n0 - 1].name[i];
     if (st == FG_OK && item >= n0)
@@ -299,8 +299,8 @@ static fg_status name_the_difference(comm_ref *c, const fg_rank_agreement *a, co
 
 fg_status fg_agree_across_ranks(const fg_rank_agreement *a, fg_error *err)
 {
-    const fg_instance *inst = a->comm;
-    if (a->world_size < 2 || !inst)
+    const fg_instance *inst = a->ranks.comm;
+    if (a->ranks.world_size < 2 || !inst)
         return FG_OK;
     comm_ref c = {inst->plugin->vtable, inst->state};
     if (!c.vt->all_reduce || !c.vt->broadcast)

@@ -10,14 +10,13 @@
 #include "data_split.h"
 #include "fulgur/plugin.h"
 #include "model.h"
-#include "runtime.h"
+#include "ranks.h"
 
 struct fg_ckpt;
 
 /* What the ranks compare, given by the trainer. */
 typedef struct fg_rank_agreement {
-    const fg_instance *comm; /* NULL: nothing to agree with */
-    int rank, world_size;
+    fg_ranks ranks;
     const fg_config *cfg;
     const fg_model *model;
     const fg_data_vtable *data; /* the data plugin, to read the train split's samples */

@@ -94,7 +94,7 @@ static void read_test_hooks(fg_requeue *q)
 
 static void test_interrupt(const fg_requeue *q, const fg_requeue_fit *f)
 {
-    if (q->test_step != f->progress->global_step || (q->test_rank >= 0 && q->test_rank != f->rank))
+    if (q->test_step != f->progress->global_step || (q->test_rank >= 0 && q->test_rank != f->ranks.rank))
         return;
     raise(q->test_signo);
     if (q->test_twice) raise(SIGINT);
@@ -104,7 +104,7 @@ void fg_requeue_test_eval(fg_requeue *q, const fg_requeue_fit *f, const char *pr
 {
     int pass = strcmp(prefix, "val") == 0 ? 'v' : strcmp(prefix, "test") == 0 ? 't' : 0;
     if (!q->test_pass || q->test_pass != pass || f->progress->global_step == 0 ||
-        (q->test_rank >= 0 && q->test_rank != f->rank))
+        (q->test_rank >= 0 && q->test_rank != f->ranks.rank))
         return;
     q->test_pass = 0; /* once */
     raise(q->test_signo);
@@ -115,13 +115,13 @@ void fg_requeue_test_eval(fg_requeue *q, const fg_requeue_fit *f, const char *pr
 static int local_time_is_up(const fg_requeue *q, const fg_requeue_fit *f)
 {
     double elapsed = fg_now_seconds() - f->progress->fit_start_time;
-    if (q->test_skew_rank == f->rank) elapsed += q->test_skew_s;
+    if (q->test_skew_rank == f->ranks.rank) elapsed += q->test_skew_s;
     return f->max_time_s > 0 && elapsed >= f->max_time_s;
 }
 
 int fg_requeue_time_is_up(const fg_requeue *q, const fg_requeue_fit *f)
 {
-    if (f->world_size > 1 && q->interrupts_armed) return q->time_up;
+    if (f->ranks.world_size > 1 && q->interrupts_armed) return q->time_up;
     return local_time_is_up(q, f);
 }
 
@@ -162,15 +162,10 @@ fg_status fg_requeue_configure(fg_requeue *q, const char *value, const char *ori
     return FG_OK;
 }
 
-static const fg_instance *comm_of(const fg_requeue_fit *f)
-{
-    return f->world_size > 1 ? f->comm : NULL;
-}
-
 fg_status fg_requeue_arm(fg_requeue *q, const fg_requeue_fit *f, fg_error *err)
 {
-    const fg_instance *c = comm_of(f);
-    int agree = f->world_size == 1 ||
+    const fg_instance *c = f->ranks.comm;
+    int agree = f->ranks.world_size == 1 ||
                 (c && ((const fg_comm_vtable *)c->plugin->vtable)->all_reduce);
     if (!q->interrupts_armed && agree) {
         fg_status st = arm_interrupts(q, err);
@@ -183,7 +178,7 @@ fg_status fg_requeue_arm(fg_requeue *q, const fg_requeue_fit *f, fg_error *err)
     if (!agree)
         return fg_error_set(err, FG_INCOMPATIBLE, "[trainer] requeue_signal = %s needs a [comm] "
                             "with all_reduce for %d processes to agree on the stop (or set "
-                            "requeue_signal = none)", signal_name(q->signo), f->world_size);
+                            "requeue_signal = none)", signal_name(q->signo), f->ranks.world_size);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -237,12 +232,12 @@ fg_status fg_requeue_poll(fg_requeue *q, const fg_requeue_fit *f, fg_error *err)
     if ((!q->armed && !q->interrupts_armed) || q->stopped || q->interrupt_signo) return FG_OK;
     test_interrupt(q, f);
     int stop = signalled != 0, signo = interrupted;
-    if (f->world_size > 1) {
+    if (f->ranks.world_size > 1) {
         if (f->progress->global_step < q->next_check) return FG_OK;
-        const fg_instance *c = comm_of(f);
+        const fg_instance *c = f->ranks.comm;
         const fg_comm_vtable *vt = c->plugin->vtable;
         double now = fg_now_seconds();
-        double agree[4] = {stop, f->rank == 0 ? next_interval(q, f->progress->global_step, now) : 0,
+        double agree[4] = {stop, f->ranks.rank == 0 ? next_interval(q, f->progress->global_step, now) : 0,
                            signo, local_time_is_up(q, f)};
         fg_error e = {0};
         fg_status st = vt->all_reduce(c->state, NULL, agree, 4, FG_F64, FG_REDUCE_MAX, &e);
@@ -323,15 +318,15 @@ fg_status fg_requeue_interrupted(const fg_requeue *q, const fg_requeue_fit *f, f
     const char *config = fg_config_path(f->cfg) ? fg_config_path(f->cfg) : "CONFIG";
     /* printed here, before the comm finalises: under mpirun a rank's exit code 130 may end
      * the others as soon as they return */
-    if (f->rank == 0 && training_finished(f) && !q->checkpoint[0])
+    if (f->ranks.rank == 0 && training_finished(f) && !q->checkpoint[0])
         fprintf(f->out, "interrupted by %s after the last step (%lld), before the end of the "
                 "fit's validation, final checkpoint or test\n", name,
                 (long long)f->progress->global_step);
-    else if (f->rank == 0 && q->checkpoint[0] && !training_finished(f))
+    else if (f->ranks.rank == 0 && q->checkpoint[0] && !training_finished(f))
         fprintf(f->out, "interrupted by %s after step %lld; resume with: fulgur fit %s "
                 "--ckpt-path %s\n", name, (long long)f->progress->global_step, config,
                 q->checkpoint);
-    else if (f->rank == 0)
+    else if (f->ranks.rank == 0)
         fprintf(f->out, "interrupted by %s after step %lld; no checkpoint written (set [trainer] "
                 "checkpoint_on_interrupt = true to resume from here)\n", name,
                 (long long)f->progress->global_step);
@@ -375,7 +370,7 @@ static int spawn_scontrol(pid_t *pid, char **argv)
 
 fg_status fg_requeue_submit(const fg_requeue *q, const fg_requeue_fit *f, fg_error *err)
 {
-    if (f->rank != 0) return FG_OK;
+    if (f->ranks.rank != 0) return FG_OK;
     char buf[256];
     const char *job = job_id(buf, sizeof buf);
     if (!job) {

@@ -18,7 +18,7 @@
 #include "config.h"
 #include "fulgur/plugin.h"
 #include "progress.h"
-#include "runtime.h"
+#include "ranks.h"
 
 typedef struct fg_requeue {
     int signo;               /* 0: off */
@@ -44,8 +44,7 @@ typedef struct fg_requeue {
 
 /* What requeue reads of the fit, given by the trainer at each call. */
 typedef struct fg_requeue_fit {
-    const fg_instance *comm; /* several ranks: the comm they agree over; NULL alone */
-    int rank, world_size;
+    fg_ranks ranks;
     int verbosity;
     FILE *out;
     const fg_config *cfg;  /* the config's path, [callback.checkpoint] dirpath */

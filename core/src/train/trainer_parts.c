@@ -4,12 +4,17 @@
 #include "runtime.h"
 #include "trainer_internal.h"
 
+fg_ranks fg_trainer_ranks(const fg_trainer *t)
+{
+    const fg_instance *comm =
+        t->world_size > 1 ? fg_runtime_instance_of_kind(t->rt, FG_KIND_COMM) : NULL;
+    return (fg_ranks){comm, t->rank, t->world_size};
+}
+
 fg_rank_agreement fg_trainer_rank_agreement(const fg_trainer *t)
 {
     return (fg_rank_agreement){
-        .comm = fg_runtime_instance_of_kind(t->rt, FG_KIND_COMM),
-        .rank = t->rank,
-        .world_size = t->world_size,
+        .ranks = fg_trainer_ranks(t),
         .cfg = t->cfg,
         .model = t->model,
         .data = t->data.vt,
@@ -43,9 +48,7 @@ fg_step_graph_fit fg_trainer_step_graph_fit(fg_trainer *t)
 fg_requeue_fit fg_trainer_requeue_fit(const fg_trainer *t)
 {
     return (fg_requeue_fit){
-        .comm = t->world_size > 1 ? fg_runtime_instance_of_kind(t->rt, FG_KIND_COMM) : NULL,
-        .rank = t->rank,
-        .world_size = t->world_size,
+        .ranks = fg_trainer_ranks(t),
         .verbosity = t->rt->verbosity,
         .out = t->out,
         .cfg = t->cfg,

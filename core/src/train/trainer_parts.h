@@ -10,6 +10,8 @@
 
 struct fg_trainer;
 
+/* This process among the fit's (ranks.h). */
+fg_ranks fg_trainer_ranks(const struct fg_trainer *t);
 /* What the ranks compare at setup (rank_agreement.h). */
 fg_rank_agreement fg_trainer_rank_agreement(const struct fg_trainer *t);
 
