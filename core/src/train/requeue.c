@@ -94,7 +94,8 @@ static void read_test_hooks(fg_requeue *q)
 
 static void test_interrupt(const fg_requeue *q, const fg_requeue_fit *f)
 {
-    if (q->test_step != f->progress->global_step || (q->test_rank >= 0 && q->test_rank != f->ranks.rank))
+    if (q->test_step != f->progress->global_step ||
+        (q->test_rank >= 0 && q->test_rank != f->ranks.rank))
         return;
     raise(q->test_signo);
     if (q->test_twice) raise(SIGINT);
@@ -237,18 +238,19 @@ fg_status fg_requeue_poll(fg_requeue *q, const fg_requeue_fit *f, fg_error *err)
         const fg_instance *c = f->ranks.comm;
         const fg_comm_vtable *vt = c->plugin->vtable;
         double now = fg_now_seconds();
-        double agree[4] = {stop, f->ranks.rank == 0 ? next_interval(q, f->progress->global_step, now) : 0,
-                           signo, local_time_is_up(q, f)};
+        int64_t step = f->progress->global_step;
+        double agree[4] = {stop, f->ranks.rank == 0 ? next_interval(q, step, now) : 0, signo,
+                           local_time_is_up(q, f)};
         fg_error e = {0};
         fg_status st = vt->all_reduce(c->state, NULL, agree, 4, FG_F64, FG_REDUCE_MAX, &e);
         if (st != FG_OK)
             return fg_error_set(err, st, "requeue: agreeing on the stop flag at step %lld: %s",
-                                (long long)f->progress->global_step, e.message);
+                                (long long)step, e.message);
         stop = agree[0] > 0;
         signo = (int)agree[2];
         q->time_up = agree[3] > 0;
-        q->next_check = f->progress->global_step + (int64_t)agree[1];
-        q->last_check_step = f->progress->global_step;
+        q->next_check = step + (int64_t)agree[1];
+        q->last_check_step = step;
         q->last_check_time = now;
     }
     if (signo) { /* an interrupt wins over a requeue: the user asked to stop */
@@ -375,7 +377,8 @@ fg_status fg_requeue_submit(const fg_requeue *q, const fg_requeue_fit *f, fg_err
     const char *job = job_id(buf, sizeof buf);
     if (!job) {
         fprintf(f->out, "requeue: stopped at step %lld, not a SLURM job (no SLURM_JOB_ID): "
-                "resume with --ckpt-path last (%s)\n", (long long)f->progress->global_step, q->checkpoint);
+                "resume with --ckpt-path last (%s)\n", (long long)f->progress->global_step,
+                q->checkpoint);
         return FG_OK;
     }
     char *argv[] = {"scontrol", "requeue", (char *)job, NULL};
@@ -396,7 +399,8 @@ fg_status fg_requeue_submit(const fg_requeue *q, const fg_requeue_fit *f, fg_err
                             WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
                             q->checkpoint);
     fprintf(f->out, "requeue: SLURM job %s requeued (scontrol requeue %s) after step %lld; it "
-            "resumes from %s with --ckpt-path last\n", job, job, (long long)f->progress->global_step,
+            "resumes from %s with --ckpt-path last\n", job, job,
+            (long long)f->progress->global_step,
             q->checkpoint);
     return FG_OK;
 }

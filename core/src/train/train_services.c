@@ -155,8 +155,9 @@ static fg_status create_buffers(fg_train_ctx *c, fg_train_stage *s, fg_error *er
         st = fg_optimizer_set_decay_runs(s->opt, c->decay_runs, c->decay_run_count, s->opt_lo,
                                          err);
     if (st == FG_OK)
-        st = fg_optimizer_set_dtypes(s->opt, strategy_master(c) ? FG_F32
-                                                               : fg_replica_param_dtype(s->arena[0]),
+        st = fg_optimizer_set_dtypes(s->opt,
+                                     strategy_master(c) ? FG_F32
+                                                        : fg_replica_param_dtype(s->arena[0]),
                                      fg_replica_grad_dtype(s->arena[0]), err);
     return st;
 }
