@@ -5,7 +5,8 @@
 # SRC_DIR whose parameters name `fg_trainer *` (or `struct fg_trainer *`) is listed, except
 # in train/trainer*.c and train/trainer*.h (the trainer itself, which builds each part's own
 # struct: train/trainer_parts.c). A function declared in a header and defined in its .c
-# counts once. Prints `ok: ...` or a FAIL line per function and their count.
+# counts once; nor does a file outside them include train/trainer_internal.h. Prints
+# `ok: ...` or a FAIL line per include and per function, and the functions' count.
 set -u
 src=${1:?usage: $0 SRC_DIR}
 [ -d "$src" ] || { echo "FAIL: $src is not a folder" >&2; exit 1; }
@@ -25,6 +26,15 @@ list=$(find "$src" -name '*.[ch]' | LC_ALL=C sort | while read -r f; do
         }' "$f"
 done | LC_ALL=C sort -u)
 files=$(find "$src" -name '*.[ch]' | wc -l)
+# the trainer's struct (train/trainer_internal.h) is not included outside it either
+inside=$(find "$src" -name '*.[ch]' | LC_ALL=C sort | while read -r f; do
+    case "$f" in
+        */train/trainer*.c | */train/trainer*.h) continue ;;
+    esac
+    grep -q '^[[:space:]]*#[[:space:]]*include[[:space:]]*"trainer_internal.h"' "$f" &&
+        echo "FAIL: ${f#"$src"/} includes trainer_internal.h (the trainer's struct)"
+done)
+[ -n "$inside" ] && echo "$inside"
 if [ -n "$list" ]; then
     echo "$list" | while read -r unit name; do
         echo "FAIL: $unit: $name takes fg_trainer * (give it its own struct, built in train/trainer_parts.c)"
@@ -32,4 +42,5 @@ if [ -n "$list" ]; then
     echo "FAIL: $(echo "$list" | wc -l) functions outside train/trainer*.c take fg_trainer *"
     exit 1
 fi
-echo "ok: $files files, no function outside train/trainer*.c takes fg_trainer *"
+[ -n "$inside" ] && exit 1
+echo "ok: $files files, no function outside train/trainer*.c takes fg_trainer * or includes trainer_internal.h"

@@ -1,6 +1,7 @@
 /* Fixture (ctest arch.trainer_parts_fixture): a part that takes the whole trainer, its
  * prototype over two lines and the trainer its second parameter. */
 #include "part.h"
+#include "trainer_internal.h"
 
 static int fixture_helper(int n) { return n; }
 
