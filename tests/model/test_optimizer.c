@@ -117,12 +117,12 @@ static void check_steps(tk_backend *b, const char *name, const char *text, doubl
     float *p_dev = tk_dev_alloc(b, N), *g_dev = tk_dev_alloc(b, N);
     tk_upload(b, p_dev, p, sizeof p);
     CHECK(fg_optimizer_step(opt, b->queue, (float)lr, p_dev, g_dev, 0, N, &err) ==
-          FG_INVALID_ARGUMENT); /* before begin_step */
+          FG_INVALID_ARGUMENT); /* before set_step */
     for (int t = 1; t <= STEPS; t++) {
         for (int i = 0; i < N; i++)
             g[i] = (float)grad_at(t, i);
         tk_upload(b, g_dev, g, sizeof g);
-        fg_optimizer_begin_step(opt);
+        fg_optimizer_set_step(opt, t);
         CHECK_OK(fg_optimizer_step(opt, b->queue, (float)lr, p_dev, g_dev, 0, 3, &err), &err);
         CHECK_OK(fg_optimizer_step(opt, b->queue, (float)lr, p_dev, g_dev, 3, N - 3, &err), &err);
     }
@@ -168,8 +168,8 @@ static void test_state(tk_backend *b)
         CHECK(z[i] == 0.0f); /* zeroed at creation */
     CHECK(fg_optimizer_state(opt, 1, &name) && strcmp(name, "exp_avg_sq") == 0);
     CHECK(fg_optimizer_state(opt, 2, &name) == NULL);
-    fg_optimizer_set_step(opt, 41);
-    fg_optimizer_begin_step(opt);
+    CHECK(fg_optimizer_get_step(opt) == 0); /* no step made */
+    fg_optimizer_set_step(opt, 42);
     CHECK(fg_optimizer_get_step(opt) == 42);
     fg_optimizer_destroy(opt);
 
@@ -200,7 +200,7 @@ static void run_steps(tk_backend *b, double wd, const fg_decay_run *runs, size_t
     for (int t = 1; t <= STEPS; t++) {
         for (int i = 0; i < N; i++) g[i] = (float)grad_at(t, i);
         tk_upload(b, g_dev, g, sizeof g);
-        fg_optimizer_begin_step(opt);
+        fg_optimizer_set_step(opt, t);
         for (int part = 0; part < 2; part++) {
             size_t lo = part ? 3 : 0, cnt = part ? N - 3 : 3;
             CHECK_OK(fused ? fg_optimizer_step_fused(opt, b->queue, 0.05f, p_dev + lo, g_dev + lo,

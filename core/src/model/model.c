@@ -587,18 +587,20 @@ fg_status fg_model_set_dtypes(fg_model *m, uint32_t act, uint32_t param, uint32_
                             fg_dtype_name((fg_dtype)param), fg_dtype_name((fg_dtype)grad));
     m->dt = (fg_role_dtypes){act, param, grad};
     m->typed = act != FG_F32 || param != FG_F32 || grad != FG_F32;
-    m->no_master = 0;
+    m->master = FG_MASTER_REPLICA;
     return FG_OK;
 }
 
-fg_status fg_model_set_master_weights(fg_model *m, int on, fg_error *err)
+fg_status fg_model_set_master_owner(fg_model *m, fg_master_owner owner, fg_error *err)
 {
-    if (!on && m->dt.param == FG_F32)
+    if (owner != FG_MASTER_REPLICA && m->dt.param == FG_F32)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "f32 parameters are their own master "
                             "copy: no master weights only means something for half ones");
-    m->no_master = !on;
+    m->master = owner;
     return FG_OK;
 }
+
+fg_master_owner fg_model_master_owner(const fg_model *m) { return m->master; }
 
 const fg_role_dtypes *fg_model_dtypes(const fg_model *m)
 {
@@ -607,7 +609,7 @@ const fg_role_dtypes *fg_model_dtypes(const fg_model *m)
 
 void fg_model_storage_dtypes(const fg_model *m, uint32_t *param, uint32_t *grad)
 {
-    *param = m->typed && m->no_master ? m->dt.param : FG_F32;
+    *param = m->typed && m->master != FG_MASTER_REPLICA ? m->dt.param : FG_F32;
     *grad = m->typed ? m->dt.grad : FG_F32;
 }
 

@@ -234,10 +234,21 @@ size_t fg_replica_work_bytes(const fg_replica *r);
  * layers read the f32 ones: what a fused optimizer step writes (ABI 1.5). */
 void *fg_replica_work(const fg_replica *r, uint32_t *dtype);
 uint32_t fg_replica_act_dtype(const fg_replica *r);
-/* "True" half modes: on = 0 keeps the half parameters as the only copy (no f32 master:
- * fg_replica_params then points at param-dtype values the optimizer updates in place).
- * Call after fg_model_set_dtypes (which turns master weights back on). */
-fg_status fg_model_set_master_weights(fg_model *m, int on, fg_error *err);
+/* Who keeps the f32 master weights of half parameters: the one name for it in the core,
+ * decided once by the trainer (trainer_precision.c) and read from the model by the stage
+ * services. The plugin ABI spells FG_MASTER_STRATEGY fg_strategy_info.own_master (what a
+ * strategy offers) and fg_train_services.strategy_master (what the core granted). */
+typedef enum fg_master_owner {
+    FG_MASTER_REPLICA = 0,  /* each replica keeps f32 parameters and a half working copy */
+    FG_MASTER_NONE = 1,     /* "true" half modes: the half parameters are the only copy */
+    FG_MASTER_STRATEGY = 2, /* the strategy keeps the f32 master of what it updates */
+} fg_master_owner;
+/* With FG_MASTER_NONE or FG_MASTER_STRATEGY a replica holds no f32 master:
+ * fg_replica_params points at param-dtype values (the optimizer updates them in place, or
+ * the strategy writes them from its master). Call after fg_model_set_dtypes (which sets
+ * FG_MASTER_REPLICA); refused for f32 parameters, their own master. */
+fg_status fg_model_set_master_owner(fg_model *m, fg_master_owner owner, fg_error *err);
+fg_master_owner fg_model_master_owner(const fg_model *m);
 /* The dtypes of the memory fg_replica_params and fg_replica_grads point at. */
 uint32_t fg_replica_param_dtype(const fg_replica *r);
 uint32_t fg_replica_grad_dtype(const fg_replica *r);

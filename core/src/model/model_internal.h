@@ -26,7 +26,7 @@ struct fg_model {
     uint64_t seed;                    /* of the last fg_model_init_params */
     fg_role_dtypes dt;                /* of activations, working params, grads */
     int typed;                        /* some dtype of dt is not f32 */
-    int no_master;                    /* half params are the only copy ("true" modes) */
+    fg_master_owner master;           /* who keeps the f32 master of half params (model.h) */
     int keep_probs;                   /* replicas keep the loss's softmax (predict, generate) */
     int64_t pad_vocab_to;             /* [model] pad_vocab_to: the logits' row stride */
     int positions;                    /* labels per sample: 1, or T of (T, classes) logits */

@@ -252,7 +252,6 @@ const char *fg_optimizer_name(const fg_optimizer *opt)
     return opt->oc.kind == FG_OPTIMIZER_ADAMW ? "adamw" : "sgd";
 }
 
-void fg_optimizer_begin_step(fg_optimizer *opt) { opt->step++; }
 int64_t fg_optimizer_get_step(const fg_optimizer *opt) { return opt->step; }
 void fg_optimizer_set_step(fg_optimizer *opt, int64_t step) { opt->step = step; }
 size_t fg_optimizer_state_count(const fg_optimizer *opt) { return opt->state_count; }
@@ -307,7 +306,7 @@ const char *fg_optimizer_config_state_name(const fg_optimizer_config *oc, size_t
     return oc->kind == FG_OPTIMIZER_ADAMW ? (i ? "exp_avg_sq" : "exp_avg") : "momentum_buffer";
 }
 
-/* A step over [offset, offset + count) of the parameters: inside them, after begin_step.
+/* A step over [offset, offset + count) of the parameters: inside them, after set_step.
  * `what` names the step in the message. */
 static fg_status check_step(const fg_optimizer *opt, size_t offset, size_t count,
                             const char *what, fg_error *err)
@@ -317,7 +316,7 @@ static fg_status check_step(const fg_optimizer *opt, size_t offset, size_t count
                             "values", what, offset, offset + count, opt->count);
     if (opt->step < 1)
         return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "optimizer step before fg_optimizer_begin_step");
+                            "optimizer step before fg_optimizer_set_step");
     return FG_OK;
 }
 

@@ -49,12 +49,14 @@ void fg_optimizer_destroy(fg_optimizer *opt);
 const fg_optimizer_config *fg_optimizer_get_config(const fg_optimizer *opt);
 const char *fg_optimizer_name(const fg_optimizer *opt);
 
-/* Starts an optimizer step: the step counter (AdamW's bias correction, SGD's first
- * momentum step) goes up by one. Call once per step, before the ranges are updated. */
-void fg_optimizer_begin_step(fg_optimizer *opt);
-/* Completed steps; the checkpoint reads and restores it. */
-int64_t fg_optimizer_get_step(const fg_optimizer *opt);
+/* The optimizer counts no steps: it is told the number of the step it makes (1-based, the
+ * trainer's fg_step_args.step, the run's one step counter), for AdamW's bias correction and
+ * SGD's first momentum step. Set before the ranges of a step are updated (several ranges of
+ * one step set the same number). */
 void fg_optimizer_set_step(fg_optimizer *opt, int64_t step);
+/* The number of the step it last made (0: none): a checkpoint records it (optimizer_step)
+ * and a resumed fit sets it back. */
+int64_t fg_optimizer_get_step(const fg_optimizer *opt);
 
 /* Updates params[offset, offset + count) from grads; params and grads point at the start
  * of the range the optimizer was created for. Enqueued on queue. */

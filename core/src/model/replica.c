@@ -595,7 +595,7 @@ fg_status fg_replica_forward(fg_replica *r, void *queue, const void *x_dev,
                             "forward: batch %d is outside 1..%d (the replica's max batch)",
                             batch, r->max_batch);
     /* without a master copy (the strategy keeps it) the hook's memory is the half params */
-    if (r->dt && r->mem_hook && !r->m->no_master)
+    if (r->dt && r->mem_hook && r->m->master == FG_MASTER_REPLICA)
         return fg_error_set(err, FG_UNAVAILABLE, "forward: parameters mapped by the strategy "
                             "(sharded layers) are f32; %s working parameters are not supported "
                             "with them", fg_dtype_name((fg_dtype)r->dt->param));
@@ -813,17 +813,17 @@ static fg_status replica_dtypes(fg_replica *r, unsigned flags, fg_error *err)
     if (!r->dt)
         return FG_OK;
     r->grad_size = fg_dtype_size((fg_dtype)r->dt->grad);
-    if (r->m->no_master)
+    if (r->m->master != FG_MASTER_REPLICA)
         r->param_size = fg_dtype_size((fg_dtype)r->dt->param);
     /* no params (sharded): the layer memory hook gives half ones when the strategy keeps
-     * the master (no_master); a core master copy needs the whole flat buffer */
+     * the master (fg_master_owner); a core master copy needs the whole flat buffer */
     if (r->first != 0 || r->end != r->m->layer_count ||
-        ((flags & FG_REPLICA_NO_PARAMS) && !r->m->no_master))
+        ((flags & FG_REPLICA_NO_PARAMS) && r->m->master == FG_MASTER_REPLICA))
         return fg_error_set(err, FG_UNAVAILABLE, "%s activations are not supported for a "
                             "replica of part of the model (pipeline stages, sharded "
                             "parameters): only whole replicas run in half precision",
                             fg_dtype_name((fg_dtype)r->dt->act));
-    if (r->dt->param != FG_F32 && !r->m->no_master)
+    if (r->dt->param != FG_F32 && r->m->master == FG_MASTER_REPLICA)
         r->work_bytes = (r->param_hi - r->param_lo) * fg_dtype_size((fg_dtype)r->dt->param);
     return FG_OK;
 }

@@ -10,7 +10,6 @@
 
 #include "config.h"
 #include "output_file.h"
-#include "trainer_internal.h"
 
 /* The deepest existing prefix of path (a folder to be) must be a folder we may write. */
 static fg_status check_folder(const fg_config *cfg, const char *section, const char *key,
@@ -64,21 +63,20 @@ static void parent_of(const char *file, char *out, size_t size)
         snprintf(out, size, "%s", slash ? "/" : ".");
 }
 
-fg_status fg_trainer_check_outputs(const fg_trainer *t, fg_error *err)
+fg_status fg_output_paths_check(const fg_config *cfg, const char *final_checkpoint,
+                                fg_error *err)
 {
-    const char *root = fg_config_get(t->cfg, "trainer", "default_root_dir");
+    const char *root = fg_config_get(cfg, "trainer", "default_root_dir");
     root = root ? root : "runs";
-    fg_status st = check_folder(t->cfg, "trainer", "default_root_dir", root, root, err);
+    fg_status st = check_folder(cfg, "trainer", "default_root_dir", root, root, err);
     char dir[4096];
-    if (st == FG_OK && t->keys.final_checkpoint[0] == '/') {
-        parent_of(t->keys.final_checkpoint, dir, sizeof dir);
-        st = check_folder(t->cfg, "trainer", "final_checkpoint", t->keys.final_checkpoint, dir,
-                          err);
-        if (st == FG_OK)
-            st = check_file(t->cfg, "trainer", "final_checkpoint", t->keys.final_checkpoint, err);
+    if (st == FG_OK && final_checkpoint[0] == '/') {
+        parent_of(final_checkpoint, dir, sizeof dir);
+        st = check_folder(cfg, "trainer", "final_checkpoint", final_checkpoint, dir, err);
+        if (st == FG_OK) st = check_file(cfg, "trainer", "final_checkpoint", final_checkpoint, err);
     }
-    const char *ckpt = fg_config_get(t->cfg, "callback.checkpoint", "dirpath");
+    const char *ckpt = fg_config_get(cfg, "callback.checkpoint", "dirpath");
     if (st == FG_OK && ckpt && ckpt[0] == '/')
-        st = check_folder(t->cfg, "callback.checkpoint", "dirpath", ckpt, ckpt, err);
+        st = check_folder(cfg, "callback.checkpoint", "dirpath", ckpt, ckpt, err);
     return st;
 }

@@ -3,12 +3,13 @@
 #ifndef FG_OUTPUT_PATHS_H
 #define FG_OUTPUT_PATHS_H
 
+#include "config.h"
 #include "fulgur/plugin.h"
 
-struct fg_trainer;
-
-/* [trainer] default_root_dir, final_checkpoint (absolute) and [callback.checkpoint] dirpath
- * (absolute): the nearest existing folder on each path must be a writable folder. */
-fg_status fg_trainer_check_outputs(const struct fg_trainer *t, fg_error *err);
+/* [trainer] default_root_dir, final_checkpoint (the trainer's key, read once: absolute) and
+ * [callback.checkpoint] dirpath (absolute): the nearest existing folder on each path must be
+ * a writable folder. */
+fg_status fg_output_paths_check(const fg_config *cfg, const char *final_checkpoint,
+                                fg_error *err);
 
 #endif

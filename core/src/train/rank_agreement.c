@@ -9,7 +9,6 @@
 #include "config.h"
 #include "fulgur/comm.h"
 #include "runtime.h"
-#include "trainer_internal.h"
 
 #define ITEM_NAME 120 /* int32 slots of a name on the wire (one byte each) */
 
@@ -91,10 +90,10 @@ static int add_layout(agree_list *l, const fg_model *m)
  * unaugmented: ranks whose files differ under equal keys (the same path on different nodes,
  * a fixed number of windows over different corpora) disagree here. A split that cannot be
  * read hashes as such; the loader names the failure later. */
-static int add_samples(agree_list *l, const fg_trainer *t, const char *name,
+static int add_samples(agree_list *l, const fg_rank_agreement *a, const char *name,
                        const fg_data_split *s)
 {
-    const fg_data_vtable *vt = t->data.vt;
+    const fg_data_vtable *vt = a->data;
     if (!s->dataset || s->info.length < 1 || !vt || !vt->read)
         return 0;
     size_t elems = 1;
@@ -112,7 +111,7 @@ static int add_samples(agree_list *l, const fg_trainer *t, const char *name,
         return -1;
     fg_data_read_args args = {sizeof args, FG_SPLIT_TEST, 0, 0}; /* never augmented */
     fg_error e = {0};
-    fg_status st = vt->read(t->data.state, s->dataset, &args, at, count, buf,
+    fg_status st = vt->read(a->data_state, s->dataset, &args, at, count, buf,
                             labels ? buf + (size_t)count * sample : NULL, &e);
     int rc = st == FG_OK ? add(l, name, buf, (size_t)count * (sample + labels))
                          : add(l, name, "(unreadable)", 12);
@@ -120,20 +119,20 @@ static int add_samples(agree_list *l, const fg_trainer *t, const char *name,
     return rc;
 }
 
-static int add_data(agree_list *l, const fg_trainer *t)
+static int add_data(agree_list *l, const fg_rank_agreement *a)
 {
     const struct {
         const char *name;
         const fg_data_split *s;
-    } splits[] = {{"data: the train split's size", &t->train},
-                  {"data: the val split's size", &t->val},
-                  {"data: the test split's size", &t->test}};
+    } splits[] = {{"data: the train split's size", a->train},
+                  {"data: the val split's size", a->val},
+                  {"data: the test split's size", a->test}};
     for (size_t i = 0; i < sizeof splits / sizeof *splits; i++) {
         int64_t n = splits[i].s->dataset ? splits[i].s->info.length : -1;
         if (add(l, splits[i].name, &n, sizeof n) != 0)
             return -1;
     }
-    return add_samples(l, t, "data: the train split's samples", &t->train);
+    return add_samples(l, a, "data: the train split's samples", a->train);
 }
 
 /* The checkpoint being resumed: its metadata (step, epoch, format, ...) and tensor names. */
@@ -245,7 +244,7 @@ static void encode(const agree_list *l, int32_t *out)
 }
 
 /* Every rank learns the lowest rank that differs and the item's name. */
-static fg_status name_the_difference(comm_ref *c, const fg_trainer *t, const agree_list *l,
+static fg_status name_the_difference(comm_ref *c, const fg_rank_agreement *a, const agree_list *l,
                                      fg_error *err)
 {
     fg_error e = {0};
@@ -255,7 +254,7 @@ static fg_status name_the_difference(comm_ref *c, const fg_trainer *t, const agr
     int32_t *theirs = st == FG_OK ? calloc((size_t)n0 * RECORD + 1, sizeof *theirs) : NULL;
     if (st == FG_OK && !theirs)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "rank agreement: out of memory");
-    if (st == FG_OK && t->rank == 0)
+    if (st == FG_OK && a->ranks.rank == 0)
         encode(l, theirs);
     if (st == FG_OK)
         st = wire(c, c->vt->broadcast(c->state, NULL, theirs, (size_t)n0 * RECORD, FG_I32, 0, &e),
@@ -263,7 +262,7 @@ static fg_status name_the_difference(comm_ref *c, const fg_trainer *t, const agr
     /* lowest (item, rank): a max of the negated code */
     int32_t k = st == FG_OK ? first_difference(l, theirs, n0) : INT32_MAX;
     int64_t code = k == INT32_MAX ? INT64_MIN + 1
-                                  : -((int64_t)k * t->world_size + t->rank);
+                                  : -((int64_t)k * a->ranks.world_size + a->ranks.rank);
     if (st == FG_OK)
         st = wire(c, c->vt->all_reduce(c->state, NULL, &code, 1, FG_I64, FG_REDUCE_MAX, &e),
                   "all_reduce", &e, err);
@@ -274,13 +273,13 @@ static fg_status name_the_difference(comm_ref *c, const fg_trainer *t, const agr
     }
     int32_t item = 0, rank = 0;
     if (st == FG_OK) {
-        item = (int32_t)(-code / t->world_size);
-        rank = (int32_t)(-code % t->world_size);
+        item = (int32_t)(-code / a->ranks.world_size);
+        rank = (int32_t)(-code % a->ranks.world_size);
     }
     int32_t name[ITEM_NAME] = {0};
     if (st == FG_OK && item < n0)
         memcpy(name, theirs + (size_t)item * RECORD, sizeof name);
-    else if (st == FG_OK && t->rank == rank)
+    else if (st == FG_OK && a->ranks.rank == rank)
         for (int i = 0; i < ITEM_NAME; i++)
             name[i] = (unsigned char)l->items[item - n0 - 1].name[i];
     if (st == FG_OK && item >= n0)
@@ -298,17 +297,17 @@ static fg_status name_the_difference(comm_ref *c, const fg_trainer *t, const agr
                         text, item < n0 ? "differs" : "is only on that rank");
 }
 
-fg_status fg_trainer_agree_across_ranks(fg_trainer *t, fg_error *err)
+fg_status fg_agree_across_ranks(const fg_rank_agreement *a, fg_error *err)
 {
-    const fg_instance *inst = fg_runtime_instance_of_kind(t->rt, FG_KIND_COMM);
-    if (t->world_size < 2 || !inst)
+    const fg_instance *inst = a->ranks.comm;
+    if (a->ranks.world_size < 2 || !inst)
         return FG_OK;
     comm_ref c = {inst->plugin->vtable, inst->state};
     if (!c.vt->all_reduce || !c.vt->broadcast)
         return FG_OK; /* a comm without them cannot agree: nothing to compare with */
     agree_list l = {0};
-    int bad = add_config(&l, t->cfg) || add_layout(&l, t->model) || add_data(&l, t) ||
-              add_checkpoint(&l, t->ckpt.loaded);
+    int bad = add_config(&l, a->cfg) || add_layout(&l, a->model) || add_data(&l, a) ||
+              add_checkpoint(&l, a->resumed);
     if (bad) {
         free(l.items);
         return fg_error_set(err, FG_OUT_OF_MEMORY, "rank agreement: out of memory");
@@ -323,7 +322,7 @@ fg_status fg_trainer_agree_across_ranks(fg_trainer *t, fg_error *err)
     for (int i = 0; st == FG_OK && i < 4; i++)
         agree &= sum[i] == -sum[4 + i];
     if (st == FG_OK && !agree)
-        st = name_the_difference(&c, t, &l, err);
+        st = name_the_difference(&c, a, &l, err);
     free(l.items);
     return st;
 }

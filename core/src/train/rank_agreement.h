@@ -6,12 +6,27 @@
 #ifndef FG_RANK_AGREEMENT_H
 #define FG_RANK_AGREEMENT_H
 
+#include "config.h"
+#include "data_split.h"
 #include "fulgur/plugin.h"
+#include "model.h"
+#include "ranks.h"
 
-struct fg_trainer;
+struct fg_ckpt;
+
+/* What the ranks compare, given by the trainer. */
+typedef struct fg_rank_agreement {
+    fg_ranks ranks;
+    const fg_config *cfg;
+    const fg_model *model;
+    const fg_data_vtable *data; /* the data plugin, to read the train split's samples */
+    void *data_state;
+    const fg_data_split *train, *val, *test;
+    struct fg_ckpt *resumed; /* the checkpoint being resumed, or NULL */
+} fg_rank_agreement;
 
 /* FG_INVALID_ARGUMENT naming the rank and the key, config entry, tensor, data split or
  * checkpoint field; FG_OK alone or when every rank agrees. */
-fg_status fg_trainer_agree_across_ranks(struct fg_trainer *t, fg_error *err);
+fg_status fg_agree_across_ranks(const fg_rank_agreement *a, fg_error *err);
 
 #endif

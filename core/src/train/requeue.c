@@ -18,12 +18,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core_util.h"
 #include "fulgur/comm.h"
 #include "io_status.h"
 #include "runtime.h"
-#include "step_sink.h"
-#include "trainer_ckpt.h"
-#include "trainer_internal.h"
 
 #define AGREE_PERIOD_S 1.0
 #define AGREE_MAX_INTERVAL 100000
@@ -94,21 +92,20 @@ static void read_test_hooks(fg_requeue *q)
     q->test_skew_s = colon ? strtod(colon + 1, NULL) : 0;
 }
 
-static void test_interrupt(const struct fg_trainer *t)
+static void test_interrupt(const fg_requeue *q, const fg_requeue_fit *f)
 {
-    const fg_requeue *q = &t->requeue;
-    if (q->test_step != t->progress.global_step || (q->test_rank >= 0 && q->test_rank != t->rank))
+    if (q->test_step != f->progress->global_step ||
+        (q->test_rank >= 0 && q->test_rank != f->ranks.rank))
         return;
     raise(q->test_signo);
     if (q->test_twice) raise(SIGINT);
 }
 
-void fg_requeue_test_eval(struct fg_trainer *t, const char *prefix)
+void fg_requeue_test_eval(fg_requeue *q, const fg_requeue_fit *f, const char *prefix)
 {
-    fg_requeue *q = &t->requeue;
     int pass = strcmp(prefix, "val") == 0 ? 'v' : strcmp(prefix, "test") == 0 ? 't' : 0;
-    if (!q->test_pass || q->test_pass != pass || t->progress.global_step == 0 ||
-        (q->test_rank >= 0 && q->test_rank != t->rank))
+    if (!q->test_pass || q->test_pass != pass || f->progress->global_step == 0 ||
+        (q->test_rank >= 0 && q->test_rank != f->ranks.rank))
         return;
     q->test_pass = 0; /* once */
     raise(q->test_signo);
@@ -116,18 +113,17 @@ void fg_requeue_test_eval(struct fg_trainer *t, const char *prefix)
 
 /* max_time by this process's clock (FULGUR_TEST_CLOCK_SKEW moves one rank's clock ahead,
  * so that a test sees ranks that disagree). */
-static int local_time_is_up(const struct fg_trainer *t)
+static int local_time_is_up(const fg_requeue *q, const fg_requeue_fit *f)
 {
-    const fg_requeue *q = &t->requeue;
-    double elapsed = fg_now_seconds() - t->progress.fit_start_time;
-    if (q->test_skew_rank == t->rank) elapsed += q->test_skew_s;
-    return t->keys.max_time_s > 0 && elapsed >= t->keys.max_time_s;
+    double elapsed = fg_now_seconds() - f->progress->fit_start_time;
+    if (q->test_skew_rank == f->ranks.rank) elapsed += q->test_skew_s;
+    return f->max_time_s > 0 && elapsed >= f->max_time_s;
 }
 
-int fg_requeue_time_is_up(const struct fg_trainer *t)
+int fg_requeue_time_is_up(const fg_requeue *q, const fg_requeue_fit *f)
 {
-    if (t->world_size > 1 && t->requeue.interrupts_armed) return t->requeue.time_up;
-    return local_time_is_up(t);
+    if (f->ranks.world_size > 1 && q->interrupts_armed) return q->time_up;
+    return local_time_is_up(q, f);
 }
 
 int fg_requeue_interrupt_pending(const fg_requeue *q)
@@ -167,29 +163,23 @@ fg_status fg_requeue_configure(fg_requeue *q, const char *value, const char *ori
     return FG_OK;
 }
 
-static const fg_instance *comm_of(struct fg_trainer *t)
+fg_status fg_requeue_arm(fg_requeue *q, const fg_requeue_fit *f, fg_error *err)
 {
-    return t->world_size > 1 ? fg_runtime_instance_of_kind(t->rt, FG_KIND_COMM) : NULL;
-}
-
-fg_status fg_requeue_arm(struct fg_trainer *t, fg_error *err)
-{
-    fg_requeue *q = &t->requeue;
-    const fg_instance *c = comm_of(t);
-    int agree = t->world_size == 1 ||
+    const fg_instance *c = f->ranks.comm;
+    int agree = f->ranks.world_size == 1 ||
                 (c && ((const fg_comm_vtable *)c->plugin->vtable)->all_reduce);
     if (!q->interrupts_armed && agree) {
         fg_status st = arm_interrupts(q, err);
         if (st != FG_OK) return st;
-        q->next_check = t->progress.global_step + 1;
-        q->last_check_step = t->progress.global_step;
+        q->next_check = f->progress->global_step + 1;
+        q->last_check_step = f->progress->global_step;
         q->last_check_time = fg_now_seconds();
     }
     if (!q->signo || q->armed) return FG_OK;
     if (!agree)
         return fg_error_set(err, FG_INCOMPATIBLE, "[trainer] requeue_signal = %s needs a [comm] "
                             "with all_reduce for %d processes to agree on the stop (or set "
-                            "requeue_signal = none)", signal_name(q->signo), t->world_size);
+                            "requeue_signal = none)", signal_name(q->signo), f->ranks.world_size);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -200,12 +190,12 @@ fg_status fg_requeue_arm(struct fg_trainer *t, fg_error *err)
         return fg_error_set(err, FG_INTERNAL, "requeue: sigaction(%s): %s", signal_name(q->signo),
                             strerror(errno));
     q->armed = 1;
-    q->next_check = t->progress.global_step + 1;
-    q->last_check_step = t->progress.global_step;
+    q->next_check = f->progress->global_step + 1;
+    q->last_check_step = f->progress->global_step;
     q->last_check_time = fg_now_seconds();
     const char *job = getenv("SLURM_JOB_ID");
-    if (t->rt->verbosity >= FG_LOG_INFO)
-        fprintf(t->out, "requeue: on %s, checkpoint and %s%s\n", signal_name(q->signo),
+    if (f->verbosity >= FG_LOG_INFO)
+        fprintf(f->out, "requeue: on %s, checkpoint and %s%s\n", signal_name(q->signo),
                 job ? "requeue SLURM job " : "stop (not a SLURM job)", job ? job : "");
     return FG_OK;
 }
@@ -233,116 +223,118 @@ static double next_interval(fg_requeue *q, int64_t step, double now)
     return n < 1 ? 1 : n > AGREE_MAX_INTERVAL ? AGREE_MAX_INTERVAL : (double)(int64_t)n;
 }
 
-fg_status fg_requeue_poll(struct fg_trainer *t, fg_error *err)
+int fg_requeue_stops(const fg_requeue *q)
 {
-    fg_requeue *q = &t->requeue;
+    return q->stopped || q->interrupt_signo;
+}
+
+fg_status fg_requeue_poll(fg_requeue *q, const fg_requeue_fit *f, fg_error *err)
+{
     if ((!q->armed && !q->interrupts_armed) || q->stopped || q->interrupt_signo) return FG_OK;
-    test_interrupt(t);
+    test_interrupt(q, f);
     int stop = signalled != 0, signo = interrupted;
-    if (t->world_size > 1) {
-        if (t->progress.global_step < q->next_check) return FG_OK;
-        const fg_instance *c = comm_of(t);
+    if (f->ranks.world_size > 1) {
+        if (f->progress->global_step < q->next_check) return FG_OK;
+        const fg_instance *c = f->ranks.comm;
         const fg_comm_vtable *vt = c->plugin->vtable;
         double now = fg_now_seconds();
-        double agree[4] = {stop, t->rank == 0 ? next_interval(q, t->progress.global_step, now) : 0,
-                           signo, local_time_is_up(t)};
+        int64_t step = f->progress->global_step;
+        double agree[4] = {stop, f->ranks.rank == 0 ? next_interval(q, step, now) : 0, signo,
+                           local_time_is_up(q, f)};
         fg_error e = {0};
         fg_status st = vt->all_reduce(c->state, NULL, agree, 4, FG_F64, FG_REDUCE_MAX, &e);
         if (st != FG_OK)
             return fg_error_set(err, st, "requeue: agreeing on the stop flag at step %lld: %s",
-                                (long long)t->progress.global_step, e.message);
+                                (long long)step, e.message);
         stop = agree[0] > 0;
         signo = (int)agree[2];
         q->time_up = agree[3] > 0;
-        q->next_check = t->progress.global_step + (int64_t)agree[1];
-        q->last_check_step = t->progress.global_step;
+        q->next_check = step + (int64_t)agree[1];
+        q->last_check_step = step;
         q->last_check_time = now;
     }
     if (signo) { /* an interrupt wins over a requeue: the user asked to stop */
         q->interrupt_signo = signo;
-        t->stop = 1;
-        fprintf(t->out, "interrupted by %s: stopping after step %lld\n",
-                signo == SIGTERM ? "SIGTERM" : "SIGINT", (long long)t->progress.global_step);
+        fprintf(f->out, "interrupted by %s: stopping after step %lld\n",
+                signo == SIGTERM ? "SIGTERM" : "SIGINT", (long long)f->progress->global_step);
     } else if (stop) {
         q->stopped = 1;
-        t->stop = 1;
-        fprintf(t->out, "requeue: %s received, stopping after step %lld\n", signal_name(q->signo),
-                (long long)t->progress.global_step);
+        fprintf(f->out, "requeue: %s received, stopping after step %lld\n", signal_name(q->signo),
+                (long long)f->progress->global_step);
     }
     return FG_OK;
 }
 
-fg_status fg_requeue_poll_now(struct fg_trainer *t, fg_error *err)
+fg_status fg_requeue_poll_now(fg_requeue *q, const fg_requeue_fit *f, fg_error *err)
 {
-    t->requeue.next_check = 0; /* every rank calls this at the same point: agree now */
-    return fg_requeue_poll(t, err);
+    q->next_check = 0; /* every rank calls this at the same point: agree now */
+    return fg_requeue_poll(q, f, err);
 }
 
-static int training_finished(const struct fg_trainer *t)
+static int training_finished(const fg_requeue_fit *f)
 {
-    return (t->keys.max_steps >= 0 && t->progress.global_step >= t->keys.max_steps) || t->progress.epoch >= t->keys.max_epochs;
+    return (f->max_steps >= 0 && f->progress->global_step >= f->max_steps) ||
+           f->progress->epoch >= f->max_epochs;
 }
 
 /* Where ckpt_path = last looks (the checkpoint callback's dirpath, or checkpoints/). */
-static void stop_checkpoint_path(const struct fg_trainer *t, const char *name, char *out,
+static void stop_checkpoint_path(const fg_requeue_fit *f, const char *name, char *out,
                                  size_t size)
 {
-    const char *dir = fg_config_get(t->cfg, "callback.checkpoint", "dirpath");
+    const char *dir = fg_config_get(f->cfg, "callback.checkpoint", "dirpath");
     if (!dir || !*dir) dir = "checkpoints";
     if (dir[0] == '/')
         snprintf(out, size, "%s/%s", dir, name);
     else
-        snprintf(out, size, "%s/%s/%s", t->run_dir, dir, name);
+        snprintf(out, size, "%s/%s/%s", f->run_dir, dir, name);
 }
 
-void fg_requeue_after_fit(struct fg_trainer *t)
+void fg_requeue_after_fit(fg_requeue *q, const fg_requeue_fit *f)
 {
-    t->requeue.stopped = 0;
-    fprintf(t->out, "requeue: %s agreed after the fit's last step: training is complete, not "
-            "requeued\n", signal_name(t->requeue.signo));
+    q->stopped = 0;
+    fprintf(f->out, "requeue: %s agreed after the fit's last step: training is complete, not "
+            "requeued\n", signal_name(q->signo));
 }
 
-fg_status fg_requeue_checkpoint(struct fg_trainer *t, fg_error *err)
+const char *fg_requeue_checkpoint(fg_requeue *q, const fg_requeue_fit *f)
 {
-    fg_requeue *q = &t->requeue;
-    if (q->interrupt_signo && q->checkpoint_on_interrupt && !training_finished(t)) {
-        stop_checkpoint_path(t, "interrupted.safetensors", q->checkpoint, sizeof q->checkpoint);
-        return fg_trainer_save_checkpoint(t, q->checkpoint, err);
+    if (q->interrupt_signo && q->checkpoint_on_interrupt && !training_finished(f)) {
+        stop_checkpoint_path(f, "interrupted.safetensors", q->checkpoint, sizeof q->checkpoint);
+        return q->checkpoint;
     }
-    if (!q->stopped) return FG_OK;
-    if (training_finished(t)) {
+    if (!q->stopped) return NULL;
+    if (training_finished(f)) {
         q->stopped = 0; /* the last step was the signal's: nothing to resume */
-        fprintf(t->out, "requeue: the signal came with the last step: training is complete, "
+        fprintf(f->out, "requeue: the signal came with the last step: training is complete, "
                 "not requeued\n");
-        return FG_OK;
+        return NULL;
     }
-    stop_checkpoint_path(t, "requeue.safetensors", q->checkpoint, sizeof q->checkpoint);
-    return fg_trainer_save_checkpoint(t, q->checkpoint, err);
+    stop_checkpoint_path(f, "requeue.safetensors", q->checkpoint, sizeof q->checkpoint);
+    return q->checkpoint;
 }
 
-fg_status fg_requeue_interrupted(struct fg_trainer *t, fg_error *err)
+fg_status fg_requeue_interrupted(const fg_requeue *q, const fg_requeue_fit *f, fg_error *err)
 {
-    fg_requeue *q = &t->requeue;
     const char *name = q->interrupt_signo == SIGTERM ? "SIGTERM" : "SIGINT";
     fg_status st = q->interrupt_signo == SIGTERM ? FG_STATUS_SIGTERM : FG_STATUS_SIGINT;
-    const char *config = fg_config_path(t->cfg) ? fg_config_path(t->cfg) : "CONFIG";
+    const char *config = fg_config_path(f->cfg) ? fg_config_path(f->cfg) : "CONFIG";
     /* printed here, before the comm finalises: under mpirun a rank's exit code 130 may end
      * the others as soon as they return */
-    if (t->rank == 0 && training_finished(t) && !q->checkpoint[0])
-        fprintf(t->out, "interrupted by %s after the last step (%lld), before the end of the "
+    if (f->ranks.rank == 0 && training_finished(f) && !q->checkpoint[0])
+        fprintf(f->out, "interrupted by %s after the last step (%lld), before the end of the "
                 "fit's validation, final checkpoint or test\n", name,
-                (long long)t->progress.global_step);
-    else if (t->rank == 0 && q->checkpoint[0] && !training_finished(t))
-        fprintf(t->out, "interrupted by %s after step %lld; resume with: fulgur fit %s "
-                "--ckpt-path %s\n", name, (long long)t->progress.global_step, config,
+                (long long)f->progress->global_step);
+    else if (f->ranks.rank == 0 && q->checkpoint[0] && !training_finished(f))
+        fprintf(f->out, "interrupted by %s after step %lld; resume with: fulgur fit %s "
+                "--ckpt-path %s\n", name, (long long)f->progress->global_step, config,
                 q->checkpoint);
-    else if (t->rank == 0)
-        fprintf(t->out, "interrupted by %s after step %lld; no checkpoint written (set [trainer] "
+    else if (f->ranks.rank == 0)
+        fprintf(f->out, "interrupted by %s after step %lld; no checkpoint written (set [trainer] "
                 "checkpoint_on_interrupt = true to resume from here)\n", name,
-                (long long)t->progress.global_step);
-    fflush(t->out);
+                (long long)f->progress->global_step);
+    fflush(f->out);
     return fg_error_set(err, st, "interrupted by %s after step %lld", name,
-                        (long long)t->progress.global_step);
+                        (long long)f->progress->global_step);
 }
 
 /* SLURM_JOB_ID, or ARRAY_TASK of an array job (what scontrol requeue takes). */
@@ -378,22 +370,22 @@ static int spawn_scontrol(pid_t *pid, char **argv)
     return rc;
 }
 
-fg_status fg_requeue_submit(struct fg_trainer *t, fg_error *err)
+fg_status fg_requeue_submit(const fg_requeue *q, const fg_requeue_fit *f, fg_error *err)
 {
-    fg_requeue *q = &t->requeue;
-    if (t->rank != 0) return FG_OK;
+    if (f->ranks.rank != 0) return FG_OK;
     char buf[256];
     const char *job = job_id(buf, sizeof buf);
     if (!job) {
-        fprintf(t->out, "requeue: stopped at step %lld, not a SLURM job (no SLURM_JOB_ID): "
-                "resume with --ckpt-path last (%s)\n", (long long)t->progress.global_step, q->checkpoint);
+        fprintf(f->out, "requeue: stopped at step %lld, not a SLURM job (no SLURM_JOB_ID): "
+                "resume with --ckpt-path last (%s)\n", (long long)f->progress->global_step,
+                q->checkpoint);
         return FG_OK;
     }
     char *argv[] = {"scontrol", "requeue", (char *)job, NULL};
     pid_t pid;
     int rc = spawn_scontrol(&pid, argv);
     if (rc != 0) {
-        fprintf(t->out, "requeue: cannot run scontrol (%s): SLURM job %s is not requeued; "
+        fprintf(f->out, "requeue: cannot run scontrol (%s): SLURM job %s is not requeued; "
                 "resume with --ckpt-path last (%s)\n", strerror(rc), job, q->checkpoint);
         return FG_OK;
     }
@@ -406,8 +398,9 @@ fg_status fg_requeue_submit(struct fg_trainer *t, fg_error *err)
                             WIFEXITED(status) ? "exited" : "died of signal",
                             WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
                             q->checkpoint);
-    fprintf(t->out, "requeue: SLURM job %s requeued (scontrol requeue %s) after step %lld; it "
-            "resumes from %s with --ckpt-path last\n", job, job, (long long)t->progress.global_step,
+    fprintf(f->out, "requeue: SLURM job %s requeued (scontrol requeue %s) after step %lld; it "
+            "resumes from %s with --ckpt-path last\n", job, job,
+            (long long)f->progress->global_step,
             q->checkpoint);
     return FG_OK;
 }

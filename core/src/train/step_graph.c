@@ -7,9 +7,7 @@
 #include "step_graph.h"
 #include "train_stage_fused.h"
 #include "train_stage_graph.h"
-#include "trainer_internal.h"
-
-#define STRAT(t) ((const fg_strategy_vtable *)(t)->strategy.vt)
+#include "train_services.h"
 
 __attribute__((format(printf, 2, 3))) static fg_status refuse(fg_error *err, const char *fmt,
                                                                 ...)
@@ -43,20 +41,19 @@ static const char *layer_with_dropout(const fg_config *cfg)
 
 /* single, or ddp whose buckets are NCCL collectives ordered on the device (a graph holds
  * them: the comm's stream forks from the captured stream and joins it back). */
-static fg_status check_strategy(const fg_trainer *t, fg_error *err)
+static fg_status check_strategy(const fg_step_graph_fit *f, fg_error *err)
 {
-    const char *name = t->strategy.inst->name;
+    const char *name = f->strategy_name;
     if (strcmp(name, "single") == 0) return FG_OK;
     if (strcmp(name, "ddp") != 0)
         return refuse(err, "[strategy] %s: only `single` and `ddp` over [comm] nccl are "
                       "captured (the others synchronise the host or run collectives a graph "
                       "does not hold)", name);
-    const fg_instance *comm = fg_runtime_instance_of_kind(t->rt, FG_KIND_COMM);
-    if (!comm || strcmp(comm->name, "nccl") != 0)
+    if (!f->comm_name || strcmp(f->comm_name, "nccl") != 0)
         return refuse(err, "[strategy] ddp over [comm] %s: its collectives run on the host, "
                       "outside the device's streams, so a graph cannot hold them; use [comm] "
-                      "name = nccl", comm ? comm->name : "(none)");
-    if (fg_model_buffers_size(t->model) > 0)
+                      "name = nccl", f->comm_name ? f->comm_name : "(none)");
+    if (f->has_buffers)
         return refuse(err, "[strategy] ddp: the model holds buffers (batch-norm running "
                       "statistics) that ddp copies from rank 0 after the steps that changed "
                       "them, which it learns on the host in each step; a replayed step would "
@@ -65,104 +62,95 @@ static fg_status check_strategy(const fg_trainer *t, fg_error *err)
 }
 
 /* What the trainer and its callbacks do on the host inside a step. */
-static fg_status check_trainer(const fg_trainer *t, fg_error *err)
+static fg_status check_fit(const fg_step_graph_fit *f, fg_error *err)
 {
-    const fg_backend_vtable *be = t->tctx.be;
+    const fg_backend_vtable *be = f->tctx->be;
     if (!FG_HAS_FIELD(be, fg_backend_vtable, graph_destroy) || !be->graph_begin ||
         !be->graph_end || !be->graph_launch || !be->graph_destroy)
         return refuse(err, "a CUDA key: backend %s cannot capture a step into a graph (use "
-                      "[backend] name = cuda)", t->backend.inst->name);
-    fg_status st = check_strategy(t, err);
+                      "[backend] name = cuda)", f->backend);
+    fg_status st = check_strategy(f, err);
     if (st != FG_OK) return st;
-    if (t->keys.accumulate != 1)
+    if (f->accumulate != 1)
         return refuse(err, "%s = %lld: only a step of one micro-batch is captured",
-                      "trainer.accumulate_grad_batches", (long long)t->keys.accumulate);
-    if (t->scaler.loss_scaling)
+                      "trainer.accumulate_grad_batches", (long long)f->accumulate);
+    if (f->loss_scaling)
         return refuse(err, "[precision] %s: dynamic loss scaling checks the gradients for "
-                      "inf/NaN on the host every step", t->precision.inst->name);
-    if (!fg_config_is_true(t->cfg, "data", "drop_last"))
+                      "inf/NaN on the host every step", f->precision);
+    if (!fg_config_is_true(f->cfg, "data", "drop_last"))
         return refuse(err, "%s is false: the last batch of an epoch may be smaller, a shape "
                       "the captured step does not have; set it to true",
                       "[data] drop_last");
-    if (t->checks.timing)
+    if (f->timing)
         return refuse(err, "%s: a callback times the step's phases (throughput), waiting "
                       "for the device inside the step", "[callback.*]");
-    if (t->checks.finite_every > 0)
+    if (f->finite_every > 0)
         return refuse(err, "%s: a callback checks the loss and gradients for inf/NaN on the "
                       "host every %lld step(s) (nan_guard)", "[callback.*]",
-                      (long long)t->checks.finite_every);
-    const char *drop = layer_with_dropout(t->cfg);
+                      (long long)f->finite_every);
+    const char *drop = layer_with_dropout(f->cfg);
     if (drop)
         return refuse(err, "[%s]: dropout draws from a per-step seed the kernels take by "
                       "value; a captured step cannot", drop);
     return FG_OK;
 }
 
-fg_status fg_step_graph_setup(fg_trainer *t, fg_error *err)
+fg_status fg_step_graph_setup(fg_step_graph *g, const fg_step_graph_fit *f, fg_error *err)
 {
-    memset(&t->graph, 0, sizeof t->graph);
-    if (!fg_config_is_true(t->cfg, "backend", "cuda_graphs")) return FG_OK;
-    fg_status st = check_trainer(t, err);
+    memset(g, 0, sizeof *g);
+    if (!fg_config_is_true(f->cfg, "backend", "cuda_graphs")) return FG_OK;
+    fg_status st = check_fit(f, err);
     if (st != FG_OK) return st;
-    const fg_strategy_vtable *sv = STRAT(t);
-    void *stage = sv->primary_replica ? sv->primary_replica(t->strategy.state) : NULL;
+    const fg_strategy_vtable *sv = f->strategy;
+    void *stage = sv->primary_replica ? sv->primary_replica(f->strategy_state) : NULL;
     if (!stage)
-        return refuse(err, "[strategy] %s has no primary stage to capture",
-                      t->strategy.inst->name);
-    if (t->keys.clip_val > 0 && !t->keys.clip_by_value &&
-        !fg_train_stage_can_clip_on_device(&t->tctx, stage))
+        return refuse(err, "[strategy] %s has no primary stage to capture", f->strategy_name);
+    if (f->clip_val > 0 && !f->clip_by_value && !fg_train_stage_can_clip_on_device(f->tctx, stage))
         return refuse(err, "%s: clipping by norm reads the norm on the host unless the "
                       "backend clips on the device (grad_clip_coef and the fused update)",
                       "trainer.gradient_clip_val");
-    st = fg_train_stage_graph_check(&t->tctx, stage, err);
-    if (st == FG_OK) st = fg_train_stage_graph_prepare(&t->tctx, stage, err);
-    if (st == FG_OK) t->graph.stage = stage;
+    st = fg_train_stage_graph_check(f->tctx, stage, err);
+    if (st == FG_OK) st = fg_train_stage_graph_prepare(f->tctx, stage, err);
+    if (st == FG_OK) g->stage = stage;
     return st;
 }
 
-fg_status fg_step_graph_before(fg_trainer *t, const fg_batch *b, int *done, fg_error *err)
+fg_status fg_step_graph_before(fg_step_graph *g, fg_train_ctx *c, const fg_batch *b, float lr,
+                               int64_t step, int *done, fg_error *err)
 {
     *done = 0;
-    fg_step_graph *g = &t->graph;
-    int64_t step = t->progress.global_step + 1;
-    /* the rate the trainer's optimizer step computes from the same progress */
-    float lr = (float)fg_scheduler_lr(t->scheduler, t->progress.global_step, t->progress.epoch);
-    fg_status st = fg_train_stage_graph_values(&t->tctx, g->stage, lr, step, err);
+    fg_status st = fg_train_stage_graph_values(c, g->stage, lr, step, err);
     if (st != FG_OK || g->steps < STEP_GRAPH_WARMUP) return st;
-    st = fg_train_stage_graph_inputs(&t->tctx, g->stage, b, err);
+    st = fg_train_stage_graph_inputs(c, g->stage, b, err);
     if (st != FG_OK) return st;
     if (g->steps == STEP_GRAPH_WARMUP) {
-        st = fg_train_stage_graph_begin(&t->tctx, g->stage, err);
+        st = fg_train_stage_graph_begin(c, g->stage, err);
         g->capturing = st == FG_OK;
         return st;
     }
-    st = fg_train_stage_graph_replay(&t->tctx, g->stage, step, err);
+    st = fg_train_stage_graph_replay(c, g->stage, step, err);
     if (st != FG_OK) return st;
-    t->lr = lr;
-    t->progress.global_step++;
     g->steps++;
     *done = 1;
     return FG_OK;
 }
 
-void fg_step_graph_report(const fg_trainer *t)
+void fg_step_graph_report(const fg_step_graph *g, FILE *out)
 {
-    const fg_step_graph *g = &t->graph;
     if (!g->stage) return;
     if (g->steps <= STEP_GRAPH_WARMUP)
-        fprintf(t->out, "cuda graphs: %lld eager step(s), none captured (the capture comes "
+        fprintf(out, "cuda graphs: %lld eager step(s), none captured (the capture comes "
                 "after %d)\n", (long long)g->steps, STEP_GRAPH_WARMUP);
     else
-        fprintf(t->out, "cuda graphs: step %d of the fit captured, %lld step(s) replayed\n",
+        fprintf(out, "cuda graphs: step %d of the fit captured, %lld step(s) replayed\n",
                 STEP_GRAPH_WARMUP + 1, (long long)(g->steps - STEP_GRAPH_WARMUP - 1));
 }
 
-fg_status fg_step_graph_after(fg_trainer *t, fg_status st, fg_error *err)
+fg_status fg_step_graph_after(fg_step_graph *g, fg_train_ctx *c, fg_status st, fg_error *err)
 {
-    fg_step_graph *g = &t->graph;
     if (g->capturing) {
         g->capturing = 0;
-        st = fg_train_stage_graph_end(&t->tctx, g->stage, st, err);
+        st = fg_train_stage_graph_end(c, g->stage, st, err);
     }
     if (st == FG_OK) g->steps++;
     return st;

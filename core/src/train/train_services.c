@@ -128,6 +128,13 @@ static fg_status create_arenas(fg_train_ctx *c, fg_train_stage *s, fg_error *err
     return st;
 }
 
+/* The strategy keeps the f32 master (the model says so, trainer_precision.c): the optimizer
+ * updates its f32 parameters from the half gradients. */
+static int strategy_master(const fg_train_ctx *c)
+{
+    return fg_model_master_owner(c->model) == FG_MASTER_STRATEGY;
+}
+
 /* The batch copier, metric scalars, the half batch of a half activation dtype and the
  * optimizer. */
 static fg_status create_buffers(fg_train_ctx *c, fg_train_stage *s, fg_error *err)
@@ -149,8 +156,9 @@ static fg_status create_buffers(fg_train_ctx *c, fg_train_stage *s, fg_error *er
         st = fg_optimizer_set_decay_runs(s->opt, c->decay_runs, c->decay_run_count, s->opt_lo,
                                          err);
     if (st == FG_OK)
-        st = fg_optimizer_set_dtypes(s->opt, c->own_master ? FG_F32
-                                                           : fg_replica_param_dtype(s->arena[0]),
+        st = fg_optimizer_set_dtypes(s->opt,
+                                     strategy_master(c) ? FG_F32
+                                                        : fg_replica_param_dtype(s->arena[0]),
                                      fg_replica_grad_dtype(s->arena[0]), err);
     return st;
 }
@@ -371,7 +379,7 @@ void fg_train_services_init(fg_train_ctx *c, int max_batch)
     s->max_batch = max_batch;
     s->layer_count = (int32_t)fg_model_layer_count(c->model);
     fg_model_storage_dtypes(c->model, &s->param_dtype, &s->grad_dtype);
-    s->strategy_master = c->own_master;
+    s->strategy_master = strategy_master(c);
     const char *unfused = secure_getenv("FULGUR_TEST_UNFUSED_STEP");
     c->unfused = unfused && strcmp(unfused, "1") == 0;
     s->layer_info = layer_info;
@@ -385,4 +393,14 @@ void fg_train_services_init(fg_train_ctx *c, int max_batch)
     s->read_init_params = read_init_params;
     s->set_replica_allreduce = set_replica_allreduce;
     fg_train_stage_step_init(s);
+}
+
+void fg_train_services_next_micro_batch(fg_train_ctx *c) { c->micro_step++; }
+uint64_t fg_train_services_micro_step(const fg_train_ctx *c) { return c->micro_step; }
+void fg_train_services_resume_micro_step(fg_train_ctx *c, uint64_t n) { c->micro_step = n; }
+
+void fg_train_services_set_sink(fg_train_ctx *c, struct fg_step_sink *sink, int timing)
+{
+    c->sink = sink;
+    c->timing = timing;
 }

@@ -22,8 +22,9 @@ typedef struct fg_train_ctx {
     const float *init_params;  /* host: the seeded initial parameters every stage starts from */
     const float *init_buffers; /* host */
     uint64_t seed;
-    /* Counts forward passes (the trainer moves it once per micro-batch, checkpoints keep
-     * it): dropout draws depend on it, and every stage of a micro-batch draws alike. */
+    /* Counts micro-batches (fg_train_services_next_micro_batch; the stages read it, nothing
+     * else writes it): dropout draws depend on it, and every stage of a micro-batch draws
+     * alike. */
     uint64_t micro_step;
     /* Moves with every optimizer update: a stage with half working parameters casts them
      * again at its first forward after it. Atomic: the stages of strategy.model-parallel
@@ -35,9 +36,6 @@ typedef struct fg_train_ctx {
      * backend's work is counted where it runs. timing = 0: no sync, nothing timed. */
     int timing;
     struct fg_step_sink *sink;
-    /* The strategy keeps the f32 master weights (fg_strategy_info.own_master): stages hold
-     * half parameters only, and optimizer_step updates the strategy's f32 ones. */
-    int own_master;
     /* Copy fence ids the loaders' staging slots use (0 .. fence_count - 1): each stage
      * has an event per id for its batch copies (data/batch_copy.h). */
     int fence_count;
@@ -63,5 +61,12 @@ struct fg_optimizer *fg_train_stage_optimizer(const void *stage);
 
 /* Fills ctx->svc; the other fields must be set by the caller. */
 void fg_train_services_init(fg_train_ctx *ctx, int max_batch);
+/* A training micro-batch starts (before the strategy's train_step). */
+void fg_train_services_next_micro_batch(fg_train_ctx *ctx);
+/* The micro-batches counted, for a checkpoint, and the count a resumed fit goes on from. */
+uint64_t fg_train_services_micro_step(const fg_train_ctx *ctx);
+void fg_train_services_resume_micro_step(fg_train_ctx *ctx, uint64_t micro_step);
+/* The per-step metric sink of a fit and whether its phases are timed (NULL, 0: neither). */
+void fg_train_services_set_sink(fg_train_ctx *ctx, struct fg_step_sink *sink, int timing);
 
 #endif

@@ -34,7 +34,7 @@ int fg_train_stage_can_clip_on_device(const fg_train_ctx *c, const void *stage)
     const fg_train_stage *s = stage;
     if (!s) return 0;
     uint32_t grad = fg_replica_grad_dtype(s->arena[0]);
-    return !c->own_master && whole_stage_updated(s) && fg_replica_grads(s->arena[0]) &&
+    return fg_model_master_owner(c->model) != FG_MASTER_STRATEGY && whole_stage_updated(s) && fg_replica_grads(s->arena[0]) &&
            fg_train_stage_can_fuse(c, s) &&
            fg_backend_can(c->be, c->bs, FG_OP_GRAD_CLIP_COEF, &grad);
 }

@@ -132,8 +132,7 @@ fg_status fg_train_stage_graph_replay(fg_train_ctx *c, void *stage, int64_t step
     /* what the captured host calls moved (stage_forward, optimizer_step, the fused step) */
     if (s->is_last) s->count += s->graph_rows;
     s->rows[0] = s->graph_rows;
-    fg_optimizer_set_step(s->opt, step - 1);
-    fg_optimizer_begin_step(s->opt);
+    fg_optimizer_set_step(s->opt, step);
     uint64_t version = ++c->param_version;
     uint32_t dt = FG_F32;
     if (fg_replica_work(s->arena[0], &dt))

@@ -248,11 +248,7 @@ static fg_status optimizer_step(void *ctx, void *stage, const fg_step_args *a, i
         return fg_error_set(err, FG_INVALID_ARGUMENT, "optimizer step over [%lld, %lld) is "
                             "outside the stage's optimizer range [%zu, %zu)", (long long)offset,
                             (long long)(offset + count), s->opt_lo, s->opt_lo + s->opt_n);
-    /* Several ranges may make one step (sharded strategies): the counter moves once. */
-    if (fg_optimizer_get_step(s->opt) < a->step) {
-        fg_optimizer_set_step(s->opt, a->step - 1);
-        fg_optimizer_begin_step(s->opt);
-    }
+    fg_optimizer_set_step(s->opt, a->step); /* the trainer's number; ranges of a step alike */
     c->param_version++;
     double mark = c->timing ? fg_now_seconds() : 0;
     fg_status st;

@@ -20,6 +20,7 @@
 #include "trainer_ckpt.h"
 #include "trainer_events.h"
 #include "trainer_internal.h"
+#include "trainer_parts.h"
 #include "trainer_keys.h"
 #include "trainer_loop.h"
 #include "trainer_memory.h"
@@ -447,14 +448,17 @@ static fg_status setup(fg_trainer *t, fg_error *err)
     if (st == FG_OK) st = check_strategy(t, err);
     if (st == FG_OK) st = fg_trainer_read_keys(t, err);
     if (st == FG_OK && (t->verb == FG_VERB_FIT || t->verb == FG_VERB_CHECK))
-        st = fg_trainer_check_outputs(t, err);
+        st = fg_output_paths_check(t->cfg, t->keys.final_checkpoint, err);
     if (st == FG_OK) st = open_data(t, err);
     if (st == FG_OK) st = build_model(t, err);
     if (st == FG_OK) st = fg_trainer_apply_precision(t, err);
     if (st == FG_OK) st = fg_trainer_check_backend(t, err);
     if (st == FG_OK) st = make_run_dir(t, err);
     if (st == FG_OK && t->keys.ckpt_path[0]) st = fg_trainer_load_weights(t, err);
-    if (st == FG_OK) st = fg_trainer_agree_across_ranks(t, err);
+    if (st == FG_OK) {
+        fg_rank_agreement agree = fg_trainer_rank_agreement(t);
+        st = fg_agree_across_ranks(&agree, err);
+    }
     if (st == FG_OK) st = setup_strategy(t, err);
     if (st == FG_OK && t->keys.ckpt_path[0] && t->verb == FG_VERB_FIT) st = fg_trainer_load_training_state(t, err);
     fg_trainer_close_checkpoint(t);
@@ -498,6 +502,24 @@ static void teardown(fg_trainer *t)
     free(t->init_buffers);
 }
 
+static fg_status requeue_interrupted(fg_trainer *t, fg_error *err)
+{
+    fg_requeue_fit f = fg_trainer_requeue_fit(t);
+    return fg_requeue_interrupted(&t->requeue, &f, err);
+}
+
+static void requeue_after_fit(fg_trainer *t)
+{
+    fg_requeue_fit f = fg_trainer_requeue_fit(t);
+    fg_requeue_after_fit(&t->requeue, &f);
+}
+
+static fg_status requeue_submit(fg_trainer *t, fg_error *err)
+{
+    fg_requeue_fit f = fg_trainer_requeue_fit(t);
+    return fg_requeue_submit(&t->requeue, &f, err);
+}
+
 static fg_status finish_fit(fg_trainer *t, fg_error *err)
 {
     fg_status st = FG_OK;
@@ -516,12 +538,12 @@ static fg_status finish_fit(fg_trainer *t, fg_error *err)
                 fg_model_param_count(t->model), (unsigned long long)digest, (long long)t->progress.global_step);
     if (st == FG_OK) fg_trainer_report_precision(t);
     if (st == FG_OK && t->keys.test_after_fit) {
-        st = fg_requeue_poll_now(t, err); /* an interrupt during the final checkpoint */
+        st = fg_trainer_requeue_poll(t, 1, err); /* an interrupt during the final checkpoint */
         if (st == FG_OK && !t->requeue.interrupt_signo)
             st = fg_trainer_evaluate_split(t, &t->test, &t->keys.limit_test, "test", FG_EVENT_TEST_END, err);
-        if (st == FG_OK) st = fg_requeue_poll_now(t, err); /* ... or during the test */
+        if (st == FG_OK) st = fg_trainer_requeue_poll(t, 1, err); /* ... or during the test */
     }
-    if (st == FG_OK && t->requeue.interrupt_signo) return fg_requeue_interrupted(t, err);
+    if (st == FG_OK && t->requeue.interrupt_signo) return requeue_interrupted(t, err);
     return st;
 }
 
@@ -547,11 +569,11 @@ static fg_status run_verb(fg_trainer *t, const fg_trainer_verbs *verbs, fg_error
         fg_status st = fg_trainer_fit(t, err);
         int stopped_in_fit = t->requeue.stopped;
         /* a SIGINT or SIGTERM during the fit's last validation: agreed here, not ignored */
-        if (st == FG_OK) st = fg_requeue_poll_now(t, err);
-        if (st == FG_OK && t->requeue.interrupt_signo) return fg_requeue_interrupted(t, err);
+        if (st == FG_OK) st = fg_trainer_requeue_poll(t, 1, err);
+        if (st == FG_OK && t->requeue.interrupt_signo) return requeue_interrupted(t, err);
         if (st == FG_OK && t->requeue.stopped && !stopped_in_fit)
-            fg_requeue_after_fit(t); /* no step left to checkpoint: finish, not requeue */
-        if (st == FG_OK) st = t->requeue.stopped ? fg_requeue_submit(t, err) : finish_fit(t, err);
+            requeue_after_fit(t); /* no step left to checkpoint: finish, not requeue */
+        if (st == FG_OK) st = t->requeue.stopped ? requeue_submit(t, err) : finish_fit(t, err);
         else save_after_failure(t, err);
         return st;
     }
@@ -562,11 +584,12 @@ static fg_status run_verb(fg_trainer *t, const fg_trainer_verbs *verbs, fg_error
     case FG_VERB_PREDICT:
     case FG_VERB_GENERATE:
     case FG_VERB_EXPORT: {
-        fg_status (*fn)(fg_trainer *, fg_error *) = NULL;
+        fg_status (*fn)(const fg_verb_model *, fg_error *) = NULL;
         const char *name = t->verb == FG_VERB_PREDICT ? "predict" : t->verb == FG_VERB_GENERATE ? "generate" : "export";
         if (verbs)
             fn = t->verb == FG_VERB_PREDICT ? verbs->predict : t->verb == FG_VERB_GENERATE ? verbs->generate : verbs->export_weights;
-        return fn ? fn(t, err) : fg_error_set(err, FG_INTERNAL, "fulgur: the %s verb was not handed to the trainer", name);
+        fg_verb_model vm = fg_trainer_verb_model(t);
+        return fn ? fn(&vm, err) : fg_error_set(err, FG_INTERNAL, "fulgur: the %s verb was not handed to the trainer", name);
     }
     }
     return FG_INTERNAL;

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "train_services.h"
 #include "trainer_checks.h"
 #include "trainer_events.h"
 #include "trainer_internal.h"
@@ -61,8 +62,7 @@ void fg_trainer_sink_start(fg_trainer *t)
 {
     fg_step_sink_init(&t->checks.sink, t->devices);
     t->checks.sink_ready = 1;
-    t->tctx.sink = &t->checks.sink;
-    t->tctx.timing = t->checks.timing;
+    fg_train_services_set_sink(&t->tctx, &t->checks.sink, t->checks.timing);
     t->rt->metric_sink = sink_metric;
     t->rt->metric_sink_user = t;
 }
@@ -72,8 +72,7 @@ void fg_trainer_sink_stop(fg_trainer *t)
     if (!t->checks.sink_ready) return;
     t->rt->metric_sink = NULL;
     t->rt->metric_sink_user = NULL;
-    t->tctx.timing = 0;
-    t->tctx.sink = NULL;
+    fg_train_services_set_sink(&t->tctx, NULL, 0);
     fg_step_sink_destroy(&t->checks.sink);
     t->checks.sink_ready = 0;
 }

@@ -16,6 +16,7 @@
 #include "runtime.h"
 #include "run_dir.h"
 #include "trainer_ckpt.h"
+#include "train_services.h"
 #include "trainer_internal.h"
 #include "trainer_precision.h"
 
@@ -81,7 +82,7 @@ static void fill_trainer_meta(fg_trainer *t, meta_list *m, int64_t opt_step)
     meta_add_exact(m, "epoch_sum_correct", done ? 0 : t->progress.sum_correct);
     meta_add_exact(m, "epoch_sum_n", done ? 0 : t->progress.sum_n);
     meta_add_int(m, "global_step", t->progress.global_step);
-    meta_add_int(m, "micro_step", (int64_t)t->tctx.micro_step);
+    meta_add_int(m, "micro_step", (int64_t)fg_train_services_micro_step(&t->tctx));
     meta_add_int(m, "optimizer_step", opt_step);
     meta_add_int(m, "seed", t->keys.seed);
     meta_add_int(m, "param_count", (int64_t)fg_model_param_count(t->model));
@@ -473,7 +474,7 @@ fg_status fg_trainer_load_training_state(fg_trainer *t, fg_error *err)
     t->progress.resume.epoch = epoch;
     t->progress.resume.batches_done = batches;
     t->progress.global_step = step;
-    t->tctx.micro_step = (uint64_t)micro;
+    fg_train_services_resume_micro_step(&t->tctx, (uint64_t)micro);
     t->progress.epoch = epoch;
     fprintf(t->out, "resuming at epoch %lld, batch %lld, step %lld\n", (long long)epoch + 1,
             (long long)batches, (long long)step);

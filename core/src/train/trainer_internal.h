@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 
+#include "data_split.h"
 #include "dataloader.h"
 #include "fulgur/backend.h"
 #include "fulgur/callback.h"
@@ -40,14 +41,6 @@ typedef struct fg_plugin_ref {
     void *state;
     const fg_instance *inst;
 } fg_plugin_ref;
-
-typedef struct fg_data_split {
-    const char *name;
-    void *dataset;
-    fg_dataset_info info;
-    fg_dataloader *loader;
-    int64_t *subset; /* [data] val_split: the indices this split reads (data/val_split.h) */
-} fg_data_split;
 
 typedef struct fg_trainer {
     fg_runtime *rt;

@@ -8,13 +8,16 @@
 #include "requeue.h"
 #include "step_graph.h"
 #include "step_sink.h"
+#include "train_services.h"
 #include "train_stage_fused.h"
 #include "trainer_checks.h"
+#include "trainer_ckpt.h"
 #include "trainer_events.h"
 #include "trainer_internal.h"
 #include "trainer_keys.h"
 #include "trainer_loop.h"
 #include "trainer_memory.h"
+#include "trainer_parts.h"
 #include "trainer_precision.h"
 
 #define STRAT(t) ((const fg_strategy_vtable *)(t)->strategy.vt)
@@ -24,7 +27,8 @@
  * stops the run. */
 static int eval_interrupted(fg_trainer *t, const char *prefix)
 {
-    fg_requeue_test_eval(t, prefix);
+    fg_requeue_fit f = fg_trainer_requeue_fit(t);
+    fg_requeue_test_eval(&t->requeue, &f, prefix);
     return t->world_size == 1 && fg_requeue_interrupt_pending(&t->requeue);
 }
 
@@ -96,12 +100,28 @@ fg_status fg_trainer_evaluate_split(fg_trainer *t, fg_data_split *s, const fg_ba
 /* Under a comm, what the ranks agreed (requeue.h), never one rank's own clock. */
 static int time_is_up(const fg_trainer *t)
 {
-    return fg_requeue_time_is_up(t);
+    fg_requeue_fit f = fg_trainer_requeue_fit(t);
+    return fg_requeue_time_is_up(&t->requeue, &f);
 }
 
 static int must_stop(const fg_trainer *t)
 {
     return t->stop || (t->keys.max_steps >= 0 && t->progress.global_step >= t->keys.max_steps) || time_is_up(t);
+}
+
+/* [backend] cuda_graphs: the step's values to the device, and on a replayed step the rate
+ * and the step number the optimizer step would have moved. */
+static fg_status graph_before(fg_trainer *t, const fg_batch *b, int *replayed, fg_error *err)
+{
+    /* the rate the optimizer step computes from the same progress */
+    float lr = (float)fg_scheduler_lr(t->scheduler, t->progress.global_step, t->progress.epoch);
+    fg_status st = fg_step_graph_before(&t->graph, &t->tctx, b, lr, t->progress.global_step + 1,
+                                        replayed, err);
+    if (st == FG_OK && *replayed) {
+        t->lr = lr;
+        t->progress.global_step++;
+    }
+    return st;
 }
 
 /* Interval bookkeeping between two log points. Step time is summed step by step (from
@@ -261,12 +281,12 @@ static fg_status train_epoch(fg_trainer *t, fg_error *err)
         fg_batch batch = fg_dataloader_batch(s->loader, v);
         if (checked && fg_batch_inputs_dtype(&batch) == FG_F32) /* token ids are finite */
             t->checks.nonfinite_inputs += fg_count_nonfinite(fg_batch_inputs(&batch), (size_t)batch.count * (size_t)batch.sample_elems);
-        t->tctx.micro_step++;
+        fg_train_services_next_micro_batch(&t->tctx);
         int replayed = 0; /* [backend] cuda_graphs: the whole step was a graph launch */
-        if (t->graph.stage) st = fg_step_graph_before(t, &batch, &replayed, err);
+        if (t->graph.stage) st = graph_before(t, &batch, &replayed, err);
         if (st == FG_OK && !replayed)
             st = STRAT(t)->train_step(t->strategy.state, &batch, micro, final, fg_trainer_grad_scale(t), err);
-        if (st != FG_OK && t->graph.capturing) st = fg_step_graph_after(t, st, err);
+        if (st != FG_OK && t->graph.capturing) st = fg_step_graph_after(&t->graph, &t->tctx, st, err);
         fg_dataloader_release(s->loader, v);
         t->progress.batches_done = b + 1;
         if (st != FG_OK || !final) continue;
@@ -275,8 +295,8 @@ static fg_status train_epoch(fg_trainer *t, fg_error *err)
             break;
         }
         if (st == FG_OK && !replayed) st = optimizer_step(t, err);
-        if (t->graph.stage && !replayed) st = fg_step_graph_after(t, st, err);
-        if (st == FG_OK) st = fg_requeue_poll(t, err);
+        if (t->graph.stage && !replayed) st = fg_step_graph_after(&t->graph, &t->tctx, st, err);
+        if (st == FG_OK) st = fg_trainer_requeue_poll(t, 0, err);
         checked = fg_trainer_step_checked(t);
         t->progress.step_in_epoch = (b + 1 + t->keys.accumulate - 1) / t->keys.accumulate;
         w.step_time += fg_now_seconds() - step_start;
@@ -328,12 +348,14 @@ static fg_status fit_epochs(fg_trainer *t, fg_error *err);
 fg_status fg_trainer_fit(fg_trainer *t, fg_error *err)
 {
     fg_status st = fg_trainer_collect_requests(t, err);
-    if (st == FG_OK) st = fg_step_graph_setup(t, err);
-    if (st == FG_OK) st = fg_requeue_arm(t, err);
+    fg_step_graph_fit graph_fit = fg_trainer_step_graph_fit(t);
+    if (st == FG_OK) st = fg_step_graph_setup(&t->graph, &graph_fit, err);
+    fg_requeue_fit requeue_fit = fg_trainer_requeue_fit(t);
+    if (st == FG_OK) st = fg_requeue_arm(&t->requeue, &requeue_fit, err);
     if (st != FG_OK) return st;
     fg_trainer_sink_start(t);
     st = fit_epochs(t, err);
-    if (st == FG_OK) fg_step_graph_report(t);
+    if (st == FG_OK) fg_step_graph_report(&t->graph, t->out);
     fg_trainer_sink_stop(t);
     return st;
 }
@@ -353,7 +375,9 @@ static fg_status fit_epochs(fg_trainer *t, fg_error *err)
         if (st != FG_OK || !t->progress.epoch_training_done) break; /* failed, or stopped inside */
         fg_progress_next_epoch(&t->progress);
     }
-    if (st == FG_OK) st = fg_requeue_checkpoint(t, err);
+    fg_requeue_fit requeue_fit = fg_trainer_requeue_fit(t);
+    const char *stop_ckpt = st == FG_OK ? fg_requeue_checkpoint(&t->requeue, &requeue_fit) : NULL;
+    if (stop_ckpt) st = fg_trainer_save_checkpoint(t, stop_ckpt, err);
     if (st == FG_OK && time_is_up(t))
         fprintf(t->out, "stopping: max_time %.0f s reached\n", t->keys.max_time_s);
     if (st == FG_OK) st = fg_trainer_emit(t, FG_EVENT_FIT_END, NULL, 0, err);

@@ -17,7 +17,7 @@ static fg_status training_needs(fg_trainer *t, fg_op_needs *n, fg_error *err)
     uint32_t param, grad;
     fg_model_storage_dtypes(t->model, &param, &grad);
     /* a strategy that keeps the f32 master steps it with the half gradients */
-    fg_optimizer_op_needs(oc, t->tctx.own_master ? FG_F32 : param, grad, n);
+    fg_optimizer_op_needs(oc, fg_model_master_owner(t->model) == FG_MASTER_STRATEGY ? FG_F32 : param, grad, n);
     FG_NEED(n, "gradient norms (clipping, loss scaling, nan_guard)", FG_OP_SUM_SQUARES, grad);
     if (t->keys.clip_val > 0 || t->scaler.loss_scaling)
         FG_NEED(n, "gradient scaling (clipping, loss scaling)", FG_OP_SCALE, grad);

@@ -110,8 +110,7 @@ fg_status fg_trainer_apply_precision(fg_trainer *t, fg_error *err)
     if (st == FG_OK)
         st = fg_model_set_dtypes(t->model, info->compute_dtype, info->param_dtype, grad, err);
     if (st == FG_OK && true_half)
-        st = fg_model_set_master_weights(t->model, 0, err);
-    t->tctx.own_master = st == FG_OK && own;
+        st = fg_model_set_master_owner(t->model, own ? FG_MASTER_STRATEGY : FG_MASTER_NONE, err);
     return st;
 }
 

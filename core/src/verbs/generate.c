@@ -31,11 +31,9 @@
 #include "decode.h"
 #include "generate.h"
 #include "generate_text.h"
-#include "trainer_internal.h"
+#include "train_services.h"
 #include "utf8.h"
 
-#define BE(t) ((const fg_backend_vtable *)(t)->backend.vt)
-#define STRAT(t) ((const fg_strategy_vtable *)(t)->strategy.vt)
 
 typedef struct gen_options {
     const char *prompt, *tokenizer;
@@ -170,12 +168,12 @@ static fg_status stream_text(text_stream *ts, const unsigned char *text, size_t 
     return FG_OK;
 }
 
-static fg_status check_model(const fg_trainer *t, int *context, int *vocab, fg_error *err)
+static fg_status check_model(const fg_verb_model *vm, int *context, int *vocab, fg_error *err)
 {
-    *context = fg_model_positions(t->model);
-    *vocab = fg_model_num_classes(t->model);
-    size_t sample = fg_shape_numel(fg_model_input_shape(t->model));
-    if (fg_model_input_dtype(t->model) != FG_I32 || *context < 1 || sample != (size_t)*context)
+    *context = fg_model_positions(vm->model);
+    *vocab = fg_model_num_classes(vm->model);
+    size_t sample = fg_shape_numel(fg_model_input_shape(vm->model));
+    if (fg_model_input_dtype(vm->model) != FG_I32 || *context < 1 || sample != (size_t)*context)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "fulgur generate needs a language model: "
                             "token ids in (an embedding first) and one score per position and "
                             "token out");
@@ -183,30 +181,30 @@ static fg_status check_model(const fg_trainer *t, int *context, int *vocab, fg_e
 }
 
 /* Probabilities of position `at` of the replica's last forward (or decode step) into p. */
-static fg_status read_probs(fg_trainer *t, void *primary, int at, float *p, fg_error *err)
+static fg_status read_probs(const fg_verb_model *vm, void *primary, int at, float *p, fg_error *err)
 {
     fg_replica *r = fg_train_stage_model(primary);
     void *queue = fg_train_stage_queue(primary);
-    int vocab = fg_model_num_classes(t->model);
-    fg_status st = BE(t)->copy(t->backend.state, queue, p, -1,
+    int vocab = fg_model_num_classes(vm->model);
+    fg_status st = vm->be->copy(vm->bs, queue, p, -1,
                                fg_replica_probs(r) + (size_t)at * vocab,
                                fg_train_stage_device(primary), (size_t)vocab * sizeof(float),
                                err);
     if (st == FG_OK)
-        st = BE(t)->queue_sync(t->backend.state, queue, err);
+        st = vm->be->queue_sync(vm->bs, queue, err);
     return st;
 }
 
 /* One forward of `window` (context ids); probs of position `at` into p. */
-static fg_status next_probs(fg_trainer *t, void *primary, const int32_t *window,
+static fg_status next_probs(const fg_verb_model *vm, void *primary, const int32_t *window,
                             const int32_t *labels, int context, int at, float *p,
                             fg_error *err)
 {
-    const fg_train_services *svc = &t->tctx.svc;
+    const fg_train_services *svc = vm->svc;
     fg_batch b = {sizeof b, (const float *)(const void *)window, labels, 1, context, NULL, context,
                   window, FG_I32, labels, FG_I32};
     fg_status st = svc->forward(svc->ctx, primary, 0, &b, 0, NULL, 0, err);
-    return st == FG_OK ? read_probs(t, primary, at, p, err) : st;
+    return st == FG_OK ? read_probs(vm, primary, at, p, err) : st;
 }
 
 /* The KV cache, or NULL when off or when the model has no incremental path (said once on
@@ -233,7 +231,7 @@ typedef struct gen_scratch {
  * forward), the positions not yet cached run one at a time; else one forward of the last
  * `context` tokens. */
 #define NO_FORWARD SIZE_MAX
-static fg_status probs_for(fg_trainer *t, void *primary, fg_decoder *dec, gen_scratch *s,
+static fg_status probs_for(const fg_verb_model *vm, void *primary, fg_decoder *dec, gen_scratch *s,
                            int context, const int32_t *text, size_t len, size_t *cached,
                            fg_error *err)
 {
@@ -244,13 +242,13 @@ static fg_status probs_for(fg_trainer *t, void *primary, fg_decoder *dec, gen_sc
         for (size_t pos = *cached; st == FG_OK && pos + 1 < len; pos++) {
             st = fg_decoder_step(dec, queue, text[pos], (int)pos, err);
             if (st == FG_OK)
-                st = BE(t)->queue_sync(t->backend.state, queue, err);
+                st = vm->be->queue_sync(vm->bs, queue, err);
         }
         int pos = (int)len - 1;
         if (st == FG_OK)
             st = fg_decoder_step(dec, queue, text[pos], pos, err);
         if (st == FG_OK)
-            st = read_probs(t, primary, pos, s->p, err);
+            st = read_probs(vm, primary, pos, s->p, err);
         *cached = len;
         return st;
     }
@@ -261,7 +259,7 @@ static fg_status probs_for(fg_trainer *t, void *primary, fg_decoder *dec, gen_sc
     /* after a slide the next window slides too: nothing cached stays at its position */
     *cached = len <= (size_t)context ? len : 0;
     /* nothing yet: predict from a single zero byte (its row is not kept) */
-    return next_probs(t, primary, s->window, s->labels, context, n ? (int)n - 1 : 0, s->p,
+    return next_probs(vm, primary, s->window, s->labels, context, n ? (int)n - 1 : 0, s->p,
                       err);
 }
 
@@ -303,7 +301,7 @@ static void session_close(gen_session *ss)
 
 /* Up to max_new tokens after g's text, each streamed; *eos: whether the end-of-text token
  * (not pushed) ended it. */
-static fg_status reply(fg_trainer *t, void *primary, const gen_options *o, gen_session *ss,
+static fg_status reply(const fg_verb_model *vm, void *primary, const gen_options *o, gen_session *ss,
                        int context, int vocab, fg_gen_text *g, text_stream *ts, int *eos,
                        fg_error *err)
 {
@@ -311,7 +309,7 @@ static fg_status reply(fg_trainer *t, void *primary, const gen_options *o, gen_s
     *eos = 0;
     for (int64_t made = 0; st == FG_OK && !*eos && made < o->max_new; made++) {
         double t0 = fg_now_seconds();
-        st = probs_for(t, primary, ss->dec, &ss->s, context, g->ids, g->len, &ss->cached, err);
+        st = probs_for(vm, primary, ss->dec, &ss->s, context, g->ids, g->len, &ss->cached, err);
         int32_t id = -1;
         if (st == FG_OK) {
             fg_gen_text_mask(g, ss->s.p, vocab);
@@ -336,14 +334,14 @@ static void print_speed(const gen_session *ss)
                 ss->dec ? "on" : "off");
 }
 
-static fg_status generate(fg_trainer *t, void *primary, const gen_options *o, int context,
+static fg_status generate(const fg_verb_model *vm, void *primary, const gen_options *o, int context,
                           int vocab, fg_gen_text *g, text_stream *ts, fg_error *err)
 {
     gen_session ss;
     int eos = 0;
     fg_status st = session_open(&ss, primary, o, context, vocab, err);
     if (st == FG_OK)
-        st = reply(t, primary, o, &ss, context, vocab, g, ts, &eos, err);
+        st = reply(vm, primary, o, &ss, context, vocab, g, ts, &eos, err);
     if (st == FG_OK)
         print_speed(&ss);
     session_close(&ss);
@@ -352,7 +350,7 @@ static fg_status generate(fg_trainer *t, void *primary, const gen_options *o, in
 
 /* A chat: each line of stdin a user's turn, put in the template (generate_text.h), the
  * reply printed on its own line; the KV cache keeps the conversation between turns. */
-static fg_status chat(fg_trainer *t, void *primary, const gen_options *o, int context,
+static fg_status chat(const fg_verb_model *vm, void *primary, const gen_options *o, int context,
                       int vocab, fg_gen_text *g, FILE *out, fg_error *err)
 {
     gen_session ss;
@@ -368,7 +366,7 @@ static fg_status chat(fg_trainer *t, void *primary, const gen_options *o, int co
         size_t context_len = g->len, made = 0;
         int eos = 0;
         if (st == FG_OK)
-            st = reply(t, primary, o, &ss, context, vocab, g, &ts, &eos, err);
+            st = reply(vm, primary, o, &ss, context, vocab, g, &ts, &eos, err);
         if (st == FG_OK) {
             made = g->len - context_len;
             st = stream_text(&ts, g->bytes, g->nbytes, 1, err);
@@ -389,35 +387,35 @@ static fg_status chat(fg_trainer *t, void *primary, const gen_options *o, int co
     return st;
 }
 
-fg_status fg_trainer_generate(fg_trainer *t, fg_error *err)
+fg_status fg_trainer_generate(const fg_verb_model *vm, fg_error *err)
 {
-    if (t->world_size != 1)
+    if (vm->world_size != 1)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "fulgur generate runs in one process; "
                             "start it without mpirun");
     gen_options o;
     int context, vocab;
-    fg_status st = read_options(t->cfg, &o, err);
+    fg_status st = read_options(vm->cfg, &o, err);
     if (st == FG_OK)
-        st = check_model(t, &context, &vocab, err);
-    void *primary = st == FG_OK ? STRAT(t)->primary_replica(t->strategy.state) : NULL;
+        st = check_model(vm, &context, &vocab, err);
+    void *primary = st == FG_OK ? vm->strategy->primary_replica(vm->strategy_state) : NULL;
     if (st == FG_OK && !primary)
         st = fg_error_set(err, FG_UNAVAILABLE, "fulgur generate: [strategy] %s keeps no whole "
                           "model on one device; generate under strategy.single",
-                          t->strategy.inst->name);
+                          vm->strategy_name);
     if (st != FG_OK)
         return st;
     fg_gen_text g;
     if ((st = fg_gen_text_open(&g, o.tokenizer, o.prompt, vocab, err)) != FG_OK)
         return st;
-    text_stream ts = {t->text_out ? t->text_out : stdout, 0};
+    text_stream ts = {vm->text_out ? vm->text_out : stdout, 0};
     if (o.chat) {
-        st = chat(t, primary, &o, context, vocab, &g, ts.out, err);
+        st = chat(vm, primary, &o, context, vocab, &g, ts.out, err);
         fg_gen_text_close(&g);
         return st;
     }
     st = stream_text(&ts, g.bytes, g.nbytes, 0, err);
     if (st == FG_OK)
-        st = generate(t, primary, &o, context, vocab, &g, &ts, err);
+        st = generate(vm, primary, &o, context, vocab, &g, &ts, err);
     if (st == FG_OK)
         st = stream_text(&ts, g.bytes, g.nbytes, 1, err);
     fg_gen_text_close(&g);

@@ -4,9 +4,8 @@
 #define FG_GENERATE_H
 
 #include "fulgur/plugin.h"
+#include "trainer.h"
 
-struct fg_trainer;
-
-fg_status fg_trainer_generate(struct fg_trainer *t, fg_error *err);
+fg_status fg_trainer_generate(const fg_verb_model *vm, fg_error *err);
 
 #endif

@@ -7,7 +7,6 @@
 #include "hf_config.h"
 #include "hf_export.h"
 #include "trainer_export.h"
-#include "trainer_internal.h"
 
 static fg_status make_folder(const char *dir, fg_error *err)
 {
@@ -19,10 +18,10 @@ static fg_status make_folder(const char *dir, fg_error *err)
                                                    : strerror(errno));
 }
 
-fg_status fg_trainer_export(struct fg_trainer *t, fg_error *err)
+fg_status fg_trainer_export(const fg_verb_model *vm, fg_error *err)
 {
-    const char *dir = fg_config_get(t->cfg, "export", "out");
-    const char *dtype = fg_config_get(t->cfg, "export", "dtype");
+    const char *dir = fg_config_get(vm->cfg, "export", "out");
+    const char *dtype = fg_config_get(vm->cfg, "export", "dtype");
     if (!dir || !*dir)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "fulgur export needs --out DIR (or "
                             "[export] out): the folder for model.safetensors and config.json");
@@ -30,9 +29,9 @@ fg_status fg_trainer_export(struct fg_trainer *t, fg_error *err)
     if (st != FG_OK)
         return st;
     char base[4096];
-    fg_hf_config_path(t->cfg, base, sizeof base);
-    return fg_hf_llama_export(t->model, t->init_params, dir,
+    fg_hf_config_path(vm->cfg, base, sizeof base);
+    return fg_hf_llama_export(vm->model, vm->init_params, dir,
                               dtype && strcmp(dtype, "bf16") == 0 ? FG_BF16 : FG_F32,
-                              base[0] ? base : NULL, fg_model_input_shape(t->model)->dims[0],
-                              t->out, err);
+                              base[0] ? base : NULL, fg_model_input_shape(vm->model)->dims[0],
+                              vm->out, err);
 }

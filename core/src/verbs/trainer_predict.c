@@ -4,12 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dataloader.h"
 #include "output_file.h"
-#include "trainer_internal.h"
+#include "train_services.h"
 #include "trainer_predict.h"
 
-#define BE(t) ((const fg_backend_vtable *)(t)->backend.vt)
-#define STRAT(t) ((const fg_strategy_vtable *)(t)->strategy.vt)
 
 static void write_header(FILE *f, int classes)
 {
@@ -35,19 +34,19 @@ static int write_rows(FILE *f, const float *probs, const int32_t *labels, int co
     return right;
 }
 
-static fg_status predict_batches(fg_trainer *t, FILE *f, float *host, int64_t *rows, int64_t *right,
+static fg_status predict_batches(const fg_verb_model *vm, FILE *f, float *host, int64_t *rows, int64_t *right,
                                  fg_error *err)
 {
-    const fg_train_services *svc = &t->tctx.svc;
-    void *primary = STRAT(t)->primary_replica(t->strategy.state);
+    const fg_train_services *svc = vm->svc;
+    void *primary = vm->strategy->primary_replica(vm->strategy_state);
     if (!primary)
         return fg_error_set(err, FG_UNAVAILABLE, "fulgur predict: [strategy] %s keeps no whole "
                             "model on one device; predict under strategy.single (or ddp) from "
-                            "the checkpoint, which any strategy can load", t->strategy.inst->name);
+                            "the checkpoint, which any strategy can load", vm->strategy_name);
     fg_replica *r = fg_train_stage_model(primary);
     void *queue = fg_train_stage_queue(primary);
-    int classes = t->predict.info.num_classes;
-    fg_dataloader *dl = t->predict.loader;
+    int classes = vm->predict->info.num_classes;
+    fg_dataloader *dl = vm->predict->loader;
     fg_status st = fg_dataloader_start_epoch(dl, 0, 0, err);
     while (st == FG_OK) {
         const fg_batch_view *v;
@@ -57,9 +56,9 @@ static fg_status predict_batches(fg_trainer *t, FILE *f, float *host, int64_t *r
         st = svc->forward(svc->ctx, primary, 0, &b, 0, NULL, 0, err);
         size_t bytes = (size_t)v->count * (size_t)classes * sizeof(float);
         if (st == FG_OK)
-            st = BE(t)->copy(t->backend.state, queue, host, -1, fg_replica_probs(r),
+            st = vm->be->copy(vm->bs, queue, host, -1, fg_replica_probs(r),
                              fg_train_stage_device(primary), bytes, err);
-        if (st == FG_OK) st = BE(t)->queue_sync(t->backend.state, queue, err);
+        if (st == FG_OK) st = vm->be->queue_sync(vm->bs, queue, err);
         if (st == FG_OK) *right += write_rows(f, host, v->labels, v->count, classes, *rows);
         *rows += v->count;
         fg_dataloader_release(dl, v);
@@ -67,26 +66,26 @@ static fg_status predict_batches(fg_trainer *t, FILE *f, float *host, int64_t *r
     return st;
 }
 
-fg_status fg_trainer_predict(fg_trainer *t, fg_error *err)
+fg_status fg_trainer_predict(const fg_verb_model *vm, fg_error *err)
 {
-    if (t->world_size != 1)
+    if (vm->world_size != 1)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "fulgur predict runs in one process; "
                             "start it without mpirun");
-    if (fg_model_loss(t->model) != FG_LOSS_KIND_XENT)
+    if (fg_model_loss(vm->model) != FG_LOSS_KIND_XENT)
         return fg_error_set(err, FG_UNAVAILABLE, "fulgur predict writes class probabilities; "
                             "[model] loss = %s has none, and writing its outputs is not "
-                            "supported yet", fg_loss_name(fg_model_loss(t->model)));
+                            "supported yet", fg_loss_name(fg_model_loss(vm->model)));
     char path[4200];
-    snprintf(path, sizeof path, "%s/predictions.csv", t->run_dir);
+    snprintf(path, sizeof path, "%s/predictions.csv", vm->run_dir);
     FILE *f;
     fg_status st = fg_output_open(path, "w", &f, err);
     if (st != FG_OK) return st;
-    int classes = t->predict.info.num_classes;
-    float *host = malloc((size_t)t->keys.eval_batch_size * (size_t)classes * sizeof(float) + 1);
+    int classes = vm->predict->info.num_classes;
+    float *host = malloc((size_t)vm->eval_batch_size * (size_t)classes * sizeof(float) + 1);
     int64_t rows = 0, right = 0;
     if (!host) st = fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory for predictions");
     write_header(f, classes);
-    if (st == FG_OK) st = predict_batches(t, f, host, &rows, &right, err);
+    if (st == FG_OK) st = predict_batches(vm, f, host, &rows, &right, err);
     free(host);
     errno = 0;
     int bad = fflush(f) != 0 || ferror(f);
@@ -94,7 +93,7 @@ fg_status fg_trainer_predict(fg_trainer *t, fg_error *err)
         st = fg_error_set(err, fg_output_errno_status(errno ? errno : EIO), "%s: write failed: %s",
                           path, strerror(errno ? errno : EIO));
     if (st == FG_OK)
-        fprintf(t->out, "predictions: %lld rows in %s (accuracy %.4f against the labels)\n",
+        fprintf(vm->out, "predictions: %lld rows in %s (accuracy %.4f against the labels)\n",
                 (long long)rows, path, rows ? (double)right / (double)rows : 0.0);
     return st;
 }

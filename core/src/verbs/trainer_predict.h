@@ -3,9 +3,8 @@
 #define FG_TRAINER_PREDICT_H
 
 #include "fulgur/plugin.h"
+#include "trainer.h"
 
-struct fg_trainer;
-
-fg_status fg_trainer_predict(struct fg_trainer *t, fg_error *err);
+fg_status fg_trainer_predict(const fg_verb_model *vm, fg_error *err);
 
 #endif
