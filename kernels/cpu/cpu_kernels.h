@@ -98,6 +98,21 @@ void fg_cpu_gemm_bias(fg_cpu_pool *pool, int trans_a, int trans_b, int m, int n,
                       float *c, int ldc);
 /* Sets OpenBLAS to one thread for the whole process: the pool owns the cores. */
 void fg_cpu_gemm_init(void);
+
+/* A gemm the caller picks for a kernel's own products (the backend's per-shape choice of
+ * library, plugins/backend-cpu/cpu_gemm_choice.c). slot: which of the kernel's concurrent
+ * threads calls (0 .. the pool's threads - 1; two calls with one slot never overlap), so
+ * that the library's per-thread state is the slot's. Arguments as fg_cpu_gemm's. */
+typedef struct fg_cpu_gemm_hook {
+    void (*run)(void *ctx, int slot, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
+    void *ctx;
+} fg_cpu_gemm_hook;
+
+/* hook's product when there is one (hook and hook->run not NULL), else fg_cpu_gemm's. */
+void fg_cpu_gemm_via(const fg_cpu_gemm_hook *hook, int slot, fg_cpu_pool *pool, int trans_a,
+                     int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+                     const float *b, int ldb, float beta, float *c, int ldc);
 /* OpenBLAS's core name (the kernels it runs: "Haswell", "SkylakeX", "Prescott", ...) and
  * its build configuration line (version, DYNAMIC_ARCH, ...). */
 const char *fg_cpu_openblas_corename(void);
@@ -154,6 +169,7 @@ void fg_cpu_half_relu_backward(fg_cpu_pool *pool, uint16_t inf_bits, const uint1
 
 typedef struct fg_cpu_conv_shape {
     int n, c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w, out_h, out_w;
+    const struct fg_cpu_gemm_hook *gemm; /* who runs the products (slot 0); NULL: fg_cpu_gemm */
 } fg_cpu_conv_shape;
 
 /* Bytes of scratch conv2d forward and backward need: for a group of G images (G chosen
@@ -338,6 +354,8 @@ typedef struct fg_cpu_attn_shape {
     uint64_t seed, offset;  /* its draws: fg_cpu_dropout_keep(seed, offset + index) */
     int kv_heads; /* grouped-query attention: divides heads, qkv rows are (heads + 2 kv_heads)
                    * head_dim; 0: heads */
+    /* who runs the products, each slot (thread) its own; NULL: fg_cpu_gemm */
+    const struct fg_cpu_gemm_hook *gemm;
 } fg_cpu_attn_shape;
 
 /* Bytes of scratch forward and backward need on a pool of `threads`: 2 * BLOCK * seq

@@ -300,10 +300,10 @@ static fg_status name_the_difference(comm_ref *c, const fg_trainer *t, const agr
 
 fg_status fg_trainer_agree_across_ranks(fg_trainer *t, fg_error *err)
 {
-    const fg_instance *inst = fg_runtime_instance_of_kind(t->rt, FG_KIND_COMM);
-    if (t->world_size < 2 || !inst)
+    comm_ref c = {NULL, NULL};
+    c.vt = t->world_size < 2 ? NULL : fg_runtime_comm(t->rt, &c.state);
+    if (!c.vt)
         return FG_OK;
-    comm_ref c = {inst->plugin->vtable, inst->state};
     if (!c.vt->all_reduce || !c.vt->broadcast)
         return FG_OK; /* a comm without them cannot agree: nothing to compare with */
     agree_list l = {0};

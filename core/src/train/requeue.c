@@ -20,6 +20,7 @@
 
 #include "fulgur/comm.h"
 #include "io_status.h"
+#include "run_status_signal.h"
 #include "runtime.h"
 #include "step_sink.h"
 #include "trainer_ckpt.h"
@@ -43,8 +44,12 @@ static void on_interrupt(int signo)
     if (interrupted && signo == SIGINT) {
         ssize_t w = write(STDERR_FILENO, again, sizeof again - 1);
         (void)w;
+        fg_run_status_signal_record(signo, 130);
         _exit(130);
     }
+    /* status.json "failed" now, in case a SIGKILL follows before the step boundary (mpirun
+     * ends a rank's peers so); the stop at the boundary overwrites it */
+    fg_run_status_signal_record(signo, 128 + SIGKILL);
     interrupted = signo;
     ssize_t w = write(STDERR_FILENO, first, sizeof first - 1);
     (void)w;
@@ -167,17 +172,19 @@ fg_status fg_requeue_configure(fg_requeue *q, const char *value, const char *ori
     return FG_OK;
 }
 
-static const fg_instance *comm_of(struct fg_trainer *t)
+static const fg_comm_vtable *comm_of(struct fg_trainer *t, void **state)
 {
-    return t->world_size > 1 ? fg_runtime_instance_of_kind(t->rt, FG_KIND_COMM) : NULL;
+    *state = NULL;
+    return t->world_size > 1 ? fg_runtime_comm(t->rt, state) : NULL;
 }
 
 fg_status fg_requeue_arm(struct fg_trainer *t, fg_error *err)
 {
     fg_requeue *q = &t->requeue;
-    const fg_instance *c = comm_of(t);
-    int agree = t->world_size == 1 ||
-                (c && ((const fg_comm_vtable *)c->plugin->vtable)->all_reduce);
+    void *cs;
+    const fg_comm_vtable *cv = comm_of(t, &cs);
+    int agree = t->world_size == 1 || (cv && cv->all_reduce);
+    fg_run_status_signal_watch_step(&t->progress.global_step);
     if (!q->interrupts_armed && agree) {
         fg_status st = arm_interrupts(q, err);
         if (st != FG_OK) return st;
@@ -241,13 +248,13 @@ fg_status fg_requeue_poll(struct fg_trainer *t, fg_error *err)
     int stop = signalled != 0, signo = interrupted;
     if (t->world_size > 1) {
         if (t->progress.global_step < q->next_check) return FG_OK;
-        const fg_instance *c = comm_of(t);
-        const fg_comm_vtable *vt = c->plugin->vtable;
+        void *cs;
+        const fg_comm_vtable *vt = comm_of(t, &cs);
         double now = fg_now_seconds();
         double agree[4] = {stop, t->rank == 0 ? next_interval(q, t->progress.global_step, now) : 0,
                            signo, local_time_is_up(t)};
         fg_error e = {0};
-        fg_status st = vt->all_reduce(c->state, NULL, agree, 4, FG_F64, FG_REDUCE_MAX, &e);
+        fg_status st = vt->all_reduce(cs, NULL, agree, 4, FG_F64, FG_REDUCE_MAX, &e);
         if (st != FG_OK)
             return fg_error_set(err, st, "requeue: agreeing on the stop flag at step %lld: %s",
                                 (long long)t->progress.global_step, e.message);
