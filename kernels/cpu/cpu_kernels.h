@@ -46,7 +46,9 @@ typedef void (*fg_cpu_range_fn)(void *ctx, size_t begin, size_t end);
  * inline to 34-57 us on 2 threads (fastest of 100 steps, bench_backend_cpu). At 32768 the
  * MLP's activations (128 x 256) ran inline while the worker spun idle; 16384 splits them:
  * the bench MLP's fit 117-122k -> 123k samples/s (medians of 8 alternating fits, twice;
- * 8192 no better). Every op it splits is elementwise: results do not depend on it. */
+ * 8192 no better). Every op it splits is elementwise: results do not depend on it.
+ * The built-in value: the backend measures the pool's own at start-up ([backend] tuning,
+ * plugins/backend-cpu/cpu_tuning.c), and the kernels read it with fg_cpu_stream_grain. */
 #define FG_CPU_STREAM_GRAIN 16384
 
 /* threads >= 1 counts the calling thread; threads - 1 workers are started.
@@ -55,6 +57,9 @@ int fg_cpu_pool_create(int threads, fg_cpu_pool **out);
 /* Joins the workers and frees the pool; NULL is a no-op. */
 void fg_cpu_pool_destroy(fg_cpu_pool *pool);
 int fg_cpu_pool_threads(const fg_cpu_pool *pool);
+/* The pool's stream grain (FG_CPU_STREAM_GRAIN until set; a NULL pool: that). */
+size_t fg_cpu_stream_grain(const fg_cpu_pool *pool);
+void fg_cpu_pool_set_stream_grain(fg_cpu_pool *pool, size_t grain);
 
 /* Runs fn over [0, n): one contiguous piece per thread, the calling thread takes the
  * first. Piece boundaries are multiples of `align` (>= 1). Runs inline when n < 2 * grain,

@@ -130,7 +130,7 @@ void fg_cpu_gemm_bias(fg_cpu_pool *pool, int trans_a, int trans_b, int m, int n,
     if (!bias || m == 0 || n == 0)
         return;
     fg_cpu_gemm_bias_pass g = { c, bias, n, ldc };
-    size_t grain = FG_CPU_STREAM_GRAIN / (size_t)n; /* as bias.c's pass */
+    size_t grain = fg_cpu_stream_grain(pool) / (size_t)n; /* as bias.c's pass */
     fg_cpu_parallel_for(pool, (size_t)m, grain ? grain : 1, 1, fg_cpu_gemm_add_bias, &g);
 }
 

@@ -44,7 +44,13 @@ typedef struct fg_cpu_backend {
     const char *openblas_core; /* openblas_get_corename() */
     int openblas_generic;      /* OpenBLAS runs kernels far below the CPU's level */
     atomic_int described;      /* the machine line (features, FMA peak) was logged */
+    size_t stream_grain;       /* the pool's (cpu_tuning.c) */
+    char tuning_source[32];    /* "measured", "cached", "built-in" */
 } fg_cpu_backend;
+
+/* cpu_tuning.c: [backend] tuning = auto (the stream grain measured at start-up, cached per
+ * CPU model and thread count) | off (built-in); sets the pool's value. */
+fg_status fg_cpu_tuning_setup(fg_cpu_backend *be, const char *mode, fg_error *err);
 
 /* A queue only names its device: ops run synchronously on the calling thread. */
 typedef struct fg_cpu_queue {

@@ -26,7 +26,7 @@
 
 #define TUNE_MIN_N 4096
 #define TUNE_MAX_N 262144
-#define TUNE_RUNS 25
+#define TUNE_RUNS 40
 #define TUNE_FORMAT "fulgur-cpu-tuning 1"
 
 typedef struct axpy_job {
@@ -48,17 +48,21 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* The best of TUNE_RUNS axpys of n floats with the given grain. */
-static double time_axpy(fg_cpu_pool *pool, axpy_job *j, size_t n, size_t grain)
+/* The best of TUNE_RUNS axpys of n floats inline and across the pool, alternating so that
+ * a change of the machine's load meets both alike. */
+static void time_axpy(fg_cpu_pool *pool, axpy_job *j, size_t n, double *inline_s,
+                      double *pool_s)
 {
-    double best = 1e30;
+    *inline_s = *pool_s = 1e30;
     for (int r = 0; r < TUNE_RUNS; r++) {
         double t0 = now_s();
-        fg_cpu_parallel_for(pool, n, grain, 16, axpy_range, j);
-        double t = now_s() - t0;
-        best = t < best ? t : best;
+        fg_cpu_parallel_for(pool, n, n, 16, axpy_range, j); /* n < 2 n: inline */
+        double t1 = now_s();
+        fg_cpu_parallel_for(pool, n, TUNE_MIN_N / 4, 16, axpy_range, j);
+        double t2 = now_s();
+        *inline_s = t1 - t0 < *inline_s ? t1 - t0 : *inline_s;
+        *pool_s = t2 - t1 < *pool_s ? t2 - t1 : *pool_s;
     }
-    return best;
 }
 
 /* The measured grain; 0 when it cannot be measured (one thread, no memory). */
@@ -72,8 +76,8 @@ static size_t measure_stream_grain(fg_cpu_pool *pool)
     axpy_job j = {buf, buf + TUNE_MAX_N};
     size_t grain = TUNE_MAX_N; /* the pool never won: everything measured stays inline */
     for (size_t n = TUNE_MAX_N; n >= TUNE_MIN_N; n /= 2) {
-        double inline_s = time_axpy(pool, &j, n, n);
-        double pool_s = time_axpy(pool, &j, n, TUNE_MIN_N / 4);
+        double inline_s, pool_s;
+        time_axpy(pool, &j, n, &inline_s, &pool_s);
         if (pool_s >= inline_s)
             break; /* from here down, inline: the grain is the last n that split, halved */
         grain = n / 2;
@@ -105,38 +109,59 @@ static int cache_path(const fg_cpu_backend *be, char *dir, size_t dlen, char *pa
     return n > 0 && (size_t)n < plen;
 }
 
+/* Whether line `row` (1-based) of a cache file is right for this backend; *fault: what it
+ * is not. */
+static int line_ok(const fg_cpu_backend *be, int row, const char *line, unsigned long long *g,
+                   const char **fault)
+{
+    char want[160];
+    int threads = -1;
+    switch (row) {
+    case 1:
+        *fault = "not \"" TUNE_FORMAT "\"";
+        return strcmp(line, TUNE_FORMAT) == 0;
+    case 2:
+        *fault = "not this CPU's model line";
+        snprintf(want, sizeof want, "model %s", be->cpu_model);
+        return strcmp(line, want) == 0;
+    case 3:
+        *fault = "not this thread count";
+        return sscanf(line, "threads %d", &threads) == 1 && threads == be->threads;
+    case 4:
+        *fault = "not a stream_grain in [2048, 262144]";
+        return sscanf(line, "stream_grain %llu", g) == 1 && *g >= TUNE_MIN_N / 2 &&
+               *g <= TUNE_MAX_N;
+    default:
+        *fault = "a line past the fourth";
+        return 0;
+    }
+}
+
 /* Reads the grain from the cache: 1 read, 0 no file, -1 a file that does not parse (*why
  * says which line). */
 static int cache_read(const fg_cpu_backend *be, const char *path, size_t *grain, char *why,
                       size_t wlen)
 {
     FILE *f = fopen(path, "r");
-    if (!f)
-        return errno == ENOENT ? 0 : (snprintf(why, wlen, "%s", strerror(errno)), -1);
-    char line[256], model[160];
-    int threads = -1, ok = 1, row = 0;
+    if (!f) {
+        int e = errno;
+        snprintf(why, wlen, "%s", strerror(e));
+        return e == ENOENT ? 0 : -1;
+    }
+    char line[256];
+    int ok = 1, row = 0;
     unsigned long long g = 0;
-    const char *fault = NULL;
+    const char *fault = "missing";
     while (ok && fgets(line, sizeof line, f)) {
-        row++;
         line[strcspn(line, "\n")] = '\0';
-        if (row == 1)
-            ok = strcmp(line, TUNE_FORMAT) == 0, fault = "not \"" TUNE_FORMAT "\"";
-        else if (row == 2)
-            ok = snprintf(model, sizeof model, "model %s", be->cpu_model) > 0 &&
-                 strcmp(line, model) == 0, fault = "not this CPU's model line";
-        else if (row == 3)
-            ok = sscanf(line, "threads %d", &threads) == 1 && threads == be->threads,
-            fault = "not this thread count";
-        else if (row == 4)
-            ok = sscanf(line, "stream_grain %llu", &g) == 1 && g >= TUNE_MIN_N / 2 &&
-                 g <= TUNE_MAX_N, fault = "not a stream_grain in [2048, 262144]";
-        else
-            ok = 0, fault = "a line past the fourth";
+        ok = line_ok(be, ++row, line, &g, &fault);
     }
     fclose(f);
-    if (ok && row < 4)
-        ok = 0, row++, fault = "missing";
+    if (ok && row < 4) {
+        ok = 0;
+        row++;
+        fault = "missing";
+    }
     if (!ok) {
         snprintf(why, wlen, "line %d is %s", row, fault);
         return -1;
@@ -169,42 +194,49 @@ static void cache_write(const fg_cpu_backend *be, const char *dir, const char *p
         unlink(tmp);
 }
 
+/* auto: the cached grain, or a measured one (then cached). *path is the cache file ("":
+ * none); *source what the grain is. */
+static size_t tuned_grain(fg_cpu_backend *be, char *path, size_t plen, const char **source)
+{
+    char dir[4096], why[160];
+    size_t grain = 0;
+    path[0] = '\0';
+    if (!cache_path(be, dir, sizeof dir, path, plen))
+        path[0] = '\0';
+    int rc = path[0] ? cache_read(be, path, &grain, why, sizeof why) : 0;
+    if (rc == 1) {
+        *source = "cached";
+        return grain;
+    }
+    if (rc < 0 && be->host && be->host->log)
+        be->host->log(be->host, FG_LOG_WARN, "cpu backend: ignoring the tuning cache %s (%s): "
+                      "measuring again", path, why);
+    grain = measure_stream_grain(be->pool);
+    if (!grain) {
+        *source = "built-in: cannot be measured";
+        return FG_CPU_STREAM_GRAIN;
+    }
+    *source = "measured";
+    if (path[0])
+        cache_write(be, dir, path, grain);
+    return grain;
+}
+
 fg_status fg_cpu_tuning_setup(fg_cpu_backend *be, const char *mode, fg_error *err)
 {
-    be->stream_grain = FG_CPU_STREAM_GRAIN;
-    snprintf(be->tuning_source, sizeof be->tuning_source, "built-in");
-    if (mode && strcmp(mode, "off") == 0)
-        return FG_OK;
-    if (!mode || strcmp(mode, "auto") != 0)
+    int off = mode && strcmp(mode, "off") == 0;
+    if (!off && (!mode || strcmp(mode, "auto") != 0))
         return fg_error_set(err, FG_INVALID_ARGUMENT, "cpu backend: option tuning = '%s' is "
                             "not one of auto|off", mode ? mode : "");
-    if (be->threads < 2) {
-        snprintf(be->tuning_source, sizeof be->tuning_source, "built-in: one thread");
-        return FG_OK;
-    }
-    char dir[4096], path[4300], why[160];
-    int have_path = cache_path(be, dir, sizeof dir, path, sizeof path);
-    size_t grain = 0;
-    int rc = have_path ? cache_read(be, path, &grain, why, sizeof why) : 0;
-    if (rc == 1) {
-        be->stream_grain = grain;
-        snprintf(be->tuning_source, sizeof be->tuning_source, "cached");
-    } else {
-        if (rc < 0 && be->host && be->host->log)
-            be->host->log(be->host, FG_LOG_WARN, "cpu backend: ignoring the tuning cache %s "
-                          "(%s): measuring again", path, why);
-        grain = measure_stream_grain(be->pool);
-        if (grain) {
-            be->stream_grain = grain;
-            snprintf(be->tuning_source, sizeof be->tuning_source, "measured");
-            if (have_path)
-                cache_write(be, dir, path, grain);
-        }
-    }
+    char path[4300] = "";
+    const char *source = off ? "built-in: tuning = off" : "built-in: one thread";
+    be->stream_grain = FG_CPU_STREAM_GRAIN;
+    if (!off && be->threads > 1)
+        be->stream_grain = tuned_grain(be, path, sizeof path, &source);
+    snprintf(be->tuning_source, sizeof be->tuning_source, "%s", source);
     fg_cpu_pool_set_stream_grain(be->pool, be->stream_grain);
     if (be->host && be->host->log)
         be->host->log(be->host, FG_LOG_DEBUG, "cpu backend: stream grain %zu (%s%s%s)",
-                      be->stream_grain, be->tuning_source, have_path ? ": " : "",
-                      have_path ? path : "");
+                      be->stream_grain, source, path[0] ? ": " : "", path);
     return FG_OK;
 }
