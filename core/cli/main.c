@@ -215,7 +215,10 @@ static int run_verb(fg_runtime *rt, const cli *c, const char *cmd)
     fg_status st = fg_runtime_configure(rt, c->args[1], overrides, n, &err);
     if (st != FG_OK) return fail(&err, st, 1);
     st = fg_runtime_run(rt, (fg_verb)verb, &err);
-    if (st != FG_OK) return fail(&err, st, 0);
+    if (st != FG_OK) {
+        fail(&err, st, 0);
+        return fg_runtime_exit_code(rt, st); /* 3 after a lost peer (what status.json says) */
+    }
     if (verb == FG_VERB_CHECK) printf("%s: ok\n", c->args[1]);
     return EXIT_OK;
 }

@@ -92,25 +92,25 @@ FG_CPU_VECTOR_CLONES static void fg_cpu_act_backward_range(void *p, size_t b, si
 }
 
 /* Transcendental activations cost ~20x a relu per element: parallelise them sooner. */
-static size_t fg_cpu_act_grain(int act)
+static size_t fg_cpu_act_grain(const fg_cpu_pool *pool, int act)
 {
     return act == FG_CPU_ACT_GELU || act == FG_CPU_ACT_TANH || act == FG_CPU_ACT_SIGMOID
                ? FG_CPU_GRAIN / 16
-               : FG_CPU_STREAM_GRAIN;
+               : fg_cpu_stream_grain(pool);
 }
 
 void fg_cpu_activation_forward(fg_cpu_pool *pool, int act, const float *x, float *y,
                                size_t n)
 {
     fg_cpu_act_ctx c = { act, x, NULL, NULL, y };
-    fg_cpu_parallel_for(pool, n, fg_cpu_act_grain(act), 16, fg_cpu_act_forward_range, &c);
+    fg_cpu_parallel_for(pool, n, fg_cpu_act_grain(pool, act), 16, fg_cpu_act_forward_range, &c);
 }
 
 void fg_cpu_activation_backward(fg_cpu_pool *pool, int act, const float *x, const float *y,
                                 const float *dy, float *dx, size_t n)
 {
     fg_cpu_act_ctx c = { act, x, y, dy, dx };
-    fg_cpu_parallel_for(pool, n, fg_cpu_act_grain(act), 16, fg_cpu_act_backward_range, &c);
+    fg_cpu_parallel_for(pool, n, fg_cpu_act_grain(pool, act), 16, fg_cpu_act_backward_range, &c);
 }
 
 /* ---- relu on half bits ------------------------------------------------------------------
@@ -148,12 +148,14 @@ void fg_cpu_half_relu_forward(fg_cpu_pool *pool, uint16_t inf_bits, const uint16
                               uint16_t *y, size_t n)
 {
     fg_cpu_half_relu_ctx c = { x, NULL, y, inf_bits };
-    fg_cpu_parallel_for(pool, n, FG_CPU_STREAM_GRAIN, 32, fg_cpu_half_relu_forward_range, &c);
+    fg_cpu_parallel_for(pool, n, fg_cpu_stream_grain(pool), 32, fg_cpu_half_relu_forward_range,
+                        &c);
 }
 
 void fg_cpu_half_relu_backward(fg_cpu_pool *pool, uint16_t inf_bits, const uint16_t *x,
                                const uint16_t *dy, uint16_t *dx, size_t n)
 {
     fg_cpu_half_relu_ctx c = { x, dy, dx, inf_bits };
-    fg_cpu_parallel_for(pool, n, FG_CPU_STREAM_GRAIN, 32, fg_cpu_half_relu_backward_range, &c);
+    fg_cpu_parallel_for(pool, n, fg_cpu_stream_grain(pool), 32, fg_cpu_half_relu_backward_range,
+                        &c);
 }

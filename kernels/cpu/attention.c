@@ -211,11 +211,12 @@ typedef struct fg_cpu_attn_job {
     float *lse;  /* (B, H, T) */
     float *ws;   /* slots x (2, BLOCK, T) */
     int per_batch; /* items per sample: heads (forward), kv_heads (backward) */
-    void (*item)(const struct fg_cpu_attn_job *j, int b, int h, float *s);
+    void (*item)(const struct fg_cpu_attn_job *j, int b, int h, int slot, float *s);
     atomic_int next;
 } fg_cpu_attn_job;
 
-static void fg_cpu_attn_forward_item(const fg_cpu_attn_job *j, int b, int h, float *s)
+static void fg_cpu_attn_forward_item(const fg_cpu_attn_job *j, int b, int h, int slot,
+                                     float *s)
 {
     const fg_cpu_attn_shape *a = j->a;
     int T = a->seq, D = a->head_dim, C = a->heads * a->head_dim, W = fg_cpu_attn_width(a);
@@ -227,14 +228,14 @@ static void fg_cpu_attn_forward_item(const fg_cpu_attn_job *j, int b, int h, flo
     for (int i0 = 0; i0 < T; i0 += FG_CPU_ATTN_BLOCK) {
         int qn = T - i0 < FG_CPU_ATTN_BLOCK ? T - i0 : FG_CPU_ATTN_BLOCK;
         int kend = a->causal ? i0 + qn : T;
-        fg_cpu_gemm(j->pool, 0, 1, qn, kend, D, scale, q + (size_t)i0 * W, W, k, W, 0.0f, s,
-                    kend);
+        fg_cpu_gemm_via(a->gemm, slot, j->pool, 0, 1, qn, kend, D, scale, q + (size_t)i0 * W, W,
+                        k, W, 0.0f, s, kend);
         fg_cpu_attn_rows rows = {.s = s, .lse = lse_bh + i0, .first_row = i0, .ld = kend,
                                  .causal = a->causal};
         fg_cpu_attn_set_dropout(&rows, a, b, h, i0);
         fg_cpu_attn_softmax_rows(&rows, qn);
-        fg_cpu_gemm(j->pool, 0, 0, qn, D, kend, 1.0f, s, kend, v, W, 0.0f,
-                    yb + (size_t)i0 * C, C);
+        fg_cpu_gemm_via(a->gemm, slot, j->pool, 0, 0, qn, D, kend, 1.0f, s, kend, v, W, 0.0f,
+                        yb + (size_t)i0 * C, C);
     }
 }
 
@@ -262,7 +263,7 @@ FG_CPU_VECTOR_CLONES static void fg_cpu_attn_delta(const float *dy, const float 
  * block sees every key (causal or not), so the group's first head overwrites dK and dV
  * (beta 0) and every later block and head adds to them. */
 static void fg_cpu_attn_backward_head(const fg_cpu_attn_job *j, int b, int h, int first,
-                                      float *s)
+                                      int slot, float *s)
 {
     const fg_cpu_attn_shape *a = j->a;
     int T = a->seq, D = a->head_dim, C = a->heads * a->head_dim, W = fg_cpu_attn_width(a);
@@ -283,8 +284,10 @@ static void fg_cpu_attn_backward_head(const fg_cpu_attn_job *j, int b, int h, in
         int kend = a->causal ? i0 + qn : T;
         float beta = first && i0 == last ? 0.0f : 1.0f;
         const float *dyb = j->dy + out + (size_t)i0 * C, *qb = q + (size_t)i0 * W;
-        fg_cpu_gemm(j->pool, 0, 1, qn, kend, D, scale, qb, W, k, W, 0.0f, s, kend);
-        fg_cpu_gemm(j->pool, 0, 1, qn, kend, D, 1.0f, dyb, C, v, W, 0.0f, dp, kend);
+        fg_cpu_gemm_via(a->gemm, slot, j->pool, 0, 1, qn, kend, D, scale, qb, W, k, W, 0.0f, s,
+                        kend);
+        fg_cpu_gemm_via(a->gemm, slot, j->pool, 0, 1, qn, kend, D, 1.0f, dyb, C, v, W, 0.0f, dp,
+                        kend);
         fg_cpu_attn_delta(dyb, j->y + out + (size_t)i0 * C, qn, D, C, delta);
         fg_cpu_attn_rows rows = {.s = s, .dp = dp, .ds = dp, .delta = delta,
                                  .lse = (float *)(lse_bh + i0), .first_row = i0, .ld = kend,
@@ -292,19 +295,22 @@ static void fg_cpu_attn_backward_head(const fg_cpu_attn_job *j, int b, int h, in
         fg_cpu_attn_set_dropout(&rows, a, b, h, i0);
         fg_cpu_attn_backward_rows(&rows, qn);
         /* dV (+)= P^T dY; dQ = scale dS K; dK (+)= scale dS^T Q */
-        fg_cpu_gemm(j->pool, 1, 0, kend, D, qn, 1.0f, s, kend, dyb, C, beta, dv, W);
-        fg_cpu_gemm(j->pool, 0, 0, qn, D, kend, scale, dp, kend, k, W, 0.0f,
+        fg_cpu_gemm_via(a->gemm, slot, j->pool, 1, 0, kend, D, qn, 1.0f, s, kend, dyb, C, beta,
+                        dv, W);
+        fg_cpu_gemm_via(a->gemm, slot, j->pool, 0, 0, qn, D, kend, scale, dp, kend, k, W, 0.0f,
                     dq + (size_t)i0 * W, W);
-        fg_cpu_gemm(j->pool, 1, 0, kend, D, qn, scale, dp, kend, qb, W, beta, dk, W);
+        fg_cpu_gemm_via(a->gemm, slot, j->pool, 1, 0, kend, D, qn, scale, dp, kend, qb, W, beta,
+                        dk, W);
     }
 }
 
 /* Item (b, kv): the query heads that share key/value head kv, in order. */
-static void fg_cpu_attn_backward_item(const fg_cpu_attn_job *j, int b, int kv, float *s)
+static void fg_cpu_attn_backward_item(const fg_cpu_attn_job *j, int b, int kv, int slot,
+                                      float *s)
 {
     int group = j->a->heads / fg_cpu_attn_kv(j->a);
     for (int g = 0; g < group; g++)
-        fg_cpu_attn_backward_head(j, b, kv * group + g, g == 0, s);
+        fg_cpu_attn_backward_head(j, b, kv * group + g, g == 0, slot, s);
 }
 
 /* Slot s claims items until none is left; a slot is run by one thread at a time. */
@@ -318,7 +324,7 @@ static void fg_cpu_attn_run_slots(void *p, size_t s0, size_t s1)
             int it = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
             if (it >= items)
                 break;
-            j->item(j, it / j->per_batch, it % j->per_batch, s);
+            j->item(j, it / j->per_batch, it % j->per_batch, (int)slot, s);
         }
     }
 }

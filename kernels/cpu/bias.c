@@ -33,7 +33,7 @@ void fg_cpu_bias_add(fg_cpu_pool *pool, float *y, const float *bias, int rows, i
 {
     fg_cpu_bias_ctx c = { y, bias, rows, cols, spatial, 0 };
     size_t per_row = (size_t)cols * (size_t)spatial;
-    size_t grain = per_row ? FG_CPU_STREAM_GRAIN / per_row : 1;
+    size_t grain = per_row ? fg_cpu_stream_grain(pool) / per_row : 1;
     fg_cpu_parallel_for(pool, (size_t)rows, grain ? grain : 1, 1, fg_cpu_bias_add_rows, &c);
 }
 

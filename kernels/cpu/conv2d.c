@@ -178,8 +178,8 @@ void fg_cpu_conv2d_forward(fg_cpu_pool *pool, const fg_cpu_conv_shape *d, const 
         fg_cpu_conv_shape g = fg_cpu_conv_slice(d, count);
         size_t np = fg_cpu_conv_np(&g);
         fg_cpu_im2col(pool, &g, x + first * x_image, col);
-        fg_cpu_gemm(pool, 0, 0, d->k, (int)np, (int)crs, 1.0f, w, (int)crs, col, (int)np, 0.0f,
-                    ybuf, (int)np);
+        fg_cpu_gemm_via(d->gemm, 0, pool, 0, 0, d->k, (int)np, (int)crs, 1.0f, w, (int)crs, col,
+                        (int)np, 0.0f, ybuf, (int)np);
         fg_cpu_conv_ctx cx = { &g, ybuf, y + first * y_image, bias };
         fg_cpu_parallel_for(pool, count * (size_t)d->k, fg_cpu_plane_grain(P), 1,
                             fg_cpu_conv_scatter_planes, &cx);
@@ -243,12 +243,12 @@ void fg_cpu_conv2d_backward(fg_cpu_pool *pool, const fg_cpu_conv_shape *d, const
             fg_cpu_bias_grad(pool, dbias, dybuf, 1, d->k, (int)np, acc);
         if (dw) {
             fg_cpu_im2col(pool, &g, x + first * x_image, col);
-            fg_cpu_gemm(pool, 0, 1, d->k, (int)crs, (int)np, 1.0f, dybuf, (int)np, col, (int)np,
-                        acc ? 1.0f : 0.0f, dw, (int)crs);
+            fg_cpu_gemm_via(d->gemm, 0, pool, 0, 1, d->k, (int)crs, (int)np, 1.0f, dybuf, (int)np,
+                            col, (int)np, acc ? 1.0f : 0.0f, dw, (int)crs);
         }
         if (dx) {
-            fg_cpu_gemm(pool, 1, 0, (int)crs, (int)np, d->k, 1.0f, w, (int)crs, dybuf, (int)np,
-                        0.0f, col, (int)np);
+            fg_cpu_gemm_via(d->gemm, 0, pool, 1, 0, (int)crs, (int)np, d->k, 1.0f, w, (int)crs,
+                            dybuf, (int)np, 0.0f, col, (int)np);
             fg_cpu_conv_ctx cx = { &g, col, dx + first * x_image, NULL };
             fg_cpu_parallel_for(pool, count * (size_t)d->c, fg_cpu_plane_grain(hw), 1,
                                 fg_cpu_col2im_planes, &cx);

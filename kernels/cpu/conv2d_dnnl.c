@@ -647,7 +647,7 @@ static void fg_dnnl_sum_parts(fg_cpu_pool *pool, const fg_cpu_dnnl_conv *c, cons
     fg_dnnl_sum s = { c, ws, { 0, 0 }, out, type, accumulate };
     for (int i = 0; i < c->plans; i++)
         s.offset_of_plan[i] = bias ? c->plan[i].db_offset : c->plan[i].dw_offset;
-    fg_cpu_parallel_for(pool, n, FG_CPU_STREAM_GRAIN, 16, fg_dnnl_sum_range, &s);
+    fg_cpu_parallel_for(pool, n, fg_cpu_stream_grain(pool), 16, fg_dnnl_sum_range, &s);
 }
 
 int fg_cpu_dnnl_conv_backward(fg_cpu_pool *pool, fg_cpu_dnnl_conv *c, const void *x,

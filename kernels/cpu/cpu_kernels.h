@@ -46,7 +46,9 @@ typedef void (*fg_cpu_range_fn)(void *ctx, size_t begin, size_t end);
  * inline to 34-57 us on 2 threads (fastest of 100 steps, bench_backend_cpu). At 32768 the
  * MLP's activations (128 x 256) ran inline while the worker spun idle; 16384 splits them:
  * the bench MLP's fit 117-122k -> 123k samples/s (medians of 8 alternating fits, twice;
- * 8192 no better). Every op it splits is elementwise: results do not depend on it. */
+ * 8192 no better). Every op it splits is elementwise: results do not depend on it.
+ * The built-in value: the backend measures the pool's own at start-up ([backend] tuning,
+ * plugins/backend-cpu/cpu_tuning.c), and the kernels read it with fg_cpu_stream_grain. */
 #define FG_CPU_STREAM_GRAIN 16384
 
 /* threads >= 1 counts the calling thread; threads - 1 workers are started.
@@ -55,6 +57,9 @@ int fg_cpu_pool_create(int threads, fg_cpu_pool **out);
 /* Joins the workers and frees the pool; NULL is a no-op. */
 void fg_cpu_pool_destroy(fg_cpu_pool *pool);
 int fg_cpu_pool_threads(const fg_cpu_pool *pool);
+/* The pool's stream grain (FG_CPU_STREAM_GRAIN until set; a NULL pool: that). */
+size_t fg_cpu_stream_grain(const fg_cpu_pool *pool);
+void fg_cpu_pool_set_stream_grain(fg_cpu_pool *pool, size_t grain);
 
 /* Runs fn over [0, n): one contiguous piece per thread, the calling thread takes the
  * first. Piece boundaries are multiples of `align` (>= 1). Runs inline when n < 2 * grain,
@@ -98,6 +103,21 @@ void fg_cpu_gemm_bias(fg_cpu_pool *pool, int trans_a, int trans_b, int m, int n,
                       float *c, int ldc);
 /* Sets OpenBLAS to one thread for the whole process: the pool owns the cores. */
 void fg_cpu_gemm_init(void);
+
+/* A gemm the caller picks for a kernel's own products (the backend's per-shape choice of
+ * library, plugins/backend-cpu/cpu_gemm_choice.c). slot: which of the kernel's concurrent
+ * threads calls (0 .. the pool's threads - 1; two calls with one slot never overlap), so
+ * that the library's per-thread state is the slot's. Arguments as fg_cpu_gemm's. */
+typedef struct fg_cpu_gemm_hook {
+    void (*run)(void *ctx, int slot, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
+    void *ctx;
+} fg_cpu_gemm_hook;
+
+/* hook's product when there is one (hook and hook->run not NULL), else fg_cpu_gemm's. */
+void fg_cpu_gemm_via(const fg_cpu_gemm_hook *hook, int slot, fg_cpu_pool *pool, int trans_a,
+                     int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+                     const float *b, int ldb, float beta, float *c, int ldc);
 /* OpenBLAS's core name (the kernels it runs: "Haswell", "SkylakeX", "Prescott", ...) and
  * its build configuration line (version, DYNAMIC_ARCH, ...). */
 const char *fg_cpu_openblas_corename(void);
@@ -154,6 +174,7 @@ void fg_cpu_half_relu_backward(fg_cpu_pool *pool, uint16_t inf_bits, const uint1
 
 typedef struct fg_cpu_conv_shape {
     int n, c, h, w, k, r, s, pad_h, pad_w, stride_h, stride_w, out_h, out_w;
+    const struct fg_cpu_gemm_hook *gemm; /* who runs the products (slot 0); NULL: fg_cpu_gemm */
 } fg_cpu_conv_shape;
 
 /* Bytes of scratch conv2d forward and backward need: for a group of G images (G chosen
@@ -338,6 +359,8 @@ typedef struct fg_cpu_attn_shape {
     uint64_t seed, offset;  /* its draws: fg_cpu_dropout_keep(seed, offset + index) */
     int kv_heads; /* grouped-query attention: divides heads, qkv rows are (heads + 2 kv_heads)
                    * head_dim; 0: heads */
+    /* who runs the products, each slot (thread) its own; NULL: fg_cpu_gemm */
+    const struct fg_cpu_gemm_hook *gemm;
 } fg_cpu_attn_shape;
 
 /* Bytes of scratch forward and backward need on a pool of `threads`: 2 * BLOCK * seq

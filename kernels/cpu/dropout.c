@@ -83,5 +83,6 @@ void fg_cpu_dropout_backward(fg_cpu_pool *pool, float p, const uint8_t *mask,
                              const float *dy, float *dx, size_t n)
 {
     fg_cpu_dropout_ctx c = { 0, 0, 0, fg_cpu_dropout_scale(p), dy, dx, NULL, mask };
-    fg_cpu_parallel_for(pool, n, FG_CPU_STREAM_GRAIN, 64, fg_cpu_dropout_backward_range, &c);
+    fg_cpu_parallel_for(pool, n, fg_cpu_stream_grain(pool), 64, fg_cpu_dropout_backward_range,
+                        &c);
 }

@@ -54,25 +54,25 @@ static void fg_cpu_clamp_range(void *p, size_t b, size_t e)
 void fg_cpu_clamp(fg_cpu_pool *pool, float *x, float lo, float hi, size_t n)
 {
     fg_cpu_clamp_ctx c = { x, lo, hi };
-    fg_cpu_parallel_for(pool, n, FG_CPU_STREAM_GRAIN, 16, fg_cpu_clamp_range, &c);
+    fg_cpu_parallel_for(pool, n, fg_cpu_stream_grain(pool), 16, fg_cpu_clamp_range, &c);
 }
 
 void fg_cpu_fill(fg_cpu_pool *pool, float *x, float value, size_t n)
 {
     fg_cpu_ew_ctx c = { x, NULL, value };
-    fg_cpu_parallel_for(pool, n, FG_CPU_STREAM_GRAIN, 16, fg_cpu_fill_range, &c);
+    fg_cpu_parallel_for(pool, n, fg_cpu_stream_grain(pool), 16, fg_cpu_fill_range, &c);
 }
 
 void fg_cpu_scale(fg_cpu_pool *pool, float *x, float alpha, size_t n)
 {
     fg_cpu_ew_ctx c = { x, NULL, alpha };
-    fg_cpu_parallel_for(pool, n, FG_CPU_STREAM_GRAIN, 16, fg_cpu_scale_range, &c);
+    fg_cpu_parallel_for(pool, n, fg_cpu_stream_grain(pool), 16, fg_cpu_scale_range, &c);
 }
 
 void fg_cpu_axpy(fg_cpu_pool *pool, float alpha, const float *x, float *y, size_t n)
 {
     fg_cpu_ew_ctx c = { y, x, alpha };
-    fg_cpu_parallel_for(pool, n, FG_CPU_STREAM_GRAIN, 16, fg_cpu_axpy_range, &c);
+    fg_cpu_parallel_for(pool, n, fg_cpu_stream_grain(pool), 16, fg_cpu_axpy_range, &c);
 }
 
 /* ---- sum of squares: fixed chunks, double partials combined in chunk order ---------- */

@@ -32,7 +32,7 @@ void fg_cpu_embedding_forward(fg_cpu_pool *pool, const int32_t *ids, int n, int 
 {
     fg_cpu_embed_ctx c = {.ids = ids, .n = n, .dim = dim, .accumulate = accumulate,
                           .table = table, .out = out};
-    size_t grain = FG_CPU_STREAM_GRAIN / (size_t)(dim > 0 ? dim : 1) + 1;
+    size_t grain = fg_cpu_stream_grain(pool) / (size_t)(dim > 0 ? dim : 1) + 1;
     fg_cpu_parallel_for(pool, (size_t)n, grain, 1, fg_cpu_embed_rows, &c);
 }
 
@@ -54,6 +54,6 @@ void fg_cpu_embedding_backward(fg_cpu_pool *pool, const int32_t *ids, int n, int
     if (!accumulate)
         memset(dtable, 0, (size_t)rows * (size_t)dim * sizeof *dtable);
     fg_cpu_embed_ctx c = {.ids = ids, .n = n, .dim = dim, .dout = dout, .dtable = dtable};
-    size_t grain = FG_CPU_STREAM_GRAIN / (size_t)(n > 0 ? n : 1) + 1;
+    size_t grain = fg_cpu_stream_grain(pool) / (size_t)(n > 0 ? n : 1) + 1;
     fg_cpu_parallel_for(pool, (size_t)dim, grain, 16, fg_cpu_embed_grad_cols, &c);
 }

@@ -112,6 +112,16 @@ void fg_cpu_gemm(fg_cpu_pool *pool, int trans_a, int trans_b, int m, int n, int 
     fg_cpu_parallel_for(pool, dim, grain, FG_CPU_GEMM_ALIGN, fg_cpu_gemm_block, &g);
 }
 
+void fg_cpu_gemm_via(const fg_cpu_gemm_hook *hook, int slot, fg_cpu_pool *pool, int trans_a,
+                     int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+                     const float *b, int ldb, float beta, float *c, int ldc)
+{
+    if (hook && hook->run)
+        hook->run(hook->ctx, slot, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    else
+        fg_cpu_gemm(pool, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 void fg_cpu_gemm_bias(fg_cpu_pool *pool, int trans_a, int trans_b, int m, int n, int k,
                       const float *a, int lda, const float *b, int ldb, const float *bias,
                       float *c, int ldc)
@@ -120,7 +130,7 @@ void fg_cpu_gemm_bias(fg_cpu_pool *pool, int trans_a, int trans_b, int m, int n,
     if (!bias || m == 0 || n == 0)
         return;
     fg_cpu_gemm_bias_pass g = { c, bias, n, ldc };
-    size_t grain = FG_CPU_STREAM_GRAIN / (size_t)n; /* as bias.c's pass */
+    size_t grain = fg_cpu_stream_grain(pool) / (size_t)n; /* as bias.c's pass */
     fg_cpu_parallel_for(pool, (size_t)m, grain ? grain : 1, 1, fg_cpu_gemm_add_bias, &g);
 }
 

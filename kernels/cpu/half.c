@@ -73,6 +73,6 @@ int fg_cpu_convert(fg_cpu_pool *pool, void *dst, int dst_type, const void *src, 
     if (n == 0)
         return 0;
     convert_job j = {dst, src, dst_type, src_type};
-    fg_cpu_parallel_for(pool, n, FG_CPU_STREAM_GRAIN, 64, convert_range, &j);
+    fg_cpu_parallel_for(pool, n, fg_cpu_stream_grain(pool), 64, convert_range, &j);
     return 0;
 }

@@ -57,7 +57,7 @@ void fg_cpu_sgd_update(fg_cpu_pool *pool, const fg_cpu_sgd *a, float *param,
                        const float *grad, float *momentum_buf, size_t n)
 {
     fg_cpu_optim_ctx c = { .sgd = a, .param = param, .buf = momentum_buf, .grad = grad };
-    fg_cpu_parallel_for(pool, n, FG_CPU_STREAM_GRAIN, 16, fg_cpu_sgd_range, &c);
+    fg_cpu_parallel_for(pool, n, fg_cpu_stream_grain(pool), 16, fg_cpu_sgd_range, &c);
 }
 
 /* As torch.optim.AdamW (foreach=False): p *= 1 - lr*wd; m, v moving averages;

@@ -29,6 +29,7 @@
 
 struct fg_cpu_pool {
     int threads;        /* including the calling thread */
+    size_t stream_grain; /* fg_cpu_stream_grain: FG_CPU_STREAM_GRAIN unless set */
     pthread_t *workers; /* threads - 1 */
     int started;
 
@@ -140,6 +141,7 @@ int fg_cpu_pool_create(int threads, fg_cpu_pool **out)
     if (!pool)
         return 12; /* ENOMEM */
     pool->threads = threads;
+    pool->stream_grain = FG_CPU_STREAM_GRAIN;
     atomic_flag_clear(&pool->busy);
     atomic_init(&pool->ticket, 0);
     atomic_init(&pool->done, 0);
@@ -186,6 +188,17 @@ void fg_cpu_pool_destroy(fg_cpu_pool *pool)
 int fg_cpu_pool_threads(const fg_cpu_pool *pool)
 {
     return pool ? pool->threads : 1;
+}
+
+size_t fg_cpu_stream_grain(const fg_cpu_pool *pool)
+{
+    return pool ? pool->stream_grain : FG_CPU_STREAM_GRAIN;
+}
+
+void fg_cpu_pool_set_stream_grain(fg_cpu_pool *pool, size_t grain)
+{
+    if (pool && grain > 0)
+        pool->stream_grain = grain;
 }
 
 void fg_cpu_parallel_for(fg_cpu_pool *pool, size_t n, size_t grain, size_t align,

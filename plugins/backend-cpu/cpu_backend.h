@@ -44,7 +44,13 @@ typedef struct fg_cpu_backend {
     const char *openblas_core; /* openblas_get_corename() */
     int openblas_generic;      /* OpenBLAS runs kernels far below the CPU's level */
     atomic_int described;      /* the machine line (features, FMA peak) was logged */
+    size_t stream_grain;       /* the pool's (cpu_tuning.c) */
+    char tuning_source[32];    /* "measured", "cached", "built-in" */
 } fg_cpu_backend;
+
+/* cpu_tuning.c: [backend] tuning = auto (the stream grain measured at start-up, cached per
+ * CPU model and thread count) | off (built-in); sets the pool's value. */
+fg_status fg_cpu_tuning_setup(fg_cpu_backend *be, const char *mode, fg_error *err);
 
 /* A queue only names its device: ops run synchronously on the calling thread. */
 typedef struct fg_cpu_queue {
@@ -60,6 +66,9 @@ typedef struct fg_cpu_queue {
     /* bf16 gemm primitives (cpu_bf16.c), made on the queue's first bf16 gemm */
     struct fg_cpu_dnnl_gemm *dnnl;
     int dnnl_failed; /* oneDNN could not make an engine: emulate */
+    /* the caches of slots 1.. of the kernels' own gemms (fg_cpu_queue_dnnl_slots) */
+    struct fg_cpu_dnnl_gemm **dnnl_slots;
+    int dnnl_slot_count;
 } fg_cpu_queue;
 
 /* cpu_bf16.c: a gemm in bf16 on oneDNN where the CPU has avx512_bf16 */
@@ -96,8 +105,39 @@ fg_status fg_cpu_gemm_setup(fg_cpu_backend *be, const char *mode, fg_error *err)
 void fg_cpu_gemm_teardown(fg_cpu_backend *be);
 fg_status fg_cpu_gemm_run(fg_cpu_backend *be, fg_cpu_queue *q, const fg_cpu_gemm_call *g,
                           fg_error *err);
+/* The same from slot `slot` of a kernel whose threads each run whole gemms (attention):
+ * slot 0 is the calling thread's (the queue's oneDNN cache), slot s > 0 its own cache
+ * (fg_cpu_queue_dnnl_slot), so that concurrent slots never share oneDNN's state. */
+fg_status fg_cpu_gemm_run_slot(fg_cpu_backend *be, fg_cpu_queue *q, int slot,
+                               const fg_cpu_gemm_call *g, fg_error *err);
 /* The queue's oneDNN matmul cache, made on first use (NULL: no oneDNN, or it failed). */
 struct fg_cpu_dnnl_gemm *fg_cpu_queue_dnnl(fg_cpu_queue *q);
+/* Makes the caches of slots 1 .. slots - 1 (on the calling thread, before the kernel runs);
+ * -1 when one cannot be made (those slots then run OpenBLAS). */
+int fg_cpu_queue_dnnl_slots(fg_cpu_queue *q, int slots);
+/* Slot s's cache (s >= 1), NULL when not made. */
+struct fg_cpu_dnnl_gemm *fg_cpu_queue_dnnl_slot(fg_cpu_queue *q, int slot);
+
+/* cpu_gemm_route.c: the kernels' own products (attention, im2col) through the same choice
+ * (fg_cpu_gemm_hook of kernels/cpu). A oneDNN failure inside a kernel is kept and reported
+ * by fg_cpu_gemm_route_end; C of that product is then undefined, so the op fails. */
+typedef struct fg_cpu_gemm_route {
+    fg_cpu_gemm_hook hook;
+    fg_cpu_backend *be;
+    fg_cpu_queue *q;
+    const char *op;   /* "attention_forward", ...: the log's name */
+    uint32_t dtype;   /* the op's operands' dtype (f32 after staging) */
+    _Atomic int failed;
+    fg_error err;     /* the first failure's message */
+} fg_cpu_gemm_route;
+/* The hook for a kernel of `slots` concurrent threads, or NULL when the gemms are OpenBLAS's
+ * whatever the shape (gemm = openblas, or the default on a CPU OpenBLAS knows): the
+ * kernel then calls OpenBLAS directly, as before the choice. */
+const fg_cpu_gemm_hook *fg_cpu_gemm_route_begin(fg_cpu_gemm_route *r, fg_cpu_backend *be,
+                                                fg_cpu_queue *q, const char *op,
+                                                uint32_t dtype, int slots);
+/* The op's status after the kernel: st, or the first oneDNN failure. */
+fg_status fg_cpu_gemm_route_end(fg_cpu_gemm_route *r, fg_status st, fg_error *err);
 
 /* cpu_machine.c: what OpenBLAS runs on this CPU, and the description `fulgur devices`
  * shows (vector features, the measured FMA peak, OpenBLAS's core) */

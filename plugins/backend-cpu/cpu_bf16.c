@@ -4,6 +4,7 @@
  * native | emulated picks: auto takes native where it can, native fails at init where it
  * cannot, emulated forces the emulation (tests, comparisons). */
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_backend.h"
@@ -69,11 +70,42 @@ struct fg_cpu_dnnl_gemm *fg_cpu_queue_dnnl(fg_cpu_queue *q)
     return q->dnnl;
 }
 
+int fg_cpu_queue_dnnl_slots(fg_cpu_queue *q, int slots)
+{
+#ifdef FG_CPU_WITH_DNNL
+    if (slots - 1 > q->dnnl_slot_count) {
+        struct fg_cpu_dnnl_gemm **grown = realloc(q->dnnl_slots, (size_t)(slots - 1) * sizeof *grown);
+        if (!grown)
+            return -1;
+        q->dnnl_slots = grown;
+        while (q->dnnl_slot_count < slots - 1)
+            q->dnnl_slots[q->dnnl_slot_count++] = fg_cpu_dnnl_gemm_create();
+    }
+    for (int s = 1; s < slots; s++)
+        if (!q->dnnl_slots[s - 1])
+            return -1;
+#else
+    (void)q;
+    (void)slots;
+#endif
+    return 0;
+}
+
+struct fg_cpu_dnnl_gemm *fg_cpu_queue_dnnl_slot(fg_cpu_queue *q, int slot)
+{
+    return slot >= 1 && slot <= q->dnnl_slot_count ? q->dnnl_slots[slot - 1] : NULL;
+}
+
 void fg_cpu_bf16_queue_fini(fg_cpu_queue *q)
 {
 #ifdef FG_CPU_WITH_DNNL
     fg_cpu_dnnl_gemm_destroy(q->dnnl);
+    for (int s = 0; s < q->dnnl_slot_count; s++)
+        fg_cpu_dnnl_gemm_destroy(q->dnnl_slots[s]);
 #endif
+    free(q->dnnl_slots);
+    q->dnnl_slots = NULL;
+    q->dnnl_slot_count = 0;
     q->dnnl = NULL;
 }
 

@@ -163,7 +163,7 @@ static fg_cpu_conv_entry *fg_cpu_conv_pick(fg_cpu_backend *be, const fg_conv2d_d
     if (!fg_cpu_conv_dnnl_types(be, act, param))
         return NULL;
     fg_cpu_conv_shape s = { d->n, d->c, d->h, d->w, d->k, d->r, d->s, d->pad_h, d->pad_w,
-                            d->stride_h, d->stride_w, d->out_h, d->out_w };
+                            d->stride_h, d->stride_w, d->out_h, d->out_w, NULL };
     fg_cpu_conv_entry *e = fg_cpu_conv_entry_get(be, &s, (int)act, (int)param);
     if (!e)
         return NULL;
@@ -402,7 +402,7 @@ size_t fg_cpu_op_conv2d_workspace(void *state, const fg_conv2d_desc *d)
     if (ws == 0 || be->conv_algorithm == FG_CPU_CONV_IM2COL)
         return ws;
     fg_cpu_conv_shape s = { d->n, d->c, d->h, d->w, d->k, d->r, d->s, d->pad_h, d->pad_w,
-                            d->stride_h, d->stride_w, d->out_h, d->out_w };
+                            d->stride_h, d->stride_w, d->out_h, d->out_w, NULL };
     /* every dtype the ops may run oneDNN with: f32, and bf16 where it is native */
     for (int t = FG_CPU_F32; t <= FG_CPU_BF16; t += FG_CPU_BF16 - FG_CPU_F32) {
         if (!fg_cpu_conv_dnnl_types(be, (uint32_t)t, (uint32_t)t))

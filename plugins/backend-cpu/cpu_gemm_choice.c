@@ -90,9 +90,10 @@ static void run_openblas(fg_cpu_backend *be, const fg_cpu_gemm_call *g, float *c
 
 #ifdef FG_CPU_WITH_DNNL
 /* 0, FG_CPU_DNNL_NONE (oneDNN cannot run it) or FG_CPU_DNNL_FAILED. */
-static int run_onednn(fg_cpu_backend *be, fg_cpu_queue *q, const fg_cpu_gemm_call *g, float *c)
+static int run_onednn(fg_cpu_backend *be, fg_cpu_queue *q, int slot, const fg_cpu_gemm_call *g,
+                      float *c)
 {
-    fg_cpu_dnnl_gemm *d = fg_cpu_queue_dnnl(q);
+    fg_cpu_dnnl_gemm *d = slot == 0 ? fg_cpu_queue_dnnl(q) : fg_cpu_queue_dnnl_slot(q, slot);
     if (!d)
         return FG_CPU_DNNL_NONE;
     fg_cpu_mm mm = {g->trans_a, g->trans_b, g->m, g->n, g->k, g->a, g->b, g->bias, c,
@@ -140,8 +141,8 @@ static size_t span(int rows, int cols, int ld)
 
 /* The best of a few runs of one library into scratch (a fresh copy of C before each run,
  * so beta C sees C's values); < 0: oneDNN cannot run the shape. */
-static double time_library(fg_cpu_backend *be, fg_cpu_queue *q, const fg_cpu_gemm_call *g,
-                           int library, float *scratch)
+static double time_library(fg_cpu_backend *be, fg_cpu_queue *q, int slot,
+                           const fg_cpu_gemm_call *g, int library, float *scratch)
 {
     size_t bytes = span(g->m, g->n, g->ldc) * sizeof(float);
     double best = 1e30;
@@ -150,7 +151,7 @@ static double time_library(fg_cpu_backend *be, fg_cpu_queue *q, const fg_cpu_gem
         double t0 = now_s();
         if (library == FG_CPU_GEMM_OPENBLAS)
             run_openblas(be, g, scratch);
-        else if (run_onednn(be, q, g, scratch) != 0)
+        else if (run_onednn(be, q, slot, g, scratch) != 0)
             return -1;
         double t = now_s() - t0;
         if (i > 0 && t < best)
@@ -160,8 +161,8 @@ static double time_library(fg_cpu_backend *be, fg_cpu_queue *q, const fg_cpu_gem
 }
 
 /* auto: times both (or takes oneDNN where OpenBLAS runs generic kernels) and logs. */
-static void decide_timed(fg_cpu_backend *be, fg_cpu_queue *q, const fg_cpu_gemm_call *g,
-                         gemm_entry *e)
+static void decide_timed(fg_cpu_backend *be, fg_cpu_queue *q, int slot,
+                         const fg_cpu_gemm_call *g, gemm_entry *e)
 {
     float *scratch = malloc(span(g->m, g->n, g->ldc) * sizeof(float));
     e->library = FG_CPU_GEMM_OPENBLAS;
@@ -169,8 +170,8 @@ static void decide_timed(fg_cpu_backend *be, fg_cpu_queue *q, const fg_cpu_gemm_
         log_choice(be, e, g->op, FG_LOG_INFO, "no memory to time oneDNN against it", 0, 0);
         return;
     }
-    double onednn = time_library(be, q, g, FG_CPU_GEMM_ONEDNN, scratch);
-    double openblas = time_library(be, q, g, FG_CPU_GEMM_OPENBLAS, scratch);
+    double onednn = time_library(be, q, slot, g, FG_CPU_GEMM_ONEDNN, scratch);
+    double openblas = time_library(be, q, slot, g, FG_CPU_GEMM_OPENBLAS, scratch);
     free(scratch);
     if (onednn < 0) {
         log_choice(be, e, g->op, FG_LOG_INFO, "oneDNN has no matmul for this shape", 0, 0);
@@ -189,7 +190,8 @@ static void decide_timed(fg_cpu_backend *be, fg_cpu_queue *q, const fg_cpu_gemm_
 
 /* The entry of this call's shape: looked up, or decided (and logged) at its first call;
  * NULL when the table is full (then OpenBLAS runs). */
-static gemm_entry *choose(fg_cpu_backend *be, fg_cpu_queue *q, const fg_cpu_gemm_call *g)
+static gemm_entry *choose(fg_cpu_backend *be, fg_cpu_queue *q, int slot,
+                          const fg_cpu_gemm_call *g)
 {
     fg_cpu_gemm_choices *t = be->gemm_choices;
     gemm_key key = {g->bias != NULL, g->trans_a, g->trans_b, g->m, g->n, g->k,
@@ -216,7 +218,7 @@ static gemm_entry *choose(fg_cpu_backend *be, fg_cpu_queue *q, const fg_cpu_gemm
             log_choice(be, e, g->op, FG_LOG_INFO, "gemm = onednn", 0, 0);
 #ifdef FG_CPU_WITH_DNNL
         else
-            decide_timed(be, q, g, e);
+            decide_timed(be, q, slot, g, e);
 #else
         else
             log_choice(be, e, g->op, FG_LOG_INFO, "this build has no oneDNN", 0, 0);
@@ -224,16 +226,17 @@ static gemm_entry *choose(fg_cpu_backend *be, fg_cpu_queue *q, const fg_cpu_gemm
     }
     pthread_mutex_unlock(&t->lock);
     (void)q;
+    (void)slot;
     return e;
 }
 
 #ifdef FG_CPU_WITH_DNNL
 /* oneDNN ran it (FG_OK), failed (an error), or cannot: then OpenBLAS runs it, and a fixed
  * onednn says so once for the shape. */
-static fg_status run_chosen_onednn(fg_cpu_backend *be, fg_cpu_queue *q,
+static fg_status run_chosen_onednn(fg_cpu_backend *be, fg_cpu_queue *q, int slot,
                                    const fg_cpu_gemm_call *g, gemm_entry *e, fg_error *err)
 {
-    int rc = run_onednn(be, q, g, g->c);
+    int rc = run_onednn(be, q, slot, g, g->c);
     if (rc == FG_CPU_DNNL_FAILED)
         return fg_error_set(err, FG_BACKEND_ERROR, "cpu backend: %s: oneDNN's f32 matmul "
                             "failed (m = %d, n = %d, k = %d)", g->op, g->m, g->n, g->k);
@@ -254,14 +257,20 @@ static fg_status run_chosen_onednn(fg_cpu_backend *be, fg_cpu_queue *q,
 fg_status fg_cpu_gemm_run(fg_cpu_backend *be, fg_cpu_queue *q, const fg_cpu_gemm_call *g,
                           fg_error *err)
 {
+    return fg_cpu_gemm_run_slot(be, q, 0, g, err);
+}
+
+fg_status fg_cpu_gemm_run_slot(fg_cpu_backend *be, fg_cpu_queue *q, int slot,
+                               const fg_cpu_gemm_call *g, fg_error *err)
+{
     if (g->m == 0 || g->n == 0 || g->k == 0 || !q) { /* nothing to choose: gemm.c's cases */
         run_openblas(be, g, g->c);
         return FG_OK;
     }
-    gemm_entry *e = choose(be, q, g);
+    gemm_entry *e = choose(be, q, slot, g);
 #ifdef FG_CPU_WITH_DNNL
     if (e && e->library == FG_CPU_GEMM_ONEDNN)
-        return run_chosen_onednn(be, q, g, e, err);
+        return run_chosen_onednn(be, q, slot, g, e, err);
 #else
     (void)err;
 #endif

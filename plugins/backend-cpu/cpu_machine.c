@@ -78,7 +78,8 @@ void fg_cpu_machine_describe(fg_cpu_backend *be)
     else
         snprintf(peak, sizeof peak, "%.1f GFLOP/s (AVX2)", r.gflops_256);
     be->host->log(be->host, FG_LOG_INFO, "cpu backend: %s; vector features: %s; FMA peak on "
-                  "%d thread%s: %s; OpenBLAS core: %s%s", be->cpu_model, features, be->threads,
-                  be->threads == 1 ? "" : "s", peak, be->openblas_core,
-                  be->openblas_generic ? " (generic kernels for this CPU)" : "");
+                  "%d thread%s: %s; OpenBLAS core: %s%s; stream grain %zu (%s)", be->cpu_model,
+                  features, be->threads, be->threads == 1 ? "" : "s", peak, be->openblas_core,
+                  be->openblas_generic ? " (generic kernels for this CPU)" : "",
+                  be->stream_grain, be->tuning_source);
 }

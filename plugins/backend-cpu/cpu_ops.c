@@ -251,7 +251,7 @@ static fg_cpu_conv_shape window(const fg_conv2d_desc *d, int need_k)
 {
     return (fg_cpu_conv_shape){ d->n, d->c, d->h, d->w, need_k ? d->k : 0, d->r, d->s,
                                 d->pad_h, d->pad_w, d->stride_h, d->stride_w, d->out_h,
-                                d->out_w };
+                                d->out_w, NULL };
 }
 
 size_t fg_cpu_im2col_conv2d_workspace(void *state, const fg_conv2d_desc *d)
@@ -282,8 +282,11 @@ fg_status fg_cpu_im2col_conv2d_forward(void *state, void *queue, uint32_t x_dtyp
                    ARG_IN(bias, param_dtype, (size_t)d->k),
                    ARG_OUT(y, x_dtype, volume4(d->n, d->k, d->out_h, d->out_w))};
     fg_status st = stage(state, queue, "conv2d_forward", o, NARGS(o), err);
+    fg_cpu_gemm_route route;
+    s.gemm = fg_cpu_gemm_route_begin(&route, state, queue, "conv2d_forward", x_dtype, 1);
     if (st == FG_OK)
         fg_cpu_conv2d_forward(POOL(state), &s, o[0].f, o[1].f, o[2].f, o[3].f, workspace);
+    st = fg_cpu_gemm_route_end(&route, st, err);
     return unstage(state, o, NARGS(o), st);
 }
 
@@ -303,9 +306,12 @@ fg_status fg_cpu_im2col_conv2d_backward(void *state, void *queue, uint32_t x_dty
                    ARG_OUT(dx, x_dtype, xn), ARG_ACC(dw, grad_dtype, wn, accumulate),
                    ARG_ACC(dbias, grad_dtype, (size_t)d->k, accumulate)};
     fg_status st = stage(state, queue, "conv2d_backward", o, NARGS(o), err);
+    fg_cpu_gemm_route route;
+    s.gemm = fg_cpu_gemm_route_begin(&route, state, queue, "conv2d_backward", x_dtype, 1);
     if (st == FG_OK)
         fg_cpu_conv2d_backward(POOL(state), &s, o[0].f, o[1].f, o[2].f, o[3].f, o[4].f, o[5].f,
                                accumulate, workspace);
+    st = fg_cpu_gemm_route_end(&route, st, err);
     return unstage(state, o, NARGS(o), st);
 }
 

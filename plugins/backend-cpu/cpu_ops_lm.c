@@ -165,8 +165,12 @@ fg_status fg_cpu_op_attention_forward(void *state, void *queue, uint32_t dtype,
     size_t w = (size_t)(a.heads + 2 * a.kv_heads) * (size_t)a.head_dim; /* a qkv row */
     fg_cpu_operand o[] = {ARG_IN(qkv, dtype, rows * w), ARG_OUT(y, dtype, rows * c)};
     fg_status st = fg_cpu_stage(state, queue, "attention_forward", o, NARGS(o), err);
+    fg_cpu_gemm_route route;
+    a.gemm = fg_cpu_gemm_route_begin(&route, state, queue, "attention_forward", dtype,
+                                     fg_cpu_pool_threads(FG_CPU_POOL(state)));
     if (st == FG_OK)
         fg_cpu_attention_forward(FG_CPU_POOL(state), &a, o[0].f, o[1].f, lse, workspace);
+    st = fg_cpu_gemm_route_end(&route, st, err);
     return fg_cpu_unstage(state, o, NARGS(o), st);
 }
 
@@ -181,9 +185,13 @@ fg_status fg_cpu_op_attention_backward(void *state, void *queue, uint32_t dtype,
     fg_cpu_operand o[] = {ARG_IN(qkv, dtype, rows * w), ARG_IN(y, dtype, rows * c),
                           ARG_IN(dy, dtype, rows * c), ARG_OUT(dqkv, dtype, rows * w)};
     fg_status st = fg_cpu_stage(state, queue, "attention_backward", o, NARGS(o), err);
+    fg_cpu_gemm_route route;
+    a.gemm = fg_cpu_gemm_route_begin(&route, state, queue, "attention_backward", dtype,
+                                     fg_cpu_pool_threads(FG_CPU_POOL(state)));
     if (st == FG_OK)
         fg_cpu_attention_backward(FG_CPU_POOL(state), &a, o[0].f, o[1].f, lse, o[2].f, o[3].f,
                                   workspace);
+    st = fg_cpu_gemm_route_end(&route, st, err);
     return fg_cpu_unstage(state, o, NARGS(o), st);
 }
 

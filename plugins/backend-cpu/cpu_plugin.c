@@ -27,6 +27,10 @@ static const fg_option fg_cpu_options[] = {
       "openblas, or onednn where OpenBLAS runs generic kernels on this CPU (fixed per "
       "machine); auto times both per shape at its first call and keeps the faster (and "
       "takes oneDNN where OpenBLAS runs generic kernels)" },
+    { "tuning", FG_OPT_ENUM, "auto", 0, 0, "auto|off",
+      "CPU-dependent thresholds (the stream grain): auto measures them at the first start on "
+      "this CPU model and thread count (a few ms) and caches them in $XDG_CACHE_HOME/fulgur "
+      "(else ~/.cache/fulgur); off keeps the built-in values. Speed only, never results" },
 };
 
 /* An option the host does not know falls back to the schema default; any other failure
@@ -152,6 +156,14 @@ static fg_status fg_cpu_init(const fg_host *host, void **state, fg_error *err)
     fg_cpu_gemm_init();
     fg_cpu_machine_probe(be);
     fg_cpu_machine_notice(be);
+    const char *tuning = "auto";
+    st = fg_cpu_read_string(host, "tuning", "auto", &tuning, err);
+    if (st == FG_OK)
+        st = fg_cpu_tuning_setup(be, tuning, err);
+    if (st != FG_OK) {
+        fg_cpu_deinit(be);
+        return st;
+    }
     if (host && host->log)
         host->log(host, FG_LOG_DEBUG, "cpu backend: %d virtual device(s), %d threads, %s; "
                   "bf16 gemms %s%s; gemm = %s, OpenBLAS core %s", be->devices, be->threads,

@@ -71,5 +71,6 @@ void test_group_conv_algo(void);   /* test_conv_algo.c: conv_algorithm, oneDNN v
 void test_group_gemm_bias(void);   /* test_gemm_bias.c: gemm_bias, bf16 native vs emulated */
 void test_group_gemm_choice(void); /* test_gemm_choice.c: [backend] gemm, oneDNN vs OpenBLAS */
 void test_group_gemm_generic(void); /* test_gemm_choice.c: under OPENBLAS_CORETYPE=Prescott */
+void test_group_tuning(void);       /* test_tuning.c: [backend] tuning, its cache */
 
 #endif

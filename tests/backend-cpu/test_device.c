@@ -111,7 +111,7 @@ static void test_descriptor(void)
 {
     test_backend tb;
     test_backend_open(&tb, 1, 1, 0);
-    CHECK(tb.plugin->option_count == 6, "option_count %u", tb.plugin->option_count);
+    CHECK(tb.plugin->option_count == 7, "option_count %u", tb.plugin->option_count);
     const char *keys[] = { "devices", "threads", "memory_limit_mb" };
     for (int i = 0; i < 3; i++)
         CHECK(strcmp(tb.plugin->options[i].key, keys[i]) == 0 &&
@@ -131,6 +131,11 @@ static void test_descriptor(void)
               strcmp(tb.plugin->options[5].choices, "default|auto|openblas|onednn") == 0 &&
               strcmp(tb.plugin->options[5].default_value, "default") == 0,
           "option 5 is %s", tb.plugin->options[5].key);
+    CHECK(strcmp(tb.plugin->options[6].key, "tuning") == 0 &&
+              tb.plugin->options[6].type == FG_OPT_ENUM &&
+              strcmp(tb.plugin->options[6].choices, "auto|off") == 0 &&
+              strcmp(tb.plugin->options[6].default_value, "auto") == 0,
+          "option 6 is %s", tb.plugin->options[6].key);
     const fg_backend_vtable *vt = tb.vt;
     CHECK(vt->struct_size == sizeof(fg_backend_vtable), "vtable struct_size %u",
           vt->struct_size);

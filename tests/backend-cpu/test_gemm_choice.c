@@ -231,6 +231,104 @@ static int cpu_has_avx2(void)
 }
 
 /* Under OPENBLAS_CORETYPE=Prescott (set by ctest for this group only). */
+#ifdef FG_TEST_WITH_DNNL
+/* The largest |a - b| relative to max(1, |b|) over n elements. */
+static double worst_gap(const float *a, const float *b, size_t n)
+{
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double m = fabs((double)b[i]) > 1 ? fabs((double)b[i]) : 1;
+        double g = fabs((double)a[i] - b[i]) / m;
+        worst = g > worst ? g : worst;
+    }
+    return worst;
+}
+
+/* Causal attention (T = 150: three query blocks of 64), forward and backward: y, dqkv. */
+static void run_attention(test_backend *be, const float *qkv, const float *dy, float *y,
+                          float *dqkv)
+{
+    fg_attention_desc d = {sizeof d, 2, 150, 2, 16, 1, 0.0f, 0, 0, 0};
+    float lse[2 * 2 * 150];
+    void *ws = test_alloc(be->vt->attention_workspace(be->state, &d));
+    CHECK_OK(be->vt->attention_forward(be->state, be->queue, FG_F32, &d, qkv, y, lse, ws,
+                                       &test_err));
+    CHECK_OK(be->vt->attention_backward(be->state, be->queue, FG_F32, &d, qkv, y, lse, dy, dqkv,
+                                        ws, &test_err));
+    free(ws);
+}
+
+/* im2col's convolution (conv_algorithm = im2col), forward and backward: y, dx, dw, db. */
+static void run_im2col(test_backend *be, const float *x, const float *w, const float *dy,
+                       float *out)
+{
+    fg_conv2d_desc d = {sizeof d, 4, 3, 12, 12, 8, 3, 3, 1, 1, 1, 1, 12, 12, FG_LAYOUT_NCHW};
+    size_t ny = 4 * 8 * 144, nx = 4 * 3 * 144, nw = 8 * 3 * 9;
+    float b[8] = {0.5f, -0.25f, 0.125f, 1, -1, 0.75f, 0, 2};
+    void *ws = test_alloc(be->vt->conv2d_workspace(be->state, &d));
+    CHECK_OK(be->vt->conv2d_forward(be->state, be->queue, FG_F32, FG_F32, &d, x, w, b, out, ws,
+                                    &test_err));
+    CHECK_OK(be->vt->conv2d_backward(be->state, be->queue, FG_F32, FG_F32, FG_F32, &d, x, w, dy,
+                                     out + ny, out + ny + nx, out + ny + nx + nw, 0, ws,
+                                     &test_err));
+    free(ws);
+}
+
+/* The kernels' own gemms (attention's tiles, im2col's products) follow the choice: under
+ * the default here (oneDNN: OpenBLAS runs generic kernels) their shapes are logged as
+ * oneDNN's, and the results are OpenBLAS's (gemm = openblas) within float rounding. */
+static void check_kernel_gemms(test_backend *df)
+{
+    test_backend ob;
+    test_backend_open_with(&ob, 1, 2, 0, "gemm = openblas\nconv_algorithm = im2col");
+    size_t nq = (size_t)2 * 150 * 96, ny = (size_t)2 * 150 * 32;
+    float *qkv = test_alloc(nq * 4), *dy = test_alloc(ny * 4);
+    float *y[2] = {test_alloc(ny * 4), test_alloc(ny * 4)};
+    float *dq[2] = {test_alloc(nq * 4), test_alloc(nq * 4)};
+    test_fill_uniform(qkv, nq, -1, 1);
+    test_fill_uniform(dy, ny, -1, 1);
+    run_attention(df, qkv, dy, y[0], dq[0]);
+    run_attention(&ob, qkv, dy, y[1], dq[1]);
+    CHECK(strstr(df->host.log, "cpu backend: attention_forward m64 n64 k16 NT f32: onednn"),
+          "attention's score gemm did not run oneDNN: %s", df->host.log);
+    CHECK(strstr(df->host.log, "cpu backend: attention_backward m128 n16 k64 TN accumulate "
+                 "f32: onednn"),
+          "attention's dV gemm did not run oneDNN: %s", df->host.log);
+    CHECK(strstr(ob.host.log, "attention_forward m") == NULL,
+          "gemm = openblas logged attention's gemms at info level: %s", ob.host.log);
+    double gy = worst_gap(y[0], y[1], ny), gq = worst_gap(dq[0], dq[1], nq);
+    printf("attention, oneDNN against OpenBLAS: y %.2e, dqkv %.2e\n", gy, gq);
+    CHECK(gy <= 1e-5 && gq <= 1e-5, "attention: oneDNN's y %.2e, dqkv %.2e from OpenBLAS's",
+          gy, gq);
+    size_t nx = 4 * 3 * 144, nw = 8 * 3 * 9, ncy = 4 * 8 * 144, nout = ncy + nx + nw + 8;
+    float *x = test_alloc(nx * 4), *w = test_alloc(nw * 4), *cdy = test_alloc(ncy * 4);
+    float *out[2] = {test_alloc(nout * 4), test_alloc(nout * 4)};
+    test_fill_uniform(x, nx, -1, 1);
+    test_fill_uniform(w, nw, -1, 1);
+    test_fill_uniform(cdy, ncy, -1, 1);
+    run_im2col(df, x, w, cdy, out[0]);
+    run_im2col(&ob, x, w, cdy, out[1]);
+    CHECK(strstr(df->host.log, "cpu backend: conv2d_forward m8 n576 k27 NN f32: onednn"),
+          "im2col's forward gemm did not run oneDNN: %s", df->host.log);
+    CHECK(strstr(df->host.log, "cpu backend: conv2d_backward m27 n576 k8 TN f32: onednn"),
+          "im2col's dx gemm did not run oneDNN: %s", df->host.log);
+    double gc = worst_gap(out[0], out[1], nout);
+    printf("im2col, oneDNN against OpenBLAS: %.2e\n", gc);
+    CHECK(gc <= 1e-5, "im2col: oneDNN's outputs %.2e from OpenBLAS's", gc);
+    for (int i = 0; i < 2; i++) {
+        free(y[i]);
+        free(dq[i]);
+        free(out[i]);
+    }
+    free(qkv);
+    free(dy);
+    free(x);
+    free(w);
+    free(cdy);
+    test_backend_close(&ob);
+}
+#endif
+
 void test_group_gemm_generic(void)
 {
     const char *env = getenv("OPENBLAS_CORETYPE");
@@ -263,7 +361,7 @@ void test_group_gemm_generic(void)
     compare_case(g, &io, c, c);
     /* gemm unset (default): oneDNN for every shape, fixed, and the notice says so */
     test_backend df;
-    test_backend_open_with(&df, 1, 2, 0, NULL);
+    test_backend_open_with(&df, 1, 2, 0, "conv_algorithm = im2col");
     CHECK(strstr(df.host.log, "so f32 gemms run oneDNN's matmul (gemm unset; gemm = openblas "
                  "keeps them on OpenBLAS)"),
           "the default did not take oneDNN over OpenBLAS's Prescott kernels: %s", df.host.log);
@@ -271,6 +369,7 @@ void test_group_gemm_generic(void)
     CHECK(strstr(df.host.log, "gemm m128 n256 k784 NN f32: onednn"),
           "the default ran the shape on %s", df.host.log);
     compare_case(g, &io, c, c);
+    check_kernel_gemms(&df);
     test_backend_close(&df);
     free(c);
     io_free(&io);

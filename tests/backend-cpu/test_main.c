@@ -15,6 +15,7 @@ int main(int argc, char **argv)
         {"gemm_bias", .run = test_group_gemm_bias},
         {"gemm_choice", .run = test_group_gemm_choice},
         {"gemm_generic", .run = test_group_gemm_generic},
+        {"tuning", .run = test_group_tuning},
     };
     return fg_test_main(argc, argv, groups, sizeof groups / sizeof groups[0]);
 }

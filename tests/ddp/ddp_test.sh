@@ -12,9 +12,12 @@
 # killed_rank          SIGKILL rank 1: the job ends promptly, non-zero
 # lost_rank_status     SIGSTOP rank 1 (a lost peer): the job ends with exit 3, and rank 0's
 #                      status.json says "failed" with the timeout line naming rank 1 as its
-#                      message (issue 30, defect 12: it stayed "running"); the same after
-#                      SIGKILL of rank 1 when mpirun does not end the job itself
-#                      (orte_abort_on_non_zero_status 0)
+#                      message and exit_code 3 (issue 30, defect 12: it stayed "running", then
+#                      said 1); the same after SIGKILL of rank 1 when mpirun does not end the
+#                      job itself (orte_abort_on_non_zero_status 0); and SIGKILL under plain
+#                      mpirun, which SIGTERMs then SIGKILLs rank 0 before any timeout: "failed",
+#                      "SIGTERM received after step N ...", exit_code 137, and `fulgur runs`
+#                      lists it as failed
 # failed_rank          rank 1 alone fails in setup (a missing checkpoint): the job ends at
 #                      once (not after timeout_s) with rank 1's message and exit 2
 # test_accuracy        ddp's test loss/acc/sample count == single's on the same training
@@ -268,6 +271,31 @@ assert doc.get('status') == 'failed', 'status %r' % doc.get('status')
 msg = doc.get('message') or ''
 pattern = r'comm\.mpi: rank 0: all_reduce of [0-9]+ (floats|doubles) \(collective #[0-9]+\) timed out after %s s; ranks that did not arrive: 1 \(no answer' % sys.argv[2]
 assert re.search(pattern, msg), 'message %r' % msg
+# the code the job ends with (README "Exit status": 3, peer failure), not FG_FATAL's 1
+assert doc.get('exit_code') == 3, 'exit_code %r, want 3' % doc.get('exit_code')
+PY
+    echo "ok: exit_code 3, $(grep -o '"message": "[^"]*"' "$status")"
+}
+
+# Rank 0's status.json after mpirun itself ended the job (its default: a rank that dies makes
+# it send the others SIGTERM, then SIGKILL a second later): "failed", naming the signal and
+# the step, exit_code 137, written by the signal handler before the SIGKILL.
+check_signal_status() {
+    local status
+    status=$(ls "$1"/*/version_0/status.json 2>/dev/null | head -n 1)
+    [ -n "$status" ] || fail "no status.json under $1"
+    python3 - "$status" <<'PY' || { cat "$status"; fail "status.json after mpirun ended the job ($1)"; }
+import json, re, sys
+doc = json.load(open(sys.argv[1]))
+assert doc.get('status') == 'failed', 'status %r' % doc.get('status')
+msg = doc.get('message') or ''
+m = re.match(r'SIGTERM received after step ([0-9]+); the process ended before it stopped at a '
+             r'step boundary \(killed: under mpirun', msg)
+assert m, 'message %r' % msg
+assert int(m.group(1)) >= 20 and doc.get('global_step') == int(m.group(1)), \
+    'step %s, global_step %r' % (m.group(1), doc.get('global_step'))
+assert doc.get('exit_code') == 137, 'exit_code %r, want 137' % doc.get('exit_code')
+assert isinstance(doc.get('end_unix'), int) and doc['end_unix'] >= int(doc['start_unix']), doc
 PY
     echo "ok: $(grep -o '"message": "[^"]*"' "$status")"
 }
@@ -286,6 +314,17 @@ step_lost_rank_status() {
     wait_mpirun $((timeout + 30))
     [ "$RC" -ne 0 ] || fail "mpirun exited 0 after SIGKILL of rank 1"
     check_lost_status "$WORK/killed" $timeout
+    # SIGKILL under plain mpirun (its defaults): mpirun ends rank 0 itself, long before the
+    # comm timeout (600 s here); rank 0's record must not stay "running"
+    start_long_run "$WORK/plain.log" comm.timeout_s=600 trainer.default_root_dir="$WORK/plain"
+    kill -KILL "$RANK1_PID"
+    wait_mpirun 30
+    [ "$RC" -ne 0 ] || fail "mpirun exited 0 after SIGKILL of rank 1"
+    check_signal_status "$WORK/plain"
+    "$FULGUR" runs "$WORK/plain" >"$WORK/plain_runs.txt" 2>&1 ||
+        { cat "$WORK/plain_runs.txt"; fail "fulgur runs failed"; }
+    grep -q 'failed' "$WORK/plain_runs.txt" && ! grep -q 'running' "$WORK/plain_runs.txt" ||
+        { cat "$WORK/plain_runs.txt"; fail "fulgur runs does not list the run as failed"; }
 }
 
 step_failed_rank() {

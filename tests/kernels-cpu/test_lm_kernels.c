@@ -248,7 +248,7 @@ static void attn_ref(const void *p, const double *qkv, double *y)
 
 static void run_attention_p(int batch, int seq, int heads, int dim, int causal, float p)
 {
-    fg_cpu_attn_shape a = {batch, seq, heads, dim, causal, p, 5, 1000, 0};
+    fg_cpu_attn_shape a = {batch, seq, heads, dim, causal, p, 5, 1000, 0, NULL};
     int C = heads * dim;
     size_t nq = (size_t)batch * seq * 3 * C, ny = (size_t)batch * seq * C;
     fg_cpu_pool *pool;

@@ -4,8 +4,8 @@
 #  - finished: a fit that ended; its best val/loss is the smallest the run logged;
 #  - failed: a fit whose final checkpoint cannot be written (exit 2), with the reason (a path
 #    relative to the run folder that leads under a file);
-#  - running, then interrupted: a long fit listed while it runs, then killed with SIGKILL
-#    (status.json still says running; the pid is gone);
+#  - running, then died: a long fit listed while it runs, then killed with SIGKILL
+#    (status.json still says running; the pid is gone: "died", not "running");
 #  - interrupted: a fit stopped by its requeue signal (SIGUSR1, outside SLURM).
 #   runs_status.sh FULGUR REPORT_CHECK_PY
 FULGUR=$1 CHECK=$2
@@ -59,7 +59,7 @@ line done | grep -q "^done  *version_0  *finished  *48  *val/loss $best  *0:0[0-
     fail "finished run: $(line done) (want 48 steps, best val/loss $best)"
 line broken | grep -q "^broken  *version_0  *failed  *48  *val/loss [0-9.]*  *0:0[0-9]  .*afile/x.safetensors.*cannot create: Not a directory" ||
     fail "failed run: $(line broken)"
-line killed | grep -q "^killed  *version_0  *interrupted  *[1-9][0-9]*  *val/loss [0-9.]*  *[0-9]*:[0-9][0-9]  *process $killed_pid is gone without recording an end" ||
+line killed | grep -q "^killed  *version_0  *died  *[1-9][0-9]*  *val/loss [0-9.]*  *[0-9]*:[0-9][0-9]  *process $killed_pid is gone without recording an end" ||
     fail "killed run (pid $killed_pid): $(line killed)"
 line requeued | grep -q "^requeued  *version_0  *interrupted  *[1-9][0-9]*  .*stopped by the requeue signal after step [1-9]" ||
     fail "requeued run: $(line requeued)"

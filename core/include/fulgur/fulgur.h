@@ -61,8 +61,13 @@ typedef enum fg_verb {
 
 /* Runs a verb on the configured runtime. Under a comm with more than one rank, a failure
  * after the comm started ends the whole job through the comm's abort (exit code as
- * fg_status_exit_code(st, 0)), so the other ranks do not wait out the timeout. */
+ * fg_runtime_exit_code), so the other ranks do not wait out the timeout. */
 FG_API fg_status fg_runtime_run(fg_runtime *rt, fg_verb verb, fg_error *err);
+
+/* The exit code of a run that fg_runtime_run ended with st: 3 (peer failure) when a comm
+ * call failed with FG_FATAL (a lost peer, a timed-out collective), else
+ * fg_status_exit_code(st, 0). status.json's exit_code is this value. */
+FG_API int fg_runtime_exit_code(const fg_runtime *rt, fg_status st);
 
 /* The `fulgur` command's exit code for a status (README, "Exit status"): 0 ok, 2 for a bad
  * input (configuring != 0, or a status that names an input or environment fault), 1 for a

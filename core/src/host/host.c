@@ -125,6 +125,10 @@ static fg_status host_find_plugin(const fg_host *host, uint32_t kind, const void
     if (!other || !other->initialized)
         return fg_error_set(err, FG_NOT_FOUND, "[%s] asked for a %s plugin, but none is configured",
                             self->section, fg_kind_name((int)kind) ? fg_kind_name((int)kind) : "?");
+    if (kind == FG_KIND_COMM) { /* through the watch: a lost peer sets the exit code */
+        *vtable = fg_runtime_comm(self->rt, state);
+        return FG_OK;
+    }
     *vtable = other->plugin->vtable;
     *state = other->state;
     return FG_OK;

@@ -202,6 +202,7 @@ static int init_rank(int kind)
 
 fg_status fg_runtime_init_plugins(fg_runtime *rt, fg_error *err)
 {
+    rt->comm_watch_ready = 0; /* a new comm instance: no failure seen yet */
     for (int rank = 0; rank <= 5; rank++) {
         for (int i = 0; i < rt->instance_count; i++) {
             fg_instance *inst = rt->instances[i];
@@ -231,4 +232,24 @@ void fg_runtime_deinit_plugins(fg_runtime *rt)
             inst->state = NULL;
         }
     }
+}
+
+const fg_comm_vtable *fg_runtime_comm(fg_runtime *rt, void **state)
+{
+    fg_instance *inst = fg_runtime_instance_of_kind(rt, FG_KIND_COMM);
+    *state = NULL;
+    if (!inst || !inst->initialized) return NULL;
+    if (!rt->comm_watch_ready || rt->comm_watch.inner_state != inst->state) {
+        fg_comm_watch_init(&rt->comm_watch, inst->plugin->vtable, inst->state);
+        rt->comm_watch_ready = 1;
+    }
+    *state = &rt->comm_watch;
+    return &rt->comm_watch.vt;
+}
+
+int fg_runtime_exit_code(const fg_runtime *rt, fg_status st)
+{
+    if (st != FG_OK && rt->comm_watch_ready && rt->comm_watch.peer_failed)
+        return 3; /* README "Exit status": peer failure, what the comm's abort ends the job with */
+    return fg_status_exit_code(st, 0);
 }

@@ -3,6 +3,7 @@
 #ifndef FG_RUNTIME_H
 #define FG_RUNTIME_H
 
+#include "comm_watch.h"
 #include "config.h"
 #include "fulgur/fulgur.h"
 #include "loader.h"
@@ -44,12 +45,18 @@ struct fg_runtime {
      * where every line a plugin logs at info level or above is also written, whatever the
      * verbosity (what a backend chose, such as its convolution algorithms); NULL: none. */
     FILE *plugin_log;
+    /* The comm as plugins and the core call it (fg_runtime_comm): failures remembered. */
+    fg_comm_watch comm_watch;
+    int comm_watch_ready;
 };
 
 /* The instance configured from `section`, or NULL. */
 fg_instance *fg_runtime_instance(fg_runtime *rt, const char *section);
 /* The first instance of a kind, or NULL. */
 fg_instance *fg_runtime_instance_of_kind(fg_runtime *rt, int kind);
+/* The comm instance's calls through the runtime's watch (comm_watch.h): *state is the
+ * watch's. NULL (and *state NULL) when no comm is configured and started. */
+const fg_comm_vtable *fg_runtime_comm(fg_runtime *rt, void **state);
 /* Calls init on every configured instance, in dependency order (backend first). A named
  * plugin that answers FG_UNAVAILABLE is an error: nothing falls back silently. */
 fg_status fg_runtime_init_plugins(fg_runtime *rt, fg_error *err);

@@ -299,10 +299,9 @@ static fg_status name_the_difference(comm_ref *c, const fg_rank_agreement *a, co
 
 fg_status fg_agree_across_ranks(const fg_rank_agreement *a, fg_error *err)
 {
-    const fg_instance *inst = a->ranks.comm;
-    if (a->ranks.world_size < 2 || !inst)
+    comm_ref c = {a->ranks.world_size < 2 ? NULL : a->ranks.comm, a->ranks.comm_state};
+    if (!c.vt)
         return FG_OK;
-    comm_ref c = {inst->plugin->vtable, inst->state};
     if (!c.vt->all_reduce || !c.vt->broadcast)
         return FG_OK; /* a comm without them cannot agree: nothing to compare with */
     agree_list l = {0};

@@ -21,6 +21,7 @@
 #include "core_util.h"
 #include "fulgur/comm.h"
 #include "io_status.h"
+#include "run_status_signal.h"
 #include "runtime.h"
 
 #define AGREE_PERIOD_S 1.0
@@ -41,8 +42,12 @@ static void on_interrupt(int signo)
     if (interrupted && signo == SIGINT) {
         ssize_t w = write(STDERR_FILENO, again, sizeof again - 1);
         (void)w;
+        fg_run_status_signal_record(signo, 130);
         _exit(130);
     }
+    /* status.json "failed" now, in case a SIGKILL follows before the step boundary (mpirun
+     * ends a rank's peers so); the stop at the boundary overwrites it */
+    fg_run_status_signal_record(signo, 128 + SIGKILL);
     interrupted = signo;
     ssize_t w = write(STDERR_FILENO, first, sizeof first - 1);
     (void)w;
@@ -165,9 +170,9 @@ fg_status fg_requeue_configure(fg_requeue *q, const char *value, const char *ori
 
 fg_status fg_requeue_arm(fg_requeue *q, const fg_requeue_fit *f, fg_error *err)
 {
-    const fg_instance *c = f->ranks.comm;
-    int agree = f->ranks.world_size == 1 ||
-                (c && ((const fg_comm_vtable *)c->plugin->vtable)->all_reduce);
+    const fg_comm_vtable *cv = f->ranks.comm;
+    int agree = f->ranks.world_size == 1 || (cv && cv->all_reduce);
+    fg_run_status_signal_watch_step(&f->progress->global_step);
     if (!q->interrupts_armed && agree) {
         fg_status st = arm_interrupts(q, err);
         if (st != FG_OK) return st;
@@ -235,14 +240,14 @@ fg_status fg_requeue_poll(fg_requeue *q, const fg_requeue_fit *f, fg_error *err)
     int stop = signalled != 0, signo = interrupted;
     if (f->ranks.world_size > 1) {
         if (f->progress->global_step < q->next_check) return FG_OK;
-        const fg_instance *c = f->ranks.comm;
-        const fg_comm_vtable *vt = c->plugin->vtable;
+        void *cs = f->ranks.comm_state;
+        const fg_comm_vtable *vt = f->ranks.comm;
         double now = fg_now_seconds();
         int64_t step = f->progress->global_step;
         double agree[4] = {stop, f->ranks.rank == 0 ? next_interval(q, step, now) : 0, signo,
                            local_time_is_up(q, f)};
         fg_error e = {0};
-        fg_status st = vt->all_reduce(c->state, NULL, agree, 4, FG_F64, FG_REDUCE_MAX, &e);
+        fg_status st = vt->all_reduce(cs, NULL, agree, 4, FG_F64, FG_REDUCE_MAX, &e);
         if (st != FG_OK)
             return fg_error_set(err, st, "requeue: agreeing on the stop flag at step %lld: %s",
                                 (long long)step, e.message);

@@ -13,6 +13,7 @@
 
 #include "loader.h"
 #include "output_file.h"
+#include "run_status_signal.h"
 #include "runtime.h"
 
 static double wall_seconds(void)
@@ -114,6 +115,26 @@ static const char *verb_name(fg_verb verb)
     return "?";
 }
 
+/* The record a SIGTERM or SIGINT writes at once (run_status_signal.h): "failed", and why;
+ * it stays only when the process is killed before it records its own end. */
+static void arm_signal_record(const char *path, json_t *running)
+{
+    json_t *doc = json_deep_copy(running);
+    if (!doc) return;
+    json_object_set_new(doc, "status", json_string("failed"));
+    json_object_set_new(doc, "end_unix", json_string("@@END@@"));
+    json_object_set_new(doc, "exit_code", json_string("@@CODE@@"));
+    json_object_set_new(doc, "global_step", json_string("@@STEP@@"));
+    json_object_set_new(doc, "message", json_string(
+        "@@SIG@@ received after step @@N@@; the process ended before it stopped at a step "
+        "boundary (killed: under mpirun, a rank that exits makes mpirun send the others SIGTERM, "
+        "then SIGKILL a second later; the rank lost first is named in mpirun's output)"));
+    char *text = json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    if (text) fg_run_status_signal_arm(path, text);
+    free(text);
+    json_decref(doc);
+}
+
 fg_status fg_run_status_begin(const char *run_dir, fg_runtime *rt, fg_verb verb, fg_error *err)
 {
     char path[8192], host[256] = "", boot[64], started[32];
@@ -134,6 +155,7 @@ fg_status fg_run_status_begin(const char *run_dir, fg_runtime *rt, fg_verb verb,
         return fg_error_set(err, FG_INTERNAL, "%s: cannot encode the run's status (out of memory, "
                             "or a path that is not UTF-8)", path);
     fg_status st = write_atomically(path, doc, err);
+    if (st == FG_OK) arm_signal_record(path, doc);
     json_decref(doc);
     return st;
 }
@@ -141,6 +163,7 @@ fg_status fg_run_status_begin(const char *run_dir, fg_runtime *rt, fg_verb verb,
 fg_status fg_run_status_end(const char *run_dir, const fg_run_outcome *o, fg_error *err)
 {
     char path[8192], ended[32];
+    fg_run_status_signal_disarm(); /* the real outcome from here on */
     snprintf(path, sizeof path, "%s/status.json", run_dir);
     json_t *doc = json_load_file(path, 0, NULL);
     if (!json_is_object(doc)) { /* removed or edited meanwhile: what we know now */
@@ -160,6 +183,7 @@ fg_status fg_run_status_end(const char *run_dir, const fg_run_outcome *o, fg_err
     json_object_set_new(doc, "global_step", json_integer(o->global_step));
     json_object_set_new(doc, "epoch", json_integer(o->epoch));
     if (o->message && o->message[0]) json_object_set_new(doc, "message", json_string(o->message));
+    else json_object_del(doc, "message"); /* a signal's record (run_status_signal.h) is stale */
     fg_status st = write_atomically(path, doc, err);
     json_decref(doc);
     return st;

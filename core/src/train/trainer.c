@@ -429,7 +429,7 @@ static fg_status record_outcome(fg_trainer *t, fg_status st, const fg_error *why
     fg_run_outcome o = {interrupted ? "interrupted" : st != FG_OK ? "failed"
                         : requeued ? "interrupted" : "finished",
                         st != FG_OK ? why->message : requeued ? stopped : NULL,
-                        fg_status_exit_code(st, 0), t->progress.global_step, t->progress.epoch};
+                        fg_runtime_exit_code(t->rt, st), t->progress.global_step, t->progress.epoch};
     fg_error e = {0};
     fg_status wst = fg_run_status_end(t->run_dir, &o, &e);
     if (wst == FG_OK || st != FG_OK) return st; /* the run's own error comes first */

@@ -527,9 +527,8 @@ static fg_status shard_wanted(fg_trainer *t, fg_shard_desc *d, int *yes, fg_erro
 
 static const fg_comm_vtable *shard_comm(fg_trainer *t, void **state)
 {
-    const fg_instance *c = t->world_size > 1 ? fg_runtime_instance_of_kind(t->rt, FG_KIND_COMM) : NULL;
-    *state = c ? c->state : NULL;
-    return c ? c->plugin->vtable : NULL;
+    *state = NULL;
+    return t->world_size > 1 ? fg_runtime_comm(t->rt, state) : NULL;
 }
 
 /* Rank 0's path and a save id to every rank (other ranks have no run folder to resolve a

@@ -6,9 +6,9 @@
 
 fg_ranks fg_trainer_ranks(const fg_trainer *t)
 {
-    const fg_instance *comm =
-        t->world_size > 1 ? fg_runtime_instance_of_kind(t->rt, FG_KIND_COMM) : NULL;
-    return (fg_ranks){comm, t->rank, t->world_size};
+    void *state = NULL;
+    const fg_comm_vtable *comm = t->world_size > 1 ? fg_runtime_comm(t->rt, &state) : NULL;
+    return (fg_ranks){comm, state, t->rank, t->world_size};
 }
 
 fg_rank_agreement fg_trainer_rank_agreement(const fg_trainer *t)

@@ -11,14 +11,13 @@
  * the timeout: end the job from here, with the reason. */
 static void abort_job(fg_runtime *rt, fg_status st, const fg_error *err)
 {
-    fg_instance *inst = fg_runtime_instance_of_kind(rt, FG_KIND_COMM);
-    if (!inst || !inst->initialized) return;
-    const fg_comm_vtable *vt = inst->plugin->vtable;
-    if (!FG_HAS_FIELD(vt, fg_comm_vtable, abort) || !vt->abort || !vt->topology) return;
+    void *state;
+    const fg_comm_vtable *vt = fg_runtime_comm(rt, &state);
+    if (!vt || !FG_HAS_FIELD(vt, fg_comm_vtable, abort) || !vt->abort || !vt->topology) return;
     fg_comm_topology topo = {sizeof topo, 0, 1, 0, 1, 0, 1};
     fg_error e = {0};
-    if (vt->topology(inst->state, &topo, &e) != FG_OK || topo.world_size < 2) return;
-    vt->abort(inst->state, fg_status_exit_code(st, 0), err->message[0] ? err->message : "error");
+    if (vt->topology(state, &topo, &e) != FG_OK || topo.world_size < 2) return;
+    vt->abort(state, fg_runtime_exit_code(rt, st), err->message[0] ? err->message : "error");
 }
 
 fg_status fg_runtime_run(fg_runtime *rt, fg_verb verb, fg_error *err)

@@ -450,7 +450,7 @@ static void read_status(fg_run_info *run)
     if (msg && strcmp(run->state, "running") != 0) note(run, "%s", msg);
 }
 
-/* A run marked running whose process is gone was killed (or crashed). */
+/* A run marked running whose process is gone was killed (or crashed): "died". */
 static void check_running(fg_run_info *run)
 {
     if (strcmp(run->state, "running") != 0) return;
@@ -458,7 +458,7 @@ static void check_running(fg_run_info *run)
     int64_t pid = (int64_t)json_num(run->status, "pid", 0);
     int alive = fg_run_status_process_alive(host, pid, (int64_t)json_num(run->status, "pid_start_ticks", 0), boot);
     if (alive == 0) {
-        snprintf(run->state, sizeof run->state, "interrupted");
+        snprintf(run->state, sizeof run->state, "died");
         note(run, "process %lld is gone without recording an end (killed, or it crashed)", (long long)pid);
     } else if (alive < 0) {
         note(run, "running on %s: cannot check from here", host ? host : "another host");
