@@ -44,6 +44,26 @@ int fg_offload_wanted(const fg_host *host)
            strcmp(v, "host") == 0;
 }
 
+fg_status fg_offload_check_grad_dtype(const fg_host *host, const char *who, uint32_t gdt,
+                                      fg_error *err)
+{
+    if (gdt == FG_F32) return FG_OK;
+    const char *section, *key, *value;
+    for (size_t i = 0; FG_HAS_FIELD(host, fg_host, config_entry) && host->config_entry &&
+                       host->config_entry(host, i, &section, &key, &value) == FG_OK; i++)
+        if (strcmp(section, "precision") == 0 && strcmp(key, "grad_dtype") == 0 &&
+            strcmp(value, "fp32") == 0)
+            return fg_error_set(err, FG_UNAVAILABLE, "%s: offload_optimizer = host under a "
+                                "mixed mode keeps the f32 master on the host and %s gradients "
+                                "on the device; [precision] grad_dtype = fp32 asks for f32 "
+                                "ones: set grad_dtype = half or remove the key", who,
+                                fg_dtype_name((fg_dtype)gdt));
+    host->log(host, FG_LOG_INFO, "offload_optimizer = host: %s gradients on the device (as "
+              "[precision] grad_dtype = half), widened to f32 on the host",
+              fg_dtype_name((fg_dtype)gdt));
+    return FG_OK;
+}
+
 static fg_status host_mem(fg_offload *o, size_t bytes, void **p, const char *what,
                           fg_error *err)
 {

@@ -44,6 +44,11 @@ typedef struct fg_offload_spec {
 
 /* 1 when the section's offload_optimizer is host. */
 int fg_offload_wanted(const fg_host *host);
+/* Under a mixed mode the f32 master is the host's, and the device keeps half parameters and
+ * half gradients (fg_strategy_info.own_master): an explicit [precision] grad_dtype = fp32
+ * is refused rather than ignored; without the key an info line says so. */
+fg_status fg_offload_check_grad_dtype(const fg_host *host, const char *who, uint32_t gdt,
+                                      fg_error *err);
 /* Allocates the host memory and reads the master from the stage's initial parameters
  * (seeded or resumed). */
 fg_status fg_offload_create(const fg_offload_spec *spec, fg_offload **out, fg_error *err);

@@ -122,7 +122,9 @@ static fg_status ddp_setup(void *state, const fg_train_services *svc, fg_error *
     d->svc = svc;
     /* Equal masks on every rank would make dropout's noise the same N times over. */
     fg_stage_spec spec = {sizeof spec, .device = d->device, .max_batch = svc->max_batch,
-                          .rng_stream = (uint64_t)d->topo.rank};
+                          .rng_stream = (uint64_t)d->topo.rank,
+                          /* offloading: no optimizer state on the device */
+                          .opt_range = d->offload, .opt_offset = 0, .opt_count = 0};
     fg_status st = svc->create(svc->ctx, &spec, &d->replica, err);
     if (st != FG_OK) return st;
     uint32_t dt, grad_dtype;

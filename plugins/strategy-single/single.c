@@ -88,7 +88,8 @@ static fg_status setup_offload(single *s, fg_error *err)
                             "master of %s parameters, which a 'true' half precision mode does "
                             "not have; use bf16-mixed or fp16-mixed", s->host->section,
                             fg_dtype_name((fg_dtype)o.pdt));
-    st = fg_offload_create(&o, &s->off, err);
+    st = fg_offload_check_grad_dtype(s->host, "strategy.single", o.gdt, err);
+    if (st == FG_OK) st = fg_offload_create(&o, &s->off, err);
     if (st != FG_OK) return st;
     s->ckpt.offload = s->off;
     fg_offload_log_setup(s->off);
