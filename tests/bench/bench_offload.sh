@@ -58,7 +58,7 @@ params() { # params WIDTH
     echo $((64 * $1 + $1 + (DEPTH - 1) * ($1 * $1 + $1) + 10 * $1 + 10))
 }
 
-echo "memory_limit_mb = $LIMIT per device, $DEPTH layers, AdamW, batch 16 ($(date -u +%F), $(nproc) cores)"
+echo "memory_limit_mb = $LIMIT per device, $DEPTH layers, AdamW, batch 16 ($(date -u +%F), $(getconf _NPROCESSORS_ONLN) cores)"
 printf '| strategy | precision | ranks | offload | width | parameters | vs no offload |\n|---|---|---:|---|---:|---:|---:|\n'
 for row in "1 single fp32" "1 single bf16-mixed" "2 sharded fp32"; do
     set -- $row
