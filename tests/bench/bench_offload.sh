@@ -62,10 +62,11 @@ echo "memory_limit_mb = $LIMIT per device, $DEPTH layers, AdamW, batch 16 ($(dat
 printf '| strategy | precision | ranks | offload | width | parameters | vs no offload |\n|---|---|---:|---|---:|---:|---:|\n'
 for row in "1 single fp32" "1 single bf16-mixed" "2 sharded fp32"; do
     set -- $row
-    base=$(params "$(widest "$1" "$2" "$3" none)")
+    w0=$(widest "$1" "$2" "$3" none)
+    base=$(params "$w0")
     w=$(widest "$1" "$2" "$3" host)
     p=$(params "$w")
-    printf '| %s | %s | %s | none | | %s | 1.00 |\n' "$2" "$3" "$1" "$base"
+    printf '| %s | %s | %s | none | %s | %s | 1.00 |\n' "$2" "$3" "$1" "$w0" "$base"
     printf '| %s | %s | %s | host | %s | %s | %s |\n' "$2" "$3" "$1" "$w" "$p" \
         "$(awk -v a="$p" -v b="$base" 'BEGIN { printf "%.2f", a / b }')"
 done
