@@ -143,9 +143,27 @@ static int pool_threads(void)
     return n < 1 ? 1 : n > 64 ? 64 : (int)n;
 }
 
+/* A CUDA graph would capture the step's host waits and host update: refused by name. */
+static fg_status refuse_graphs(const fg_offload_spec *spec, fg_error *err)
+{
+    const fg_host *h = spec->host;
+    const char *section, *key, *value;
+    for (size_t i = 0; FG_HAS_FIELD(h, fg_host, config_entry) && h->config_entry &&
+                       h->config_entry(h, i, &section, &key, &value) == FG_OK; i++)
+        if (strcmp(section, "backend") == 0 && strcmp(key, "cuda_graphs") == 0 &&
+            strcmp(value, "true") == 0)
+            return fg_error_set(err, FG_UNAVAILABLE, "%s: offload_optimizer = host with "
+                                "[backend] cuda_graphs = true is not supported (the step waits "
+                                "for the gradients on the host and updates there, which a graph "
+                                "cannot hold); set one of them off", spec->who);
+    return FG_OK;
+}
+
 fg_status fg_offload_create(const fg_offload_spec *spec, fg_offload **out, fg_error *err)
 {
     *out = NULL;
+    fg_status gst = refuse_graphs(spec, err);
+    if (gst != FG_OK) return gst;
     fg_offload *o = calloc(1, sizeof *o);
     if (!o) return fg_error_set(err, FG_OUT_OF_MEMORY, "%s: out of memory", spec->who);
     o->spec = *spec;

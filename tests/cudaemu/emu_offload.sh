@@ -7,7 +7,8 @@
 #   single fp32 (clipping by norm) and bf16-mixed (grad_dtype = half, as offload keeps
 #   them); ddp on 2 emulated devices over the emulated comm.nccl; sharded stages 1 and 2 on
 #   2 devices (comm.mpi, which reads the emulator's device memory: host memory); and single
-#   bf16-mixed offloaded to step 10, resumed offloaded to 20 == the unbroken run without.
+#   bf16-mixed offloaded to step 10, resumed offloaded to 20 == the unbroken run without;
+#   [backend] cuda_graphs = true beside it refused with its message.
 #   emu_offload.sh MPIRUN FULGUR EMU_PLUGIN_DIR CONFIG COMPARE PYTHON
 set -u
 mpirun=$1 fulgur=$2 plugins=$3 cfg=$4 compare=$5 python=$6
@@ -53,6 +54,12 @@ same() { # same N NAME INI OVERRIDES...
     { grep '^memory' "$name.off.out"; fail "$name: optimizer bytes left on the device"; }
   echo "ok: $name on the emulated device, offload == device update (bitwise): $out"
 }
+# a CUDA graph cannot hold the host waits and update: refused by name
+if run 1 graphs.out fit single.ini backend.cuda_graphs=true strategy.offload_optimizer=host \
+  trainer.max_steps=3; then cat graphs.out; fail "cuda_graphs with offload accepted"; fi
+grep -q 'offload_optimizer = host with \[backend\] cuda_graphs = true is not supported' graphs.out ||
+  { cat graphs.out; fail "cuda_graphs with offload: no message"; }
+echo "ok: refused: $(grep -m1 'cuda_graphs = true is not supported' graphs.out)"
 same 1 single_fp32 single.ini trainer.gradient_clip_val=0.5
 same 1 single_bf16 single.ini precision.name=bf16-mixed precision.grad_dtype=half
 command -v "$mpirun" >/dev/null 2>&1 || { echo "skip: no mpirun for the 2-rank runs"; exit 77; }
