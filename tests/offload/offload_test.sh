@@ -10,7 +10,8 @@
 #             fp16-mixed (grad_dtype = half, as offload keeps them): 50 steps bitwise equal
 #             to the run without offload (weights, optimizer state, every logged loss); the
 #             memory line has no optimizer or master bytes left, and the setup line says
-#             how many bytes left the device (8 bytes per parameter for fp32 AdamW)
+#             how many bytes left the device (8 bytes per parameter for fp32 AdamW); a
+#             4.5M-parameter model (two buckets of the host update) bitwise too, fp32 and bf16
 # ddp         2 ranks, AdamW with clipping and SGD momentum: bitwise == ddp without offload
 # sharded     stages 1 and 2 on 2 ranks, fp32 with clipping and bf16-mixed: bitwise ==
 #             the same stage without offload
@@ -104,6 +105,21 @@ step_single() {
         "$WORK/single_adamw_clip.off.log" || { cat "$WORK/single_adamw_clip.off.log"; fail "no setup line with the bytes saved"; }
     grep -q '0.34 MiB less on device 0' "$WORK/single_bf16.off.log" ||
         { cat "$WORK/single_bf16.off.log"; fail "bf16-mixed: the master is not counted as saved"; }
+    # 860 wide: 4507306 parameters, two buckets of the host update (4194304 floats each)
+    sed -e 's/^out_features = 64/out_features = 860/' "$WORK/single.ini" >"$WORK/big.ini"
+    local p out
+    for p in fp32 bf16-mixed; do
+        local keys=(precision.name=$p trainer.max_steps=4 data.batch_size=8)
+        [ $p = fp32 ] || keys+=(precision.grad_dtype=half)
+        must "$WORK/big.ref.log" run 1 fit "$WORK/big.ini" "${keys[@]}" \
+            trainer.final_checkpoint="$WORK/big.ref.safetensors"
+        must "$WORK/big.off.log" run 1 fit "$WORK/big.ini" "${keys[@]}" strategy.offload_optimizer=host \
+            trainer.final_checkpoint="$WORK/big.off.safetensors"
+        grep -q 'state of 4507306 parameters' "$WORK/big.off.log" || { cat "$WORK/big.off.log"; fail "not the 2-bucket model"; }
+        out=$("$PYTHON" "$COMPARE" "$WORK/big.off.safetensors" "$WORK/big.ref.safetensors" 0) ||
+            fail "two buckets ($p): weights or optimizer state differ with offload: $out"
+        echo "ok: two buckets of the host update ($p, 4 steps) == without offload: $out"
+    done
     must "$WORK/check.log" run 1 check "$WORK/single.ini" strategy.offload_optimizer=host
     grep -q '0.23 MiB less on device 0' "$WORK/check.log" && grep -q 'optimizer 0.00 MiB' "$WORK/check.log" ||
         { cat "$WORK/check.log"; fail "fulgur check does not show the bytes offloaded"; }
