@@ -117,12 +117,13 @@ static fg_status alloc_all(fg_offload *o, fg_error *err)
     return st;
 }
 
-/* The master starts as the stage's initial parameters (f32), through a device bucket. */
+/* The master starts as the stage's initial parameters (f32), through a device buffer of at
+ * most 1M floats, freed after (so little of a tight memory_limit_mb is taken at setup). */
 static fg_status read_master(fg_offload *o, fg_error *err)
 {
     const fg_offload_spec *s = &o->spec;
     if (!s->count) return FG_OK;
-    int64_t cap = s->count < FG_OFFLOAD_BUCKET ? s->count : FG_OFFLOAD_BUCKET;
+    int64_t cap = s->count < (1 << 20) ? s->count : (1 << 20);
     void *tmp = NULL;
     fg_status st = s->be->alloc(s->be_state, s->device, (size_t)cap * sizeof(float), &tmp, err);
     for (int64_t off = 0; st == FG_OK && off < s->count; off += cap) {
