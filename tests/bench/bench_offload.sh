@@ -38,10 +38,10 @@ run() { # run N STRATEGY PRECISION WIDTH OFFLOAD VERB
     local n=$1 s=$2 p=$3 w=$4 off=$5 verb=$6
     model_ini "$w" "$s" "$p" >"$WORK/m.ini"
     if [ "$n" = 1 ]; then
-        "$FULGUR" --plugin-path "$PLUGINS" "$verb" "$WORK/m.ini" strategy.offload_optimizer="$off" >"$WORK/out.log" 2>&1
+        "$FULGUR" --plugin-path "$PLUGINS" "$verb" "$WORK/m.ini" strategy.offload_optimizer="$off" trainer.default_root_dir="$WORK/runs" >"$WORK/out.log" 2>&1
     else
         mpirun "${MPI_FLAGS[@]}" -n "$n" "$FULGUR" --plugin-path "$PLUGINS" "$verb" "$WORK/m.ini" \
-            strategy.offload_optimizer="$off" >"$WORK/out.log" 2>&1
+            strategy.offload_optimizer="$off" trainer.default_root_dir="$WORK/runs" >"$WORK/out.log" 2>&1
     fi
 }
 
