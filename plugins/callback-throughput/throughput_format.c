@@ -61,6 +61,7 @@ static void append_split(char *buf, size_t cap, size_t *len, const throughput_sa
     static const struct { tp_field f; const char *label; } parts[] = {
         {TP_WAIT, "data wait"}, {TP_H2D, "h2d"}, {TP_FORWARD, "forward"},
         {TP_BACKWARD, "backward"}, {TP_GRAD_SYNC, "grad sync"}, {TP_OPTIMIZER, "optimizer"},
+        {TP_OFFLOAD_UPDATE, "host update"}, {TP_OFFLOAD_WAIT, "offload wait"},
     };
     double step = s->v[TP_STEP];
     int first = 1;

@@ -7,11 +7,11 @@
 static const char *const field_names[TP_FIELDS] = {
     "throughput/samples_per_s", "time/step_s", "time/data_wait_s", "time/h2d_s",
     "time/forward_s", "time/backward_s", "time/grad_sync_s", "time/optimizer_s",
-    "time/comm_s", "time/comm_hidden_s"};
+    "time/offload_update_s", "time/offload_copy_wait_s", "time/comm_s", "time/comm_hidden_s"};
 
 /* The parts a step splits into besides data wait (and what "other" is computed from). */
 static const tp_field split_parts[] = {TP_H2D, TP_FORWARD, TP_BACKWARD, TP_GRAD_SYNC,
-                                       TP_OPTIMIZER};
+                                       TP_OPTIMIZER, TP_OFFLOAD_UPDATE, TP_OFFLOAD_WAIT};
 
 const char *throughput_field_name(tp_field f)
 {
@@ -84,7 +84,8 @@ tp_bottleneck throughput_bottleneck(const throughput_sample *s)
         {TP_LOADER, throughput_share(s, TP_WAIT), THROUGHPUT_DATA_BOUND_SHARE},
         {TP_COPY, throughput_share(s, TP_H2D), 0.20},
         {TP_SYNC, throughput_share(s, TP_GRAD_SYNC), 0.30},
-        {TP_OPTIM, throughput_share(s, TP_OPTIMIZER), 0.30},
+        {TP_OPTIM, throughput_share(s, TP_OPTIMIZER) + throughput_share(s, TP_OFFLOAD_UPDATE) +
+                       throughput_share(s, TP_OFFLOAD_WAIT), 0.30},
         {TP_OVERHEAD, other, 0.40},
     };
     tp_bottleneck best = TP_NONE;

@@ -6,6 +6,9 @@
  *   time/h2d_s, time/forward_s, time/backward_s, time/optimizer_s
  *                              the phases the trainer timed (when this callback asked)
  *   time/grad_sync_s           communication the step waited for (exposed)
+ *   time/offload_update_s, time/offload_copy_wait_s
+ *                              offload_optimizer = host: the update on the host's cores and
+ *                              the wait for the gradients to reach the host
  *   time/comm_s, time/comm_hidden_s
  *                              all communication time, and its part hidden behind backward
  * The run totals weight each interval by its number of steps, so the run's mean is total
@@ -27,6 +30,8 @@ typedef enum tp_field {
     TP_BACKWARD,
     TP_GRAD_SYNC,
     TP_OPTIMIZER,
+    TP_OFFLOAD_UPDATE, /* offload_optimizer = host: the host update, and the wait for the */
+    TP_OFFLOAD_WAIT,   /* gradients' copies to the host */
     TP_COMM,
     TP_COMM_HIDDEN,
     TP_FIELDS

@@ -16,7 +16,9 @@
 #include "fulgur/backend.h"
 #include "fulgur/comm.h"
 #include "fulgur/strategy.h"
+#include "offload_optimizer.h"
 #include "replica_allreduce.h"
+#include "replica_state.h"
 #include "strategy_plugin.h"
 
 typedef struct ddp_bucket {
@@ -74,11 +76,21 @@ typedef struct ddp {
     fg_plugin_rank0_buffers buffers;
     fg_plugin_comm_allreduce allreduce; /* [model] sync_batchnorm's sums across ranks */
 
+    /* offload_optimizer = host: the f32 master and the optimizer state on the host, every
+     * rank updating the whole model there from the averaged gradients (ddp_offload.c) */
+    int offload;
+    fg_offload *off;
+    void *params;          /* (param_count) the replica's parameters, written back by it */
+    fg_plugin_replica_state ckpt; /* checkpoints: the stage's state or the host's */
+
     int64_t steps;
     int synced;            /* this step's gradients are reduced and averaged */
     ddp_step_timing timing;
     double total_wait, total_comm, total_hidden;
 } ddp;
+
+/* ddp_offload.c: offload_optimizer = host set up after the replica (fp32 only). */
+fg_status ddp_offload_setup(ddp *d, fg_error *err);
 
 /* Resets the bucket state for a final micro-batch (reduce = 1) or a no_sync one. */
 void ddp_buckets_begin(ddp *d, int reduce);

@@ -25,6 +25,7 @@ static const fg_option options[] = {
      "dtype the gradients travel in: bf16 halves the all-reduce's bytes (PyTorch's "
      "bf16_compress_hook): each bucket is rounded to bf16, summed across ranks in bf16 and "
      "widened back before the average"},
+    FG_OFFLOAD_OPTION,
 };
 
 /* The comm and backend this strategy drives, and the rank's device. */
@@ -74,6 +75,7 @@ static fg_status ddp_init(const fg_host *host, void **state, fg_error *err)
     const char *comm_dtype = "fp32";
     host->get_string(host, "grad_comm_dtype", &comm_dtype);
     d->comm_dtype = strcmp(comm_dtype, "bf16") == 0 ? FG_BF16 : FG_F32;
+    d->offload = fg_offload_wanted(host);
     fg_status st = d->bucket_mb > 0 ? bind_peers(d, device, err)
                                     : fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] bucket_mb "
                                                    "must be > 0", host->section);
@@ -99,7 +101,7 @@ static fg_status ddp_info(void *state, fg_strategy_info *out, fg_error *err)
     }
     /* after sync_grads the replica holds the all-reduced gradients, and optimizer_step
      * updates every parameter from them: the clip norm is local to the rank */
-    if (FG_HAS_FIELD(out, fg_strategy_info, primary_grads)) out->primary_grads = 1;
+    if (FG_HAS_FIELD(out, fg_strategy_info, primary_grads)) out->primary_grads = !d->offload;
     return FG_OK;
 }
 
@@ -120,7 +122,9 @@ static fg_status ddp_setup(void *state, const fg_train_services *svc, fg_error *
     d->svc = svc;
     /* Equal masks on every rank would make dropout's noise the same N times over. */
     fg_stage_spec spec = {sizeof spec, .device = d->device, .max_batch = svc->max_batch,
-                          .rng_stream = (uint64_t)d->topo.rank};
+                          .rng_stream = (uint64_t)d->topo.rank,
+                          /* offloading: no optimizer state on the device */
+                          .opt_range = d->offload, .opt_offset = 0, .opt_count = 0};
     fg_status st = svc->create(svc->ctx, &spec, &d->replica, err);
     if (st != FG_OK) return st;
     uint32_t dt, grad_dtype;
@@ -160,6 +164,7 @@ static fg_status ddp_setup(void *state, const fg_train_services *svc, fg_error *
     d->buckets = calloc((size_t)d->max_buckets, sizeof *d->buckets);
     if (!d->buckets) return fg_error_set(err, FG_OUT_OF_MEMORY, "strategy.ddp: out of memory");
     if (st == FG_OK) st = alloc_wire(d, grad_dtype, err);
+    if (st == FG_OK) st = ddp_offload_setup(d, err);
     if (st != FG_OK) return st;
     svc->set_grad_ready_hook(svc->ctx, d->replica, ddp_on_grad_ready, d);
     if (d->topo.rank == 0)
@@ -189,6 +194,9 @@ static void ddp_teardown(void *state)
                      "%.0f%% of it hidden behind backward; waited %.3f s after backward",
                      (long long)d->steps, d->total_comm, 100 * hidden, d->total_wait);
     }
+    if (d->topo.rank == 0) fg_offload_log_totals(d->off);
+    fg_offload_destroy(d->off);
+    d->off = NULL;
     if (d->wire) d->be->free(d->be_state, d->device, d->wire);
     d->wire = NULL;
     free(d->buckets);
@@ -243,10 +251,25 @@ static fg_status ddp_optimizer_step(void *state, const fg_step_args *args, fg_er
     fg_status st = ddp_sync_grads(d, err);
     d->steps++;
     d->synced = 0;
+    if (st == FG_OK && d->off) return fg_offload_step(d->off, args, d->params, d->grads, err);
     if (st == FG_OK)
         st = d->svc->optimizer_step(d->svc->ctx, d->replica, args, 0, d->svc->param_count, NULL,
                                     NULL, err);
     return st;
+}
+
+static fg_status ddp_gather_state(void *state, float *params, float *buffers,
+                                  float *opt_state, fg_error *err)
+{
+    ddp *d = state; /* every rank holds the model; rank 0's is written */
+    return d->topo.rank == 0 ? fg_plugin_replica_gather(&d->ckpt, params, buffers, opt_state, err)
+                             : FG_OK;
+}
+
+/* Every rank is handed the file's optimizer state (the trainer reads it on each). */
+static fg_status ddp_scatter_state(void *state, const float *opt_state, fg_error *err)
+{
+    return fg_plugin_replica_scatter(&((ddp *)state)->ckpt, opt_state, err);
 }
 
 /* The averaged gradients are the same on every rank: the local norm is the global one. */
@@ -302,6 +325,8 @@ static const fg_strategy_vtable vtable = {
     .grad_norm_sq = ddp_grad_norm_sq,
     .scale_grads = ddp_scale_grads,
     .memory_report = ddp_memory_report,
+    .gather_state = ddp_gather_state,
+    .scatter_state = ddp_scatter_state,
 };
 
 FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {

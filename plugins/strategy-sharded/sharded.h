@@ -22,6 +22,7 @@
 #include "fulgur/backend.h"
 #include "fulgur/comm.h"
 #include "fulgur/strategy.h"
+#include "offload_optimizer.h"
 #include "replica_allreduce.h"
 #include "strategy_plugin.h"
 
@@ -103,6 +104,11 @@ typedef struct sharded {
     float *master;            /* (mine) f32 master shard; NULL when the params are f32 */
     float *zeros;             /* stage 2 with half grads: cap zero half elements (padding) */
 
+    /* offload_optimizer = host (stages 1-2): this rank's f32 master shard and its optimizer
+     * state in host memory, updated there (sharded_offload.c); master stays NULL */
+    int offload;
+    fg_offload *off;
+
     /* batch-norm running statistics: the replica's whole region at every stage, rank 0's
      * broadcast at setup and when the metrics are read after training forwards (as ddp) */
     fg_plugin_rank0_buffers buffers;
@@ -139,6 +145,15 @@ void sh_slots_invalidate(sharded *s);
 fg_status sh_eval_gather(sharded *s, fg_error *err);
 void sh_eval_release(sharded *s);
 
+
+/* sharded_offload.c */
+fg_status sh_offload_setup(sharded *s, fg_error *err);
+fg_status sh_offload_step(sharded *s, const fg_step_args *args, fg_error *err);
+/* The f32 master of this rank's shard where one is kept apart from the replica's params
+ * (mixed precision): the device's, or the host's under offload (*dev -1); NULL otherwise. */
+const float *sh_master(const sharded *s, int *dev);
+/* Optimizer state slot i of the shard (mine floats), NULL past the last; *dev as above. */
+float *sh_state_slot(sharded *s, int i, int *dev);
 
 /* sharded_state.c */
 fg_status sh_gather_state(void *state, float *params, float *buffers, float *opt_state,

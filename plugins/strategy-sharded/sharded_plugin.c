@@ -20,6 +20,7 @@ static const fg_option options[] = {
     {"sharded_checkpoint", FG_OPT_BOOL, "false", 0, 0, NULL,
      "checkpoints as one file per rank (its shard) plus an index, nothing gathered; "
      "`fulgur ckpt merge INDEX -o OUT` makes the one ordinary file of them"},
+    FG_OFFLOAD_OPTION,
 };
 
 static fg_status bind_peers(sharded *s, int64_t device, fg_error *err)
@@ -73,7 +74,13 @@ static fg_status sh_init(const fg_host *host, void **state, fg_error *err)
     host->get_int(host, "stage", &stage);
     host->get_bool(host, "sharded_checkpoint", &s->per_rank_ckpt);
     s->stage = (int)stage;
-    fg_status st = bind_peers(s, device, err);
+    s->offload = fg_offload_wanted(host);
+    fg_status st = s->offload && s->stage == 3
+                 ? fg_error_set(err, FG_UNAVAILABLE, "[%s] offload_optimizer = host with stage "
+                                "= 3 is not supported (the parameters themselves are sharded; "
+                                "offload covers stages 1 and 2); use stage = 1 or 2",
+                                host->section)
+                 : bind_peers(s, device, err);
     if (st != FG_OK) {
         free(s);
         return st;
@@ -233,8 +240,9 @@ static fg_status setup_storage(sharded *s, fg_error *err)
         return fg_error_set(err, FG_INCOMPATIBLE, "strategy.sharded: half storage needs the "
                             "backend's cast, scale, sum_squares, clamp and axpy in %s",
                             fg_dtype_name((fg_dtype)s->gdt));
-    fg_status st = dev_alloc(s, s->mine, &s->master, "f32 master shard", err);
-    if (st == FG_OK)
+    fg_status st = FG_OK; /* offloading, the master shard is the host's (sharded_offload.c) */
+    if (!s->offload) st = dev_alloc(s, s->mine, &s->master, "f32 master shard", err);
+    if (st == FG_OK && !s->offload)
         st = svc->read_init_params(svc->ctx, s->replica, s->lo, s->mine, s->master, err);
     if (st == FG_OK && s->stage >= 2)
         st = dev_alloc(s, half_floats(s->cap), &s->zeros, "zero padding", err);
@@ -270,7 +278,7 @@ static fg_status sh_setup(void *state, const fg_train_services *svc, fg_error *e
     /* rank r draws its dropout masks from stream r, as under ddp */
     fg_stage_spec spec = {sizeof spec, .device = s->device, .max_batch = svc->max_batch,
                           .no_params = s->stage == 3, .no_grads = s->stage != 1, .opt_range = 1,
-                          .opt_offset = s->lo, .opt_count = s->mine,
+                          .opt_offset = s->lo, .opt_count = s->offload ? 0 : s->mine,
                           .rng_stream = (uint64_t)s->topo.rank};
     st = svc->create(svc->ctx, &spec, &s->replica, err);
     if (st != FG_OK) return st;
@@ -282,6 +290,7 @@ static fg_status sh_setup(void *state, const fg_train_services *svc, fg_error *e
     s->params = svc->region(svc->ctx, s->replica, FG_REGION_PARAMS, 0, &dt, &at, &count);
     s->grads = svc->region(svc->ctx, s->replica, FG_REGION_GRADS, 0, &dt, &at, &count);
     st = setup_storage(s, err);
+    if (st == FG_OK) st = sh_offload_setup(s, err);
     if (st == FG_OK) st = alloc_buffers(s, err);
     if (st == FG_OK) st = broadcast_params(s, err);
     s->buffers = (fg_plugin_rank0_buffers){.be = s->be, .be_state = s->be_state,
@@ -315,6 +324,9 @@ static void sh_teardown(void *state)
     if (!s->svc) return;
     sh_drain(s);
     sh_eval_release(s);
+    if (s->topo.rank == 0) fg_offload_log_totals(s->off);
+    fg_offload_destroy(s->off);
+    s->off = NULL;
     if (s->replica) fg_plugin_rank0_buffers_report(&s->buffers, s->host);
     if (s->replica) {
         if (s->stage == 1) s->svc->set_grad_ready_hook(s->svc->ctx, s->replica, NULL, NULL);
@@ -401,7 +413,9 @@ static fg_status sh_optimizer_step(void *state, const fg_step_args *args, fg_err
     s->synced = 0;
     sh_eval_release(s);
     float *params = s->master ? s->master : s->stage == 3 ? s->pshard : s->params + s->lo;
-    if (st == FG_OK)
+    if (st == FG_OK && s->off)
+        st = sh_offload_step(s, args, err); /* the working shard comes back from the host */
+    else if (st == FG_OK)
         st = s->svc->optimizer_step(s->svc->ctx, s->replica, args, s->lo, s->mine, params,
                                     shard_grads(s), err);
     /* mixed precision: the updated f32 master shard, rounded, is this rank's working shard */

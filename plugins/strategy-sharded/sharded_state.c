@@ -3,8 +3,9 @@
  * the device buffers directly: host memory, as on the CPU backend. */
 #include "sharded.h"
 
-/* Rank 0: its `local` shard and every other rank's into out[0, P); others send theirs. */
-static fg_status gather_range(sharded *s, const float *local, float *out, fg_error *err)
+/* Rank 0: its `local` shard (on device `dev`, -1: the host) and every other rank's into
+ * out[0, P); others send theirs. */
+static fg_status gather_range(sharded *s, const float *local, int dev, float *out, fg_error *err)
 {
     fg_status st = s->be->queue_sync(s->be_state, s->queue, err);
     if (st != FG_OK) return st;
@@ -12,7 +13,7 @@ static fg_status gather_range(sharded *s, const float *local, float *out, fg_err
         return s->mine ? s->comm->send(s->comm_state, NULL, local, (size_t)s->mine, FG_F32, 0, err)
                        : FG_OK;
     if (s->mine)
-        st = s->be->copy(s->be_state, s->queue, out, -1, local, s->device,
+        st = s->be->copy(s->be_state, s->queue, out, -1, local, dev,
                          (size_t)s->mine * sizeof(float), err);
     if (st == FG_OK) st = s->be->queue_sync(s->be_state, s->queue, err);
     for (int k = 1; st == FG_OK && k < s->topo.world_size; k++) {
@@ -22,15 +23,16 @@ static fg_status gather_range(sharded *s, const float *local, float *out, fg_err
     return st;
 }
 
-/* Rank 0 sends every rank its part of in[0, P) and copies its own into `local`. */
-static fg_status scatter_range(sharded *s, const float *in, float *local, fg_error *err)
+/* Rank 0 sends every rank its part of in[0, P) and copies its own into `local` (on device
+ * `dev`, -1: the host). */
+static fg_status scatter_range(sharded *s, const float *in, float *local, int dev, fg_error *err)
 {
     fg_status st = FG_OK;
     if (s->topo.rank != 0)
         return s->mine ? s->comm->recv(s->comm_state, NULL, local, (size_t)s->mine, FG_F32, 0, err)
                        : FG_OK;
     if (s->mine)
-        st = s->be->copy(s->be_state, s->queue, local, s->device, in, -1,
+        st = s->be->copy(s->be_state, s->queue, local, dev, in, -1,
                          (size_t)s->mine * sizeof(float), err);
     if (st == FG_OK) st = s->be->queue_sync(s->be_state, s->queue, err);
     for (int k = 1; st == FG_OK && k < s->topo.world_size; k++) {
@@ -40,25 +42,18 @@ static fg_status scatter_range(sharded *s, const float *in, float *local, fg_err
     return st;
 }
 
-static fg_status fetch(sharded *s, float *dst, const float *src, int64_t n, fg_error *err)
+static fg_status fetch(sharded *s, float *dst, const float *src, int dev, int64_t n,
+                       fg_error *err)
 {
-    fg_status st = n ? s->be->copy(s->be_state, s->queue, dst, -1, src, s->device,
+    fg_status st = n ? s->be->copy(s->be_state, s->queue, dst, -1, src, dev,
                                    (size_t)n * sizeof(float), err) : FG_OK;
     return st == FG_OK ? s->be->queue_sync(s->be_state, s->queue, err) : st;
 }
 
-/* The replica's optimizer state slot i (the shard's mine floats), NULL past the last. */
-static float *sh_opt_slot(sharded *s, int i)
-{
-    uint32_t dt;
-    int64_t at, n;
-    return s->svc->region(s->svc->ctx, s->replica, FG_REGION_OPT_STATE, i, &dt, &at, &n);
-}
-
 static int opt_slots(sharded *s)
 {
-    int n = 0;
-    while (n < 8 && sh_opt_slot(s, n)) n++;
+    int n = 0, dev;
+    while (n < 8 && sh_state_slot(s, n, &dev)) n++;
     return n;
 }
 
@@ -66,20 +61,22 @@ fg_status sh_gather_state(void *state, float *params, float *buffers, float *opt
                           fg_error *err)
 {
     sharded *s = state;
-    int root = s->topo.rank == 0;
+    int root = s->topo.rank == 0, dev;
     fg_status st = FG_OK;
+    const float *master = sh_master(s, &dev);
     if (params)
-        st = s->stage == 3 || s->master
-           ? gather_range(s, s->master ? s->master : s->pshard, params, err)
-           : root ? fetch(s, params, s->params, s->P, err) : FG_OK;
+        st = s->stage == 3 || master
+           ? gather_range(s, master ? master : s->pshard, master ? dev : s->device, params, err)
+           : root ? fetch(s, params, s->params, s->device, s->P, err) : FG_OK;
     if (st == FG_OK && buffers && root)
-        st = fetch(s, buffers, s->buffers.data, s->svc->buffer_count, err);
+        st = fetch(s, buffers, s->buffers.data, s->device, s->svc->buffer_count, err);
     int slots = s->mine ? opt_slots(s) : 0;
     if (opt_state && s->mine == 0 && s->topo.rank == 0)
         return fg_error_set(err, FG_INTERNAL, "strategy.sharded: rank 0 holds no shard");
-    for (int i = 0; st == FG_OK && opt_state && i < slots; i++)
-        st = gather_range(s, sh_opt_slot(s, i),
-                          root ? opt_state + (int64_t)i * s->P : NULL, err);
+    for (int i = 0; st == FG_OK && opt_state && i < slots; i++) {
+        const float *slot = sh_state_slot(s, i, &dev);
+        st = gather_range(s, slot, dev, root ? opt_state + (int64_t)i * s->P : NULL, err);
+    }
     return st;
 }
 
@@ -88,9 +85,12 @@ fg_status sh_scatter_state(void *state, const float *opt_state, fg_error *err)
     sharded *s = state;
     fg_status st = FG_OK;
     int slots = s->mine ? opt_slots(s) : 0;
-    for (int i = 0; st == FG_OK && i < slots; i++)
-        st = scatter_range(s, s->topo.rank == 0 ? opt_state + (int64_t)i * s->P : NULL,
-                           sh_opt_slot(s, i), err);
+    for (int i = 0; st == FG_OK && i < slots; i++) {
+        int dev;
+        float *slot = sh_state_slot(s, i, &dev);
+        st = scatter_range(s, s->topo.rank == 0 ? opt_state + (int64_t)i * s->P : NULL, slot,
+                           dev, err);
+    }
     return st;
 }
 
@@ -127,13 +127,16 @@ fg_status sh_shard_read(void *state, float *params, float *buffers, float *opt_s
                         fg_error *err)
 {
     sharded *s = state;
-    const float *mine = s->master ? s->master : s->stage == 3 ? s->pshard : s->params + s->lo;
-    fg_status st = fetch(s, params, mine, s->mine, err);
+    int dev;
+    const float *master = sh_master(s, &dev);
+    const float *mine = master ? master : s->stage == 3 ? s->pshard : s->params + s->lo;
+    fg_status st = fetch(s, params, mine, master ? dev : s->device, s->mine, err);
     if (st == FG_OK && buffers)
-        st = fetch(s, buffers, s->buffers.data, s->svc->buffer_count, err);
+        st = fetch(s, buffers, s->buffers.data, s->device, s->svc->buffer_count, err);
     int slots = s->mine ? opt_slots(s) : 0;
-    for (int i = 0; st == FG_OK && i < slots; i++)
-        st = fetch(s, opt_state + (int64_t)i * s->mine,
-                   sh_opt_slot(s, i), s->mine, err);
+    for (int i = 0; st == FG_OK && i < slots; i++) {
+        const float *slot = sh_state_slot(s, i, &dev);
+        st = fetch(s, opt_state + (int64_t)i * s->mine, slot, dev, s->mine, err);
+    }
     return st;
 }

@@ -351,6 +351,35 @@ static void case_comm(const char *base)
     free(out);
 }
 
+/* offload_optimizer = host: the host update and the wait for the gradients' copies join the
+ * split after the optimizer, and count as the optimizer step in the advice. */
+static void case_offload(const char *base)
+{
+    static const int64_t steps[] = {10};
+    static const fg_metric lists[][12] = {
+        {PHASES(50000, 0.002, 0, 0, 0.0005, 0.0006, 0), {"time/offload_update_s", 0.0006},
+         {"time/offload_copy_wait_s", 0.0001}, {NULL, 0}},
+    };
+    char dir[4096];
+    cb_scratch(dir, sizeof dir, base, "offload");
+    fg_fake_host h;
+    cb_host_init(&h, plugin());
+    char *out = run_lists(dir, &h, NULL, 0, steps, lists, 1);
+    const char *split = "step 2.0 ms = data wait 0 us (0%) + h2d 0 us (0%) + forward 0.5 ms "
+                        "(25%) + backward 0.6 ms (30%) + optimizer 0 us (0%) + host update 0.6 "
+                        "ms (30%) + offload wait 0.1 ms (5%) + other 0.2 ms (10%)\n";
+    char want[2048];
+    snprintf(want, sizeof want, "throughput: 50k samples/s; %s"
+             "throughput: advice: the optimizer step is the bottleneck: raise [data] batch_size "
+             "(or trainer.accumulate_grad_batches) to update less often\n"
+             "throughput: run mean over 10 steps: 50k samples/s; %s"
+             "throughput: advice: the optimizer step was the bottleneck in 1 of 1 logged "
+             "intervals: raise [data] batch_size (or trainer.accumulate_grad_batches) to update "
+             "less often\n", split, split);
+    CHECK_STR(out, want);
+    free(out);
+}
+
 /* The advice follows the configured strategy: under dp a sync-bound step is told to use
  * ddp, and a compute-bound ddp run is not told to use ddp. */
 static void case_strategy_advice(const char *base)
@@ -449,6 +478,7 @@ int main(int argc, char **argv)
         {"split", .run_arg = case_split},
         {"compute_bound", .run_arg = case_compute_bound},
         {"comm", .run_arg = case_comm},
+        {"offload", .run_arg = case_offload},
         {"memory", .run_arg = case_memory},
         {"requests", .run_arg = case_requests},
         {"strategy_advice", .run_arg = case_strategy_advice},
