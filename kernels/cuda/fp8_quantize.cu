@@ -44,11 +44,12 @@ __device__ __forceinline__ unsigned char to_fp8(float v, int format)
                                                 format == FG_CU_F8E4M3 ? __NV_E4M3 : __NV_E5M2);
 }
 
-/* dst (rows, cols) packed, or its transpose (cols, rows) packed, from src (rows, cols; ld).
+/* dst (rows, cols) packed, or its transpose (cols, rows) packed, from src (rows, cols;
+ * src_ld).
  * amax (NULL: not taken) gets max |src| as the bits of a non-negative float, whose order is
  * the values' (a NaN's bits are above +inf's, so a NaN wins). */
 template <typename T>
-__global__ void fp8_quantize_k(const T *src, int rows, int cols, int ld, int transpose,
+__global__ void fp8_quantize_k(const T *src, int rows, int cols, int src_ld, int transpose,
                                const float *scale, int format, unsigned char *dst,
                                unsigned *amax)
 {
@@ -57,7 +58,7 @@ __global__ void fp8_quantize_k(const T *src, int rows, int cols, int ld, int tra
     size_t n = (size_t)rows * (size_t)cols;
     FGCU_FOR(i, n) {
         size_t r = i / (size_t)cols, c = i % (size_t)cols;
-        float v = ld(src, r * (size_t)ld + c);
+        float v = ld(src, r * (size_t)src_ld + c);
         size_t o = transpose ? c * (size_t)rows + r : i;
         dst[o] = to_fp8(v * s, format);
         FGCU_POINT();

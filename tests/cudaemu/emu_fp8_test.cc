@@ -8,7 +8,7 @@
  *     bytes of both formats;
  *   - a TN fp8 matmul with A and B scales worked by hand, and the refusals of cuBLASLt's
  *     fp8 rules (layout, E5M2 x E5M2, 16-byte dimensions, scale pointers without fp8
- *     operands or outside device memory). */
+ *     operands or outside device memory, C in fp8). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -142,8 +142,7 @@ static void test_decoding(void)
     for (int k = 0; k < 2; k++)
         for (int b = 0; b < 256; b++) {
             __half_raw h = __nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)b, fs[k]->interp);
-            __half hv;
-            memcpy(&hv, &h, sizeof hv);
+            __half hv(h);
             float want = __half2float(hv), got = fgemu::fp8_value((unsigned char)b, fs[k]->type);
             CHECK((isnan(want) && isnan(got)) || (want == got && signbit(want) == signbit(got)),
                   "%s byte 0x%02x: emulator %a, cuda_fp8.h %a", fs[k]->name, b, (double)got,
@@ -256,8 +255,9 @@ static void test_matmul(void)
     CHECK(lt_fp8(c, NULL) == CUBLAS_STATUS_NOT_SUPPORTED, "k = 8 is accepted in fp8");
     c = ok;
     c.d_type = CUDA_R_16F;
-    CHECK(lt_fp8(c, NULL) == CUBLAS_STATUS_NOT_SUPPORTED,
-          "C f16 with D f32 (C and D of different types) is accepted");
+    CHECK(lt_fp8(c, NULL) == CUBLAS_STATUS_SUCCESS, "C = D in f16 is refused");
+    c.d_type = CUDA_R_8F_E4M3;
+    CHECK(lt_fp8(c, NULL) == CUBLAS_STATUS_NOT_SUPPORTED, "C = D in fp8 is accepted");
     c = ok;
     c.scale_ptrs = 2;
     CHECK(lt_fp8(c, NULL) == CUBLAS_STATUS_EXECUTION_FAILED, "host scale pointers are accepted");
