@@ -160,6 +160,8 @@ struct lt_case {
     cublasOperation_t ta, tb;
     int k;
     int scale_ptrs; /* 0: none, 1: device, 2: host memory */
+    cudaDataType_t scale; /* the descriptor's scale type */
+    cublasComputeType_t compute;
 };
 
 static cublasStatus_t lt_fp8(const lt_case &c, float *d_host)
@@ -192,7 +194,7 @@ static cublasStatus_t lt_fp8(const lt_case &c, float *d_host)
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatmulPreference_t pref;
     cublasLtCreate(&h);
-    cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    cublasLtMatmulDescCreate(&op, c.compute, c.scale);
     cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &c.ta, sizeof c.ta);
     cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &c.tb, sizeof c.tb);
     const float *sa = c.scale_ptrs == 2 ? host_scales : (const float *)ds, *sb = sa + 1;
@@ -232,7 +234,8 @@ static cublasStatus_t lt_fp8(const lt_case &c, float *d_host)
 static void test_matmul(void)
 {
     float d[256];
-    lt_case ok = { CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, CUDA_R_32F, CUBLAS_OP_T, CUBLAS_OP_N, 16, 1 };
+    lt_case ok = { CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, CUDA_R_32F, CUBLAS_OP_T, CUBLAS_OP_N, 16, 1,
+                   CUDA_R_32F, CUBLAS_COMPUTE_32F };
     CHECK(lt_fp8(ok, d) == CUBLAS_STATUS_SUCCESS, "a TN E4M3 x E5M2 matmul is refused");
     int wrong = 0;
     for (int i = 0; i < 16 && !wrong; i++)
@@ -261,7 +264,14 @@ static void test_matmul(void)
     c = ok;
     c.scale_ptrs = 2;
     CHECK(lt_fp8(c, NULL) == CUBLAS_STATUS_EXECUTION_FAILED, "host scale pointers are accepted");
-    lt_case bf = { CUDA_R_16BF, CUDA_R_16BF, CUDA_R_16BF, CUBLAS_OP_T, CUBLAS_OP_N, 16, 1 };
+    c = ok;
+    c.scale = CUDA_R_16F;
+    CHECK(lt_fp8(c, NULL) == CUBLAS_STATUS_NOT_SUPPORTED, "an f16 scale type is accepted in fp8");
+    c = ok;
+    c.compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+    CHECK(lt_fp8(c, NULL) == CUBLAS_STATUS_NOT_SUPPORTED, "FAST_TF32 compute is accepted in fp8");
+    lt_case bf = { CUDA_R_16BF, CUDA_R_16BF, CUDA_R_16BF, CUBLAS_OP_T, CUBLAS_OP_N, 16, 1,
+                   CUDA_R_32F, CUBLAS_COMPUTE_32F };
     CHECK(lt_fp8(bf, NULL) == CUBLAS_STATUS_INVALID_VALUE,
           "A/B scale pointers on a bf16 matmul are accepted");
     bf.scale_ptrs = 0;

@@ -282,7 +282,8 @@ static inline fg_status fg_backend_lacks(fg_error *err, const char *fn)
  * *why says which (one line: fp8, or left in the activations' dtype and why). */
 fg_status fg_linear_fp8_plan(fg_layer *l, fg_model *m, int64_t in, char *why, size_t why_size,
                              fg_error *err);
-/* Whether this call runs in fp8: the layer's and the rows' (a multiple of 16) say yes. */
+/* Whether this call runs in fp8: the layer's, the rows' (a multiple of 16) and the outputs'
+ * alignment (16 bytes) say yes. */
 int fg_linear_fp8_runs(const fg_layer *l, const fg_layer_ctx *c, int rows);
 /* y(rows, ldy) = fp8(x) fp8(w)^T (+ b by bias_add); training updates x's and w's scales. */
 fg_status fg_linear_fp8_forward(const fg_layer *l, const fg_layer_ctx *c, int rows, int out,

@@ -6,7 +6,9 @@
  * the weight gradient's gemm does the same for dy; the input gradient's gemm and the weight
  * gradient's x reuse the scales forward and dy's update set. Evaluation updates nothing.
  * The bias is added (bias_add) and its gradient summed (bias_grad) in the activations'
- * dtype. A call whose rows are not a multiple of 16 runs in the activations' dtype. */
+ * dtype. A call whose rows are not a multiple of 16 (or whose outputs are not 16-byte
+ * aligned) runs in the activations' dtype. */
+#include <stdint.h>
 #include <stdio.h>
 
 #include "model.h"
@@ -48,7 +50,9 @@ fg_status fg_linear_fp8_plan(fg_layer *l, fg_model *m, int64_t in, char *why, si
 
 int fg_linear_fp8_runs(const fg_layer *l, const fg_layer_ctx *c, int rows)
 {
-    return l->fp8 && c->fp8 && c->fp8->format != FG_FP8_NONE && rows % 16 == 0;
+    /* cuBLASLt's fp8 outputs must be 16-byte aligned (the arena's are: this is a guard) */
+    uintptr_t outs = (uintptr_t)c->y | (uintptr_t)c->dx | (uintptr_t)c->grad[0];
+    return l->fp8 && c->fp8 && c->fp8->format != FG_FP8_NONE && rows % 16 == 0 && !(outs & 15);
 }
 
 static uint32_t fp8_format_of(const fg_layer_ctx *c, int op)
