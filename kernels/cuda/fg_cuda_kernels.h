@@ -283,6 +283,20 @@ cudaError_t fg_cu_swiglu_forward(cudaStream_t s, int type, const void *gate, con
 cudaError_t fg_cu_swiglu_backward(cudaStream_t s, int type, const void *gate, const void *up,
                                   const void *dy, void *dgate, void *dup, size_t n);
 
+/* ---- fp8 quantization (fp8_quantize.cu) -------------------------------------------------- */
+/* format: FG_CU_F8E4M3 or FG_CU_F8E5M2 (fulgur's FG_F8E4M3 / FG_F8E5M2 codes); algo:
+ * FG_CU_AMAX_MAX or FG_CU_AMAX_MOST_RECENT. */
+enum { FG_CU_F8E4M3 = 8, FG_CU_F8E5M2 = 9, FG_CU_AMAX_MAX = 0, FG_CU_AMAX_MOST_RECENT = 1 };
+/* scale[0..1] = {s, 1/s}, s = fp8_max / amax / 2^margin from history[len] (max or [0]; the
+ * old s when amax is 0 or not finite); then the history shifted by one and [0] = 0. */
+cudaError_t fg_cu_fp8_scale_update(cudaStream_t s, float *scale, float *history, int len,
+                                   int algo, float margin, int format);
+/* dst = fp8(src * scale[0]) (rows, cols) packed, or transposed to (cols, rows); amax (NULL:
+ * none) = max(amax, max |src|), atomically. */
+cudaError_t fg_cu_fp8_quantize(cudaStream_t s, int type, const void *src, int rows, int cols,
+                               int ld, int transpose, const float *scale, int format, void *dst,
+                               float *amax);
+
 #ifdef __cplusplus
 }
 #endif

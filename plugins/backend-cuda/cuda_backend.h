@@ -139,6 +139,13 @@ fg_status fg_cuda_stage(fg_cuda_queue *q, size_t bytes, const char *op, fg_error
 
 /* cuda_gemm.c (the ops gemm and gemm_bias: cuda_ops.h) */
 void fg_cuda_gemm_plans_destroy(fg_cuda_queue *q);
+/* cuda_gemm_fp8.c: every usable device has fp8 tensor cores (compute capability 8.9+) */
+int fg_cuda_has_fp8(const fg_cuda_backend *be);
+/* The queue's cuBLASLt plan (descriptors, layouts, algorithm) for a key with no epilogue,
+ * made on first use (cuda_gemm.c); gemm_fp8 sets its scale pointers on it per call. */
+fg_status fg_cuda_plan_find(const fg_cuda_backend *be, fg_cuda_queue *q,
+                            const fg_cuda_gemm_key *key, fg_cuda_gemm_plan **out,
+                            fg_error *err);
 
 /* `batch` f32 matmuls C_i = alpha op(A_i) op(B_i) + beta C_i, row-major as the gemm op, matrix
  * i at element offset i * stride of each operand: one cuBLASLt call (attention's heads). */

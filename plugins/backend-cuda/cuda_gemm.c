@@ -32,7 +32,13 @@
 
 static cudaDataType_t fg_cuda_data_type(uint32_t t)
 {
-    return t == FG_F16 ? CUDA_R_16F : t == FG_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+    switch (t) {
+    case FG_F16: return CUDA_R_16F;
+    case FG_BF16: return CUDA_R_16BF;
+    case FG_F8E4M3: return CUDA_R_8F_E4M3; /* gemm_fp8's operands (cuda_gemm_fp8.c) */
+    case FG_F8E5M2: return CUDA_R_8F_E5M2;
+    default: return CUDA_R_32F;
+    }
 }
 
 /* Largest power of two up to 256 (cuBLASLt's default preference) dividing every operand's
@@ -205,9 +211,9 @@ static fg_status fg_cuda_plan_make(const fg_cuda_backend *be, fg_cuda_queue *q,
 }
 
 /* The queue's plan for this shape, made on first use (the oldest is replaced when full). */
-static fg_status fg_cuda_plan_find(const fg_cuda_backend *be, fg_cuda_queue *q,
-                                   const fg_cuda_gemm_key *key, const fg_cuda_epi *epi,
-                                   fg_cuda_gemm_plan **out, fg_error *err)
+static fg_status fg_cuda_plan_find_epi(const fg_cuda_backend *be, fg_cuda_queue *q,
+                                       const fg_cuda_gemm_key *key, const fg_cuda_epi *epi,
+                                       fg_cuda_gemm_plan **out, fg_error *err)
 {
     for (int i = 0; i < FG_CUDA_GEMM_PLANS; i++)
         if (q->gemm[i].valid && memcmp(&q->gemm[i].key, key, sizeof *key) == 0) {
@@ -221,6 +227,12 @@ static fg_status fg_cuda_plan_find(const fg_cuda_backend *be, fg_cuda_queue *q,
     fg_status st = fg_cuda_plan_make(be, q, p, epi, err);
     *out = st == FG_OK ? p : NULL;
     return st;
+}
+
+fg_status fg_cuda_plan_find(const fg_cuda_backend *be, fg_cuda_queue *q,
+                            const fg_cuda_gemm_key *key, fg_cuda_gemm_plan **out, fg_error *err)
+{
+    return fg_cuda_plan_find_epi(be, q, key, NULL, out, err);
 }
 
 /* cuBLASLt takes A and B of one type, and C in that type or f32. */
@@ -244,7 +256,7 @@ static fg_status fg_cuda_matmul(const fg_cuda_backend *be, fg_cuda_queue *q, int
                               epi ? epi->bias_type : 0, epi ? epi->epilogue : 0,
                               aux ? epi->ldaux : 0, 0, 0, 0, 0 };
     fg_cuda_gemm_plan *p;
-    fg_status st = fg_cuda_plan_find(be, q, &key, epi, &p, err);
+    fg_status st = fg_cuda_plan_find_epi(be, q, &key, epi, &p, err);
     if (st != FG_OK)
         return st;
     const char *what = !epi ? "gemm"
@@ -589,7 +601,7 @@ fg_status fg_cuda_matmul_batched(const fg_cuda_backend *be, fg_cuda_queue *q,
     key.stride_b = g->stride_b;
     key.stride_c = g->stride_c;
     fg_cuda_gemm_plan *p;
-    fg_status st = fg_cuda_plan_find(be, q, &key, NULL, &p, err);
+    fg_status st = fg_cuda_plan_find(be, q, &key, &p, err);
     if (st != FG_OK)
         return st;
     cublasStatus_t s = cublasLtMatmul(q->lt, p->op, &g->alpha, g->b, p->a, g->a, p->b, &g->beta,

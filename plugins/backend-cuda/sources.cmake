@@ -6,6 +6,7 @@ set(FULGUR_CUDA_BACKEND_C_SOURCES
   cuda_event.c
   cuda_graph.c
   cuda_gemm.c
+  cuda_gemm_fp8.c
   cuda_conv.c
   cuda_conv_algo.c
   cuda_ops.c

@@ -127,6 +127,15 @@ static const layout_line current[] = {
     FIELD(fg_backend_vtable, batchnorm_stats), FIELD(fg_backend_vtable, batchnorm_apply),
     FIELD(fg_backend_vtable, batchnorm_backward_reduce),
     FIELD(fg_backend_vtable, batchnorm_backward_apply),
+    /* ABI 1.9: fp8 gemms */
+    FIELD(fg_backend_vtable, gemm_fp8),
+    SIZE(fg_fp8_gemm_args), FIELD(fg_fp8_gemm_args, struct_size),
+    FIELD(fg_fp8_gemm_args, a_format), FIELD(fg_fp8_gemm_args, b_format),
+    FIELD(fg_fp8_gemm_args, history_len), FIELD(fg_fp8_gemm_args, amax_algo),
+    FIELD(fg_fp8_gemm_args, margin), FIELD(fg_fp8_gemm_args, a_scale),
+    FIELD(fg_fp8_gemm_args, a_history), FIELD(fg_fp8_gemm_args, b_scale),
+    FIELD(fg_fp8_gemm_args, b_history), FIELD(fg_fp8_gemm_args, update_a),
+    FIELD(fg_fp8_gemm_args, update_b),
     SIZE(fg_backend_op_desc),
     FIELD(fg_backend_op_desc, name), FIELD(fg_backend_op_desc, offset),
     FIELD(fg_backend_op_desc, dtype_count), FIELD(fg_backend_op_desc, dtype_names),
@@ -136,6 +145,8 @@ static const layout_line current[] = {
     FIELD(fg_precision_info, param_dtype), FIELD(fg_precision_info, compute_dtype),
     FIELD(fg_precision_info, grad_dtype), FIELD(fg_precision_info, master_weights),
     FIELD(fg_precision_info, loss_scaling),
+    FIELD(fg_precision_info, fp8_format), FIELD(fg_precision_info, fp8_amax_history_len),
+    FIELD(fg_precision_info, fp8_amax_compute_algo), FIELD(fg_precision_info, fp8_margin),
 
     SIZE(fg_precision_vtable), FIELD(fg_precision_vtable, struct_size),
     FIELD(fg_precision_vtable, info), FIELD(fg_precision_vtable, loss_scale),
@@ -274,6 +285,10 @@ static const layout_line current[] = {
 
     ENUM(fg_dtype, FG_F32), ENUM(fg_dtype, FG_F16), ENUM(fg_dtype, FG_BF16),
     ENUM(fg_dtype, FG_F64), ENUM(fg_dtype, FG_I32), ENUM(fg_dtype, FG_I64),
+    ENUM(fg_dtype, FG_F8E4M3), ENUM(fg_dtype, FG_F8E5M2), /* ABI 1.9 */
+    ENUM(fg_fp8_format, FG_FP8_NONE), ENUM(fg_fp8_format, FG_FP8_HYBRID),
+    ENUM(fg_fp8_format, FG_FP8_E4M3), ENUM(fg_fp8_amax_algo, FG_FP8_AMAX_MAX),
+    ENUM(fg_fp8_amax_algo, FG_FP8_AMAX_MOST_RECENT),
     ENUM(fg_dtype, FG_U8),
 
     ENUM(fg_option_type, FG_OPT_BOOL), ENUM(fg_option_type, FG_OPT_INT),
@@ -318,6 +333,7 @@ static const layout_line current[] = {
     ENUM(fg_backend_op, FG_OP_BATCHNORM_STATS), ENUM(fg_backend_op, FG_OP_BATCHNORM_APPLY),
     ENUM(fg_backend_op, FG_OP_BATCHNORM_BACKWARD_REDUCE),
     ENUM(fg_backend_op, FG_OP_BATCHNORM_BACKWARD_APPLY), /* ABI 1.8 */
+    ENUM(fg_backend_op, FG_OP_GEMM_FP8), /* ABI 1.9 */
     /* FG_OP_COUNT is not recorded: it grows with every op a minor appends. */
     ENUM(fg_reduce_op, FG_REDUCE_SUM), ENUM(fg_reduce_op, FG_REDUCE_AVG),
     ENUM(fg_reduce_op, FG_REDUCE_MAX),
@@ -348,7 +364,7 @@ static const struct_align aligns[] = {
     STRUCT_ALIGN(fg_error), STRUCT_ALIGN(fg_option), STRUCT_ALIGN(fg_host),
     STRUCT_ALIGN(fg_plugin), STRUCT_ALIGN(fg_device_info), STRUCT_ALIGN(fg_conv2d_desc),
     STRUCT_ALIGN(fg_attention_desc),
-    STRUCT_ALIGN(fg_sgd_args), STRUCT_ALIGN(fg_adamw_args), STRUCT_ALIGN(fg_backend_vtable),
+    STRUCT_ALIGN(fg_sgd_args), STRUCT_ALIGN(fg_adamw_args), STRUCT_ALIGN(fg_fp8_gemm_args), STRUCT_ALIGN(fg_backend_vtable),
     STRUCT_ALIGN(fg_precision_info), STRUCT_ALIGN(fg_precision_vtable),
     STRUCT_ALIGN(fg_backend_op_desc), STRUCT_ALIGN(fg_loss_scaler_state),
     STRUCT_ALIGN(fg_comm_topology), STRUCT_ALIGN(fg_comm_vtable),

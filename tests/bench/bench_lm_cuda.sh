@@ -7,6 +7,10 @@
 # fulgur runs with [model] pad_vocab_to = 64 (the logits' rows 50304 wide, as llm.c) and
 # [backend] attention = auto (cuDNN's fused attention in bf16); PyTorch's model is its own
 # (vocabulary 50257). FULGUR_BENCH_EXTRA adds overrides to fulgur's runs.
+# fp8-mixed in the list (--precisions "bf16-mixed fp8-mixed") runs fulgur alone (no PyTorch
+# reference: Transformer Engine is not installed) and prints its tokens/s as a ratio to
+# fulgur's bf16-mixed of the same call, with the run's fp8 lines (which linear layers ran
+# their gemms in fp8; an H100 or another sm_89+ GPU).
 # --llmc PATH adds the anchor: llm.c's CUDA trainer (tests/bench/llmc_build.sh builds it
 # outside the tree; bf16, cuDNN attention, its own fused kernels, random init "d12") on the same
 # tokens at batch 8 and at its own operating point, batch 64, with the same FLOP count.
@@ -49,7 +53,7 @@ echo "bench_lm_cuda: GPT-2 small, batch $B x $T, $steps timed steps after $steps
 # 124,439,808 parameters; attention 12 * L * T * C FLOPs per token (forward and backward)
 flops_per_token=$(awk 'BEGIN { printf "%.0f", 6 * 124439808 + 12 * 12 * 1024 * 768 }')
 fulgur_run() { # precision -> tokens/s of the second epoch (the first warms up)
-    local out sps
+    local out sps note
     out=$("$fulgur" fit "$root/examples/gpt2_124m.ini" backend.name=cuda precision.name="$1" \
         data.dir="$scratch" data.train_file=tok.bin data.val_file=tok.bin \
         data.train_windows=$((steps * B)) data.val_windows=8 data.num_workers=2 \
@@ -58,6 +62,8 @@ fulgur_run() { # precision -> tokens/s of the second epoch (the first warms up)
         trainer.log_every_n_steps=$steps trainer.default_root_dir="$scratch/runs" \
         model.pad_vocab_to=64 ${FULGUR_BENCH_EXTRA:-} 2>&1) ||
         { echo "$out" | tail -20 >&2; echo NA; return 1; }
+    note=$(grep '^fp8: ' <<<"$out")
+    [ -z "$note" ] || echo "$note" >&2
     sps=$(sed -n 's/^epoch 2\/2 .* \([0-9.]*\) samples\/s.*/\1/p' <<<"$out")
     [ -n "$sps" ] || { echo "$out" | tail -20 >&2; echo NA; return 1; }
     awk -v s="$sps" -v t=$T 'BEGIN { printf "%.1f", s * t }'
@@ -84,6 +90,10 @@ for p in $precisions; do
     f=$(fulgur_run "$p") || failed=1
     line="$p: fulgur $f tokens/s ($(tflops "$f") TFLOP/s)"
     [ "$p" = bf16-mixed ] && fulgur_bf16=$f
+    if [ "$p" = fp8-mixed ]; then
+        echo "$line, fulgur bf16-mixed ${fulgur_bf16:-NA} ($(awk -v a="$f" -v b="${fulgur_bf16:-NA}" 'BEGIN { if (a == "NA" || b == "NA") print "NA"; else printf "%.2fx", a / b }'))"
+        continue
+    fi
     for m in $modes; do
         r=$(torch_run "$p" "$m")
         line="$line, torch $m $r ($(awk -v a="$f" -v b="$r" 'BEGIN { if (a == "NA" || b == "NA") print "NA"; else printf "%.2fx", a / b }'))"

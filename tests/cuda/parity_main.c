@@ -492,6 +492,7 @@ static const struct {
     { "rope", test_rope, OPS(FG_OP_ROPE_FORWARD, FG_OP_ROPE_BACKWARD) },
     { "swiglu", test_swiglu, OPS(FG_OP_SWIGLU_FORWARD, FG_OP_SWIGLU_BACKWARD) },
     { "gqa", test_gqa, OPS(FG_OP_ATTENTION_FORWARD, FG_OP_ATTENTION_BACKWARD) },
+    { "fp8", test_fp8, OPS(FG_OP_GEMM_FP8) }, /* the CUDA backend's; skipped without it */
     /* the CUDA backend's paths without grouped-query attention (--set attention=cudnn,
      * attention=gemm): the tested backend alone must refuse, naming it */
     { "gqa_refused_cudnn", test_gqa_refused_cudnn, OPS(FG_OP_ATTENTION_FORWARD) },
@@ -534,7 +535,7 @@ static int declares_everything(void)
     if (!P.dut->supports)
         return 0;
     for (uint32_t op = 0; op < FG_OP_COUNT; op++)
-        for (int mix = 0; mix < 27; mix++) {
+        for (int mix = 0; mix < 27 && op != FG_OP_GEMM_FP8; mix++) { /* fp8: parity_fp8.c */
             uint32_t dt[3] = { floats[mix % 3], floats[mix / 3 % 3], floats[mix / 9] };
             if (!fg_backend_can(P.dut, P.ds, op, dt))
                 return 0;

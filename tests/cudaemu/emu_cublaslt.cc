@@ -18,7 +18,9 @@
  * (INVALID_VALUE), a workspace smaller than the algorithm's (INVALID_VALUE), pointers not
  * aligned to what the algorithm was chosen for (NOT_SUPPORTED, misaligned), operands that are
  * not device memory (EXECUTION_FAILED: an illegal address on a GPU). Products accumulate in
- * f32 in k order; FAST_TF32 rounds A and B to TF32 first. Test-only. */
+ * f32 in k order; FAST_TF32 rounds A and B to TF32 first. fp8 operands (E4M3, E5M2; ABI
+ * 1.9's gemm_fp8) with A/B scale pointers under cublasLtMatmul's fp8 rules for sm_90
+ * (fp8_rule below); the product times A's then B's scale. Test-only. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +56,9 @@ struct desc {
     const void *aux;
     int64_t aux_ld;
     int32_t aux_type;
+    /* fp8: the operands' scale factors (device f32, NULL: 1) and the rest of that family */
+    const void *scale_a, *scale_b, *scale_c, *scale_d, *amax_d;
+    int8_t fast_accum;
 };
 
 struct layout {
@@ -96,6 +101,9 @@ template <class T> cublasStatus_t set(T *dst, const void *buf, size_t size)
  * all-f32. */
 int types_ok(const desc *d, cudaDataType_t ab, cudaDataType_t c)
 {
+    if (fgemu::is_fp8(ab)) /* fp8 x fp8: COMPUTE_32F, f32 scale, C = D in bf16, f16 or f32 */
+        return d->scale == CUDA_R_32F && d->compute == CUBLAS_COMPUTE_32F &&
+               (c == CUDA_R_16BF || c == CUDA_R_16F || c == CUDA_R_32F);
     if (d->scale != CUDA_R_32F)
         return 0;
     if (d->compute == CUBLAS_COMPUTE_32F_FAST_TF32)
@@ -130,6 +138,40 @@ int ld_ok(const layout *l)
            (l->order == CUBLASLT_ORDER_COL || l->order == CUBLASLT_ORDER_ROW);
 }
 
+/* cublasLtMatmul's FP8 requirements on sm_90 (the cuBLAS documentation, "cublasLtMatmul()":
+ * FP8 kernels): A transposed and B not (TN), not both E5M2, 16-byte aligned leading
+ * dimensions (k a multiple of 16 as well: the rows of the TN operands), f32 scale and
+ * compute; a scale pointer of A or B on a non-fp8 matmul is INVALID_VALUE (cublasLt.h: "if
+ * set for an unsupported matrix data, scale, and compute type combination"). Not emulated
+ * (NOT_SUPPORTED): fp8 outputs (D scale, amax of D), C's scale, epilogues and batches with
+ * fp8 operands. NULL when the call keeps the rules. */
+const char *fp8_rule(const desc *d, const layout *a, const layout *b, const layout *c,
+                     cublasStatus_t *st)
+{
+    *st = CUBLAS_STATUS_NOT_SUPPORTED;
+    if (!fgemu::is_fp8(a->type)) {
+        *st = CUBLAS_STATUS_INVALID_VALUE;
+        if (d->scale_a || d->scale_b || d->scale_c || d->scale_d || d->amax_d)
+            return "a scale or amax pointer on a matmul without fp8 operands";
+        return NULL;
+    }
+    uint64_t k = d->trans_a == CUBLAS_OP_N ? a->cols : a->rows;
+    if (a->type == CUDA_R_8F_E5M2 && b->type == CUDA_R_8F_E5M2)
+        return "fp8 E5M2 x E5M2 (one operand must be E4M3)";
+    if (d->trans_a != CUBLAS_OP_T || d->trans_b != CUBLAS_OP_N)
+        return "fp8 operands not in the TN layout (A transposed, B not), which sm_90 needs";
+    if (a->order != CUBLASLT_ORDER_COL || b->order != CUBLASLT_ORDER_COL ||
+        c->order != CUBLASLT_ORDER_COL)
+        return "fp8 operands in a non-column order (not emulated)";
+    if (k % 16 || a->ld % 16 || b->ld % 16 || (c->ld * (int64_t)fgemu::elem_size(c->type)) % 16)
+        return "fp8 dimensions not 16-byte aligned (k, lda, ldb, ldc's bytes)";
+    if (d->scale_c || d->scale_d || d->amax_d)
+        return "C or D scale or D amax pointers (fp8 outputs: not emulated)";
+    if (d->epilogue != CUBLASLT_EPILOGUE_DEFAULT || a->batch > 1)
+        return "an epilogue or batches with fp8 operands (not emulated)";
+    return NULL;
+}
+
 /* The checks shared by the heuristic and the matmul: shapes and types. */
 cublasStatus_t check(const desc *d, const layout *a, const layout *b, const layout *c,
                      const layout *dd, const char *who)
@@ -148,9 +190,11 @@ cublasStatus_t check(const desc *d, const layout *a, const layout *b, const layo
         why = "TRANSC other than CUBLAS_OP_N";
     else if (a->batch != b->batch || a->batch != c->batch || c->batch != dd->batch)
         why = "batch counts differ";
-    else if (a->type != b->type || c->type != dd->type || !types_ok(d, a->type, c->type)) {
+    else if ((fgemu::is_fp8(a->type) ? !fgemu::is_fp8(b->type) : a->type != b->type) ||
+             c->type != dd->type || !types_ok(d, a->type, c->type)) {
         why = "a type mix outside the COMPUTE_32F / FAST_TF32 table";
         st = CUBLAS_STATUS_NOT_SUPPORTED;
+    } else if ((why = fp8_rule(d, a, b, c, &st)) != NULL) {
     } else if (d->pointer_mode != CUBLASLT_POINTER_MODE_HOST) {
         why = "a pointer mode other than HOST (not emulated)";
         st = CUBLAS_STATUS_NOT_SUPPORTED;
@@ -254,6 +298,9 @@ void compute(const matmul_work *w)
     uint64_t m = ld->rows, n = ld->cols;
     uint64_t k = o->trans_a == CUBLAS_OP_N ? la->cols : la->rows;
     int tf = o->compute == CUBLAS_COMPUTE_32F_FAST_TF32;
+    bool fp8 = fgemu::is_fp8(la->type);
+    float sa = o->scale_a ? load(o->scale_a, CUDA_R_32F, 0) : 1.0f;
+    float sb = o->scale_b ? load(o->scale_b, CUDA_R_32F, 0) : 1.0f;
     uint32_t e = o->epilogue;
     int with_bias = e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_RELU_BIAS ||
                     e == CUBLASLT_EPILOGUE_GELU_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
@@ -290,6 +337,8 @@ void compute(const matmul_work *w)
                 for (uint64_t p = 0; p < k; p++)
                     acc += ra[p] * cb[p];
                 float v = al * acc;
+                if (fp8) /* the operands' scales, A's then B's, on the f32 product */
+                    v = v * sa * sb;
                 if (be != 0.0f)
                     v += be * load(pc, lc->type, offset(lc, i, j));
                 if (with_bias)
@@ -419,6 +468,12 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t p,
     case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER: return set(&d->aux, buf, size);
     case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: return set(&d->aux_ld, buf, size);
     case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE: return set(&d->aux_type, buf, size);
+    case CUBLASLT_MATMUL_DESC_A_SCALE_POINTER: return set(&d->scale_a, buf, size);
+    case CUBLASLT_MATMUL_DESC_B_SCALE_POINTER: return set(&d->scale_b, buf, size);
+    case CUBLASLT_MATMUL_DESC_C_SCALE_POINTER: return set(&d->scale_c, buf, size);
+    case CUBLASLT_MATMUL_DESC_D_SCALE_POINTER: return set(&d->scale_d, buf, size);
+    case CUBLASLT_MATMUL_DESC_AMAX_D_POINTER: return set(&d->amax_d, buf, size);
+    case CUBLASLT_MATMUL_DESC_FAST_ACCUM: return set(&d->fast_accum, buf, size);
     default:
         fprintf(stderr, "cuBLASLt (emulated): matmul attribute %d is not emulated\n",
                 (int)attr);
@@ -431,7 +486,7 @@ cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *out, cudaDataT
 {
     if (!out)
         return CUBLAS_STATUS_INVALID_VALUE;
-    if (type != CUDA_R_32F && type != CUDA_R_16F && type != CUDA_R_16BF)
+    if (type != CUDA_R_32F && type != CUDA_R_16F && type != CUDA_R_16BF && !fgemu::is_fp8(type))
         return CUBLAS_STATUS_NOT_SUPPORTED;
     layout *l = new layout{ kMagicLayout, type, rows, cols, ld, CUBLASLT_ORDER_COL, 1, 0 };
     *out = (cublasLtMatrixLayout_t)l;
@@ -598,6 +653,19 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t op, const
             fprintf(stderr, "cuBLASLt (emulated): %c (%p, %zu bytes) is not device memory\n",
                     "ABCD"[i], ptrs[i], span(ls[i]));
             return CUBLAS_STATUS_EXECUTION_FAILED;
+        }
+    const void *scales[2] = { o->scale_a, o->scale_b };
+    for (int i = 0; i < 2; i++)
+        if (scales[i] && !fgemu_is_device(scales[i], 4)) {
+            fprintf(stderr, "cuBLASLt (emulated): the %c scale (%p) is not device memory\n",
+                    "AB"[i], scales[i]);
+            return CUBLAS_STATUS_EXECUTION_FAILED;
+        }
+    for (int i = 0; fgemu::is_fp8(la->type) && i < 4; i++)
+        if (align_of(ptrs[i]) < 16) {
+            fprintf(stderr, "cuBLASLt (emulated): fp8 matmul: %c at %p is not 16-byte "
+                    "aligned\n", "ABCD"[i], ptrs[i]);
+            return CUBLAS_STATUS_NOT_SUPPORTED;
         }
     uint64_t m = ld->rows, n = ld->cols;
     uint32_t e = o->epilogue;

@@ -122,6 +122,8 @@ refusals() {
   expect "half gradients under dp" "[strategy] dp reads gradients and parameters as f32 only" precision.name=bf16-mixed precision.grad_dtype=half strategy.name=dp backend.devices=2
   expect "min_scale above init_scale" "min_scale = 1e+06" precision.name=fp16-mixed precision.min_scale=1e6
   expect "a scaler key under bf16" "hysteresis" precision.name=bf16-mixed precision.hysteresis=2
+  expect "fp8 on the CPU backend" "[precision] name = fp8-mixed: backend.cpu has no fp8 gemm" precision.name=fp8-mixed
+  expect "an fp8 key under bf16" "amax_history_len" precision.name=bf16-mixed precision.amax_history_len=16
 }
 
 emulated() {

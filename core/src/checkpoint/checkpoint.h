@@ -97,6 +97,8 @@ static inline const char *fg_ckpt_dtype_tag(fg_dtype t)
     case FG_I32: return "I32";
     case FG_I64: return "I64";
     case FG_U8: return "U8";
+    case FG_F8E4M3: return "F8_E4M3"; /* never written: gemm_fp8's operands only */
+    case FG_F8E5M2: return "F8_E5M2";
     }
     return NULL;
 }

@@ -59,6 +59,15 @@ typedef struct fg_role_dtypes {
     uint32_t grad;
 } fg_role_dtypes;
 
+/* fp8 training's recipe (precision.fp8-mixed, fg_precision_info's ABI 1.9 fields): format
+ * FG_FP8_NONE, or the delayed scaling of linear layers' gemms (linear_fp8.c). */
+typedef struct fg_fp8_recipe {
+    uint32_t format; /* fg_fp8_format */
+    int history_len;
+    int algo; /* fg_fp8_amax_algo */
+    float margin;
+} fg_fp8_recipe;
+
 /* What a layer sees while it runs. Pointers are device memory of the queue's device; the
  * `void *` ones hold dt's types (x, y, dy, dx: dt.act; param: dt.param; grad: dt.grad),
  * buffer and aux are f32. */
@@ -91,6 +100,7 @@ typedef struct fg_layer_ctx {
     fg_status (*replica_allreduce)(void *user, void *queue, double *buf, int64_t count,
                                    fg_error *err);
     void *replica_allreduce_user;
+    const fg_fp8_recipe *fp8; /* the model's; format FG_FP8_NONE: no fp8 */
 } fg_layer_ctx;
 
 typedef struct fg_layer_ops {
@@ -165,6 +175,7 @@ struct fg_layer {
     double rope_theta;
     int tied;          /* this layer's weight is another's (tie): it owns no tensor */
     int weight_shared; /* a later layer uses this layer's weight: backward adds to its grad */
+    int fp8; /* linear: its gemms run in fp8 (linear_fp8.c); its buffers hold the scales */
 
     /* tensors: indices into the model's tensor table */
     int param_count, buffer_count;
@@ -263,6 +274,23 @@ static inline fg_status fg_backend_lacks(fg_error *err, const char *fn)
 #define FG_OP(c, err, fn, ...)                                                              \
     (FG_BACKEND_HAS((c)->be, fn) ? (c)->be->fn((c)->bs, (c)->queue, __VA_ARGS__, (err))      \
                                  : fg_backend_lacks((err), #fn))
+
+/* ---- a linear layer's gemms in fp8 (linear_fp8.c) ------------------------------------- */
+
+/* Under an fp8 recipe, a linear layer whose features are multiples of 16 declares its
+ * scaling state (scale pair and amax history of x, w and dy: six buffers) and sets l->fp8;
+ * *why says which (one line: fp8, or left in the activations' dtype and why). */
+fg_status fg_linear_fp8_plan(fg_layer *l, fg_model *m, int64_t in, char *why, size_t why_size,
+                             fg_error *err);
+/* Whether this call runs in fp8: the layer's, the rows' (a multiple of 16) and the outputs'
+ * alignment (16 bytes) say yes. */
+int fg_linear_fp8_runs(const fg_layer *l, const fg_layer_ctx *c, int rows);
+/* y(rows, ldy) = fp8(x) fp8(w)^T (+ b by bias_add); training updates x's and w's scales. */
+fg_status fg_linear_fp8_forward(const fg_layer *l, const fg_layer_ctx *c, int rows, int out,
+                                int in, int ldy, fg_error *err);
+/* dw (+)= fp8(dy)^T fp8(x) (dy's scale updated), db by bias_grad, dx = fp8(dy) fp8(w). */
+fg_status fg_linear_fp8_backward(const fg_layer *l, const fg_layer_ctx *c, int rows, int out,
+                                 int in, int ldy, fg_error *err);
 
 /* ---- the affine map (affine.c) -------------------------------------------------------- */
 

@@ -34,6 +34,14 @@ static fg_status linear_configure(fg_layer *l, const fg_config *cfg, fg_error *e
     return st;
 }
 
+static fg_status linear_plan_fp8(fg_layer *l, fg_model *m, int64_t in, fg_error *err)
+{
+    char why[256];
+    fg_status st = fg_linear_fp8_plan(l, m, in, why, sizeof why, err);
+    fg_model_fp8_note_add(m, why);
+    return st;
+}
+
 static fg_status linear_plan(fg_layer *l, fg_model *m, fg_error *err)
 {
     int64_t in = l->in.rank == 2 ? l->in.dims[1] : (int64_t)fg_shape_numel(&l->in);
@@ -51,12 +59,14 @@ static fg_status linear_plan(fg_layer *l, fg_model *m, fg_error *err)
     l->out.dims[l->in.rank - 1] = l->units;
     double bound = 1.0 / sqrt((double)in); /* kaiming_uniform(a=sqrt(5)) = U(+-1/sqrt(fan_in)) */
     int64_t wshape[2] = {l->units, in};
-    if (l->tie[0])
-        return fg_model_tie_weight(m, l, l->tie, l->units, in, err);
+    if (l->tie[0]) {
+        fg_status st = fg_model_tie_weight(m, l, l->tie, l->units, in, err);
+        return st == FG_OK ? linear_plan_fp8(l, m, in, err) : st;
+    }
     fg_status st = fg_model_add_tensor(m, l, "weight", 0, 2, wshape, FG_INIT_UNIFORM, bound, err);
     if (st == FG_OK && l->bias)
         st = fg_model_add_tensor(m, l, "bias", 0, 1, &l->units, FG_INIT_UNIFORM, bound, err);
-    return st;
+    return st == FG_OK ? linear_plan_fp8(l, m, in, err) : st;
 }
 
 /* Rows of the gemms: one per sample, or one per position of a sequence. */
@@ -73,6 +83,8 @@ static int linear_in(const fg_layer *l)
 static fg_status linear_forward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
     int in = linear_in(l), out = (int)l->units, rows = linear_rows(l, c);
+    if (fg_linear_fp8_runs(l, c, rows))
+        return fg_linear_fp8_forward(l, c, rows, out, in, c->y_ld ? c->y_ld : out, err);
     return fg_affine_forward(c, rows, out, in, c->x, c->param[0], l->bias ? c->param[1] : NULL,
                              c->y, c->y_ld ? c->y_ld : out, err);
 }
@@ -82,6 +94,8 @@ static fg_status linear_backward(const fg_layer *l, const fg_layer_ctx *c, fg_er
     int in = linear_in(l), out = (int)l->units, rows = linear_rows(l, c);
     int ldy = c->y_ld ? c->y_ld : out; /* padded logits: rows of ldy, bias-free */
     uint32_t act = c->dt.act, param = c->dt.param;
+    if (fg_linear_fp8_runs(l, c, rows))
+        return fg_linear_fp8_backward(l, c, rows, out, in, ldy, err);
     /* dW(out, in) (+)= dy^T x, db (+)= sum dy */
     fg_status st = fg_affine_weight_grads(c, rows, out, in, c->x, c->dy, ldy, c->grad[0],
                                           l->bias ? c->grad[1] : NULL, err);
@@ -96,6 +110,10 @@ static void linear_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int tra
                             fg_op_needs *n)
 {
     FG_NEED(n, l->section, FG_OP_GEMM, dt->act, dt->param, dt->act);
+    if (l->fp8) /* and the gemms above for rows that are not a multiple of 16 */
+        FG_NEED(n, l->section, FG_OP_GEMM_FP8, dt->act, dt->act);
+    if (l->fp8 && training)
+        FG_NEED(n, l->section, FG_OP_GEMM_FP8, dt->act, dt->grad);
     if (l->bias)
         FG_NEED(n, l->section, FG_OP_BIAS_ADD, dt->act, dt->param);
     if (!training)

@@ -437,6 +437,31 @@ static fg_status build_layers(fg_model *m, const fg_config *cfg, fg_error *err)
 fg_status fg_model_build(const fg_config *cfg, const int64_t *sample_shape, int sample_rank,
                          int num_classes, fg_model **out, fg_error *err)
 {
+    return fg_model_build_fp8(cfg, sample_shape, sample_rank, num_classes, NULL, out, err);
+}
+
+const char *fg_model_fp8_note(const fg_model *m)
+{
+    return m->fp8_note;
+}
+
+const fg_fp8_recipe *fg_model_fp8(const fg_model *m)
+{
+    return m->fp8.format != FG_FP8_NONE ? &m->fp8 : NULL;
+}
+
+/* Adds a line to the model's fp8 note (the layers left out of fp8). */
+void fg_model_fp8_note_add(fg_model *m, const char *line)
+{
+    size_t used = strlen(m->fp8_note);
+    if (line[0])
+        snprintf(m->fp8_note + used, sizeof m->fp8_note - used, "%s%s", used ? "\n" : "", line);
+}
+
+fg_status fg_model_build_fp8(const fg_config *cfg, const int64_t *sample_shape,
+                             int sample_rank, int num_classes, const fg_fp8_recipe *fp8,
+                             fg_model **out, fg_error *err)
+{
     *out = NULL;
     fg_loss_kind loss = FG_LOSS_KIND_XENT;
     fg_status lst = fg_loss_read(cfg, &loss, err);
@@ -452,6 +477,8 @@ fg_status fg_model_build(const fg_config *cfg, const int64_t *sample_shape, int 
         return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory building the model");
     m->num_classes = num_classes;
     m->loss = loss;
+    if (fp8)
+        m->fp8 = *fp8;
     fg_status st = FG_OK;
     if (fg_config_has_section(cfg, "model")) {
         fg_schema schema = {"core", model_options, COUNT(model_options), sizeof(fg_option)};

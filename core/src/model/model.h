@@ -53,6 +53,16 @@ fg_status fg_layer_check_type(const fg_config *cfg, const char *section, fg_erro
  * here, naming the section's file:line. */
 fg_status fg_model_build(const fg_config *cfg, const int64_t *sample_shape, int sample_rank,
                          int num_classes, fg_model **out, fg_error *err);
+/* The same under an fp8 recipe (NULL or FG_FP8_NONE: fg_model_build): linear layers that
+ * can declare their scaling state and run their gemms in fp8 (linear_fp8.c). */
+fg_status fg_model_build_fp8(const fg_config *cfg, const int64_t *sample_shape,
+                             int sample_rank, int num_classes, const fg_fp8_recipe *fp8,
+                             fg_model **out, fg_error *err);
+/* The model's fp8 recipe; NULL when it has none. */
+const fg_fp8_recipe *fg_model_fp8(const fg_model *m);
+/* What an fp8 recipe did with each linear layer, one line each ("" without fp8). */
+const char *fg_model_fp8_note(const fg_model *m);
+void fg_model_fp8_note_add(fg_model *m, const char *line);
 void fg_model_destroy(fg_model *m);
 
 size_t fg_model_layer_count(const fg_model *m);

@@ -492,6 +492,7 @@ static void layer_ctx(const fg_replica *r, const fg_layer *l, fg_layer_ctx *c)
     c->aux = r->arena + r->aux_off[l->index];
     c->replica_allreduce = r->allreduce;
     c->replica_allreduce_user = r->allreduce_user;
+    c->fp8 = &r->m->fp8;
     c->y_ld = (size_t)l->index + 1 == r->m->layer_count && r->logits_ld != r->m->num_classes
                   ? r->logits_ld
                   : 0;

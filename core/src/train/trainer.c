@@ -288,9 +288,13 @@ static fg_status check_model_fits_data(const fg_trainer *t, const fg_data_split 
 static fg_status build_model(fg_trainer *t, fg_error *err)
 {
     const fg_data_split *s = shape_split(t);
-    fg_status st = fg_model_build(t->cfg, s->info.shape, s->info.rank, s->info.num_classes,
-                                  &t->model, err);
+    fg_fp8_recipe fp8 = fg_trainer_fp8_recipe(t);
+    fg_status st = fg_model_build_fp8(t->cfg, s->info.shape, s->info.rank, s->info.num_classes,
+                                      &fp8, &t->model, err);
     if (st != FG_OK) return st;
+    const char *fp8_note = fg_model_fp8_note(t->model);
+    if (fp8_note[0] && t->rank == 0 && t->rt->verbosity >= FG_LOG_INFO)
+        fprintf(t->out, "%s\n", fp8_note);
     t->init_params = calloc(fg_model_params_size(t->model) + 1, sizeof(float));
     t->init_buffers = calloc(fg_model_buffers_size(t->model) + 1, sizeof(float));
     if (!t->init_params || !t->init_buffers)

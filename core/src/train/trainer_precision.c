@@ -21,6 +21,33 @@ static fg_status refuse(const fg_trainer *t, fg_status st, const char *what, fg_
                         t->precision.inst->name, what);
 }
 
+/* ABI 1.9's fp8 fields: an old plugin leaves them zero (no fp8). */
+static fg_status check_fp8(const fg_trainer *t, const fg_precision_info *info, fg_error *err)
+{
+    uint32_t f = info->fp8_format;
+    if (f == FG_FP8_NONE)
+        return FG_OK;
+    if (f != FG_FP8_HYBRID && f != FG_FP8_E4M3)
+        return refuse(t, FG_INCOMPATIBLE, "asks for an unknown fp8 format", err);
+    if (!half(info->compute_dtype))
+        return refuse(t, FG_UNAVAILABLE, "fp8 gemms need half activations (bf16 or f16)", err);
+    if (info->fp8_amax_history_len < 1 ||
+        (info->fp8_amax_compute_algo != FG_FP8_AMAX_MAX &&
+         info->fp8_amax_compute_algo != FG_FP8_AMAX_MOST_RECENT) ||
+        !isfinite(info->fp8_margin))
+        return refuse(t, FG_INCOMPATIBLE, "asks for an fp8 amax history below 1, an unknown "
+                      "amax algorithm or a margin that is not finite", err);
+    return FG_OK;
+}
+
+fg_fp8_recipe fg_trainer_fp8_recipe(const fg_trainer *t)
+{
+    const fg_precision_info *i = &t->scaler.prec;
+    fg_fp8_recipe r = {i->fp8_format, i->fp8_amax_history_len, i->fp8_amax_compute_algo,
+                       i->fp8_margin};
+    return r;
+}
+
 fg_status fg_trainer_check_precision(fg_trainer *t, fg_error *err)
 {
     const fg_precision_vtable *pv = PREC(t);
@@ -46,6 +73,8 @@ fg_status fg_trainer_check_precision(fg_trainer *t, fg_error *err)
     if (p != c)
         return refuse(t, FG_UNAVAILABLE, "working parameters and activations in different "
                       "dtypes are not supported", err);
+    if ((st = check_fp8(t, info, err)) != FG_OK)
+        return st;
     if (info->loss_scaling && !FG_HAS_FIELD(pv, fg_precision_vtable, set_scaler_state))
         return refuse(t, FG_INCOMPATIBLE, "loss scaling without get/set_scaler_state (the "
                       "scale could not be checkpointed)", err);
@@ -103,6 +132,15 @@ fg_status fg_trainer_apply_precision(fg_trainer *t, fg_error *err)
                             t->precision.inst->name, t->strategy.inst->name);
     /* A strategy that keeps the f32 master of its own range (fg_strategy_info.own_master):
      * the replicas hold half parameters and half gradients only, like a "true" mode. */
+    if (info->fp8_format != FG_FP8_NONE &&
+        !fg_backend_can(BE(t), t->backend.state, FG_OP_GEMM_FP8,
+                        (const uint32_t[]){info->compute_dtype, info->compute_dtype}))
+        return fg_error_set(err, FG_UNAVAILABLE, "%s: [precision] name = %s: backend.%s has no "
+                            "fp8 gemm (gemm_fp8, ABI 1.9): fp8 runs on [backend] name = cuda "
+                            "with fp8 tensor cores (compute capability 8.9+); use "
+                            "[precision] name = bf16-mixed here",
+                            fg_config_path(t->cfg), t->precision.inst->name,
+                            t->backend.inst->name);
     int own = half(info->param_dtype) && info->master_weights && strategy_owns_master(t);
     uint32_t grad = own ? info->param_dtype : info->grad_dtype;
     int true_half = half(info->param_dtype) && (!info->master_weights || own);

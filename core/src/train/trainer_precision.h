@@ -7,6 +7,7 @@
 #define FG_TRAINER_PRECISION_H
 
 #include "fulgur/precision.h"
+#include "layer.h"
 
 struct fg_trainer;
 struct fg_ckpt;
@@ -19,6 +20,8 @@ typedef struct fg_scaler {
 fg_status fg_trainer_check_precision(struct fg_trainer *t, fg_error *err);
 fg_status fg_trainer_apply_precision(struct fg_trainer *t, fg_error *err);
 float fg_trainer_grad_scale(const struct fg_trainer *t);
+/* The precision's fp8 recipe (format FG_FP8_NONE without fp8; ABI 1.9's fields). */
+fg_fp8_recipe fg_trainer_fp8_recipe(const struct fg_trainer *t);
 fg_status fg_trainer_unscale_grads(struct fg_trainer *t, int *skip, fg_error *err);
 int fg_trainer_scaler_state(const struct fg_trainer *t, fg_loss_scaler_state *out);
 fg_status fg_trainer_restore_scaler(struct fg_trainer *t, const struct fg_ckpt *c,

@@ -43,6 +43,21 @@ typedef enum fg_gemm_epilogue {
     FG_EPI_BGRADB = 4         /* C (+)= P, bias(m) (+)= row sums of op(A): dW and db */
 } fg_gemm_epilogue;
 
+/* gemm_fp8's scaling (ABI 1.9): each operand's fp8 format, its scale pair and amax history
+ * in device memory (f32), and the delayed-scaling recipe. An operand's scale pair is
+ * {scale, 1/scale}; its history holds history_len amaxes, [0] the newest. */
+typedef struct fg_fp8_gemm_args {
+    uint32_t struct_size;
+    uint32_t a_format, b_format; /* FG_F8E4M3 or FG_F8E5M2 (not both E5M2) */
+    int32_t history_len;         /* >= 1 */
+    int32_t amax_algo;           /* fg_fp8_amax_algo */
+    float margin;
+    float *a_scale, *a_history;
+    float *b_scale, *b_history;
+    int32_t update_a, update_b; /* 1: the operand's scale from its history, then its amax
+                                 * pushed; 0: quantized with the scale it holds */
+} fg_fp8_gemm_args;
+
 typedef enum fg_pool_mode { FG_POOL_MAX = 1, FG_POOL_AVG = 2 } fg_pool_mode;
 
 /* The memory order of a convolution's or pooling's 4-D activations (x, y and their
@@ -284,6 +299,12 @@ static inline int32_t fg_attention_kv_heads(const fg_attention_desc *d)
     P(const void *, gamma) P(const float *, saved_mean) P(const float *, saved_invstd)           \
     P(const void *, dy) P(const double *, sums) P(void *, dx)
 
+/* ABI 1.9: a gemm with fp8 operands and per-tensor scales (precision.fp8-mixed) */
+#define FG_OP_SIG_gemm_fp8(P) P(uint32_t, ab_dtype) /* a, b as stored */                       \
+    P(uint32_t, c_dtype) /* c */ P(int, trans_a) P(int, trans_b) P(int, m) P(int, n) P(int, k)   \
+    P(const void *, a) P(int, lda) P(const void *, b) P(int, ldb) P(float, beta) P(void *, c)    \
+    P(int, ldc) P(const fg_fp8_gemm_args *, f8)
+
 #define FG_BACKEND_OPS(X, ctx)                                                                   \
     X(ctx, GEMM, gemm, "a", "b", "c")                                                            \
     X(ctx, BIAS_ADD, bias_add, "y", "bias")                                                      \
@@ -332,7 +353,8 @@ static inline int32_t fg_attention_kv_heads(const fg_attention_desc *d)
     X(ctx, BATCHNORM_STATS, batchnorm_stats, "x") /* ABI 1.8 */                                  \
     X(ctx, BATCHNORM_APPLY, batchnorm_apply, "x", "param") /* ABI 1.8 */                         \
     X(ctx, BATCHNORM_BACKWARD_REDUCE, batchnorm_backward_reduce, "x", "grad") /* ABI 1.8 */      \
-    X(ctx, BATCHNORM_BACKWARD_APPLY, batchnorm_backward_apply, "x", "param") /* ABI 1.8 */
+    X(ctx, BATCHNORM_BACKWARD_APPLY, batchnorm_backward_apply, "x", "param") /* ABI 1.8 */  \
+    X(ctx, GEMM_FP8, gemm_fp8, "ab", "c") /* ABI 1.9 */
 
 /* The generators' helpers: each argument as a declaration or as its name, after a comma. */
 #define FG_OP_DECL_(type, name) , type name
@@ -738,6 +760,22 @@ typedef struct fg_backend_vtable {
      * sum_dy / count - xhat * sum_dy_xhat / count) from sums summed over the replicas
      * (batchnorm_backward_reduce's layout). gamma may be NULL (1). */
     FG_OP_ENTRY(batchnorm_backward_apply); /* op 46 */
+
+    /* ---- ABI 1.9 ------------------------------------------------------------------------ */
+    /* [required: linear layers under an fp8 precision] C(m,n) = beta C + op(A) op(B) as gemm,
+     * with A and B (stored in ab_dtype) first quantized to fp8: for each operand X (a with
+     * f8->a_*, b with f8->b_*), when its update flag is set, amax_h = the max (or newest,
+     * amax_algo) of its history; if amax_h is finite and > 0, scale = fp8_max(format) /
+     * amax_h / 2^margin (f32), else the scale it holds is kept; {scale, 1/scale} written;
+     * then Xq = fp8(X * scale), rounded to nearest even and saturated to +-fp8_max (NaN stays
+     * NaN); the history shifted by one ([i] = [i-1]) and [0] = max |X| (f32). Without the
+     * flag X is quantized with the scale it holds and nothing is written. The product
+     * accumulates the fp8 values exactly in f32, is multiplied by 1/scale_a and 1/scale_b and
+     * rounded once into c_dtype. Shapes the backend's fp8 gemm cannot take (cuBLASLt: m, n,
+     * k multiples of 16; the CUDA backend transposes operands as the TN layout needs) are
+     * refused with FG_UNAVAILABLE naming the dimension. NULL: no fp8 (the precision is
+     * refused at setup). */
+    FG_OP_ENTRY(gemm_fp8); /* op 47 */
 } fg_backend_vtable;
 
 /* The five event entries (all or none: see "queues and events" above). */

@@ -829,6 +829,36 @@ FG_OP_CHECK(batchnorm_backward_apply)
     return FG_OK;
 }
 
+static inline int fg_check_fp8_format_(uint32_t f)
+{
+    return f == FG_F8E4M3 || f == FG_F8E5M2;
+}
+
+FG_OP_CHECK(gemm_fp8)
+{
+    const char *op = "gemm_fp8";
+    FG_CHECK_QUEUE_(op);
+    FG_CHECK_NOT_NULL_(op, f8);
+    FG_CHECK_(f8->struct_size >= sizeof(fg_fp8_gemm_args), op,
+              "f8->struct_size = %u is smaller than fg_fp8_gemm_args (%zu)", FG_CHECK_MSG_(op),
+              f8->struct_size, sizeof(fg_fp8_gemm_args));
+    FG_CHECK_(fg_check_fp8_format_(f8->a_format) && fg_check_fp8_format_(f8->b_format), op,
+              "fp8 formats %u x %u: each must be f8e4m3 (%d) or f8e5m2 (%d)", FG_CHECK_MSG_(op),
+              f8->a_format, f8->b_format, FG_F8E4M3, FG_F8E5M2);
+    FG_CHECK_(f8->a_format != FG_F8E5M2 || f8->b_format != FG_F8E5M2, op,
+              "f8e5m2 x f8e5m2 has no fp8 gemm (one operand must be f8e4m3)", FG_CHECK_MSG_(op));
+    FG_CHECK_(f8->history_len >= 1, op, "history_len = %d must be >= 1", FG_CHECK_MSG_(op),
+              f8->history_len);
+    FG_CHECK_(f8->amax_algo == FG_FP8_AMAX_MAX || f8->amax_algo == FG_FP8_AMAX_MOST_RECENT, op,
+              "amax_algo = %d (max 0, most_recent 1)", FG_CHECK_MSG_(op), f8->amax_algo);
+    FG_CHECK_NOT_NULL_(op, f8->a_scale);
+    FG_CHECK_NOT_NULL_(op, f8->a_history);
+    FG_CHECK_NOT_NULL_(op, f8->b_scale);
+    FG_CHECK_NOT_NULL_(op, f8->b_history);
+    return fg_check_gemm_shape_(who, op, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc,
+                                skip, err);
+}
+
 /* ---- the trampolines ------------------------------------------------------------------------ */
 
 #define FG_OP_CHECKED_(prefix, id, entry, ...)                                               \

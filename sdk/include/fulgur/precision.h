@@ -17,6 +17,14 @@ typedef struct fg_precision_info {
     uint32_t grad_dtype;     /* fg_dtype of gradients */
     int32_t master_weights;  /* fp32 master copy kept for the optimizer */
     int32_t loss_scaling;    /* dynamic loss scaling in use */
+    /* ABI 1.9: linear layers' gemms in fp8 (backend op gemm_fp8) with delayed scaling.
+     * fp8_format FG_FP8_NONE (0, and every older plugin): none. Otherwise the history length
+     * (>= 1), the amax algorithm (fg_fp8_amax_algo) and the margin: a tensor's scale is
+     * fp8_max / amax / 2^margin (Transformer Engine's DelayedScaling). */
+    uint32_t fp8_format;
+    int32_t fp8_amax_history_len;
+    int32_t fp8_amax_compute_algo;
+    float fp8_margin;
 } fg_precision_info;
 
 /* A dynamic loss scaler's state, saved in checkpoints and restored on resume (ABI 1.x
