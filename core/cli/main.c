@@ -110,6 +110,7 @@ static const char *generate_option(const char *a)
                                           {"--top-k", "generate.top_k"},
                                           {"--seed", "generate.seed"},
                                           {"--tokenizer", "generate.tokenizer"},
+                                          {"--chat-template", "generate.chat_template"},
                                           {"--out", "export.out"},
                                           {"--dtype", "export.dtype"}};
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {

@@ -1,5 +1,6 @@
 /* Rotary position embedding in place, Hugging Face Llama's half-split convention: in each
- * head of D values, x_i pairs with x_{i+D/2} and turns by p * theta^(-2i/D) at position p.
+ * head of D values, x_i pairs with x_{i+D/2} and turns by p * theta^(-2i/D) at position p,
+ * or by p * inv_freq[i] when a table is given (rope scaling).
  * The backward turns by the opposite angle (a rotation's transpose). Rows are split across
  * the pool; a row's angle is computed once (in double) for all of its heads. */
 #include <math.h>
@@ -10,6 +11,7 @@ typedef struct fg_cpu_rope_job {
     float *x;
     int seq, pos0, heads, head_dim, ld;
     double theta;
+    const double *inv_freq; /* NULL: theta^(-2i/head_dim) */
     double sign; /* +1 forward, -1 backward */
 } fg_cpu_rope_job;
 
@@ -21,7 +23,8 @@ static void fg_cpu_rope_rows(void *p, size_t r0, size_t r1)
         double pos = (double)j->pos0 + (double)(r % (size_t)j->seq);
         float *row = j->x + r * (size_t)j->ld;
         for (int i = 0; i < half; i++) {
-            double angle = pos * pow(j->theta, -2.0 * i / j->head_dim);
+            double angle = j->inv_freq ? pos * j->inv_freq[i]
+                                       : pos * pow(j->theta, -2.0 * i / j->head_dim);
             float c = (float)cos(angle), s = (float)(j->sign * sin(angle));
             for (int h = 0; h < j->heads; h++) {
                 float *a = row + (size_t)h * (size_t)j->head_dim + i, *b = a + half;
@@ -33,11 +36,25 @@ static void fg_cpu_rope_rows(void *p, size_t r0, size_t r1)
     }
 }
 
-void fg_cpu_rope(fg_cpu_pool *pool, int backward, int rows, int seq, int pos0, int heads,
-                 int head_dim, int ld, float theta, float *x)
+static void fg_cpu_rope_run(fg_cpu_pool *pool, int backward, int rows, int seq, int pos0,
+                            int heads, int head_dim, int ld, double theta,
+                            const double *inv_freq, float *x)
 {
-    fg_cpu_rope_job j = {x, seq, pos0, heads, head_dim, ld, theta, backward ? -1.0 : 1.0};
+    fg_cpu_rope_job j = {x, seq, pos0, heads, head_dim, ld, theta, inv_freq,
+                         backward ? -1.0 : 1.0};
     size_t per_row = (size_t)heads * (size_t)head_dim + 1;
     fg_cpu_parallel_for(pool, (size_t)rows, FG_CPU_GRAIN / 8 / per_row + 1, 1, fg_cpu_rope_rows,
                         &j);
+}
+
+void fg_cpu_rope(fg_cpu_pool *pool, int backward, int rows, int seq, int pos0, int heads,
+                 int head_dim, int ld, float theta, float *x)
+{
+    fg_cpu_rope_run(pool, backward, rows, seq, pos0, heads, head_dim, ld, theta, NULL, x);
+}
+
+void fg_cpu_rope_freq(fg_cpu_pool *pool, int backward, int rows, int seq, int pos0, int heads,
+                      int head_dim, int ld, const double *inv_freq, float *x)
+{
+    fg_cpu_rope_run(pool, backward, rows, seq, pos0, heads, head_dim, ld, 0, inv_freq, x);
 }

@@ -125,6 +125,8 @@ static const layout_line current[] = {
     FIELD(fg_backend_vtable, batchnorm_stats), FIELD(fg_backend_vtable, batchnorm_apply),
     FIELD(fg_backend_vtable, batchnorm_backward_reduce),
     FIELD(fg_backend_vtable, batchnorm_backward_apply),
+    /* ABI 1.9: rope scaling (ids may be renumbered at merge) */
+    FIELD(fg_backend_vtable, rope_freq_forward), FIELD(fg_backend_vtable, rope_freq_backward),
     SIZE(fg_backend_op_desc),
     FIELD(fg_backend_op_desc, name), FIELD(fg_backend_op_desc, offset),
     FIELD(fg_backend_op_desc, dtype_count), FIELD(fg_backend_op_desc, dtype_names),
@@ -316,6 +318,8 @@ static const layout_line current[] = {
     ENUM(fg_backend_op, FG_OP_BATCHNORM_STATS), ENUM(fg_backend_op, FG_OP_BATCHNORM_APPLY),
     ENUM(fg_backend_op, FG_OP_BATCHNORM_BACKWARD_REDUCE),
     ENUM(fg_backend_op, FG_OP_BATCHNORM_BACKWARD_APPLY), /* ABI 1.8 */
+    ENUM(fg_backend_op, FG_OP_ROPE_FREQ_FORWARD),
+    ENUM(fg_backend_op, FG_OP_ROPE_FREQ_BACKWARD), /* ABI 1.9 */
     /* FG_OP_COUNT is not recorded: it grows with every op a minor appends. */
     ENUM(fg_reduce_op, FG_REDUCE_SUM), ENUM(fg_reduce_op, FG_REDUCE_AVG),
     ENUM(fg_reduce_op, FG_REDUCE_MAX),

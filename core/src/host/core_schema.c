@@ -85,6 +85,7 @@ static const fg_option generate_options[] = {
     {"tokenizer", FG_OPT_STRING, "", NO_RANGE, NULL, "a tokenizer.json, a SentencePiece .model, or a folder with encoder.json + vocab.bpe: the prompt is encoded (after the model's BOS, SentencePiece) and the text decoded by it, and the text ends at its end-of-text token (a SentencePiece model's EOS); empty: bytes (a model of 256 tokens)"},
     {"kv_cache", FG_OPT_BOOL, "true", NO_RANGE, NULL, "keep each block's keys and values: a new token runs one position, not the whole window (the text is the same; false: a full forward per token)"},
     {"chat", FG_OPT_BOOL, "false", NO_RANGE, NULL, "a chat (fulgur chat): each line of stdin a user's turn in the template \"User: LINE\\nAssistant:\", the reply up to the end-of-text token or max_new_tokens printed on a line; the KV cache kept across turns"},
+    {"chat_template", FG_OPT_ENUM, "auto", NO_RANGE, "auto|plain|chatml|llama3|llama2|zephyr", "fulgur chat's form: auto: the family of the chat_template in the tokenizer_config.json beside the tokenizer (ChatML <|im_start|>: SmolLM, Qwen; Llama 3 <|start_header_id|>; Llama 2 / Mistral [INST]; Zephyr <|user|>), plain without one; a name picks the form (--chat-template); plain: \"User: LINE\\nAssistant:\""},
 };
 
 /* Every [callback.NAME] section has these beside the plugin's own keys. */

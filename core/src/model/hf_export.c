@@ -8,12 +8,14 @@
 
 #include "checkpoint.h"
 #include "hf_llama.h"
+#include "hf_rope_scaling.h"
 #include "output_file.h"
 
 typedef struct llama_shape {
     long long vocab, hidden, inter, layers, heads, kv_heads;
     double eps, theta;
     int tied;
+    const fg_layer *first; /* the first block: its rope scaling */
 } llama_shape;
 
 static fg_status not_llama(const fg_layer *l, const char *why, fg_error *err)
@@ -36,12 +38,17 @@ static fg_status read_block(const fg_layer *l, llama_shape *s, fg_error *err)
         s->eps = l->eps;
         s->theta = l->rope_theta;
         s->hidden = l->in.dims[1];
+        s->first = l;
         return FG_OK;
     }
+    const fg_layer *f = s->first;
     if (s->heads != l->heads || s->kv_heads != kv || s->inter != l->mlp_hidden ||
-        s->eps != l->eps || s->theta != l->rope_theta)
+        s->eps != l->eps || s->theta != l->rope_theta || f->rope_scaling != l->rope_scaling ||
+        f->rope_factor != l->rope_factor || f->rope_low_freq_factor != l->rope_low_freq_factor ||
+        f->rope_high_freq_factor != l->rope_high_freq_factor ||
+        f->rope_original_max_positions != l->rope_original_max_positions)
         return not_llama(l, "every block of one shape (heads, kv_heads, mlp_hidden, eps, "
-                         "rope_theta as the first block's)", err);
+                         "rope_theta, rope_scaling as the first block's)", err);
     return FG_OK;
 }
 
@@ -154,7 +161,8 @@ static void set_config(json_t *root, const llama_shape *s, fg_dtype dtype, long 
     json_object_set_new(root, "num_key_value_heads", json_integer(s->kv_heads));
     json_object_set_new(root, "rms_norm_eps", json_real(s->eps));
     json_object_set_new(root, "rope_theta", json_real(s->theta));
-    json_object_set_new(root, "rope_scaling", json_null());
+    json_t *scaling = s->first ? fg_hf_rope_scaling_json(s->first) : json_null();
+    json_object_set_new(root, "rope_scaling", scaling ? scaling : json_null());
     if (!json_object_get(root, "max_position_embeddings"))
         json_object_set_new(root, "max_position_embeddings", json_integer(max_pos));
     json_object_set_new(root, "tie_word_embeddings", json_boolean(s->tied));

@@ -249,6 +249,11 @@ static inline int32_t fg_attention_kv_heads(const fg_attention_desc *d)
 #define FG_OP_SIG_rope_forward(P) P(uint32_t, dtype) /* x */ P(int, rows) P(int, seq)          \
     P(int, pos0) P(int, heads) P(int, head_dim) P(int, ld) P(float, theta) P(void *, x)
 #define FG_OP_SIG_rope_backward(P) FG_OP_SIG_rope_forward(P)
+/* ABI 1.9: rope with a table of inverse frequencies (rope scaling) */
+#define FG_OP_SIG_rope_freq_forward(P) P(uint32_t, dtype) /* x */ P(int, rows) P(int, seq)     \
+    P(int, pos0) P(int, heads) P(int, head_dim) P(int, ld) P(const double *, inv_freq)           \
+    P(void *, x)
+#define FG_OP_SIG_rope_freq_backward(P) FG_OP_SIG_rope_freq_forward(P)
 #define FG_OP_SIG_swiglu_forward(P) P(uint32_t, dtype) /* gate, up, y */                         \
     P(const void *, gate) P(const void *, up) P(void *, y) P(size_t, n)
 #define FG_OP_SIG_swiglu_backward(P) P(uint32_t, dtype) /* gate, up, dy, dgate, dup */           \
@@ -320,7 +325,9 @@ static inline int32_t fg_attention_kv_heads(const fg_attention_desc *d)
     X(ctx, BATCHNORM_STATS, batchnorm_stats, "x") /* ABI 1.8 */                                  \
     X(ctx, BATCHNORM_APPLY, batchnorm_apply, "x", "param") /* ABI 1.8 */                         \
     X(ctx, BATCHNORM_BACKWARD_REDUCE, batchnorm_backward_reduce, "x", "grad") /* ABI 1.8 */      \
-    X(ctx, BATCHNORM_BACKWARD_APPLY, batchnorm_backward_apply, "x", "param") /* ABI 1.8 */
+    X(ctx, BATCHNORM_BACKWARD_APPLY, batchnorm_backward_apply, "x", "param") /* ABI 1.8 */    \
+    X(ctx, ROPE_FREQ_FORWARD, rope_freq_forward, "x") /* ABI 1.9 */                              \
+    X(ctx, ROPE_FREQ_BACKWARD, rope_freq_backward, "x") /* ABI 1.9 */
 
 /* The generators' helpers: each argument as a declaration or as its name, after a comma. */
 #define FG_OP_DECL_(type, name) , type name
@@ -726,6 +733,15 @@ typedef struct fg_backend_vtable {
      * sum_dy / count - xhat * sum_dy_xhat / count) from sums summed over the replicas
      * (batchnorm_backward_reduce's layout). gamma may be NULL (1). */
     FG_OP_ENTRY(batchnorm_backward_apply); /* op 46 */
+
+    /* ---- ABI 1.9: rope scaling ----------------------------------------------------------- */
+    /* [required: position = rope with rope_scaling] rope_forward with the angle of pair i at
+     * position p given as p * inv_freq[i] instead of p * theta^(-2i/head_dim): inv_freq
+     * holds head_dim/2 finite positive values in host memory, read before the call returns
+     * (Llama 3's or linear scaling computes them once, at setup). */
+    FG_OP_ENTRY(rope_freq_forward);
+    /* [required: rope_scaling while training] rope_backward with such a table. */
+    FG_OP_ENTRY(rope_freq_backward);
 } fg_backend_vtable;
 
 /* The five event entries (all or none: see "queues and events" above). */
