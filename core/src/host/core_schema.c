@@ -69,10 +69,11 @@ static const fg_option plugins_options[] = {
     {"path", FG_OPT_LIST, "", NO_RANGE, NULL, "extra plugin folders, searched after --plugin-path; relative to the config file"},
 };
 
-/* fulgur export's (the command line's --out and --dtype set them). */
+/* fulgur export's (the command line's --out, --dtype and --max-shard-size set them). */
 static const fg_option export_options[] = {
     {"out", FG_OPT_STRING, "", NO_RANGE, NULL, "the folder (made when absent) that gets model.safetensors and config.json in Hugging Face's Llama layout"},
     {"dtype", FG_OPT_ENUM, "f32", 1, 0, "f32|bf16", "the dtype of the exported tensors (bf16: rounded to nearest even)"},
+    {"max_shard_size", FG_OPT_STRING, "", NO_RANGE, NULL, "empty: one model.safetensors; a size (bytes, or with KB, MB, GB, KiB, MiB, GiB as transformers' max_shard_size): model-0000K-of-0000N.safetensors shards of at most that many bytes each (a larger tensor alone in one) and model.safetensors.index.json, as save_pretrained writes them"},
 };
 
 /* fulgur generate's (the command line's --prompt, --max-new-tokens, ... set them). */

@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #include "checkpoint.h"
+#include "hf_index.h"
 #include "hf_llama.h"
 #include "hf_rope_scaling.h"
 #include "output_file.h"
@@ -194,26 +195,41 @@ static fg_status write_config(const char *dir, const llama_shape *s, fg_dtype dt
     return st;
 }
 
+/* model.safetensors, or shards of at most max_shard_bytes and their index. */
+static fg_status write_weights(const char *dir, const export_list *x, uint64_t max_shard_bytes,
+                               char *what, size_t cap, fg_error *err)
+{
+    const char *meta_key = "format", *meta_value = "pt"; /* what transformers writes */
+    if (max_shard_bytes == 0) {
+        snprintf(what, cap, "%s/model.safetensors", dir);
+        return fg_ckpt_write_atomic(what, x->tensors, x->count, &meta_key, &meta_value, 1, err);
+    }
+    size_t shards = 0;
+    fg_status st = fg_hf_index_write(dir, x->tensors, x->count, max_shard_bytes, &meta_key,
+                                     &meta_value, 1, &shards, err);
+    snprintf(what, cap, "%s/model.safetensors.index.json + %zu shard%s", dir, shards,
+             shards == 1 ? "" : "s");
+    return st;
+}
+
 fg_status fg_hf_llama_export(const fg_model *m, const float *params, const char *dir,
                              fg_dtype dtype, const char *base_config, long long max_positions,
-                             FILE *out, fg_error *err)
+                             uint64_t max_shard_bytes, FILE *out, fg_error *err)
 {
     llama_shape s;
     fg_status st = read_shape(m, &s, err);
     export_list x = {0};
     if (st == FG_OK)
         st = build_list(m, params, dtype, &x, err);
-    char path[4200];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    const char *meta_key = "format", *meta_value = "pt"; /* what transformers writes */
+    char what[4300];
     if (st == FG_OK)
-        st = fg_ckpt_write_atomic(path, x.tensors, x.count, &meta_key, &meta_value, 1, err);
+        st = write_weights(dir, &x, max_shard_bytes, what, sizeof what, err);
     if (st == FG_OK)
         st = write_config(dir, &s, dtype, base_config, max_positions, err);
     if (st == FG_OK && out)
         fprintf(out, "export: %s (%zu tensors, %s, Hugging Face Llama names) and %s/config.json"
                 " (%lld layers, hidden %lld, %lld heads on %lld kv heads, vocab %lld%s)\n",
-                path, x.count, fg_dtype_name(dtype), dir, s.layers, s.hidden, s.heads,
+                what, x.count, fg_dtype_name(dtype), dir, s.layers, s.hidden, s.heads,
                 s.kv_heads, s.vocab, s.tied ? ", tied" : "");
     free_list(&x);
     return st;
