@@ -6,11 +6,15 @@
  *   version 1  kernels/cpu/rope.c as of ef1b393: the angle, cos and sin once per (row,
  *              pair) for all heads, rows on the pool; pow once per (row, pair)
  *   version 2  version 1 with the inverse frequencies computed once per call (the table
- *              rope_freq_forward takes): no pow in the rows, the same doubles
+ *              rope_freq_forward takes: no pow in the rows, the same doubles) and a row's
+ *              cos and sin first, then each head's pairs in order (contiguous, not strided)
+ *              <- the winner, now kernels/cpu/rope.c (RESULTS: the lab's numbers)
  *   version 3  version 2 with cos and sin computed once per (position, pair) into a table
  *              on the stack (seq * half floats) and the rows reading it: the batch's B
  *              sequences share their positions' angles
  *   version 4  version 3 compiled for AVX-512 / AVX2 as well (FG_CPU_VECTOR_CLONES)
+ *   Versions 3 and 4 were faster still (29 ms) but need a (seq, head_dim/2) table per call:
+ *   an allocation in the step, or a cache per layer; not moved.
  *
  * Each rotated value is x1 c - x2 s with the same float c and s in every version, so every
  * version must equal the reference bit for bit.
@@ -68,6 +72,27 @@ static inline __attribute__((always_inline)) void turn_row(float *row, int heads
     }
 }
 
+/* version 1: the angle's pow per (row, pair), then that pair in every head (strided) */
+static void v1_rows(void *p, size_t r0, size_t r1)
+{
+    const rope_job *j = p;
+    int half = j->s->head_dim / 2;
+    for (size_t r = r0; r < r1; r++) {
+        double pos = (double)(r % (size_t)j->s->seq);
+        float *row = j->x + r * (size_t)j->s->ld;
+        for (int i = 0; i < half; i++) {
+            double a = pos * pow(THETA, -2.0 * i / j->s->head_dim);
+            float c = (float)cos(a), sn = (float)sin(a);
+            for (int h = 0; h < j->s->heads; h++) {
+                float *x1p = row + (size_t)h * j->s->head_dim + i, *x2p = x1p + half;
+                float x1 = *x1p, x2 = *x2p;
+                *x1p = x1 * c - x2 * sn;
+                *x2p = x2 * c + x1 * sn;
+            }
+        }
+    }
+}
+
 static void v2_rows(void *p, size_t r0, size_t r1)
 {
     const rope_job *j = p;
@@ -104,6 +129,7 @@ static void inv_freq_of(const shape *s, double *inv_freq)
         inv_freq[i] = pow(THETA, -2.0 * i / s->head_dim);
 }
 
+
 static void run_rows(fg_cpu_pool *pool, float *x, const shape *s, fg_cpu_range_fn fn,
                      const double *inv_freq, const float *cs)
 {
@@ -119,6 +145,11 @@ static void run_v0(fg_cpu_pool *pool, float *x, const shape *s)
 }
 
 static void run_v1(fg_cpu_pool *pool, float *x, const shape *s)
+{
+    run_rows(pool, x, s, v1_rows, NULL, NULL);
+}
+
+static void run_now(fg_cpu_pool *pool, float *x, const shape *s)
 {
     fg_cpu_rope(pool, 0, s->rows, s->seq, 0, s->heads, s->head_dim, s->ld, (float)THETA, x);
 }
@@ -162,10 +193,11 @@ static const struct {
     lab_rope_fn fn;
 } versions[] = {
     { "v0 reference", run_v0 },
-    { "v1 angle per row (now)", run_v1 },
+    { "v1 pow per row (ef1b393)", run_v1 },
     { "v2 v1 + frequency table", run_v2 },
     { "v3 v2 + cos/sin table", run_v3 },
     { "v4 v3 + AVX-512 clones", run_v4 },
+    { "kernels/cpu rope now", run_now },
     { "kernels/cpu rope_freq", run_product },
 };
 #define NVERSIONS (sizeof versions / sizeof versions[0])
@@ -218,7 +250,7 @@ static int time_main(fg_cpu_pool *pool, int argc, char **argv)
     if (argc >= 4) {
         s.rows = atoi(argv[0]), s.seq = atoi(argv[1]), s.heads = atoi(argv[2]);
         s.head_dim = atoi(argv[3]);
-        s.ld = (s.heads + s.heads / 2) * s.head_dim;
+        s.ld = s.heads * s.head_dim + s.heads / 4 * s.head_dim; /* v after q, k: 3 of 12 */
     }
     if (s.rows < 1 || s.seq < 1 || s.heads < 1 || s.head_dim < 2 || s.head_dim % 2 || !fits(&s)) {
         fprintf(stderr, "rope lab: rows, seq, heads >= 1, an even head_dim <= 512, seq * "
