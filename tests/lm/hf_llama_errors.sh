@@ -61,7 +61,7 @@ case_ rope_linear_extra 'c["rope_scaling"] = {"type": "linear", "factor": 2.0, "
 case_ rope_factor_text 'c["rope_scaling"] = {"type": "linear", "factor": "2"}' \
     "$dir/rope_factor_text/config.json: \"rope_scaling.factor\" is not a number"
 case_ rope_factor_small 'c["rope_scaling"] = {"type": "linear", "factor": 0.5}' \
-    "[layer.layers] rope_factor: must be >= 1"
+    "rope_scaling.factor: [layer.layers] rope_factor = 0.5 is out of range [1, 1000000]"
 case_ rope_high_low 'c["rope_scaling"] = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 64}' \
     "[layer.layers] rope_high_freq_factor: must be greater than rope_low_freq_factor"
 case_ rope_ini_disagrees 'c["rope_scaling"] = {"type": "linear", "factor": 2.0}' \

@@ -124,7 +124,7 @@ broken() { # NAME PYTHON-EDIT-OF-index: a copy of py/ with the index edited as `
     ini "$1/model.safetensors.index.json" "$1"
 }
 broken no_shard 'x["weight_map"]["model.norm.weight"] = "model-00009-of-00009.safetensors"'
-expect no_shard "$dir/no_shard/model-00009-of-00009.safetensors: cannot open"
+expect no_shard "$dir/no_shard/model.safetensors.index.json: weight_map names $dir/no_shard/model-00009-of-00009.safetensors, which cannot be opened: No such file or directory"
 broken wrong_shard 'm = x["weight_map"]; k = "model.norm.weight"; m[k] = [f for f in sorted(set(m.values())) if f != m[k]][0]'
 expect wrong_shard "$dir/wrong_shard/model.safetensors.index.json: weight_map puts 'model.norm.weight' in $dir/wrong_shard/model-0000"
 broken unnamed 'del x["weight_map"]["model.layers.0.post_attention_layernorm.weight"]'

@@ -163,7 +163,11 @@ static fg_status open_index(fg_ckpt *c, fg_error *err)
     if (!c->shards || !c->shard_of || !c->header.entries)
         st = fg_error_set(err, FG_OUT_OF_MEMORY, "%s: out of memory", c->path);
     for (size_t f = 0; st == FG_OK && f < x.file_count; f++, c->shard_count++)
-        st = fg_ckpt_open(x.files[f], &c->shards[f], err);
+        st = access(x.files[f], R_OK) != 0
+                 ? fg_error_set(err, errno == ENOENT ? FG_NOT_FOUND : FG_INVALID_ARGUMENT,
+                                "%s: weight_map names %s, which cannot be opened: %s",
+                                c->path, x.files[f], strerror(errno))
+                 : fg_ckpt_open(x.files[f], &c->shards[f], err);
     for (size_t i = 0; st == FG_OK && i < x.count; i++)
         st = take_entry(c, &x, i, err);
     if (st == FG_OK)

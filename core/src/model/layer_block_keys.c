@@ -43,7 +43,7 @@ const fg_option fg_block_options[] = {
      "by rope_factor, high ones kept, a blend between) or linear (every frequency divided by "
      "rope_factor)"},
     {"rope_factor", FG_OPT_FLOAT, "1", 1, 1e6, NULL,
-     "rope_scaling's factor (required by llama3 and linear)"},
+     "rope_scaling's factor (required by llama3 and linear; >= 1, as Hugging Face requires)"},
     {"rope_low_freq_factor", FG_OPT_FLOAT, "1", 1e-6, 1e6, NULL,
      "llama3 (required): wavelengths over original / low_freq_factor are divided by "
      "rope_factor"},

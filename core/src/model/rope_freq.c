@@ -75,8 +75,6 @@ fg_status fg_rope_scaling_configure(fg_layer *l, const fg_config *cfg, fg_error 
         st = check_keys(l, cfg, err);
     if (st != FG_OK || l->rope_scaling == FG_ROPE_SCALING_NONE)
         return st;
-    if (l->rope_factor < 1)
-        return refuse(l, cfg, "rope_factor", "must be >= 1 (as Hugging Face requires)", err);
     if (l->rope_scaling == FG_ROPE_SCALING_LLAMA3 &&
         !(l->rope_low_freq_factor > 0 && l->rope_high_freq_factor > l->rope_low_freq_factor))
         return refuse(l, cfg, "rope_high_freq_factor", "must be greater than "
