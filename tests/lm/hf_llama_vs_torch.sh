@@ -66,6 +66,13 @@ elif [ "$mode" = linear ]; then
     expect_check "rope_scaling = linear    ; $dir/config.json: rope_scaling.rope_type"
     expect_check "rope_factor = 4    ; $dir/config.json: rope_scaling.factor"
 fi
+if [ "$mode" = llama3 ] || [ "$mode" = linear ]; then # export writes rope_scaling back as read
+    "${fulgur[@]}" export "$dir/llama.ini" --out "$dir/export" >"$dir/export.log" 2>&1 ||
+        { cat "$dir/export.log"; exit 1; }
+    /usr/bin/python3 -c "import json, sys; a, b = (json.load(open(f))['rope_scaling'] for f in sys.argv[1:]); \
+a['rope_type'] = a.pop('type', a.get('rope_type')); assert a == b, (a, b)" "$dir/config.json" \
+        "$dir/export/config.json" || { echo "FAIL: export's rope_scaling differs"; exit 1; }
+fi
 "${fulgur[@]}" fit "$dir/llama.ini" >"$dir/fit.log" 2>&1 || { cat "$dir/fit.log"; exit 1; }
 if [ -n "$cuda_plugins" ]; then
     grep -q "backend cuda" "$dir/fit.log" || { cat "$dir/fit.log"; echo "FAIL: not on cuda"; exit 1; }
