@@ -110,8 +110,10 @@ static const char *generate_option(const char *a)
                                           {"--top-k", "generate.top_k"},
                                           {"--seed", "generate.seed"},
                                           {"--tokenizer", "generate.tokenizer"},
+                                          {"--chat-template", "generate.chat_template"},
                                           {"--out", "export.out"},
-                                          {"--dtype", "export.dtype"}};
+                                          {"--dtype", "export.dtype"},
+                                          {"--max-shard-size", "export.max_shard_size"}};
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
         size_t n = strlen(opts[i][0]);
         if (strncmp(a, opts[i][0], n) == 0 && (a[n] == '\0' || a[n] == '='))

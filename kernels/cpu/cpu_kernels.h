@@ -342,6 +342,9 @@ void fg_cpu_embedding_backward(fg_cpu_pool *pool, const int32_t *ids, int n, int
  * backward != 0: by the opposite angle. */
 void fg_cpu_rope(fg_cpu_pool *pool, int backward, int rows, int seq, int pos0, int heads,
                  int head_dim, int ld, float theta, float *x);
+/* The same with pair i turned by p * inv_freq[i] (head_dim/2 values: rope scaling). */
+void fg_cpu_rope_freq(fg_cpu_pool *pool, int backward, int rows, int seq, int pos0, int heads,
+                      int head_dim, int ld, const double *inv_freq, float *x);
 /* y = silu(gate) * up */
 void fg_cpu_swiglu_forward(fg_cpu_pool *pool, const float *gate, const float *up, float *y,
                            size_t n);

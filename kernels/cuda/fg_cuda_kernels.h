@@ -276,6 +276,13 @@ cudaError_t fg_cu_attn_dsoftmax(cudaStream_t s, const float *probs, float *dprob
  * values from column 0, row r at position pos0 + r % seq; backward turns the other way. */
 cudaError_t fg_cu_rope(cudaStream_t s, int type, int backward, int rows, int seq, int pos0,
                        int heads, int head_dim, int ld, float theta, void *x);
+/* The same with pair i turned by p * inv_freq[i] (host memory, head_dim/2 values, copied
+ * into the launch's parameters): rope scaling. head_dim/2 > FG_CU_ROPE_MAX_PAIRS:
+ * cudaErrorInvalidValue. */
+#define FG_CU_ROPE_MAX_PAIRS 256
+cudaError_t fg_cu_rope_freq(cudaStream_t s, int type, int backward, int rows, int seq,
+                            int pos0, int heads, int head_dim, int ld, const double *inv_freq,
+                            void *x);
 /* y(n) = silu(gate) * up; y aliases neither input. */
 cudaError_t fg_cu_swiglu_forward(cudaStream_t s, int type, const void *gate, const void *up,
                                  void *y, size_t n);

@@ -1,5 +1,7 @@
 /* Parity groups of the Llama-family ops (ABI 1.6) against the CPU backend: rope_forward and
- * rope_backward (odd head sizes and row counts, positions past the sequence start, a fused
+ * rope_backward, and their ABI 1.9 forms with a table of inverse frequencies
+ * (rope_freq_forward/backward: a scaled table, and the unscaled one equal to rope_forward
+ * bitwise) (odd head sizes and row counts, positions past the sequence start, a fused
  * qkv row whose v columns must stay untouched, layouts that take the 128-bit path and ones
  * that do not), swiglu_forward and swiglu_backward (odd lengths, misaligned buffers, dgate
  * aliasing dy), grouped-query attention (kv_heads < heads, multi-query included: forward,
@@ -46,6 +48,74 @@ static void rope_case(uint32_t dt, int rows, int seq, int pos0, int heads, int h
     compare(what, x, n, dt, tol_of(dt));
 }
 
+/* A table as Llama 3's scaling makes one: pairs kept, divided by 8, and blended. */
+static void scaled_table(int head_dim, double *inv_freq)
+{
+    for (int i = 0; i < head_dim / 2; i++)
+        inv_freq[i] = pow(10000.0, -2.0 * i / head_dim) / (i % 3 == 0 ? 1 : i % 3 == 1 ? 8 : 2.5);
+}
+
+static void rope_freq_case(uint32_t dt, int rows, int seq, int pos0, int heads, int head_dim,
+                           int ld, size_t skip)
+{
+    size_t n = (size_t)rows * (size_t)ld;
+    double inv_freq[256];
+    scaled_table(head_dim, inv_freq);
+    char name[160];
+    snprintf(name, sizeof name, "rows=%d seq=%d pos0=%d heads=%d D=%d ld=%d +%zu %s", rows, seq,
+             pos0, heads, head_dim, ld, skip, fg_dtype_name((fg_dtype)dt));
+    pair x = at(n, dt, skip, -2, 2);
+    const char *what = W("rope_freq_forward %s", name);
+    BOTH(what, V->rope_freq_forward(S, Q, dt, rows, seq, pos0, heads, head_dim, ld, inv_freq,
+                                    X(x), E));
+    compare(what, x, n, dt, tol_of(dt));
+    pmirror(x);
+    what = W("rope_freq_backward %s", name);
+    BOTH(what, V->rope_freq_backward(S, Q, dt, rows, seq, pos0, heads, head_dim, ld, inv_freq,
+                                     X(x), E));
+    compare(what, x, n, dt, tol_of(dt));
+}
+
+/* On the tested backend: the table theta^(-2i/D) turns exactly as rope_forward with theta
+ * (the same angles), and a scaled table does not. */
+static void rope_freq_unscaled(void)
+{
+    int rows = 12, seq = 6, heads = 3, d = 16, ld = 50;
+    size_t n = (size_t)rows * ld;
+    double plain[8], scaled[8];
+    for (int i = 0; i < d / 2; i++)
+        plain[i] = pow(500.0, -2.0 * i / d);
+    scaled_table(d, scaled);
+    pair a = prandom(n, FG_F32, -2, 2), b = prandom(n, FG_F32, -2, 2);
+    float *ha = malloc(n * sizeof *ha), *hb = malloc(n * sizeof *hb);
+    pput(b, a.c);
+    fg_error e = {0};
+    fg_status st = P.dut->rope_forward(P.ds, P.dq, FG_F32, rows, seq, 3, heads, d, ld, 500.0f,
+                                       a.g, &e);
+    for (int k = 0; k < 2 && st == FG_OK; k++) {
+        st = P.dut->rope_freq_forward(P.ds, P.dq, FG_F32, rows, seq, 3, heads, d, ld,
+                                      k ? scaled : plain, b.g, &e);
+        if (st == FG_OK && !k) {
+            download(a, ha);
+            download(b, hb);
+            checks++;
+            if (memcmp(ha, hb, n * sizeof *ha) != 0)
+                fail("rope_freq_forward with theta's table differs from rope_forward");
+            pput(b, a.c);
+        }
+    }
+    checks++;
+    if (st != FG_OK) {
+        fail("rope_freq: %s", e.message);
+    } else {
+        download(b, hb);
+        if (memcmp(ha, hb, n * sizeof *ha) == 0)
+            fail("rope_freq_forward with a scaled table equals rope_forward");
+    }
+    free(ha);
+    free(hb);
+}
+
 /* rope_backward undoes rope_forward (a rotation's transpose): on the tested backend alone. */
 static void rope_roundtrip(void)
 {
@@ -89,9 +159,11 @@ void test_rope(void)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             const int *c = shapes[s];
             rope_case(llama_dts[x], c[0], c[1], c[2], c[3], c[4], c[5], (size_t)c[6]);
+            rope_freq_case(llama_dts[x], c[0], c[1], c[2], c[3], c[4], c[5], (size_t)c[6]);
             release_all();
         }
     rope_roundtrip();
+    rope_freq_unscaled();
     release_all();
 }
 

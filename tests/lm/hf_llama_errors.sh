@@ -52,8 +52,22 @@ case_ extra_tensor 't["model.layers.0.self_attn.q_proj.bias"] = t["model.norm.we
     "init_from $dir/extra_tensor/model.safetensors: tensor 'model.layers.0.self_attn.q_proj.bias' has no place in the model"
 case_ tied_with_head 'c["tie_word_embeddings"] = True' \
     "tensor 'lm_head.weight' has no place in the model (its lm_head is tied to the embedding"
-case_ rope_scaling 'c["rope_scaling"] = {"type": "linear", "factor": 2.0}' \
-    "$dir/rope_scaling/config.json: \"rope_scaling\" is not supported"
+case_ rope_yarn 'c["rope_scaling"] = {"rope_type": "yarn", "factor": 2.0}' \
+    "$dir/rope_yarn/config.json: \"rope_scaling.rope_type\" is not one fulgur computes (default, llama3, linear)"
+case_ rope_llama3_missing 'c["rope_scaling"] = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0}' \
+    "$dir/rope_llama3_missing/config.json: \"rope_scaling.original_max_position_embeddings\" is missing (this rope_type needs it)"
+case_ rope_linear_extra 'c["rope_scaling"] = {"type": "linear", "factor": 2.0, "low_freq_factor": 1.0}' \
+    "$dir/rope_linear_extra/config.json: \"rope_scaling.low_freq_factor\" is not a key of this rope_type"
+case_ rope_factor_text 'c["rope_scaling"] = {"type": "linear", "factor": "2"}' \
+    "$dir/rope_factor_text/config.json: \"rope_scaling.factor\" is not a number"
+case_ rope_factor_small 'c["rope_scaling"] = {"type": "linear", "factor": 0.5}' \
+    "rope_scaling.factor: [layer.layers] rope_factor = 0.5 is out of range [1, 1000000]"
+case_ rope_high_low 'c["rope_scaling"] = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 64}' \
+    "[layer.layers] rope_high_freq_factor: must be greater than rope_low_freq_factor"
+case_ rope_ini_disagrees 'c["rope_scaling"] = {"type": "linear", "factor": 2.0}' \
+    "[layer.layers] rope_factor = 3 disagrees with $dir/rope_ini_disagrees/config.json: rope_scaling.factor = 2" \
+    "[layer.layers]\nrope_factor = 3\n"
+case_ rope_default 'c["rope_scaling"] = {"rope_type": "default"}' ""
 case_ model_type 'c["model_type"] = "mistral"' \
     "$dir/model_type/config.json: \"model_type\" must be \"llama\""
 case_ unknown_key 'c["sliding_window"] = 4096' \

@@ -7,6 +7,9 @@ the files a Hugging Face checkpoint folder holds: model.safetensors (written by 
 8-byte little-endian header length, the JSON header, the raw data) and config.json.
   hf_llama_torch.py init FOLDER [key=value ...]   corpus.txt, model.safetensors, config.json
       keys: vocab hidden inter layers heads kv_heads theta eps tied (0/1) dtype (F32/BF16)
+            rope (none/llama3/linear: config.json's rope_scaling, factor 8, low_freq_factor
+            1, high_freq_factor 4, original_max_position_embeddings 128: pair 0 kept,
+            pair 1 blended, pairs 2-3 divided at head_dim 8; linear: factor 4)
   hf_llama_torch.py train FOLDER [FILE]           50 AdamW steps (lr 1e-3, wd 0.01) from FILE
       (default FOLDER/model.safetensors) on the windows fulgur's text plugin draws (seed 7,
       context 16, batch 4, in order), one loss per line
@@ -14,9 +17,11 @@ the files a Hugging Face checkpoint folder holds: model.safetensors (written by 
       plugin draws from the llm.c shard TOKENS (windows of T + 1, seeded, in order)
 HF_ROPE=interleaved in the environment rotates adjacent pairs (Meta's original layout, which
 Hugging Face's conversion permutes q_proj and k_proj away from) instead: the control that
-shows the comparison tells the two conventions apart. HF_STEPS=N trains N steps.
+shows the comparison tells the two conventions apart. HF_ROPE=unscaled ignores config.json's
+rope_scaling (the control of the scaled runs). HF_STEPS=N trains N steps.
 Exit 77 (skip) without torch."""
 import json
+import math
 import os
 import struct
 import sys
@@ -33,8 +38,33 @@ from gpt_torch import load_safetensors as load  # noqa: E402
 T, B, SEED = 16, 4, 7
 STEPS = int(os.environ.get("HF_STEPS", "50"))
 INTERLEAVED = os.environ.get("HF_ROPE") == "interleaved"
+UNSCALED = os.environ.get("HF_ROPE") == "unscaled"
 DEFAULTS = dict(vocab=256, hidden=32, inter=64, layers=2, heads=4, kv_heads=2, theta=10000.0,
-                eps=1e-5, tied=0, dtype="F32")
+                eps=1e-5, tied=0, dtype="F32", rope="none")
+SCALINGS = {"none": None,
+            "llama3": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                       "high_freq_factor": 4.0, "original_max_position_embeddings": 128},
+            "linear": {"type": "linear", "factor": 4.0}}
+
+
+def scaled_inv_freq(inv_freq, scaling):
+    """Hugging Face's rope scaling, re-implemented from transformers' modeling_rope_utils
+    (_compute_llama3_parameters; linear: inv_freq / factor), in float32 as there."""
+    if scaling is None or UNSCALED:
+        return inv_freq
+    kind = scaling.get("rope_type", scaling.get("type"))
+    factor = scaling["factor"]
+    if kind == "linear":
+        return inv_freq / factor
+    low, high = scaling["low_freq_factor"], scaling["high_freq_factor"]
+    old_context_len = scaling["original_max_position_embeddings"]
+    low_freq_wavelen, high_freq_wavelen = old_context_len / low, old_context_len / high
+    wavelen = 2 * math.pi / inv_freq
+    inv_freq_llama = torch.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
+    smooth_factor = (old_context_len / wavelen - low) / (high - low)
+    smoothed = (1 - smooth_factor) * inv_freq_llama / factor + smooth_factor * inv_freq_llama
+    is_medium = ~(wavelen < high_freq_wavelen) * ~(wavelen > low_freq_wavelen)
+    return torch.where(is_medium, smoothed, inv_freq_llama)
 
 
 class RmsNorm(torch.nn.Module):
@@ -56,6 +86,7 @@ class Attention(torch.nn.Module):
         super().__init__()
         c, h, kv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
         self.h, self.kv, self.d, self.theta = h, kv, c // h, cfg["rope_theta"]
+        self.scaling = cfg.get("rope_scaling")
         self.q_proj = torch.nn.Linear(c, h * self.d, bias=False)
         self.k_proj = torch.nn.Linear(c, kv * self.d, bias=False)
         self.v_proj = torch.nn.Linear(c, kv * self.d, bias=False)
@@ -64,6 +95,7 @@ class Attention(torch.nn.Module):
     def rope(self, x):
         d = self.d
         inv_freq = 1.0 / (self.theta ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d))
+        inv_freq = scaled_inv_freq(inv_freq, self.scaling)
         freqs = torch.outer(torch.arange(x.shape[2]).float(), inv_freq)
         if INTERLEAVED:  # pairs (2i, 2i + 1) turn by freqs[:, i]
             cos, sin = freqs.cos().repeat_interleave(2, -1), freqs.sin().repeat_interleave(2, -1)
@@ -139,7 +171,8 @@ def hf_config(o):
             "vocab_size": o["vocab"], "hidden_size": o["hidden"],
             "intermediate_size": o["inter"], "num_hidden_layers": o["layers"],
             "num_attention_heads": o["heads"], "num_key_value_heads": o["kv_heads"],
-            "rms_norm_eps": o["eps"], "rope_theta": o["theta"], "rope_scaling": None,
+            "rms_norm_eps": o["eps"], "rope_theta": o["theta"],
+            "rope_scaling": SCALINGS[o["rope"]],
             "max_position_embeddings": 2048, "tie_word_embeddings": bool(o["tied"]),
             "hidden_act": "silu", "attention_bias": False, "attention_dropout": 0.0,
             "bos_token_id": 1, "eos_token_id": 2, "torch_dtype": "float32"}
@@ -163,7 +196,7 @@ def init(folder, args):
     o = dict(DEFAULTS)
     for a in args:
         k, v = a.split("=")
-        o[k] = type(DEFAULTS[k])(v) if k != "dtype" else v
+        o[k] = type(DEFAULTS[k])(v)
     cfg = hf_config(o)
     torch.manual_seed(0)
     model = LlamaForCausalLM(cfg)

@@ -15,6 +15,10 @@
 #                              wpe.weight exempt by no_decay): ddp on 2 ranks, sharded
 #                              stages 1-3 on 2 ranks (the decay runs follow the shard),
 #                              dp and pipeline; and single without the decay differs
+#   lm_strategies.sh llama     the same on a tiny Llama (rmsnorm, SwiGLU, 3 query heads on one
+#                              key/value head, rope with Llama 3's rope_scaling, no biases,
+#                              untied head): ddp, sharded stages 1-3 on 2 ranks, dp and
+#                              pipeline
 # Environment: FULGUR, PLUGIN_DIR, COMPARE (tests/ddp/compare_safetensors.py), PYTHON.
 set -u
 step=${1:?usage: lm_strategies.sh STEP}
@@ -30,11 +34,66 @@ trap 'rm -rf "$WORK"' EXIT
 for i in $(seq 1 1500); do
     echo "the quick brown fox $((i * 7 % 13)) jumps over the lazy dog $((i % 11)) and sees $i stars"
 done >"$WORK/corpus.txt"
-tie="" decay=""
+tie="" decay="" model=GPT
+[ "$step" = llama ] && model=Llama
 [ "$step" = tied ] && tie="tie = wte"
 [ "$step" = decay ] && decay="weight_decay = 0.5
 weight_decay_params = matrices
 no_decay = wpe.weight"
+layers=$(cat <<INI
+[layer.wte]
+type = embedding
+num_embeddings = 256
+embedding_dim = 24
+init_std = 0.02
+[layer.wpe]
+type = position_embedding
+max_positions = 16
+init_std = 0.02
+[layer.h]
+type = transformer_block
+heads = 3
+repeat = 2
+init_std = 0.02
+[layer.ln_f]
+type = layernorm
+[layer.lm_head]
+type = linear
+out_features = 256
+bias = false
+$tie
+INI
+)
+[ "$step" = llama ] && layers=$(cat <<INI
+[layer.wte]
+type = embedding
+num_embeddings = 256
+embedding_dim = 24
+init_std = 0.02
+[layer.h]
+type = transformer_block
+heads = 3
+kv_heads = 1
+repeat = 2
+init_std = 0.02
+norm = rmsnorm
+mlp = swiglu
+mlp_hidden = 48
+position = rope
+rope_scaling = llama3
+rope_factor = 8
+rope_low_freq_factor = 1
+rope_high_freq_factor = 4
+rope_original_max_position_embeddings = 128
+bias = false
+[layer.norm]
+type = rmsnorm
+[layer.lm_head]
+type = linear
+out_features = 256
+bias = false
+INI
+)
 cat >"$WORK/gpt.ini" <<INI
 [trainer]
 max_epochs = 1
@@ -60,27 +119,7 @@ train_windows = 2400
 batch_size = 8
 num_workers = 0
 shuffle = true
-[layer.wte]
-type = embedding
-num_embeddings = 256
-embedding_dim = 24
-init_std = 0.02
-[layer.wpe]
-type = position_embedding
-max_positions = 16
-init_std = 0.02
-[layer.h]
-type = transformer_block
-heads = 3
-repeat = 2
-init_std = 0.02
-[layer.ln_f]
-type = layernorm
-[layer.lm_head]
-type = linear
-out_features = 256
-bias = false
-$tie
+$layers
 [optimizer]
 name = sgd
 lr = 0.1
@@ -101,7 +140,7 @@ same() {
         fail "$name: the logged losses differ from single's (single <, $name >)"
     out=$("$PYTHON" "$COMPARE" "$WORK/$name.safetensors" "$WORK/single.safetensors" 1e-5) ||
         fail "$name and single weights differ: $out"
-    echo "ok: $name == single (tiny GPT, SGD, clip 0.5, 30 steps): $out"
+    echo "ok: $name == single (tiny ${model}, SGD, clip 0.5, 30 steps): $out"
 }
 run_mpi() { # run_mpi NAME N OVERRIDES...
     local name=$1 n=$2
@@ -139,5 +178,10 @@ decay)
         fail "the weight decay made no difference to the weights: $out"
     fi
     echo "ok: without the decay the weights differ from single's: $out" ;;
+llama)
+    run_mpi llama_ddp 2 strategy.name=ddp data.batch_size=4
+    for s in 1 2 3; do run_mpi "llama_stage${s}" 2 strategy.name=sharded strategy.stage=$s data.batch_size=4; done
+    run_one llama_dp strategy.name=dp backend.devices=2
+    run_one llama_pipeline strategy.name=model-parallel backend.devices=2 ;;
 *) fail "unknown step" ;;
 esac

@@ -1,7 +1,9 @@
 /* fg_model_build: every shape error is found at build time with the section's file:line;
  * the flat layout, names and parameter counts of a good model; the schemas. */
+#include <math.h>
 #include <stdlib.h>
 
+#include "layer.h"
 #include "testkit.h"
 
 /* Builds text for `classes` (input from [model] or `shape`) and returns the error message
@@ -367,6 +369,60 @@ static void test_llama_block(void)
     CHECK_STR(block_message("heads = 2\nmlp_hidden = 10\n", 16), "");
 }
 
+#define LLAMA3 "position = rope\nrope_scaling = llama3\nrope_factor = 8\n"
+#define LLAMA3_ALL LLAMA3 "rope_low_freq_factor = 1\nrope_high_freq_factor = 4\n" \
+    "rope_original_max_position_embeddings = 128\n"
+
+/* rope_scaling's keys (rope_freq.c): the table the plan computes (Hugging Face's
+ * _compute_llama3_parameters in PyTorch gives 1, 0.0427511781, 0.00125, 0.000125 at head_dim
+ * 8: one pair kept, one blended, two divided by 8), linear's, and the refusals. */
+static void test_rope_scaling(void)
+{
+    const char *texts[] = {"[layer.h]\ntype = transformer_block\nheads = 2\n" LLAMA3_ALL
+                           BLOCK_HEAD,
+                           "[layer.h]\ntype = transformer_block\nheads = 2\nposition = rope\n"
+                           "rope_scaling = linear\nrope_factor = 4\n" BLOCK_HEAD};
+    const double want[2][4] = {{1, 0.0427511781454086, 0.00125, 0.000125},
+                               {0.25, 0.025, 0.0025, 0.00025}};
+    for (int k = 0; k < 2; k++) {
+        fg_config *cfg = tk_config(texts[k]);
+        fg_model *m = NULL;
+        fg_error err = {0};
+        CHECK_OK(fg_model_build(cfg, (int64_t[]){8, 16}, 2, 4, &m, &err), &err);
+        for (int i = 0; m && i < 4; i++) {
+            double got = fg_model_layer(m, 0)->rope_inv_freq[i];
+            CHECK(fabs(got - want[k][i]) <= 1e-7 * want[k][i], "%s pair %d: %.12g, want %.12g",
+                  k ? "linear" : "llama3", i, got, want[k][i]);
+        }
+        fg_model_destroy(m);
+        fg_config_destroy(cfg);
+    }
+    CHECK_STR(block_message("heads = 2\nrope_factor = 8\n", 16),
+              "cfg.ini:4: [layer.h] rope_factor: only with rope_scaling = llama3 or linear");
+    CHECK_STR(block_message("heads = 2\nrope_scaling = linear\nrope_factor = 2\n", 16),
+              "cfg.ini:4: [layer.h] rope_scaling: only with position = rope");
+    CHECK_STR(block_message("heads = 2\n" LLAMA3, 16),
+              "cfg.ini:5: [layer.h] rope_scaling = llama3 needs rope_low_freq_factor (Hugging "
+              "Face's rope_scaling.low_freq_factor; there is no default)");
+    CHECK_STR(block_message("heads = 2\nposition = rope\nrope_scaling = linear\n", 16),
+              "cfg.ini:5: [layer.h] rope_scaling = linear needs rope_factor (Hugging Face's "
+              "rope_scaling.factor; there is no default)");
+    CHECK_STR(block_message("heads = 2\nposition = rope\nrope_scaling = linear\nrope_factor = "
+                            "2\nrope_high_freq_factor = 4\n", 16),
+              "cfg.ini:7: [layer.h] rope_high_freq_factor: only with rope_scaling = llama3");
+    CHECK_STR(block_message("heads = 2\n" LLAMA3 "rope_low_freq_factor = 4\n"
+                            "rope_high_freq_factor = 2\n"
+                            "rope_original_max_position_embeddings = 64\n", 16),
+              "cfg.ini:8: [layer.h] rope_high_freq_factor: must be greater than "
+              "rope_low_freq_factor, and that > 0 (Llama 3 blends the frequencies between the "
+              "two)");
+    CHECK_STR(block_message("heads = 2\nposition = rope\nrope_scaling = yarn\n", 16),
+              "cfg.ini:5: [layer.h] rope_scaling = 'yarn' is not one of none|llama3|linear");
+    CHECK_STR(block_message("heads = 1\n" LLAMA3_ALL, 1040),
+              "cfg.ini:1: [layer.h] rope_scaling: head_dim = 1040, at most 512 with a scaled "
+              "rope");
+}
+
 #define CONV "[layer.conv]\ntype = conv2d\nout_channels = 2\nkernel_size = 3\n"
 #define RELU "[layer.relu]\ntype = relu\n"
 #define MAXPOOL "[layer.pool]\ntype = maxpool2d\nkernel_size = 2\n"
@@ -417,5 +473,6 @@ int main(void)
     test_schemas();
     test_relu_after_pool();
     test_llama_block();
+    test_rope_scaling();
     return fg_test_report("model.build");
 }

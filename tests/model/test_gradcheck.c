@@ -95,6 +95,13 @@ static const gc_case cases[] = {
      "heads = 2\nkv_heads = 1\nnorm = rmsnorm\nmlp = swiglu\nmlp_hidden = 6\n"
      "position = rope\nrope_theta = 100\nrepeat = 2\nrecompute = true\n" HEAD,
      {5, 4}, 2, 3, 2, 1e-2},
+    /* rope_scaling = llama3 (rope_freq_*): at head_dim 4 one pair blended, one divided */
+    {"transformer_block_llama_rope_scaled",
+     "[layer.pre]\ntype = linear\nout_features = 8\n[layer.h]\ntype = transformer_block\n"
+     "heads = 2\nkv_heads = 1\nnorm = rmsnorm\nmlp = swiglu\nmlp_hidden = 6\n"
+     "position = rope\nrope_scaling = llama3\nrope_factor = 8\nrope_low_freq_factor = 1\n"
+     "rope_high_freq_factor = 4\nrope_original_max_position_embeddings = 16\nbias = false\n"
+     HEAD, {5, 4}, 2, 3, 3, 1e-2},
     {"net",
      "[layer.conv1]\ntype = conv2d\nout_channels = 4\nkernel_size = 3\npadding = 1\n"
      "[layer.bn1]\ntype = batchnorm\n[layer.relu1]\ntype = relu\n"

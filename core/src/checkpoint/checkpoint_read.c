@@ -2,6 +2,7 @@
  * (checkpoint_header.c); tensor bytes are read on demand with pread, so a reader holds one
  * tensor at a time, never the file. */
 #include "checkpoint.h"
+#include "hf_index.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +16,11 @@ struct fg_ckpt {
     uint64_t data_start; /* 8 + header length */
     fg_ckpt_header header;
     int refuse_nonfinite;
+    /* a Hugging Face index (hf_index.h): its shards, and each entry's shard; the entries'
+     * offsets are then the shard's */
+    fg_ckpt **shards;
+    size_t shard_count;
+    size_t *shard_of;
 };
 
 /* Reads exactly n bytes at off; a short file is an error, not a partial read. */
@@ -107,6 +113,69 @@ static fg_status read_header(fg_ckpt *c, fg_error *err)
     return st;
 }
 
+/* The weight_map's tensor i, found in its shard, as entry i of c. */
+static fg_status take_entry(fg_ckpt *c, const fg_hf_index *x, size_t i, fg_error *err)
+{
+    fg_ckpt *shard = c->shards[x->file_of[i]];
+    const fg_ckpt_header *h = &shard->header;
+    for (size_t k = 0; k < h->count; k++)
+        if (strcmp(h->entries[k].name, x->names[i]) == 0) {
+            c->header.entries[i] = h->entries[k];
+            c->header.entries[i].name = strdup(x->names[i]);
+            c->shard_of[i] = x->file_of[i];
+            c->header.count++;
+            return c->header.entries[i].name ? FG_OK
+                   : fg_error_set(err, FG_OUT_OF_MEMORY, "%s: out of memory", c->path);
+        }
+    return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: weight_map puts '%s' in %s, which does "
+                        "not hold it", c->path, x->names[i], shard->path);
+}
+
+/* Every tensor of every shard is in the weight_map, under that shard. */
+static fg_status check_shards_listed(const fg_ckpt *c, const fg_hf_index *x, fg_error *err)
+{
+    for (size_t f = 0; f < c->shard_count; f++) {
+        const fg_ckpt_header *h = &c->shards[f]->header;
+        for (size_t k = 0; k < h->count; k++) {
+            size_t i = 0;
+            while (i < x->count && strcmp(x->names[i], h->entries[k].name) != 0)
+                i++;
+            if (i == x->count || x->file_of[i] != f)
+                return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: %s holds '%s', which "
+                                    "weight_map %s", c->path, c->shards[f]->path,
+                                    h->entries[k].name,
+                                    i == x->count ? "does not name" : "puts in another file");
+        }
+    }
+    return FG_OK;
+}
+
+/* A Hugging Face index read as one file: its shards opened, their tensors as its own. */
+static fg_status open_index(fg_ckpt *c, fg_error *err)
+{
+    fg_hf_index x;
+    fg_status st = fg_hf_index_read(c->path, &x, err);
+    if (st != FG_OK)
+        return st;
+    c->shards = calloc(x.file_count, sizeof *c->shards);
+    c->shard_of = calloc(x.count, sizeof *c->shard_of);
+    c->header.entries = calloc(x.count, sizeof *c->header.entries);
+    if (!c->shards || !c->shard_of || !c->header.entries)
+        st = fg_error_set(err, FG_OUT_OF_MEMORY, "%s: out of memory", c->path);
+    for (size_t f = 0; st == FG_OK && f < x.file_count; f++, c->shard_count++)
+        st = access(x.files[f], R_OK) != 0
+                 ? fg_error_set(err, errno == ENOENT ? FG_NOT_FOUND : FG_INVALID_ARGUMENT,
+                                "%s: weight_map names %s, which cannot be opened: %s",
+                                c->path, x.files[f], strerror(errno))
+                 : fg_ckpt_open(x.files[f], &c->shards[f], err);
+    for (size_t i = 0; st == FG_OK && i < x.count; i++)
+        st = take_entry(c, &x, i, err);
+    if (st == FG_OK)
+        st = check_shards_listed(c, &x, err);
+    fg_hf_index_free(&x);
+    return st;
+}
+
 fg_status fg_ckpt_open(const char *path, fg_ckpt **out, fg_error *err)
 {
     *out = NULL;
@@ -116,7 +185,7 @@ fg_status fg_ckpt_open(const char *path, fg_ckpt **out, fg_error *err)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "%s: out of memory", path);
     }
     c->fd = -1;
-    fg_status st = read_header(c, err);
+    fg_status st = fg_hf_index_is(path) ? open_index(c, err) : read_header(c, err);
     if (st == FG_OK)
         st = fg_ckpt_check_trainer_meta(c, err);
     if (st != FG_OK) {
@@ -133,6 +202,10 @@ void fg_ckpt_close(fg_ckpt *c)
         return;
     if (c->fd >= 0)
         close(c->fd);
+    for (size_t f = 0; f < c->shard_count; f++)
+        fg_ckpt_close(c->shards[f]);
+    free(c->shards);
+    free(c->shard_of);
     fg_ckpt_header_free(&c->header);
     free(c->path);
     free(c);
@@ -233,6 +306,11 @@ fg_status fg_ckpt_read_tensor(fg_ckpt *c, const char *name, fg_dtype dtype, int 
     fg_status st = check_expectation(c, e, dtype, rank, shape, err);
     if (st != FG_OK)
         return st;
+    if (c->shards) { /* the shard reads (and checks) it */
+        fg_ckpt *shard = c->shards[c->shard_of[e - c->header.entries]];
+        shard->refuse_nonfinite = c->refuse_nonfinite;
+        return fg_ckpt_read_tensor(shard, name, dtype, rank, shape, dst, err);
+    }
     char what[64 + 256];
     snprintf(what, sizeof what, "tensor '%s'", e->name);
     size_t bytes = (size_t)(e->end - e->begin);

@@ -69,10 +69,11 @@ static const fg_option plugins_options[] = {
     {"path", FG_OPT_LIST, "", NO_RANGE, NULL, "extra plugin folders, searched after --plugin-path; relative to the config file"},
 };
 
-/* fulgur export's (the command line's --out and --dtype set them). */
+/* fulgur export's (the command line's --out, --dtype and --max-shard-size set them). */
 static const fg_option export_options[] = {
     {"out", FG_OPT_STRING, "", NO_RANGE, NULL, "the folder (made when absent) that gets model.safetensors and config.json in Hugging Face's Llama layout"},
     {"dtype", FG_OPT_ENUM, "f32", 1, 0, "f32|bf16", "the dtype of the exported tensors (bf16: rounded to nearest even)"},
+    {"max_shard_size", FG_OPT_STRING, "", NO_RANGE, NULL, "empty: one model.safetensors; a size (bytes, or with KB, MB, GB, KiB, MiB, GiB as transformers' max_shard_size): model-0000K-of-0000N.safetensors shards of at most that many bytes each (a larger tensor alone in one) and model.safetensors.index.json, as save_pretrained writes them"},
 };
 
 /* fulgur generate's (the command line's --prompt, --max-new-tokens, ... set them). */
@@ -85,6 +86,7 @@ static const fg_option generate_options[] = {
     {"tokenizer", FG_OPT_STRING, "", NO_RANGE, NULL, "a tokenizer.json, a SentencePiece .model, or a folder with encoder.json + vocab.bpe: the prompt is encoded (after the model's BOS, SentencePiece) and the text decoded by it, and the text ends at its end-of-text token (a SentencePiece model's EOS); empty: bytes (a model of 256 tokens)"},
     {"kv_cache", FG_OPT_BOOL, "true", NO_RANGE, NULL, "keep each block's keys and values: a new token runs one position, not the whole window (the text is the same; false: a full forward per token)"},
     {"chat", FG_OPT_BOOL, "false", NO_RANGE, NULL, "a chat (fulgur chat): each line of stdin a user's turn in the template \"User: LINE\\nAssistant:\", the reply up to the end-of-text token or max_new_tokens printed on a line; the KV cache kept across turns"},
+    {"chat_template", FG_OPT_ENUM, "auto", NO_RANGE, "auto|plain|chatml|llama3|llama2|zephyr", "fulgur chat's form: auto: the family of the chat_template in the tokenizer_config.json beside the tokenizer (ChatML <|im_start|>: SmolLM, Qwen; Llama 3 <|start_header_id|>; Llama 2 / Mistral [INST]; Zephyr <|user|>), plain without one; a name picks the form (--chat-template); plain: \"User: LINE\\nAssistant:\""},
 };
 
 /* Every [callback.NAME] section has these beside the plugin's own keys. */

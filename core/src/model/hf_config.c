@@ -11,6 +11,8 @@
 
 #include <jansson.h>
 
+#include "hf_rope_scaling.h"
+
 #define VALUE_MAX 64
 
 /* Keys that change nothing fulgur computes (ids, bookkeeping, HF's tensor-parallel hint). */
@@ -100,10 +102,6 @@ static fg_status check_keys(const hf_json *j, fg_error *err)
             return refuse(j, key, "is not a key hf_config knows; fulgur will not guess what "
                           "it changes", err);
     }
-    if (!json_is_null(json_object_get(j->root, "rope_scaling")) &&
-        json_object_get(j->root, "rope_scaling"))
-        return refuse(j, "rope_scaling", "is not supported (fulgur's rope has no scaling: "
-                      "only null)", err);
     fg_status st = expect(j, "hidden_act", "silu", "must be \"silu\" (SwiGLU's gate)", err);
     if (st == FG_OK)
         st = expect(j, "attention_bias", "false", "must be false (no biases)", err);
@@ -164,6 +162,7 @@ typedef struct hf_shape {
     long long vocab, hidden, inter, layers, heads, kv_heads, max_pos;
     double eps, theta;
     int tied;
+    fg_hf_rope_scaling scaling;
 } hf_shape;
 
 static fg_status read_shape(const hf_json *j, hf_shape *s, fg_error *err)
@@ -185,6 +184,9 @@ static fg_status read_shape(const hf_json *j, hf_shape *s, fg_error *err)
         st = read_number(j, "rms_norm_eps", 0, 1e-6, &s->eps, err);
     if (st == FG_OK)
         st = read_number(j, "rope_theta", 0, 10000, &s->theta, err);
+    if (st == FG_OK)
+        st = fg_hf_rope_scaling_read(j->path, json_object_get(j->root, "rope_scaling"),
+                                     &s->scaling, err);
     json_t *tie = json_object_get(j->root, "tie_word_embeddings");
     if (st == FG_OK && tie && !json_is_boolean(tie))
         return refuse(j, "tie_word_embeddings", "is not true or false", err);
@@ -223,6 +225,12 @@ static size_t shape_keys(const hf_shape *s, hf_key *k)
     KEY("layers", "position", "model_type", "%s", "rope");
     KEY("layers", "rope_theta", "rope_theta", "%s", "");
     format_number(s->theta, k[n - 1].value);
+    const char *scaling_key[5], *scaling_json[5];
+    char scaling_value[5][64];
+    int scaling = fg_hf_rope_scaling_keys(&s->scaling, scaling_key, scaling_value,
+                                          scaling_json);
+    for (int i = 0; i < scaling; i++)
+        KEY("layers", scaling_key[i], scaling_json[i], "%s", scaling_value[i]);
     KEY("layers", "bias", "model_type", "%s", "false");
     KEY("norm", "type", "model_type", "%s", "rmsnorm");
     KEY("norm", "eps", "rms_norm_eps", "%s", eps);
@@ -271,7 +279,7 @@ static fg_status expand(fg_config *cfg, const hf_json *j, fg_error *err)
         st = read_shape(j, &s, err);
     if (st == FG_OK)
         st = check_ini_layers(cfg, j, &s, err);
-    hf_key keys[32];
+    hf_key keys[40];
     size_t n = st == FG_OK ? shape_keys(&s, keys) : 0;
     for (size_t sec = 0; st == FG_OK && sec < 4; sec++) {
         fg_config_move_section_last(cfg, sections[sec]);

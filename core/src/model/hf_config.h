@@ -13,8 +13,8 @@
 /* [model] hf_config, or else the config.json beside [model] init_from when the INI has no
  * [layer.*] section but those four (nothing when neither). A key the INI also sets must
  * agree (numbers by value), else it fails naming both; a [layer.*] section of another
- * name, a model_type other than llama, rope_scaling, or a key it does not know fail naming
- * the key and file;
+ * name, a model_type other than llama, a rope_scaling other than default, llama3 or linear
+ * (hf_rope_scaling.h), or a key it does not know fail naming the key and file;
  * [data] context above max_position_embeddings fails naming both. */
 fg_status fg_hf_config_apply(fg_config *cfg, fg_error *err);
 

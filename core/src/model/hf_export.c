@@ -7,13 +7,16 @@
 #include <jansson.h>
 
 #include "checkpoint.h"
+#include "hf_index.h"
 #include "hf_llama.h"
+#include "hf_rope_scaling.h"
 #include "output_file.h"
 
 typedef struct llama_shape {
     long long vocab, hidden, inter, layers, heads, kv_heads;
     double eps, theta;
     int tied;
+    const fg_layer *first; /* the first block: its rope scaling */
 } llama_shape;
 
 static fg_status not_llama(const fg_layer *l, const char *why, fg_error *err)
@@ -36,12 +39,17 @@ static fg_status read_block(const fg_layer *l, llama_shape *s, fg_error *err)
         s->eps = l->eps;
         s->theta = l->rope_theta;
         s->hidden = l->in.dims[1];
+        s->first = l;
         return FG_OK;
     }
+    const fg_layer *f = s->first;
     if (s->heads != l->heads || s->kv_heads != kv || s->inter != l->mlp_hidden ||
-        s->eps != l->eps || s->theta != l->rope_theta)
+        s->eps != l->eps || s->theta != l->rope_theta || f->rope_scaling != l->rope_scaling ||
+        f->rope_factor != l->rope_factor || f->rope_low_freq_factor != l->rope_low_freq_factor ||
+        f->rope_high_freq_factor != l->rope_high_freq_factor ||
+        f->rope_original_max_positions != l->rope_original_max_positions)
         return not_llama(l, "every block of one shape (heads, kv_heads, mlp_hidden, eps, "
-                         "rope_theta as the first block's)", err);
+                         "rope_theta, rope_scaling as the first block's)", err);
     return FG_OK;
 }
 
@@ -154,7 +162,8 @@ static void set_config(json_t *root, const llama_shape *s, fg_dtype dtype, long 
     json_object_set_new(root, "num_key_value_heads", json_integer(s->kv_heads));
     json_object_set_new(root, "rms_norm_eps", json_real(s->eps));
     json_object_set_new(root, "rope_theta", json_real(s->theta));
-    json_object_set_new(root, "rope_scaling", json_null());
+    json_t *scaling = s->first ? fg_hf_rope_scaling_json(s->first) : json_null();
+    json_object_set_new(root, "rope_scaling", scaling ? scaling : json_null());
     if (!json_object_get(root, "max_position_embeddings"))
         json_object_set_new(root, "max_position_embeddings", json_integer(max_pos));
     json_object_set_new(root, "tie_word_embeddings", json_boolean(s->tied));
@@ -186,26 +195,41 @@ static fg_status write_config(const char *dir, const llama_shape *s, fg_dtype dt
     return st;
 }
 
+/* model.safetensors, or shards of at most max_shard_bytes and their index. */
+static fg_status write_weights(const char *dir, const export_list *x, uint64_t max_shard_bytes,
+                               char *what, size_t cap, fg_error *err)
+{
+    const char *meta_key = "format", *meta_value = "pt"; /* what transformers writes */
+    if (max_shard_bytes == 0) {
+        snprintf(what, cap, "%s/model.safetensors", dir);
+        return fg_ckpt_write_atomic(what, x->tensors, x->count, &meta_key, &meta_value, 1, err);
+    }
+    size_t shards = 0;
+    fg_status st = fg_hf_index_write(dir, x->tensors, x->count, max_shard_bytes, &meta_key,
+                                     &meta_value, 1, &shards, err);
+    snprintf(what, cap, "%s/model.safetensors.index.json + %zu shard%s", dir, shards,
+             shards == 1 ? "" : "s");
+    return st;
+}
+
 fg_status fg_hf_llama_export(const fg_model *m, const float *params, const char *dir,
                              fg_dtype dtype, const char *base_config, long long max_positions,
-                             FILE *out, fg_error *err)
+                             uint64_t max_shard_bytes, FILE *out, fg_error *err)
 {
     llama_shape s;
     fg_status st = read_shape(m, &s, err);
     export_list x = {0};
     if (st == FG_OK)
         st = build_list(m, params, dtype, &x, err);
-    char path[4200];
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    const char *meta_key = "format", *meta_value = "pt"; /* what transformers writes */
+    char what[4300];
     if (st == FG_OK)
-        st = fg_ckpt_write_atomic(path, x.tensors, x.count, &meta_key, &meta_value, 1, err);
+        st = write_weights(dir, &x, max_shard_bytes, what, sizeof what, err);
     if (st == FG_OK)
         st = write_config(dir, &s, dtype, base_config, max_positions, err);
     if (st == FG_OK && out)
         fprintf(out, "export: %s (%zu tensors, %s, Hugging Face Llama names) and %s/config.json"
                 " (%lld layers, hidden %lld, %lld heads on %lld kv heads, vocab %lld%s)\n",
-                path, x.count, fg_dtype_name(dtype), dir, s.layers, s.hidden, s.heads,
+                what, x.count, fg_dtype_name(dtype), dir, s.layers, s.hidden, s.heads,
                 s.kv_heads, s.vocab, s.tied ? ", tied" : "");
     free_list(&x);
     return st;

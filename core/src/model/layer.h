@@ -131,6 +131,14 @@ typedef struct fg_layer_ops {
     fg_status (*decode)(const fg_layer *l, const fg_layer_ctx *c, int pos, fg_error *err);
 } fg_layer_ops;
 
+/* transformer_block rope_scaling */
+typedef enum fg_rope_scaling {
+    FG_ROPE_SCALING_NONE,
+    FG_ROPE_SCALING_LLAMA3, /* Llama 3.1's: low frequencies divided by factor, a blend between */
+    FG_ROPE_SCALING_LINEAR, /* every frequency divided by factor */
+} fg_rope_scaling;
+#define FG_ROPE_MAX_PAIRS 256 /* a scaled rope's head_dim is at most twice this */
+
 struct fg_layer {
     const fg_layer_ops *ops;
     int index;
@@ -173,6 +181,12 @@ struct fg_layer {
     int swiglu;         /* MLP down(silu(gate(x)) * up(x)) instead of GELU */
     int rope;           /* rotary positions on q and k */
     double rope_theta;
+    /* rope scaling (rope_freq.h): fg_rope_scaling, its parameters (Hugging Face's
+     * rope_scaling), and the head_dim/2 inverse frequencies the plan computes from them */
+    int rope_scaling;
+    double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
+    double rope_original_max_positions;
+    double rope_inv_freq[FG_ROPE_MAX_PAIRS];
     int tied;          /* this layer's weight is another's (tie): it owns no tensor */
     int weight_shared; /* a later layer uses this layer's weight: backward adds to its grad */
     int fp8; /* linear: its gemms run in fp8 (linear_fp8.c); its buffers hold the scales */

@@ -216,7 +216,8 @@ static void block_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int trai
     else
         FG_NEED(n, who, FG_OP_ACTIVATION_FORWARD, dt->act);
     if (l->rope)
-        FG_NEED(n, who, FG_OP_ROPE_FORWARD, dt->act);
+        FG_NEED(n, who, l->rope_scaling ? FG_OP_ROPE_FREQ_FORWARD : FG_OP_ROPE_FORWARD,
+                dt->act);
     if (!training)
         return;
     FG_NEED(n, who, FG_OP_GEMM, dt->act, dt->act, dt->grad);
@@ -227,7 +228,8 @@ static void block_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int trai
     else
         FG_NEED(n, who, FG_OP_ACTIVATION_BACKWARD, dt->act);
     if (l->rope)
-        FG_NEED(n, who, FG_OP_ROPE_BACKWARD, dt->act);
+        FG_NEED(n, who, l->rope_scaling ? FG_OP_ROPE_FREQ_BACKWARD : FG_OP_ROPE_BACKWARD,
+                dt->act);
     FG_NEED(n, who, FG_OP_LAYERNORM_BACKWARD, dt->act, dt->param, dt->grad);
     FG_NEED(n, who, FG_OP_ATTENTION_BACKWARD, dt->act);
 }

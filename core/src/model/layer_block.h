@@ -116,7 +116,7 @@ static inline block_saved fg_block_saved(const fg_layer *l, const fg_layer_ctx *
 }
 
 /* The block's keys, configure and plan (layer_block_keys.c). */
-#define FG_BLOCK_OPTION_COUNT 17
+#define FG_BLOCK_OPTION_COUNT 22
 extern const fg_option fg_block_options[FG_BLOCK_OPTION_COUNT];
 fg_status fg_block_configure(fg_layer *l, const fg_config *cfg, fg_error *err);
 fg_status fg_block_plan(fg_layer *l, fg_model *m, fg_error *err);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "layer_block.h"
+#include "rope_freq.h"
 
 const fg_option fg_block_options[] = {
     FG_LAYER_TYPE_OPTION("transformer_block"),
@@ -37,6 +38,19 @@ const fg_option fg_block_options[] = {
      "embedding of q and k inside the block (Hugging Face Llama's half-split convention)"},
     {"rope_theta", FG_OPT_FLOAT, "10000", 2, 1e12, NULL,
      "rope's base: head pair i turns by position * rope_theta^(-2i/head_dim)"},
+    {"rope_scaling", FG_OPT_ENUM, "none", 1, 0, "none|llama3|linear",
+     "Hugging Face's rope_scaling.rope_type: llama3 (Llama 3.1's: low frequencies divided "
+     "by rope_factor, high ones kept, a blend between) or linear (every frequency divided by "
+     "rope_factor)"},
+    {"rope_factor", FG_OPT_FLOAT, "1", 1, 1e6, NULL,
+     "rope_scaling's factor (required by llama3 and linear; >= 1, as Hugging Face requires)"},
+    {"rope_low_freq_factor", FG_OPT_FLOAT, "1", 1e-6, 1e6, NULL,
+     "llama3 (required): wavelengths over original / low_freq_factor are divided by "
+     "rope_factor"},
+    {"rope_high_freq_factor", FG_OPT_FLOAT, "4", 1e-6, 1e6, NULL,
+     "llama3 (required): wavelengths under original / high_freq_factor are kept"},
+    {"rope_original_max_position_embeddings", FG_OPT_INT, "8192", 1, 1 << 30, NULL,
+     "llama3 (required): the context the model was trained at before the scaling"},
     {"bias", FG_OPT_BOOL, "true", 1, 0, NULL, "biases on every linear and layer norm of the block (nanoGPT's bias = False, Llama: "
      "false)"},
     {"recompute", FG_OPT_BOOL, "false", 1, 0, NULL,
@@ -84,6 +98,9 @@ static fg_status llama_configure(fg_layer *l, const fg_config *cfg, fg_error *er
         return refuse_key(l, cfg, "mlp_ratio", "set mlp_hidden or mlp_ratio, not both", err);
     if (!l->rope && fg_config_get(cfg, l->section, "rope_theta"))
         return refuse_key(l, cfg, "rope_theta", "only with position = rope", err);
+    st = fg_rope_scaling_configure(l, cfg, err);
+    if (st != FG_OK)
+        return st;
     if (l->kv_heads > 0 && l->heads % l->kv_heads != 0)
         return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s] kv_heads = %" PRId64 " does "
                             "not divide heads = %" PRId64,
@@ -169,9 +186,11 @@ fg_status fg_block_plan(fg_layer *l, fg_model *m, fg_error *err)
                             l->origin, l->section, l->in.dims[1], l->heads,
                             l->in.dims[1] / l->heads);
     l->out = l->in;
+    fg_status st = fg_rope_scaling_plan(l, l->in.dims[1] / l->heads, err);
+    if (st != FG_OK)
+        return st;
     block_dims d = fg_block_dims(l);
     l->aux_per_sample = l->recompute ? 0 : fg_block_saved_bytes(&d);
-    fg_status st = FG_OK;
     for (int t = 0; st == FG_OK && t < BLOCK_TENSORS; t++)
         if (fg_block_has(l, t))
             st = add_slot(m, l, &d, t, err);

@@ -31,6 +31,12 @@ fg_status fg_block_rope(const fg_layer *l, const fg_layer_ctx *c, int backward, 
     if (!l->rope)
         return FG_OK;
     block_dims d = fg_block_dims(l);
+    if (l->rope_scaling && backward)
+        return FG_OP(c, err, rope_freq_backward, c->dt.act, rows, seq, pos0, d.H + d.KV, d.D,
+                     d.Q, l->rope_inv_freq, qkv);
+    if (l->rope_scaling)
+        return FG_OP(c, err, rope_freq_forward, c->dt.act, rows, seq, pos0, d.H + d.KV, d.D,
+                     d.Q, l->rope_inv_freq, qkv);
     float theta = (float)l->rope_theta;
     if (backward)
         return FG_OP(c, err, rope_backward, c->dt.act, rows, seq, pos0, d.H + d.KV, d.D, d.Q,

@@ -36,7 +36,7 @@
 
 
 typedef struct gen_options {
-    const char *prompt, *tokenizer;
+    const char *prompt, *tokenizer, *chat_template;
     int64_t max_new, top_k, seed;
     double temperature;
     int kv_cache, chat;
@@ -50,6 +50,7 @@ static fg_status read_options(const fg_config *cfg, gen_options *o, fg_error *er
     const char *origin;
     o->prompt = fg_section_value(cfg, "generate", opts, n, "prompt", &origin);
     o->tokenizer = fg_section_value(cfg, "generate", opts, n, "tokenizer", &origin);
+    o->chat_template = fg_section_value(cfg, "generate", opts, n, "chat_template", &origin);
     fg_status st = fg_section_read_int(cfg, "generate", opts, n, "max_new_tokens", &o->max_new,
                                        err);
     if (st == FG_OK)
@@ -409,7 +410,9 @@ fg_status fg_trainer_generate(const fg_verb_model *vm, fg_error *err)
         return st;
     text_stream ts = {vm->text_out ? vm->text_out : stdout, 0};
     if (o.chat) {
-        st = chat(vm, primary, &o, context, vocab, &g, ts.out, err);
+        st = fg_gen_text_chat(&g, o.tokenizer, o.chat_template, o.prompt, err);
+        if (st == FG_OK)
+            st = chat(vm, primary, &o, context, vocab, &g, ts.out, err);
         fg_gen_text_close(&g);
         return st;
     }

@@ -138,8 +138,64 @@ static fg_status append_text(fg_gen_text *g, const char *text, size_t n, fg_erro
     return st;
 }
 
+/* Appends ids rendered by the chat form, and text as their bytes (never printed: the turn
+ * and the reply's end are not the reply). */
+static fg_status append_ids(fg_gen_text *g, const fg_token_buf *b, const char *text,
+                            fg_error *err)
+{
+    if (reserve_ids(g, b->len) != 0 ||
+        append_bytes(g, (const unsigned char *)text, strlen(text)) != 0)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "fulgur chat: out of memory");
+    if (b->len)
+        memcpy(g->ids + g->len, b->ids, b->len * sizeof *b->ids);
+    g->len += b->len;
+    return FG_OK;
+}
+
+fg_status fg_gen_text_chat(fg_gen_text *g, const char *tokenizer, const char *choice,
+                           const char *prompt, fg_error *err)
+{
+    fg_status st = fg_chat_template_open(tokenizer, g->tok, choice, &g->chat, err);
+    if (st != FG_OK || g->chat.family == FG_CHAT_PLAIN)
+        return st;
+    const char *name = fg_chat_family_name(g->chat.family);
+    if (!g->tok)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "fulgur chat: the %s chat form needs "
+                            "[generate] tokenizer", name);
+    if (prompt && prompt[0])
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "fulgur chat: [generate] prompt has no "
+                            "place in the %s chat form (its turns come from stdin); leave it "
+                            "empty", name);
+    int32_t stop = fg_chat_stop_id(&g->chat, g->tok);
+    if (stop < 0)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "fulgur chat: the %s chat form ends a "
+                            "reply with a token the tokenizer does not have", name);
+    g->eot = stop;
+    g->len = g->nbytes = 0; /* the form's start instead of the opening ids */
+    fg_token_buf b = {0};
+    st = fg_chat_render_start(&g->chat, g->tok, &b, err);
+    if (st == FG_OK)
+        st = append_ids(g, &b, "", err);
+    fg_token_buf_free(&b);
+    return st;
+}
+
+/* A turn or a reply's end in a family's form. */
+static fg_status render_turn(fg_gen_text *g, const char *line, fg_error *err)
+{
+    fg_token_buf b = {0};
+    fg_status st = line ? fg_chat_render_user(&g->chat, g->tok, line, &b, err)
+                        : fg_chat_render_reply_end(&g->chat, g->tok, &b, err);
+    if (st == FG_OK)
+        st = append_ids(g, &b, line ? line : "", err);
+    fg_token_buf_free(&b);
+    return st;
+}
+
 fg_status fg_gen_text_turn(fg_gen_text *g, const char *line, fg_error *err)
 {
+    if (g->chat.family != FG_CHAT_PLAIN)
+        return render_turn(g, line, err);
     static const char before[] = "User: ", after[] = "\nAssistant:";
     size_t n = strlen(line);
     char *text = malloc(sizeof before + n + sizeof after);
@@ -155,6 +211,8 @@ fg_status fg_gen_text_turn(fg_gen_text *g, const char *line, fg_error *err)
 
 fg_status fg_gen_text_end_reply(fg_gen_text *g, fg_error *err)
 {
+    if (g->chat.family != FG_CHAT_PLAIN)
+        return render_turn(g, NULL, err);
     if (g->eot < 0)
         return append_text(g, "\n", 1, err);
     if (reserve_ids(g, 1) != 0)

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "chat_template.h"
 #include "fulgur/plugin.h"
 #include "tokenizer.h"
 
@@ -20,18 +21,24 @@ typedef struct fg_gen_text {
     unsigned char *bytes;     /* the text: the prompt, then each new token's bytes */
     size_t nbytes, bytes_cap;
     unsigned char *allowed;   /* by model id: whether it may be sampled; NULL: all */
+    fg_chat_template chat;    /* fulgur chat's form (plain unless fg_gen_text_chat says) */
 } fg_gen_text;
 
 /* tokenizer: a path or "" (bytes). vocab: the model's. Refuses a vocabulary that does not
  * fit (bytes: 256; a tokenizer: at least its ids), naming both counts. */
 fg_status fg_gen_text_open(fg_gen_text *g, const char *tokenizer, const char *prompt, int vocab,
                            fg_error *err);
-/* A chat's user turn in the default template (no tokenizer format fulgur reads declares
- * one): "User: " LINE "\nAssistant:", encoded alone (bytes without a tokenizer) and
- * appended to the conversation. */
+/* fulgur chat's form: [generate] chat_template (choice: a family or auto: the
+ * tokenizer_config.json beside the tokenizer decides, chat_template.h). A family other than
+ * plain replaces the opening ids by the form's start, ends replies at its stop token, and
+ * refuses a prompt (it has no place in the form) or the absence of a tokenizer. */
+fg_status fg_gen_text_chat(fg_gen_text *g, const char *tokenizer, const char *choice,
+                           const char *prompt, fg_error *err);
+/* A chat's user turn: in the plain form "User: " LINE "\nAssistant:", encoded alone (bytes
+ * without a tokenizer), else the family's turn; appended to the conversation. */
 fg_status fg_gen_text_turn(fg_gen_text *g, const char *line, fg_error *err);
 /* Closes a reply: the end-of-text token after it (the model ended its reply so, or was cut
- * at max_new_tokens), or "\n" without one (bytes). */
+ * at max_new_tokens), or "\n" without one (bytes); a family's end of reply. */
 fg_status fg_gen_text_end_reply(fg_gen_text *g, fg_error *err);
 /* Appends a sampled id and its bytes. */
 fg_status fg_gen_text_push(fg_gen_text *g, int32_t id, fg_error *err);

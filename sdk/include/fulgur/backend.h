@@ -276,6 +276,11 @@ static inline int32_t fg_attention_kv_heads(const fg_attention_desc *d)
 #define FG_OP_SIG_rope_forward(P) P(uint32_t, dtype) /* x */ P(int, rows) P(int, seq)          \
     P(int, pos0) P(int, heads) P(int, head_dim) P(int, ld) P(float, theta) P(void *, x)
 #define FG_OP_SIG_rope_backward(P) FG_OP_SIG_rope_forward(P)
+/* ABI 1.9: rope with a table of inverse frequencies (rope scaling) */
+#define FG_OP_SIG_rope_freq_forward(P) P(uint32_t, dtype) /* x */ P(int, rows) P(int, seq)     \
+    P(int, pos0) P(int, heads) P(int, head_dim) P(int, ld) P(const double *, inv_freq)           \
+    P(void *, x)
+#define FG_OP_SIG_rope_freq_backward(P) FG_OP_SIG_rope_freq_forward(P)
 #define FG_OP_SIG_swiglu_forward(P) P(uint32_t, dtype) /* gate, up, y */                         \
     P(const void *, gate) P(const void *, up) P(void *, y) P(size_t, n)
 #define FG_OP_SIG_swiglu_backward(P) P(uint32_t, dtype) /* gate, up, dy, dgate, dup */           \
@@ -353,8 +358,10 @@ static inline int32_t fg_attention_kv_heads(const fg_attention_desc *d)
     X(ctx, BATCHNORM_STATS, batchnorm_stats, "x") /* ABI 1.8 */                                  \
     X(ctx, BATCHNORM_APPLY, batchnorm_apply, "x", "param") /* ABI 1.8 */                         \
     X(ctx, BATCHNORM_BACKWARD_REDUCE, batchnorm_backward_reduce, "x", "grad") /* ABI 1.8 */      \
-    X(ctx, BATCHNORM_BACKWARD_APPLY, batchnorm_backward_apply, "x", "param") /* ABI 1.8 */  \
-    X(ctx, GEMM_FP8, gemm_fp8, "ab", "c") /* ABI 1.9 */
+    X(ctx, BATCHNORM_BACKWARD_APPLY, batchnorm_backward_apply, "x", "param") /* ABI 1.8 */    \
+    X(ctx, GEMM_FP8, gemm_fp8, "ab", "c") /* ABI 1.9 */                                          \
+    X(ctx, ROPE_FREQ_FORWARD, rope_freq_forward, "x") /* ABI 1.9 */                              \
+    X(ctx, ROPE_FREQ_BACKWARD, rope_freq_backward, "x") /* ABI 1.9 */
 
 /* The generators' helpers: each argument as a declaration or as its name, after a comma. */
 #define FG_OP_DECL_(type, name) , type name
@@ -776,6 +783,14 @@ typedef struct fg_backend_vtable {
      * refused with FG_UNAVAILABLE naming the dimension. NULL: no fp8 (the precision is
      * refused at setup). */
     FG_OP_ENTRY(gemm_fp8); /* op 47 */
+    /* ABI 1.9: rope scaling */
+    /* [required: position = rope with rope_scaling] rope_forward with the angle of pair i at
+     * position p given as p * inv_freq[i] instead of p * theta^(-2i/head_dim): inv_freq
+     * holds head_dim/2 finite positive values in host memory, read before the call returns
+     * (Llama 3's or linear scaling computes them once, at setup). */
+    FG_OP_ENTRY(rope_freq_forward); /* op 48 */
+    /* [required: rope_scaling while training] rope_backward with such a table. */
+    FG_OP_ENTRY(rope_freq_backward); /* op 49 */
 } fg_backend_vtable;
 
 /* The five event entries (all or none: see "queues and events" above). */

@@ -734,6 +734,37 @@ FG_OP_CHECK(rope_backward)
                           theta, x, skip, err);
 }
 
+/* ---- ABI 1.9: rope with a table of inverse frequencies ----------------------------------- */
+
+static inline fg_status fg_check_rope_freq_(const char *who, const char *op, void *queue,
+                                            int rows, int seq, int pos0, int heads,
+                                            int head_dim, int ld, const double *inv_freq,
+                                            void *x, int *skip, fg_error *err)
+{
+    fg_status st = fg_check_rope_(who, op, queue, rows, seq, pos0, heads, head_dim, ld, 2.0f,
+                                  x, skip, err);
+    if (st != FG_OK)
+        return st;
+    FG_CHECK_(inv_freq != NULL, op, "inv_freq is NULL", FG_CHECK_MSG_(op));
+    for (int i = 0; i < head_dim / 2; i++)
+        FG_CHECK_(inv_freq[i] > 0 && inv_freq[i] < 1e300, op,
+                  "inv_freq[%d] = %g must be finite and > 0", FG_CHECK_MSG_(op), i,
+                  inv_freq[i]);
+    return FG_OK;
+}
+
+FG_OP_CHECK(rope_freq_forward)
+{
+    return fg_check_rope_freq_(who, "rope_freq_forward", queue, rows, seq, pos0, heads,
+                               head_dim, ld, inv_freq, x, skip, err);
+}
+
+FG_OP_CHECK(rope_freq_backward)
+{
+    return fg_check_rope_freq_(who, "rope_freq_backward", queue, rows, seq, pos0, heads,
+                               head_dim, ld, inv_freq, x, skip, err);
+}
+
 FG_OP_CHECK(swiglu_forward)
 {
     FG_CHECK_QUEUE_("swiglu_forward");
