@@ -33,7 +33,7 @@ run() {
   launch "$@" || { cat "$1.out"; echo "FAIL: run $1"; exit 1; }
   [ "$(wc -l <"$1.syncs")" = 2 ] || { cat "$1.out"; echo "FAIL: $1: want a sync line per rank"; exit 1; }
 }
-count() { awk -v k="$2" 'NR == 1 { for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' "$1.syncs"; }
+count() { awk -v k="$2" '$(NF - 1) == "rank" && $NF == "0" { for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' "$1.syncs"; }
 digest() { grep -o 'digest [0-9a-f]*' "$1.out" | head -1; }
 status=0
 for wire in fp32 bf16; do

@@ -221,6 +221,10 @@ void write_sync_log()
     fprintf(f, "host_syncs %llu", total);
     for (int k = 0; k < SYNC_KINDS; k++)
         fprintf(f, " %s %llu", kSyncNames[k], __atomic_load_n(&g_syncs[k], __ATOMIC_RELAXED));
+    /* under mpirun the ranks append their lines as they exit, in any order: say whose */
+    const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+    if (rank && *rank)
+        fprintf(f, " rank %s", rank);
     fprintf(f, "\n");
     fclose(f);
 }

@@ -28,8 +28,9 @@ run() { # NAME STEPS UNFUSED
     { cat "$1.out"; echo "FAIL: run $1"; exit 1; }
   [ "$(wc -l <"$1.syncs")" = 2 ] || { cat "$1.out"; echo "FAIL: $1: want a sync line per rank"; exit 1; }
 }
-# count NAME KIND: rank 0's count of one kind (host_syncs: all)
-count() { awk -v k="$2" 'NR == 1 { for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' "$1.syncs"; }
+# count NAME KIND: rank 0's count of one kind (host_syncs: all); the ranks' lines come in
+# the order they exit, each ending "rank R"
+count() { awk -v k="$2" '$(NF - 1) == "rank" && $NF == "0" { for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' "$1.syncs"; }
 delta() { echo $(( $(count "${1}B" "$2") - $(count "${1}A" "$2") )); }
 run fusedA $A 0
 run fusedB $B 0
