@@ -7,7 +7,8 @@
 # without the key, with the same logged losses; both ranks' running statistics equal
 # without a broadcast after setup's; comm.mpi (the sums staged through the host) gives
 # bitwise comm.nccl's weights; without the key ddp is far from single; `fulgur check` passes
-# the key on backend cuda (it used to refuse it naming the split ops). Host synchronisations
+# the key on backend cuda (it used to refuse it naming the split ops); strategy.dp on 2
+# emulated devices (32 + 32) is single within 1e-6 too. Host synchronisations
 # per steady-state step (FGEMU_SYNC_LOG, rank 0, runs of A and B steps without a log step,
 # the stop agreement moved past the run's end): none over comm.nccl (the f64 sums are
 # all-reduced on the device, ordered by the stage's stream); over comm.mpi the key adds 3 per
@@ -77,6 +78,16 @@ d0=$(buffers sync 0) d1=$(buffers sync 1)
   { grep -a 'model buffers' sync.out; fail "running statistics differ between ranks or were broadcast: '$d0' '$d1'"; }
 a=$(digest sync) b=$(digest mpi)
 [ -n "$a" ] && [ "$a" = "$b" ] || fail "weights: comm.nccl $a, comm.mpi $b"
+# strategy.dp: 2 emulated devices in one process, 32 + 32 (its all-reduce copies through the host)
+FGEMU_DEVICES=2 "$fulgur" --plugin-path "$plugins" fit single.ini strategy.name=dp $common \
+  trainer.max_steps="$steps" data.batch_size=64 trainer.default_root_dir="$tmp/runs" \
+  trainer.final_checkpoint="$tmp/dp.safetensors" >dp.out 2>&1 || { cat dp.out; fail "dp on 2 devices"; }
+grep -q "strategy dp" dp.out || { cat dp.out; fail "not strategy dp"; }
+grep '^epoch .* step ' dp.out >dp.steps
+cmp -s single.steps dp.steps || { diff single.steps dp.steps; fail "dp: the logged losses differ (single <, dp >)"; }
+dpnear=$("$python" "$ddp_tests/compare_model_relative.py" dp.safetensors single.safetensors 1e-6) ||
+  fail "dp with sync_batchnorm on cuda is not single: $dpnear"
+echo "ok: dp 32 + 32 with sync_batchnorm on 2 emulated devices vs single batch 64: $dpnear"
 echo "ok: ddp -n 2 batch 32 with sync_batchnorm vs single batch 64 on the emulated device after $steps steps: $near; per tensor $tensors; running statistics $d0 on both ranks; comm.mpi = comm.nccl ($a); without the key: $off"
 
 # host synchronisations per steady-state step (no log step between A and B; 3 batch-norm
