@@ -172,6 +172,29 @@ cudaError_t fg_cu_bn_backward(cudaStream_t s, int type, int param_type, int grad
                               const void *dy, void *dx, void *dgamma, void *dbeta,
                               int accumulate);
 
+/* ---- batch norm across replicas (batchnorm_sync.cu) ------------------------------------- */
+/* As kernels/cpu/batchnorm_sync.c ([model] sync_batchnorm), one block per channel: stats and
+ * sums are (2c + 1) f64 in device memory (per-channel sums, then the count n * spatial). */
+cudaError_t fg_cu_bn_stats(cudaStream_t s, int type, int n, int c, int spatial, const void *x,
+                           double *stats);
+/* Normalises with summed stats; saved stats written, running stats (may be NULL) updated. */
+cudaError_t fg_cu_bn_apply(cudaStream_t s, int type, int param_type, int n, int c, int spatial,
+                           const void *x, const double *stats, const void *gamma,
+                           const void *beta, float *running_mean, float *running_var,
+                           float momentum, float eps, float *saved_mean, float *saved_invstd,
+                           void *y);
+/* This replica's sums of dy and dy * xhat; dgamma, dbeta (may be NULL) written or
+ * accumulated into. */
+cudaError_t fg_cu_bn_backward_reduce(cudaStream_t s, int type, int grad_type, int n, int c,
+                                     int spatial, const void *x, const float *saved_mean,
+                                     const float *saved_invstd, const void *dy, double *sums,
+                                     void *dgamma, void *dbeta, int accumulate);
+/* dx from sums summed over the replicas. */
+cudaError_t fg_cu_bn_backward_apply(cudaStream_t s, int type, int param_type, int n, int c,
+                                    int spatial, const void *x, const void *gamma,
+                                    const float *saved_mean, const float *saved_invstd,
+                                    const void *dy, const double *sums, void *dx);
+
 /* ---- pointwise losses (reduce.cu) -------------------------------------------------- */
 /* kind: 1 mse, 2 bce with logits (kernels/cpu/pointwise_loss.c's formulas). loss_sum and
  * metric_sum (may be NULL) += scale * the sums (f64); dx (type, may alias x, may be NULL) =

@@ -177,10 +177,6 @@ void fg_cuda_conv_plans_destroy(fg_cuda_queue *q);
 /* cuda_ops.c: what every op shares (the ops themselves: cuda_ops.h) */
 /* The capability query: every op runs with any mix of f32, f16 and bf16. */
 int fg_cuda_supports(void *state, uint32_t op, const uint32_t *dtypes);
-/* Nonzero for an ABI 1.8 batch-norm op of [model] sync_batchnorm (cuda_sync_bn_ops.c), which
- * this backend has no maths for yet: supports() says no, so a config that needs one is refused
- * at setup with the op's name. */
-int fg_cuda_lacks_sync_bn_op(uint32_t op);
 /* FG_UNAVAILABLE naming op and the first dtype this backend does not store. */
 fg_status fg_cuda_check_types(const char *op, int count, const uint32_t *types, fg_error *err);
 fg_status fg_cuda_launched(cudaError_t e, const char *op, fg_error *err);

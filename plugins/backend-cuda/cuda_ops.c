@@ -16,7 +16,7 @@ static int fg_cuda_storable(uint32_t t)
 int fg_cuda_supports(void *state, uint32_t op, const uint32_t *dtypes)
 {
     const fg_backend_op_desc *d = fg_backend_op_info(op);
-    if (!d || !dtypes || fg_cuda_lacks_sync_bn_op(op))
+    if (!d || !dtypes)
         return 0;
     if (op == FG_OP_GEMM_FP8 && !fg_cuda_has_fp8(state))
         return 0;

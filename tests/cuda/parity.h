@@ -78,6 +78,7 @@ void test_conv(void);
 void test_pool(void);
 void test_nhwc(void); /* parity_nhwc.c */
 void test_batchnorm(void);
+void test_batchnorm_sync(void); /* parity_sync_bn.c */
 void test_dropout(void);
 void test_xent(void);
 void test_classifier(void);
