@@ -63,6 +63,8 @@ check "the contiguous run says nothing of a memory format" \
 n=$(grep -c 'conv2d .* NHWC:' last.log) m=$(grep -c 'NHWC' contig.log)
 check "plugins.log: NHWC convolutions channels_last ($n lines), none contiguous ($m)" \
   "$([ "$n" -gt 0 ] && [ "$m" = 0 ] && echo 1)"
+digest() { grep -o 'digest [0-9a-f]*' "$1.out" | cut -d' ' -f2; }
+echo "note: weights after $batches steps: contiguous $(digest contig), channels_last $(digest last)"
 for what in "train loss" "^val "; do
   a=$(loss contig.out "$what") b=$(loss last.out "$what")
   check "$precision $what: contiguous $a, channels_last $b within $tol" "$(near "$a" "$b" "$tol")"

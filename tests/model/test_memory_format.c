@@ -50,6 +50,7 @@ static void test_channels_last(void)
     CHECK(m && d);
     if (!m || !d)
         return;
+    /* conv1, bn1, pool1, relu1 (relu1 runs after pool1: layer_order.c), flatten, fc */
     static const int nhwc[] = {1, 1, 1, 1, 0, 0};
     for (size_t i = 0; i < 6; i++) {
         const fg_layer *l = fg_model_layer(m, i), *o = fg_model_layer(d, i);
@@ -68,7 +69,7 @@ static void test_channels_last(void)
     CHECK(f0->ops == &fg_layer_flatten && (f0->ops->flags & FG_LAYER_ALIAS));
     CHECK_STR(fg_model_fp8_note(m),
               "model: [model] memory_format = channels_last: NHWC activations in [layer.conv1], "
-              "[layer.bn1], [layer.relu1], [layer.pool1]; NCHW -> NHWC at [layer.conv1]; "
+              "[layer.bn1], [layer.pool1], [layer.relu1]; NCHW -> NHWC at [layer.conv1]; "
               "NHWC -> NCHW at [layer.flatten]");
     CHECK_STR(fg_model_fp8_note(d), "");
     fg_model_destroy(m);
