@@ -23,7 +23,8 @@ int fg_cpu_supports(void *state, uint32_t op, const uint32_t *dtypes)
 {
     (void)state;
     const fg_backend_op_desc *d = fg_backend_op_info(op);
-    if (!d || !dtypes || op == FG_OP_GEMM_FP8) /* cpu_fp8.c */
+    if (!d || !dtypes || op == FG_OP_GEMM_FP8 /* cpu_fp8.c */ ||
+        op == FG_OP_TRANSPOSE_BATCHED /* cpu_nhwc.c */)
         return 0;
     for (int i = 0; i < d->dtype_count; i++)
         if (!storable(dtypes[i]))

@@ -9,6 +9,7 @@ set(FULGUR_CUDA_BACKEND_C_SOURCES
   cuda_gemm_fp8.c
   cuda_conv.c
   cuda_conv_algo.c
+  cuda_layout.c
   cuda_ops.c
   cuda_optim_fused.c
   cuda_layer_ops.c

@@ -7,8 +7,10 @@
 # --precisions "fp32 bf16-mixed" adds rows under bf16 mixed precision: fulgur with
 # precision.name=bf16-mixed and backend.cudnn_benchmark=true, PyTorch with autocast(bf16),
 # channels_last model and batches and cudnn.benchmark (its fastest CNN setting; Lightning
-# has no such row); the CSV's model column reads e.g. cnn/bf16-mixed. fulgur's convolutions
-# stay NCHW until the core asks for NHWC (plugins/backend-cuda/README.md).
+# has no such row); the CSV's model column reads e.g. cnn/bf16-mixed. In those rows the CNN
+# runs fulgur channels-last too (model.memory_format=channels_last: NHWC convolutions,
+# pooling and batch norm, the input and flatten transposed on the device), as PyTorch's
+# channels_last model does.
 #
 #   tests/bench/bench_cuda.sh --fulgur BIN --data DIR [--results FILE] [--runs N]
 #                            [--batches N] [--batch-sizes "128 1024"] [--models "mlp cnn"]
@@ -51,6 +53,7 @@ batches_for() { local per=$((60000 / $1)); local b=${batches}; (( b > 0 )) || b=
 fulgur_run() { # model bs batches precision -> samples/s
     local out line extra=()
     [[ $4 == fp32 ]] || extra=(precision.name="$4" backend.cudnn_benchmark=true)
+    [[ $4 == fp32 || $1 != cnn ]] || extra+=(model.memory_format=channels_last)
     out=$("$fulgur" fit "$scratch/$1.ini" backend.name=cuda data.dir="$data" data.batch_size="$2" "${extra[@]}" \
         trainer.max_epochs=2 trainer.limit_train_batches="$3" trainer.log_every_n_steps="$3" \
         trainer.check_val_every_n_epoch=0 trainer.test_after_fit=false \

@@ -462,7 +462,8 @@ static const struct {
     { "pool", test_pool, OPS(FG_OP_POOL2D_FORWARD, FG_OP_POOL2D_BACKWARD) },
     { "nhwc", test_nhwc,
       OPS(FG_OP_CONV2D_FORWARD, FG_OP_CONV2D_BACKWARD, FG_OP_POOL2D_FORWARD,
-          FG_OP_POOL2D_BACKWARD, FG_OP_BATCHNORM_FORWARD, FG_OP_BATCHNORM_BACKWARD) },
+          FG_OP_POOL2D_BACKWARD, FG_OP_BATCHNORM_FORWARD, FG_OP_BATCHNORM_BACKWARD,
+          FG_OP_TRANSPOSE_BATCHED) },
     { "batchnorm", test_batchnorm, OPS(FG_OP_BATCHNORM_FORWARD, FG_OP_BATCHNORM_BACKWARD) },
     { "batchnorm_sync", test_batchnorm_sync,
       OPS(FG_OP_BATCHNORM_STATS, FG_OP_BATCHNORM_APPLY, FG_OP_BATCHNORM_BACKWARD_REDUCE,
@@ -538,7 +539,8 @@ static int declares_everything(void)
     if (!P.dut->supports)
         return 0;
     for (uint32_t op = 0; op < FG_OP_COUNT; op++)
-        for (int mix = 0; mix < 27 && op != FG_OP_GEMM_FP8; mix++) { /* fp8: parity_fp8.c */
+        for (int mix = 0; mix < 27 && op != FG_OP_GEMM_FP8 && op != FG_OP_TRANSPOSE_BATCHED;
+             mix++) { /* fp8: parity_fp8.c; the transpose: parity_nhwc.c */
             uint32_t dt[3] = { floats[mix % 3], floats[mix / 3 % 3], floats[mix / 9] };
             if (!fg_backend_can(P.dut, P.ds, op, dt))
                 return 0;

@@ -4,7 +4,9 @@
  * before the comparison. Batch norm over NHWC is the existing op over (n*h*w, c, 1). The
  * parameters and their gradients keep their layout (KCRS). Also: the CPU backend refuses an
  * NHWC descriptor (FG_UNAVAILABLE), a layout outside the enum is refused by the checks, and
- * an NHWC backward gives the same bits twice. */
+ * an NHWC backward gives the same bits twice. transpose_batched (ABI 1.10, the core's
+ * NCHW <-> NHWC of activations) against the host's transpose, bitwise, and back; the CPU
+ * backend refuses it (FG_UNAVAILABLE). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,6 +267,48 @@ static void batchnorm_case(const mix *dt, int n, int c, int sp)
     release_all();
 }
 
+/* ---- transpose_batched ------------------------------------------------------------------- */
+
+/* x (batch, rows, cols) -> y (batch, cols, rows), then back into z: y against the host's
+ * transpose and z against x, bit for bit (the op moves bits, it computes nothing). */
+static void transpose_case(uint32_t dt, int batch, int rows, int cols)
+{
+    size_t n = (size_t)batch * rows * cols, es = dtype_size(dt);
+    pair x = prandom(n, dt, -3, 3), y = pnew(n * es), z = pnew(n * es);
+    to_last(y.c, x.c, (size_t)batch, (size_t)rows, (size_t)cols, es);
+    memcpy(z.c, x.c, n * es);
+    ppoison(y);
+    ppoison(z);
+    fg_error e = { 0 };
+    char what[96];
+    snprintf(what, sizeof what, "transpose_batched %s (%d, %d, %d)", fg_dtype_name((fg_dtype)dt),
+             batch, rows, cols);
+    fg_status st = P.dut->transpose_batched(P.ds, P.dq, dt, batch, rows, cols, x.g, y.g, &e);
+    if (st == FG_OK)
+        st = P.dut->transpose_batched(P.ds, P.dq, dt, batch, cols, rows, y.g, z.g, &e);
+    if (st == FG_OK)
+        st = P.dut->queue_sync(P.ds, P.dq, &e);
+    checks++;
+    if (st != FG_OK) {
+        fail("%s: %s", what, e.message);
+    } else {
+        compare_exact(what, y, n * es);
+        snprintf(what + strlen(what), sizeof what - strlen(what), " and back");
+        compare_exact(what, z, n * es);
+    }
+    release_all();
+}
+
+static void transposes(void)
+{
+    static const uint32_t dts[] = { FG_F32, FG_BF16, FG_F16 };
+    static const int shapes[][3] = { { 2, 3, 35 }, { 3, 35, 3 }, { 1, 1, 7 }, { 4, 64, 25 },
+                                     { 5, 13, 1 } };
+    for (size_t d = 0; d < 3; d++)
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+            transpose_case(dts[d], shapes[i][0], shapes[i][1], shapes[i][2]);
+}
+
 /* ---- refusals ------------------------------------------------------------------------------ */
 
 static void expect_refusal(const char *what, fg_status st, const fg_error *e, fg_status want,
@@ -297,6 +341,13 @@ static void refusals(void)
     memset(&e, 0, sizeof e);
     st = P.dut->conv2d_forward(P.ds, P.dq, FG_F32, FG_F32, &bad, in.g, w.g, NULL, y.g, ws.g, &e);
     expect_refusal("conv2d_forward with layout 7", st, &e, FG_INVALID_ARGUMENT, "layout = 7");
+    memset(&e, 0, sizeof e);
+    st = P.ref->transpose_batched(P.rs, P.rq, FG_F32, 2, 3, 63, in.c, y.c, &e);
+    expect_refusal("the CPU backend's transpose_batched", st, &e, FG_UNAVAILABLE,
+                   "memory_format = channels_last");
+    checks++;
+    if (P.ref->supports(P.rs, FG_OP_TRANSPOSE_BATCHED, (const uint32_t[]){ FG_F32 }))
+        fail("the CPU backend's supports() says yes to transpose_batched");
     release_all();
 }
 
@@ -305,6 +356,7 @@ void test_nhwc(void)
     refusals();
     if (strcmp(P.dut_name, "cpu") == 0)
         return; /* the CPU backend has no NHWC kernels: its refusal is the test */
+    transposes();
     const fg_conv2d_desc convs[] = {
         window(2, 3, 7, 9, 4, 3, 3, 1, 1, 1, 1),   /* c = 3, k = 4: not multiples of 8 */
         window(3, 5, 11, 13, 6, 5, 3, 2, 1, 2, 1), /* odd sizes, stride 2 by 1 */

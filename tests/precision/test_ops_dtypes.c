@@ -67,6 +67,11 @@ static void supports_every_float_mix(void)
                   "gemm_fp8 is refused");
             continue;
         }
+        if (op == FG_OP_TRANSPOSE_BATCHED) { /* ABI 1.10: the CPU runs no NHWC op */
+            CHECK(!tb.vt->supports(tb.state, op, (const uint32_t[]){FG_F32, FG_F32, FG_F32}),
+                  "transpose_batched is refused");
+            continue;
+        }
         CHECK(d && fg_backend_can(tb.vt, tb.state, op, (const uint32_t[]){FG_F32, FG_F32, FG_F32}),
               "op %u (%s) in f32", (unsigned)op, d ? d->name : "?");
         for (int mix = 0; mix < 27; mix++) {

@@ -190,6 +190,12 @@ struct fg_layer {
     int tied;          /* this layer's weight is another's (tie): it owns no tensor */
     int weight_shared; /* a later layer uses this layer's weight: backward adds to its grad */
     int fp8; /* linear: its gemms run in fp8 (linear_fp8.c); its buffers hold the scales */
+    /* [model] memory_format = channels_last (layout.h): the (c, h, w) output is NHWC; the
+     * input arrives NCHW and is transposed into the arena after the kind's own bytes
+     * (own_fixed + own_per_sample * batch), then the input gradient's copy */
+    int nhwc;
+    int nhwc_entry;
+    size_t nhwc_own_fixed, nhwc_own_per_sample, nhwc_entry_per_sample;
 
     /* tensors: indices into the model's tensor table */
     int param_count, buffer_count;
@@ -219,6 +225,7 @@ extern const fg_layer_ops fg_layer_avgpool2d;
 extern const fg_layer_ops fg_layer_batchnorm;
 extern const fg_layer_ops fg_layer_dropout;
 extern const fg_layer_ops fg_layer_flatten;
+extern const fg_layer_ops fg_layer_flatten_nhwc; /* of an NHWC tensor: a transpose (layout.h) */
 extern const fg_layer_ops fg_layer_relu;
 extern const fg_layer_ops fg_layer_gelu;
 extern const fg_layer_ops fg_layer_tanh;

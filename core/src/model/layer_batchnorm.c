@@ -3,9 +3,11 @@
  * weight (gamma) and bias (beta) are trained; running_mean and running_var are buffers.
  * Under [model] sync_batchnorm training runs the split ops instead of the fused ones, with
  * the replica all-reduce between them: the statistics (sum, sum of squares, count) in
- * forward and the two sums of backward are those of the whole batch across the replicas. */
+ * forward and the two sums of backward are those of the whole batch across the replicas.
+ * Channels-last (NHWC, layout.h): the same ops over (n*h*w, c, 1), per channel over rows. */
 #include <stdio.h>
 
+#include "layout.h"
 #include "model.h"
 
 static const fg_option batchnorm_options[] = {
@@ -20,6 +22,12 @@ static int bn_spatial(const fg_layer *l)
 {
     return (int)(fg_shape_numel(&l->in) / (size_t)l->in.dims[0]);
 }
+/* The ops' (n, spatial): (batch, h*w) over NCHW, (batch*h*w, 1) over NHWC. */
+static int bn_rows(const fg_layer *l, const fg_layer_ctx *c)
+{
+    return l->nhwc ? c->batch * bn_spatial(l) : c->batch;
+}
+static int bn_op_spatial(const fg_layer *l) { return l->nhwc ? 1 : bn_spatial(l); }
 
 /* The f64 sums of the split ops: (2c + 1) after the saved statistics, 8-byte aligned (the
  * arena's regions are 64-byte aligned). */
@@ -83,16 +91,22 @@ static fg_status batchnorm_forward(const fg_layer *l, const fg_layer_ctx *c, fg_
                             "training needs more than one value per channel, got batch %d x %d",
                             c->batch, sp);
     float *saved = c->aux; /* (2, c): mean, invstd */
+    fg_status st = fg_layout_enter(l, c, err);
+    if (st != FG_OK)
+        return st;
+    int rows = bn_rows(l, c);
+    sp = bn_op_spatial(l);
+    const void *x = fg_layout_x(l, c);
     if (!c->training || !l->sync_stats)
-        return FG_OP(c, err, batchnorm_forward, c->dt.act, c->dt.param, c->training, c->batch,
-                     ch, sp, c->x, c->param[0], c->param[1], c->buffer[0], c->buffer[1],
+        return FG_OP(c, err, batchnorm_forward, c->dt.act, c->dt.param, c->training, rows, ch,
+                     sp, x, c->param[0], c->param[1], c->buffer[0], c->buffer[1],
                      (float)l->momentum, (float)l->eps, saved, saved + ch, c->y);
     double *sums = bn_sums(l, c);
-    fg_status st = FG_OP(c, err, batchnorm_stats, c->dt.act, c->batch, ch, sp, c->x, sums);
+    st = FG_OP(c, err, batchnorm_stats, c->dt.act, rows, ch, sp, x, sums);
     if (st == FG_OK)
         st = bn_allreduce(l, c, err);
     if (st == FG_OK)
-        st = FG_OP(c, err, batchnorm_apply, c->dt.act, c->dt.param, c->batch, ch, sp, c->x,
+        st = FG_OP(c, err, batchnorm_apply, c->dt.act, c->dt.param, rows, ch, sp, x,
                    sums, c->param[0], c->param[1], c->buffer[0], c->buffer[1],
                    (float)l->momentum, (float)l->eps, saved, saved + ch, c->y);
     return st;
@@ -102,30 +116,33 @@ static fg_status batchnorm_forward(const fg_layer *l, const fg_layer_ctx *c, fg_
 static fg_status batchnorm_backward_synced(const fg_layer *l, const fg_layer_ctx *c,
                                            fg_error *err)
 {
-    int ch = bn_channels(l), sp = bn_spatial(l);
+    int ch = bn_channels(l), sp = bn_op_spatial(l), rows = bn_rows(l, c);
     const float *saved = c->aux;
     double *sums = bn_sums(l, c);
-    fg_status st = FG_OP(c, err, batchnorm_backward_reduce, c->dt.act, c->dt.grad, c->batch, ch,
-                         sp, c->x, saved, saved + ch, c->dy, sums, c->grad[0], c->grad[1],
+    const void *x = fg_layout_x(l, c);
+    fg_status st = FG_OP(c, err, batchnorm_backward_reduce, c->dt.act, c->dt.grad, rows, ch,
+                         sp, x, saved, saved + ch, c->dy, sums, c->grad[0], c->grad[1],
                          c->accumulate);
     if (st != FG_OK || !c->dx) /* no dx on any replica: the sums are not needed */
         return st;
     st = bn_allreduce(l, c, err);
     if (st == FG_OK)
-        st = FG_OP(c, err, batchnorm_backward_apply, c->dt.act, c->dt.param, c->batch, ch, sp,
-                   c->x, c->param[0], saved, saved + ch, c->dy, sums, c->dx);
-    return st;
+        st = FG_OP(c, err, batchnorm_backward_apply, c->dt.act, c->dt.param, rows, ch, sp, x,
+                   c->param[0], saved, saved + ch, c->dy, sums, fg_layout_dx(l, c));
+    return st == FG_OK ? fg_layout_leave_dx(l, c, err) : st;
 }
 
 static fg_status batchnorm_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
     if (l->sync_stats)
         return batchnorm_backward_synced(l, c, err);
-    int ch = bn_channels(l), sp = bn_spatial(l);
+    int ch = bn_channels(l);
     const float *saved = c->aux; /* (2, c): mean, invstd */
-    return FG_OP(c, err, batchnorm_backward, c->dt.act, c->dt.param, c->dt.grad, c->batch, ch,
-                 sp, c->x, c->param[0], saved, saved + ch, c->dy, c->dx, c->grad[0],
-                 c->grad[1], c->accumulate);
+    fg_status st = FG_OP(c, err, batchnorm_backward, c->dt.act, c->dt.param, c->dt.grad,
+                         bn_rows(l, c), ch, bn_op_spatial(l), fg_layout_x(l, c), c->param[0],
+                         saved, saved + ch, c->dy, fg_layout_dx(l, c), c->grad[0], c->grad[1],
+                         c->accumulate);
+    return st == FG_OK ? fg_layout_leave_dx(l, c, err) : st;
 }
 
 static void batchnorm_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int training,

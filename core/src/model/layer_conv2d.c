@@ -1,9 +1,11 @@
-/* Conv2d over NCHW: weight (out_channels, in_channels, k, k), bias (out_channels), square
- * kernel, stride and padding, as torch.nn.Conv2d. */
+/* Conv2d over NCHW (NHWC under [model] memory_format = channels_last, layout.h): weight
+ * (out_channels, in_channels, k, k) in either, bias (out_channels), square kernel, stride
+ * and padding, as torch.nn.Conv2d. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 
+#include "layout.h"
 #include "model.h"
 
 static const fg_option conv2d_options[] = {
@@ -76,17 +78,21 @@ static fg_status conv2d_forward(const fg_layer *l, const fg_layer_ctx *c, fg_err
 {
     fg_conv2d_desc d;
     fg_layer_window_desc(l, c->batch, &d);
-    return FG_OP(c, err, conv2d_forward, c->dt.act, c->dt.param, &d, c->x, c->param[0],
-                 l->bias ? c->param[1] : NULL, c->y, c->workspace);
+    fg_status st = fg_layout_enter(l, c, err);
+    if (st != FG_OK)
+        return st;
+    return FG_OP(c, err, conv2d_forward, c->dt.act, c->dt.param, &d, fg_layout_x(l, c),
+                 c->param[0], l->bias ? c->param[1] : NULL, c->y, c->workspace);
 }
 
 static fg_status conv2d_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
     fg_conv2d_desc d;
     fg_layer_window_desc(l, c->batch, &d);
-    return FG_OP(c, err, conv2d_backward, c->dt.act, c->dt.param, c->dt.grad, &d, c->x,
-                 c->param[0], c->dy, c->dx, c->grad[0], l->bias ? c->grad[1] : NULL,
-                 c->accumulate, c->workspace);
+    fg_status st = FG_OP(c, err, conv2d_backward, c->dt.act, c->dt.param, c->dt.grad, &d,
+                         fg_layout_x(l, c), c->param[0], c->dy, fg_layout_dx(l, c), c->grad[0],
+                         l->bias ? c->grad[1] : NULL, c->accumulate, c->workspace);
+    return st == FG_OK ? fg_layout_leave_dx(l, c, err) : st;
 }
 
 static void conv2d_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int training,

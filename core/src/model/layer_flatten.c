@@ -1,5 +1,8 @@
 /* Flatten: (c, h, w) -> (c*h*w). Row-major memory is already flat, so the replica hands
- * the input on as the output and the gradient back unchanged: no copy, no op. */
+ * the input on as the output and the gradient back unchanged: no copy, no op. Of an NHWC
+ * tensor ([model] memory_format = channels_last, layout.h) it is a transpose back to NCHW,
+ * forward and backward, so the flattened order is NCHW's in either format. */
+#include "layout.h"
 #include "model.h"
 
 static const fg_option flatten_options[] = {
@@ -30,4 +33,33 @@ const fg_layer_ops fg_layer_flatten = {
     .flags = FG_LAYER_ALIAS,
     .configure = flatten_configure,
     .plan = flatten_plan,
+};
+
+/* (c, h*w) of the (c, h, w) input */
+static int channels(const fg_layer *l) { return (int)l->in.dims[0]; }
+static int plane(const fg_layer *l) { return (int)(l->in.dims[1] * l->in.dims[2]); }
+
+/* y (n, c, h*w) = x (n, h*w, c) transposed */
+static fg_status flatten_nhwc_forward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
+{
+    return fg_layout_transpose(c, plane(l), channels(l), c->x, c->y, err);
+}
+
+static fg_status flatten_nhwc_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
+{
+    if (!c->dx)
+        return FG_OK;
+    return fg_layout_transpose(c, channels(l), plane(l), c->dy, c->dx, err);
+}
+
+/* layout.c adds the transpose's need once for the model */
+const fg_layer_ops fg_layer_flatten_nhwc = {
+    .type = "flatten",
+    .options = flatten_options,
+    .option_count = sizeof flatten_options / sizeof flatten_options[0],
+    .flags = FG_LAYER_DX_OPTIONAL,
+    .configure = flatten_configure,
+    .plan = flatten_plan,
+    .forward = flatten_nhwc_forward,
+    .backward = flatten_nhwc_backward,
 };

@@ -1,8 +1,10 @@
-/* Max and average pooling over NCHW with a square window, as torch.nn.MaxPool2d and
- * AvgPool2d. Max pooling keeps the argmax of each window for backward. */
+/* Max and average pooling over NCHW (NHWC under [model] memory_format = channels_last,
+ * layout.h) with a square window, as torch.nn.MaxPool2d and AvgPool2d. Max pooling keeps
+ * the argmax of each window for backward. */
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "layout.h"
 #include "model.h"
 
 #define POOL_OPTIONS(kind)                                                                     \
@@ -73,7 +75,10 @@ static fg_status pool_forward(const fg_layer *l, const fg_layer_ctx *c, fg_error
     fg_conv2d_desc d;
     fg_layer_window_desc(l, c->batch, &d);
     int mode = pool_mode(l);
-    return FG_OP(c, err, pool2d_forward, c->dt.act, mode, &d, c->x, c->y,
+    fg_status st = fg_layout_enter(l, c, err);
+    if (st != FG_OK)
+        return st;
+    return FG_OP(c, err, pool2d_forward, c->dt.act, mode, &d, fg_layout_x(l, c), c->y,
                  mode == FG_POOL_MAX ? (int32_t *)c->aux : NULL);
 }
 
@@ -82,8 +87,10 @@ static fg_status pool_backward(const fg_layer *l, const fg_layer_ctx *c, fg_erro
     fg_conv2d_desc d;
     fg_layer_window_desc(l, c->batch, &d);
     int mode = pool_mode(l);
-    return FG_OP(c, err, pool2d_backward, c->dt.act, mode, &d, c->dy,
-                 mode == FG_POOL_MAX ? (const int32_t *)c->aux : NULL, c->dx);
+    fg_status st = FG_OP(c, err, pool2d_backward, c->dt.act, mode, &d, c->dy,
+                         mode == FG_POOL_MAX ? (const int32_t *)c->aux : NULL,
+                         fg_layout_dx(l, c));
+    return st == FG_OK ? fg_layout_leave_dx(l, c, err) : st;
 }
 
 static void pool_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int training,

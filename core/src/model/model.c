@@ -111,6 +111,11 @@ static const fg_option model_options[] = {
      "replicas (dp, ddp, sharded, model-parallel with chunks = 1; Lightning's "
      "sync_batchnorm, PyTorch's SyncBatchNorm): sums reduced in f64 in forward and "
      "backward; false: each replica its own batch's"},
+    {"memory_format", FG_OPT_ENUM, "contiguous", 1, 0, FG_MEMORY_FORMAT_CHOICES,
+     "the memory order of (c, h, w) activations, PyTorch's name: channels_last keeps "
+     "conv2d, pooling, batchnorm and the activations between them NHWC on the device "
+     "(the input transposed once, flatten transposes back, so weights mean the same); the "
+     "CUDA backend only; contiguous: NCHW"},
 };
 
 /* [model] pad_vocab_to: pads the row stride of logits an output linear without bias writes
@@ -333,9 +338,12 @@ static fg_status build_layer(fg_model *m, const fg_config *cfg, const char *sect
     char shape[FG_SHAPE_TEXT_MAX];
     if ((st = fg_graph_resolve_inputs(m, cfg, l, err)) != FG_OK)
         return st;
+    l->ops = k = fg_layout_kind(m, l, k);
     if ((st = k->configure(l, cfg, err)) != FG_OK)
         return st;
     if ((st = k->plan(l, m, err)) != FG_OK)
+        return st;
+    if ((st = fg_layout_plan(m, l, err)) != FG_OK)
         return st;
     /* backend ops take int sizes per sample */
     if (fg_shape_numel(&l->out) > INT32_MAX)
@@ -493,6 +501,10 @@ fg_status fg_model_build_fp8(const fg_config *cfg, const int64_t *sample_shape,
     if (st == FG_OK)
         st = fg_section_read_bool(cfg, "model", model_options, COUNT(model_options),
                                   "sync_batchnorm", &m->sync_batchnorm, err);
+    fg_memory_format format = FG_MEMORY_CONTIGUOUS;
+    if (st == FG_OK)
+        st = fg_layout_read(cfg, model_options, COUNT(model_options), &format, err);
+    m->memory_format = (int)format;
     if (st == FG_OK)
         st = resolve_input(cfg, sample_shape, sample_rank, &m->input, err);
     if (st == FG_OK)
@@ -505,6 +517,11 @@ fg_status fg_model_build_fp8(const fg_config *cfg, const int64_t *sample_shape,
                                   "scaled_residual_init", &scaled, err);
     if (st == FG_OK && scaled)
         st = fg_model_scale_residual_init(m, cfg, err);
+    if (st == FG_OK) { /* the layout joins the model's note (printed at setup) */
+        char line[512];
+        fg_layout_describe(m, line, sizeof line);
+        fg_model_fp8_note_add(m, line);
+    }
     if (st != FG_OK) {
         fg_model_destroy(m);
         return st;

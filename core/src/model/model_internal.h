@@ -3,6 +3,7 @@
 #define FG_MODEL_INTERNAL_H
 
 #include "graph.h"
+#include "layout.h"
 #include "loss.h"
 #include "model.h"
 
@@ -32,8 +33,10 @@ struct fg_model {
     int positions;                    /* labels per sample: 1, or T of (T, classes) logits */
     int recompute;                    /* [model] recompute: every block's default */
     int sync_batchnorm;               /* [model] sync_batchnorm: statistics across replicas */
+    int memory_format;                /* [model] memory_format: fg_memory_format (layout.h) */
     fg_fp8_recipe fp8;                /* linear layers' fp8 gemms (precision.fp8-mixed) */
-    char fp8_note[1024];              /* the linear layers left out of fp8, one line each */
+    char fp8_note[1024];              /* the model's note, one line each: the linear layers
+                                       * left out of fp8, the memory format (layout.c) */
     int synced_layers;                /* layers that reduce across replicas (batch norm) */
     /* the graph (graph.c): named inputs somewhere; gradient slots of a whole replica, the
      * loss's and the model input's */

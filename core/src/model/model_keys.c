@@ -128,4 +128,5 @@ void fg_layer_window_desc(const fg_layer *l, int batch, fg_conv2d_desc *d)
     d->stride_h = d->stride_w = l->stride;
     d->out_h = (int32_t)l->out.dims[1];
     d->out_w = (int32_t)l->out.dims[2];
+    d->layout = l->nhwc ? FG_LAYOUT_NHWC : FG_LAYOUT_NCHW;
 }

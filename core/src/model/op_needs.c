@@ -135,6 +135,7 @@ fg_status fg_model_op_needs(const fg_model *m, int training, fg_op_needs *n)
         if (l->ops->op_needs)
             l->ops->op_needs(l, &dt, training, n);
     }
+    fg_layout_op_needs(m, dt.act, n);
     fg_loss_op_needs(m->loss, dt.act, training, n);
     uint32_t param, grad;
     fg_model_storage_dtypes(m, &param, &grad);

@@ -310,6 +310,10 @@ static inline int32_t fg_attention_kv_heads(const fg_attention_desc *d)
     P(const void *, a) P(int, lda) P(const void *, b) P(int, ldb) P(float, beta) P(void *, c)    \
     P(int, ldc) P(const fg_fp8_gemm_args *, f8)
 
+/* ABI 1.10: the NCHW <-> NHWC transpose of activations ([model] memory_format) */
+#define FG_OP_SIG_transpose_batched(P) P(uint32_t, dtype) /* x, y */ P(int, batch)             \
+    P(int, rows) P(int, cols) P(const void *, x) P(void *, y)
+
 #define FG_BACKEND_OPS(X, ctx)                                                                   \
     X(ctx, GEMM, gemm, "a", "b", "c")                                                            \
     X(ctx, BIAS_ADD, bias_add, "y", "bias")                                                      \
@@ -361,7 +365,8 @@ static inline int32_t fg_attention_kv_heads(const fg_attention_desc *d)
     X(ctx, BATCHNORM_BACKWARD_APPLY, batchnorm_backward_apply, "x", "param") /* ABI 1.8 */    \
     X(ctx, GEMM_FP8, gemm_fp8, "ab", "c") /* ABI 1.9 */                                          \
     X(ctx, ROPE_FREQ_FORWARD, rope_freq_forward, "x") /* ABI 1.9 */                              \
-    X(ctx, ROPE_FREQ_BACKWARD, rope_freq_backward, "x") /* ABI 1.9 */
+    X(ctx, ROPE_FREQ_BACKWARD, rope_freq_backward, "x") /* ABI 1.9 */                            \
+    X(ctx, TRANSPOSE_BATCHED, transpose_batched, "x") /* ABI 1.10 */
 
 /* The generators' helpers: each argument as a declaration or as its name, after a comma. */
 #define FG_OP_DECL_(type, name) , type name
@@ -791,6 +796,13 @@ typedef struct fg_backend_vtable {
     FG_OP_ENTRY(rope_freq_forward); /* op 48 */
     /* [required: rope_scaling while training] rope_backward with such a table. */
     FG_OP_ENTRY(rope_freq_backward); /* op 49 */
+
+    /* ---- ABI 1.10: channels-last activations ------------------------------------------- */
+    /* [required: [model] memory_format = channels_last] y(batch, cols, rows) = x(batch, rows,
+     * cols): each of batch matrices transposed, bits unchanged (NCHW -> NHWC is rows = c,
+     * cols = h*w; NHWC -> NCHW the reverse). x and y do not overlap. A backend that runs no
+     * NHWC op (the CPU backend) says no in supports(), so the key fails at setup. */
+    FG_OP_ENTRY(transpose_batched);
 } fg_backend_vtable;
 
 /* The five event entries (all or none: see "queues and events" above). */

@@ -765,6 +765,24 @@ FG_OP_CHECK(rope_freq_backward)
                                head_dim, ld, inv_freq, x, skip, err);
 }
 
+/* ---- ABI 1.10: the NCHW <-> NHWC transpose --------------------------------------------- */
+
+FG_OP_CHECK(transpose_batched)
+{
+    (void)dtype;
+    FG_CHECK_QUEUE_("transpose_batched");
+    FG_CHECK_(batch >= 0 && rows >= 0 && cols >= 0, "transpose_batched",
+              "batch %d, rows %d, cols %d must be >= 0", FG_CHECK_MSG_("transpose_batched"),
+              batch, rows, cols);
+    *skip = (int64_t)batch * rows * cols == 0;
+    if (*skip)
+        return FG_OK;
+    FG_CHECK_NOT_NULL_("transpose_batched", x);
+    FG_CHECK_NOT_NULL_("transpose_batched", y);
+    FG_CHECK_(x != y, "transpose_batched", "y aliases x", FG_CHECK_MSG_("transpose_batched"));
+    return FG_OK;
+}
+
 FG_OP_CHECK(swiglu_forward)
 {
     FG_CHECK_QUEUE_("swiglu_forward");
