@@ -126,6 +126,10 @@ fg_status fg_replica_upload(fg_replica *r, void *queue, const float *params,
 
 /* Dropout draws depend on (seed, layer, step) only. */
 void fg_replica_set_step(fg_replica *r, uint64_t step);
+/* A training pass that is not its optimizer step's first (a later micro-batch of gradient
+ * accumulation or pipeline chunk): fp8 gemms hold their scales and record no amax, so the
+ * amax histories advance once per step (linear_fp8.c). */
+void fg_replica_set_fp8_hold(fg_replica *r, int hold);
 void fg_replica_set_seed(fg_replica *r, uint64_t seed);
 void fg_replica_set_grad_ready_hook(fg_replica *r, fg_grad_ready_fn fn, void *user);
 /* Sums count f64 values of device memory in place across the replicas holding the same

@@ -33,7 +33,7 @@ struct fg_model {
     int recompute;                    /* [model] recompute: every block's default */
     int sync_batchnorm;               /* [model] sync_batchnorm: statistics across replicas */
     fg_fp8_recipe fp8;                /* linear layers' fp8 gemms (precision.fp8-mixed) */
-    char fp8_note[1024];              /* the linear layers left out of fp8, one line each */
+    char fp8_note[16384];             /* what fp8 did with each layer's linear maps, a line each */
     int synced_layers;                /* layers that reduce across replicas (batch norm) */
     /* the graph (graph.c): named inputs somewhere; gradient slots of a whole replica, the
      * loss's and the model input's */
