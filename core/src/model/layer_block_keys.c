@@ -217,8 +217,8 @@ static fg_status plan_fp8(fg_model *m, fg_layer *l, const block_dims *d, fg_erro
     if (in_fp8[0])
         snprintf(line, sizeof line, "fp8: [%s] runs the gemms of %s in fp8 (%s); attention and "
                  "the norms stay in the activations' dtype%s%s%s", l->section, in_fp8,
-                 fg_fp8_formats(m), left[0] ? "; " : "", left,
-                 left[0] ? " too: features must be multiples of 16" : "");
+                 fg_fp8_formats(m), left[0] ? "; so do " : "", left,
+                 left[0] ? ": features must be multiples of 16 (cuBLASLt's fp8 gemm)" : "");
     else
         snprintf(line, sizeof line, "fp8: [%s] stays in the activations' dtype: %s: features "
                  "must be multiples of 16 (cuBLASLt's fp8 gemm)", l->section, left);
