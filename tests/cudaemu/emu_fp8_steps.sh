@@ -4,6 +4,8 @@
 # 16), read from the final checkpoint's fp8_amax_* tensors:
 #   - a Llama block's five projections run in fp8 (the plan line), its MLP's stay bf16 at
 #     mlp_hidden = 168 (not a multiple of 16);
+#   - a Llama (fp8_llama_lm.ini) trained 2 steps in fp8 exports to Hugging Face's layout
+#     without its fp8 state, and init_from loads that export in fp8-mixed;
 #   - accumulate_grad_batches = 2: after 5 optimizer steps (10 micro-batches) every history
 #     holds exactly 5 amaxes ([0..4] > 0, [5..15] 0): it advances once per step, not per
 #     micro-batch;
@@ -57,6 +59,22 @@ grep -qF "fp8: [layer.h] runs the gemms of attn.qkv, attn.proj, mlp.gate_proj, m
   { cat "$tmp/l168.out"; fail "check of the Llama block at mlp_hidden 168"; }
 grep -qF "fp8: [layer.h] runs the gemms of attn.qkv, attn.proj in fp8 (x, w e4m3; dy e5m2); attention and the norms stay in the activations' dtype; so do mlp.gate_proj (168 x 64), mlp.up_proj (168 x 64), mlp.down_proj (64 x 168): features must be multiples of 16" \
   "$tmp/l168.out" || { cat "$tmp/l168.out"; fail "mlp_hidden 168 does not leave the MLP in bf16"; }
+# a Llama trained in fp8 exports to Hugging Face's layout (no fp8 state in it) and
+# init_from loads the export back (the fp8 state starts afresh)
+llama_cfg=$(dirname "$cfg")/fp8_llama_lm.ini
+"$fulgur" --plugin-path "$plugins" fit "$llama_cfg" trainer.max_steps=2 \
+  trainer.default_root_dir="$tmp/lf" trainer.final_checkpoint="$tmp/lf.safetensors" \
+  >"$tmp/lf.out" 2>&1 || { cat "$tmp/lf.out"; fail "the Llama fit"; }
+"$fulgur" --plugin-path "$plugins" export "$llama_cfg" --ckpt-path "$tmp/lf.safetensors" \
+  --out "$tmp/hf" >"$tmp/export.out" 2>&1 || { cat "$tmp/export.out"; fail "export of an fp8 Llama"; }
+grep -qF "(12 tensors, f32, Hugging Face Llama names)" "$tmp/export.out" ||
+  { cat "$tmp/export.out"; fail "the export does not hold the 12 Llama tensors"; }
+grep -aq "fp8_" "$tmp/hf/model.safetensors" && fail "the export holds fp8 state"
+"$fulgur" --plugin-path "$plugins" fit "$llama_cfg" trainer.max_steps=1 \
+  model.init_from="$tmp/hf/model.safetensors" trainer.default_root_dir="$tmp/li" \
+  >"$tmp/li.out" 2>&1 || { cat "$tmp/li.out"; fail "init_from the export in fp8-mixed"; }
+grep -qF "10 tensors loaded (Hugging Face Llama names)" "$tmp/li.out" ||
+  { cat "$tmp/li.out"; fail "init_from did not load the export's 10 tensors"; }
 # gradient accumulation: one history entry per optimizer step
 run accum trainer.max_steps=5 trainer.accumulate_grad_batches=2
 python3 - "$tmp/accum.safetensors" <<'PY' || fail "the histories do not advance once per step"
@@ -98,4 +116,4 @@ for k in exact: print(f"  step 1: {k}: one device {one[k][2]!r}, ddp {ddp[k][2]!
 sys.exit(0 if len(one) == 12 and not exact and worst <= tol else 1)
 PY
   fail "ddp's reduced histories are not one device's at the whole batch"
-echo "ok: histories advance once per step under accumulation; ddp's equal one device's"
+echo "ok: the Llama block in fp8, its export and init_from; histories advance once per step under accumulation; ddp's equal one device's"

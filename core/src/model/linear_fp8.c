@@ -13,12 +13,18 @@
  * 16-byte aligned) runs in the activations' dtype. */
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "model.h"
 
 enum { FP8_X = 0, FP8_W = 1, FP8_DY = 2 }; /* operand slots; buffers 2 * slot (+1) */
 
 static const char *const fp8_names[3] = {"x", "w", "dy"};
+
+int fg_tensor_is_fp8_state(const fg_tensor_info *t)
+{
+    return t->is_buffer && (strstr(t->name, ".fp8_scale_") || strstr(t->name, ".fp8_amax_"));
+}
 
 int fg_fp8_shape_fits(int64_t in, int64_t out)
 {

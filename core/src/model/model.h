@@ -58,6 +58,9 @@ fg_status fg_model_build(const fg_config *cfg, const int64_t *sample_shape, int 
 fg_status fg_model_build_fp8(const fg_config *cfg, const int64_t *sample_shape,
                              int sample_rank, int num_classes, const fg_fp8_recipe *fp8,
                              fg_model **out, fg_error *err);
+/* Whether t is an fp8 map's scale pair or amax history (linear_fp8.c): training state that
+ * no weights file holds (init_from skips it, export writes none). */
+int fg_tensor_is_fp8_state(const fg_tensor_info *t);
 /* The model's fp8 recipe; NULL when it has none. */
 const fg_fp8_recipe *fg_model_fp8(const fg_model *m);
 /* What an fp8 recipe did with each linear layer, one line each ("" without fp8). */
