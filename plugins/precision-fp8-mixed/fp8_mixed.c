@@ -20,7 +20,7 @@ static const fg_option fp8_options[] = {
      "hybrid: E4M3 weights and activations, E5M2 gradients (Transformer Engine's HYBRID); "
      "e4m3: E4M3 for all three"},
     {"amax_history_len", FG_OPT_INT, "1024", 1, 65536, NULL,
-     "amaxes each tensor's history keeps (one per forward call; TE's amax_history_len)"},
+     "amaxes each tensor's history keeps (one per optimizer step; TE's amax_history_len)"},
     {"amax_compute_algo", FG_OPT_ENUM, "max", 1, 0, "max|most_recent",
      "the amax a scale is computed from: the history's largest or its newest"},
     {"margin", FG_OPT_INT, "0", 0, 32, NULL,

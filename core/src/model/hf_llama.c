@@ -95,6 +95,9 @@ fg_status fg_hf_llama_parts(const fg_model *m, size_t i, fg_hf_part parts[3], in
     const fg_tensor_info *t = fg_model_tensor(m, i);
     const fg_layer *l = fg_model_layer(m, (size_t)t->layer);
     const char *type = l->ops->type;
+    *count = 0;
+    if (fg_tensor_is_fp8_state(t)) /* fp8-mixed's scaling state: no place in the layout */
+        return FG_OK;
     if (strcmp(type, "transformer_block") == 0)
         return block_parts(m, t, l, parts, count, err);
     if (strcmp(type, "embedding") == 0)

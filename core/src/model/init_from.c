@@ -168,6 +168,8 @@ static fg_status load_all(const fg_model *m, fg_ckpt *c, fg_weights_layout layou
 {
     for (size_t i = 0; i < fg_model_tensor_count(m); i++) {
         const fg_tensor_info *t = fg_model_tensor(m, i);
+        if (fg_tensor_is_fp8_state(t)) /* starts afresh: scales 1, empty histories */
+            continue;
         char fname[FG_TENSOR_NAME_MAX + 48];
         int transposed;
         if (!file_name_of(c, layout, t->name, fname, sizeof fname, &transposed)) {

@@ -105,6 +105,8 @@ fg_status fg_init_from_llama(const fg_model *m, fg_ckpt *c, int strict, float *p
     fg_status st = FG_OK;
     for (size_t i = 0; st == FG_OK && i < fg_model_tensor_count(m); i++) {
         const fg_tensor_info *t = fg_model_tensor(m, i);
+        if (fg_tensor_is_fp8_state(t)) /* starts afresh: scales 1, empty histories */
+            continue;
         fg_hf_part parts[3];
         int count = 0, found = 0;
         st = fg_hf_llama_parts(m, i, parts, &count, err);

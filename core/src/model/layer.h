@@ -17,6 +17,7 @@
 #define FG_LAYER_SECTION_MAX (FG_LAYER_NAME_MAX + 8)
 #define FG_LAYER_ORIGIN_MAX 256
 #define FG_LAYER_MAX_TENSORS 14 /* a transformer block's, with SwiGLU and biases */
+#define FG_LAYER_MAX_BUFFERS 32 /* a SwiGLU block's fp8 state: 5 linear maps of 6 */
 #define FG_LAYER_MAX_INPUTS 2
 #define FG_SHAPE_TEXT_MAX 128
 #define FG_MAX_REPEAT 1024 /* layers one section may make with `repeat` */
@@ -81,7 +82,7 @@ typedef struct fg_layer_ctx {
     fg_role_dtypes dt;
     void *param[FG_LAYER_MAX_TENSORS];   /* the layer's parameters, in declaration order */
     void *grad[FG_LAYER_MAX_TENSORS];    /* their gradients, same layout */
-    float *buffer[FG_LAYER_MAX_TENSORS]; /* running statistics and such, never trained */
+    float *buffer[FG_LAYER_MAX_BUFFERS]; /* running statistics and such, never trained */
     const void *x;                       /* (batch, in...) */
     const void *x2;                      /* (batch, in2...): a TWO_INPUTS kind's second input */
     void *y;                             /* (batch, out...) */
@@ -101,6 +102,8 @@ typedef struct fg_layer_ctx {
                                    fg_error *err);
     void *replica_allreduce_user;
     const fg_fp8_recipe *fp8; /* the model's; format FG_FP8_NONE: no fp8 */
+    int fp8_hold; /* a training micro-batch after its step's first: fp8 gemms quantize with
+                   * the scales they hold and record no amax (linear_fp8.c) */
 } fg_layer_ctx;
 
 typedef struct fg_layer_ops {
@@ -189,7 +192,8 @@ struct fg_layer {
     double rope_inv_freq[FG_ROPE_MAX_PAIRS];
     int tied;          /* this layer's weight is another's (tie): it owns no tensor */
     int weight_shared; /* a later layer uses this layer's weight: backward adds to its grad */
-    int fp8; /* linear: its gemms run in fp8 (linear_fp8.c); its buffers hold the scales */
+    int fp8; /* linear: its gemms run in fp8 (linear_fp8.c); its buffers hold the scales.
+              * transformer_block: a bit per linear map in fp8 (layer_block.h) */
     /* [model] memory_format = channels_last (layout.h): the (c, h, w) output is NHWC; the
      * input arrives NCHW and is transposed into the arena after the kind's own bytes
      * (own_fixed + own_per_sample * batch), then the input gradient's copy */
@@ -200,7 +204,7 @@ struct fg_layer {
     /* tensors: indices into the model's tensor table */
     int param_count, buffer_count;
     size_t param_tensor[FG_LAYER_MAX_TENSORS];
-    size_t buffer_tensor[FG_LAYER_MAX_TENSORS];
+    size_t buffer_tensor[FG_LAYER_MAX_BUFFERS];
 
     /* arena bytes besides the output */
     size_t aux_fixed;
@@ -296,20 +300,49 @@ static inline fg_status fg_backend_lacks(fg_error *err, const char *fn)
     (FG_BACKEND_HAS((c)->be, fn) ? (c)->be->fn((c)->bs, (c)->queue, __VA_ARGS__, (err))      \
                                  : fg_backend_lacks((err), #fn))
 
-/* ---- a linear layer's gemms in fp8 (linear_fp8.c) ------------------------------------- */
+/* ---- a linear map's gemms in fp8 (linear_fp8.c): linear and transformer_block ------- */
+
+/* A linear map's fp8 state: x's, w's and dy's scale pair {scale, 1/scale} and amax history,
+ * in that order (six layer buffers). state[0] NULL: the map is not in fp8. */
+typedef struct fg_fp8_map {
+    float *state[6];
+} fg_fp8_map;
+
+/* Whether a map of these features can run in fp8 (cuBLASLt: multiples of 16). */
+int fg_fp8_shape_fits(int64_t in, int64_t out);
+/* Declares a map's six buffers, named PREFIXfp8_scale_x, PREFIXfp8_amax_x, ... _w, _dy;
+ * the model has an fp8 recipe. */
+fg_status fg_fp8_declare(fg_layer *l, fg_model *m, const char *prefix, fg_error *err);
+/* The recipe's formats, for a plan line ("x, w e4m3; dy e5m2" or "e4m3"). */
+const char *fg_fp8_formats(const fg_model *m);
+/* The map whose six buffers start at c->buffer[first]. */
+fg_fp8_map fg_fp8_map_at(const fg_layer_ctx *c, int first);
+/* Whether a call of map f (NULL: none) runs in fp8: the map's, the recipe's, the rows' (a
+ * multiple of 16) and the output's alignment (16 bytes) say yes. */
+int fg_fp8_runs(const fg_fp8_map *f, const fg_layer_ctx *c, int rows, const void *out);
+/* y(rows, ldy) = fp8(x) fp8(w)^T (+ b by bias_add; b may be NULL); training updates x's and
+ * w's scales (not under c->fp8_hold). */
+fg_status fg_fp8_forward(const fg_fp8_map *m, const fg_layer_ctx *c, int rows, int out, int in,
+                         const void *x, const void *w, const void *b, void *y, int ldy,
+                         fg_error *err);
+/* dw (+)= fp8(dy)^T fp8(x) (dy's scale updated as forward's), db (NULL: none) by bias_grad. */
+fg_status fg_fp8_weight_grads(const fg_fp8_map *m, const fg_layer_ctx *c, int rows, int out,
+                              int in, const void *x, const void *dy, int ldy, void *dw,
+                              void *db, fg_error *err);
+/* dx(rows, in) = fp8(dy) fp8(w) + beta dx, with the scales the map holds. */
+fg_status fg_fp8_input_grad(const fg_fp8_map *m, const fg_layer_ctx *c, int rows, int out,
+                            int in, const void *w, const void *dy, int ldy, float beta, void *dx,
+                            fg_error *err);
 
 /* Under an fp8 recipe, a linear layer whose features are multiples of 16 declares its
- * scaling state (scale pair and amax history of x, w and dy: six buffers) and sets l->fp8;
- * *why says which (one line: fp8, or left in the activations' dtype and why). */
+ * map's six buffers and sets l->fp8; *why says which (one line: fp8, or left in the
+ * activations' dtype and why). */
 fg_status fg_linear_fp8_plan(fg_layer *l, fg_model *m, int64_t in, char *why, size_t why_size,
                              fg_error *err);
-/* Whether this call runs in fp8: the layer's, the rows' (a multiple of 16) and the outputs'
- * alignment (16 bytes) say yes. */
+/* Whether this call of a linear layer runs in fp8 (fg_fp8_runs on y, dx and dw). */
 int fg_linear_fp8_runs(const fg_layer *l, const fg_layer_ctx *c, int rows);
-/* y(rows, ldy) = fp8(x) fp8(w)^T (+ b by bias_add); training updates x's and w's scales. */
 fg_status fg_linear_fp8_forward(const fg_layer *l, const fg_layer_ctx *c, int rows, int out,
                                 int in, int ldy, fg_error *err);
-/* dw (+)= fp8(dy)^T fp8(x) (dy's scale updated), db by bias_grad, dx = fp8(dy) fp8(w). */
 fg_status fg_linear_fp8_backward(const fg_layer *l, const fg_layer_ctx *c, int rows, int out,
                                  int in, int ldy, fg_error *err);
 

@@ -120,16 +120,17 @@ static fg_status block_activations(const fg_layer *l, const fg_layer_ctx *c, blo
     void *p[BLOCK_TENSORS];
     fg_block_params(l, c->param, p);
     void *ws_attn = fg_block_attention_workspace(l, c);
+    fg_fp8_map qkv = fg_block_fp8(l, c, BLOCK_FP8_QKV), proj = fg_block_fp8(l, c, BLOCK_FP8_PROJ);
     fg_status st = FG_OP(c, err, layernorm_forward, act, param, l->rms, rows, d.C, c->x,
                          p[LN1_W], p[LN1_B], (float)l->eps, s.mean1, s.rstd1, s.h1);
     if (st == FG_OK)
-        st = fg_block_linear(c, rows, d.Q, d.C, s.h1, p[QKV_W], p[QKV_B], s.qkv, err);
+        st = fg_block_linear(c, &qkv, rows, d.Q, d.C, s.h1, p[QKV_W], p[QKV_B], s.qkv, err);
     if (st == FG_OK)
         st = fg_block_rope(l, c, 0, rows, d.T, 0, s.qkv, err);
     if (st == FG_OK)
         st = FG_OP(c, err, attention_forward, act, &a, s.qkv, s.att, s.lse, ws_attn);
     if (st == FG_OK)
-        st = fg_block_linear(c, rows, d.C, d.C, s.att, p[PROJ_W], p[PROJ_B], s.x2, err);
+        st = fg_block_linear(c, &proj, rows, d.C, d.C, s.att, p[PROJ_W], p[PROJ_B], s.x2, err);
     if (st == FG_OK)
         st = block_residual_norm(l, c, rows, d.C, c->x, s.x2, p[LN2_W], p[LN2_B], s.mean2,
                                  s.rstd2, s.h2, err);
@@ -147,9 +148,10 @@ static fg_status block_forward(const fg_layer *l, const fg_layer_ctx *c, fg_erro
     uint32_t act = c->dt.act;
     void *p[BLOCK_TENSORS];
     fg_block_params(l, c->param, p);
+    fg_fp8_map down = fg_block_fp8(l, c, BLOCK_FP8_DOWN);
     fg_status st = block_activations(l, c, s, err);
     if (st == FG_OK)
-        st = fg_block_linear(c, rows, d.C, d.F, s.g, p[MPROJ_W], p[MPROJ_B], c->y, err);
+        st = fg_block_linear(c, &down, rows, d.C, d.F, s.g, p[MPROJ_W], p[MPROJ_B], c->y, err);
     if (st == FG_OK)
         st = FG_OP(c, err, axpy, act, act, 1.0f, s.x2, c->y, n);
     return st;
@@ -172,6 +174,7 @@ static fg_status block_backward(const fg_layer *l, const fg_layer_ctx *c, fg_err
     size_t hidden = (size_t)(d.NF - 1) * (size_t)rows * (size_t)d.F;
     void *dA = ws, *dB = ws + hidden, *dC = ws + hidden + bn, *dD = ws + hidden + 2 * bn;
     void *ws_attn = fg_block_attention_workspace(l, c);
+    fg_fp8_map qkv = fg_block_fp8(l, c, BLOCK_FP8_QKV), proj = fg_block_fp8(l, c, BLOCK_FP8_PROJ);
     fg_status st = l->recompute ? block_activations(l, c, s, err) : FG_OK;
     /* MLP: dy -> dh2 */
     if (st == FG_OK)
@@ -182,18 +185,19 @@ static fg_status block_backward(const fg_layer *l, const fg_layer_ctx *c, fg_err
                                  dC, g[LN2_W], g[LN2_B], err);
     /* attention: dx2 -> datt -> dqkv -> dh1 */
     if (st == FG_OK)
-        st = fg_block_linear_bwd_weights(c, rows, d.C, d.C, s.att, dC, g[PROJ_W], g[PROJ_B],
-                                         err);
+        st = fg_block_linear_bwd_weights(c, &proj, rows, d.C, d.C, s.att, dC, g[PROJ_W],
+                                         g[PROJ_B], err);
     if (st == FG_OK)
-        st = fg_block_linear_bwd_input(c, rows, d.C, d.C, p[PROJ_W], dC, 0.0f, dB, err);
+        st = fg_block_linear_bwd_input(c, &proj, rows, d.C, d.C, p[PROJ_W], dC, 0.0f, dB, err);
     if (st == FG_OK)
         st = FG_OP(c, err, attention_backward, act, &a, s.qkv, s.att, s.lse, dB, dD, ws_attn);
     if (st == FG_OK)
         st = fg_block_rope(l, c, 1, rows, d.T, 0, dD, err);
     if (st == FG_OK)
-        st = fg_block_linear_bwd_weights(c, rows, d.Q, d.C, s.h1, dD, g[QKV_W], g[QKV_B], err);
+        st = fg_block_linear_bwd_weights(c, &qkv, rows, d.Q, d.C, s.h1, dD, g[QKV_W], g[QKV_B],
+                                         err);
     if (st == FG_OK)
-        st = fg_block_linear_bwd_input(c, rows, d.Q, d.C, p[QKV_W], dD, 0.0f, dB, err);
+        st = fg_block_linear_bwd_input(c, &qkv, rows, d.Q, d.C, p[QKV_W], dD, 0.0f, dB, err);
     /* dx = ln_1'(dh1) + dx2 */
     if (st == FG_OK)
         st = block_norm_backward(l, c, rows, d.C, c->x, p[LN1_W], s.mean1, s.rstd1, dB, dC,
@@ -207,6 +211,10 @@ static void block_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int trai
     const char *who = l->section;
     FG_NEED(n, who, FG_OP_LAYERNORM_FORWARD, dt->act, dt->param);
     FG_NEED(n, who, FG_OP_GEMM, dt->act, dt->param, dt->act);
+    if (l->fp8) /* and the gemms above for rows that are not a multiple of 16 */
+        FG_NEED(n, who, FG_OP_GEMM_FP8, dt->act, dt->act);
+    if (l->fp8 && training)
+        FG_NEED(n, who, FG_OP_GEMM_FP8, dt->act, dt->grad);
     if (l->bias)
         FG_NEED(n, who, FG_OP_BIAS_ADD, dt->act, dt->param);
     FG_NEED(n, who, FG_OP_ATTENTION_FORWARD, dt->act);

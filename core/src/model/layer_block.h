@@ -121,17 +121,37 @@ extern const fg_option fg_block_options[FG_BLOCK_OPTION_COUNT];
 fg_status fg_block_configure(fg_layer *l, const fg_config *cfg, fg_error *err);
 fg_status fg_block_plan(fg_layer *l, fg_model *m, fg_error *err);
 
-/* y(rows, out) = x(rows, in) W^T + b (b may be NULL) */
-fg_status fg_block_linear(const fg_layer_ctx *c, int rows, int out, int in, const void *x,
-                          const void *w, const void *b, void *y, fg_error *err);
+/* The block's linear maps, each in fp8 under an fp8 recipe when its features are multiples
+ * of 16 (l->fp8 has bit 1 << map): qkv, attn.proj, the MLP's fc (SwiGLU: gate_proj),
+ * up_proj (SwiGLU only) and its down projection (GELU: mlp.proj). Each fp8 map owns six
+ * buffers, in this order after the ones before it (linear_fp8.c). */
+enum { BLOCK_FP8_QKV, BLOCK_FP8_PROJ, BLOCK_FP8_FC, BLOCK_FP8_UP, BLOCK_FP8_DOWN, BLOCK_FP8_MAPS };
+
+/* Map's fp8 state in c's buffers, or an empty map (state[0] NULL) when it stays in the
+ * activations' dtype. */
+static inline fg_fp8_map fg_block_fp8(const fg_layer *l, const fg_layer_ctx *c, int map)
+{
+    fg_fp8_map none = {{NULL}};
+    if (!(l->fp8 & (1 << map)))
+        return none;
+    int first = 0;
+    for (int k = 0; k < map; k++)
+        first += l->fp8 & (1 << k) ? 6 : 0;
+    return fg_fp8_map_at(c, first);
+}
+
+/* y(rows, out) = x(rows, in) W^T + b (b may be NULL); in fp8 where f8 runs (NULL: never) */
+fg_status fg_block_linear(const fg_layer_ctx *c, const fg_fp8_map *f8, int rows, int out,
+                          int in, const void *x, const void *w, const void *b, void *y,
+                          fg_error *err);
 /* dW (+)= dy^T x and db (+)= sum dy (db NULL: dW only) */
-fg_status fg_block_linear_bwd_weights(const fg_layer_ctx *c, int rows, int out, int in,
-                                      const void *x, const void *dy, void *dw, void *db,
-                                      fg_error *err);
+fg_status fg_block_linear_bwd_weights(const fg_layer_ctx *c, const fg_fp8_map *f8, int rows,
+                                      int out, int in, const void *x, const void *dy, void *dw,
+                                      void *db, fg_error *err);
 /* dx (rows, in) = dy W + beta dx */
-fg_status fg_block_linear_bwd_input(const fg_layer_ctx *c, int rows, int out, int in,
-                                    const void *w, const void *dy, float beta, void *dx,
-                                    fg_error *err);
+fg_status fg_block_linear_bwd_input(const fg_layer_ctx *c, const fg_fp8_map *f8, int rows,
+                                    int out, int in, const void *w, const void *dy, float beta,
+                                    void *dx, fg_error *err);
 
 /* q and k of qkv rows (rows, Q) at positions pos0 + r % seq rotated (position = rope;
  * backward: a gradient taken back through the rotation); nothing with learned positions. */

@@ -49,13 +49,13 @@ fg_status fg_block_decode(const fg_layer *l, const fg_layer_ctx *c, int pos, fg_
     fg_status st = FG_OP(c, err, layernorm_forward, act, param, l->rms, 1, d.C, c->x, p[LN1_W],
                          p[LN1_B], (float)l->eps, s.mean1 + pos, s.rstd1 + pos, h1);
     if (st == FG_OK)
-        st = fg_block_linear(c, 1, d.Q, d.C, h1, p[QKV_W], p[QKV_B], qkv, err);
+        st = fg_block_linear(c, NULL, 1, d.Q, d.C, h1, p[QKV_W], p[QKV_B], qkv, err);
     if (st == FG_OK)
         st = fg_block_rope(l, c, 0, 1, 1, pos, qkv, err);
     if (st == FG_OK)
         st = attention_row(l, c, &s, pos, att, err);
     if (st == FG_OK)
-        st = fg_block_linear(c, 1, d.C, d.C, att, p[PROJ_W], p[PROJ_B], x2, err);
+        st = fg_block_linear(c, NULL, 1, d.C, d.C, att, p[PROJ_W], p[PROJ_B], x2, err);
     if (st == FG_OK)
         st = FG_OP(c, err, axpy, act, act, 1.0f, c->x, x2, (size_t)d.C);
     if (st == FG_OK)
@@ -64,7 +64,7 @@ fg_status fg_block_decode(const fg_layer *l, const fg_layer_ctx *c, int pos, fg_
     if (st == FG_OK)
         st = fg_block_mlp_hidden(l, c, 1, p, h2, f, u, g, err);
     if (st == FG_OK)
-        st = fg_block_linear(c, 1, d.C, d.F, g, p[MPROJ_W], p[MPROJ_B], c->y, err);
+        st = fg_block_linear(c, NULL, 1, d.C, d.F, g, p[MPROJ_W], p[MPROJ_B], c->y, err);
     if (st == FG_OK)
         st = FG_OP(c, err, axpy, act, act, 1.0f, x2, c->y, (size_t)d.C);
     return st;

@@ -3,6 +3,7 @@
  * PyTorch's state dict; SwiGLU's as Hugging Face Llama's), in layer_block.h's slot order. */
 #include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "layer_block.h"
@@ -170,6 +171,61 @@ static fg_status add_slot(fg_model *m, fg_layer *l, const block_dims *d, int t, 
                                : FG_INIT_UNIFORM, std > 0 ? std : bound, err);
 }
 
+/* Map k's name (its weight's without ".weight") and (in, out) features. */
+static void fp8_map_shape(const fg_layer *l, const block_dims *d, int k, char *name,
+                          size_t size, int64_t *in, int64_t *out)
+{
+    static const int weight_slot[BLOCK_FP8_MAPS] = {QKV_W, PROJ_W, FC_W, UP_W, MPROJ_W};
+    int64_t shape[2];
+    slot_shape(d, weight_slot[k], shape);
+    *out = shape[0];
+    *in = shape[1];
+    const char *w = (l->swiglu ? swiglu_names : gelu_names)[weight_slot[k]];
+    snprintf(name, size, "%.*s", (int)(strlen(w) - strlen(".weight")), w);
+}
+
+/* Under an fp8 recipe each linear map whose features are multiples of 16 runs its gemms in
+ * fp8 with six buffers of its own (linear_fp8.c); one plan line names them, and those left
+ * in the activations' dtype. Attention, the norms and the residual adds stay there too, as
+ * in Transformer Engine's TransformerLayer. */
+static fg_status plan_fp8(fg_model *m, fg_layer *l, const block_dims *d, fg_error *err)
+{
+    l->fp8 = 0;
+    if (!fg_model_fp8(m))
+        return FG_OK;
+    char in_fp8[160] = "", left[200] = "", line[512];
+    fg_status st = FG_OK;
+    for (int k = 0; k < BLOCK_FP8_MAPS && st == FG_OK; k++) {
+        if (k == BLOCK_FP8_UP && !l->swiglu)
+            continue;
+        char name[40], prefix[48];
+        int64_t in, out;
+        fp8_map_shape(l, d, k, name, sizeof name, &in, &out);
+        if (!fg_fp8_shape_fits(in, out)) {
+            snprintf(left + strlen(left), sizeof left - strlen(left), "%s%s (%lld x %lld)",
+                     left[0] ? ", " : "", name, (long long)out, (long long)in);
+            continue;
+        }
+        snprintf(prefix, sizeof prefix, "%s.", name);
+        st = fg_fp8_declare(l, m, prefix, err);
+        l->fp8 |= 1 << k;
+        snprintf(in_fp8 + strlen(in_fp8), sizeof in_fp8 - strlen(in_fp8), "%s%s",
+                 in_fp8[0] ? ", " : "", name);
+    }
+    if (st != FG_OK)
+        return st;
+    if (in_fp8[0])
+        snprintf(line, sizeof line, "fp8: [%s] runs the gemms of %s in fp8 (%s); attention and "
+                 "the norms stay in the activations' dtype%s%s%s", l->section, in_fp8,
+                 fg_fp8_formats(m), left[0] ? "; so do " : "", left,
+                 left[0] ? ": features must be multiples of 16 (cuBLASLt's fp8 gemm)" : "");
+    else
+        snprintf(line, sizeof line, "fp8: [%s] stays in the activations' dtype: %s: features "
+                 "must be multiples of 16 (cuBLASLt's fp8 gemm)", l->section, left);
+    fg_model_fp8_note_add(m, line);
+    return FG_OK;
+}
+
 fg_status fg_block_plan(fg_layer *l, fg_model *m, fg_error *err)
 {
     if (l->in.rank != 2)
@@ -194,5 +250,5 @@ fg_status fg_block_plan(fg_layer *l, fg_model *m, fg_error *err)
     for (int t = 0; st == FG_OK && t < BLOCK_TENSORS; t++)
         if (fg_block_has(l, t))
             st = add_slot(m, l, &d, t, err);
-    return st;
+    return st == FG_OK ? plan_fp8(m, l, &d, err) : st;
 }

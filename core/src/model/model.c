@@ -186,7 +186,7 @@ fg_status fg_model_add_tensor(fg_model *m, fg_layer *l, const char *suffix, int 
                               fg_error *err)
 {
     int *n = is_buffer ? &l->buffer_count : &l->param_count;
-    if (*n >= FG_LAYER_MAX_TENSORS || rank > 4)
+    if (*n >= (is_buffer ? FG_LAYER_MAX_BUFFERS : FG_LAYER_MAX_TENSORS) || rank > 4)
         return fg_error_set(err, FG_INTERNAL, "[%s] declares too many tensors", l->section);
     if (m->tensor_count == m->tensor_cap) {
         size_t cap = m->tensor_cap ? 2 * m->tensor_cap : 16;

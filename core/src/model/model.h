@@ -58,6 +58,9 @@ fg_status fg_model_build(const fg_config *cfg, const int64_t *sample_shape, int 
 fg_status fg_model_build_fp8(const fg_config *cfg, const int64_t *sample_shape,
                              int sample_rank, int num_classes, const fg_fp8_recipe *fp8,
                              fg_model **out, fg_error *err);
+/* Whether t is an fp8 map's scale pair or amax history (linear_fp8.c): training state that
+ * no weights file holds (init_from skips it, export writes none). */
+int fg_tensor_is_fp8_state(const fg_tensor_info *t);
 /* The model's fp8 recipe; NULL when it has none. */
 const fg_fp8_recipe *fg_model_fp8(const fg_model *m);
 /* What an fp8 recipe did with each linear layer, one line each ("" without fp8). */
@@ -126,6 +129,10 @@ fg_status fg_replica_upload(fg_replica *r, void *queue, const float *params,
 
 /* Dropout draws depend on (seed, layer, step) only. */
 void fg_replica_set_step(fg_replica *r, uint64_t step);
+/* A training pass that is not its optimizer step's first (a later micro-batch of gradient
+ * accumulation or pipeline chunk): fp8 gemms hold their scales and record no amax, so the
+ * amax histories advance once per step (linear_fp8.c). */
+void fg_replica_set_fp8_hold(fg_replica *r, int hold);
 void fg_replica_set_seed(fg_replica *r, uint64_t seed);
 void fg_replica_set_grad_ready_hook(fg_replica *r, fg_grad_ready_fn fn, void *user);
 /* Sums count f64 values of device memory in place across the replicas holding the same

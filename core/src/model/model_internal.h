@@ -35,8 +35,8 @@ struct fg_model {
     int sync_batchnorm;               /* [model] sync_batchnorm: statistics across replicas */
     int memory_format;                /* [model] memory_format: fg_memory_format (layout.h) */
     fg_fp8_recipe fp8;                /* linear layers' fp8 gemms (precision.fp8-mixed) */
-    char fp8_note[1024];              /* the model's note, one line each: the linear layers
-                                       * left out of fp8, the memory format (layout.c) */
+    char fp8_note[16384];             /* the model's note, one line each: what fp8 did with
+                                       * each layer's linear maps, the memory format (layout.c) */
     int synced_layers;                /* layers that reduce across replicas (batch norm) */
     /* the graph (graph.c): named inputs somewhere; gradient slots of a whole replica, the
      * loss's and the model input's */

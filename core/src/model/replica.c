@@ -54,6 +54,7 @@ struct fg_replica {
     fg_replica_allreduce_hook allreduce; /* the strategy's replica all-reduce; NULL: none */
     void *allreduce_user;
     int need_input_grad;
+    int fp8_hold; /* fg_replica_set_fp8_hold */
     const void *input_grad;
     /* sharded memory: where the running layer's params and grads are (model_hooks) */
     fg_layer_memory_fn mem_hook;
@@ -362,6 +363,7 @@ int fg_replica_max_batch(const fg_replica *r) { return r->max_batch; }
 int fg_replica_device(const fg_replica *r) { return r->device; }
 const fg_model *fg_replica_model(const fg_replica *r) { return r->m; }
 void fg_replica_set_step(fg_replica *r, uint64_t step) { r->step = step; }
+void fg_replica_set_fp8_hold(fg_replica *r, int hold) { r->fp8_hold = hold != 0; }
 const void *fg_replica_input_grad(const fg_replica *r) { return r->input_grad; }
 const float *fg_replica_probs(const fg_replica *r)
 {
@@ -493,6 +495,7 @@ static void layer_ctx(const fg_replica *r, const fg_layer *l, fg_layer_ctx *c)
     c->replica_allreduce = r->allreduce;
     c->replica_allreduce_user = r->allreduce_user;
     c->fp8 = &r->m->fp8;
+    c->fp8_hold = r->fp8_hold;
     c->y_ld = (size_t)l->index + 1 == r->m->layer_count && r->logits_ld != r->m->num_classes
                   ? r->logits_ld
                   : 0;

@@ -395,7 +395,11 @@ void fg_train_services_init(fg_train_ctx *c, int max_batch)
     fg_train_stage_step_init(s);
 }
 
-void fg_train_services_next_micro_batch(fg_train_ctx *c) { c->micro_step++; }
+void fg_train_services_next_micro_batch(fg_train_ctx *c, int micro)
+{
+    c->micro_step++;
+    c->micro_in_step = micro;
+}
 uint64_t fg_train_services_micro_step(const fg_train_ctx *c) { return c->micro_step; }
 void fg_train_services_resume_micro_step(fg_train_ctx *c, uint64_t n) { c->micro_step = n; }
 

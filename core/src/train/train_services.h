@@ -26,6 +26,7 @@ typedef struct fg_train_ctx {
      * else writes it): dropout draws depend on it, and every stage of a micro-batch draws
      * alike. */
     uint64_t micro_step;
+    int micro_in_step; /* the micro-batch's index within its optimizer step (0: the first) */
     /* Moves with every optimizer update: a stage with half working parameters casts them
      * again at its first forward after it. Atomic: the stages of strategy.model-parallel
      * step their optimizers on threads of their own, at once (a data race ThreadSanitizer
@@ -61,8 +62,9 @@ struct fg_optimizer *fg_train_stage_optimizer(const void *stage);
 
 /* Fills ctx->svc; the other fields must be set by the caller. */
 void fg_train_services_init(fg_train_ctx *ctx, int max_batch);
-/* A training micro-batch starts (before the strategy's train_step). */
-void fg_train_services_next_micro_batch(fg_train_ctx *ctx);
+/* A training micro-batch starts (before the strategy's train_step), the micro-th of its
+ * optimizer step. */
+void fg_train_services_next_micro_batch(fg_train_ctx *ctx, int micro);
 /* The micro-batches counted, for a checkpoint, and the count a resumed fit goes on from. */
 uint64_t fg_train_services_micro_step(const fg_train_ctx *ctx);
 void fg_train_services_resume_micro_step(fg_train_ctx *ctx, uint64_t micro_step);

@@ -114,6 +114,9 @@ static fg_status stage_forward(void *ctx, void *stage, int32_t chunk, const fg_b
     if (st != FG_OK) return st;
     fg_replica *r = s->arena[chunk];
     if (training) fg_replica_set_step(r, c->micro_step);
+    /* fp8's amax histories advance once per optimizer step: at its first micro-batch's
+     * first chunk; backward reads the same replica's flag */
+    if (training) fg_replica_set_fp8_hold(r, c->micro_in_step > 0 || chunk > 0);
     fg_replica_set_sample_offset(r, (uint64_t)first_sample);
     int64_t counted = counted_labels(c, s, b);
     fg_replica_set_counted_labels(r, counted);

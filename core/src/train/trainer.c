@@ -103,6 +103,21 @@ static fg_status check_replica_allreduce(fg_trainer *t, const fg_train_ctx *c, f
                         t->devices * t->world_size);
 }
 
+/* fp8-mixed across processes: the amax histories max-reduced once per step (fp8_amax.h) */
+static fg_status setup_fp8_amax(fg_trainer *t, fg_error *err)
+{
+    void *primary = STRAT(t)->primary_replica(t->strategy.state);
+    fg_ranks ranks = fg_trainer_ranks(t);
+    fg_status st = fg_fp8_amax_sync_init(&t->fp8_amax, t->model, &ranks, t->tctx.be, t->tctx.bs,
+                                         primary ? fg_train_stage_queue(primary) : NULL,
+                                         primary ? fg_train_stage_model(primary) : NULL, err);
+    if (st == FG_OK && t->fp8_amax.runs && t->rank == 0 && t->rt->verbosity >= FG_LOG_INFO)
+        fprintf(t->out, "fp8: the amax histories (%zu floats) are max-reduced across the %d "
+                "ranks once per optimizer step (%s)\n", t->fp8_amax.floats, t->world_size,
+                t->fp8_amax.native_queue ? "ordered on the device" : "after a queue sync");
+    return st;
+}
+
 static fg_status open_split(fg_trainer *t, fg_data_split *s, int which, const char *name, int required,
                             fg_error *err)
 {
@@ -362,7 +377,8 @@ static fg_status setup_strategy(fg_trainer *t, fg_error *err)
     fg_train_services_init(c, (int)max_batch);
     t->strategy_ready = 1;
     st = STRAT(t)->setup(t->strategy.state, &c->svc, err);
-    return st == FG_OK ? check_replica_allreduce(t, c, err) : st;
+    if (st == FG_OK) st = check_replica_allreduce(t, c, err);
+    return st == FG_OK ? setup_fp8_amax(t, err) : st;
 }
 
 static void report_model(fg_trainer *t)
@@ -501,6 +517,7 @@ static void teardown(fg_trainer *t)
     fg_scheduler_destroy(t->scheduler);
     fg_decay_groups_free(&t->decay);
     fg_model_destroy(t->model);
+    fg_fp8_amax_sync_free(&t->fp8_amax);
     if (t->rank != 0 && t->out) fclose(t->out);
     free(t->init_params);
     free(t->init_buffers);

@@ -18,6 +18,7 @@
 #include "fulgur/precision.h"
 #include "fulgur/strategy.h"
 #include "decay_groups.h"
+#include "fp8_amax.h"
 #include "lm_metrics.h"
 #include "model.h"
 #include "optimizer.h"
@@ -76,6 +77,7 @@ typedef struct fg_trainer {
     fg_checkpointer ckpt;
     fg_requeue requeue;        /* [trainer] requeue_signal */
     fg_step_graph graph;       /* [backend] cuda_graphs */
+    fg_fp8_amax_sync fp8_amax; /* fp8-mixed across ranks: the amax histories' reduction */
 } fg_trainer;
 
 #endif

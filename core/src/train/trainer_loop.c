@@ -281,7 +281,7 @@ static fg_status train_epoch(fg_trainer *t, fg_error *err)
         fg_batch batch = fg_dataloader_batch(s->loader, v);
         if (checked && fg_batch_inputs_dtype(&batch) == FG_F32) /* token ids are finite */
             t->checks.nonfinite_inputs += fg_count_nonfinite(fg_batch_inputs(&batch), (size_t)batch.count * (size_t)batch.sample_elems);
-        fg_train_services_next_micro_batch(&t->tctx);
+        fg_train_services_next_micro_batch(&t->tctx, micro);
         int replayed = 0; /* [backend] cuda_graphs: the whole step was a graph launch */
         if (t->graph.stage) st = graph_before(t, &batch, &replayed, err);
         if (st == FG_OK && !replayed)
@@ -294,6 +294,7 @@ static fg_status train_epoch(fg_trainer *t, fg_error *err)
             t->progress.batches_done = b - micro; /* the step was not taken: a resume redoes it */
             break;
         }
+        if (st == FG_OK && !replayed) st = fg_fp8_amax_sync_step(&t->fp8_amax, err);
         if (st == FG_OK && !replayed) st = optimizer_step(t, err);
         if (t->graph.stage && !replayed) st = fg_step_graph_after(&t->graph, &t->tctx, st, err);
         if (st == FG_OK) st = fg_trainer_requeue_poll(t, 0, err);
