@@ -119,12 +119,6 @@ void fg_cpu_activation_backward(fg_cpu_pool *pool, int act, const float *x, cons
  * run on them, the results rounded back (fg_cpu_bf16_round): the f32 intermediates stay in
  * L1, and the values are those of the f32 activation on the widened input, rounded. */
 
-static void widen_bf16(float *dst, const uint16_t *src, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        dst[i] = fg_bf16_to_f32(src[i]);
-}
-
 typedef struct fg_cpu_act_bf16_ctx {
     int act;
     const uint16_t *x, *y, *dy;
@@ -137,7 +131,7 @@ static void fg_cpu_act_bf16_forward_range(void *p, size_t b, size_t e)
     float x[FG_CPU_BF16_BLOCK], y[FG_CPU_BF16_BLOCK];
     for (size_t i = b; i < e; i += FG_CPU_BF16_BLOCK) {
         size_t m = e - i < FG_CPU_BF16_BLOCK ? e - i : FG_CPU_BF16_BLOCK;
-        widen_bf16(x, c->x + i, m);
+        fg_cpu_bf16_widen(x, c->x + i, m);
         fg_cpu_act_ctx f = {c->act, x, NULL, NULL, y};
         fg_cpu_act_forward_range(&f, 0, m);
         fg_cpu_bf16_round(c->out + i, y, m);
@@ -151,8 +145,8 @@ static void fg_cpu_act_bf16_backward_range(void *p, size_t b, size_t e)
     int reads_x = c->act == FG_CPU_ACT_RELU || c->act == FG_CPU_ACT_GELU;
     for (size_t i = b; i < e; i += FG_CPU_BF16_BLOCK) {
         size_t m = e - i < FG_CPU_BF16_BLOCK ? e - i : FG_CPU_BF16_BLOCK;
-        widen_bf16(xy, (reads_x ? c->x : c->y) + i, m);
-        widen_bf16(dy, c->dy + i, m);
+        fg_cpu_bf16_widen(xy, (reads_x ? c->x : c->y) + i, m);
+        fg_cpu_bf16_widen(dy, c->dy + i, m);
         fg_cpu_act_ctx f = {c->act, reads_x ? xy : NULL, reads_x ? NULL : xy, dy, dx};
         fg_cpu_act_backward_range(&f, 0, m);
         fg_cpu_bf16_round(c->out + i, dx, m);

@@ -90,10 +90,8 @@ static void fg_cpu_axpy_bf16_range(void *p, size_t b, size_t e)
     float x[FG_CPU_BF16_BLOCK], y[FG_CPU_BF16_BLOCK];
     for (size_t i = b; i < e; i += FG_CPU_BF16_BLOCK) {
         size_t m = e - i < FG_CPU_BF16_BLOCK ? e - i : FG_CPU_BF16_BLOCK;
-        for (size_t k = 0; k < m; k++) {
-            x[k] = fg_bf16_to_f32(c->x[i + k]);
-            y[k] = fg_bf16_to_f32(c->y[i + k]);
-        }
+        fg_cpu_bf16_widen(x, c->x + i, m);
+        fg_cpu_bf16_widen(y, c->y + i, m);
         fg_cpu_ew_ctx f = {y, x, c->alpha};
         fg_cpu_axpy_range(&f, 0, m);
         fg_cpu_bf16_round(c->y + i, y, m);

@@ -82,11 +82,12 @@ static void fg_cpu_embed_bf16_rows(void *p, size_t r0, size_t r1)
         uint16_t *out = c->out + r * d;
         for (size_t i = 0; i < d; i += FG_CPU_BF16_BLOCK) {
             size_t m = d - i < FG_CPU_BF16_BLOCK ? d - i : FG_CPU_BF16_BLOCK;
-            for (size_t k = 0; k < m; k++)
-                src[k] = fg_bf16_to_f32(row[i + k]);
-            if (c->accumulate)
+            fg_cpu_bf16_widen(src, row + i, m);
+            if (c->accumulate) {
+                fg_cpu_bf16_widen(dst, out + i, m);
                 for (size_t k = 0; k < m; k++)
-                    dst[k] = fg_bf16_to_f32(out[i + k]) + src[k];
+                    dst[k] += src[k];
+            }
             fg_cpu_bf16_round(out + i, c->accumulate ? dst : src, m);
         }
     }

@@ -171,11 +171,8 @@ fg_cpu_ln_param_block(const fg_cpu_ln_ctx *c, size_t b0, size_t b1, double *g, d
     for (size_t r = 0; r < (size_t)c->rows; r++) {
         const float *x = xw, *dy = dyw;
         if (bf16) {
-            const uint16_t *xh = c->x_bf16 + r * n + b0, *dyh = c->dy_bf16 + r * n + b0;
-            for (size_t i = 0; i < b1 - b0; i++) {
-                xw[i] = fg_bf16_to_f32(xh[i]);
-                dyw[i] = fg_bf16_to_f32(dyh[i]);
-            }
+            fg_cpu_bf16_widen(xw, c->x_bf16 + r * n + b0, b1 - b0);
+            fg_cpu_bf16_widen(dyw, c->dy_bf16 + r * n + b0, b1 - b0);
         } else {
             x = c->x + r * n + b0;
             dy = c->dy + r * n + b0;
@@ -232,19 +229,13 @@ void fg_cpu_layernorm_backward(fg_cpu_pool *pool, int rms, int rows, int cols, c
  * sums widen blocks of 256 columns. The values are those of the f32 kernels on the widened
  * operands, rounded: the same bits as converting whole tensors around them. */
 
-static void widen_row(float *dst, const uint16_t *src, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        dst[i] = fg_bf16_to_f32(src[i]);
-}
-
 FG_CPU_VECTOR_CLONES static void fg_cpu_ln_bf16_forward_rows(void *p, size_t r0, size_t r1)
 {
     const fg_cpu_ln_ctx *c = p;
     size_t n = (size_t)c->cols;
     float x[FG_CPU_BF16_MAX_COLS], y[FG_CPU_BF16_MAX_COLS];
     for (size_t r = r0; r < r1; r++) {
-        widen_row(x, c->x_bf16 + r * n, n);
+        fg_cpu_bf16_widen(x, c->x_bf16 + r * n, n);
         fg_cpu_ln_forward_row(c, r, x, y);
         fg_cpu_bf16_round(c->y_bf16 + r * n, y, n);
     }
@@ -267,8 +258,8 @@ FG_CPU_VECTOR_CLONES static void fg_cpu_ln_bf16_backward_rows(void *p, size_t r0
     size_t n = (size_t)c->cols;
     float x[FG_CPU_BF16_MAX_COLS], dy[FG_CPU_BF16_MAX_COLS], dx[FG_CPU_BF16_MAX_COLS];
     for (size_t r = r0; r < r1; r++) {
-        widen_row(x, c->x_bf16 + r * n, n);
-        widen_row(dy, c->dy_bf16 + r * n, n);
+        fg_cpu_bf16_widen(x, c->x_bf16 + r * n, n);
+        fg_cpu_bf16_widen(dy, c->dy_bf16 + r * n, n);
         if (c->gamma)
             fg_cpu_ln_backward_row(c, r, x, dy, dx, 1);
         else

@@ -11,13 +11,19 @@
  *     largest |value| of the f32 result at most 2^-6 (the inputs' roundings, amplified
  *     by layer norm's cancellation where |x| / std is large — up to ~9 here — and by
  *     sigmoid's 1 - y near 1, then the output's rounding). Measured values are printed.
- * And the rounding itself: the AVX-512 BF16 path (where the CPU has it) and the software one
- * give fg_f32_to_bf16's bits on ties, subnormals, NaN, infinities and overflow.
- * Usage: test_bf16_kernels <case> */
+ * And the rounding itself: the CPU's path (AVX-512 BF16 where the CPU has it, else AVX2) and
+ * the software one give fg_f32_to_bf16's bits on ties, subnormals, NaN, infinities and overflow.
+ * `time` (not a ctest case: a benchmark, run by hand) times each kernel at a GPT's shapes
+ * three ways, the best of many runs: f32, bf16 through the staging (whole tensors widened,
+ * the f32 kernel, rounded back: what the backend ran before the _bf16 kernels) and the
+ * _bf16 kernel.
+ * Usage: test_bf16_kernels <case> | time [rows width] */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "cpu_kernels.h"
@@ -143,14 +149,19 @@ static void case_round(void)
     fg_cpu_bf16_round(picked, src, N);
     same_bits("fg_cpu_bf16_round", picked, want, sizeof want);
     int isa = fg_cpu_bf16_round_isa();
+    const char *path = isa == FG_CPU_BF16_ROUND_AVX512BF16 ? "AVX-512 BF16"
+                       : isa == FG_CPU_BF16_ROUND_AVX2     ? "AVX2"
+                                                           : "software";
     if (fg_cpu_bf16_round_native(native, src, N) == 0) {
-        CHECK(isa == FG_CPU_BF16_ROUND_AVX512BF16, "native ran on isa %d", isa);
-        same_bits("the AVX-512 BF16 rounding", native, want, sizeof want);
-        printf("round: the AVX-512 BF16 path ran and equals the software rounding\n");
+        CHECK(isa != FG_CPU_BF16_ROUND_SOFTWARE, "a native path ran on isa %d", isa);
+        same_bits("the CPU's own rounding", native, want, sizeof want);
+        printf("round: the %s path ran and equals the software rounding\n", path);
     } else {
         CHECK(isa == FG_CPU_BF16_ROUND_SOFTWARE, "no native path, but isa %d", isa);
-        printf("round: this CPU has no avx512_bf16: the software rounding only\n");
+        printf("round: no vector path on this CPU: the software rounding only\n");
     }
+    if (isa != FG_CPU_BF16_ROUND_AVX512BF16)
+        printf("round: this CPU has no avx512_bf16: vcvtneps2bf16's path did not run\n");
 }
 
 /* ---- elementwise ----------------------------------------------------------------------- */
@@ -352,8 +363,158 @@ static void case_embedding(void)
     free(table), free(base), free(dout), free(th), free(dh);
 }
 
+
+/* ---- time --------------------------------------------------------------------------------- */
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+enum { TIME_RUNS = 60 };
+
+typedef struct timing_set {
+    size_t rows, width, n, hidden;
+    float *xf, *yf, *hf, *gf, *dhf, *mean, *rstd, *gamma, *beta, *dg, *db, *table;
+    uint16_t *xh, *yh, *hh, *gh, *dhh, *tableh;
+    int32_t *ids;
+} timing_set;
+
+/* Which op a timing runs, and how (0 f32, 1 staged bf16, 2 the _bf16 kernel). */
+static void run_op(timing_set *t, int op, int how)
+{
+    fg_cpu_pool *p = pools[1];
+    size_t n = t->n, h = t->hidden;
+    int rows = (int)t->rows, w = (int)t->width;
+    switch (op) {
+    case 0: /* axpy: the residual add */
+        if (how == 0)
+            fg_cpu_axpy(p, 1.0f, t->xf, t->yf, n);
+        else if (how == 1) {
+            fg_cpu_convert(p, t->xf, FG_CPU_F32, t->xh, FG_CPU_BF16, n);
+            fg_cpu_convert(p, t->yf, FG_CPU_F32, t->yh, FG_CPU_BF16, n);
+            fg_cpu_axpy(p, 1.0f, t->xf, t->yf, n);
+            fg_cpu_convert(p, t->yh, FG_CPU_BF16, t->yf, FG_CPU_F32, n);
+        } else
+            fg_cpu_axpy_bf16(p, 1.0f, t->xh, t->yh, n);
+        break;
+    case 1: /* gelu forward over the MLP's hidden */
+        if (how == 0)
+            fg_cpu_activation_forward(p, 2, t->hf, t->gf, h);
+        else if (how == 1) {
+            fg_cpu_convert(p, t->hf, FG_CPU_F32, t->hh, FG_CPU_BF16, h);
+            fg_cpu_activation_forward(p, 2, t->hf, t->gf, h);
+            fg_cpu_convert(p, t->gh, FG_CPU_BF16, t->gf, FG_CPU_F32, h);
+        } else
+            fg_cpu_activation_forward_bf16(p, 2, t->hh, t->gh, h);
+        break;
+    case 2: /* gelu backward */
+        if (how == 0)
+            fg_cpu_activation_backward(p, 2, t->hf, NULL, t->dhf, t->gf, h);
+        else if (how == 1) {
+            fg_cpu_convert(p, t->hf, FG_CPU_F32, t->hh, FG_CPU_BF16, h);
+            fg_cpu_convert(p, t->dhf, FG_CPU_F32, t->dhh, FG_CPU_BF16, h);
+            fg_cpu_activation_backward(p, 2, t->hf, NULL, t->dhf, t->gf, h);
+            fg_cpu_convert(p, t->gh, FG_CPU_BF16, t->gf, FG_CPU_F32, h);
+        } else
+            fg_cpu_activation_backward_bf16(p, 2, t->hh, NULL, t->dhh, t->gh, h);
+        break;
+    case 3: /* layernorm forward */
+        if (how == 0)
+            fg_cpu_layernorm_forward(p, 0, rows, w, t->xf, t->gamma, t->beta, 1e-5f, t->mean,
+                                     t->rstd, t->yf);
+        else if (how == 1) {
+            fg_cpu_convert(p, t->xf, FG_CPU_F32, t->xh, FG_CPU_BF16, n);
+            fg_cpu_layernorm_forward(p, 0, rows, w, t->xf, t->gamma, t->beta, 1e-5f, t->mean,
+                                     t->rstd, t->yf);
+            fg_cpu_convert(p, t->yh, FG_CPU_BF16, t->yf, FG_CPU_F32, n);
+        } else
+            fg_cpu_layernorm_forward_bf16(p, 0, rows, w, t->xh, t->gamma, t->beta, 1e-5f,
+                                          t->mean, t->rstd, t->yh);
+        break;
+    case 4: /* layernorm backward, dgamma and dbeta accumulated (f32 grads) */
+        if (how == 0)
+            fg_cpu_layernorm_backward(p, 0, rows, w, t->xf, t->gamma, t->mean, t->rstd, t->yf,
+                                      t->hf, t->dg, t->db, 1);
+        else if (how == 1) {
+            fg_cpu_convert(p, t->xf, FG_CPU_F32, t->xh, FG_CPU_BF16, n);
+            fg_cpu_convert(p, t->yf, FG_CPU_F32, t->yh, FG_CPU_BF16, n);
+            fg_cpu_layernorm_backward(p, 0, rows, w, t->xf, t->gamma, t->mean, t->rstd, t->yf,
+                                      t->hf, t->dg, t->db, 1);
+            fg_cpu_convert(p, t->hh, FG_CPU_BF16, t->hf, FG_CPU_F32, n);
+        } else
+            fg_cpu_layernorm_backward_bf16(p, 0, rows, w, t->xh, t->gamma, t->mean, t->rstd,
+                                           t->yh, t->hh, t->dg, t->db, 1);
+        break;
+    default: /* embedding forward, the position table added (accumulate) */
+        if (how == 0)
+            fg_cpu_embedding_forward(p, t->ids, rows, w, t->table, t->yf, 1);
+        else if (how == 1) {
+            fg_cpu_convert(p, t->gf, FG_CPU_F32, t->tableh, FG_CPU_BF16, 256 * t->width);
+            fg_cpu_convert(p, t->yf, FG_CPU_F32, t->yh, FG_CPU_BF16, n);
+            fg_cpu_embedding_forward(p, t->ids, rows, w, t->gf, t->yf, 1);
+            fg_cpu_convert(p, t->yh, FG_CPU_BF16, t->yf, FG_CPU_F32, n);
+        } else
+            fg_cpu_embedding_forward_bf16(p, t->ids, rows, w, t->tableh, t->yh, 1);
+        break;
+    }
+}
+
+static void time_kernels(size_t rows, size_t width)
+{
+    timing_set t = {.rows = rows, .width = width, .n = rows * width, .hidden = rows * width * 4};
+    size_t n = t.n, h = t.hidden;
+    t.xf = random_floats(n, -2, 2), t.yf = random_floats(n, -2, 2);
+    t.hf = random_floats(h, -3, 3), t.gf = random_floats(h, -3, 3);
+    t.dhf = random_floats(h, -1, 1), t.gamma = random_floats(width, 0.5, 1.5);
+    t.beta = random_floats(width, -0.5, 0.5), t.dg = random_floats(width, 0, 0);
+    t.db = random_floats(width, 0, 0), t.table = random_floats(256 * width, -1, 1);
+    t.mean = random_floats(rows, 0, 0), t.rstd = random_floats(rows, 1, 1);
+    t.xh = to_bf16(t.xf, n), t.yh = to_bf16(t.yf, n), t.hh = to_bf16(t.hf, h);
+    t.gh = to_bf16(t.gf, h), t.dhh = to_bf16(t.dhf, h), t.tableh = to_bf16(t.table, 256 * width);
+    t.ids = malloc(rows * sizeof *t.ids);
+    for (size_t i = 0; i < rows; i++)
+        t.ids[i] = (int32_t)((i * 37) % 256);
+    static const char *names[] = {"axpy (residual add)", "gelu forward (4x width)",
+                                  "gelu backward (4x width)", "layernorm forward",
+                                  "layernorm backward", "embedding forward (accumulate)"};
+    printf("rows %zu, width %zu, 2 threads, bf16 rounding: %s; best of %d runs, us\n", rows,
+           width, fg_cpu_bf16_round_isa() == FG_CPU_BF16_ROUND_AVX512BF16 ? "avx512_bf16"
+           : fg_cpu_bf16_round_isa() == FG_CPU_BF16_ROUND_AVX2       ? "avx2"
+                                                                     : "software",
+           TIME_RUNS);
+    printf("%-32s %10s %14s %12s %9s %9s\n", "op", "f32", "bf16 staged", "bf16 direct",
+           "st/dir", "f32/dir");
+    for (int op = 0; op < 6; op++) {
+        double best[3] = {1e30, 1e30, 1e30};
+        for (int r = 0; r < TIME_RUNS; r++)
+            for (int how = 0; how < 3; how++) { /* alternating: drift meets all three */
+                double t0 = now_s();
+                run_op(&t, op, how);
+                double dt = now_s() - t0;
+                best[how] = dt < best[how] ? dt : best[how];
+            }
+        printf("%-32s %10.1f %14.1f %12.1f %8.2fx %8.2fx\n", names[op], best[0] * 1e6,
+               best[1] * 1e6, best[2] * 1e6, best[1] / best[2], best[0] / best[2]);
+    }
+    free(t.xf), free(t.yf), free(t.hf), free(t.gf), free(t.dhf), free(t.gamma), free(t.beta);
+    free(t.dg), free(t.db), free(t.table), free(t.mean), free(t.rstd), free(t.xh), free(t.yh);
+    free(t.hh), free(t.gh), free(t.dhh), free(t.tableh), free(t.ids);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "time") == 0) {
+        open_pools();
+        fg_cpu_pool_set_stream_grain(pools[1], FG_CPU_STREAM_GRAIN); /* the backend's */
+        size_t rows = argc >= 4 ? (size_t)atol(argv[2]) : 768;
+        size_t width = argc >= 4 ? (size_t)atol(argv[3]) : 128;
+        time_kernels(rows, width);
+        close_pools();
+        return 0;
+    }
     static const struct {
         const char *name;
         void (*run)(void);
