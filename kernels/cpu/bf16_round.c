@@ -29,8 +29,8 @@ FG_CPU_VECTOR_CLONES void fg_cpu_bf16_round_software(uint16_t *dst, const float 
 }
 
 #ifdef FG_BF16_HAVE_AVX512BF16
-/* The software rounding written for AVX2 (the compiler's own vectorisation of
- * fg_f32_to_bf16 takes ~1 cycle per element; this ~0.6): 8 lanes of
+/* The software rounding written for AVX2 (half the time of the compiler's own
+ * vectorisation of fg_f32_to_bf16, plugins/backend-cpu/README.md): 8 lanes of
  * (u + 0x7fff + lsb) >> 16, NaN lanes quietened instead, packed to 16 bits. */
 __attribute__((target("avx2"))) static __m256i round8_avx2(__m256i u)
 {

@@ -11,8 +11,9 @@
  * - a trial whose thread got less than 0.9 of its wall time as CPU time (another process took
  *   turns on its core), or trials more than 4x apart, mark the measurement "under load": its
  *   median is used for this run only, nothing is cached, the next start measures again;
- * - a median outside [2048, 65536] is implausible (the pool not winning at 512 KiB means the
- *   worker was not running): the built-in 16384 is used, nothing is cached;
+ * - a median outside [2048, 65536] is implausible (the pool losing an axpy of 131072 floats,
+ *   512 KiB per operand, means its worker was not running): the built-in 16384 is used,
+ *   nothing is cached;
  * - a cached value outside those bounds (an older fulgur cached what it measured under load)
  *   is ignored with a warning and measured again.
  *
