@@ -15,17 +15,28 @@
 #define FG_BF16_HAVE_AVX512BF16 1
 #endif
 
-FG_CPU_VECTOR_CLONES void fg_cpu_bf16_widen(float *dst, const uint16_t *src, size_t n)
+/* The clones are static: target_clones on an external function exports its resolver from
+ * the plugin (arch.plugin_exports), so the entry points below call these. */
+FG_CPU_VECTOR_CLONES static void widen(float *dst, const uint16_t *src, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         dst[i] = fg_bf16_to_f32(src[i]);
 }
 
-FG_CPU_VECTOR_CLONES void fg_cpu_bf16_round_software(uint16_t *dst, const float *src,
-                                                     size_t n)
+FG_CPU_VECTOR_CLONES static void round_software(uint16_t *dst, const float *src, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         dst[i] = fg_f32_to_bf16(src[i]);
+}
+
+void fg_cpu_bf16_widen(float *dst, const uint16_t *src, size_t n)
+{
+    widen(dst, src, n);
+}
+
+void fg_cpu_bf16_round_software(uint16_t *dst, const float *src, size_t n)
+{
+    round_software(dst, src, n);
 }
 
 #ifdef FG_BF16_HAVE_AVX512BF16
