@@ -9,6 +9,7 @@
 
 #include "cpu_kernels.h"
 #include "fast_exp.h"
+#include "half.h"
 
 #define FG_GELU_K0 0.7978845608028654f /* sqrt(2/pi) */
 #define FG_GELU_K1 0.044715f
@@ -111,6 +112,62 @@ void fg_cpu_activation_backward(fg_cpu_pool *pool, int act, const float *x, cons
 {
     fg_cpu_act_ctx c = { act, x, y, dy, dx };
     fg_cpu_parallel_for(pool, n, fg_cpu_act_grain(pool, act), 16, fg_cpu_act_backward_range, &c);
+}
+
+/* ---- bf16 storage, f32 math ---------------------------------------------------------------
+ * Blocks of FG_CPU_BF16_BLOCK elements widened onto the stack, the f32 range functions above
+ * run on them, the results rounded back (fg_cpu_bf16_round): the f32 intermediates stay in
+ * L1, and the values are those of the f32 activation on the widened input, rounded. */
+
+typedef struct fg_cpu_act_bf16_ctx {
+    int act;
+    const uint16_t *x, *y, *dy;
+    uint16_t *out;
+} fg_cpu_act_bf16_ctx;
+
+static void fg_cpu_act_bf16_forward_range(void *p, size_t b, size_t e)
+{
+    const fg_cpu_act_bf16_ctx *c = p;
+    float x[FG_CPU_BF16_BLOCK], y[FG_CPU_BF16_BLOCK];
+    for (size_t i = b; i < e; i += FG_CPU_BF16_BLOCK) {
+        size_t m = e - i < FG_CPU_BF16_BLOCK ? e - i : FG_CPU_BF16_BLOCK;
+        fg_cpu_bf16_widen(x, c->x + i, m);
+        fg_cpu_act_ctx f = {c->act, x, NULL, NULL, y};
+        fg_cpu_act_forward_range(&f, 0, m);
+        fg_cpu_bf16_round(c->out + i, y, m);
+    }
+}
+
+static void fg_cpu_act_bf16_backward_range(void *p, size_t b, size_t e)
+{
+    const fg_cpu_act_bf16_ctx *c = p;
+    float xy[FG_CPU_BF16_BLOCK], dy[FG_CPU_BF16_BLOCK], dx[FG_CPU_BF16_BLOCK];
+    int reads_x = c->act == FG_CPU_ACT_RELU || c->act == FG_CPU_ACT_GELU;
+    for (size_t i = b; i < e; i += FG_CPU_BF16_BLOCK) {
+        size_t m = e - i < FG_CPU_BF16_BLOCK ? e - i : FG_CPU_BF16_BLOCK;
+        fg_cpu_bf16_widen(xy, (reads_x ? c->x : c->y) + i, m);
+        fg_cpu_bf16_widen(dy, c->dy + i, m);
+        fg_cpu_act_ctx f = {c->act, reads_x ? xy : NULL, reads_x ? NULL : xy, dy, dx};
+        fg_cpu_act_backward_range(&f, 0, m);
+        fg_cpu_bf16_round(c->out + i, dx, m);
+    }
+}
+
+void fg_cpu_activation_forward_bf16(fg_cpu_pool *pool, int act, const uint16_t *x,
+                                    uint16_t *y, size_t n)
+{
+    fg_cpu_act_bf16_ctx c = {act, x, NULL, NULL, y};
+    fg_cpu_parallel_for(pool, n, fg_cpu_act_grain(pool, act), 16, fg_cpu_act_bf16_forward_range,
+                        &c);
+}
+
+void fg_cpu_activation_backward_bf16(fg_cpu_pool *pool, int act, const uint16_t *x,
+                                     const uint16_t *y, const uint16_t *dy, uint16_t *dx,
+                                     size_t n)
+{
+    fg_cpu_act_bf16_ctx c = {act, x, y, dy, dx};
+    fg_cpu_parallel_for(pool, n, fg_cpu_act_grain(pool, act), 16,
+                        fg_cpu_act_bf16_backward_range, &c);
 }
 
 /* ---- relu on half bits ------------------------------------------------------------------

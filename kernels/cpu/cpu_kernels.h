@@ -335,6 +335,39 @@ void fg_cpu_embedding_forward(fg_cpu_pool *pool, const int32_t *ids, int n, int 
 void fg_cpu_embedding_backward(fg_cpu_pool *pool, const int32_t *ids, int n, int dim,
                                int rows, const float *dout, float *dtable, int accumulate);
 
+/* ---- bf16 storage, f32 math ([precision] bf16-mixed's activations) -----------------------
+ * The memory-bound ops of a transformer on bf16 tensors without whole-tensor f32 copies:
+ * blocks of FG_CPU_BF16_BLOCK elements (or a row of at most FG_CPU_BF16_MAX_COLS) are widened
+ * onto the stack, the f32 kernel's own code runs on them and the results are rounded back
+ * (half.h's fg_cpu_bf16_round: AVX-512 BF16 where the CPU has it). The values are the f32
+ * kernels' on the widened operands, rounded to nearest even: the same bits as widening whole
+ * tensors, running the f32 kernel and rounding (the backend's emulation of half dtypes). */
+#define FG_CPU_BF16_BLOCK 256
+#define FG_CPU_BF16_MAX_COLS 4096
+void fg_cpu_axpy_bf16(fg_cpu_pool *pool, float alpha, const uint16_t *x, uint16_t *y,
+                      size_t n);
+void fg_cpu_activation_forward_bf16(fg_cpu_pool *pool, int act, const uint16_t *x,
+                                    uint16_t *y, size_t n);
+void fg_cpu_activation_backward_bf16(fg_cpu_pool *pool, int act, const uint16_t *x,
+                                     const uint16_t *y, const uint16_t *dy, uint16_t *dx,
+                                     size_t n);
+/* cols <= FG_CPU_BF16_MAX_COLS; gamma, beta f32 (NULL: 1 and 0); mean, rstd as the f32
+ * kernels' */
+void fg_cpu_layernorm_forward_bf16(fg_cpu_pool *pool, int rms, int rows, int cols,
+                                   const uint16_t *x, const float *gamma, const float *beta,
+                                   float eps, float *mean, float *rstd, uint16_t *y);
+/* dx may be NULL; dgamma, dbeta f32 (may be NULL), overwritten or accumulated */
+void fg_cpu_layernorm_backward_bf16(fg_cpu_pool *pool, int rms, int rows, int cols,
+                                    const uint16_t *x, const float *gamma, const float *mean,
+                                    const float *rstd, const uint16_t *dy, uint16_t *dx,
+                                    float *dgamma, float *dbeta, int accumulate);
+void fg_cpu_embedding_forward_bf16(fg_cpu_pool *pool, const int32_t *ids, int n, int dim,
+                                   const uint16_t *table, uint16_t *out, int accumulate);
+/* dtable in f32 ([precision] bf16-mixed's default grad_dtype) */
+void fg_cpu_embedding_backward_bf16(fg_cpu_pool *pool, const int32_t *ids, int n, int dim,
+                                    int rows, const uint16_t *dout, float *dtable,
+                                    int accumulate);
+
 /* ---- rotary embedding (rope.c) and SwiGLU (swiglu.c) ------------------------------------ */
 
 /* In place over x (rows, ld): `heads` heads of head_dim from column 0, row r at position

@@ -1,5 +1,6 @@
 /* fill, scale, axpy, clamp and sum of squares over flat float ranges. */
 #include "cpu_kernels.h"
+#include "half.h"
 
 typedef struct fg_cpu_ew_ctx {
     float *x;
@@ -73,6 +74,34 @@ void fg_cpu_axpy(fg_cpu_pool *pool, float alpha, const float *x, float *y, size_
 {
     fg_cpu_ew_ctx c = { y, x, alpha };
     fg_cpu_parallel_for(pool, n, fg_cpu_stream_grain(pool), 16, fg_cpu_axpy_range, &c);
+}
+
+/* y(n) += alpha x(n) on bf16 storage, in f32: blocks widened onto the stack, the f32 axpy's
+ * arithmetic, rounded back (the f32 axpy on the widened operands, rounded). */
+typedef struct fg_cpu_axpy_bf16_ctx {
+    uint16_t *y;
+    const uint16_t *x;
+    float alpha;
+} fg_cpu_axpy_bf16_ctx;
+
+static void fg_cpu_axpy_bf16_range(void *p, size_t b, size_t e)
+{
+    const fg_cpu_axpy_bf16_ctx *c = p;
+    float x[FG_CPU_BF16_BLOCK], y[FG_CPU_BF16_BLOCK];
+    for (size_t i = b; i < e; i += FG_CPU_BF16_BLOCK) {
+        size_t m = e - i < FG_CPU_BF16_BLOCK ? e - i : FG_CPU_BF16_BLOCK;
+        fg_cpu_bf16_widen(x, c->x + i, m);
+        fg_cpu_bf16_widen(y, c->y + i, m);
+        fg_cpu_ew_ctx f = {y, x, c->alpha};
+        fg_cpu_axpy_range(&f, 0, m);
+        fg_cpu_bf16_round(c->y + i, y, m);
+    }
+}
+
+void fg_cpu_axpy_bf16(fg_cpu_pool *pool, float alpha, const uint16_t *x, uint16_t *y, size_t n)
+{
+    fg_cpu_axpy_bf16_ctx c = {y, x, alpha};
+    fg_cpu_parallel_for(pool, n, fg_cpu_stream_grain(pool), 16, fg_cpu_axpy_bf16_range, &c);
 }
 
 /* ---- sum of squares: fixed chunks, double partials combined in chunk order ---------- */

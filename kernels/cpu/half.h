@@ -80,6 +80,23 @@ static inline uint16_t fg_f32_to_bf16(float f)
     return (uint16_t)((quiet & m_nan) | (rounded & ~m_nan));
 }
 
+/* dst(n) = src(n) widened (exact), vectorised: the _bf16 kernels' blocks (bf16_round.c) */
+void fg_cpu_bf16_widen(float *dst, const uint16_t *src, size_t n);
+/* dst(n) = src(n) rounded to bf16 as fg_f32_to_bf16 does, by the CPU's best instructions
+ * (bf16_round.c): AVX-512 BF16's vcvtneps2bf16 where the CPU has it (f32 subnormals redone
+ * in software, so the bits are the same), else the rounding in AVX2 integer ops, else the
+ * software rounding vectorised by the compiler. */
+void fg_cpu_bf16_round(uint16_t *dst, const float *src, size_t n);
+/* The software rounding alone, and the CPU's own path alone (AVX-512 BF16 or AVX2; -1: this
+ * CPU or build has neither; nothing written): tests compare the two. */
+void fg_cpu_bf16_round_software(uint16_t *dst, const float *src, size_t n);
+int fg_cpu_bf16_round_native(uint16_t *dst, const float *src, size_t n);
+/* Which path fg_cpu_bf16_round takes on this CPU. */
+#define FG_CPU_BF16_ROUND_SOFTWARE 1
+#define FG_CPU_BF16_ROUND_AVX2 2
+#define FG_CPU_BF16_ROUND_AVX512BF16 3
+int fg_cpu_bf16_round_isa(void);
+
 /* Element types (the values of fg_dtype). */
 #define FG_CPU_F32 1
 #define FG_CPU_F16 2

@@ -10,15 +10,18 @@
 #include <math.h>
 
 #include "cpu_kernels.h"
+#include "half.h"
 
 typedef struct fg_cpu_ln_ctx {
     int rms, rows, cols, accumulate;
     float eps;
     const float *x, *gamma, *beta, *dy, *mean_in, *rstd_in;
     float *y, *mean_out, *rstd_out, *dx, *dgamma, *dbeta;
+    const uint16_t *x_bf16, *dy_bf16; /* bf16 storage (the _bf16 entry points), else NULL */
+    uint16_t *y_bf16, *dx_bf16;
 } fg_cpu_ln_ctx;
 
-enum { FG_CPU_LN_LANES = 16 };
+enum { FG_CPU_LN_LANES = 16, FG_CPU_LN_COL_BLOCK = 256 };
 
 /* sum of x[0, n) */
 static inline __attribute__((always_inline)) double fg_cpu_ln_sum(const float *x, size_t n)
@@ -56,29 +59,34 @@ static inline __attribute__((always_inline)) double fg_cpu_ln_sq(const float *x,
     return sq;
 }
 
+/* Row r of x (n values at x) normalised into y; the row's mean and rstd saved. */
+static inline __attribute__((always_inline)) void
+fg_cpu_ln_forward_row(const fg_cpu_ln_ctx *c, size_t r, const float *x, float *y)
+{
+    size_t n = (size_t)c->cols;
+    double mean = c->rms ? 0.0 : fg_cpu_ln_sum(x, n) / (double)n;
+    double sq = fg_cpu_ln_sq(x, n, (float)mean);
+    double rstd = 1.0 / sqrt(sq / (double)n + (double)c->eps);
+    if (c->mean_out)
+        c->mean_out[r] = (float)mean;
+    c->rstd_out[r] = (float)rstd;
+    float fm = (float)mean, fr = (float)rstd;
+    for (size_t i = 0; i < n; i++) {
+        float v = (x[i] - fm) * fr;
+        if (c->gamma)
+            v *= c->gamma[i];
+        if (c->beta)
+            v += c->beta[i];
+        y[i] = v;
+    }
+}
+
 FG_CPU_VECTOR_CLONES static void fg_cpu_ln_forward_rows(void *p, size_t r0, size_t r1)
 {
     const fg_cpu_ln_ctx *c = p;
     size_t n = (size_t)c->cols;
-    for (size_t r = r0; r < r1; r++) {
-        const float *x = c->x + r * n;
-        double mean = c->rms ? 0.0 : fg_cpu_ln_sum(x, n) / (double)n;
-        double sq = fg_cpu_ln_sq(x, n, (float)mean);
-        double rstd = 1.0 / sqrt(sq / (double)n + (double)c->eps);
-        if (c->mean_out)
-            c->mean_out[r] = (float)mean;
-        c->rstd_out[r] = (float)rstd;
-        float fm = (float)mean, fr = (float)rstd;
-        float *y = c->y + r * n;
-        for (size_t i = 0; i < n; i++) {
-            float v = (x[i] - fm) * fr;
-            if (c->gamma)
-                v *= c->gamma[i];
-            if (c->beta)
-                v += c->beta[i];
-            y[i] = v;
-        }
-    }
+    for (size_t r = r0; r < r1; r++)
+        fg_cpu_ln_forward_row(c, r, c->x + r * n, c->y + r * n);
 }
 
 void fg_cpu_layernorm_forward(fg_cpu_pool *pool, int rms, int rows, int cols, const float *x,
@@ -92,11 +100,11 @@ void fg_cpu_layernorm_forward(fg_cpu_pool *pool, int rms, int rows, int cols, co
     fg_cpu_parallel_for(pool, (size_t)rows, grain, 1, fg_cpu_ln_forward_rows, &c);
 }
 
-/* xhat of row r at column i, as the forward computed it. */
-static inline float fg_cpu_ln_xhat(const fg_cpu_ln_ctx *c, size_t r, size_t i)
+/* xhat of row r at column i (its value x), as the forward computed it. */
+static inline float fg_cpu_ln_xhat(const fg_cpu_ln_ctx *c, size_t r, float x)
 {
     float m = c->rms ? 0.0f : c->mean_in[r];
-    return (c->x[r * (size_t)c->cols + i] - m) * c->rstd_in[r];
+    return (x - m) * c->rstd_in[r];
 }
 
 /* One row's dx = rstd * (g*dy - mean(g*dy) - xhat * mean(g*dy*xhat)); RMS drops the
@@ -104,11 +112,11 @@ static inline float fg_cpu_ln_xhat(const fg_cpu_ln_ctx *c, size_t r, size_t i)
  * dx ~ 1e-5 g), the sums in 16 double lanes. Always inlined with has_gamma a constant, so
  * each case is its own loop. */
 static inline __attribute__((always_inline)) void
-fg_cpu_ln_backward_row(const fg_cpu_ln_ctx *c, size_t r, int has_gamma)
+fg_cpu_ln_backward_row(const fg_cpu_ln_ctx *c, size_t r, const float *x, const float *dy,
+                       float *dx, int has_gamma)
 {
     size_t n = (size_t)c->cols;
-    const float *x = c->x + r * n, *dy = c->dy + r * n, *gm = c->gamma;
-    float *dx = c->dx + r * n;
+    const float *gm = c->gamma;
     float m = c->rms ? 0.0f : c->mean_in[r], rs = c->rstd_in[r];
     double l1[FG_CPU_LN_LANES] = {0}, l2[FG_CPU_LN_LANES] = {0};
     size_t i = 0;
@@ -139,32 +147,55 @@ fg_cpu_ln_backward_row(const fg_cpu_ln_ctx *c, size_t r, int has_gamma)
 FG_CPU_VECTOR_CLONES static void fg_cpu_ln_backward_rows(void *p, size_t r0, size_t r1)
 {
     const fg_cpu_ln_ctx *c = p;
+    size_t n = (size_t)c->cols;
     for (size_t r = r0; r < r1; r++) {
+        const float *x = c->x + r * n, *dy = c->dy + r * n;
         if (c->gamma)
-            fg_cpu_ln_backward_row(c, r, 1);
+            fg_cpu_ln_backward_row(c, r, x, dy, c->dx + r * n, 1);
         else
-            fg_cpu_ln_backward_row(c, r, 0);
+            fg_cpu_ln_backward_row(c, r, x, dy, c->dx + r * n, 0);
     }
 }
 
-enum { FG_CPU_LN_COL_BLOCK = 256 };
+
+/* dgamma, dbeta for columns [c0, c1): every row, in row order, in double (vectorised
+ * across columns: each column's sum keeps its order). */
+/* The sums of columns [b0, b1) of rows [0, rows) into g, b (double, row order); x and dy
+ * read in place (f32) or widened block by block (bf16). */
+static inline __attribute__((always_inline)) void
+fg_cpu_ln_param_block(const fg_cpu_ln_ctx *c, size_t b0, size_t b1, double *g, double *b,
+                      int bf16)
+{
+    size_t n = (size_t)c->cols;
+    float xw[FG_CPU_LN_COL_BLOCK], dyw[FG_CPU_LN_COL_BLOCK];
+    for (size_t r = 0; r < (size_t)c->rows; r++) {
+        const float *x = xw, *dy = dyw;
+        if (bf16) {
+            fg_cpu_bf16_widen(xw, c->x_bf16 + r * n + b0, b1 - b0);
+            fg_cpu_bf16_widen(dyw, c->dy_bf16 + r * n + b0, b1 - b0);
+        } else {
+            x = c->x + r * n + b0;
+            dy = c->dy + r * n + b0;
+        }
+        for (size_t i = 0; i < b1 - b0; i++) {
+            g[i] += (double)dy[i] * (double)fg_cpu_ln_xhat(c, r, x[i]);
+            b[i] += dy[i];
+        }
+    }
+}
 
 /* dgamma, dbeta for columns [c0, c1): every row, in row order, in double (vectorised
  * across columns: each column's sum keeps its order). */
 FG_CPU_VECTOR_CLONES static void fg_cpu_ln_param_cols(void *p, size_t c0, size_t c1)
 {
     const fg_cpu_ln_ctx *c = p;
-    size_t n = (size_t)c->cols;
     for (size_t b0 = c0; b0 < c1; b0 += FG_CPU_LN_COL_BLOCK) {
         size_t b1 = b0 + FG_CPU_LN_COL_BLOCK < c1 ? b0 + FG_CPU_LN_COL_BLOCK : c1;
         double g[FG_CPU_LN_COL_BLOCK] = {0}, b[FG_CPU_LN_COL_BLOCK] = {0};
-        for (size_t r = 0; r < (size_t)c->rows; r++) {
-            const float *dy = c->dy + r * n;
-            for (size_t i = b0; i < b1; i++) {
-                g[i - b0] += (double)dy[i] * (double)fg_cpu_ln_xhat(c, r, i);
-                b[i - b0] += dy[i];
-            }
-        }
+        if (c->x_bf16)
+            fg_cpu_ln_param_block(c, b0, b1, g, b, 1);
+        else
+            fg_cpu_ln_param_block(c, b0, b1, g, b, 0);
         for (size_t i = b0; i < b1; i++) {
             if (c->dgamma)
                 c->dgamma[i] = (float)(g[i - b0] + (c->accumulate ? c->dgamma[i] : 0.0f));
@@ -185,6 +216,70 @@ void fg_cpu_layernorm_backward(fg_cpu_pool *pool, int rms, int rows, int cols, c
     size_t row_grain = FG_CPU_GRAIN / (size_t)(cols > 0 ? cols : 1) + 1;
     if (dx)
         fg_cpu_parallel_for(pool, (size_t)rows, row_grain, 1, fg_cpu_ln_backward_rows, &c);
+    if (dgamma || c.dbeta) {
+        size_t col_grain = FG_CPU_GRAIN / (size_t)(rows > 0 ? rows : 1) + 1;
+        fg_cpu_parallel_for(pool, (size_t)cols, col_grain, FG_CPU_LN_COL_BLOCK,
+                            fg_cpu_ln_param_cols, &c);
+    }
+}
+
+/* ---- bf16 storage, f32 math ---------------------------------------------------------------
+ * x, y, dy, dx in bf16: each row widened onto the stack (at most FG_CPU_BF16_MAX_COLS
+ * columns), the f32 row functions above run on it, the results rounded back; the parameter
+ * sums widen blocks of 256 columns. The values are those of the f32 kernels on the widened
+ * operands, rounded: the same bits as converting whole tensors around them. */
+
+FG_CPU_VECTOR_CLONES static void fg_cpu_ln_bf16_forward_rows(void *p, size_t r0, size_t r1)
+{
+    const fg_cpu_ln_ctx *c = p;
+    size_t n = (size_t)c->cols;
+    float x[FG_CPU_BF16_MAX_COLS], y[FG_CPU_BF16_MAX_COLS];
+    for (size_t r = r0; r < r1; r++) {
+        fg_cpu_bf16_widen(x, c->x_bf16 + r * n, n);
+        fg_cpu_ln_forward_row(c, r, x, y);
+        fg_cpu_bf16_round(c->y_bf16 + r * n, y, n);
+    }
+}
+
+void fg_cpu_layernorm_forward_bf16(fg_cpu_pool *pool, int rms, int rows, int cols,
+                                   const uint16_t *x, const float *gamma, const float *beta,
+                                   float eps, float *mean, float *rstd, uint16_t *y)
+{
+    fg_cpu_ln_ctx c = {.rms = rms, .rows = rows, .cols = cols, .eps = eps, .x_bf16 = x,
+                       .gamma = gamma, .beta = rms ? NULL : beta, .y_bf16 = y,
+                       .mean_out = mean, .rstd_out = rstd};
+    size_t grain = FG_CPU_GRAIN / (size_t)(cols > 0 ? cols : 1) + 1;
+    fg_cpu_parallel_for(pool, (size_t)rows, grain, 1, fg_cpu_ln_bf16_forward_rows, &c);
+}
+
+FG_CPU_VECTOR_CLONES static void fg_cpu_ln_bf16_backward_rows(void *p, size_t r0, size_t r1)
+{
+    const fg_cpu_ln_ctx *c = p;
+    size_t n = (size_t)c->cols;
+    float x[FG_CPU_BF16_MAX_COLS], dy[FG_CPU_BF16_MAX_COLS], dx[FG_CPU_BF16_MAX_COLS];
+    for (size_t r = r0; r < r1; r++) {
+        fg_cpu_bf16_widen(x, c->x_bf16 + r * n, n);
+        fg_cpu_bf16_widen(dy, c->dy_bf16 + r * n, n);
+        if (c->gamma)
+            fg_cpu_ln_backward_row(c, r, x, dy, dx, 1);
+        else
+            fg_cpu_ln_backward_row(c, r, x, dy, dx, 0);
+        fg_cpu_bf16_round(c->dx_bf16 + r * n, dx, n);
+    }
+}
+
+void fg_cpu_layernorm_backward_bf16(fg_cpu_pool *pool, int rms, int rows, int cols,
+                                    const uint16_t *x, const float *gamma, const float *mean,
+                                    const float *rstd, const uint16_t *dy, uint16_t *dx,
+                                    float *dgamma, float *dbeta, int accumulate)
+{
+    fg_cpu_ln_ctx c = {.rms = rms, .rows = rows, .cols = cols, .accumulate = accumulate,
+                       .x_bf16 = x, .gamma = gamma, .dy_bf16 = dy, .mean_in = mean,
+                       .rstd_in = rstd, .dx_bf16 = dx, .dgamma = dgamma,
+                       .dbeta = rms ? NULL : dbeta};
+    size_t row_grain = FG_CPU_GRAIN / (size_t)(cols > 0 ? cols : 1) + 1;
+    if (dx)
+        fg_cpu_parallel_for(pool, (size_t)rows, row_grain, 1, fg_cpu_ln_bf16_backward_rows, &c);
     if (dgamma || c.dbeta) {
         size_t col_grain = FG_CPU_GRAIN / (size_t)(rows > 0 ? rows : 1) + 1;
         fg_cpu_parallel_for(pool, (size_t)cols, col_grain, FG_CPU_LN_COL_BLOCK,

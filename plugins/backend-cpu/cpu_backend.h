@@ -45,12 +45,22 @@ typedef struct fg_cpu_backend {
     int openblas_generic;      /* OpenBLAS runs kernels far below the CPU's level */
     atomic_int described;      /* the machine line (features, FMA peak) was logged */
     size_t stream_grain;       /* the pool's (cpu_tuning.c) */
-    char tuning_source[32];    /* "measured", "cached", "built-in" */
+    char tuning_source[160];   /* "measured", "cached", "built-in: why", "measured under load..." */
 } fg_cpu_backend;
 
 /* cpu_tuning.c: [backend] tuning = auto (the stream grain measured at start-up, cached per
  * CPU model and thread count) | off (built-in); sets the pool's value. */
 fg_status fg_cpu_tuning_setup(fg_cpu_backend *be, const char *mode, fg_error *err);
+
+/* cpu_tuning_measure.c: one trial of the stream-grain measurement (index 0, 1, ...): the
+ * grain, and the calling thread's CPU time over wall time while it timed (1: it had its core
+ * throughout). 0 when it cannot run (one thread, no memory). FULGUR_TEST_TUNING plants the
+ * results (tests only). */
+typedef struct fg_cpu_tuning_trial {
+    size_t grain;
+    double cpu_share;
+} fg_cpu_tuning_trial;
+int fg_cpu_tuning_run_trial(fg_cpu_pool *pool, int index, fg_cpu_tuning_trial *out);
 
 /* A queue only names its device: ops run synchronously on the calling thread. */
 typedef struct fg_cpu_queue {

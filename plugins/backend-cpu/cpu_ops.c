@@ -3,7 +3,10 @@
  * are converted to f32 in the queue's scratch, the kernel of kernels/cpu runs on those
  * copies, and the outputs are rounded to nearest even back into their storage. f32 operands
  * are used in place, so an op whose dtypes are all f32 is the f32 kernel, bit for bit. Every
- * op runs with any mix of f32, f16 and bf16 (fg_cpu_supports). */
+ * op runs with any mix of f32, f16 and bf16 (fg_cpu_supports). The memory-bound ops of a
+ * transformer on bf16 tensors (axpy, activations here; norms and embeddings in
+ * cpu_ops_lm.c) skip the whole-tensor copies: their kernels widen blocks on the stack and
+ * round back (kernels/cpu's _bf16 entry points), the same bits. */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -219,6 +222,10 @@ fg_status fg_cpu_op_activation_forward(void *state, void *queue, uint32_t dtype,
         fg_cpu_half_relu_forward(POOL(state), half_inf(dtype), x, y, n);
         return FG_OK;
     }
+    if (dtype == FG_BF16) { /* bf16 storage, f32 math in blocks: the emulation's bits */
+        fg_cpu_activation_forward_bf16(POOL(state), act, x, y, n);
+        return FG_OK;
+    }
     fg_cpu_operand o[] = {ARG_IN(x, dtype, n), ARG_OUT(y, dtype, n)};
     fg_status st = stage(state, queue, "activation_forward", o, NARGS(o), err);
     if (st == FG_OK)
@@ -232,6 +239,10 @@ fg_status fg_cpu_op_activation_backward(void *state, void *queue, uint32_t dtype
 {
     if (half_relu(dtype, act)) {
         fg_cpu_half_relu_backward(POOL(state), half_inf(dtype), x, dy, dx, n);
+        return FG_OK;
+    }
+    if (dtype == FG_BF16) {
+        fg_cpu_activation_backward_bf16(POOL(state), act, x, y, dy, dx, n);
         return FG_OK;
     }
     /* relu and gelu read x, tanh and sigmoid y: stage only what is read */
@@ -510,6 +521,10 @@ fg_status fg_cpu_op_scale(void *state, void *queue, uint32_t dtype, void *x, flo
 fg_status fg_cpu_op_axpy(void *state, void *queue, uint32_t x_dtype, uint32_t y_dtype,
                          float alpha, const void *x, void *y, size_t n, fg_error *err)
 {
+    if (x_dtype == FG_BF16 && y_dtype == FG_BF16) { /* in blocks: the emulation's bits */
+        fg_cpu_axpy_bf16(POOL(state), alpha, x, y, n);
+        return FG_OK;
+    }
     fg_cpu_operand o[] = {ARG_IN(x, x_dtype, n), ARG_INOUT(y, y_dtype, n)};
     fg_status st = stage(state, queue, "axpy", o, NARGS(o), err);
     if (st == FG_OK)

@@ -1,6 +1,7 @@
 /* The transformer ops (layer and RMS norm, embedding, attention) in every dtype, behind the
  * checked trampolines (fulgur/backend_checks.h): f32 views of the operands (cpu_stage.h),
- * then kernels/cpu. */
+ * then kernels/cpu. bf16 activations skip the whole-tensor views for norms and embeddings
+ * (kernels/cpu's _bf16 entry points: blocks widened on the stack, the same bits). */
 #include <stdint.h>
 
 #include "cpu_backend.h"
@@ -14,6 +15,13 @@ static size_t volume2(int a, int b)
 
 /* ---- layer and RMS norm --------------------------------------------------------------- */
 
+/* bf16 activations in rows the kernels widen on the stack (kernels/cpu: bf16 storage, f32
+ * math; the same bits as the staged emulation) */
+static int bf16_rows(uint32_t x_dtype, int cols)
+{
+    return x_dtype == FG_BF16 && cols <= FG_CPU_BF16_MAX_COLS;
+}
+
 fg_status fg_cpu_op_layernorm_forward(void *state, void *queue, uint32_t x_dtype,
                                       uint32_t param_dtype, int rms, int rows, int cols,
                                       const void *x, const void *gamma, const void *beta,
@@ -21,6 +29,15 @@ fg_status fg_cpu_op_layernorm_forward(void *state, void *queue, uint32_t x_dtype
                                       fg_error *err)
 {
     size_t n = volume2(rows, cols), c = (size_t)cols;
+    if (bf16_rows(x_dtype, cols)) { /* only the parameters widened: c values each */
+        fg_cpu_operand p[] = {ARG_IN(gamma, param_dtype, c),
+                              ARG_IN(rms ? NULL : beta, param_dtype, c)};
+        fg_status st = fg_cpu_stage(state, queue, "layernorm_forward", p, NARGS(p), err);
+        if (st == FG_OK)
+            fg_cpu_layernorm_forward_bf16(FG_CPU_POOL(state), rms, rows, cols, x, p[0].f,
+                                          p[1].f, eps, rms ? NULL : mean, rstd, y);
+        return st;
+    }
     fg_cpu_operand o[] = {ARG_IN(x, x_dtype, n), ARG_IN(gamma, param_dtype, c),
                           ARG_IN(rms ? NULL : beta, param_dtype, c), ARG_OUT(y, x_dtype, n)};
     fg_status st = fg_cpu_stage(state, queue, "layernorm_forward", o, NARGS(o), err);
@@ -39,6 +56,16 @@ fg_status fg_cpu_op_layernorm_backward(void *state, void *queue, uint32_t x_dtyp
 {
     size_t n = volume2(rows, cols), c = (size_t)cols;
     void *db = rms ? NULL : dbeta;
+    if (bf16_rows(x_dtype, cols)) {
+        fg_cpu_operand p[] = {ARG_IN(gamma, param_dtype, c),
+                              ARG_ACC(dgamma, grad_dtype, c, accumulate),
+                              ARG_ACC(db, grad_dtype, c, accumulate)};
+        fg_status st = fg_cpu_stage(state, queue, "layernorm_backward", p, NARGS(p), err);
+        if (st == FG_OK)
+            fg_cpu_layernorm_backward_bf16(FG_CPU_POOL(state), rms, rows, cols, x, p[0].f, mean,
+                                           rstd, dy, dx, p[1].f, p[2].f, accumulate);
+        return fg_cpu_unstage(state, p, NARGS(p), st);
+    }
     fg_cpu_operand o[] = {ARG_IN(x, x_dtype, n), ARG_IN(gamma, param_dtype, c),
                           ARG_IN(dy, x_dtype, n), ARG_OUT(dx, x_dtype, n),
                           ARG_ACC(dgamma, grad_dtype, c, accumulate),
@@ -112,6 +139,10 @@ fg_status fg_cpu_op_embedding_forward(void *state, void *queue, uint32_t table_d
     fg_status st = check_ids("embedding_forward", ids, n, rows, err);
     if (st != FG_OK)
         return st;
+    if (table_dtype == FG_BF16 && out_dtype == FG_BF16) { /* the rows used, not the table */
+        fg_cpu_embedding_forward_bf16(FG_CPU_POOL(state), ids, n, dim, table, out, accumulate);
+        return FG_OK;
+    }
     fg_cpu_operand o[] = {ARG_IN(table, table_dtype, volume2(rows, dim)),
                           ARG_ACC(out, out_dtype, volume2(n, dim), accumulate)};
     st = fg_cpu_stage(state, queue, "embedding_forward", o, NARGS(o), err);
@@ -128,6 +159,11 @@ fg_status fg_cpu_op_embedding_backward(void *state, void *queue, uint32_t dout_d
     fg_status st = check_ids("embedding_backward", ids, n, rows, err);
     if (st != FG_OK)
         return st;
+    if (dout_dtype == FG_BF16 && grad_dtype == FG_F32) {
+        fg_cpu_embedding_backward_bf16(FG_CPU_POOL(state), ids, n, dim, rows, dout, dtable,
+                                       accumulate);
+        return FG_OK;
+    }
     fg_cpu_operand o[] = {ARG_IN(dout, dout_dtype, volume2(n, dim)),
                           ARG_ACC(dtable, grad_dtype, volume2(rows, dim), accumulate)};
     st = fg_cpu_stage(state, queue, "embedding_backward", o, NARGS(o), err);

@@ -29,8 +29,9 @@ static const fg_option fg_cpu_options[] = {
       "takes oneDNN where OpenBLAS runs generic kernels)" },
     { "tuning", FG_OPT_ENUM, "auto", 0, 0, "auto|off",
       "CPU-dependent thresholds (the stream grain): auto measures them at the first start on "
-      "this CPU model and thread count (a few ms) and caches them in $XDG_CACHE_HOME/fulgur "
-      "(else ~/.cache/fulgur); off keeps the built-in values. Speed only, never results" },
+      "this CPU model and thread count (three trials, tens of ms) and caches them in "
+      "$XDG_CACHE_HOME/fulgur (else ~/.cache/fulgur) when measured on a quiet machine and "
+      "within bounds; off keeps the built-in values. Speed only, never results" },
 };
 
 /* An option the host does not know falls back to the schema default; any other failure

@@ -2,12 +2,20 @@
  * cached per CPU model and thread count, as FFTW keeps its wisdom: `[backend] tuning`.
  *
  * Measured: the stream grain (kernels/cpu: streaming ops stay on the calling thread below
- * 2 x grain elements). It was tuned on one Zen 3 VM (16384); the crossover where waking a
- * pool worker pays depends on the CPU's wake-up latency and memory bandwidth. An axpy of
- * n floats is timed inline and across the pool for n = 4096 .. 262144 (the best of many
- * runs each, a few milliseconds in all); the grain is half the smallest n from which the
- * pool wins at every larger size. Every op it splits is elementwise, so it changes speed,
- * never a result.
+ * 2 x grain elements), tuned by hand on one Zen 3 VM (16384); where waking a pool worker
+ * pays depends on the CPU's wake-up latency and memory bandwidth. Every op it splits is
+ * elementwise, so it changes speed, never a result.
+ *
+ * The policy (a value measured on a busy machine must not persist):
+ * - three trials (cpu_tuning_measure.c), the median kept;
+ * - a trial whose thread got less than 0.9 of its wall time as CPU time (another process took
+ *   turns on its core), or trials more than 4x apart, mark the measurement "under load": its
+ *   median is used for this run only, nothing is cached, the next start measures again;
+ * - a median outside [2048, 65536] is implausible (the pool losing an axpy of 131072 floats,
+ *   512 KiB per operand, means its worker was not running): the built-in 16384 is used,
+ *   nothing is cached;
+ * - a cached value outside those bounds (an older fulgur cached what it measured under load)
+ *   is ignored with a warning and measured again.
  *
  * The cache: $XDG_CACHE_HOME/fulgur (else ~/.cache/fulgur), one file per CPU model and
  * thread count, written atomically. A file that does not parse is ignored with a warning
@@ -19,71 +27,58 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cpu_backend.h"
 
-#define TUNE_MIN_N 4096
-#define TUNE_MAX_N 262144
-#define TUNE_RUNS 40
 #define TUNE_FORMAT "fulgur-cpu-tuning 1"
+#define TUNE_TRIALS 3
+#define TUNE_GRAIN_LO 2048   /* bounds of a plausible grain: cached or measured outside, */
+#define TUNE_GRAIN_HI 65536  /* it is not used (see the policy above)                   */
+#define TUNE_QUIET_SHARE 0.9 /* the least CPU share of a quiet trial */
+#define TUNE_SPREAD 4        /* the most max / min of quiet trials' grains */
 
-typedef struct axpy_job {
-    float *y;
-    const float *x;
-} axpy_job;
-
-static void axpy_range(void *p, size_t lo, size_t hi)
+static int in_bounds(size_t grain)
 {
-    axpy_job *j = p;
-    for (size_t i = lo; i < hi; i++)
-        j->y[i] += 0.5f * j->x[i];
+    return grain >= TUNE_GRAIN_LO && grain <= TUNE_GRAIN_HI;
 }
 
-static double now_s(void)
+static int by_grain(const void *a, const void *b)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+    size_t x = ((const fg_cpu_tuning_trial *)a)->grain;
+    size_t y = ((const fg_cpu_tuning_trial *)b)->grain;
+    return (x > y) - (x < y);
 }
 
-/* The best of TUNE_RUNS axpys of n floats inline and across the pool, alternating so that
- * a change of the machine's load meets both alike. */
-static void time_axpy(fg_cpu_pool *pool, axpy_job *j, size_t n, double *inline_s,
-                      double *pool_s)
+/* The grain from TUNE_TRIALS trials, and whether it may be cached; *source says what it is
+ * (for the log and `fulgur devices`). 0 when no trial could run. */
+static size_t measured_grain(fg_cpu_backend *be, int *cacheable, char *source, size_t len)
 {
-    *inline_s = *pool_s = 1e30;
-    for (int r = 0; r < TUNE_RUNS; r++) {
-        double t0 = now_s();
-        fg_cpu_parallel_for(pool, n, n, 16, axpy_range, j); /* n < 2 n: inline */
-        double t1 = now_s();
-        fg_cpu_parallel_for(pool, n, TUNE_MIN_N / 4, 16, axpy_range, j);
-        double t2 = now_s();
-        *inline_s = t1 - t0 < *inline_s ? t1 - t0 : *inline_s;
-        *pool_s = t2 - t1 < *pool_s ? t2 - t1 : *pool_s;
+    fg_cpu_tuning_trial t[TUNE_TRIALS];
+    double least_share = 1.0;
+    for (int i = 0; i < TUNE_TRIALS; i++) {
+        if (!fg_cpu_tuning_run_trial(be->pool, i, &t[i]))
+            return 0;
+        least_share = t[i].cpu_share < least_share ? t[i].cpu_share : least_share;
     }
-}
-
-/* The measured grain; 0 when it cannot be measured (one thread, no memory). */
-static size_t measure_stream_grain(fg_cpu_pool *pool)
-{
-    if (fg_cpu_pool_threads(pool) < 2)
-        return 0;
-    float *buf = calloc(2 * TUNE_MAX_N, sizeof *buf);
-    if (!buf)
-        return 0;
-    axpy_job j = {buf, buf + TUNE_MAX_N};
-    size_t grain = TUNE_MAX_N; /* the pool never won: everything measured stays inline */
-    for (size_t n = TUNE_MAX_N; n >= TUNE_MIN_N; n /= 2) {
-        double inline_s, pool_s;
-        time_axpy(pool, &j, n, &inline_s, &pool_s);
-        if (pool_s >= inline_s)
-            break; /* from here down, inline: the grain is the last n that split, halved */
-        grain = n / 2;
+    size_t g0 = t[0].grain, g1 = t[1].grain, g2 = t[2].grain; /* in trial order */
+    qsort(t, TUNE_TRIALS, sizeof t[0], by_grain);
+    size_t median = t[TUNE_TRIALS / 2].grain;
+    int loaded = least_share < TUNE_QUIET_SHARE ||
+                 t[TUNE_TRIALS - 1].grain > TUNE_SPREAD * t[0].grain;
+    *cacheable = !loaded && in_bounds(median);
+    if (!in_bounds(median)) {
+        snprintf(source, len, "built-in: measured %zu is outside [%d, %d], not cached: cpu "
+                 "share %.2f, trials %zu %zu %zu", median, TUNE_GRAIN_LO, TUNE_GRAIN_HI,
+                 least_share, g0, g1, g2);
+        return FG_CPU_STREAM_GRAIN;
     }
-    free(buf);
-    return grain;
+    if (loaded)
+        snprintf(source, len, "measured under load, not cached: cpu share %.2f, trials %zu "
+                 "%zu %zu", least_share, g0, g1, g2);
+    else
+        snprintf(source, len, "measured");
+    return median;
 }
 
 /* The cache file of this CPU model and thread count. 0 when there is no cache folder. */
@@ -128,9 +123,8 @@ static int line_ok(const fg_cpu_backend *be, int row, const char *line, unsigned
         *fault = "not this thread count";
         return sscanf(line, "threads %d", &threads) == 1 && threads == be->threads;
     case 4:
-        *fault = "not a stream_grain in [2048, 262144]";
-        return sscanf(line, "stream_grain %llu", g) == 1 && *g >= TUNE_MIN_N / 2 &&
-               *g <= TUNE_MAX_N;
+        *fault = "not a stream_grain in [2048, 65536]";
+        return sscanf(line, "stream_grain %llu", g) == 1 && in_bounds((size_t)*g);
     default:
         *fault = "a line past the fourth";
         return 0;
@@ -194,9 +188,10 @@ static void cache_write(const fg_cpu_backend *be, const char *dir, const char *p
         unlink(tmp);
 }
 
-/* auto: the cached grain, or a measured one (then cached). *path is the cache file ("":
- * none); *source what the grain is. */
-static size_t tuned_grain(fg_cpu_backend *be, char *path, size_t plen, const char **source)
+/* auto: the cached grain, or a measured one (cached when the policy allows). *path is the
+ * cache file ("": none). */
+static size_t tuned_grain(fg_cpu_backend *be, char *path, size_t plen, char *source,
+                          size_t slen)
 {
     char dir[4096], why[160];
     size_t grain = 0;
@@ -205,19 +200,19 @@ static size_t tuned_grain(fg_cpu_backend *be, char *path, size_t plen, const cha
         path[0] = '\0';
     int rc = path[0] ? cache_read(be, path, &grain, why, sizeof why) : 0;
     if (rc == 1) {
-        *source = "cached";
+        snprintf(source, slen, "cached");
         return grain;
     }
     if (rc < 0 && be->host && be->host->log)
         be->host->log(be->host, FG_LOG_WARN, "cpu backend: ignoring the tuning cache %s (%s): "
                       "measuring again", path, why);
-    grain = measure_stream_grain(be->pool);
+    int cacheable = 0;
+    grain = measured_grain(be, &cacheable, source, slen);
     if (!grain) {
-        *source = "built-in: cannot be measured";
+        snprintf(source, slen, "built-in: cannot be measured");
         return FG_CPU_STREAM_GRAIN;
     }
-    *source = "measured";
-    if (path[0])
+    if (cacheable && path[0])
         cache_write(be, dir, path, grain);
     return grain;
 }
@@ -229,14 +224,15 @@ fg_status fg_cpu_tuning_setup(fg_cpu_backend *be, const char *mode, fg_error *er
         return fg_error_set(err, FG_INVALID_ARGUMENT, "cpu backend: option tuning = '%s' is "
                             "not one of auto|off", mode ? mode : "");
     char path[4300] = "";
-    const char *source = off ? "built-in: tuning = off" : "built-in: one thread";
+    snprintf(be->tuning_source, sizeof be->tuning_source, "%s",
+             off ? "built-in: tuning = off" : "built-in: one thread");
     be->stream_grain = FG_CPU_STREAM_GRAIN;
     if (!off && be->threads > 1)
-        be->stream_grain = tuned_grain(be, path, sizeof path, &source);
-    snprintf(be->tuning_source, sizeof be->tuning_source, "%s", source);
+        be->stream_grain = tuned_grain(be, path, sizeof path, be->tuning_source,
+                                       sizeof be->tuning_source);
     fg_cpu_pool_set_stream_grain(be->pool, be->stream_grain);
     if (be->host && be->host->log)
         be->host->log(be->host, FG_LOG_DEBUG, "cpu backend: stream grain %zu (%s%s%s)",
-                      be->stream_grain, source, path[0] ? ": " : "", path);
+                      be->stream_grain, be->tuning_source, path[0] ? ": " : "", path);
     return FG_OK;
 }

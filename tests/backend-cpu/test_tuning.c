@@ -1,8 +1,11 @@
 /* [backend] tuning: the stream grain measured at start-up and cached per CPU model and
  * thread count under $XDG_CACHE_HOME/fulgur (pointed at a fresh folder here). The cache is
  * written by the first start, read back by the next one (a value planted in it is the one
- * used), a corrupt file is ignored with a warning naming it and rewritten, tuning = off keeps
- * the built-in value, and a grain that splits an op differently gives the same bits. */
+ * used), a corrupt file or one holding a grain outside [2048, 65536] is ignored with a
+ * warning naming it and rewritten, a measurement under load (FULGUR_TEST_TUNING plants the
+ * trials' grains and CPU shares) is used but not cached, an implausible one is not used,
+ * tuning = off keeps the built-in value, and a grain that splits an op differently gives the
+ * same bits. */
 #define _GNU_SOURCE
 #include <glob.h>
 #include <stdio.h>
@@ -36,6 +39,22 @@ static void write_file(const char *path, const char *text)
         fputs(text, f);
         fclose(f);
     }
+}
+
+/* The stream_grain line of a cache file; -1 when there is none. */
+static long read_grain(const char *path)
+{
+    char text[512];
+    FILE *f = fopen(path, "r");
+    size_t got = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[got] = '\0';
+    if (f)
+        fclose(f);
+    const char *at = strstr(text, "stream_grain ");
+    long grain = -1;
+    if (!at || sscanf(at, "stream_grain %ld", &grain) != 1)
+        return -1;
+    return grain;
 }
 
 /* The grain the backend logged and what it said about it. */
@@ -74,11 +93,28 @@ void test_group_tuning(void)
     setenv("XDG_CACHE_HOME", cache_dir, 1);
     char path[512], source[64], text[512];
 
+    /* a real measurement: whatever the machine's load, a grain within the bounds */
+    unsetenv("FULGUR_TEST_TUNING");
+    test_backend real;
+    test_backend_open_with(&real, 1, 2, 0, "tuning = auto");
+    long real_grain = logged_grain(&real, source, sizeof source);
+    CHECK(real_grain >= 2048 && real_grain <= 65536, "measured grain %ld: %s", real_grain,
+          real.host.log);
+    CHECK(strcmp(source, "measured") == 0 || strcmp(source, "built-in") == 0 ||
+              strcmp(source, "measured under load, not cached") == 0,
+          "real measurement: %s", real.host.log);
+    test_backend_close(&real);
+    cache_file(path, sizeof path);
+    if (path[0])
+        unlink(path);
+
+    /* quiet trials (8192, 16384, 8192 at full CPU share): the median, cached */
+    setenv("FULGUR_TEST_TUNING", "8192@1,16384@0.97,8192@1", 1);
     test_backend first;
     test_backend_open_with(&first, 1, 2, 0, "tuning = auto");
     long measured = logged_grain(&first, source, sizeof source);
     CHECK(strcmp(source, "measured") == 0, "first start: %s, not measured", source);
-    CHECK(measured >= 2048 && measured <= 262144, "measured grain %ld", measured);
+    CHECK(measured == 8192, "measured grain %ld, not the trials' median 8192", measured);
     test_backend_close(&first);
     cache_file(path, sizeof path);
     CHECK(path[0], "no cache file under %s/fulgur", cache_dir);
@@ -127,6 +163,68 @@ void test_group_tuning(void)
     snprintf(want, sizeof want, "\nstream_grain %ld\n", again);
     CHECK(strncmp(text, "fulgur-cpu-tuning 1\nmodel ", 26) == 0 && strstr(text, want),
           "the corrupt file was not rewritten: %s", text);
+
+    /* a cached grain outside the bounds (an older fulgur cached one measured under load):
+     * ignored with a warning, measured again, rewritten */
+    char oob[512];
+    snprintf(oob, sizeof oob, "%.*sstream_grain 262144\n",
+             grain_line ? (int)(grain_line - text) : 0, text);
+    write_file(path, oob);
+    test_backend bounded;
+    test_backend_open_with(&bounded, 1, 2, 0, "tuning = auto");
+    snprintf(warning, sizeof warning, "warning: cpu backend: ignoring the tuning cache %s (line "
+             "4 is not a stream_grain in [2048, 65536]): measuring again", path);
+    CHECK(strstr(bounded.host.log, warning), "no warning for a cached 262144: %s",
+          bounded.host.log);
+    CHECK(logged_grain(&bounded, source, sizeof source) == 8192 &&
+              strcmp(source, "measured") == 0,
+          "after a cached 262144: %s", bounded.host.log);
+    test_backend_close(&bounded);
+    CHECK(read_grain(path) == 8192, "a cached 262144 was not rewritten");
+
+    /* under load (a trial at 0.6 of its core): the median used, nothing cached; the next
+     * quiet start measures again and caches */
+    unlink(path);
+    setenv("FULGUR_TEST_TUNING", "32768@1,65536@0.6,32768@0.95", 1);
+    test_backend loaded;
+    test_backend_open_with(&loaded, 1, 2, 0, "tuning = auto");
+    CHECK(logged_grain(&loaded, source, sizeof source) == 32768 &&
+              strcmp(source, "measured under load, not cached") == 0 &&
+              strstr(loaded.host.log, "cpu share 0.60, trials 32768 65536 32768"),
+          "under load: %s", loaded.host.log);
+    test_backend_close(&loaded);
+    cache_file(path, sizeof path);
+    CHECK(!path[0], "a grain measured under load was cached in %s", path);
+    /* trials more than 4x apart, each at full share: loaded too */
+    setenv("FULGUR_TEST_TUNING", "4096@1,32768@1,8192@1", 1);
+    test_backend spread;
+    test_backend_open_with(&spread, 1, 2, 0, "tuning = auto");
+    CHECK(logged_grain(&spread, source, sizeof source) == 8192 &&
+              strcmp(source, "measured under load, not cached") == 0,
+          "trials 4096 32768 8192: %s", spread.host.log);
+    test_backend_close(&spread);
+    cache_file(path, sizeof path);
+    CHECK(!path[0], "trials 4x apart were cached in %s", path);
+    /* implausible (the pool never won up to 256k floats): the built-in value, not cached */
+    setenv("FULGUR_TEST_TUNING", "131072@1", 1);
+    test_backend implausible;
+    test_backend_open_with(&implausible, 1, 2, 0, "tuning = auto");
+    CHECK(logged_grain(&implausible, source, sizeof source) == 16384 &&
+              strcmp(source, "built-in") == 0 &&
+              strstr(implausible.host.log, "measured 131072 is outside [2048, 65536]"),
+          "implausible 131072: %s", implausible.host.log);
+    test_backend_close(&implausible);
+    cache_file(path, sizeof path);
+    CHECK(!path[0], "an implausible grain was cached in %s", path);
+    setenv("FULGUR_TEST_TUNING", "4096@1", 1);
+    test_backend quiet;
+    test_backend_open_with(&quiet, 1, 2, 0, "tuning = auto");
+    CHECK(logged_grain(&quiet, source, sizeof source) == 4096 && strcmp(source, "measured") == 0,
+          "quiet after loaded: %s", quiet.host.log);
+    test_backend_close(&quiet);
+    cache_file(path, sizeof path);
+    CHECK(path[0] && read_grain(path) == 4096, "the quiet start did not cache 4096");
+    unsetenv("FULGUR_TEST_TUNING");
 
     /* off: the built-in grain, the same bits as the planted one */
     test_backend off;
