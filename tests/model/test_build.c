@@ -227,7 +227,7 @@ static void test_schemas(void)
         CHECK(o && n >= 1 && strcmp(o[0].key, "type") == 0);
     }
     o = fg_model_schema(&n);
-    CHECK(o && n == 11);
+    CHECK(o && n == 12);
     if (o) {
         CHECK_STR(o[0].key, "input");
         CHECK_STR(o[1].default_value, "softmax_cross_entropy");
@@ -245,6 +245,9 @@ static void test_schemas(void)
         CHECK_STR(o[9].default_value, "false");
         CHECK_STR(o[10].key, "sync_batchnorm");
         CHECK_STR(o[10].default_value, "false");
+        CHECK_STR(o[11].key, "memory_format");
+        CHECK_STR(o[11].default_value, "contiguous");
+        CHECK_STR(o[11].choices, "contiguous|channels_last");
     }
     o = fg_layer_schema("transformer_block", &n);
     CHECK(o && n >= 1 && strcmp(o[n - 1].key, "recompute") == 0);
