@@ -79,6 +79,7 @@ void test_pool(void);
 void test_nhwc(void); /* parity_nhwc.c */
 void test_batchnorm(void);
 void test_dropout(void);
+void test_dropout_dev(void); /* ABI 1.10 */
 void test_xent(void);
 void test_classifier(void);
 void test_pointwise_loss(void);

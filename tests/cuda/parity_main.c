@@ -465,6 +465,7 @@ static const struct {
           FG_OP_POOL2D_BACKWARD, FG_OP_BATCHNORM_FORWARD, FG_OP_BATCHNORM_BACKWARD) },
     { "batchnorm", test_batchnorm, OPS(FG_OP_BATCHNORM_FORWARD, FG_OP_BATCHNORM_BACKWARD) },
     { "dropout", test_dropout, OPS(FG_OP_DROPOUT_FORWARD, FG_OP_DROPOUT_BACKWARD) },
+    { "dropout_dev", test_dropout_dev, OPS(FG_OP_DROPOUT_FORWARD_DEV, FG_OP_DROPOUT_FORWARD) },
     { "xent", test_xent, OPS(FG_OP_SOFTMAX_XENT_FORWARD, FG_OP_SOFTMAX_XENT_BACKWARD) },
     { "classifier", test_classifier,
       OPS(FG_OP_CLASSIFIER, FG_OP_SOFTMAX_XENT_FORWARD, FG_OP_SOFTMAX_XENT_BACKWARD) },
