@@ -59,7 +59,8 @@ fit() { # NAME CONFIG [KEY=VALUE...]: NAME.out, the run's metrics in NAME.csv
     data.dir="$data" trainer.max_epochs=1 trainer.limit_train_batches="$B" \
     trainer.limit_val_batches=2 trainer.test_after_fit=false trainer.log_every_n_steps=1 \
     trainer.gradient_clip_val=0.5 data.num_workers=0 data.drop_last=true \
-    trainer.default_root_dir="$tmp/runs.$name" "$@" >"$tmp/$name.out" 2>&1 ||
+    trainer.default_root_dir="$tmp/runs.$name" callback.csv_logger.filename=metrics.csv \
+    "$@" >"$tmp/$name.out" 2>&1 ||
     { cat "$tmp/$name.out"; echo "FAIL: fit $name"; exit 1; }
   csv=$(find "$tmp/runs.$name" -name metrics.csv | head -1)
   [ -n "$csv" ] || { cat "$tmp/$name.out"; echo "FAIL: $name wrote no metrics.csv"; exit 1; }
@@ -72,7 +73,7 @@ digest() { grep -o 'digest [0-9a-f]*' "$tmp/$1.out" | head -1; }
 # shellcheck disable=SC2068
 fit eager "$tmp/run.ini" $@
 fit graph "$tmp/run.ini" backend.cuda_graphs=true $@
-fit nodrop "$tmp/run.ini" backend.cuda_graphs=true $@
+fit nodrop "$tmp/nodrop.ini" backend.cuda_graphs=true $@
 rows=$(grep -c . "$tmp/eager.csv")
 if [ "$rows" -lt "$B" ]; then
   cat "$tmp/eager.csv"; echo "FAIL: $rows metrics rows for $B steps logged every step"; status=1
