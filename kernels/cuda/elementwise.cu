@@ -184,10 +184,12 @@ __global__ void bias_add_k(T *y, const void *bias, int bias_type, int cols, int 
 }
 
 template <typename T>
-__global__ void dropout_forward_k(uint64_t key, uint64_t offset, uint32_t threshold, float scale,
-                                  const T *x, T *y,
+__global__ void dropout_forward_k(uint64_t key, uint64_t offset, const uint64_t *offset_dev,
+                                  uint32_t threshold, float scale, const T *x, T *y,
                                   uint8_t *mask, size_t n, int vec)
 {
+    if (offset_dev) /* the step's part, in device memory (CUDA graphs) */
+        offset += *offset_dev;
     for_vec<vec_of<T>::value>(n, vec, VEC_BODY
         float v[W];
         ld_n(x, i, v);
@@ -199,6 +201,12 @@ __global__ void dropout_forward_k(uint64_t key, uint64_t offset, uint32_t thresh
         }
         st_n(y, i, v);
     });
+}
+
+/* One thread: after the draws that read it, the counter moves on to the next step's. */
+__global__ void dropout_advance_k(uint64_t *offset_dev, uint64_t advance)
+{
+    *offset_dev += advance;
 }
 
 template <typename T>
@@ -394,8 +402,24 @@ cudaError_t fg_cu_dropout_forward(cudaStream_t s, int type, uint64_t key, uint64
 {
     FGCU_DISPATCH(type, T,
                   FGCU_LAUNCH(grid_for(n), kThreads, 0, s, dropout_forward_k<T>)(
-                      key, offset, threshold, scale, (const T *)x, (T *)y, mask, n,
-                      aligned16(x, y)));
+                      key, offset, (const uint64_t *)NULL, threshold, scale, (const T *)x,
+                      (T *)y, mask, n, aligned16(x, y)));
+    return cudaGetLastError();
+}
+
+cudaError_t fg_cu_dropout_forward_dev(cudaStream_t s, int type, uint64_t key, uint64_t offset,
+                                      uint64_t *offset_dev, uint64_t advance,
+                                      uint32_t threshold, float scale, const void *x, void *y,
+                                      uint8_t *mask, size_t n)
+{
+    FGCU_DISPATCH(type, T,
+                  FGCU_LAUNCH(grid_for(n), kThreads, 0, s, dropout_forward_k<T>)(
+                      key, offset, (const uint64_t *)offset_dev, threshold, scale,
+                      (const T *)x, (T *)y, mask, n, aligned16(x, y)));
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess || advance == 0)
+        return e;
+    FGCU_LAUNCH(1, 1, 0, s, dropout_advance_k)(offset_dev, advance);
     return cudaGetLastError();
 }
 

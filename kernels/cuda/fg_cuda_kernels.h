@@ -69,6 +69,11 @@ cudaError_t fg_cu_bias_add(cudaStream_t s, int type, int bias_type, void *y, con
 cudaError_t fg_cu_dropout_forward(cudaStream_t s, int type, uint64_t key, uint64_t offset,
                                   uint32_t threshold, float scale, const void *x, void *y,
                                   uint8_t *mask, size_t n);
+/* The same with offset + *offset_dev (read on the stream), then *offset_dev += advance. */
+cudaError_t fg_cu_dropout_forward_dev(cudaStream_t s, int type, uint64_t key, uint64_t offset,
+                                      uint64_t *offset_dev, uint64_t advance,
+                                      uint32_t threshold, float scale, const void *x, void *y,
+                                      uint8_t *mask, size_t n);
 cudaError_t fg_cu_dropout_backward(cudaStream_t s, int type, float scale, const uint8_t *mask,
                                    const void *dy, void *dx, size_t n);
 

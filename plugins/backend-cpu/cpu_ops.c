@@ -410,6 +410,19 @@ fg_status fg_cpu_op_dropout_forward(void *state, void *queue, uint32_t dtype, fl
     return unstage(state, o, NARGS(o), st);
 }
 
+/* The CPU runs each op when called, so the counter is read and advanced then. */
+fg_status fg_cpu_op_dropout_forward_dev(void *state, void *queue, uint32_t dtype, float p,
+                                        uint64_t seed, uint64_t offset, uint64_t *offset_dev,
+                                        uint64_t advance, const void *x, void *y,
+                                        uint8_t *mask, size_t n, fg_error *err)
+{
+    fg_status st = fg_cpu_op_dropout_forward(state, queue, dtype, p, seed, *offset_dev + offset,
+                                             x, y, mask, n, err);
+    if (st == FG_OK)
+        *offset_dev += advance;
+    return st;
+}
+
 fg_status fg_cpu_op_dropout_backward(void *state, void *queue, uint32_t dtype, float p,
                                      const uint8_t *mask, const void *dy, void *dx, size_t n,
                                      fg_error *err)

@@ -162,6 +162,21 @@ fg_status fg_cuda_op_dropout_forward(void *state, void *queue, uint32_t dtype, f
                             "dropout_forward", err);
 }
 
+fg_status fg_cuda_op_dropout_forward_dev(void *state, void *queue, uint32_t dtype, float p,
+                                         uint64_t seed, uint64_t offset, uint64_t *offset_dev,
+                                         uint64_t advance, const void *x, void *y,
+                                         uint8_t *mask, size_t n, fg_error *err)
+{
+    (void)state;
+    FG_CUDA_BEGIN("dropout_forward_dev", dtype);
+    uint64_t key = fg_cuda_dropout_key(seed);
+    return fg_cuda_launched(fg_cu_dropout_forward_dev(STREAM(queue), (int)dtype, key, offset,
+                                                      offset_dev, advance,
+                                                      fg_cuda_dropout_threshold(p),
+                                                      fg_cuda_dropout_scale(p), x, y, mask, n),
+                            "dropout_forward_dev", err);
+}
+
 fg_status fg_cuda_op_dropout_backward(void *state, void *queue, uint32_t dtype, float p,
                                       const uint8_t *mask, const void *dy, void *dx, size_t n,
                                       fg_error *err)

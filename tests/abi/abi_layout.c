@@ -140,6 +140,8 @@ static const layout_line current[] = {
     FIELD(fg_backend_vtable, rope_freq_forward), FIELD(fg_backend_vtable, rope_freq_backward),
     /* ABI 1.10: channels-last activations (ids may be renumbered at merge) */
     FIELD(fg_backend_vtable, transpose_batched),
+    /* ABI 1.10: dropout under CUDA graphs */
+    FIELD(fg_backend_vtable, dropout_forward_dev),
     SIZE(fg_backend_op_desc),
     FIELD(fg_backend_op_desc, name), FIELD(fg_backend_op_desc, offset),
     FIELD(fg_backend_op_desc, dtype_count), FIELD(fg_backend_op_desc, dtype_names),
@@ -341,6 +343,7 @@ static const layout_line current[] = {
     ENUM(fg_backend_op, FG_OP_ROPE_FREQ_FORWARD),
     ENUM(fg_backend_op, FG_OP_ROPE_FREQ_BACKWARD), /* ABI 1.9 */
     ENUM(fg_backend_op, FG_OP_TRANSPOSE_BATCHED), /* ABI 1.10 */
+    ENUM(fg_backend_op, FG_OP_DROPOUT_FORWARD_DEV), /* ABI 1.10 */
     /* FG_OP_COUNT is not recorded: it grows with every op a minor appends. */
     ENUM(fg_reduce_op, FG_REDUCE_SUM), ENUM(fg_reduce_op, FG_REDUCE_AVG),
     ENUM(fg_reduce_op, FG_REDUCE_MAX),

@@ -90,7 +90,8 @@ parity_group() { # [--set KEY=VALUE]... GROUP
 }
 : >"$OUT/parity.log"
 for g in device checks flat cast gemm gemm_bias gemm_epilogue bias_act conv pool batchnorm \
-         batchnorm_sync dropout xent classifier ploss optim optim_fused layernorm embedding vec ln_residual \
+         batchnorm_sync dropout dropout_dev xent classifier ploss optim optim_fused layernorm embedding \
+         vec ln_residual \
          rope swiglu gqa; do
     check "cuda.parity.$g" parity_group "$g"
 done

@@ -80,6 +80,7 @@ void test_nhwc(void); /* parity_nhwc.c */
 void test_batchnorm(void);
 void test_batchnorm_sync(void); /* parity_sync_bn.c */
 void test_dropout(void);
+void test_dropout_dev(void); /* ABI 1.10 */
 void test_xent(void);
 void test_classifier(void);
 void test_pointwise_loss(void);

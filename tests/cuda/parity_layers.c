@@ -354,6 +354,75 @@ void test_dropout(void)
     release_all();
 }
 
+/* ABI 1.10: dropout_forward_dev draws at *offset_dev + offset (the counter read on the
+ * queue), the same mask as dropout_forward at that offset, then advances the counter. */
+static uint64_t counter_of(pair c, int tested)
+{
+    uint64_t v = 0;
+    if (tested)
+        download(c, &v);
+    else
+        memcpy(&v, c.c, sizeof v);
+    return v;
+}
+
+static void dropout_dev_case(const mix *dt, size_t n, uint64_t base, uint64_t offset)
+{
+    const uint64_t step = 1ull << 32;
+    const char *name = mix_name(dt);
+    pair in = prandom(n, dt->act, -1, 1), y = pnew(n * dtype_size(dt->act));
+    pair mask = pnew(n), mask2 = pnew(n), ymask = pnew(n), yv = pnew(n * dtype_size(dt->act));
+    pair counter = pnew(sizeof base);
+    pput(counter, &base);
+    ppoison(y);
+    ppoison(mask);
+    BOTH(W("dropout_forward_dev n=%zu %s", n, name),
+         V->dropout_forward_dev(S, Q, dt->act, 0.5f, 77, offset, X(counter), step, X(in), X(y),
+                                X(mask), n, E));
+    compare_exact(W("dropout_forward_dev n=%zu %s (mask)", n, name), mask, n);
+    compare(W("dropout_forward_dev n=%zu %s", n, name), y, n, dt->act, 0);
+    for (int side = 0; side < 2; side++)
+        if (counter_of(counter, side) != base + step)
+            fail("dropout_forward_dev n=%zu %s: %s counter %llu after one call, want %llu", n,
+                 name, side ? "tested" : "cpu", (unsigned long long)counter_of(counter, side),
+                 (unsigned long long)(base + step));
+    /* dropout_forward at the summed offset: the uncaptured path's mask, bit for bit */
+    ppoison(ymask);
+    BOTH(W("dropout_forward at base + offset n=%zu %s", n, name),
+         V->dropout_forward(S, Q, dt->act, 0.5f, 77, base + offset, X(in), X(yv), X(ymask), n,
+                            E));
+    unsigned char *a = malloc(n), *b = malloc(n);
+    download(mask, a);
+    download(ymask, b);
+    if (memcmp(a, b, n) != 0)
+        fail("dropout_forward_dev n=%zu %s: mask differs from dropout_forward at offset "
+             "*offset_dev + offset", n, name);
+    /* the advanced counter draws the next step's mask; advance 0 leaves it */
+    ppoison(mask2);
+    BOTH(W("dropout_forward_dev again n=%zu %s", n, name),
+         V->dropout_forward_dev(S, Q, dt->act, 0.5f, 77, offset, X(counter), 0, X(in), X(y),
+                                X(mask2), n, E));
+    compare_exact(W("dropout_forward_dev again n=%zu %s (mask)", n, name), mask2, n);
+    download(mask2, b);
+    if (n >= 64 && memcmp(a, b, n) == 0)
+        fail("dropout_forward_dev n=%zu %s: the advanced counter drew the same mask", n, name);
+    for (int side = 0; side < 2; side++)
+        if (counter_of(counter, side) != base + step)
+            fail("dropout_forward_dev n=%zu %s: advance 0 moved the %s counter", n, name,
+                 side ? "tested" : "cpu");
+    free(a);
+    free(b);
+    release_all();
+}
+
+void test_dropout_dev(void)
+{
+    static const size_t sizes[] = { 1, 1000, 100003 };
+    for (int x = 0; x < 3; x++)
+        for (size_t si = 0; si < 3; si++)
+            dropout_dev_case(&mixes[x], sizes[si], (uint64_t)(5 + si) << 32, si * 4099ull);
+}
+
 /* ---- softmax cross-entropy --------------------------------------------------------------------- */
 
 static pair labels_for(int rows, int classes)

@@ -9,9 +9,12 @@
 # no host synchronisation of any kind (FGEMU_SYNC_LOG); the fit says it replayed B - 3
 # steps; ddp over comm.mpi, and ddp with model buffers (batch-norm running statistics, which
 # ddp copies from rank 0 on the host's say), are refused at setup with their messages.
-#   emu_graphs_ddp.sh MPIRUN FULGUR EMU_PLUGIN_DIR CONFIG
+# With DROPOUT (a probability): CONFIG with a dropout layer of that p before each of fc2 and
+# fc3 (each rank draws its own masks from device counters: ABI 1.10's dropout_forward_dev),
+# the fp32 wire only, and no refusal cases.
+#   emu_graphs_ddp.sh MPIRUN FULGUR EMU_PLUGIN_DIR CONFIG [DROPOUT]
 set -u
-mpirun=$1 fulgur=$2 plugins=$3 cfg=$4
+mpirun=$1 fulgur=$2 plugins=$3 cfg=$4 dropout=${5:-}
 command -v "$mpirun" >/dev/null 2>&1 || { echo "skip: no mpirun"; exit 77; }
 root=""
 [ "$(id -u)" = 0 ] && root=--allow-run-as-root
@@ -19,6 +22,14 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 A=5 B=9
+wires="fp32 bf16"
+if [ -n "$dropout" ]; then
+  awk -v p="$dropout" '$0 == "[layer.fc2]" || $0 == "[layer.fc3]" {
+         print "[layer.drop" ++k "]\ntype = dropout\np = " p "\n" }
+       { print }' "$cfg" >dropout.ini
+  [ "$(grep -c "^type = dropout" dropout.ini)" = 2 ] || { echo "FAIL: no dropout in $cfg"; exit 1; }
+  cfg=$tmp/dropout.ini wires=fp32
+fi
 launch() { # NAME STEPS [KEY=VALUE...]: NAME.out, NAME.syncs; returns fulgur's status
   name=$1 steps=$2
   shift 2
@@ -36,7 +47,7 @@ run() {
 count() { awk -v k="$2" '$(NF - 1) == "rank" && $NF == "0" { for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' "$1.syncs"; }
 digest() { grep -o 'digest [0-9a-f]*' "$1.out" | head -1; }
 status=0
-for wire in fp32 bf16; do
+for wire in $wires; do
   run eagerA$wire $A comm.name=nccl strategy.grad_comm_dtype=$wire
   run eagerB$wire $B comm.name=nccl strategy.grad_comm_dtype=$wire
   run graphA$wire $A comm.name=nccl strategy.grad_comm_dtype=$wire backend.cuda_graphs=true
@@ -64,6 +75,7 @@ for wire in fp32 bf16; do
   done
   [ $status = 0 ] || cat graphB$wire.out
 done
+[ -z "$dropout" ] || exit $status
 want="[backend] cuda_graphs: [strategy] ddp over [comm] mpi: its collectives run on the host"
 if launch mpi 3 comm.name=mpi backend.cuda_graphs=true || ! grep -qF -- "$want" mpi.out; then
   cat mpi.out; echo "FAIL: ddp over comm.mpi under cuda_graphs: want a failure saying '$want'"

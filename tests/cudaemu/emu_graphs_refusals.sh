@@ -42,6 +42,5 @@ refused "[backend] cuda_graphs: trainer.accumulate_grad_batches = 2" -- \
   trainer.accumulate_grad_batches=2
 refused "[backend] cuda_graphs: the optimizer update is not fused" \
   FULGUR_TEST_UNFUSED_STEP=1 -- trainer.gradient_clip_val=0
-refused "[backend] cuda_graphs: [layer.drop]: dropout" -- layer.drop.type=dropout
 refused "[backend] cuda_graphs: [model] ignore_index" -- model.ignore_index=3
 exit $status

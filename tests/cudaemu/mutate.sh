@@ -30,7 +30,7 @@ run() { # GROUP [asan] -> exit status of the parity group on the emulated backen
     fi
 }
 
-for g in xent batchnorm gemm conv attention attention_fused embedding layernorm rope swiglu gqa; do
+for g in xent batchnorm dropout_dev gemm conv attention attention_fused embedding layernorm rope swiglu gqa; do
     if ! run "$g"; then
         echo "mutate: baseline parity group $g fails before any mutation:"; tail -5 run.log
         exit 1
@@ -79,6 +79,9 @@ rope 128-bit path: a pack's values all take its first angle|kernels/cuda/rope.cu
 swiglu forward without the up projection|kernels/cuda/swiglu.cu|s/g\[k\] = g\[k\] \/ \(1\.0f \+ expf\(-g\[k\]\)\) \* u\[k\];/g[k] = g[k] \/ (1.0f + expf(-g[k]));/|swiglu
 GQA dK and dV summed over the group's first query head only|kernels/cuda/attention.cu|s/hq < \(w\.h \+ 1\) \* group;/hq < w.h * group + 1;/|gqa
 GQA decode reads key/value head h % kv_heads, not h / group|kernels/cuda/attention_decode.cu|s/int kv = h \/ \(a\.heads \/ a\.kv_heads\);/int kv = h % a.kv_heads;/|gqa
+dropout_forward_dev: the counter never advanced (the same mask every replay)|kernels/cuda/elementwise.cu|s/\*offset_dev \+= advance;/(void)advance;/|dropout_dev
+dropout_forward_dev: the counter advanced twice|kernels/cuda/elementwise.cu|s/\*offset_dev \+= advance;/*offset_dev += 2 * advance;/|dropout_dev
+dropout_forward_dev: the step's part not read (the offset by value only)|kernels/cuda/elementwise.cu|s/offset \+= \*offset_dev;/(void)offset_dev;/|dropout_dev
 grid-stride loop one element past the end (ASan)|kernels/cuda/fg_cuda_common.cuh|s/i < \(n\);/i <= (n);/|flat|asan
 LIST
 cmake --build build --target fulgur-backend-cuda-emu fulgur-backend-cuda-emu-asan >>build.log 2>&1

@@ -95,6 +95,9 @@ typedef struct fg_layer_ctx {
     void *workspace; /* scratch shared by all layers, workspace_bytes(max batch) */
     uint64_t dropout_seed;
     uint64_t dropout_offset;
+    /* [backend] cuda_graphs: this layer's counter in device memory holding the step's part
+     * of the offset (dropout_forward_dev adds it and advances it); NULL: all by value */
+    uint64_t *dropout_offset_dev;
     /* Sums count f64 values of device memory in place across the replicas of this layer
      * (the strategy's replica all-reduce, fg_train_services.set_replica_allreduce); NULL:
      * this replica is the only one. */

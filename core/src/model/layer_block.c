@@ -116,6 +116,10 @@ static fg_status block_activations(const fg_layer *l, const fg_layer_ctx *c, blo
     block_dims d = fg_block_dims(l);
     int rows = c->batch * d.T;
     uint32_t act = c->dt.act, param = c->dt.param;
+    if (c->training && l->p > 0 && c->dropout_offset_dev)
+        return fg_error_set(err, FG_UNAVAILABLE, "[%s] attn_dropout = %g: the attention op "
+                            "takes its dropout offset by value, which a CUDA graph cannot "
+                            "replay", l->section, l->p);
     fg_attention_desc a = fg_block_attention_desc(l, c);
     void *p[BLOCK_TENSORS];
     fg_block_params(l, c->param, p);

@@ -31,6 +31,10 @@ static fg_status dropout_plan(fg_layer *l, fg_model *m, fg_error *err)
 static fg_status dropout_forward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
     size_t n = (size_t)c->batch * fg_shape_numel(&l->in);
+    if (c->dropout_offset_dev) /* the next step's draws are 2^32 on (replica.c) */
+        return FG_OP(c, err, dropout_forward_dev, c->dt.act, (float)l->p, c->dropout_seed,
+                     c->dropout_offset, c->dropout_offset_dev, 1ull << 32, c->x, c->y, c->aux,
+                     n);
     return FG_OP(c, err, dropout_forward, c->dt.act, (float)l->p, c->dropout_seed,
                  c->dropout_offset, c->x, c->y, c->aux, n);
 }
@@ -46,7 +50,7 @@ static void dropout_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int tr
 {
     if (!training) /* evaluation skips the layer: its output is its input */
         return;
-    FG_NEED(n, l->section, FG_OP_DROPOUT_FORWARD, dt->act);
+    FG_NEED(n, l->section, FG_OP_DROPOUT_FORWARD, dt->act); /* _dev: graph setup asks */
     FG_NEED(n, l->section, FG_OP_DROPOUT_BACKWARD, dt->act);
 }
 

@@ -223,6 +223,11 @@ const void *fg_replica_output(const fg_replica *r);
  * returns. Gradients as fg_replica_backward. */
 fg_status fg_replica_backward_from(fg_replica *r, void *queue, const void *dy, int batch,
                                    int accumulate, fg_error *err);
+/* [backend] cuda_graphs: the dropout layers take the step's part of their offset from a
+ * counter each in device memory that their op advances (dropout_forward_dev), set from the
+ * step at the next training forward; the masks are those of the offset by value. Nothing
+ * without a dropout layer. Setup only. */
+fg_status fg_replica_dropout_on_device(fg_replica *r, fg_error *err);
 /* This replica's batch starts at sample `first` of a larger batch (a shard or a
  * micro-batch): dropout then draws for each sample what the whole batch would. */
 void fg_replica_set_sample_offset(fg_replica *r, uint64_t first);

@@ -69,6 +69,11 @@ struct fg_replica {
     size_t param_lo, param_hi, buffer_lo, buffer_hi;
     int shares;
     uint64_t sample_offset; /* dropout: this batch starts at that sample of the full one */
+    /* [backend] cuda_graphs: (layer_count) device counters, each a layer's step << 32,
+     * uploaded at the first training forward from counters_host and from then on advanced
+     * on the device by the layer's own dropout; NULL: the step is passed by value */
+    uint64_t *dropout_counters, *counters_host;
+    int counters_set;
     int64_t counted; /* labels of the batch the loss counts; < 0: all of them */
     /* precision: activations in dt->act (act_size bytes each); the layers read the working
      * parameters `work` (dt->param), a copy of params made by fg_replica_cast_params */
@@ -349,6 +354,9 @@ void fg_replica_destroy(fg_replica *r)
             r->be->free(r->bs, r->device, blocks[i]);
     if (r->work)
         r->be->free(r->bs, r->device, r->work);
+    if (r->dropout_counters)
+        r->be->free(r->bs, r->device, r->dropout_counters);
+    free(r->counters_host);
     free(r->y_off);
     free(r->aux_off);
     free(r->out);
@@ -504,6 +512,43 @@ static void layer_ctx(const fg_replica *r, const fg_layer *l, fg_layer_ctx *c)
     /* One dropout stream per layer; steps are 2^32 draws apart along it. */
     c->dropout_seed = fg_rng_key(seed, 0x64726f706f7574ull + (uint64_t)l->index);
     c->dropout_offset = (r->step << 32) + r->sample_offset * fg_shape_numel(&l->in);
+    if (r->dropout_counters) { /* the step's part is the layer's counter on the device */
+        c->dropout_offset_dev = &r->dropout_counters[l->index];
+        c->dropout_offset = r->sample_offset * fg_shape_numel(&l->in);
+    }
+}
+
+fg_status fg_replica_dropout_on_device(fg_replica *r, fg_error *err)
+{
+    int draws = 0;
+    for (size_t i = r->first; i < r->end; i++)
+        draws |= r->m->layers[i].ops == &fg_layer_dropout;
+    if (!draws || r->dropout_counters)
+        return FG_OK;
+    if (!FG_HAS_FIELD(r->be, fg_backend_vtable, dropout_forward_dev) ||
+        !r->be->dropout_forward_dev)
+        return fg_error_set(err, FG_UNAVAILABLE, "a dropout layer under [backend] cuda_graphs "
+                            "needs the backend's dropout_forward_dev (ABI 1.10)");
+    size_t n = r->m->layer_count;
+    r->counters_host = malloc(n * sizeof *r->counters_host);
+    if (!r->counters_host)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory for dropout counters");
+    r->counters_set = 0;
+    return r->be->alloc(r->bs, r->device, n * sizeof *r->dropout_counters,
+                        (void **)&r->dropout_counters, err);
+}
+
+/* The counters start at the first training step's value, once; a step's dropouts then
+ * advance their own (dropout_forward_dev), so a replayed step draws the next step's mask. */
+static fg_status dropout_counters_start(fg_replica *r, void *queue, fg_error *err)
+{
+    if (!r->dropout_counters || r->counters_set)
+        return FG_OK;
+    for (size_t i = 0; i < r->m->layer_count; i++)
+        r->counters_host[i] = r->step << 32;
+    r->counters_set = 1;
+    return r->be->copy(r->bs, queue, r->dropout_counters, r->device, r->counters_host, -1,
+                       r->m->layer_count * sizeof *r->counters_host, err);
 }
 
 void fg_replica_decode_ctx(const fg_replica *r, const fg_layer *l, void *queue,
@@ -603,6 +648,9 @@ fg_status fg_replica_forward(fg_replica *r, void *queue, const void *x_dev,
         return fg_error_set(err, FG_UNAVAILABLE, "forward: parameters mapped by the strategy "
                             "(sharded layers) are f32; %s working parameters are not supported "
                             "with them", fg_dtype_name((fg_dtype)r->dt->param));
+    fg_status cst = training ? dropout_counters_start(r, queue, err) : FG_OK;
+    if (cst != FG_OK)
+        return cst;
     const fg_model *m = r->m;
     const void *cur = x_dev;
     for (size_t i = r->first; i < r->end; i++) {

@@ -20,14 +20,15 @@ __attribute__((format(printf, 2, 3))) static fg_status refuse(fg_error *err, con
     return fg_error_set(err, FG_UNAVAILABLE, "[backend] cuda_graphs: %s", why);
 }
 
-/* A layer with dropout draws from a per-step seed the kernels take by value. */
+/* A layer with attention dropout, whose op takes the step's offset by value (dropout
+ * layers read theirs from the device: replica.c). */
 static const char *layer_with_dropout(const fg_config *cfg)
 {
     for (size_t i = 0; i < fg_config_section_count(cfg); i++) {
         const char *sec = fg_config_section_name(cfg, i);
         if (strncmp(sec, "layer.", 6) != 0) continue;
         const char *type = fg_config_get(cfg, sec, "type");
-        if (type && strcmp(type, "dropout") == 0) return sec;
+        if (type && strcmp(type, "dropout") == 0) continue;
         for (size_t k = 0; k < fg_config_entry_count(cfg, sec); k++) {
             const char *key = fg_config_entry_key(cfg, sec, k);
             const char *v = fg_config_get(cfg, sec, key);
@@ -90,8 +91,9 @@ static fg_status check_fit(const fg_step_graph_fit *f, fg_error *err)
                       (long long)f->finite_every);
     const char *drop = layer_with_dropout(f->cfg);
     if (drop)
-        return refuse(err, "[%s]: dropout draws from a per-step seed the kernels take by "
-                      "value; a captured step cannot", drop);
+        return refuse(err, "[%s]: attention dropout takes the step's dropout offset by "
+                      "value, so a replay would draw the captured step's mask (dropout "
+                      "layers are captured)", drop);
     return FG_OK;
 }
 

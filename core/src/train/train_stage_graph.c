@@ -43,6 +43,7 @@ fg_status fg_train_stage_graph_prepare(fg_train_ctx *c, void *stage, fg_error *e
         st = stage_graph_alloc(c, s, rows * (size_t)fg_model_positions(c->model) * sizeof(int32_t),
                                (void **)&s->graph_y, err);
     if (st == FG_OK) fg_optimizer_read_step_values(s->opt, s->graph_values_dev);
+    if (st == FG_OK) st = fg_replica_dropout_on_device(s->arena[0], err);
     fg_error ring_err = {0};
     fg_status ring = st == FG_OK ? fg_pinned_ring_init(&s->graph_ring, c->be, c->bs, s->device,
                                                        3 * sizeof(float), &ring_err)

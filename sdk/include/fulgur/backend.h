@@ -190,6 +190,10 @@ static inline int32_t fg_attention_kv_heads(const fg_attention_desc *d)
 #define FG_OP_SIG_dropout_forward(P) P(uint32_t, dtype) /* x, y */ P(float, p)                   \
     P(uint64_t, seed) P(uint64_t, offset) P(const void *, x) P(void *, y) P(uint8_t *, mask)     \
     P(size_t, n)
+/* ABI 1.10: dropout whose step part of the offset lives in device memory (CUDA graphs) */
+#define FG_OP_SIG_dropout_forward_dev(P) P(uint32_t, dtype) /* x, y */ P(float, p)               \
+    P(uint64_t, seed) P(uint64_t, offset) P(uint64_t *, offset_dev) P(uint64_t, advance)         \
+    P(const void *, x) P(void *, y) P(uint8_t *, mask) P(size_t, n)
 #define FG_OP_SIG_dropout_backward(P) P(uint32_t, dtype) /* dy, dx */ P(float, p)                \
     P(const uint8_t *, mask) P(const void *, dy) P(void *, dx) P(size_t, n)
 #define FG_OP_SIG_softmax_xent_forward(P) P(uint32_t, logits_dtype) /* logits */                 \
@@ -366,7 +370,8 @@ static inline int32_t fg_attention_kv_heads(const fg_attention_desc *d)
     X(ctx, GEMM_FP8, gemm_fp8, "ab", "c") /* ABI 1.9 */                                          \
     X(ctx, ROPE_FREQ_FORWARD, rope_freq_forward, "x") /* ABI 1.9 */                              \
     X(ctx, ROPE_FREQ_BACKWARD, rope_freq_backward, "x") /* ABI 1.9 */                            \
-    X(ctx, TRANSPOSE_BATCHED, transpose_batched, "x") /* ABI 1.10 */
+    X(ctx, TRANSPOSE_BATCHED, transpose_batched, "x") /* ABI 1.10 */                            \
+    X(ctx, DROPOUT_FORWARD_DEV, dropout_forward_dev, "x") /* ABI 1.10 */
 
 /* The generators' helpers: each argument as a declaration or as its name, after a comma. */
 #define FG_OP_DECL_(type, name) , type name
@@ -802,7 +807,15 @@ typedef struct fg_backend_vtable {
      * cols): each of batch matrices transposed, bits unchanged (NCHW -> NHWC is rows = c,
      * cols = h*w; NHWC -> NCHW the reverse). x and y do not overlap. A backend that runs no
      * NHWC op (the CPU backend) says no in supports(), so the key fails at setup. */
-    FG_OP_ENTRY(transpose_batched);
+    FG_OP_ENTRY(transpose_batched); /* op 50 */
+
+    /* ABI 1.10: dropout under CUDA graphs */
+    /* [required: dropout with [backend] cuda_graphs] dropout_forward whose draws start at
+     * *offset_dev + offset (offset_dev: one uint64_t in the queue's device memory, read when
+     * the op runs on the queue, not when it is called), then *offset_dev += advance, ordered
+     * after the draws. The same (seed, *offset_dev + offset) gives dropout_forward's mask
+     * bit for bit; a captured step that advances its counter draws new masks each replay. */
+    FG_OP_ENTRY(dropout_forward_dev); /* op 51 */
 } fg_backend_vtable;
 
 /* The five event entries (all or none: see "queues and events" above). */

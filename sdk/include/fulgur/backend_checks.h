@@ -320,17 +320,44 @@ static inline fg_status fg_check_p_(const char *who, const char *op, float p, fg
     return FG_OK;
 }
 
-FG_OP_CHECK(dropout_forward)
+static inline fg_status fg_check_dropout_forward_(const char *who, const char *op, void *queue,
+                                                  float p, const void *x, void *y,
+                                                  uint8_t *mask, size_t n, int *skip,
+                                                  fg_error *err)
 {
-    FG_CHECK_QUEUE_("dropout_forward");
-    fg_status st = fg_check_p_(who, "dropout_forward", p, err);
+    FG_CHECK_QUEUE_(op);
+    fg_status st = fg_check_p_(who, op, p, err);
     if (st != FG_OK || n == 0) {
         *skip = 1;
         return st;
     }
-    FG_CHECK_NOT_NULL_("dropout_forward", x);
-    FG_CHECK_NOT_NULL_("dropout_forward", y);
-    FG_CHECK_NOT_NULL_("dropout_forward", mask);
+    FG_CHECK_NOT_NULL_(op, x);
+    FG_CHECK_NOT_NULL_(op, y);
+    FG_CHECK_NOT_NULL_(op, mask);
+    return FG_OK;
+}
+
+FG_OP_CHECK(dropout_forward)
+{
+    (void)seed;
+    (void)offset;
+    return fg_check_dropout_forward_(who, "dropout_forward", queue, p, x, y, mask, n, skip, err);
+}
+
+/* n == 0 skips the op, the advance included: a caller's step never draws nothing. */
+FG_OP_CHECK(dropout_forward_dev)
+{
+    (void)seed;
+    (void)offset;
+    (void)advance;
+    fg_status st = fg_check_dropout_forward_(who, "dropout_forward_dev", queue, p, x, y, mask, n,
+                                             skip, err);
+    if (st != FG_OK || *skip)
+        return st;
+    FG_CHECK_NOT_NULL_("dropout_forward_dev", offset_dev);
+    FG_CHECK_((uintptr_t)offset_dev % sizeof *offset_dev == 0, "dropout_forward_dev",
+              "offset_dev %p is not 8-byte aligned", FG_CHECK_MSG_("dropout_forward_dev"),
+              (void *)offset_dev);
     return FG_OK;
 }
 
