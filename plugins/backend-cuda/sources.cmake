@@ -11,6 +11,7 @@ set(FULGUR_CUDA_BACKEND_C_SOURCES
   cuda_conv_algo.c
   cuda_ops.c
   cuda_optim_fused.c
+  cuda_loss_scale.c
   cuda_layer_ops.c
   cuda_lm_ops.c
   cuda_llama_ops.c
