@@ -79,7 +79,7 @@ rope 128-bit path: a pack's values all take its first angle|kernels/cuda/rope.cu
 swiglu forward without the up projection|kernels/cuda/swiglu.cu|s/g\[k\] = g\[k\] \/ \(1\.0f \+ expf\(-g\[k\]\)\) \* u\[k\];/g[k] = g[k] \/ (1.0f + expf(-g[k]));/|swiglu
 GQA dK and dV summed over the group's first query head only|kernels/cuda/attention.cu|s/hq < \(w\.h \+ 1\) \* group;/hq < w.h * group + 1;/|gqa
 GQA decode reads key/value head h % kv_heads, not h / group|kernels/cuda/attention_decode.cu|s/int kv = h \/ \(a\.heads \/ a\.kv_heads\);/int kv = h % a.kv_heads;/|gqa
-loss scaler that never skips (found_inf never set)|kernels/cuda/loss_scale.cu|s/sc->found_inf = isfinite\(\*sq\) \? 0 : 1;/sc->found_inf = 0;/|loss_scale
+loss scaler that never skips (found_inf never set)|kernels/cuda/loss_scale.cu|s/sc->found_inf = isfinite\(\*sq\) \? 0 : 1;/sc->found_inf = isfinite(*sq) ? 0 : 0;/|loss_scale
 loss scaler flag not reset between steps (set on overflow, never cleared)|kernels/cuda/loss_scale.cu|s/sc->found_inf = isfinite\(\*sq\) \? 0 : 1;/if (!isfinite(*sq)) sc->found_inf = 1;/|loss_scale
 fused sgd ignores the scaler's skip flag|kernels/cuda/optimizer.cu|s/if \(a\.skip_dev && \*a\.skip_dev\)\n        return; \/\* the loss scaler skips this step \(decided on the device\) \*\/\n    float lr/float lr/|loss_scale
 grid-stride loop one element past the end (ASan)|kernels/cuda/fg_cuda_common.cuh|s/i < \(n\);/i <= (n);/|flat|asan
