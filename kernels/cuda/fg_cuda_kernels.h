@@ -81,12 +81,14 @@ typedef struct fg_cu_sgd {
     float lr, momentum, dampening, weight_decay;
     int nesterov, first_step;
     const float *lr_dev; /* fused only: non-NULL, the device scalar read instead of lr */
+    const int64_t *skip_dev; /* fused only: non-NULL and nonzero, nothing is written */
 } fg_cu_sgd;
 
 typedef struct fg_cu_adamw {
     float lr, beta1, beta2, eps, weight_decay;
     float bc1, bc2_sqrt; /* 1 - beta1^step, sqrt(1 - beta2^step), computed as the CPU does */
     const float *step_dev; /* fused only: non-NULL, lr, bc1, bc2_sqrt read from the device */
+    const int64_t *skip_dev; /* fused only: non-NULL and nonzero, nothing is written */
 } fg_cu_adamw;
 
 /* The fused updates: param (param_type) and grad (grad_type), the state (buf; m, v) f32;
@@ -112,6 +114,24 @@ cudaError_t fg_cu_adamw_fused(cudaStream_t s, const fg_cu_adamw *a, void *param,
                               int param_type, const void *grad, int grad_type, float *m,
                               float *v, const float *grad_scale, void *work, int work_type,
                               size_t n);
+
+/* ---- the dynamic loss scaler's step (loss_scale.cu, ABI 1.10) ---------------------------- */
+/* fg_loss_scale_dev and fg_loss_scale_rule's values, laid out as the SDK's (the plugin
+ * checks the sizes). */
+typedef struct fg_cu_loss_scale {
+    double scale;
+    int64_t growth_tracker, hysteresis_left, skipped_steps, found_inf;
+} fg_cu_loss_scale;
+typedef struct fg_cu_loss_scale_rule {
+    double growth_factor, backoff_factor, min_scale;
+    int64_t growth_interval, hysteresis;
+} fg_cu_loss_scale_rule;
+/* x (type, device) *= 1.0f / (float)scaler->scale (untouched at factor 1), *sq = their sum
+ * of squares (fg_cu_sum_squares, scratch its), then scaler's found_inf, tracker, hysteresis
+ * and scale from *sq as the host scaler: all on the device. */
+cudaError_t fg_cu_loss_scale_update(cudaStream_t s, int type, void *x, size_t n,
+                                    const fg_cu_loss_scale_rule *rule, float *sq,
+                                    fg_cu_loss_scale *scaler, double *scratch);
 
 /* ---- reductions (reduce.cu) ------------------------------------------------------------- */
 /* *out = (float) sum of x^2 (type) in f64; scratch: FG_CU_REDUCE_BLOCKS doubles. */
@@ -139,6 +159,13 @@ cudaError_t fg_cu_classifier(cudaStream_t s, int type, const void *logits, int l
 cudaError_t fg_cu_xent_backward(cudaStream_t s, int type, const float *probs,
                                 const int32_t *labels, int rows, int classes, float scale,
                                 void *dlogits, unsigned long long *bad);
+/* fg_cu_xent_backward with scale replaced, on the device, by (scale * (float)ls->scale) /
+ * divisor (0 when divisor is 0): the loss scale the device scaler left (loss_scale.cu). */
+cudaError_t fg_cu_xent_backward_scaled(cudaStream_t s, int type, const float *probs,
+                                       const int32_t *labels, int rows, int classes,
+                                       float scale, float divisor,
+                                       const fg_cu_loss_scale *ls, void *dlogits,
+                                       unsigned long long *bad);
 
 /* ---- channels-last (channels_last.cu) ---------------------------------------------------- */
 /* dst = src permuted from (outer, c, inner) to (outer, inner, c) when to_last, else back;

@@ -48,6 +48,8 @@ __global__ void sgd_fused_k(fg_cu_sgd a, P *__restrict__ param, const G *__restr
                             float *__restrict__ buf, const float *__restrict__ grad_scale,
                             W *__restrict__ work, size_t n)
 {
+    if (a.skip_dev && *a.skip_dev)
+        return; /* the loss scaler skips this step (decided on the device) */
     float lr = a.lr_dev ? *a.lr_dev : a.lr; /* a captured step's rate is on the device */
     float wd = a.weight_decay, mom = a.momentum, damp = 1.0f - a.dampening;
     float s = grad_scale ? *grad_scale : 1.0f;
@@ -75,6 +77,8 @@ __global__ void adamw_fused_k(fg_cu_adamw a, P *__restrict__ param, const G *__r
                               const float *__restrict__ grad_scale, W *__restrict__ work,
                               size_t n)
 {
+    if (a.skip_dev && *a.skip_dev)
+        return; /* the loss scaler skips this step (decided on the device) */
     /* a captured step reads its rate and bias corrections from the device */
     float lr = a.step_dev ? a.step_dev[0] : a.lr, bc1 = a.step_dev ? a.step_dev[1] : a.bc1;
     float bc2_sqrt = a.step_dev ? a.step_dev[2] : a.bc2_sqrt;

@@ -274,8 +274,11 @@ __global__ void sum_pair_k(const double *a, const double *b, int count, float sc
 template <typename T>
 __global__ void xent_backward_k(const float *probs, const int32_t *__restrict__ labels,
                                 int rows, int classes, float scale, T *dlogits,
-                                unsigned long long *bad)
+                                unsigned long long *bad, const fg_cu_loss_scale *ls,
+                                float divisor)
 {
+    if (ls) /* the loss scale where the device scaler left it, as the host would multiply */
+        scale = divisor != 0.0f ? (scale * (float)ls->scale) / divisor : 0.0f;
     size_t n = (size_t)rows * (size_t)classes;
     FGCU_FOR(i, n)
     {
@@ -466,10 +469,20 @@ cudaError_t fg_cu_xent_backward(cudaStream_t s, int type, const float *probs,
                                 const int32_t *labels, int rows, int classes, float scale,
                                 void *dlogits, unsigned long long *bad)
 {
+    return fg_cu_xent_backward_scaled(s, type, probs, labels, rows, classes, scale, 0.0f, NULL,
+                                      dlogits, bad);
+}
+
+cudaError_t fg_cu_xent_backward_scaled(cudaStream_t s, int type, const float *probs,
+                                       const int32_t *labels, int rows, int classes,
+                                       float scale, float divisor,
+                                       const fg_cu_loss_scale *ls, void *dlogits,
+                                       unsigned long long *bad)
+{
     size_t n = (size_t)rows * (size_t)classes;
     FGCU_DISPATCH(type, T,
                   FGCU_LAUNCH(grid_for(n), kThreads, 0, s, xent_backward_k<T>)(
-                      probs, labels, rows, classes, scale, (T *)dlogits, bad));
+                      probs, labels, rows, classes, scale, (T *)dlogits, bad, ls, divisor));
     return cudaGetLastError();
 }
 

@@ -80,6 +80,8 @@ fg_status fg_cpu_op_sgd_fused(void *state, void *queue, uint32_t param_dtype,
                               void *param, const void *grad, float *momentum_buf,
                               const float *grad_scale, void *work, size_t n, fg_error *err)
 {
+    if (FG_HAS_FIELD(a, fg_sgd_args, skip_dev) && a->skip_dev && *a->skip_dev)
+        return FG_OK; /* the loss scaler skips this step */
     fg_cpu_operand o[] = {ARG_INOUT(param, param_dtype, n), ARG_IN(grad, grad_dtype, n)};
     fg_status st = fg_cpu_stage(state, queue, "sgd_fused", o, NARGS(o), err);
     const float *g = NULL;
@@ -102,6 +104,8 @@ fg_status fg_cpu_op_adamw_fused(void *state, void *queue, uint32_t param_dtype,
                                 float *v, const float *grad_scale, void *work, size_t n,
                                 fg_error *err)
 {
+    if (FG_HAS_FIELD(a, fg_adamw_args, skip_dev) && a->skip_dev && *a->skip_dev)
+        return FG_OK; /* the loss scaler skips this step */
     fg_cpu_operand o[] = {ARG_INOUT(param, param_dtype, n), ARG_IN(grad, grad_dtype, n)};
     fg_status st = fg_cpu_stage(state, queue, "adamw_fused", o, NARGS(o), err);
     const float *g = NULL;

@@ -98,7 +98,7 @@ fg_status fg_cuda_op_sgd_update(void *state, void *queue, uint32_t param_dtype,
         return fg_error_set(err, FG_INVALID_ARGUMENT, "sgd_update: lr_dev is read by sgd_fused "
                             "only");
     fg_cu_sgd s = { a->lr, a->momentum, a->dampening, a->weight_decay, a->nesterov,
-                    a->first_step, NULL };
+                    a->first_step, NULL, NULL };
     return fg_cuda_launched(fg_cu_sgd_update(STREAM(queue), &s, param, (int)param_dtype, grad,
                                              (int)grad_dtype, momentum_buf, n),
                             "sgd_update", err);
@@ -118,7 +118,7 @@ fg_status fg_cuda_op_adamw_update(void *state, void *queue, uint32_t param_dtype
     double step = (double)a->step;
     fg_cu_adamw s = { a->lr, a->beta1, a->beta2, a->eps, a->weight_decay,
                       (float)(1.0 - pow((double)a->beta1, step)),
-                      (float)sqrt(1.0 - pow((double)a->beta2, step)), NULL };
+                      (float)sqrt(1.0 - pow((double)a->beta2, step)), NULL, NULL };
     return fg_cuda_launched(fg_cu_adamw_update(STREAM(queue), &s, param, (int)param_dtype, grad,
                                                (int)grad_dtype, m, v, n),
                             "adamw_update", err);

@@ -27,7 +27,8 @@ fg_status fg_cuda_op_sgd_fused(void *state, void *queue, uint32_t param_dtype,
     (void)state;
     FG_CUDA_BEGIN("sgd_fused", param_dtype, grad_dtype, work ? work_dtype : param_dtype);
     fg_cu_sgd s = { a->lr, a->momentum, a->dampening, a->weight_decay, a->nesterov,
-                    a->first_step, FG_HAS_FIELD(a, fg_sgd_args, lr_dev) ? a->lr_dev : NULL };
+                    a->first_step, FG_HAS_FIELD(a, fg_sgd_args, lr_dev) ? a->lr_dev : NULL,
+                    FG_HAS_FIELD(a, fg_sgd_args, skip_dev) ? a->skip_dev : NULL };
     return fg_cuda_launched(fg_cu_sgd_fused(STREAM(queue), &s, param, (int)param_dtype, grad,
                                             (int)grad_dtype, momentum_buf, grad_scale, work,
                                             (int)work_dtype, n),
@@ -47,7 +48,8 @@ fg_status fg_cuda_op_adamw_fused(void *state, void *queue, uint32_t param_dtype,
     fg_cu_adamw s = { a->lr, a->beta1, a->beta2, a->eps, a->weight_decay,
                       (float)(1.0 - pow((double)a->beta1, step)),
                       (float)sqrt(1.0 - pow((double)a->beta2, step)),
-                      FG_HAS_FIELD(a, fg_adamw_args, step_dev) ? a->step_dev : NULL };
+                      FG_HAS_FIELD(a, fg_adamw_args, step_dev) ? a->step_dev : NULL,
+                      FG_HAS_FIELD(a, fg_adamw_args, skip_dev) ? a->skip_dev : NULL };
     return fg_cuda_launched(fg_cu_adamw_fused(STREAM(queue), &s, param, (int)param_dtype, grad,
                                               (int)grad_dtype, m, v, grad_scale, work,
                                               (int)work_dtype, n),

@@ -12,6 +12,7 @@ set(FULGUR_CUDA_BACKEND_C_SOURCES
   cuda_layout.c
   cuda_ops.c
   cuda_optim_fused.c
+  cuda_loss_scale.c
   cuda_layer_ops.c
   cuda_lm_ops.c
   cuda_llama_ops.c

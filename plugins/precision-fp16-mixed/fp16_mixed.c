@@ -97,6 +97,16 @@ static fg_status fp16_set_state(void *state, const fg_loss_scaler_state *in, fg_
     return fg_scaler_restore(&((fp16_state *)state)->scaler, in, err);
 }
 
+static fg_status fp16_scaler_rule(void *state, fg_loss_scale_rule *out, fg_error *err)
+{
+    (void)err;
+    const fg_scaler_config *c = &((const fp16_state *)state)->scaler.cfg;
+    fg_loss_scale_rule r = {sizeof r, c->growth_factor, c->backoff_factor, c->min_scale,
+                            c->growth_interval, c->hysteresis};
+    *out = r;
+    return FG_OK;
+}
+
 static const fg_precision_vtable vtable = {
     .struct_size = sizeof(fg_precision_vtable),
     .info = fp16_info,
@@ -104,6 +114,7 @@ static const fg_precision_vtable vtable = {
     .update_scale = fp16_update_scale,
     .get_scaler_state = fp16_get_state,
     .set_scaler_state = fp16_set_state,
+    .scaler_rule = fp16_scaler_rule,
 };
 
 FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {

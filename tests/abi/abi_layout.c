@@ -138,10 +138,22 @@ static const layout_line current[] = {
     FIELD(fg_fp8_gemm_args, update_b),
     /* ABI 1.9: rope scaling */
     FIELD(fg_backend_vtable, rope_freq_forward), FIELD(fg_backend_vtable, rope_freq_backward),
-    /* ABI 1.10: channels-last activations (ids may be renumbered at merge) */
+    /* ABI 1.10: channels-last activations */
     FIELD(fg_backend_vtable, transpose_batched),
     /* ABI 1.10: dropout under CUDA graphs */
     FIELD(fg_backend_vtable, dropout_forward_dev),
+    /* ABI 1.10: the loss scaler on the device */
+    FIELD(fg_backend_vtable, loss_scale_update),
+    FIELD(fg_backend_vtable, softmax_xent_backward_scaled),
+    FIELD(fg_sgd_args, skip_dev), FIELD(fg_adamw_args, skip_dev),
+    FIELD(fg_precision_vtable, scaler_rule),
+    SIZE(fg_loss_scale_dev), FIELD(fg_loss_scale_dev, scale),
+    FIELD(fg_loss_scale_dev, growth_tracker), FIELD(fg_loss_scale_dev, hysteresis_left),
+    FIELD(fg_loss_scale_dev, skipped_steps), FIELD(fg_loss_scale_dev, found_inf),
+    SIZE(fg_loss_scale_rule), FIELD(fg_loss_scale_rule, struct_size),
+    FIELD(fg_loss_scale_rule, growth_factor), FIELD(fg_loss_scale_rule, backoff_factor),
+    FIELD(fg_loss_scale_rule, min_scale), FIELD(fg_loss_scale_rule, growth_interval),
+    FIELD(fg_loss_scale_rule, hysteresis),
     SIZE(fg_backend_op_desc),
     FIELD(fg_backend_op_desc, name), FIELD(fg_backend_op_desc, offset),
     FIELD(fg_backend_op_desc, dtype_count), FIELD(fg_backend_op_desc, dtype_names),
@@ -344,6 +356,8 @@ static const layout_line current[] = {
     ENUM(fg_backend_op, FG_OP_ROPE_FREQ_BACKWARD), /* ABI 1.9 */
     ENUM(fg_backend_op, FG_OP_TRANSPOSE_BATCHED), /* ABI 1.10 */
     ENUM(fg_backend_op, FG_OP_DROPOUT_FORWARD_DEV), /* ABI 1.10 */
+    ENUM(fg_backend_op, FG_OP_LOSS_SCALE_UPDATE),
+    ENUM(fg_backend_op, FG_OP_SOFTMAX_XENT_BACKWARD_SCALED), /* ABI 1.10 */
     /* FG_OP_COUNT is not recorded: it grows with every op a minor appends. */
     ENUM(fg_reduce_op, FG_REDUCE_SUM), ENUM(fg_reduce_op, FG_REDUCE_AVG),
     ENUM(fg_reduce_op, FG_REDUCE_MAX),
@@ -384,7 +398,8 @@ static const struct_align aligns[] = {
     STRUCT_ALIGN(fg_callback_requests),
     STRUCT_ALIGN(fg_callback_vtable), STRUCT_ALIGN(fg_strategy_info),
     STRUCT_ALIGN(fg_strategy_vtable), STRUCT_ALIGN(fg_stage_spec), STRUCT_ALIGN(fg_step_args), STRUCT_ALIGN(fg_layer_desc), STRUCT_ALIGN(fg_batch), STRUCT_ALIGN(fg_step_metrics),
-    STRUCT_ALIGN(fg_train_services),
+    STRUCT_ALIGN(fg_train_services), STRUCT_ALIGN(fg_loss_scale_dev),
+    STRUCT_ALIGN(fg_loss_scale_rule),
 };
 
 static void format_line(const layout_line *l, char *out, size_t size)

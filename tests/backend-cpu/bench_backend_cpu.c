@@ -154,7 +154,7 @@ static float mlp_step(mlp *m, int first)
               vt->activation_backward(st, q, FG_F32, FG_ACT_RELU, m->h[l - 1], m->a[l - 1],
                                       m->da[l - 1], m->dh[l - 1], (size_t)B * k, &test_err));
     }
-    fg_sgd_args a = { sizeof a, 0.05f, 0.9f, 0.0f, 0.0f, 0, first, NULL };
+    fg_sgd_args a = { sizeof a, 0.05f, 0.9f, 0.0f, 0.0f, 0, first, NULL, NULL };
     TIMED(m, OP_SGD,
           vt->sgd_update(st, q, FG_F32, FG_F32, &a, m->params, m->grads, m->mom, m->nparams,
                          &test_err));

@@ -76,7 +76,7 @@ static void run_all(int threads, outputs *o)
     o->sgd_p = test_alloc((size_t)N_BIG * 4);
     memcpy(o->sgd_p, x, (size_t)N_BIG * 4);
     float *buf = test_alloc((size_t)N_BIG * 4);
-    fg_sgd_args a = { sizeof a, 0.1f, 0.9f, 0.0f, 1e-4f, 1, 1, NULL };
+    fg_sgd_args a = { sizeof a, 0.1f, 0.9f, 0.0f, 1e-4f, 1, 1, NULL, NULL };
     CHECK_OK(tb.vt->sgd_update(s, q, FG_F32, FG_F32, &a, o->sgd_p, dy, buf, N_BIG, &test_err));
     free(buf); free(mask); free(work); free(dw); free(labels); free(x); free(dy);
     test_backend_close(&tb);

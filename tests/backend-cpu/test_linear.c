@@ -158,11 +158,11 @@ static void sgd_reference(const fg_sgd_args *a, double *p, const float *g, doubl
 static void test_sgd(void)
 {
     static const fg_sgd_args cases[] = {
-        { sizeof(fg_sgd_args), 0.1f, 0.0f, 0.0f, 0.0f, 0, 1, NULL },
-        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.0f, 1e-2f, 0, 1, NULL },
-        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.1f, 1e-2f, 0, 0, NULL },
-        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.0f, 1e-3f, 1, 1, NULL },
-        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.0f, 1e-3f, 1, 0, NULL },
+        { sizeof(fg_sgd_args), 0.1f, 0.0f, 0.0f, 0.0f, 0, 1, NULL, NULL },
+        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.0f, 1e-2f, 0, 1, NULL, NULL },
+        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.1f, 1e-2f, 0, 0, NULL, NULL },
+        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.0f, 1e-3f, 1, 1, NULL, NULL },
+        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.0f, 1e-3f, 1, 0, NULL, NULL },
     };
     size_t n = 70001;
     float *p = test_alloc(n * 4), *g = test_alloc(n * 4), *b = test_alloc(n * 4);
@@ -185,7 +185,7 @@ static void test_sgd(void)
             test_compare(what, b, wb, n, 1e-6);
         }
     }
-    fg_sgd_args bad = { sizeof bad, 0.1f, 0.0f, 0.0f, 0.0f, 1, 0, NULL };
+    fg_sgd_args bad = { sizeof bad, 0.1f, 0.0f, 0.0f, 0.0f, 1, 0, NULL, NULL };
     fg_status st = tb.vt->sgd_update(Q, FG_F32, FG_F32, &bad, p, g, b, n, &test_err);
     CHECK(st == FG_INVALID_ARGUMENT && strstr(test_err.message, "nesterov"), "%s",
           test_err.message);
@@ -205,7 +205,7 @@ static void test_adamw(void)
     test_fill_uniform(p, n, -1, 1);
     for (size_t i = 0; i < n; i++)
         wp[i] = p[i];
-    fg_adamw_args a = { sizeof a, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 0, NULL };
+    fg_adamw_args a = { sizeof a, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 0, NULL, NULL };
     for (int step = 1; step <= 3; step++) {
         a.step = step;
         test_fill_uniform(g, n, -1, 1);

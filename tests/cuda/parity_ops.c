@@ -320,11 +320,11 @@ static const size_t optim_sizes[] = { 1, 1000, 262147 };
 void test_optim(void)
 {
     static const fg_sgd_args sgd[] = {
-        { sizeof(fg_sgd_args), 0.1f, 0.0f, 0.0f, 0.0f, 0, 0, NULL },
-        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.0f, 0.01f, 0, 1, NULL },
-        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.1f, 0.01f, 0, 0, NULL },
-        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.0f, 0.0f, 1, 0, NULL },
-        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.0f, 0.001f, 1, 1, NULL },
+        { sizeof(fg_sgd_args), 0.1f, 0.0f, 0.0f, 0.0f, 0, 0, NULL, NULL },
+        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.0f, 0.01f, 0, 1, NULL, NULL },
+        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.1f, 0.01f, 0, 0, NULL, NULL },
+        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.0f, 0.0f, 1, 0, NULL, NULL },
+        { sizeof(fg_sgd_args), 0.05f, 0.9f, 0.0f, 0.001f, 1, 1, NULL, NULL },
     };
     for (size_t si = 0; si < sizeof optim_sizes / sizeof optim_sizes[0]; si++) {
         size_t n = optim_sizes[si];
@@ -338,7 +338,7 @@ void test_optim(void)
                 compare(W("sgd case %zu n=%zu (momentum buffer)", i, n), b, n, FG_F32, 1e-6);
         }
         for (int64_t step = 1; step <= 10; step += 9) {
-            fg_adamw_args a = { sizeof a, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, step, NULL };
+            fg_adamw_args a = { sizeof a, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, step, NULL, NULL };
             pair p = prandom(n, FG_F32, -1, 1), g = prandom(n, FG_F32, -1, 1);
             pair m = prandom(n, FG_F32, -0.1, 0.1), v = prandom(n, FG_F32, 0, 0.01);
             const char *what = W("adamw step=%lld n=%zu", (long long)step, n);

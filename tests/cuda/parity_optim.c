@@ -53,13 +53,13 @@ typedef struct optim_case {
 
 static fg_sgd_args sgd_args(void)
 {
-    fg_sgd_args a = { sizeof a, 0.05f, 0.9f, 0.0f, 0.01f, 1, 0, NULL };
+    fg_sgd_args a = { sizeof a, 0.05f, 0.9f, 0.0f, 0.01f, 1, 0, NULL, NULL };
     return a;
 }
 
 static fg_adamw_args adamw_args(void)
 {
-    fg_adamw_args a = { sizeof a, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 3, NULL };
+    fg_adamw_args a = { sizeof a, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 3, NULL, NULL };
     return a;
 }
 

@@ -30,7 +30,7 @@ run() { # GROUP [asan] -> exit status of the parity group on the emulated backen
     fi
 }
 
-for g in xent batchnorm dropout_dev gemm conv attention attention_fused embedding layernorm rope swiglu gqa; do
+for g in xent batchnorm dropout_dev gemm conv attention attention_fused embedding layernorm rope swiglu gqa loss_scale; do
     if ! run "$g"; then
         echo "mutate: baseline parity group $g fails before any mutation:"; tail -5 run.log
         exit 1
@@ -82,6 +82,9 @@ GQA decode reads key/value head h % kv_heads, not h / group|kernels/cuda/attenti
 dropout_forward_dev: the counter never advanced (the same mask every replay)|kernels/cuda/elementwise.cu|s/\*offset_dev \+= advance;/(void)advance;/|dropout_dev
 dropout_forward_dev: the counter advanced twice|kernels/cuda/elementwise.cu|s/\*offset_dev \+= advance;/*offset_dev += 2 * advance;/|dropout_dev
 dropout_forward_dev: the step's part not read (the offset by value only)|kernels/cuda/elementwise.cu|s/offset \+= \*offset_dev;/(void)offset_dev;/|dropout_dev
+loss scaler that never skips (found_inf never set)|kernels/cuda/loss_scale.cu|s/sc->found_inf = isfinite\(\*sq\) \? 0 : 1;/sc->found_inf = isfinite(*sq) ? 0 : 0;/|loss_scale
+loss scaler flag not reset between steps (set on overflow, never cleared)|kernels/cuda/loss_scale.cu|s/sc->found_inf = isfinite\(\*sq\) \? 0 : 1;/if (!isfinite(*sq)) sc->found_inf = 1;/|loss_scale
+fused sgd ignores the scaler's skip flag|kernels/cuda/optimizer.cu|s/if \(a\.skip_dev && \*a\.skip_dev\)\n        return; \/\* the loss scaler skips this step \(decided on the device\) \*\/\n    float lr/float lr/|loss_scale
 grid-stride loop one element past the end (ASan)|kernels/cuda/fg_cuda_common.cuh|s/i < \(n\);/i <= (n);/|flat|asan
 LIST
 cmake --build build --target fulgur-backend-cuda-emu fulgur-backend-cuda-emu-asan >>build.log 2>&1

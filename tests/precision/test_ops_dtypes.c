@@ -137,7 +137,7 @@ static void optim_half(void)
     round_to(p, n, FG_BF16), round_to(g, n, FG_F16);
     memcpy(m2, m1, n * 4), memcpy(v2, v1, n * 4);
     uint16_t *ph = to_half(p, n, FG_BF16), *gh = to_half(g, n, FG_F16);
-    fg_adamw_args a = {sizeof a, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, 3, NULL};
+    fg_adamw_args a = {sizeof a, 1e-2f, 0.9f, 0.999f, 1e-8f, 0.01f, 3, NULL, NULL};
     CHECK_OK(tb.vt->adamw_update(Q, FG_F32, FG_F32, &a, p, g, m1, v1, n, &test_err));
     CHECK_OK(tb.vt->adamw_update(Q, FG_BF16, FG_F16, &a, ph, gh, m2, v2, n, &test_err));
     round_to(p, n, FG_BF16);
@@ -146,7 +146,7 @@ static void optim_half(void)
     same_bits("adamw m (f32)", m2, m1, n);
     same_bits("adamw v (f32)", v2, v1, n);
     free(got);
-    fg_sgd_args s = {sizeof s, 0.1f, 0.9f, 0.0f, 1e-3f, 1, 0, NULL};
+    fg_sgd_args s = {sizeof s, 0.1f, 0.9f, 0.0f, 1e-3f, 1, 0, NULL, NULL};
     CHECK_OK(tb.vt->sgd_update(Q, FG_F32, FG_F32, &s, p, g, m1, n, &test_err));
     CHECK_OK(tb.vt->sgd_update(Q, FG_BF16, FG_F16, &s, ph, gh, m2, n, &test_err));
     round_to(p, n, FG_BF16);

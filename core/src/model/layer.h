@@ -380,6 +380,12 @@ fg_status fg_xent_backward(const fg_backend_vtable *be, void *bs, void *queue,
                            uint32_t logits_dtype, const float *probs, const int32_t *labels,
                            int rows, int64_t counted, int classes, float loss_scale,
                            void *dlogits, fg_error *err);
+/* fg_xent_backward with loss_scale times the scale the device scaler holds (ABI 1.10). */
+fg_status fg_xent_backward_scaled(const fg_backend_vtable *be, void *bs, void *queue,
+                                  uint32_t logits_dtype, const float *probs,
+                                  const int32_t *labels, int rows, int64_t counted, int classes,
+                                  float loss_scale, const fg_loss_scale_dev *scaler,
+                                  void *dlogits, fg_error *err);
 /* The ops the loss calls (training: backward too). */
 void fg_xent_op_needs(uint32_t logits_dtype, int training, fg_op_needs *n);
 

@@ -25,6 +25,18 @@ fg_status fg_xent_backward(const fg_backend_vtable *be, void *bs, void *queue,
                                      err);
 }
 
+fg_status fg_xent_backward_scaled(const fg_backend_vtable *be, void *bs, void *queue,
+                                  uint32_t logits_dtype, const float *probs,
+                                  const int32_t *labels, int rows, int64_t counted, int classes,
+                                  float loss_scale, const fg_loss_scale_dev *scaler,
+                                  void *dlogits, fg_error *err)
+{
+    FG_BACKEND_NEED(be, softmax_xent_backward_scaled, err);
+    return be->softmax_xent_backward_scaled(bs, queue, logits_dtype, probs, labels, rows,
+                                            classes, loss_scale, (float)counted, scaler,
+                                            dlogits, err);
+}
+
 void fg_xent_op_needs(uint32_t logits_dtype, int training, fg_op_needs *n)
 {
     FG_NEED(n, "the loss (softmax cross-entropy)", FG_OP_SOFTMAX_XENT_FORWARD, logits_dtype);

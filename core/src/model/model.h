@@ -234,6 +234,12 @@ void fg_replica_set_sample_offset(fg_replica *r, uint64_t first);
 /* Of the next forward's batch * positions labels, `counted` are not FG_IGNORED_LABEL: the
  * loss is the mean over those ([model] ignore_index). Negative: all of them count. */
 void fg_replica_set_counted_labels(fg_replica *r, int64_t counted);
+/* The loss scaler on the device (ABI 1.10): backward multiplies the loss gradient by
+ * loss_scale times the scale dev holds, read on the device (NULL: loss_scale alone). Only
+ * where fg_replica_takes_loss_scale_dev (the replica computes a softmax cross-entropy with
+ * softmax_xent_backward); elsewhere it stays unset. */
+int fg_replica_takes_loss_scale_dev(const fg_replica *r);
+void fg_replica_set_loss_scale_dev(fg_replica *r, const fg_loss_scale_dev *dev);
 
 /* ---- precision (model.c) ------------------------------------------------------------ */
 

@@ -24,6 +24,7 @@ struct fg_optimizer {
     fg_decay_run *runs;               /* (run_count) relative to the range, in order */
     size_t run_count;
     const float *step_dev; /* NULL, or the device values a captured step reads (ABI 1.7) */
+    const int64_t *skip_dev; /* NULL, or the device loss scaler's flag the fused steps read */
 };
 
 /* One backend update: the step's arguments less the range and its weight decay. */
@@ -324,19 +325,24 @@ static fg_sgd_args sgd_args(const fg_optimizer *opt, float lr, float weight_deca
 {
     const fg_optimizer_config *oc = &opt->oc;
     return (fg_sgd_args){sizeof(fg_sgd_args), lr, (float)oc->momentum, (float)oc->dampening,
-                         weight_decay, oc->nesterov, opt->step == 1, opt->step_dev};
+                         weight_decay, oc->nesterov, opt->step == 1, opt->step_dev, NULL};
 }
 
 static fg_adamw_args adamw_args(const fg_optimizer *opt, float lr, float weight_decay)
 {
     const fg_optimizer_config *oc = &opt->oc;
     return (fg_adamw_args){sizeof(fg_adamw_args), lr, (float)oc->beta1, (float)oc->beta2,
-                           (float)oc->eps, weight_decay, opt->step, opt->step_dev};
+                           (float)oc->eps, weight_decay, opt->step, opt->step_dev, NULL};
 }
 
 void fg_optimizer_read_step_values(fg_optimizer *opt, const float *dev)
 {
     opt->step_dev = dev;
+}
+
+void fg_optimizer_read_skip_flag(fg_optimizer *opt, const int64_t *dev)
+{
+    opt->skip_dev = dev;
 }
 
 int fg_optimizer_step_values(const fg_optimizer *opt, float lr, int64_t step, float out[3])
@@ -367,6 +373,7 @@ static fg_status update_part(fg_optimizer *opt, const update_call *c, size_t off
     float *s0 = opt->state_count ? opt->state[0] + offset : NULL;
     if (opt->oc.kind == FG_OPTIMIZER_SGD) {
         fg_sgd_args a = sgd_args(opt, c->lr, weight_decay);
+        a.skip_dev = c->fused ? opt->skip_dev : NULL;
         return c->fused ? opt->be->sgd_fused(opt->bs, c->queue, opt->param_dtype,
                                              opt->grad_dtype, c->work_dtype, &a, p, g, s0,
                                              c->grad_scale, advance(c->work, skip, c->work_dtype),
@@ -375,6 +382,7 @@ static fg_status update_part(fg_optimizer *opt, const update_call *c, size_t off
                                               opt->grad_dtype, &a, p, g, s0, count, err);
     }
     fg_adamw_args a = adamw_args(opt, c->lr, weight_decay);
+    a.skip_dev = c->fused ? opt->skip_dev : NULL;
     float *s1 = opt->state[1] + offset;
     return c->fused ? opt->be->adamw_fused(opt->bs, c->queue, opt->param_dtype, opt->grad_dtype,
                                            c->work_dtype, &a, p, g, s0, s1, c->grad_scale,

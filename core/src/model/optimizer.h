@@ -82,6 +82,10 @@ int fg_optimizer_can_fuse(const fg_optimizer *opt, uint32_t work_dtype);
 /* CUDA graphs (ABI 1.7): the fused updates read the per-step values from device memory dev
  * (fg_sgd_args.lr_dev, fg_adamw_args.step_dev; NULL: from the call's arguments again). */
 void fg_optimizer_read_step_values(fg_optimizer *opt, const float *dev);
+/* The loss scaler on the device (ABI 1.10): the fused updates write nothing when the
+ * device flag dev (fg_loss_scale_dev.found_inf) is nonzero (fg_sgd_args.skip_dev; NULL:
+ * they always update). */
+void fg_optimizer_read_skip_flag(fg_optimizer *opt, const int64_t *dev);
 /* The values a step with lr and (1-based) step number puts there: lr, then for AdamW the
  * bias corrections exactly as the backends compute them; returns how many (1 or 3). */
 int fg_optimizer_step_values(const fg_optimizer *opt, float lr, int64_t step, float out[3]);

@@ -46,6 +46,9 @@ struct fg_replica {
     int fused_loss;
     int dlogits_ready;
     int logits_ld; /* the logits' row stride: num_classes, or padded ([model] pad_vocab_to) */
+    /* NULL, or the loss scaler's state on the device: the xent backward multiplies by the
+     * scale it holds (softmax_xent_backward_scaled) instead of by loss_scale alone */
+    const fg_loss_scale_dev *loss_scale_dev;
 
     uint64_t step, seed;
     int seed_set;
@@ -821,6 +824,12 @@ fg_status fg_replica_backward(fg_replica *r, void *queue, int batch, float loss_
     void *dlogits = r->arena + r->grad_off[fg_model_output_grad_slot(r->m)];
     if (r->fused_loss)
         st = fused_loss_backward(r, queue, batch, loss_scale, dlogits, err);
+    else if (r->loss_scale_dev)
+        st = fg_xent_backward_scaled(r->be, r->bs, queue, fg_replica_act_dtype(r),
+                                     (const float *)(r->arena + r->probs_off), r->labels,
+                                     batch * fg_model_positions(r->m), counted_rows(r, batch),
+                                     r->m->num_classes, loss_scale, r->loss_scale_dev, dlogits,
+                                     err);
     else
         st = fg_loss_backward(r->m->loss, r->be, r->bs, queue, fg_replica_act_dtype(r),
                               r->out[r->end - 1], (const float *)(r->arena + r->probs_off),
@@ -853,6 +862,17 @@ const void *fg_replica_output(const fg_replica *r) { return r->out[r->end - 1]; 
 void fg_replica_set_sample_offset(fg_replica *r, uint64_t first) { r->sample_offset = first; }
 
 void fg_replica_set_counted_labels(fg_replica *r, int64_t counted) { r->counted = counted; }
+
+int fg_replica_takes_loss_scale_dev(const fg_replica *r)
+{
+    return !r->fused_loss && r->end == r->m->layer_count &&
+           r->m->loss == FG_LOSS_KIND_XENT;
+}
+
+void fg_replica_set_loss_scale_dev(fg_replica *r, const fg_loss_scale_dev *dev)
+{
+    r->loss_scale_dev = dev && fg_replica_takes_loss_scale_dev(r) ? dev : NULL;
+}
 
 
 /* The replica's dtypes, from its model; a half model needs a whole replica that holds its

@@ -77,7 +77,9 @@ static fg_status check_fit(const fg_step_graph_fit *f, fg_error *err)
                       "trainer.accumulate_grad_batches", (long long)f->accumulate);
     if (f->loss_scaling)
         return refuse(err, "[precision] %s: dynamic loss scaling checks the gradients for "
-                      "inf/NaN on the host every step", f->precision);
+                      "inf/NaN on the host every step here (it runs on the device only with "
+                      "a softmax cross-entropy loss and fused updates of the whole model)",
+                      f->precision);
     if (!fg_config_is_true(f->cfg, "data", "drop_last"))
         return refuse(err, "%s is false: the last batch of an epoch may be smaller, a shape "
                       "the captured step does not have; set it to true",

@@ -35,7 +35,7 @@ typedef struct fg_step_graph_fit {
     int64_t accumulate;       /* [trainer] accumulate_grad_batches */
     double clip_val;          /* [trainer] gradient_clip_val */
     int clip_by_value;        /* [trainer] gradient_clip_algorithm = value */
-    int loss_scaling;         /* the precision's dynamic loss scaling */
+    int loss_scaling;         /* the precision's dynamic loss scaling, run on the host */
     int timing;               /* a callback times the step's phases */
     int64_t finite_every;     /* a callback checks for inf/NaN every N steps (0: never) */
 } fg_step_graph_fit;

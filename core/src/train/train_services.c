@@ -53,7 +53,7 @@ static void stage_destroy(void *ctx, void *stage)
     if (s->graph) c->be->graph_destroy(c->bs, s->graph);
     fg_pinned_ring_fini(&s->graph_ring);
     void *blocks[] = {s->x_act, s->metrics_dev, s->scratch_dev, s->graph_x, s->graph_y,
-                      s->graph_values_dev};
+                      s->graph_values_dev, s->scaler_dev};
     for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++)
         if (blocks[i]) c->be->free(c->bs, s->device, blocks[i]);
     for (int i = s->chunks - 1; s->arena && i >= 0; i--) /* sharers before the owner */

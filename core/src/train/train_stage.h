@@ -28,6 +28,7 @@ typedef struct fg_train_stage {
     float *metrics_dev;      /* (2): loss sum, correct predictions */
     float *scratch_dev;      /* (2): a reduction result; the clip factor on the device */
     int64_t clip_step;       /* the step whose update reads scratch_dev[1] (0: none) */
+    fg_loss_scale_dev *scaler_dev; /* the loss scaler on the device (NULL: none) */
     void *x_act;             /* (max_batch, in...) in a half activation dtype; else NULL */
     double count;            /* samples since the last metrics reset (last stage) */
     uint64_t cast_version;   /* ctx param_version the working parameters were cast at */

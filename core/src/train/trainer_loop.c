@@ -221,7 +221,9 @@ static fg_status clip_gradients(fg_trainer *t, fg_error *err)
 
 /* A step the loss scaler skips (inf/NaN gradients) still runs the strategy's
  * optimizer_step, with the services' updates switched off: no parameter, optimizer state,
- * step counter or schedule moves, and the next step's gradients overwrite these. */
+ * step counter or schedule moves, and the next step's gradients overwrite these. With the
+ * scaler on the device the host does not know: the step counts, its update writes nothing
+ * (trainer_precision.h). */
 static fg_status optimizer_step(fg_trainer *t, fg_error *err)
 {
     int skip = 0;
@@ -349,6 +351,7 @@ static fg_status fit_epochs(fg_trainer *t, fg_error *err);
 fg_status fg_trainer_fit(fg_trainer *t, fg_error *err)
 {
     fg_status st = fg_trainer_collect_requests(t, err);
+    if (st == FG_OK) st = fg_trainer_scaler_to_device(t, err);
     fg_step_graph_fit graph_fit = fg_trainer_step_graph_fit(t);
     if (st == FG_OK) st = fg_step_graph_setup(&t->graph, &graph_fit, err);
     fg_requeue_fit requeue_fit = fg_trainer_requeue_fit(t);

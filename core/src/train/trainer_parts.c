@@ -42,7 +42,7 @@ fg_step_graph_fit fg_trainer_step_graph_fit(fg_trainer *t)
         .accumulate = t->keys.accumulate,
         .clip_val = t->keys.clip_val,
         .clip_by_value = t->keys.clip_by_value,
-        .loss_scaling = t->scaler.loss_scaling,
+        .loss_scaling = t->scaler.loss_scaling && !t->scaler.dev_stage, /* on the host */
         .timing = t->checks.timing,
         .finite_every = t->checks.finite_every,
     };

@@ -8,6 +8,7 @@
 #include "checkpoint.h"
 #include "trainer_internal.h"
 #include "trainer_precision.h"
+#include "train_stage_scaler.h"
 
 #define PREC(t) ((const fg_precision_vtable *)(t)->precision.vt)
 #define STRAT(t) ((const fg_strategy_vtable *)(t)->strategy.vt)
@@ -155,7 +156,48 @@ fg_status fg_trainer_apply_precision(fg_trainer *t, fg_error *err)
 float fg_trainer_grad_scale(const fg_trainer *t)
 {
     float mean = 1.0f / (float)t->keys.accumulate;
+    if (t->scaler.dev_stage) return mean; /* the backward multiplies by the device's scale */
     return t->scaler.loss_scaling ? mean * PREC(t)->loss_scale(t->precision.state) : mean;
+}
+
+/* The primary stage, where the strategy's gradients are all there and its device can run
+ * the scaler. */
+static void *device_scaler_stage(fg_trainer *t)
+{
+    const fg_strategy_vtable *sv = STRAT(t);
+    fg_strategy_info si;
+    memset(&si, 0, sizeof si);
+    si.struct_size = sizeof si;
+    fg_error e = {0};
+    if (!sv->info || sv->info(t->strategy.state, &si, &e) != FG_OK || !si.primary_grads)
+        return NULL;
+    void *stage = sv->primary_replica ? sv->primary_replica(t->strategy.state) : NULL;
+    return fg_train_stage_can_scale_on_device(&t->tctx, stage) ? stage : NULL;
+}
+
+fg_status fg_trainer_scaler_to_device(fg_trainer *t, fg_error *err)
+{
+    const fg_precision_vtable *pv = PREC(t);
+    if (!t->scaler.loss_scaling || t->scaler.dev_stage ||
+        !FG_HAS_FIELD(pv, fg_precision_vtable, scaler_rule) || !pv->scaler_rule)
+        return FG_OK;
+    void *stage = device_scaler_stage(t);
+    if (!stage) return FG_OK;
+    fg_loss_scaler_state s;
+    memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    memset(&t->scaler.rule, 0, sizeof t->scaler.rule);
+    t->scaler.rule.struct_size = sizeof t->scaler.rule;
+    fg_error e = {0};
+    fg_status st = pv->get_scaler_state(t->precision.state, &s, &e);
+    if (st == FG_OK) st = pv->scaler_rule(t->precision.state, &t->scaler.rule, &e);
+    if (st != FG_OK) return refuse(t, st, e.message, err);
+    st = fg_train_stage_scaler_start(&t->tctx, stage, &s, err);
+    if (st != FG_OK) return st;
+    t->scaler.dev_stage = stage;
+    fprintf(t->out, "loss scaler: on the device (inf check, skip and scale update without a "
+            "host round trip; a skipped step still counts)\n");
+    return FG_OK;
 }
 
 fg_status fg_trainer_unscale_grads(fg_trainer *t, int *skip, fg_error *err)
@@ -163,6 +205,12 @@ fg_status fg_trainer_unscale_grads(fg_trainer *t, int *skip, fg_error *err)
     *skip = 0;
     if (!t->scaler.loss_scaling) return FG_OK;
     const fg_strategy_vtable *sv = STRAT(t);
+    if (t->scaler.dev_stage) {
+        fg_status st = sv->sync_grads ? sv->sync_grads(t->strategy.state, err) : FG_OK;
+        return st == FG_OK ? fg_train_stage_scaler_step(&t->tctx, t->scaler.dev_stage,
+                                                        &t->scaler.rule, err)
+                           : st;
+    }
     float scale = PREC(t)->loss_scale(t->precision.state);
     fg_status st = sv->sync_grads ? sv->sync_grads(t->strategy.state, err) : FG_OK;
     if (st == FG_OK) st = sv->scale_grads(t->strategy.state, 1.0f / scale, 0.0f, err);
@@ -178,12 +226,15 @@ fg_status fg_trainer_unscale_grads(fg_trainer *t, int *skip, fg_error *err)
 
 /* ---- checkpoints --------------------------------------------------------------------- */
 
-int fg_trainer_scaler_state(const fg_trainer *t, fg_loss_scaler_state *out)
+int fg_trainer_scaler_state(fg_trainer *t, fg_loss_scaler_state *out)
 {
     if (!t->scaler.loss_scaling) return 0;
     memset(out, 0, sizeof *out);
     out->struct_size = sizeof *out;
     fg_error e = {0};
+    if (t->scaler.dev_stage) /* the device's state becomes the plugin's again */
+        return fg_train_stage_scaler_read(&t->tctx, t->scaler.dev_stage, out, &e) == FG_OK &&
+               PREC(t)->set_scaler_state(t->precision.state, out, &e) == FG_OK;
     return PREC(t)->get_scaler_state(t->precision.state, out, &e) == FG_OK;
 }
 
@@ -218,7 +269,10 @@ fg_status fg_trainer_restore_scaler(fg_trainer *t, const struct fg_ckpt *c, fg_e
     fg_status st = PREC(t)->set_scaler_state(t->precision.state, &s, &e);
     if (st != FG_OK)
         return fg_error_set(err, st, "%s: %s", fg_ckpt_path(c), e.message);
-    return FG_OK;
+    if (!t->scaler.dev_stage) return FG_OK;
+    st = PREC(t)->get_scaler_state(t->precision.state, &s, &e); /* as the plugin took it */
+    if (st != FG_OK) return fg_error_set(err, st, "%s: %s", fg_ckpt_path(c), e.message);
+    return fg_train_stage_scaler_start(&t->tctx, t->scaler.dev_stage, &s, err);
 }
 
 void fg_trainer_report_precision(fg_trainer *t)

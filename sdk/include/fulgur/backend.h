@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fulgur/plugin.h"
+#include "fulgur/precision.h"
 #include "fulgur/types.h"
 
 #ifdef __cplusplus
@@ -92,6 +93,10 @@ typedef struct fg_sgd_args {
      * reads the learning rate from instead of lr, so that a captured update takes each
      * step's rate. */
     const float *lr_dev;
+    /* ABI 1.10 (the loss scaler on the device): NULL, or a device flag (the scaler's
+     * fg_loss_scale_dev.found_inf) that makes the fused update (sgd_fused) write nothing
+     * when nonzero: the step the scaler skips, decided on the device. */
+    const int64_t *skip_dev;
 } fg_sgd_args;
 
 typedef struct fg_adamw_args {
@@ -103,7 +108,17 @@ typedef struct fg_adamw_args {
      * (float)sqrt(1.0 - pow((double)beta2, (double)step)) (what the backends compute from
      * step), so that a captured update takes each step's rate and bias corrections. */
     const float *step_dev;
+    /* ABI 1.10: as fg_sgd_args.skip_dev, for adamw_fused (m, v and the parameters stay). */
+    const int64_t *skip_dev;
 } fg_adamw_args;
+
+/* ABI 1.10: the dynamic loss scaler's state in device memory (loss_scale_update; its rule
+ * is fg_loss_scale_rule, fulgur/precision.h), as fg_loss_scaler_state holds it on the host; found_inf is 1 when the last update's unscaled
+ * gradients held an inf or NaN (the step it decided to skip), else 0. */
+typedef struct fg_loss_scale_dev {
+    double scale;
+    int64_t growth_tracker, hysteresis_left, skipped_steps, found_inf;
+} fg_loss_scale_dev;
 
 /* The losses of pointwise_loss: each value x against its f32 target t. */
 typedef enum fg_pointwise_loss_kind {
@@ -318,6 +333,13 @@ static inline int32_t fg_attention_kv_heads(const fg_attention_desc *d)
 #define FG_OP_SIG_transpose_batched(P) P(uint32_t, dtype) /* x, y */ P(int, batch)             \
     P(int, rows) P(int, cols) P(const void *, x) P(void *, y)
 
+/* ABI 1.10: the loss scaler's step on the device */
+#define FG_OP_SIG_loss_scale_update(P) P(uint32_t, dtype) /* x */ P(void *, x) P(size_t, n)     \
+    P(const fg_loss_scale_rule *, rule) P(float *, sq) P(fg_loss_scale_dev *, scaler)
+#define FG_OP_SIG_softmax_xent_backward_scaled(P) P(uint32_t, dlogits_dtype) /* dlogits */     \
+    P(const float *, probs) P(const int32_t *, labels) P(int, rows) P(int, classes)              \
+    P(float, scale) P(float, divisor) P(const fg_loss_scale_dev *, scaler) P(void *, dlogits)
+
 #define FG_BACKEND_OPS(X, ctx)                                                                   \
     X(ctx, GEMM, gemm, "a", "b", "c")                                                            \
     X(ctx, BIAS_ADD, bias_add, "y", "bias")                                                      \
@@ -370,8 +392,10 @@ static inline int32_t fg_attention_kv_heads(const fg_attention_desc *d)
     X(ctx, GEMM_FP8, gemm_fp8, "ab", "c") /* ABI 1.9 */                                          \
     X(ctx, ROPE_FREQ_FORWARD, rope_freq_forward, "x") /* ABI 1.9 */                              \
     X(ctx, ROPE_FREQ_BACKWARD, rope_freq_backward, "x") /* ABI 1.9 */                            \
-    X(ctx, TRANSPOSE_BATCHED, transpose_batched, "x") /* ABI 1.10 */                            \
-    X(ctx, DROPOUT_FORWARD_DEV, dropout_forward_dev, "x") /* ABI 1.10 */
+    X(ctx, TRANSPOSE_BATCHED, transpose_batched, "x") /* ABI 1.10 */                             \
+    X(ctx, DROPOUT_FORWARD_DEV, dropout_forward_dev, "x") /* ABI 1.10 */                         \
+    X(ctx, LOSS_SCALE_UPDATE, loss_scale_update, "x") /* ABI 1.10 */                             \
+    X(ctx, SOFTMAX_XENT_BACKWARD_SCALED, softmax_xent_backward_scaled, "dlogits") /* ABI 1.10 */
 
 /* The generators' helpers: each argument as a declaration or as its name, after a comma. */
 #define FG_OP_DECL_(type, name) , type name
@@ -816,6 +840,23 @@ typedef struct fg_backend_vtable {
      * after the draws. The same (seed, *offset_dev + offset) gives dropout_forward's mask
      * bit for bit; a captured step that advances its counter draws new masks each replay. */
     FG_OP_ENTRY(dropout_forward_dev); /* op 51 */
+
+    /* ABI 1.10: the dynamic loss scaler without a host round trip */
+    /* [optional; precision.fp16-mixed] torch.cuda.amp's unscale, inf check and
+     * _amp_update_scale_ in one: x (n gradients, device) is multiplied by
+     * 1.0f / (float)scaler->scale as the scale op would; *sq (device f32) = their sum of
+     * squares as sum_squares computes it; scaler->found_inf = !isfinite(*sq); then the
+     * scale moves as precision.fp16-mixed's host scaler moves it (rule, read at the call):
+     * an overflow counts a skipped step, zeroes growth_tracker and spends one hysteresis
+     * step or multiplies the scale by backoff_factor (never below min_scale); a clean step
+     * grows the scale by growth_factor (never past FLT_MAX) after growth_interval in a row
+     * and restores hysteresis_left. scaler lies in device memory; nothing is read back. */
+    FG_OP_ENTRY(loss_scale_update); /* op 52 */
+    /* [optional; precision.fp16-mixed with the scaler on the device] softmax_xent_backward
+     * with the factor (scale * (float)scaler->scale) / divisor (0 when divisor is 0)
+     * computed where the device reads the scale: the loss scale the last loss_scale_update
+     * left, bitwise the host's (scale * loss scale) / rows in f32. */
+    FG_OP_ENTRY(softmax_xent_backward_scaled); /* op 53 */
 } fg_backend_vtable;
 
 /* The five event entries (all or none: see "queues and events" above). */

@@ -415,6 +415,21 @@ FG_OP_CHECK(softmax_xent_backward)
     return FG_OK;
 }
 
+FG_OP_CHECK(softmax_xent_backward_scaled)
+{
+    const char *op = "softmax_xent_backward_scaled";
+    FG_CHECK_QUEUE_(op);
+    fg_status st = fg_check_xent_rows_(who, op, rows, classes, labels, skip, err);
+    if (st != FG_OK || *skip)
+        return st;
+    FG_CHECK_NOT_NULL_(op, probs);
+    FG_CHECK_NOT_NULL_(op, scaler);
+    FG_CHECK_NOT_NULL_(op, dlogits);
+    FG_CHECK_(divisor >= 0.0f, op, "divisor = %g must be >= 0", FG_CHECK_MSG_(op),
+              (double)divisor);
+    return FG_OK;
+}
+
 FG_OP_CHECK(classifier)
 {
     FG_CHECK_QUEUE_("classifier");
@@ -516,6 +531,8 @@ static inline fg_status fg_check_sgd_(const char *who, const char *op, int *skip
 
 FG_OP_CHECK(sgd_update)
 {
+    FG_CHECK_(!a || !FG_HAS_FIELD(a, fg_sgd_args, skip_dev) || !a->skip_dev, "sgd_update",
+              "skip_dev is read by sgd_fused only", FG_CHECK_MSG_("sgd_update"));
     return fg_check_sgd_(who, "sgd_update", skip, queue, a, param, grad, momentum_buf, n, err);
 }
 
@@ -542,6 +559,8 @@ static inline fg_status fg_check_adamw_(const char *who, const char *op, int *sk
 
 FG_OP_CHECK(adamw_update)
 {
+    FG_CHECK_(!a || !FG_HAS_FIELD(a, fg_adamw_args, skip_dev) || !a->skip_dev, "adamw_update",
+              "skip_dev is read by adamw_fused only", FG_CHECK_MSG_("adamw_update"));
     return fg_check_adamw_(who, "adamw_update", skip, queue, a, param, grad, m, v, n, err);
 }
 
@@ -807,6 +826,32 @@ FG_OP_CHECK(transpose_batched)
     FG_CHECK_NOT_NULL_("transpose_batched", x);
     FG_CHECK_NOT_NULL_("transpose_batched", y);
     FG_CHECK_(x != y, "transpose_batched", "y aliases x", FG_CHECK_MSG_("transpose_batched"));
+    return FG_OK;
+}
+
+/* ---- ABI 1.10: the loss scaler on the device ------------------------------------------- */
+
+/* The scaler's rule as precision.fp16-mixed's keys allow it; the state in device memory
+ * is the caller's (checked when it was written). */
+FG_OP_CHECK(loss_scale_update)
+{
+    const char *op = "loss_scale_update";
+    FG_CHECK_QUEUE_(op);
+    FG_CHECK_NOT_NULL_(op, rule);
+    FG_CHECK_NOT_NULL_(op, sq);
+    FG_CHECK_NOT_NULL_(op, scaler);
+    if (n > 0)
+        FG_CHECK_NOT_NULL_(op, x);
+    FG_CHECK_(rule->struct_size >= sizeof *rule, op, "rule struct_size = %u is below %zu",
+              FG_CHECK_MSG_(op), rule->struct_size, sizeof *rule);
+    FG_CHECK_(rule->growth_factor >= 1.0 && rule->backoff_factor > 0.0 &&
+                  rule->backoff_factor <= 1.0 && rule->min_scale > 0.0,
+              op, "growth_factor = %g must be >= 1, backoff_factor = %g in (0, 1] and "
+              "min_scale = %g > 0", FG_CHECK_MSG_(op), rule->growth_factor,
+              rule->backoff_factor, rule->min_scale);
+    FG_CHECK_(rule->growth_interval >= 1 && rule->hysteresis >= 1, op, "growth_interval = "
+              "%lld and hysteresis = %lld must be >= 1", FG_CHECK_MSG_(op),
+              (long long)rule->growth_interval, (long long)rule->hysteresis);
     return FG_OK;
 }
 

@@ -37,6 +37,14 @@ typedef struct fg_loss_scaler_state {
     int64_t skipped_steps;   /* optimizer steps skipped so far for inf/NaN gradients */
 } fg_loss_scaler_state;
 
+/* ABI 1.10: how a dynamic loss scaler moves its scale (precision.fp16-mixed's keys):
+ * the backend's loss_scale_update applies it on the device. */
+typedef struct fg_loss_scale_rule {
+    uint32_t struct_size;
+    double growth_factor, backoff_factor, min_scale;
+    int64_t growth_interval, hysteresis;
+} fg_loss_scale_rule;
+
 typedef struct fg_precision_vtable {
     uint32_t struct_size;
     fg_status (*info)(void *state, fg_precision_info *out, fg_error *err);
@@ -49,6 +57,10 @@ typedef struct fg_precision_vtable {
      * set_scaler_state checks the values (a scale that is not finite and positive fails). */
     fg_status (*get_scaler_state)(void *state, fg_loss_scaler_state *out, fg_error *err);
     fg_status (*set_scaler_state)(void *state, const fg_loss_scaler_state *in, fg_error *err);
+    /* ABI 1.10: the rule update_scale follows, for the trainer to run the same update on
+     * the device (backend op loss_scale_update) where reading the gradients' finiteness on
+     * the host would wait for the device. NULL: the scaler runs on the host only. */
+    fg_status (*scaler_rule)(void *state, fg_loss_scale_rule *out, fg_error *err);
 } fg_precision_vtable;
 
 #ifdef __cplusplus
