@@ -505,12 +505,7 @@ fg_status fg_model_build_fp8(const fg_config *cfg, const int64_t *sample_shape,
                                   "scaled_residual_init", &scaled, err);
     if (st == FG_OK && scaled)
         st = fg_model_scale_residual_init(m, cfg, err);
-    if (st != FG_OK) {
-        fg_model_destroy(m);
-        return st;
-    }
-    *out = m;
-    return FG_OK;
+    return FG_CREATED(st, m, out, fg_model_destroy);
 }
 
 /* The logits' row stride: num_classes rounded up to pad_vocab_to. */
