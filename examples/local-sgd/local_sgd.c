@@ -194,25 +194,10 @@ static fg_status lsgd_read_metrics(void *state, int reset, fg_step_metrics *out,
 
 static void *lsgd_primary(void *state) { return ((local_sgd *)state)->replica; }
 
-static const fg_strategy_vtable vtable = {
-    .struct_size = sizeof(fg_strategy_vtable),
-    .info = lsgd_info,
-    .setup = lsgd_setup,
-    .teardown = lsgd_teardown,
-    .train_step = lsgd_train_step,
-    .optimizer_step = lsgd_optimizer_step,
-    .eval_step = lsgd_eval_step,
-    .read_metrics = lsgd_read_metrics,
-    .primary_replica = lsgd_primary,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_STRATEGY, 0),
-    .name = "local_sgd",
-    .version = "1.0.0",
-    .description = "local SGD: every rank steps alone, parameters averaged every k steps",
-    FG_PLUGIN_OPTIONS(options),
-    .init = lsgd_init,
-    .deinit = lsgd_deinit,
-    .vtable = &vtable,
-};
+FG_PLUGIN_DEFINE_VTABLE(fg_strategy_vtable, FG_KIND_STRATEGY, 0, "local_sgd", "1.0.0",
+                        "local SGD: every rank steps alone, parameters averaged every k steps",
+                        FG_PLUGIN_OPTIONS(options), lsgd_init, lsgd_deinit,
+                        .info = lsgd_info, .setup = lsgd_setup, .teardown = lsgd_teardown,
+                        .train_step = lsgd_train_step, .optimizer_step = lsgd_optimizer_step,
+                        .eval_step = lsgd_eval_step, .read_metrics = lsgd_read_metrics,
+                        .primary_replica = lsgd_primary);

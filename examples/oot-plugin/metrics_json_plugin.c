@@ -157,18 +157,7 @@ static fg_status metrics_json_on_event(void *state, const fg_event *event,
     return FG_OK;
 }
 
-static const fg_callback_vtable metrics_json_vtable = {
-    .struct_size = sizeof(fg_callback_vtable),
-    .on_event = metrics_json_on_event,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_CALLBACK, 0),
-    .name = "metrics_json",
-    .version = METRICS_JSON_VERSION,
-    .description = "writes each event's metrics as one JSON line (JSON Lines) to a file",
-    FG_PLUGIN_OPTIONS(metrics_json_options),
-    .init = metrics_json_init,
-    .deinit = metrics_json_deinit,
-    .vtable = &metrics_json_vtable,
-};
+FG_CALLBACK_PLUGIN_DEFINE("metrics_json", METRICS_JSON_VERSION,
+                          "writes each event's metrics as one JSON line (JSON Lines) to a file",
+                          FG_PLUGIN_OPTIONS(metrics_json_options), metrics_json_init,
+                          metrics_json_deinit, metrics_json_on_event, NULL);

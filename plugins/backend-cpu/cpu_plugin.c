@@ -203,14 +203,7 @@ static const fg_backend_vtable fg_cpu_vtable = {
     FG_BACKEND_OP_INIT_CHECKED(fg_cpu_op_)
 };
 
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_BACKEND, 0),
-    .name = "cpu",
-    .version = "1.0.0",
-    .description = "CPU backend: OpenBLAS or oneDNN gemm per shape, oneDNN bf16 gemm, pooled "
-                   "threads, N virtual devices",
-    FG_PLUGIN_OPTIONS(fg_cpu_options),
-    .init = fg_cpu_init,
-    .deinit = fg_cpu_deinit,
-    .vtable = &fg_cpu_vtable,
-};
+FG_PLUGIN_DEFINE(FG_KIND_BACKEND, 0, "cpu", "1.0.0",
+                 "CPU backend: OpenBLAS or oneDNN gemm per shape, oneDNN bf16 gemm, pooled "
+                 "threads, N virtual devices",
+                 FG_PLUGIN_OPTIONS(fg_cpu_options), fg_cpu_init, fg_cpu_deinit, &fg_cpu_vtable);

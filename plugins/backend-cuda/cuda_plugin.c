@@ -251,14 +251,7 @@ static const fg_backend_vtable fg_cuda_vtable = {
     .graph_destroy = fg_cuda_graph_destroy,
 };
 
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_BACKEND, 0),
-    .name = "cuda",
-    .version = "0.1.0",
-    .description = "CUDA backend: cuBLASLt gemm, cuDNN convolutions, own kernels "
-                   "(kernels/cuda); sm_90 build",
-    FG_PLUGIN_OPTIONS(fg_cuda_options),
-    .init = fg_cuda_init,
-    .deinit = fg_cuda_deinit,
-    .vtable = &fg_cuda_vtable,
-};
+FG_PLUGIN_DEFINE(FG_KIND_BACKEND, 0, "cuda", "0.1.0",
+                 "CUDA backend: cuBLASLt gemm, cuDNN convolutions, own kernels (kernels/cuda); "
+                 "sm_90 build",
+                 FG_PLUGIN_OPTIONS(fg_cuda_options), fg_cuda_init, fg_cuda_deinit, &fg_cuda_vtable);

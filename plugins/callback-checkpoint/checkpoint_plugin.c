@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "plugin_created.h"
 
 #ifndef CHECKPOINT_VERSION
 #define CHECKPOINT_VERSION "1.0.0"
@@ -201,12 +202,7 @@ static fg_status checkpoint_init(const fg_host *host, void **state, fg_error *er
     cp->last_saved_step = -1;
     cp->pending_epoch = -1;
     fg_status st = read_options(cp, host, err);
-    if (st != FG_OK) {
-        checkpoint_free(cp);
-        return st;
-    }
-    *state = cp;
-    return FG_OK;
+    return FG_PLUGIN_CREATED(st, cp, state, checkpoint_free);
 }
 
 /* ---- files (rank 0 only) ------------------------------------------------------------- */
@@ -476,18 +472,8 @@ static void checkpoint_deinit(void *state)
     checkpoint_free(cp);
 }
 
-static const fg_callback_vtable checkpoint_vtable = {
-    .struct_size = sizeof(fg_callback_vtable),
-    .on_event = checkpoint_on_event,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_CALLBACK, 0),
-    .name = "checkpoint",
-    .version = CHECKPOINT_VERSION,
-    .description = "asks for checkpoints every n epochs or steps and keeps the k best by a metric",
-    FG_PLUGIN_OPTIONS(checkpoint_options),
-    .init = checkpoint_init,
-    .deinit = checkpoint_deinit,
-    .vtable = &checkpoint_vtable,
-};
+FG_CALLBACK_PLUGIN_DEFINE("checkpoint", CHECKPOINT_VERSION,
+                          "asks for checkpoints every n epochs or steps and keeps the k best by a "
+                          "metric",
+                          FG_PLUGIN_OPTIONS(checkpoint_options), checkpoint_init, checkpoint_deinit,
+                          checkpoint_on_event, NULL);

@@ -177,18 +177,7 @@ static fg_status csv_logger_on_event(void *state, const fg_event *event,
     return FG_OK;
 }
 
-static const fg_callback_vtable csv_logger_vtable = {
-    .struct_size = sizeof(fg_callback_vtable),
-    .on_event = csv_logger_on_event,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_CALLBACK, 0),
-    .name = "csv_logger",
-    .version = CSV_LOGGER_VERSION,
-    .description = "writes every event's metrics as a row of run_dir/metrics.csv",
-    FG_PLUGIN_OPTIONS(csv_logger_options),
-    .init = csv_logger_init,
-    .deinit = csv_logger_deinit,
-    .vtable = &csv_logger_vtable,
-};
+FG_CALLBACK_PLUGIN_DEFINE("csv_logger", CSV_LOGGER_VERSION,
+                          "writes every event's metrics as a row of run_dir/metrics.csv",
+                          FG_PLUGIN_OPTIONS(csv_logger_options), csv_logger_init, csv_logger_deinit,
+                          csv_logger_on_event, NULL);

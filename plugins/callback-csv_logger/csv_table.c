@@ -4,43 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int grow(void **items, size_t *cap, size_t need, size_t item_size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap * 2 : 16;
-    while (n < need)
-        n *= 2;
-    void *p = realloc(*items, n * item_size);
-    if (p == NULL)
-        return -1;
-    *items = p;
-    *cap = n;
-    return 0;
-}
+#include "grow_array.h"
 
-/* The column of name, added at the end when new; -1 when out of memory. A linear scan:
- * a run logs tens of distinct names, not thousands. */
+/* The column of name, added at the end when new; -1 when out of memory. */
 static long column_of(csv_table *t, const char *name)
 {
-    for (size_t i = 0; i < t->column_count; i++)
-        if (strcmp(t->columns[i], name) == 0)
-            return (long)i;
-    if (grow((void **)&t->columns, &t->column_cap, t->column_count + 1, sizeof *t->columns) != 0)
-        return -1;
-    size_t n = strlen(name) + 1;
-    char *copy = malloc(n);
-    if (copy == NULL)
-        return -1;
-    memcpy(copy, name, n);
-    t->columns[t->column_count] = copy;
-    return (long)t->column_count++;
+    return fg_plugin_name_index(&t->columns, &t->column_count, &t->column_cap, 16, name);
 }
 
 int csv_table_add_row(csv_table *t, int64_t epoch, int64_t step, const fg_metric *metrics,
                       uint32_t count)
 {
-    if (grow((void **)&t->rows, &t->row_cap, t->row_count + 1, sizeof *t->rows) != 0)
+    if (fg_plugin_grow_array(&t->rows, &t->row_cap, t->row_count + 1, 16, sizeof *t->rows) != 0)
         return -1;
     csv_row row = {.epoch = epoch, .step = step};
     if (count > 0) {

@@ -291,18 +291,8 @@ static fg_status early_stopping_on_event(void *state, const fg_event *ev,
     return FG_OK;
 }
 
-static const fg_callback_vtable early_stopping_vtable = {
-    .struct_size = sizeof(fg_callback_vtable),
-    .on_event = early_stopping_on_event,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_CALLBACK, 0),
-    .name = "early_stopping",
-    .version = EARLY_STOPPING_VERSION,
-    .description = "stops training when a monitored metric stops improving (Lightning's EarlyStopping)",
-    FG_PLUGIN_OPTIONS(early_stopping_options),
-    .init = early_stopping_init,
-    .deinit = early_stopping_deinit,
-    .vtable = &early_stopping_vtable,
-};
+FG_CALLBACK_PLUGIN_DEFINE("early_stopping", EARLY_STOPPING_VERSION,
+                          "stops training when a monitored metric stops improving (Lightning's "
+                          "EarlyStopping)",
+                          FG_PLUGIN_OPTIONS(early_stopping_options), early_stopping_init,
+                          early_stopping_deinit, early_stopping_on_event, NULL);

@@ -114,18 +114,8 @@ static fg_status lr_monitor_on_event(void *state, const fg_event *ev, fg_callbac
     return FG_OK;
 }
 
-static const fg_callback_vtable lr_monitor_vtable = {
-    .struct_size = sizeof(fg_callback_vtable),
-    .on_event = lr_monitor_on_event,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_CALLBACK, 0),
-    .name = "lr_monitor",
-    .version = LR_MONITOR_VERSION,
-    .description = "writes the learning rate per step or per epoch to a CSV file in the run folder",
-    FG_PLUGIN_OPTIONS(lr_monitor_options),
-    .init = lr_monitor_init,
-    .deinit = lr_monitor_deinit,
-    .vtable = &lr_monitor_vtable,
-};
+FG_CALLBACK_PLUGIN_DEFINE("lr_monitor", LR_MONITOR_VERSION,
+                          "writes the learning rate per step or per epoch to a CSV file in the run "
+                          "folder",
+                          FG_PLUGIN_OPTIONS(lr_monitor_options), lr_monitor_init, lr_monitor_deinit,
+                          lr_monitor_on_event, NULL);

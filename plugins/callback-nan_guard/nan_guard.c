@@ -25,6 +25,8 @@
 
 #include <fulgur/callback.h>
 
+#include "plugin_created.h"
+
 #ifndef NAN_GUARD_VERSION
 #define NAN_GUARD_VERSION "1.0.0"
 #endif
@@ -113,12 +115,7 @@ static fg_status nan_guard_init(const fg_host *host, void **state, fg_error *err
     g->fail = strcmp(action, "error") == 0;
     g->check_every = every > 0 ? every : 0;
     fg_status st = parse_monitor(g, monitor, err);
-    if (st != FG_OK) {
-        nan_guard_deinit(g);
-        return st;
-    }
-    *state = g;
-    return FG_OK;
+    return FG_PLUGIN_CREATED(st, g, state, nan_guard_deinit);
 }
 
 /* Index of name in the watch list; -1 when not watched. With no list every name is
@@ -242,20 +239,8 @@ static fg_status nan_guard_requests(void *state, fg_callback_requests *out, fg_e
     return FG_OK;
 }
 
-static const fg_callback_vtable nan_guard_vtable = {
-    .struct_size = sizeof(fg_callback_vtable),
-    .on_event = nan_guard_on_event,
-    .requests = nan_guard_requests,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_CALLBACK, 0),
-    .name = "nan_guard",
-    .version = NAN_GUARD_VERSION,
-    .description = "stops (or fails) the run at the first non-finite loss, gradient or "
-                   "metric, naming the step and the layer",
-    FG_PLUGIN_OPTIONS(nan_guard_options),
-    .init = nan_guard_init,
-    .deinit = nan_guard_deinit,
-    .vtable = &nan_guard_vtable,
-};
+FG_CALLBACK_PLUGIN_DEFINE("nan_guard", NAN_GUARD_VERSION,
+                          "stops (or fails) the run at the first non-finite loss, gradient or "
+                          "metric, naming the step and the layer",
+                          FG_PLUGIN_OPTIONS(nan_guard_options), nan_guard_init, nan_guard_deinit,
+                          nan_guard_on_event, nan_guard_requests);

@@ -362,18 +362,7 @@ static fg_status progress_on_event(void *state, const fg_event *event,
     return FG_OK;
 }
 
-static const fg_callback_vtable progress_vtable = {
-    .struct_size = sizeof(fg_callback_vtable),
-    .on_event = progress_on_event,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_CALLBACK, 0),
-    .name = "progress",
-    .version = PROGRESS_VERSION,
-    .description = "a live progress bar on a terminal, plain periodic lines otherwise",
-    FG_PLUGIN_OPTIONS(progress_options),
-    .init = progress_init,
-    .deinit = progress_deinit,
-    .vtable = &progress_vtable,
-};
+FG_CALLBACK_PLUGIN_DEFINE("progress", PROGRESS_VERSION,
+                          "a live progress bar on a terminal, plain periodic lines otherwise",
+                          FG_PLUGIN_OPTIONS(progress_options), progress_init, progress_deinit,
+                          progress_on_event, NULL);

@@ -34,6 +34,7 @@
 
 #include <fulgur/callback.h>
 
+#include "callback_plugin.h"
 #include "report_file.h"
 #include "report_json.h"
 #include "report_page.h"
@@ -322,17 +323,12 @@ static fg_status report_on_event(void *state, const fg_event *event, fg_callback
 {
     report *r = state;
     (void)action; /* never stops training nor asks for a checkpoint */
-    if (!FG_HAS_FIELD(event, fg_event, run_dir))
-        return fg_error_set(err, FG_INCOMPATIBLE, "[%s] event struct of %u bytes is too old",
-                            r->section, event ? (unsigned)event->struct_size : 0u);
-    if (!event->is_rank_zero)
-        return FG_OK;
+    fg_status st = FG_PLUGIN_EVENT_NEEDS(event, run_dir, r->section, err);
+    if (st != FG_OK || !event->is_rank_zero)
+        return st;
     int first = r->path[0] == '\0';
-    if (first) {
-        fg_status st = resolve_path(r, event->run_dir, err);
-        if (st != FG_OK)
-            return st;
-    }
+    if (first && (st = resolve_path(r, event->run_dir, err)) != FG_OK)
+        return st;
     if (r->data_path[0])
         return first ? write_given_page(r, err) : FG_OK;
     return on_run_event(r, event, err);
@@ -353,19 +349,8 @@ static void report_deinit(void *state)
     free(r);
 }
 
-static const fg_callback_vtable report_vtable = {
-    .struct_size = sizeof(fg_callback_vtable),
-    .on_event = report_on_event,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_CALLBACK, 0),
-    .name = "report",
-    .version = REPORT_VERSION,
-    .description = "report.html in the run folder: the run's curves, throughput, memory, "
-                   "plugins and configuration on one self-contained page",
-    FG_PLUGIN_OPTIONS(report_options),
-    .init = report_init,
-    .deinit = report_deinit,
-    .vtable = &report_vtable,
-};
+FG_CALLBACK_PLUGIN_DEFINE("report", REPORT_VERSION,
+                          "report.html in the run folder: the run's curves, throughput, memory, "
+                          "plugins and configuration on one self-contained page",
+                          FG_PLUGIN_OPTIONS(report_options), report_init, report_deinit,
+                          report_on_event, NULL);

@@ -5,41 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow_array.h"
 #include "report_json.h"
-
-static int grow(void **items, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap * 2 : 64;
-    while (n < need)
-        n *= 2;
-    void *p = realloc(*items, n * size);
-    if (p == NULL)
-        return -1;
-    *items = p;
-    *cap = n;
-    return 0;
-}
 
 /* The column of a metric name, added at the end when new; -1 when out of memory. */
 static long column_of(report_table *t, const char *name)
 {
-    for (size_t i = 0; i < t->column_count; i++)
-        if (strcmp(t->columns[i], name) == 0)
-            return (long)i;
-    if (grow((void **)&t->columns, &t->column_cap, t->column_count + 1, sizeof *t->columns) != 0)
-        return -1;
-    char *copy = strdup(name);
-    if (copy == NULL)
-        return -1;
-    t->columns[t->column_count] = copy;
-    return (long)t->column_count++;
+    return fg_plugin_name_index(&t->columns, &t->column_count, &t->column_cap, 64, name);
 }
 
 static int append(report_table *t, const char *s, size_t n)
 {
-    if (grow((void **)&t->text, &t->text_cap, t->text_len + n, 1) != 0)
+    if (fg_plugin_grow_array(&t->text, &t->text_cap, t->text_len + n, 64, 1) != 0)
         return -1;
     memcpy(t->text + t->text_len, s, n);
     t->text_len += n;
@@ -75,7 +52,7 @@ int report_table_add(report_table *t, int64_t epoch, int64_t step, const fg_metr
 static int write_row(report_table *t, int64_t epoch, int64_t step, const fg_metric *m, uint32_t n,
                      const long *cols, size_t width)
 {
-    if (grow((void **)&t->rows, &t->row_cap, t->row_count + 1, sizeof *t->rows) != 0)
+    if (fg_plugin_grow_array(&t->rows, &t->row_cap, t->row_count + 1, 64, sizeof *t->rows) != 0)
         return -1;
     report_row *r = &t->rows[t->row_count];
     r->offset = t->text_len;

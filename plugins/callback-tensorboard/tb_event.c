@@ -1,6 +1,8 @@
 /* Protobuf encoding of tensorflow.Event / Summary / Summary.Value, by hand. */
 #include "tb_event.h"
 
+#include "grow_array.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,17 +27,7 @@ void tb_bytes_free(tb_bytes *b)
 /* Makes room for `need` bytes in total; the buffer is reused across events. */
 static int reserve(tb_bytes *b, size_t need)
 {
-    if (need <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < need)
-        cap *= 2;
-    uint8_t *p = realloc(b->data, cap);
-    if (p == NULL)
-        return -1;
-    b->data = p;
-    b->cap = cap;
-    return 0;
+    return fg_plugin_grow_array(&b->data, &b->cap, need, 256, 1);
 }
 
 static size_t varint_size(uint64_t v)

@@ -3,6 +3,8 @@
  * end only, so the buffers are simply malloc'ed. */
 #include "tb_hparams.h"
 
+#include "grow_array.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,16 +21,9 @@ typedef struct pb {
 static void put(pb *m, const void *data, size_t n)
 {
     if (m->bad) return;
-    if (m->b.len + n > m->b.cap) {
-        size_t cap = m->b.cap ? m->b.cap : 128;
-        while (cap < m->b.len + n) cap *= 2;
-        uint8_t *p = realloc(m->b.data, cap);
-        if (p == NULL) {
-            m->bad = 1;
-            return;
-        }
-        m->b.data = p;
-        m->b.cap = cap;
+    if (fg_plugin_grow_array(&m->b.data, &m->b.cap, m->b.len + n, 128, 1) != 0) {
+        m->bad = 1;
+        return;
     }
     if (n > 0) memcpy(m->b.data + m->b.len, data, n);
     m->b.len += n;

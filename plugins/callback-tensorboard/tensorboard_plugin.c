@@ -175,18 +175,8 @@ static fg_status tensorboard_on_event(void *state, const fg_event *event,
     return write_record(tb, err);
 }
 
-static const fg_callback_vtable tensorboard_vtable = {
-    .struct_size = sizeof(fg_callback_vtable),
-    .on_event = tensorboard_on_event,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_CALLBACK, 0),
-    .name = "tensorboard",
-    .version = TENSORBOARD_VERSION,
-    .description = "writes metrics as TensorBoard scalars (run_dir/tb/events.out.tfevents.*)",
-    FG_PLUGIN_OPTIONS(tensorboard_options),
-    .init = tensorboard_init,
-    .deinit = tensorboard_deinit,
-    .vtable = &tensorboard_vtable,
-};
+FG_CALLBACK_PLUGIN_DEFINE("tensorboard", TENSORBOARD_VERSION,
+                          "writes metrics as TensorBoard scalars "
+                          "(run_dir/tb/events.out.tfevents.*)",
+                          FG_PLUGIN_OPTIONS(tensorboard_options), tensorboard_init,
+                          tensorboard_deinit, tensorboard_on_event, NULL);

@@ -265,19 +265,7 @@ static fg_status throughput_requests(void *state, fg_callback_requests *out, fg_
     return FG_OK;
 }
 
-static const fg_callback_vtable throughput_vtable = {
-    .struct_size = sizeof(fg_callback_vtable),
-    .on_event = throughput_on_event,
-    .requests = throughput_requests,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_CALLBACK, 0),
-    .name = "throughput",
-    .version = THROUGHPUT_VERSION,
-    .description = "prints samples/s and where a step's time goes, with advice",
-    FG_PLUGIN_OPTIONS(throughput_options),
-    .init = throughput_init,
-    .deinit = throughput_deinit,
-    .vtable = &throughput_vtable,
-};
+FG_CALLBACK_PLUGIN_DEFINE("throughput", THROUGHPUT_VERSION,
+                          "prints samples/s and where a step's time goes, with advice",
+                          FG_PLUGIN_OPTIONS(throughput_options), throughput_init, throughput_deinit,
+                          throughput_on_event, throughput_requests);

@@ -96,31 +96,15 @@ static void mpi_abort(void *state, int exit_code, const char *reason)
     MPI_Abort(MPI_COMM_WORLD, exit_code);
 }
 
-static const fg_comm_vtable vtable = {
-    .struct_size = sizeof(fg_comm_vtable),
-    .topology = mpi_topology,
-    .all_reduce = fg_mpi_staged_all_reduce,
-    .reduce_scatter = fg_mpi_staged_reduce_scatter,
-    .all_gather = fg_mpi_staged_all_gather,
-    .broadcast = fg_mpi_staged_broadcast,
-    .send = fg_mpi_staged_send,
-    .recv = fg_mpi_staged_recv,
-    .barrier = fg_mpi_barrier,
-    .all_reduce_start = fg_mpi_staged_all_reduce_start,
-    .test = fg_mpi_test,
-    .wait = fg_mpi_wait,
-    .reduce_scatter_v_start = fg_mpi_staged_reduce_scatter_v_start,
-    .all_gather_v_start = fg_mpi_staged_all_gather_v_start,
-    .abort = mpi_abort,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_COMM, 0),
-    .name = "mpi",
-    .version = "1.0.0",
-    .description = "collectives on host memory over MPI (also the bootstrap), with timeouts",
-    FG_PLUGIN_OPTIONS(options),
-    .init = mpi_init,
-    .deinit = mpi_deinit,
-    .vtable = &vtable,
-};
+FG_PLUGIN_DEFINE_VTABLE(fg_comm_vtable, FG_KIND_COMM, 0, "mpi", "1.0.0",
+                        "collectives on host memory over MPI (also the bootstrap), with timeouts",
+                        FG_PLUGIN_OPTIONS(options), mpi_init, mpi_deinit,
+                        .topology = mpi_topology, .all_reduce = fg_mpi_staged_all_reduce,
+                        .reduce_scatter = fg_mpi_staged_reduce_scatter,
+                        .all_gather = fg_mpi_staged_all_gather,
+                        .broadcast = fg_mpi_staged_broadcast, .send = fg_mpi_staged_send,
+                        .recv = fg_mpi_staged_recv, .barrier = fg_mpi_barrier,
+                        .all_reduce_start = fg_mpi_staged_all_reduce_start, .test = fg_mpi_test,
+                        .wait = fg_mpi_wait,
+                        .reduce_scatter_v_start = fg_mpi_staged_reduce_scatter_v_start,
+                        .all_gather_v_start = fg_mpi_staged_all_gather_v_start, .abort = mpi_abort);

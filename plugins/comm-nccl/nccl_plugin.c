@@ -196,30 +196,12 @@ static fg_status nccl_topology(void *state, fg_comm_topology *out, fg_error *err
 }
 
 /* reduce_scatter_v_start / all_gather_v_start (uneven shards) are not offered: NULL. */
-static const fg_comm_vtable vtable = {
-    .struct_size = sizeof(fg_comm_vtable),
-    .topology = nccl_topology,
-    .all_reduce = nccl_all_reduce,
-    .reduce_scatter = nccl_reduce_scatter,
-    .all_gather = nccl_all_gather,
-    .broadcast = nccl_broadcast,
-    .send = nccl_send,
-    .recv = nccl_recv,
-    .barrier = nccl_barrier,
-    .all_reduce_start = nccl_all_reduce_start,
-    .test = nccl_test,
-    .wait = nccl_wait,
-    .wait_on_queue = nccl_wait_on_queue,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_COMM, 0),
-    .name = "nccl",
-    .version = "1.0.0",
-    .description = "collectives on CUDA device memory over NCCL (bootstrapped over MPI), with a "
-                   "watchdog that aborts a timed-out communicator",
-    FG_PLUGIN_OPTIONS(options),
-    .init = nccl_init,
-    .deinit = nccl_deinit,
-    .vtable = &vtable,
-};
+FG_PLUGIN_DEFINE_VTABLE(fg_comm_vtable, FG_KIND_COMM, 0, "nccl", "1.0.0",
+                        "collectives on CUDA device memory over NCCL (bootstrapped over MPI), with "
+                        "a watchdog that aborts a timed-out communicator",
+                        FG_PLUGIN_OPTIONS(options), nccl_init, nccl_deinit,
+                        .topology = nccl_topology, .all_reduce = nccl_all_reduce,
+                        .reduce_scatter = nccl_reduce_scatter, .all_gather = nccl_all_gather,
+                        .broadcast = nccl_broadcast, .send = nccl_send, .recv = nccl_recv,
+                        .barrier = nccl_barrier, .all_reduce_start = nccl_all_reduce_start,
+                        .test = nccl_test, .wait = nccl_wait, .wait_on_queue = nccl_wait_on_queue);

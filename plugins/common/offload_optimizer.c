@@ -10,6 +10,7 @@
 #include "cpu_kernels.h"
 #include "half.h"
 #include "host_optimizer.h"
+#include "plugin_created.h"
 
 struct fg_offload {
     fg_offload_spec spec;
@@ -179,12 +180,7 @@ fg_status fg_offload_create(const fg_offload_spec *spec, fg_offload **out, fg_er
                           spec->who);
     if (st == FG_OK) st = alloc_all(o, err);
     if (st == FG_OK) st = read_master(o, err);
-    if (st != FG_OK) {
-        fg_offload_destroy(o);
-        return st;
-    }
-    *out = o;
-    return FG_OK;
+    return FG_PLUGIN_CREATED(st, o, out, fg_offload_destroy);
 }
 
 void fg_offload_destroy(fg_offload *o)

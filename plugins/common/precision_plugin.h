@@ -1,5 +1,6 @@
 /* What the precision plugins share: init/deinit of a plugin without state, the answer to
- * info(), and the two vtable entries of a precision without loss scaling. */
+ * info(), the two vtable entries of a precision without loss scaling, and the whole
+ * definition of a plugin that has only those. */
 #ifndef FULGUR_PLUGIN_COMMON_PRECISION_H
 #define FULGUR_PLUGIN_COMMON_PRECISION_H
 
@@ -24,5 +25,14 @@ fg_status fg_plugin_read_grad_dtype(const fg_host *host, uint32_t half_dtype, co
 float fg_plugin_unscaled_loss_scale(void *state);
 fg_status fg_plugin_unscaled_update_scale(void *state, int found_nonfinite, int *skip_step,
                                           fg_error *err);
+
+/* A precision plugin without options, state or loss scaling (fp32, bf16-true, fp16-true)
+ * in one statement: its descriptor with a vtable of info_ and the unscaled entries. */
+#define FG_PLUGIN_STATELESS_PRECISION(name_, description_, info_)                            \
+    FG_PLUGIN_DEFINE_VTABLE(fg_precision_vtable, FG_KIND_PRECISION, 0, name_, "1.0.0",       \
+                            description_, FG_PLUGIN_NO_OPTIONS, fg_plugin_stateless_init,    \
+                            fg_plugin_stateless_deinit, .info = (info_),                     \
+                            .loss_scale = fg_plugin_unscaled_loss_scale,                     \
+                            .update_scale = fg_plugin_unscaled_update_scale)
 
 #endif

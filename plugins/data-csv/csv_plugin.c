@@ -10,6 +10,7 @@
 #include "data_plugin.h"
 #include "csv_table.h"
 #include "fulgur/data.h"
+#include "plugin_created.h"
 
 #define NO_RANGE .min = 1, .max = 0
 
@@ -159,12 +160,7 @@ static fg_status csv_init(const fg_host *host, void **state, fg_error *err)
     fg_status st = read_files(host, s, err);
     if (st == FG_OK)
         st = read_format(host, s, err);
-    if (st != FG_OK) {
-        csv_deinit(s);
-        return st;
-    }
-    *state = s;
-    return FG_OK;
+    return FG_PLUGIN_CREATED(st, s, state, csv_deinit);
 }
 
 /* ---- what the train file decides ------------------------------------------------------ */
@@ -336,21 +332,8 @@ static fg_status csv_read(void *state, void *dataset, const fg_data_read_args *a
     return FG_OK;
 }
 
-static const fg_data_vtable csv_vtable = {
-    .struct_size = sizeof(fg_data_vtable),
-    .open = csv_open,
-    .close = csv_close,
-    .read = csv_read,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_DATA, 0),
-    .name = "csv",
-    .version = "1.0.0",
-    .description = "numeric CSV tables: feature columns and a target column by name "
-                   "(classification or regression)",
-    FG_PLUGIN_OPTIONS(csv_options),
-    .init = csv_init,
-    .deinit = csv_deinit,
-    .vtable = &csv_vtable,
-};
+FG_PLUGIN_DEFINE_VTABLE(fg_data_vtable, FG_KIND_DATA, 0, "csv", "1.0.0",
+                        "numeric CSV tables: feature columns and a target column by name "
+                        "(classification or regression)",
+                        FG_PLUGIN_OPTIONS(csv_options), csv_init, csv_deinit,
+                        .open = csv_open, .close = csv_close, .read = csv_read);

@@ -275,20 +275,32 @@ static fg_status check_no_trailing_data(idx_source *src, const idx_array *a, con
     return FG_OK;
 }
 
-fg_status idx_file_read(const char *path, int expected_rank, const char *what, idx_array *out,
-                        fg_error *err)
+/* Opens path and reads its header into out: on FG_OK src is open, otherwise closed. */
+static fg_status open_with_header(idx_source *src, const char *path, int expected_rank,
+                                  const char *what, idx_array *out, fg_error *err)
 {
     memset(out, 0, sizeof *out);
     if (expected_rank < 1 || expected_rank > IDX_MAX_RANK)
         return fg_error_set(err, FG_INTERNAL, "idx: %s: rank %d is not supported", path,
                             expected_rank);
-    idx_source src;
-    fg_status st = source_open(&src, path, err);
+    fg_status st = source_open(src, path, err);
     if (st != FG_OK)
         return st;
-    st = read_header(&src, expected_rank, what, out, err);
+    st = read_header(src, expected_rank, what, out, err);
     if (st != FG_OK)
-        goto fail;
+        source_close(src);
+    return st;
+}
+
+fg_status idx_file_read(const char *path, int expected_rank, const char *what, idx_array *out,
+                        fg_error *err)
+{
+    idx_source src;
+    fg_status st = open_with_header(&src, path, expected_rank, what, out, err);
+    if (st != FG_OK) {
+        idx_array_free(out);
+        return st;
+    }
     int64_t header_bytes = 4 + 4 * (int64_t)expected_rank;
     int64_t total = out->count * out->item_bytes; /* < 2^32 * 2^24: no overflow */
     src.expected = header_bytes + total;
@@ -320,16 +332,10 @@ fail:
 fg_status idx_file_read_header(const char *path, int expected_rank, const char *what,
                                idx_array *out, fg_error *err)
 {
-    memset(out, 0, sizeof *out);
-    if (expected_rank < 1 || expected_rank > IDX_MAX_RANK)
-        return fg_error_set(err, FG_INTERNAL, "idx: %s: rank %d is not supported", path,
-                            expected_rank);
     idx_source src;
-    fg_status st = source_open(&src, path, err);
-    if (st != FG_OK)
-        return st;
-    st = read_header(&src, expected_rank, what, out, err);
-    source_close(&src);
+    fg_status st = open_with_header(&src, path, expected_rank, what, out, err);
+    if (st == FG_OK)
+        source_close(&src);
     return st;
 }
 

@@ -5,9 +5,11 @@
 #include <string.h>
 
 #include "fulgur/data.h"
+#include "data_path.h"
 #include "data_plugin.h"
 #include "idx_dataset.h"
 #include "idx_file.h"
+#include "plugin_created.h"
 
 #define NO_RANGE .min = 1, .max = 0
 
@@ -52,20 +54,6 @@ static fg_status option_failure(const char *key, fg_status st, fg_error *err)
                         "idx: cannot read option %s: %s", key, fg_status_name(st));
 }
 
-/* dir/name unless name is absolute or empty; the result is malloc'd. */
-static fg_status resolve_path(const char *dir, const char *name, char **out, fg_error *err)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    *out = malloc(n);
-    if (!*out)
-        return fg_error_set(err, FG_OUT_OF_MEMORY, "idx: out of memory for the path of %s", name);
-    if (name[0] == '\0' || name[0] == '/' || dir[0] == '\0')
-        snprintf(*out, n, "%s", name);
-    else
-        snprintf(*out, n, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name);
-    return FG_OK;
-}
-
 static fg_status read_path(const fg_host *host, const char *dir, const char *key, char **out,
                            fg_error *err)
 {
@@ -73,7 +61,7 @@ static fg_status read_path(const fg_host *host, const char *dir, const char *key
     fg_status st = host->get_string(host, key, &name);
     if (st != FG_OK || !name)
         return option_failure(key, st, err);
-    return resolve_path(dir, name, out, err);
+    return fg_plugin_resolve_path("idx", dir, name, out, err);
 }
 
 static fg_status read_numbers(const fg_host *host, idx_state *s, fg_error *err)
@@ -135,12 +123,7 @@ static fg_status idx_init(const fg_host *host, void **state, fg_error *err)
         st = read_path(host, dir, "test_labels", &s->test_labels, err);
     if (st == FG_OK)
         st = read_numbers(host, s, err);
-    if (st != FG_OK) {
-        idx_deinit(s);
-        return st;
-    }
-    *state = s;
-    return FG_OK;
+    return FG_PLUGIN_CREATED(st, s, state, idx_deinit);
 }
 
 /* ---- the data vtable --------------------------------------------------------------- */
@@ -244,20 +227,8 @@ static fg_status idx_read(void *state, void *dataset, const fg_data_read_args *a
     return idx_dataset_read(dataset, indices, count, samples, labels, err);
 }
 
-static const fg_data_vtable idx_vtable = {
-    .struct_size = sizeof(fg_data_vtable),
-    .open = idx_open,
-    .close = idx_close,
-    .read = idx_read,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_DATA, 0),
-    .name = "idx",
-    .version = "1.0.0",
-    .description = "MNIST-format IDX image/label files, plain or gzip (Fashion-MNIST by default)",
-    FG_PLUGIN_OPTIONS(idx_options),
-    .init = idx_init,
-    .deinit = idx_deinit,
-    .vtable = &idx_vtable,
-};
+FG_PLUGIN_DEFINE_VTABLE(fg_data_vtable, FG_KIND_DATA, 0, "idx", "1.0.0",
+                        "MNIST-format IDX image/label files, plain or gzip (Fashion-MNIST by "
+                        "default)",
+                        FG_PLUGIN_OPTIONS(idx_options), idx_init, idx_deinit,
+                        .open = idx_open, .close = idx_close, .read = idx_read);

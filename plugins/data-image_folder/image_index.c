@@ -4,6 +4,8 @@
 
 #include "image_index.h"
 
+#include "grow_array.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -124,17 +126,9 @@ static fg_status add_entry(image_index *ix, const char *rel_dir, const char *nam
                            fg_error *err)
 {
     size_t dir_len = strlen(rel_dir), need = dir_len + 1 + strlen(name) + 1;
-    if (ix->names_size + need > ix->names_cap) {
-        size_t cap = ix->names_cap ? 2 * ix->names_cap : 1 << 16;
-        while (cap < ix->names_size + need)
-            cap *= 2;
-        char *names = realloc(ix->names, cap);
-        if (!names)
-            return fg_error_set(err, FG_OUT_OF_MEMORY, "image_folder: out of memory indexing %s",
-                                ix->root);
-        ix->names = names;
-        ix->names_cap = cap;
-    }
+    if (fg_plugin_grow_array(&ix->names, &ix->names_cap, ix->names_size + need, 1 << 16, 1) != 0)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "image_folder: out of memory indexing %s",
+                            ix->root);
     if ((ix->count & (ix->count - 1)) == 0) { /* a power of two (or 0): grow */
         size_t cap = ix->count ? 2 * (size_t)ix->count : 1;
         image_entry *entries = realloc(ix->entries, cap * sizeof *entries);

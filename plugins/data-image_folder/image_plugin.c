@@ -12,6 +12,7 @@
 #include "image_decode.h"
 #include "image_index.h"
 #include "image_pipeline.h"
+#include "plugin_created.h"
 
 #define NO_RANGE .min = 1, .max = 0
 #define PATH_BYTES 4096
@@ -96,12 +97,7 @@ static fg_status image_init(const fg_host *host, void **state, fg_error *err)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "image_folder: out of memory");
     s->host = host;
     fg_status st = image_config_read(host, &s->cfg, err);
-    if (st != FG_OK) {
-        free(s);
-        return st;
-    }
-    *state = s;
-    return FG_OK;
+    return FG_PLUGIN_CREATED(st, s, state, free);
 }
 
 /* ---- open ---------------------------------------------------------------------------- */
@@ -267,21 +263,8 @@ static fg_status image_read(void *state, void *dataset, const fg_data_read_args 
     return FG_OK;
 }
 
-static const fg_data_vtable image_vtable = {
-    .struct_size = sizeof(fg_data_vtable),
-    .open = image_open,
-    .close = image_close,
-    .read = image_read,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_DATA, 0),
-    .name = "image_folder",
-    .version = "1.0.0",
-    .description = "PNG/JPEG class folders (torchvision's ImageFolder), decoded and augmented "
-                   "on the loader's workers",
-    FG_PLUGIN_OPTIONS(image_options),
-    .init = image_init,
-    .deinit = image_deinit,
-    .vtable = &image_vtable,
-};
+FG_PLUGIN_DEFINE_VTABLE(fg_data_vtable, FG_KIND_DATA, 0, "image_folder", "1.0.0",
+                        "PNG/JPEG class folders (torchvision's ImageFolder), decoded and augmented "
+                        "on the loader's workers",
+                        FG_PLUGIN_OPTIONS(image_options), image_init, image_deinit,
+                        .open = image_open, .close = image_close, .read = image_read);

@@ -7,6 +7,7 @@
 #include "data_plugin.h"
 #include "synthetic_gen.h"
 #include "synthetic_shape.h"
+#include "plugin_created.h"
 
 #define NO_RANGE .min = 1, .max = 0
 #define SIZE_RANGE .min = 0, .max = 1e12
@@ -100,12 +101,7 @@ static fg_status synthetic_init(const fg_host *host, void **state, fg_error *err
     if (st == FG_OK)
         st = synthetic_model_create(&s->model, (uint64_t)seed, elements, (int32_t)num_classes,
                                     err);
-    if (st != FG_OK) {
-        synthetic_deinit(s);
-        return st;
-    }
-    *state = s;
-    return FG_OK;
+    return FG_PLUGIN_CREATED(st, s, state, synthetic_deinit);
 }
 
 /* ---- the data vtable --------------------------------------------------------------- */
@@ -170,20 +166,8 @@ static fg_status synthetic_read(void *state, void *dataset, const fg_data_read_a
     return FG_OK;
 }
 
-static const fg_data_vtable synthetic_vtable = {
-    .struct_size = sizeof(fg_data_vtable),
-    .open = synthetic_open,
-    .close = synthetic_close,
-    .read = synthetic_read,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_DATA, 0),
-    .name = "synthetic",
-    .version = "1.0.0",
-    .description = "deterministic random samples in [0,1) with labels a linear model can learn",
-    FG_PLUGIN_OPTIONS(synthetic_options),
-    .init = synthetic_init,
-    .deinit = synthetic_deinit,
-    .vtable = &synthetic_vtable,
-};
+FG_PLUGIN_DEFINE_VTABLE(fg_data_vtable, FG_KIND_DATA, 0, "synthetic", "1.0.0",
+                        "deterministic random samples in [0,1) with labels a linear model can "
+                        "learn",
+                        FG_PLUGIN_OPTIONS(synthetic_options), synthetic_init, synthetic_deinit,
+                        .open = synthetic_open, .close = synthetic_close, .read = synthetic_read);

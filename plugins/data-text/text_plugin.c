@@ -9,6 +9,7 @@
 #include "plugin_options.h"
 #include "text_corpus.h"
 #include "token_windows.h"
+#include "plugin_created.h"
 
 #define NO_RANGE .min = 1, .max = 0
 
@@ -106,12 +107,7 @@ static fg_status text_init(const fg_host *host, void **state, fg_error *err)
     fg_status st = fg_token_window_options_read(host, "text", &s->win, err);
     if (st == FG_OK)
         st = read_corpus(host, s, err);
-    if (st != FG_OK) {
-        text_deinit(s);
-        return st;
-    }
-    *state = s;
-    return FG_OK;
+    return FG_PLUGIN_CREATED(st, s, state, text_deinit);
 }
 
 static fg_status text_open(void *state, int split, void **dataset, fg_dataset_info *info,
@@ -153,21 +149,8 @@ static fg_status text_read(void *state, void *dataset, const fg_data_read_args *
     return fg_token_dataset_read("text", dataset, args, indices, count, samples, labels, err);
 }
 
-static const fg_data_vtable text_vtable = {
-    .struct_size = sizeof(fg_data_vtable),
-    .open = text_open,
-    .close = text_close,
-    .read = text_read,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_DATA, 0),
-    .name = "text",
-    .version = "1.0.0",
-    .description = "byte-level language-model windows of UTF-8 text files (vocab 256), "
-                   "train/val split by fraction at a fixed seed",
-    FG_PLUGIN_OPTIONS(text_options),
-    .init = text_init,
-    .deinit = text_deinit,
-    .vtable = &text_vtable,
-};
+FG_PLUGIN_DEFINE_VTABLE(fg_data_vtable, FG_KIND_DATA, 0, "text", "1.0.0",
+                        "byte-level language-model windows of UTF-8 text files (vocab 256), "
+                        "train/val split by fraction at a fixed seed",
+                        FG_PLUGIN_OPTIONS(text_options), text_init, text_deinit,
+                        .open = text_open, .close = text_close, .read = text_read);

@@ -10,6 +10,7 @@
 #include "plugin_options.h"
 #include "token_windows.h"
 #include "tokens_shards.h"
+#include "plugin_created.h"
 
 #define NO_RANGE .min = 1, .max = 0
 
@@ -109,12 +110,7 @@ static fg_status tokens_init(const fg_host *host, void **state, fg_error *err)
     fg_status st = read_files(host, s, err);
     if (st == FG_OK)
         st = read_format(host, s, err);
-    if (st != FG_OK) {
-        tokens_deinit(s);
-        return st;
-    }
-    *state = s;
-    return FG_OK;
+    return FG_PLUGIN_CREATED(st, s, state, tokens_deinit);
 }
 
 static void tokens_close(void *state, void *dataset)
@@ -173,21 +169,8 @@ static fg_status tokens_read(void *state, void *dataset, const fg_data_read_args
                                  err);
 }
 
-static const fg_data_vtable tokens_vtable = {
-    .struct_size = sizeof(fg_data_vtable),
-    .open = tokens_open,
-    .close = tokens_close,
-    .read = tokens_read,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_DATA, 0),
-    .name = "tokens",
-    .version = "1.0.0",
-    .description = "language-model windows of pre-tokenized files (nanoGPT raw uint16, "
-                   "llm.c headered uint16)",
-    FG_PLUGIN_OPTIONS(tokens_options),
-    .init = tokens_init,
-    .deinit = tokens_deinit,
-    .vtable = &tokens_vtable,
-};
+FG_PLUGIN_DEFINE_VTABLE(fg_data_vtable, FG_KIND_DATA, 0, "tokens", "1.0.0",
+                        "language-model windows of pre-tokenized files (nanoGPT raw uint16, llm.c "
+                        "headered uint16)",
+                        FG_PLUGIN_OPTIONS(tokens_options), tokens_init, tokens_deinit,
+                        .open = tokens_open, .close = tokens_close, .read = tokens_read);

@@ -38,20 +38,8 @@ static fg_status bf16_info(void *state, fg_precision_info *out, fg_error *err)
     return fg_plugin_precision_info(out, FG_BF16, FG_BF16, grad, 1, 0);
 }
 
-static const fg_precision_vtable vtable = {
-    .struct_size = sizeof(fg_precision_vtable),
-    .info = bf16_info,
-    .loss_scale = fg_plugin_unscaled_loss_scale,
-    .update_scale = fg_plugin_unscaled_update_scale,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_PRECISION, 0),
-    .name = "bf16-mixed",
-    .version = "1.0.0",
-    .description = "bfloat16 forward/backward from f32 master weights; no loss scaling",
-    FG_PLUGIN_OPTIONS(bf16_options),
-    .init = bf16_init,
-    .deinit = bf16_deinit,
-    .vtable = &vtable,
-};
+FG_PLUGIN_DEFINE_VTABLE(fg_precision_vtable, FG_KIND_PRECISION, 0, "bf16-mixed", "1.0.0",
+                        "bfloat16 forward/backward from f32 master weights; no loss scaling",
+                        FG_PLUGIN_OPTIONS(bf16_options), bf16_init, bf16_deinit,
+                        .info = bf16_info, .loss_scale = fg_plugin_unscaled_loss_scale,
+                        .update_scale = fg_plugin_unscaled_update_scale);

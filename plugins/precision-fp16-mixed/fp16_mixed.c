@@ -117,13 +117,6 @@ static const fg_precision_vtable vtable = {
     .scaler_rule = fp16_scaler_rule,
 };
 
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_PRECISION, 0),
-    .name = "fp16-mixed",
-    .version = "1.0.0",
-    .description = "float16 forward/backward from f32 master weights, dynamic loss scaling",
-    FG_PLUGIN_OPTIONS(fp16_options),
-    .init = fp16_init,
-    .deinit = fp16_deinit,
-    .vtable = &vtable,
-};
+FG_PLUGIN_DEFINE(FG_KIND_PRECISION, 0, "fp16-mixed", "1.0.0",
+                 "float16 forward/backward from f32 master weights, dynamic loss scaling",
+                 FG_PLUGIN_OPTIONS(fp16_options), fp16_init, fp16_deinit, &vtable);

@@ -81,13 +81,6 @@ static const fg_precision_vtable vtable = {
     .update_scale = fg_plugin_unscaled_update_scale,
 };
 
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_PRECISION, 9),
-    .name = "fp8-mixed",
-    .version = "1.0.0",
-    .description = "bf16-mixed with linear layers' gemms in fp8 (delayed scaling); CUDA, sm_89+",
-    FG_PLUGIN_OPTIONS(fp8_options),
-    .init = fp8_init,
-    .deinit = fp8_deinit,
-    .vtable = &vtable,
-};
+FG_PLUGIN_DEFINE(FG_KIND_PRECISION, 9, "fp8-mixed", "1.0.0",
+                 "bf16-mixed with linear layers' gemms in fp8 (delayed scaling); CUDA, sm_89+",
+                 FG_PLUGIN_OPTIONS(fp8_options), fp8_init, fp8_deinit, &vtable);

@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include "ddp.h"
+#include "rank_peers.h"
+#include "plugin_created.h"
 
 static const fg_option options[] = {
     {"bucket_mb", FG_OPT_FLOAT, "25", 1e-6, 1e6, NULL,
@@ -31,14 +33,9 @@ static const fg_option options[] = {
 /* The comm and backend this strategy drives, and the rank's device. */
 static fg_status bind_peers(ddp *d, int64_t device, fg_error *err)
 {
-    const fg_host *h = d->host;
-    const void *vt = NULL;
-    fg_error e = {0};
-    if (h->find_plugin(h, FG_KIND_COMM, &vt, &d->comm_state, &e) != FG_OK)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "strategy.ddp needs a [comm] section "
-                            "(name = mpi) and runs one process per device: mpirun -n N fulgur "
-                            "fit CONFIG");
-    d->comm = vt;
+    fg_status st = fg_plugin_find_rank_comm(d->host, "strategy.ddp", &d->comm, &d->comm_state,
+                                            err);
+    if (st != FG_OK) return st;
     if (!FG_HAS_FIELD(d->comm, fg_comm_vtable, barrier) || !d->comm->topology ||
         !d->comm->all_reduce || !d->comm->broadcast)
         return fg_error_set(err, FG_INCOMPATIBLE, "strategy.ddp: the [comm] plugin lacks "
@@ -46,21 +43,10 @@ static fg_status bind_peers(ddp *d, int64_t device, fg_error *err)
     d->overlap = FG_HAS_FIELD(d->comm, fg_comm_vtable, wait) && d->comm->all_reduce_start &&
                  d->comm->test && d->comm->wait;
     d->topo.struct_size = sizeof d->topo;
-    fg_status st = d->comm->topology(d->comm_state, &d->topo, err);
+    st = d->comm->topology(d->comm_state, &d->topo, err);
     if (st != FG_OK) return st;
-    if (h->find_plugin(h, FG_KIND_BACKEND, &vt, &d->be_state, &e) != FG_OK)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "strategy.ddp: %s", e.message);
-    d->be = vt;
-    int count = 0;
-    if (!d->be->device_count || (st = d->be->device_count(d->be_state, &count, err)) != FG_OK)
-        return st != FG_OK ? st : fg_error_set(err, FG_INCOMPATIBLE, "strategy.ddp: the "
-                                               "backend cannot count its devices");
-    if (count < 1) return fg_error_set(err, FG_UNAVAILABLE, "strategy.ddp: the backend has no devices");
-    if (device >= count)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] device = %lld, but the backend has "
-                            "%d device(s)", h->section, (long long)device, count);
-    d->device = device >= 0 ? (int)device : d->topo.local_rank % count;
-    return FG_OK;
+    return fg_plugin_bind_rank_device(d->host, "strategy.ddp", device, d->topo.local_rank,
+                                      &d->be, &d->be_state, &d->device, err);
 }
 
 static fg_status ddp_init(const fg_host *host, void **state, fg_error *err)
@@ -79,12 +65,7 @@ static fg_status ddp_init(const fg_host *host, void **state, fg_error *err)
     fg_status st = d->bucket_mb > 0 ? bind_peers(d, device, err)
                                     : fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] bucket_mb "
                                                    "must be > 0", host->section);
-    if (st != FG_OK) {
-        free(d);
-        return st;
-    }
-    *state = d;
-    return FG_OK;
+    return FG_PLUGIN_CREATED(st, d, state, free);
 }
 
 static void ddp_deinit(void *state) { free(state); }
@@ -311,32 +292,14 @@ static fg_status ddp_memory_report(void *state, int i, fg_memory_report *out, fg
     return s->svc->memory(s->svc->ctx, s->replica, out, err);
 }
 
-static const fg_strategy_vtable vtable = {
-    .struct_size = sizeof(fg_strategy_vtable),
-    .info = ddp_info,
-    .setup = ddp_setup,
-    .teardown = ddp_teardown,
-    .train_step = ddp_train_step,
-    .optimizer_step = ddp_optimizer_step,
-    .eval_step = ddp_eval_step,
-    .read_metrics = ddp_read_metrics,
-    .primary_replica = ddp_primary,
-    .sync_grads = ddp_sync_grads,
-    .grad_norm_sq = ddp_grad_norm_sq,
-    .scale_grads = ddp_scale_grads,
-    .memory_report = ddp_memory_report,
-    .gather_state = ddp_gather_state,
-    .scatter_state = ddp_scatter_state,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_STRATEGY, 0),
-    .name = "ddp",
-    .version = "1.0.0",
-    .description = "distributed data parallel: one process per device, bucketed gradient "
-                   "all-reduce overlapping backward",
-    FG_PLUGIN_OPTIONS(options),
-    .init = ddp_init,
-    .deinit = ddp_deinit,
-    .vtable = &vtable,
-};
+FG_PLUGIN_DEFINE_VTABLE(fg_strategy_vtable, FG_KIND_STRATEGY, 0, "ddp", "1.0.0",
+                        "distributed data parallel: one process per device, bucketed gradient "
+                        "all-reduce overlapping backward",
+                        FG_PLUGIN_OPTIONS(options), ddp_init, ddp_deinit,
+                        .info = ddp_info, .setup = ddp_setup, .teardown = ddp_teardown,
+                        .train_step = ddp_train_step, .optimizer_step = ddp_optimizer_step,
+                        .eval_step = ddp_eval_step, .read_metrics = ddp_read_metrics,
+                        .primary_replica = ddp_primary, .sync_grads = ddp_sync_grads,
+                        .grad_norm_sq = ddp_grad_norm_sq, .scale_grads = ddp_scale_grads,
+                        .memory_report = ddp_memory_report, .gather_state = ddp_gather_state,
+                        .scatter_state = ddp_scatter_state);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "dp.h"
+#include "plugin_created.h"
 
 static const fg_option options[] = {
     {"devices", FG_OPT_INT, "0", 0, DP_MAX_DEVICES, NULL,
@@ -42,12 +43,7 @@ static fg_status dp_init(const fg_host *host, void **state, fg_error *err)
     int64_t devices = 0;
     host->get_int(host, "devices", &devices);
     fg_status st = bind_backend(d, devices, err);
-    if (st != FG_OK) {
-        free(d);
-        return st;
-    }
-    *state = d;
-    return FG_OK;
+    return FG_PLUGIN_CREATED(st, d, state, free);
 }
 
 static void dp_deinit(void *state) { free(state); }
@@ -209,30 +205,13 @@ static fg_status dp_memory_report(void *state, int i, fg_memory_report *out, fg_
     return st;
 }
 
-static const fg_strategy_vtable vtable = {
-    .struct_size = sizeof(fg_strategy_vtable),
-    .info = dp_info,
-    .setup = dp_setup,
-    .teardown = dp_teardown,
-    .train_step = dp_train_step,
-    .optimizer_step = dp_optimizer_step,
-    .eval_step = dp_eval_step,
-    .read_metrics = dp_read_metrics,
-    .primary_replica = dp_primary,
-    .sync_grads = dp_sync_grads,
-    .grad_norm_sq = dp_grad_norm_sq,
-    .scale_grads = dp_scale_grads,
-    .memory_report = dp_memory_report,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_STRATEGY, 0),
-    .name = "dp",
-    .version = "1.0.0",
-    .description = "data parallel in one process: each batch split over N devices, "
-                   "gradients summed on device 0, parameters copied back (use ddp for speed)",
-    FG_PLUGIN_OPTIONS(options),
-    .init = dp_init,
-    .deinit = dp_deinit,
-    .vtable = &vtable,
-};
+FG_PLUGIN_DEFINE_VTABLE(fg_strategy_vtable, FG_KIND_STRATEGY, 0, "dp", "1.0.0",
+                        "data parallel in one process: each batch split over N devices, gradients "
+                        "summed on device 0, parameters copied back (use ddp for speed)",
+                        FG_PLUGIN_OPTIONS(options), dp_init, dp_deinit,
+                        .info = dp_info, .setup = dp_setup, .teardown = dp_teardown,
+                        .train_step = dp_train_step, .optimizer_step = dp_optimizer_step,
+                        .eval_step = dp_eval_step, .read_metrics = dp_read_metrics,
+                        .primary_replica = dp_primary, .sync_grads = dp_sync_grads,
+                        .grad_norm_sq = dp_grad_norm_sq, .scale_grads = dp_scale_grads,
+                        .memory_report = dp_memory_report);

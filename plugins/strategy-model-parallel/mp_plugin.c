@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "mp.h"
+#include "plugin_created.h"
 
 static const fg_option options[] = {
     {"split", FG_OPT_LIST, "", 1, 0, NULL,
@@ -71,12 +72,7 @@ static fg_status mp_init(const fg_host *host, void **state, fg_error *err)
     d->host = host;
     fg_status st = read_keys(d, err);
     if (st == FG_OK) st = bind_backend(d, err);
-    if (st != FG_OK) {
-        free(d);
-        return st;
-    }
-    *state = d;
-    return FG_OK;
+    return FG_PLUGIN_CREATED(st, d, state, free);
 }
 
 static void mp_deinit(void *state) { free(state); }
@@ -340,32 +336,14 @@ static fg_status mp_scale_grads(void *state, float factor, float clamp, fg_error
     return FG_OK;
 }
 
-static const fg_strategy_vtable vtable = {
-    .struct_size = sizeof(fg_strategy_vtable),
-    .info = mp_info,
-    .setup = mp_setup,
-    .teardown = mp_teardown,
-    .train_step = mp_train_step,
-    .optimizer_step = mp_optimizer_step,
-    .eval_step = mp_eval_step,
-    .read_metrics = mp_read_metrics,
-    .primary_replica = mp_primary,
-    .sync_grads = mp_sync_grads,
-    .grad_norm_sq = mp_grad_norm_sq,
-    .scale_grads = mp_scale_grads,
-    .memory_report = mp_memory_report,
-    .gather_state = mp_gather_state,
-    .scatter_state = mp_scatter_state,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_STRATEGY, 0),
-    .name = "model-parallel",
-    .version = "1.0.0",
-    .description = "pipeline: layers split into stages on the devices of one process, "
-                   "micro-batches on a GPipe schedule",
-    FG_PLUGIN_OPTIONS(options),
-    .init = mp_init,
-    .deinit = mp_deinit,
-    .vtable = &vtable,
-};
+FG_PLUGIN_DEFINE_VTABLE(fg_strategy_vtable, FG_KIND_STRATEGY, 0, "model-parallel", "1.0.0",
+                        "pipeline: layers split into stages on the devices of one process, "
+                        "micro-batches on a GPipe schedule",
+                        FG_PLUGIN_OPTIONS(options), mp_init, mp_deinit,
+                        .info = mp_info, .setup = mp_setup, .teardown = mp_teardown,
+                        .train_step = mp_train_step, .optimizer_step = mp_optimizer_step,
+                        .eval_step = mp_eval_step, .read_metrics = mp_read_metrics,
+                        .primary_replica = mp_primary, .sync_grads = mp_sync_grads,
+                        .grad_norm_sq = mp_grad_norm_sq, .scale_grads = mp_scale_grads,
+                        .memory_report = mp_memory_report, .gather_state = mp_gather_state,
+                        .scatter_state = mp_scatter_state);

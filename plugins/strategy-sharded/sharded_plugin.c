@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rank_peers.h"
 #include "sharded.h"
 
 static const fg_option options[] = {
@@ -25,14 +26,9 @@ static const fg_option options[] = {
 
 static fg_status bind_peers(sharded *s, int64_t device, fg_error *err)
 {
-    const fg_host *h = s->host;
-    const void *vt = NULL;
-    fg_error e = {0};
-    if (h->find_plugin(h, FG_KIND_COMM, &vt, &s->comm_state, &e) != FG_OK)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "strategy.sharded needs a [comm] section "
-                            "(name = mpi) and runs one process per device: mpirun -n N fulgur "
-                            "fit CONFIG");
-    s->comm = vt;
+    fg_status st = fg_plugin_find_rank_comm(s->host, "strategy.sharded", &s->comm,
+                                            &s->comm_state, err);
+    if (st != FG_OK) return st;
     if (!FG_HAS_FIELD(s->comm, fg_comm_vtable, all_gather_v_start) || !s->comm->topology ||
         !s->comm->all_reduce || !s->comm->all_reduce_start || !s->comm->wait || !s->comm->test ||
         !s->comm->send || !s->comm->recv || !s->comm->reduce_scatter_v_start ||
@@ -41,25 +37,14 @@ static fg_status bind_peers(sharded *s, int64_t device, fg_error *err)
                             "started collectives with per-rank counts (reduce_scatter_v_start, "
                             "all_gather_v_start) or send/recv");
     s->topo.struct_size = sizeof s->topo;
-    fg_status st = s->comm->topology(s->comm_state, &s->topo, err);
+    st = s->comm->topology(s->comm_state, &s->topo, err);
     if (st != FG_OK) return st;
-    if (h->find_plugin(h, FG_KIND_BACKEND, &vt, &s->be_state, &e) != FG_OK)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "strategy.sharded: %s", e.message);
-    s->be = vt;
-    int count = 0;
-    if (!s->be->device_count || (st = s->be->device_count(s->be_state, &count, err)) != FG_OK)
-        return st != FG_OK ? st : fg_error_set(err, FG_INCOMPATIBLE, "strategy.sharded: the "
-                                               "backend cannot count its devices");
-    if (count < 1)
-        return fg_error_set(err, FG_UNAVAILABLE, "strategy.sharded: the backend has no devices");
-    if (device >= count)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] device = %lld, but the backend has "
-                            "%d device(s)", h->section, (long long)device, count);
-    if (!s->be->axpy || !s->be->sum_squares || !s->be->scale || !s->be->fill)
+    st = fg_plugin_bind_rank_device(s->host, "strategy.sharded", device, s->topo.local_rank,
+                                    &s->be, &s->be_state, &s->device, err);
+    if (st == FG_OK && (!s->be->axpy || !s->be->sum_squares || !s->be->scale || !s->be->fill))
         return fg_error_set(err, FG_INCOMPATIBLE, "strategy.sharded: the backend lacks "
                             "axpy/sum_squares/scale/fill");
-    s->device = device >= 0 ? (int)device : s->topo.local_rank % count;
-    return FG_OK;
+    return st;
 }
 
 static fg_status sh_init(const fg_host *host, void **state, fg_error *err)
@@ -486,34 +471,15 @@ static void *sh_primary(void *state)
     return s->stage < 3 ? s->replica : NULL;
 }
 
-static const fg_strategy_vtable vtable = {
-    .struct_size = sizeof(fg_strategy_vtable),
-    .info = sh_info,
-    .setup = sh_setup,
-    .teardown = sh_teardown,
-    .train_step = sh_train_step,
-    .optimizer_step = sh_optimizer_step,
-    .eval_step = sh_eval_step,
-    .read_metrics = sh_read_metrics,
-    .primary_replica = sh_primary,
-    .sync_grads = sh_sync_grads,
-    .grad_norm_sq = sh_grad_norm_sq,
-    .scale_grads = sh_scale_grads,
-    .memory_report = sh_memory_report,
-    .gather_state = sh_gather_state,
-    .scatter_state = sh_scatter_state,
-    .shard_describe = sh_shard_describe,
-    .shard_read = sh_shard_read,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_STRATEGY, 0),
-    .name = "sharded",
-    .version = "1.0.0",
-    .description = "ZeRO sharding, one process per device: optimizer state (stage 1), "
-                   "gradients (2) and parameters (3) split across ranks",
-    FG_PLUGIN_OPTIONS(options),
-    .init = sh_init,
-    .deinit = sh_deinit,
-    .vtable = &vtable,
-};
+FG_PLUGIN_DEFINE_VTABLE(fg_strategy_vtable, FG_KIND_STRATEGY, 0, "sharded", "1.0.0",
+                        "ZeRO sharding, one process per device: optimizer state (stage 1), "
+                        "gradients (2) and parameters (3) split across ranks",
+                        FG_PLUGIN_OPTIONS(options), sh_init, sh_deinit,
+                        .info = sh_info, .setup = sh_setup, .teardown = sh_teardown,
+                        .train_step = sh_train_step, .optimizer_step = sh_optimizer_step,
+                        .eval_step = sh_eval_step, .read_metrics = sh_read_metrics,
+                        .primary_replica = sh_primary, .sync_grads = sh_sync_grads,
+                        .grad_norm_sq = sh_grad_norm_sq, .scale_grads = sh_scale_grads,
+                        .memory_report = sh_memory_report, .gather_state = sh_gather_state,
+                        .scatter_state = sh_scatter_state, .shard_describe = sh_shard_describe,
+                        .shard_read = sh_shard_read);

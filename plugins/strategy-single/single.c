@@ -180,31 +180,14 @@ static fg_status single_memory_report(void *state, int i, fg_memory_report *out,
     return s->svc->memory(s->svc->ctx, s->replica, out, err);
 }
 
-static const fg_strategy_vtable vtable = {
-    .struct_size = sizeof(fg_strategy_vtable),
-    .info = single_info,
-    .setup = single_setup,
-    .teardown = single_teardown,
-    .train_step = single_train_step,
-    .optimizer_step = single_optimizer_step,
-    .eval_step = single_eval_step,
-    .read_metrics = single_read_metrics,
-    .primary_replica = single_primary,
-    .sync_grads = NULL, /* one replica: nothing to reduce */
-    .grad_norm_sq = single_grad_norm_sq,
-    .scale_grads = single_scale_grads,
-    .memory_report = single_memory_report,
-    .gather_state = single_gather_state,
-    .scatter_state = single_scatter_state,
-};
-
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_STRATEGY, 0),
-    .name = "single",
-    .version = "1.0.0",
-    .description = "one device, one replica: forward, backward, optimizer step",
-    FG_PLUGIN_OPTIONS(options),
-    .init = single_init,
-    .deinit = single_deinit,
-    .vtable = &vtable,
-};
+FG_PLUGIN_DEFINE_VTABLE(fg_strategy_vtable, FG_KIND_STRATEGY, 0, "single", "1.0.0",
+                        "one device, one replica: forward, backward, optimizer step",
+                        FG_PLUGIN_OPTIONS(options), single_init, single_deinit,
+                        .info = single_info, .setup = single_setup, .teardown = single_teardown,
+                        .train_step = single_train_step, .optimizer_step = single_optimizer_step,
+                        .eval_step = single_eval_step, .read_metrics = single_read_metrics,
+                        .primary_replica = single_primary,
+                        .sync_grads = NULL, /* one replica: nothing to reduce */
+                        .grad_norm_sq = single_grad_norm_sq, .scale_grads = single_scale_grads,
+                        .memory_report = single_memory_report, .gather_state = single_gather_state,
+                        .scatter_state = single_scatter_state);

@@ -96,22 +96,13 @@ static fg_status my_callback_on_event(void *state, const fg_event *event,
     return FG_OK;
 }
 
-/* The kind's vtable; struct_size lets a newer host see which functions this build has. */
-static const fg_callback_vtable my_callback_vtable = {
-    .struct_size = sizeof(fg_callback_vtable),
-    .on_event = my_callback_on_event,
-};
-
-/* The one exported symbol. The host reads it without running any code above: kind, name
- * (must match the file name fulgur-callback-my_callback.so), versions, options. The 0 in
- * FG_PLUGIN_HEADER is the oldest host ABI minor whose fields this plugin uses. */
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_CALLBACK, 0),
-    .name = "my_callback",
-    .version = MY_CALLBACK_VERSION,
-    .description = "logs training metrics every n steps and stops below a loss threshold",
-    FG_PLUGIN_OPTIONS(my_callback_options),
-    .init = my_callback_init,
-    .deinit = my_callback_deinit,
-    .vtable = &my_callback_vtable,
-};
+/* The one exported symbol and the kind's vtable, in one statement (callback.h). The host
+ * reads the descriptor without running any code above: kind, name (must match the file
+ * name fulgur-callback-my_callback.so), version, description, options; then init, deinit,
+ * and the vtable (on_event, and requests: NULL, nothing to ask). A callback defined this
+ * way needs host ABI minor 0; FG_PLUGIN_DEFINE_VTABLE (plugin.h) takes the minor and any
+ * kind's vtable entries. */
+FG_CALLBACK_PLUGIN_DEFINE("my_callback", MY_CALLBACK_VERSION,
+                          "logs training metrics every n steps and stops below a loss threshold",
+                          FG_PLUGIN_OPTIONS(my_callback_options), my_callback_init,
+                          my_callback_deinit, my_callback_on_event, NULL);

@@ -124,7 +124,7 @@ assert rows and all(0 < float(r["time/forward_s"]) < float(r["time/step_s"]) for
 PY
   grep -qx '  max_epochs: 1' "$run/hparams.yaml" && grep -qx '  name: "idx"' "$run/hparams.yaml" \
     || fail "hparams.yaml: $(cat "$run/hparams.yaml")"
-  python3 "$here/../callbacks2/decode_tfevents.py" "$run"/tb/events.out.tfevents.* >"$tmp/tb" || fail "tensorboard file: $(cat "$tmp/tb")"
+  python3 "$here/../callbacks/output/decode_tfevents.py" "$run"/tb/events.out.tfevents.* >"$tmp/tb" || fail "tensorboard file: $(cat "$tmp/tb")"
   grep -qx '0 _hparams_/session_start_info trainer.max_epochs = 1.0' "$tmp/tb" && grep -qx '0 _hparams_/session_end_info status SUCCESS' "$tmp/tb" \
     && grep -q ' time/forward_s ' "$tmp/tb" || fail "tensorboard lacks hparams or time metrics: $(head -40 "$tmp/tb")"
   echo "ok: $(grep '^throughput: run mean' "$tmp/fit")"

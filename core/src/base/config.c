@@ -28,6 +28,7 @@
 #include <ini.h>
 
 #include "config.h"
+#include "core_util.h"
 
 /* A config is a page of text; anything near this size is a wrong file (or /dev/zero). */
 #define FG_CONFIG_MAX_BYTES (16L * 1024 * 1024)
@@ -465,12 +466,7 @@ static fg_status parse_text(const char *text, size_t len, const char *name, fg_c
         st = fg_error_set(err, FG_INVALID_ARGUMENT, "%s:%d: syntax error", name, rc);
     else if (st == FG_OK && rc < 0)
         st = fg_error_set(err, FG_OUT_OF_MEMORY, "%s: out of memory while parsing", name);
-    if (st != FG_OK) {
-        fg_config_destroy(cfg);
-        return st;
-    }
-    *out = cfg;
-    return FG_OK;
+    return FG_CREATED(st, cfg, out, fg_config_destroy);
 }
 
 fg_status fg_config_parse_string(const char *text, const char *name, fg_config **out,

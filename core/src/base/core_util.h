@@ -1,8 +1,34 @@
-/* What every core folder shares: the element count of an array, a monotonic clock. */
+/* What every core folder shares: the element count of an array, the end of a create
+ * function, a growing array, what a path names, a monotonic clock. */
 #ifndef FG_CORE_UTIL_H
 #define FG_CORE_UTIL_H
 
+#include <stddef.h>
+
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The end of a create function: on FG_OK the new object goes to *out, otherwise it is
+ * destroyed (destroy accepts a half-built one) and st returned. */
+#define FG_CREATED(st, obj, out, destroy)                                                  \
+    ((st) == FG_OK ? (*(out) = (obj), FG_OK) : ((destroy)(obj), (st)))
+
+/* Makes room for `need` elements of `elem` bytes in a growing array: `bufp` points at the
+ * array's pointer (NULL when empty; on POSIX every object pointer is a void *'s
+ * representation), `*cap` is its capacity in elements. Below `need`, the capacity goes to
+ * `first` (from 0) or doubles until it holds `need`, and the array is reallocated. 0 on
+ * success; -1 when out of memory, the array and *cap unchanged. */
+int fg_grow_array(void *bufp, size_t *cap, size_t need, size_t first, size_t elem);
+
+/* fg_grow_array of bytes. */
+int fg_grow_bytes(void *bufp, size_t *cap, size_t need, size_t first);
+
+/* Appends n bytes of src to a growing byte buffer of *len bytes used (fg_grow_bytes). */
+int fg_append_bytes(void *bufp, size_t *len, size_t *cap, const void *src, size_t n,
+                    size_t first);
+
+/* 1 when path names a regular file (a directory), following links; 0 otherwise. */
+int fg_is_regular_file(const char *path);
+int fg_is_directory(const char *path);
 
 /* Monotonic seconds, for durations: never the wall clock. */
 double fg_now_seconds(void);

@@ -2,6 +2,7 @@
  * (checkpoint_header.c); tensor bytes are read on demand with pread, so a reader holds one
  * tensor at a time, never the file. */
 #include "checkpoint.h"
+#include "core_util.h"
 #include "hf_index.h"
 
 #include <errno.h>
@@ -188,12 +189,7 @@ fg_status fg_ckpt_open(const char *path, fg_ckpt **out, fg_error *err)
     fg_status st = fg_hf_index_is(path) ? open_index(c, err) : read_header(c, err);
     if (st == FG_OK)
         st = fg_ckpt_check_trainer_meta(c, err);
-    if (st != FG_OK) {
-        fg_ckpt_close(c);
-        return st;
-    }
-    *out = c;
-    return FG_OK;
+    return FG_CREATED(st, c, out, fg_ckpt_close);
 }
 
 void fg_ckpt_close(fg_ckpt *c)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "copy_fence.h"
+#include "core_util.h"
 
 typedef struct fg_copy_buffer {
     float *x;         /* device: (sample_bytes) samples, or NULL */
@@ -104,12 +105,7 @@ fg_status fg_batch_copier_create(const fg_batch_copier_options *o, fg_batch_copi
         st = create_events(c, err);
     if (st == FG_OK && !c->direct)
         st = create_buffers(c, err);
-    if (st != FG_OK) {
-        fg_batch_copier_destroy(c);
-        return st;
-    }
-    *out = c;
-    return FG_OK;
+    return FG_CREATED(st, c, out, fg_batch_copier_destroy);
 }
 
 void fg_batch_copier_destroy(fg_batch_copier *c)

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core_util.h"
 #include "elf_check.h"
 #include "loader.h"
 
@@ -84,18 +85,6 @@ static int join_path(char *out, size_t out_size, const char *dir, const char *fi
 {
     int n = snprintf(out, out_size, "%s/%s", dir, file);
     return n >= 0 && (size_t)n < out_size;
-}
-
-static int is_regular_file(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static int is_directory(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 static int ends_with(const char *s, const char *suffix)
@@ -180,7 +169,7 @@ static int has_folder(const fg_loader *loader, const char *real)
 static fg_status add_default_path(fg_loader *loader, const char *dir, fg_error *err)
 {
     char real[PATH_MAX];
-    if (dir[0] == '\0' || realpath(dir, real) == NULL || !is_directory(real))
+    if (dir[0] == '\0' || realpath(dir, real) == NULL || !fg_is_directory(real))
         return FG_OK;
     if (has_folder(loader, real))
         return FG_OK;
@@ -560,7 +549,7 @@ fg_status fg_loader_load(fg_loader *loader, int kind, const char *name,
                                 kind_name, name);
         size_t i = 0;
         for (; i < loader->path_count; i++)
-            if (join_path(full, sizeof full, loader->paths[i], file) && is_regular_file(full))
+            if (join_path(full, sizeof full, loader->paths[i], file) && fg_is_regular_file(full))
                 break;
         if (i == loader->path_count)
             return refuse_not_found(loader, kind_name, name, file, err);
@@ -713,7 +702,7 @@ static int scan_folder(fg_loader *loader, const char *dir, fg_scan_state *scan)
     for (int i = 0; i < n; i++) {
         const char *file = entries[i]->d_name;
         char path[PATH_MAX];
-        if (ok && join_path(path, sizeof path, dir, file) && !is_regular_file(path)) {
+        if (ok && join_path(path, sizeof path, dir, file) && !fg_is_regular_file(path)) {
             report_not_a_file(scan, path);
         } else if (ok && join_path(path, sizeof path, dir, file)) {
             const char *earlier = find_seen(scan, file);

@@ -91,12 +91,7 @@ fg_status fg_decoder_create(fg_replica *r, fg_decoder **out, fg_error *err)
     if (st == FG_OK)
         st = d->be->alloc(d->bs, fg_replica_device(r), sizeof d->ids_host, (void **)&d->ids_dev,
                           err);
-    if (st != FG_OK) {
-        fg_decoder_destroy(d);
-        return st;
-    }
-    *out = d;
-    return FG_OK;
+    return FG_CREATED(st, d, out, fg_decoder_destroy);
 }
 
 void fg_decoder_destroy(fg_decoder *d)

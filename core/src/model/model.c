@@ -522,12 +522,7 @@ fg_status fg_model_build_fp8(const fg_config *cfg, const int64_t *sample_shape,
         fg_layout_describe(m, line, sizeof line);
         fg_model_fp8_note_add(m, line);
     }
-    if (st != FG_OK) {
-        fg_model_destroy(m);
-        return st;
-    }
-    *out = m;
-    return FG_OK;
+    return FG_CREATED(st, m, out, fg_model_destroy);
 }
 
 /* The logits' row stride: num_classes rounded up to pad_vocab_to. */

@@ -215,12 +215,7 @@ fg_status fg_optimizer_create_with(const fg_optimizer_config *oc, const fg_backe
     }
     if (st == FG_OK && count)
         st = zero_state(opt, err);
-    if (st != FG_OK) {
-        fg_optimizer_destroy(opt);
-        return st;
-    }
-    *out = opt;
-    return FG_OK;
+    return FG_CREATED(st, opt, out, fg_optimizer_destroy);
 }
 
 fg_status fg_optimizer_create(const fg_config *cfg, const fg_backend_vtable *be, void *bs,

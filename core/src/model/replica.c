@@ -339,12 +339,7 @@ static fg_status create_replica(const fg_model *m, const fg_backend_vtable *be, 
         st = device_alloc(r, r->arena_bytes, (void **)&r->arena, "activation arena", err);
     if (st == FG_OK && !share)
         st = zero_grads(r, err);
-    if (st != FG_OK) {
-        fg_replica_destroy(r);
-        return st;
-    }
-    *out = r;
-    return FG_OK;
+    return FG_CREATED(st, r, out, fg_replica_destroy);
 }
 
 void fg_replica_destroy(fg_replica *r)

@@ -1,5 +1,6 @@
 /* The byte-level BPE model (bpe_model.h). */
 #include "bpe_model.h"
+#include "core_util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -27,19 +28,7 @@ static int grow_ids(fg_bpe_model *m, int32_t id)
 
 static int append_name(fg_bpe_model *m, const void *bytes, size_t n)
 {
-    if (m->names_len + n > m->names_cap) {
-        size_t cap = m->names_cap ? m->names_cap : 1 << 16;
-        while (cap < m->names_len + n)
-            cap *= 2;
-        char *p = realloc(m->names, cap);
-        if (!p)
-            return -1;
-        m->names = p;
-        m->names_cap = cap;
-    }
-    memcpy(m->names + m->names_len, bytes, n);
-    m->names_len += n;
-    return 0;
+    return fg_append_bytes(&m->names, &m->names_len, &m->names_cap, bytes, n, 1 << 16);
 }
 
 fg_bpe_add fg_bpe_model_add_token(fg_bpe_model *m, const void *bytes, size_t n, int32_t id,

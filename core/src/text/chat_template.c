@@ -6,6 +6,7 @@
  * one run, as Hugging Face encodes the rendered string. */
 #define _POSIX_C_SOURCE 200809L /* strdup */
 #include "chat_template.h"
+#include "core_util.h"
 
 #include <libgen.h>
 #include <stdio.h>
@@ -210,16 +211,8 @@ typedef struct run {
 
 static int run_add(run *r, const char *s, size_t n)
 {
-    if (r->len + n + 1 > r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 256;
-        while (cap < r->len + n + 1)
-            cap *= 2;
-        char *p = realloc(r->text, cap);
-        if (!p)
-            return -1;
-        r->text = p;
-        r->cap = cap;
-    }
+    if (fg_grow_bytes(&r->text, &r->cap, r->len + n + 1, 256) != 0)
+        return -1;
     memcpy(r->text + r->len, s, n);
     r->len += n;
     r->text[r->len] = '\0';

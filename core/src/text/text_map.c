@@ -1,5 +1,6 @@
 /* The tokenizer's hash maps (text_map.h). */
 #include "text_map.h"
+#include "core_util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -67,20 +68,7 @@ static int bytes_grow(fg_bytes_map *m)
 
 static int arena_append(fg_bytes_map *m, const void *key, size_t n)
 {
-    if (m->arena_len + n > m->arena_cap) {
-        size_t cap = m->arena_cap ? m->arena_cap : 4096;
-        while (cap < m->arena_len + n)
-            cap *= 2;
-        char *a = realloc(m->arena, cap);
-        if (!a)
-            return -1;
-        m->arena = a;
-        m->arena_cap = cap;
-    }
-    if (n)
-        memcpy(m->arena + m->arena_len, key, n);
-    m->arena_len += n;
-    return 0;
+    return fg_append_bytes(&m->arena, &m->arena_len, &m->arena_cap, key, n, 4096);
 }
 
 int fg_bytes_map_put(fg_bytes_map *m, const void *key, size_t n, uint64_t hash, int32_t v0,

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "byte_unicode.h"
+#include "core_util.h"
 #include "tokenizer_internal.h"
 #include "utf8.h"
 
@@ -21,18 +22,6 @@ struct fg_token_encoder {
     int32_t *sym, *rank, *out;
     size_t scratch_cap;
 };
-
-static int is_file(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static int is_dir(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 fg_status fg_tokenizer_add_spelled(fg_tokenizer *t, const char *spelled, int32_t id,
                                    const char *where, fg_error *err)
@@ -119,11 +108,11 @@ static int ends_with(const char *s, const char *tail)
 
 static fg_status load_files(fg_tokenizer *t, const char *path, fg_error *err)
 {
-    if (is_file(path) && ends_with(path, ".model"))
+    if (fg_is_regular_file(path) && ends_with(path, ".model"))
         return fg_spm_load(path, &t->spm, err);
-    if (is_file(path))
+    if (fg_is_regular_file(path))
         return fg_tokenizer_load_json(t, path, err);
-    if (!is_dir(path))
+    if (!fg_is_directory(path))
         return fg_error_set(err, FG_NOT_FOUND, "tokenizer: %s: no such file or folder", path);
     static const char *const names[][2] = {{"tokenizer.json", NULL},
                                            {"encoder.json", "vocab.bpe"},
@@ -136,7 +125,7 @@ static fg_status load_files(fg_tokenizer *t, const char *path, fg_error *err)
         snprintf(a, n, "%s/%s", path, names[i][0]);
         if (names[i][1])
             snprintf(b, n, "%s/%s", path, names[i][1]);
-        if (is_file(a) && (!names[i][1] || is_file(b)))
+        if (fg_is_regular_file(a) && (!names[i][1] || fg_is_regular_file(b)))
             st = names[i][1] ? fg_tokenizer_load_gpt2(t, a, b, err)
                  : i == 3    ? fg_spm_load(a, &t->spm, err)
                              : fg_tokenizer_load_json(t, a, err);
@@ -165,12 +154,7 @@ fg_status fg_tokenizer_load(const char *path, fg_tokenizer **out, fg_error *err)
     t->eot = st == FG_OK && t->spm ? fg_spm_eos(t->spm) : -1;
     for (size_t i = 0; st == FG_OK && !t->spm && i < 3 && t->eot < 0; i++)
         t->eot = fg_tokenizer_special(t, eot_names[i]);
-    if (st != FG_OK) {
-        fg_tokenizer_free(t);
-        return st;
-    }
-    *out = t;
-    return FG_OK;
+    return FG_CREATED(st, t, out, fg_tokenizer_free);
 }
 
 void fg_tokenizer_free(fg_tokenizer *t)
@@ -217,17 +201,7 @@ void fg_token_buf_free(fg_token_buf *b)
 
 static int buf_reserve(fg_token_buf *b, size_t more)
 {
-    if (b->len + more <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->len + more)
-        cap *= 2;
-    int32_t *ids = realloc(b->ids, cap * sizeof *ids);
-    if (!ids)
-        return -1;
-    b->ids = ids;
-    b->cap = cap;
-    return 0;
+    return fg_grow_array(&b->ids, &b->cap, b->len + more, 4096, sizeof *b->ids);
 }
 
 fg_status fg_token_encoder_create(const fg_tokenizer *t, fg_token_encoder **out, fg_error *err)
@@ -242,12 +216,7 @@ fg_status fg_token_encoder_create(const fg_tokenizer *t, fg_token_encoder **out,
         return FG_OK;
     }
     fg_status st = fg_pretoken_scanner_create(t->pre, &e->scan, err);
-    if (st != FG_OK) {
-        free(e);
-        return st;
-    }
-    *out = e;
-    return FG_OK;
+    return FG_CREATED(st, e, out, free);
 }
 
 void fg_token_encoder_free(fg_token_encoder *e)

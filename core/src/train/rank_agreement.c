@@ -7,6 +7,7 @@
 
 #include "checkpoint.h"
 #include "config.h"
+#include "core_util.h"
 #include "fulgur/comm.h"
 #include "runtime.h"
 
@@ -32,14 +33,8 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
 
 static int add(agree_list *l, const char *name, const void *value, size_t n)
 {
-    if (l->count == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 64;
-        agree_item *grown = realloc(l->items, cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        l->items = grown;
-        l->cap = cap;
-    }
+    if (fg_grow_array(&l->items, &l->cap, l->count + 1, 64, sizeof *l->items) != 0)
+        return -1;
     agree_item *it = &l->items[l->count++];
     snprintf(it->name, sizeof it->name, "%s", name);
     it->hash = fnv1a(0xcbf29ce484222325ull, value, n);

@@ -1,40 +1,18 @@
 /* The ids and text of fulgur generate (generate_text.h). */
 #include "generate_text.h"
+#include "core_util.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 static int reserve_ids(fg_gen_text *g, size_t more)
 {
-    if (g->len + more <= g->cap)
-        return 0;
-    size_t cap = g->cap ? g->cap : 256;
-    while (cap < g->len + more)
-        cap *= 2;
-    int32_t *ids = realloc(g->ids, cap * sizeof *ids);
-    if (!ids)
-        return -1;
-    g->ids = ids;
-    g->cap = cap;
-    return 0;
+    return fg_grow_array(&g->ids, &g->cap, g->len + more, 256, sizeof *g->ids);
 }
 
 static int append_bytes(fg_gen_text *g, const unsigned char *b, size_t n)
 {
-    if (g->nbytes + n > g->bytes_cap) {
-        size_t cap = g->bytes_cap ? g->bytes_cap : 256;
-        while (cap < g->nbytes + n)
-            cap *= 2;
-        unsigned char *p = realloc(g->bytes, cap);
-        if (!p)
-            return -1;
-        g->bytes = p;
-        g->bytes_cap = cap;
-    }
-    if (n)
-        memcpy(g->bytes + g->nbytes, b, n);
-    g->nbytes += n;
-    return 0;
+    return fg_append_bytes(&g->bytes, &g->nbytes, &g->bytes_cap, b, n, 256);
 }
 
 static fg_status open_bytes(fg_gen_text *g, const char *prompt, int vocab, fg_error *err)

@@ -12,6 +12,8 @@
 
 #include "runs.h"
 
+#include "core_util.h"
+
 #define MAX_RUNS 4096
 #define MAX_DEPTH 3
 /* rows of each kind a run gives the --report page: plenty for a chart's width */
@@ -21,12 +23,6 @@ typedef struct run_list {
     char **dirs;
     int count, cap;
 } run_list;
-
-static int is_dir(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 static int has_file(const char *dir, const char *name)
 {
@@ -73,7 +69,7 @@ static fg_status find_runs(const char *dir, int depth, run_list *l, fg_error *er
         if (e->d_name[0] == '.') continue;
         char child[4096];
         if (snprintf(child, sizeof child, "%s/%s", dir, e->d_name) >= (int)sizeof child) continue;
-        if (is_dir(child)) st = find_runs(child, depth + 1, l, err);
+        if (fg_is_directory(child)) st = find_runs(child, depth + 1, l, err);
     }
     closedir(d);
     return st;
@@ -235,7 +231,7 @@ fg_status fg_runtime_runs(fg_runtime *rt, const fg_runs_options *o, FILE *out, f
     if (!out) out = stdout;
     if (!FG_HAS_FIELD(o, fg_runs_options, report_path) || !o->root || !o->root[0])
         return fg_error_set(err, FG_INVALID_ARGUMENT, "runs: give the folder the runs are in");
-    if (!is_dir(o->root))
+    if (!fg_is_directory(o->root))
         return fg_error_set(err, FG_INVALID_ARGUMENT, "runs: %s: %s", o->root,
                             errno == ENOENT ? "no such folder" : "not a folder");
     run_list l = {NULL, 0, 0};

@@ -46,14 +46,8 @@ typedef struct pipeline {
 
 static int push_id(fg_token_buf *b, int32_t id)
 {
-    if (b->len == b->cap) {
-        size_t cap = b->cap ? 2 * b->cap : 4096;
-        int32_t *ids = realloc(b->ids, cap * sizeof *ids);
-        if (!ids)
-            return -1;
-        b->ids = ids;
-        b->cap = cap;
-    }
+    if (fg_grow_array(&b->ids, &b->cap, b->len + 1, 4096, sizeof *b->ids) != 0)
+        return -1;
     b->ids[b->len++] = id;
     return 0;
 }

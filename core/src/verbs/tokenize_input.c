@@ -1,5 +1,6 @@
 /* Listing and chunking `fulgur tokenize`'s input (tokenize_input.h). */
 #include "tokenize_input.h"
+#include "core_util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -26,12 +27,6 @@ static int by_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int is_regular(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
 static fg_status add_folder(fg_tok_inputs *in, const char *dir, fg_error *err)
 {
     DIR *d = opendir(dir);
@@ -47,7 +42,7 @@ static fg_status add_folder(fg_tok_inputs *in, const char *dir, fg_error *err)
         char *path = NULL;
         if (asprintf(&path, "%s/%s", dir, e->d_name) < 0)
             rc = -1;
-        else if (is_regular(path))
+        else if (fg_is_regular_file(path))
             rc = add_path(in, path);
         free(path);
     }
@@ -67,7 +62,7 @@ static fg_status add_glob(fg_tok_inputs *in, const char *pattern, fg_error *err)
     int rc = glob(pattern, 0, NULL, &g);
     size_t before = in->count;
     for (size_t i = 0; rc == 0 && i < g.gl_pathc; i++)
-        if (is_regular(g.gl_pathv[i]) && add_path(in, g.gl_pathv[i]) != 0)
+        if (fg_is_regular_file(g.gl_pathv[i]) && add_path(in, g.gl_pathv[i]) != 0)
             rc = GLOB_NOSPACE;
     if (rc != GLOB_NOMATCH)
         globfree(&g);
@@ -168,17 +163,7 @@ static int open_next(fg_tok_reader *r, fg_error *err)
 /* Makes room for `more` bytes after the carry. */
 static int reserve(fg_tok_reader *r, size_t more)
 {
-    if (r->carry_len + more <= r->carry_cap)
-        return 0;
-    size_t cap = r->carry_cap ? r->carry_cap : r->chunk_bytes;
-    while (cap < r->carry_len + more)
-        cap *= 2;
-    char *p = realloc(r->carry, cap);
-    if (!p)
-        return -1;
-    r->carry = p;
-    r->carry_cap = cap;
-    return 0;
+    return fg_grow_bytes(&r->carry, &r->carry_cap, r->carry_len + more, r->chunk_bytes);
 }
 
 int fg_tok_reader_next(fg_tok_reader *r, fg_tok_chunk *c, fg_error *err)

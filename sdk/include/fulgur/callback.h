@@ -89,6 +89,16 @@ typedef struct fg_callback_vtable {
     fg_status (*requests)(void *state, fg_callback_requests *out, fg_error *err);
 } fg_callback_vtable;
 
+/* A callback plugin in one statement: its vtable (on_event_, and requests_ or NULL) and
+ * its descriptor (FG_PLUGIN_DEFINE, kind callback, min_host_minor 0). */
+#define FG_CALLBACK_PLUGIN_DEFINE(name_, version_, description_, options_, init_, deinit_, \
+                                  on_event_, requests_)                                   \
+    static const fg_callback_vtable fg_callback_plugin_vtable = {                         \
+        .struct_size = sizeof(fg_callback_vtable), .on_event = (on_event_),               \
+        .requests = (requests_)};                                                         \
+    FG_PLUGIN_DEFINE_(FG_KIND_CALLBACK, 0, name_, version_, description_, init_, deinit_,  \
+                      &fg_callback_plugin_vtable, options_)
+
 #ifdef __cplusplus
 }
 #endif

@@ -231,7 +231,8 @@ typedef struct fg_plugin {
     const void *vtable;
 } fg_plugin;
 
-/* Fills the fixed part of a descriptor. Use in the plugin's one exported definition:
+/* Fills the fixed part of a descriptor. Use in the plugin's one exported definition
+ * (FG_PLUGIN_DEFINE below writes it for you):
  *   FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
  *       FG_PLUGIN_HEADER(FG_KIND_CALLBACK, 0), .name = "...", ... }; */
 #define FG_PLUGIN_HEADER(kind_, min_host_minor_)                                          \
@@ -241,6 +242,47 @@ typedef struct fg_plugin {
 #define FG_PLUGIN_OPTIONS(array_)                                                          \
     .options = (array_), .option_count = (uint32_t)(sizeof(array_) / sizeof((array_)[0])),  \
     .option_size = sizeof(fg_option)
+
+/* No config keys besides `name`: the descriptor's options left empty. */
+#define FG_PLUGIN_NO_OPTIONS .options = NULL, .option_count = 0
+
+/* Defines the plugin's one exported descriptor in one statement (source level only: it
+ * expands to the designated initialiser above, so the descriptor's bytes are those a
+ * plugin writes by hand; plugins that spell it out keep building):
+ *   FG_PLUGIN_DEFINE(FG_KIND_COMM, 0, "mpi", "1.0.0",
+ *                    "one line: what the plugin does",
+ *                    FG_PLUGIN_OPTIONS(options), mpi_init, mpi_deinit, &vtable);
+ * options_ is FG_PLUGIN_OPTIONS(table) or FG_PLUGIN_NO_OPTIONS. */
+#define FG_PLUGIN_DEFINE(kind_, min_host_minor_, name_, version_, description_, options_,   \
+                         init_, deinit_, vtable_)                                          \
+    FG_PLUGIN_DEFINE_(kind_, min_host_minor_, name_, version_, description_, init_, deinit_, \
+                      vtable_, options_)
+
+/* FG_PLUGIN_DEFINE's body, the options last: a macro that passes FG_PLUGIN_OPTIONS(t) on
+ * hands over its expansion, three designated initialisers, which only a trailing `...`
+ * takes whole. */
+#define FG_PLUGIN_DEFINE_(kind_, min_host_minor_, name_, version_, description_, init_,      \
+                          deinit_, vtable_, ...)                                            \
+    FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {                                   \
+        FG_PLUGIN_HEADER(kind_, min_host_minor_), .name = (name_), .version = (version_),  \
+        .description = (description_), __VA_ARGS__, .init = (init_), .deinit = (deinit_),  \
+        .vtable = (vtable_)}
+
+/* The same with the kind's vtable written in the statement: vtable_type_ is the kind's
+ * vtable struct, the trailing arguments its entries as designated initialisers
+ * (struct_size is filled in):
+ *   FG_PLUGIN_DEFINE_VTABLE(fg_comm_vtable, FG_KIND_COMM, 0, "mpi", "1.0.0",
+ *                           "one line: what the plugin does",
+ *                           FG_PLUGIN_OPTIONS(options), mpi_init, mpi_deinit,
+ *                           .topology = mpi_topology,
+ *                           .all_reduce = mpi_all_reduce);
+ * No preprocessor lines may stand among the entries (a macro's arguments). */
+#define FG_PLUGIN_DEFINE_VTABLE(vtable_type_, kind_, min_host_minor_, name_, version_,       \
+                                description_, options_, init_, deinit_, ...)                \
+    static const vtable_type_ fg_plugin_vtable = {.struct_size = sizeof(vtable_type_),       \
+                                                  __VA_ARGS__};                              \
+    FG_PLUGIN_DEFINE_(kind_, min_host_minor_, name_, version_, description_, init_,        \
+                      deinit_, &fg_plugin_vtable, options_)
 
 /* True when a struct whose first member is its struct_size has the field. */
 #define FG_HAS_FIELD(ptr, type, field)                                                     \

@@ -495,15 +495,7 @@ static const fg_backend_vtable my_backend_vtable = {
     .sgd_update = my_checked_sgd_update,
 };
 
-FG_PLUGIN_EXPORT const fg_plugin FG_PLUGIN_ENTRY = {
-    FG_PLUGIN_HEADER(FG_KIND_BACKEND, 0),
-    .name = "my_backend",
-    .version = "0.1.0",
-    .description = "template backend: host memory, f32 MLP ops in plain C",
-    .options = NULL, /* no keys besides `name`; FG_PLUGIN_OPTIONS(table) declares some */
-    .option_count = 0,
-    .option_size = sizeof(fg_option),
-    .init = my_backend_init,
-    .deinit = my_backend_deinit,
-    .vtable = &my_backend_vtable,
-};
+FG_PLUGIN_DEFINE(FG_KIND_BACKEND, 0, "my_backend", "0.1.0",
+                 "template backend: host memory, f32 MLP ops in plain C",
+                 /* no keys besides `name`; FG_PLUGIN_OPTIONS(table) declares some */
+                 FG_PLUGIN_NO_OPTIONS, my_backend_init, my_backend_deinit, &my_backend_vtable);
