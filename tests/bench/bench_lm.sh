@@ -20,6 +20,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 # shellcheck source=peaks.sh
 . "$here/peaks.sh"
+# shellcheck source=gpt_bench.sh
+. "$here/gpt_bench.sh"
 fulgur=$root/build/bin/fulgur threads=2 runs=3 steps=20 gemm="" sizes="small mid"
 while [ $# -gt 0 ]; do
     case $1 in
@@ -43,60 +45,8 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2
 
 # fulgur_run L H C T B: tokens/s of the second epoch (the first warms up)
 fulgur_run() {
-    local l=$1 h=$2 c=$3 t=$4 b=$5 ini=$scratch/gpt.ini
-    cat >"$ini" <<INI
-[trainer]
-max_epochs = 2
-seed = 1
-log_every_n_steps = 1000
-test_after_fit = false
-enable_progress_bar = false
-num_sanity_val_steps = 0
-default_root_dir = $scratch/runs
-[backend]
-name = cpu
-threads = $threads
-${gemm:+gemm = $gemm}
-[data]
-name = text
-dir = $scratch
-files = corpus.txt
-context = $t
-val_fraction = 0
-train_windows = $((b * steps))
-batch_size = $b
-num_workers = 1
-[layer.wte]
-type = embedding
-num_embeddings = 256
-embedding_dim = $c
-[layer.wpe]
-type = position_embedding
-max_positions = $t
-[layer.h]
-type = transformer_block
-heads = $h
-repeat = $l
-[layer.ln_f]
-type = layernorm
-[layer.lm_head]
-type = linear
-out_features = 256
-bias = false
-[optimizer]
-name = adamw
-lr = 0.001
-INI
-    # The epoch line prints "(S s, R samples/s": R rounded to an integer, S to 0.1 s. Of the
-    # two, the one whose rounding costs less: a mid GPT's 8 samples/s is +-6%, its 20 s 0.25%.
-    local line
-    line=$("$fulgur" fit "$ini" 2>/dev/null | grep '^epoch 2/2 ')
-    awk -v line="$line" -v n="$((b * steps))" -v t="$t" 'BEGIN {
-        if (!match(line, /\([0-9.]+ s, [0-9.]+ samples\/s/)) exit
-        split(substr(line, RSTART + 1, RLENGTH - 1), f, " ")
-        secs = f[1]; sps = f[3]
-        if (secs > 0 && 0.05 / secs < 0.5 / sps) sps = n / secs
-        print sps * t }'
+    gpt_ini "$scratch/gpt.ini" "$scratch" "$threads" "$@" "$steps" "${gemm:+gemm = $gemm}"
+    "$fulgur" fit "$scratch/gpt.ini" 2>/dev/null | epoch2_tokens_per_s "$(($5 * steps))" "$4"
 }
 
 torch_run() {

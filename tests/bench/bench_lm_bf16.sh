@@ -15,6 +15,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
+# shellcheck source=gpt_bench.sh
+. "$here/gpt_bench.sh"
 fulgur=$root/build/bin/fulgur threads=2 runs=5 steps=30 size=small baseline=""
 usage="usage: $(basename "$0") [--fulgur PATH] [--threads N] [--runs N] [--steps N] [--size small|mid] [--baseline DIR]"
 while [ $# -gt 0 ]; do
@@ -42,48 +44,7 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 export OPENBLAS_NUM_THREADS=$threads
 head -c 4000000 /dev/urandom | base64 >"$scratch/corpus.txt"
-cat >"$scratch/gpt.ini" <<INI
-[trainer]
-max_epochs = 2
-seed = 1
-log_every_n_steps = 1000
-test_after_fit = false
-enable_progress_bar = false
-num_sanity_val_steps = 0
-default_root_dir = $scratch/runs
-[backend]
-name = cpu
-threads = $threads
-[data]
-name = text
-dir = $scratch
-files = corpus.txt
-context = $context
-val_fraction = 0
-train_windows = $((batch * steps))
-batch_size = $batch
-num_workers = 1
-[layer.wte]
-type = embedding
-num_embeddings = 256
-embedding_dim = $width
-[layer.wpe]
-type = position_embedding
-max_positions = $context
-[layer.h]
-type = transformer_block
-heads = $heads
-repeat = $layers
-[layer.ln_f]
-type = layernorm
-[layer.lm_head]
-type = linear
-out_features = 256
-bias = false
-[optimizer]
-name = adamw
-lr = 0.001
-INI
+gpt_ini "$scratch/gpt.ini" "$scratch" "$threads" "$layers" "$heads" "$width" "$context" "$batch" "$steps"
 median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 # run LABEL [fulgur args...] -> tokens/s of epoch 2; its last epoch line into $scratch/LABEL.loss
@@ -93,8 +54,7 @@ run() {
     out=$("$fulgur" "$@" fit "$scratch/gpt.ini" precision.name="$precision" 2>&1) ||
         { echo "bench_lm_bf16: $label failed:" >&2; echo "$out" >&2; return 1; }
     grep -E '^epoch 2/2' <<<"$out" | sed -nE 's/.*train loss ([0-9.]+).*/\1/p' >"$scratch/$label.loss"
-    grep -E '^epoch 2/2' <<<"$out" | sed -nE 's/.* ([0-9.]+) samples\/s.*/\1/p' |
-        awk -v t="$context" '{print $1 * t}'
+    epoch2_tokens_per_s "$((batch * steps))" "$context" <<<"$out"
 }
 
 flags=$(grep -m1 '^flags' /proc/cpuinfo | grep -o -w 'avx2\|avx512f\|avx512_bf16\|amx_bf16' | sort -u | tr '\n' ' ')
