@@ -20,6 +20,7 @@ PLUGINS=$2
 GROUP_FILE=$3
 GROUP=$4
 HERE=$(cd "$(dirname "$GROUP_FILE")" && pwd) || exit 2
+GROUP_FILE=$HERE/$(basename "$GROUP_FILE") # the scratch folder below becomes the cwd
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/fulgur-harden.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
