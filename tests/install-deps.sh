@@ -4,7 +4,7 @@
 # chromium renders report.html in ctest ux.report_render (which skips without it); it is
 # installed without its recommended packages (about 395 MiB, 24 packages, 115 MB to fetch);
 # FULGUR_DEPS_NO_BROWSER=1 leaves it out. clang and its libFuzzer runtime (libclang-rt-14-dev,
-# only recommended by clang) build the fuzz.* targets (tests/fuzz). slurmctld, slurmd,
+# only recommended by clang) build the fuzz.* targets (fulgur_fuzz_test in tests/common). slurmctld, slurmd,
 # slurm-client and munge (Debian's Slurm 22.05, with srun's mpi/pmix) run the two-node
 # cluster of tests/cluster, in network namespaces (iproute2: ip, tc; util-linux: nsenter).
 # libsentencepiece-dev gives fulgur's SentencePiece tokenizer (core/src/text/spm_shim.cc);

@@ -291,7 +291,7 @@ static fg_status sync_folder(const char *path, fg_error *err)
     return st;
 }
 
-/* Fault injection for the tests of issue 17 (tests/harden): FULGUR_TEST_CKPT_KILL =
+/* Fault injection for the tests of issue 17 (harden.rotation_kill): FULGUR_TEST_CKPT_KILL =
  * "TEXT:STAGE" kills the process with SIGKILL at STAGE (created, written, renamed) of the
  * write of a checkpoint whose path contains TEXT, so a test stops a writer at an exact
  * point without timing. Unset, it costs one getenv per checkpoint. */

@@ -30,7 +30,7 @@ typedef struct fg_train_ctx {
     /* Moves with every optimizer update: a stage with half working parameters casts them
      * again at its first forward after it. Atomic: the stages of strategy.model-parallel
      * step their optimizers on threads of their own, at once (a data race ThreadSanitizer
-     * found, tests/tsan/run.sh). */
+     * found, tests/tsan_run.sh). */
     _Atomic uint64_t param_version;
     /* Phase timing (a throughput callback asked): h2d, forward, backward and optimizer
      * times go to the sink, with a queue sync after each phase so that an asynchronous

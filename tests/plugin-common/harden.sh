@@ -1,10 +1,11 @@
-# Issue 30, defect 1: no output path replaces, unlinks or writes through anything but a
-# regular file. Every output a run or a verb writes at a path the user can choose is put in
-# place of a FIFO, a character device (mknod as root, else a link to /dev/null), a link to
-# /dev/null and a folder: the command exits 2 naming the path and its kind, and the node is
-# still what it was. (config.ini, status.json, plugins.log and predictions.csv go into a
-# fresh run folder through the same helper, plugins/common/output_file.c, whose unit test
-# is plugin_common.output_file.)
+# harden.outputs (issue 30, defect 1), sourced by tests/common/harden_test.sh: no output
+# path replaces, unlinks or writes through anything but a regular file. Every output a run
+# or a verb writes at a path the user can choose is put in place of a FIFO, a character
+# device (mknod as root, else a link to /dev/null), a link to /dev/null and a folder: the
+# command exits 2 naming the path and its kind, and the node is still what it was.
+# (config.ini, status.json, plugins.log and predictions.csv go into a fresh run folder
+# through the same helper, plugins/common/output_file.c, whose unit test is
+# plugin_common.output_file.)
 
 # The nodes, made afresh in $1: fifo, dev, devlink, dir.
 make_nodes() {

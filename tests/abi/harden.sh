@@ -1,4 +1,6 @@
-# Defects 1 and 11: plugin files and folders.
+# harden.{elf,plugin_paths}: hostile-user defects of the plugin loader (issue 17, defects 1
+# and 11): plugin files and folders, through the `fulgur` command. Sourced by
+# tests/common/harden_test.sh.
 
 # A truncated plugin is refused with the reason, never a SIGBUS inside dlopen, whether or not
 # a config names it. The cuts: inside the program headers, inside the first segment, past

@@ -11,7 +11,7 @@
 #   no_status   only config.ini: a run that never started
 #   runs_malformed.sh FULGUR REPORT_CHECK_PY
 FULGUR=$1 CHECK=$2
-. "$(dirname "$0")/ux_lib.sh"
+. "$(dirname "$0")/../common/cli_lib.sh"
 write_config cfg.ini 3
 printf '\n[callback.csv_logger]\n' >> cfg.ini
 "$FULGUR" fit cfg.ini trainer.name=base > base.out 2>&1 || fail "the base run failed: $(tail -2 base.out)"

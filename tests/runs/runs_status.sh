@@ -9,7 +9,7 @@
 #  - interrupted: a fit stopped by its requeue signal (SIGUSR1, outside SLURM).
 #   runs_status.sh FULGUR REPORT_CHECK_PY
 FULGUR=$1 CHECK=$2
-. "$(dirname "$0")/ux_lib.sh"
+. "$(dirname "$0")/../common/cli_lib.sh"
 write_config cfg.ini 3
 
 # line NAME: the listing's line of run family NAME (one run each).
@@ -75,7 +75,7 @@ left=$(ls runs/*/version_0/*.tmp.* 2> /dev/null | grep -v "^runs/killed/version_
 # Choosing runs: a family name, a glob.
 "$FULGUR" runs runs 'k*' done > pick.txt 2>&1 || fail "fulgur runs with patterns: exit $?"
 [ "$(grep -c version_0 pick.txt)" -eq 2 ] || fail "patterns k* and done chose: $(cat pick.txt)"
-"$FULGUR" runs "$UX_TMP/nowhere" > /dev/null 2> err.txt
+"$FULGUR" runs "$CLI_TMP/nowhere" > /dev/null 2> err.txt
 [ $? -eq 2 ] || fail "a missing folder is not a usage error"
 grep -q 'nowhere: no such folder' err.txt || fail "missing folder: $(cat err.txt)"
 finish

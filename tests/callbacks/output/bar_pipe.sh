@@ -3,7 +3,7 @@
 # before the bar existed, and not one control character (no "\r", no escape sequence).
 #   bar_pipe.sh FULGUR
 FULGUR=$1
-. "$(dirname "$0")/ux_lib.sh"
+. "$(dirname "$0")/../../common/cli_lib.sh"
 write_config cfg.ini 3
 
 # check_plain FILE: the trainer's plain lines and nothing a terminal would interpret.

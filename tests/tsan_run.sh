@@ -10,16 +10,17 @@
 #                           the progress bar and report callbacks, alone and in fits with
 #                           loader workers running beside them
 # (dataloader.asan cannot be built with TSan; callback2.progress.terminal needs tmux on a
-# terminal and adds no thread.) Suppressions: tests/tsan/suppressions.txt, third-party
-# libraries only, a comment for each.
-#   tests/tsan/run.sh BUILD_DIR
+# terminal and adds no thread.) The tests are chosen by their ctest names, wherever their
+# folder: TSan is a build flavour, not a folder of tests. Suppressions:
+# tests/tsan_suppressions.txt, third-party libraries only, a comment for each.
+#   tests/tsan_run.sh BUILD_DIR
 set -euo pipefail
-build=${1:?usage: tests/tsan/run.sh BUILD_DIR}
+build=${1:?usage: tests/tsan_run.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 grep -q '^FULGUR_SANITIZE:STRING=thread$' "$build/CMakeCache.txt" ||
-    { echo "tests/tsan/run.sh: $build is not configured with -DFULGUR_SANITIZE=thread" >&2; exit 2; }
+    { echo "tests/tsan_run.sh: $build is not configured with -DFULGUR_SANITIZE=thread" >&2; exit 2; }
 cmake --build "$build" -j2 --target fulgur_tsan_subset
-export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$here/suppressions.txt"
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$here/tsan_suppressions.txt"
 ctest --test-dir "$build" --output-on-failure -j2 \
     -R '^(dataloader\.|events\.|dp\.|pipeline\.|callback2\.(progress|report)\.|ux\.(report_data|bar_pipe)$)' \
     -E '^(dataloader\.asan|callback2\.progress\.terminal)$'

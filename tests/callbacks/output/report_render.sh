@@ -5,7 +5,7 @@
 # Skips (77) when chromium is not installed.
 #   report_render.sh FULGUR REPORT_CHECK_PY CHROMIUM
 FULGUR=$1 CHECK=$2 CHROMIUM=$3
-. "$(dirname "$0")/ux_lib.sh"
+. "$(dirname "$0")/../../common/cli_lib.sh"
 command -v "$CHROMIUM" > /dev/null 2>&1 || { echo "SKIP: $CHROMIUM is not installed"; exit 77; }
 write_config cfg.ini 3
 printf '\n[callback.throughput]\nsplit = true\n' >> cfg.ini

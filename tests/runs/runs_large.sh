@@ -11,7 +11,7 @@
 #    among them, and a note that the rows were sampled.
 #   runs_large.sh FULGUR REPORT_CHECK_PY
 FULGUR=$1 CHECK=$2
-. "$(dirname "$0")/ux_lib.sh"
+. "$(dirname "$0")/../common/cli_lib.sh"
 LIMIT_KB=65536
 # a sanitizer's shadow memory is terabytes of address space: no ulimit -v there
 if ldd "$FULGUR" 2> /dev/null | grep -q -e libasan -e libtsan; then

@@ -1,22 +1,8 @@
-# Defects 2 and 5: checkpoint rotation and step checkpoints.
+# harden.{rotation_kill,ckpt_meta,init_from_nonfinite}: hostile-user defects of the
+# checkpoint module (issue 17, defects 5 and 9; issue 30, defect 8), through the `fulgur`
+# command. Sourced by tests/common/harden_test.sh; $HERE is this folder (edit_ckpt.py).
 
-# every_n_train_steps = 10 with log_every_n_steps = 50: files at steps 10, 20, ... whatever
-# the logging interval (8 steps an epoch, 3 epochs: 24 steps).
-group_every_n_steps() {
-    write_ok_config "$TMP/ok.ini"
-    cat >>"$TMP/ok.ini" <<'EOC'
-[callback.checkpoint]
-every_n_train_steps = 5
-every_n_epochs = 0
-save_top_k = -1
-EOC
-    runp steps fit "$TMP/ok.ini" trainer.max_epochs=3 trainer.log_every_n_steps=50 \
-        trainer.default_root_dir="$TMP/runs"
-    expect_rc 0
-    got=$(ls "$TMP"/runs/default/version_0/checkpoints/ 2>/dev/null | sed -n 's/.*step=\([0-9]*\)\.safetensors/\1/p' | sort -n | tr '\n' ' ')
-    [ "$got" = "5 10 15 20 " ] || fail "checkpoints at steps '$got', expected '5 10 15 20 '"
-}
-
+# Defect 5: a kill during a checkpoint write.
 # The fault hook of the writer (FULGUR_TEST_CKPT_KILL=TEXT:STAGE) kills the process with
 # SIGKILL during the write of the checkpoint whose path holds TEXT, at STAGE: created (the
 # temporary file open), written (its data fsynced, not renamed), renamed (before the
@@ -75,4 +61,26 @@ group_init_from_nonfinite() {
         model.init_from="$TMP/nan.safetensors" --allow-nonfinite
     expect_rc 1
     expect_out "init_from $TMP/nan.safetensors: 2 tensors loaded"
+}
+
+# Defect 9: checkpoint metadata and tensors on resume.
+group_ckpt_meta() {
+    write_ok_config "$TMP/ok.ini"
+    runp base fit "$TMP/ok.ini" trainer.default_root_dir="$TMP/runs" trainer.final_checkpoint="$TMP/ok.safetensors"
+    expect_rc 0
+    E="python3 $HERE/edit_ckpt.py $TMP/ok.safetensors"
+    for edit in global_step=-5 global_step=99999999999999999999 epoch=-1 \
+                batches_done=x epoch_sum_n=nan scheduler_scale=0 micro_step=1e3; do
+        $E "$TMP/bad.safetensors" meta "$edit"
+        runp "meta_$edit" fit "$TMP/ok.ini" trainer.default_root_dir="$TMP/runs" --ckpt-path "$TMP/bad.safetensors"
+        expect_rc 2
+        expect_err "bad.safetensors: metadata '${edit%%=*}' = '${edit#*=}' is "
+    done
+    # NaN weights: refused naming the tensor, loaded with --allow-nonfinite.
+    $E "$TMP/nan.safetensors" nan fc1.weight
+    runp nan_refused test "$TMP/ok.ini" trainer.default_root_dir="$TMP/runs" --ckpt-path "$TMP/nan.safetensors"
+    expect_rc 2
+    expect_err "nan.safetensors: tensor 'fc1.weight' holds 1 non-finite value(s)"
+    runp nan_allowed test "$TMP/ok.ini" trainer.default_root_dir="$TMP/runs" --ckpt-path "$TMP/nan.safetensors" --allow-nonfinite
+    expect_rc 0
 }

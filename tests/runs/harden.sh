@@ -1,4 +1,5 @@
-# Issue 30: readers that a file swapped for a FIFO cannot block.
+# harden.runs_fifo (issue 30), sourced by tests/common/harden_test.sh: `fulgur runs`, a
+# reader that a file swapped for a FIFO cannot block.
 
 # Defect 5: `fulgur runs` on a run folder whose status.json, metrics.csv or report.html is a
 # FIFO lists every run, with a note on the one it could not read, instead of waiting for a

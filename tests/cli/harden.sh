@@ -1,26 +1,8 @@
-# Defects 9 and 12: checkpoint metadata and tensors, and the weak messages.
+# harden.{messages,exit_codes,disk_full,long_path_reason,name_controls}: hostile-user
+# defects of what the `fulgur` command says and how it exits (issue 17, defects 10 and 12;
+# issue 30, defects 7, 16 and 20). Sourced by tests/common/harden_test.sh.
 
-group_ckpt_meta() {
-    write_ok_config "$TMP/ok.ini"
-    runp base fit "$TMP/ok.ini" trainer.default_root_dir="$TMP/runs" trainer.final_checkpoint="$TMP/ok.safetensors"
-    expect_rc 0
-    E="python3 $HERE/edit_ckpt.py $TMP/ok.safetensors"
-    for edit in global_step=-5 global_step=99999999999999999999 epoch=-1 \
-                batches_done=x epoch_sum_n=nan scheduler_scale=0 micro_step=1e3; do
-        $E "$TMP/bad.safetensors" meta "$edit"
-        runp "meta_$edit" fit "$TMP/ok.ini" trainer.default_root_dir="$TMP/runs" --ckpt-path "$TMP/bad.safetensors"
-        expect_rc 2
-        expect_err "bad.safetensors: metadata '${edit%%=*}' = '${edit#*=}' is "
-    done
-    # NaN weights: refused naming the tensor, loaded with --allow-nonfinite.
-    $E "$TMP/nan.safetensors" nan fc1.weight
-    runp nan_refused test "$TMP/ok.ini" trainer.default_root_dir="$TMP/runs" --ckpt-path "$TMP/nan.safetensors"
-    expect_rc 2
-    expect_err "nan.safetensors: tensor 'fc1.weight' holds 1 non-finite value(s)"
-    runp nan_allowed test "$TMP/ok.ini" trainer.default_root_dir="$TMP/runs" --ckpt-path "$TMP/nan.safetensors" --allow-nonfinite
-    expect_rc 0
-}
-
+# Defect 12: the weak messages.
 group_messages() {
     write_ok_config "$TMP/ok.ini"
     # trainer.name with a path separator would write outside default_root_dir.
@@ -142,4 +124,55 @@ group_disk_full() {
     expect_err "File too large"
     grep -q '"status": "failed"' "$TMP/r2/default/version_0/status.json" ||
         fail "status.json after the csv_logger's failure: $(cat "$TMP/r2/default/version_0/status.json")"
+}
+
+# Issue 30, defect 20: a message longer than fg_error's 512 bytes loses its middle, not its
+# end: a 600-byte path to a missing config or data file still ends with the reason.
+group_long_path_reason() {
+    write_ok_config "$TMP/ok.ini"
+    seg=$(printf 'p%.0s' $(seq 1 99))
+    long=$TMP/$seg/$seg/$seg/$seg/$seg/$seg
+    runp missing_config check "$long/missing.ini"
+    expect_rc 2
+    [[ "$(tail -n 1 "$ERR")" == *": cannot open: No such file or directory" ]] ||
+        fail "the message does not end with the reason"
+    expect_err "fulgur: $TMP/"
+    expect_err " ... "
+    expect_err "/missing.ini: cannot open"
+    printf '[trainer]\nmax_epochs = 1\n[data]\nname = text\ndir = %s\nfiles = c.txt\n[layer.fc]\ntype = linear\nout_features = 4\n' \
+        "$long" >"$TMP/text.ini"
+    runp missing_data check "$TMP/text.ini"
+    expect_rc 2
+    [[ "$(tail -n 1 "$ERR")" == *": cannot open: No such file or directory" ]] ||
+        fail "the data plugin's message does not end with the reason"
+    expect_err "/c.txt: cannot open"
+}
+
+# Issue 30, defect 16: a control character in trainer.name is refused naming the key (exit
+# 2), before a run folder or its config.ini is written; `fulgur runs` prints the control
+# characters of folder names it reads from disk escaped (\x1b), never raw.
+group_name_controls() {
+    write_ok_config "$TMP/ok.ini"
+    runp name_newline fit "$TMP/ok.ini" trainer.default_root_dir="$TMP/nl" \
+        trainer.name="$(printf 'a\nb')"
+    expect_rc 2
+    expect_err "[trainer] name holds the control character 0x0a at byte 1"
+    [ ! -e "$TMP/nl" ] || fail "a refused name wrote $(find "$TMP/nl" | head -3)"
+    printf '[trainer]\nname = x\033[31my\n' >"$TMP/esc.ini"
+    sed '1d' "$TMP/ok.ini" >>"$TMP/esc.ini"
+    runp name_escape check "$TMP/esc.ini"
+    expect_rc 2
+    expect_err "esc.ini:2: [trainer] name holds the control character 0x1b at byte 1"
+    grep -q "$(printf '\033')" "$ERR" && fail "the message printed the escape raw"
+    runp name_empty check "$TMP/ok.ini" trainer.name=
+    expect_rc 2
+    expect_err "[trainer] name = '': a run name is one folder name, not empty"
+    runp fit_plain fit "$TMP/ok.ini" trainer.default_root_dir="$TMP/runs" trainer.name=plain
+    expect_rc 0
+    mv "$TMP/runs/plain" "$TMP/runs/$(printf 'x\033[31my')"
+    runp runs_escaped runs "$TMP/runs"
+    expect_rc 0
+    expect_out 'x\x1b[31my'
+    expect_out 'finished'
+    grep -q "$(printf '\033')" "$OUT" && fail "fulgur runs printed the escape raw"
 }

@@ -4,7 +4,7 @@
 # import, font or network address); no temporary file is left in the run folder.
 #   report_data.sh FULGUR REPORT_CHECK_PY
 FULGUR=$1 CHECK=$2
-. "$(dirname "$0")/ux_lib.sh"
+. "$(dirname "$0")/../../common/cli_lib.sh"
 write_config cfg.ini 3
 printf '\n[callback.csv_logger]\n\n[callback.throughput]\nsplit = true\n' >> cfg.ini
 "$FULGUR" fit cfg.ini > fit.out 2>&1 || fail "fit: $(tail -2 fit.out)"

@@ -7,7 +7,7 @@
 #  - `fulgur explain callback.report` shows the core's `enabled` key.
 #   defaults.sh FULGUR
 FULGUR=$1
-. "$(dirname "$0")/ux_lib.sh"
+. "$(dirname "$0")/../common/cli_lib.sh"
 write_config cfg.ini 1
 
 "$FULGUR" fit cfg.ini > out.txt 2>&1 || fail "fit: exit $?"

@@ -1,21 +1,26 @@
 #!/bin/bash
-# harden.*: the defects of issue 17, each as a user met it, run through the `fulgur`
-# command in a scratch folder.
+# harden.*: the hostile-user defects of issues 17 and 30, each as a user met it, run through
+# the `fulgur` command in a scratch folder. The groups live beside what they test, in a
+# harden.sh of that folder (one shell function group_NAME per ctest harden.NAME); this
+# harness gives them run/runp, expect_rc/out/err, fail and write_ok_config, and $HERE, the
+# group file's folder.
 #
-#   harden_test.sh FULGUR PLUGIN_DIR GROUP
+#   harden_test.sh FULGUR PLUGIN_DIR GROUP_FILE GROUP
 #
 # Every case of the group runs; each failed expectation is printed with the command's
 # output, and the script exits 1 when any failed.
 set -u
 
-if [ $# -ne 3 ]; then
-    echo "usage: $0 FULGUR PLUGIN_DIR GROUP" >&2
+if [ $# -ne 4 ]; then
+    echo "usage: $0 FULGUR PLUGIN_DIR GROUP_FILE GROUP" >&2
     exit 2
 fi
 FULGUR=$1
 PLUGINS=$2
-GROUP=$3
-HERE=$(cd "$(dirname "$0")" && pwd)
+GROUP_FILE=$3
+GROUP=$4
+HERE=$(cd "$(dirname "$GROUP_FILE")" && pwd) || exit 2
+GROUP_FILE=$HERE/$(basename "$GROUP_FILE") # the scratch folder below becomes the cwd
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/fulgur-harden.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
@@ -84,10 +89,8 @@ out_features = 10
 EOC
 }
 
-for f in "$HERE"/groups/*.sh; do
-    # shellcheck source=/dev/null
-    . "$f"
-done
+# shellcheck source=/dev/null
+. "$GROUP_FILE" || exit 2
 
 if ! command -v "group_$GROUP" >/dev/null; then
     echo "unknown group: $GROUP" >&2

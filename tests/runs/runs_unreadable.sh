@@ -4,11 +4,11 @@
 # root, whom permissions do not stop, `fulgur runs` runs as nobody (setpriv).
 #   runs_unreadable.sh FULGUR
 FULGUR=$1
-. "$(dirname "$0")/ux_lib.sh"
+. "$(dirname "$0")/../common/cli_lib.sh"
 write_config cfg.ini 1
 "$FULGUR" fit cfg.ini trainer.name=open > open.out 2>&1 || fail "the run failed: $(tail -2 open.out)"
 mkdir -p runs/locked && cp -r runs/open/version_0 runs/locked/version_0
-chmod -R a+rX "$UX_TMP"
+chmod -R a+rX "$CLI_TMP"
 chmod 000 runs/locked/version_0
 as_user=""
 if [ "$(id -u)" = 0 ]; then

@@ -10,11 +10,11 @@
 # Skips (77) when tmux is not installed.
 #   bar_terminal.sh FULGUR
 FULGUR=$1
-. "$(dirname "$0")/ux_lib.sh"
+. "$(dirname "$0")/../../common/cli_lib.sh"
 command -v tmux > /dev/null 2>&1 || { echo "SKIP: tmux is not installed"; exit 77; }
-SOCK="fulgur-ux-$$"
+SOCK="fulgur-cli-$$"
 tm() { tmux -L "$SOCK" -f /dev/null "$@"; }
-trap 'tm kill-server > /dev/null 2>&1; rm -rf "$UX_TMP"' EXIT
+trap 'tm kill-server > /dev/null 2>&1; rm -rf "$CLI_TMP"' EXIT
 
 write_config cfg.ini 3
 
@@ -23,7 +23,7 @@ write_config cfg.ini 3
 on_terminal() {
     name=$1 cols=$2
     shift 2
-    tm new-session -d -s "$name" -x "$cols" -y 60 -c "$UX_TMP" \
+    tm new-session -d -s "$name" -x "$cols" -y 60 -c "$CLI_TMP" \
         "$*; echo \"rc=\$?\"; tmux -L '$SOCK' wait-for -S $name; exec cat"
     timeout 60 tmux -L "$SOCK" wait-for "$name" || fail "$name: the command did not end"
     tm capture-pane -p -J -t "$name" > "$name.txt"
@@ -45,7 +45,7 @@ ESC=$(printf '\033')
 grep "^epoch 1/3" bar.esc | grep -q "${ESC}\[32m#" || fail "bar: the finished bar is not coloured"
 
 # --- the live bar, before the epoch ends: count, it/s, ETA, the latest metrics -----------
-tm new-session -d -s live -x 150 -y 20 -c "$UX_TMP" \
+tm new-session -d -s live -x 150 -y 20 -c "$CLI_TMP" \
     "'$FULGUR' fit cfg.ini data.train_size=100000 trainer.log_every_n_steps=10; exec cat"
 live_bar() {
     tm capture-pane -p -t live > live.txt
@@ -77,7 +77,7 @@ on_terminal mpi 100 "OMPI_COMM_WORLD_SIZE=1 '$FULGUR' fit cfg.ini"
 grep -q '^epoch 1 step 2/16  loss' mpi.txt || fail "mpi: no per-step lines under a launcher"
 grep -q '\[#' mpi.txt && fail "mpi: a bar under an MPI launcher"
 
-if [ "$UX_FAILED" -ne 0 ]; then
+if [ "$CLI_FAILED" -ne 0 ]; then
     for f in bar nocolor narrow plain mpi; do echo "--- $f"; cat "$f.txt"; done
 fi
 finish

@@ -1,20 +1,21 @@
-# Shared by the tests/ux scripts (sourced): a scratch folder, a small config, checks.
+# Sourced by the scripts that drive the `fulgur` command in a scratch folder (the ux.* tests
+# of callbacks/, callbacks/output/ and runs/): a scratch folder, a small config, checks.
 #   FULGUR: the command; the scripts set it from their first argument.
 set -u
 
-UX_TMP=$(mktemp -d "${TMPDIR:-/tmp}/fulgur-ux.XXXXXX") || exit 1
-trap 'rm -rf "$UX_TMP"' EXIT
+CLI_TMP=$(mktemp -d "${TMPDIR:-/tmp}/fulgur-cli.XXXXXX") || exit 1
+trap 'rm -rf "$CLI_TMP"' EXIT
 trap 'exit 130' INT TERM
-HOME=$UX_TMP/home # no user plugin folder leaks in
+HOME=$CLI_TMP/home # no user plugin folder leaks in
 export HOME
 unset FULGUR_PLUGIN_PATH NO_COLOR
 mkdir -p "$HOME"
-cd "$UX_TMP" || exit 1
-UX_FAILED=0
+cd "$CLI_TMP" || exit 1
+CLI_FAILED=0
 
 fail() {
     echo "FAIL: $*" >&2
-    UX_FAILED=1
+    CLI_FAILED=1
 }
 
 # write_config FILE [EPOCHS]: synthetic data, a linear model, a validation split, a
@@ -56,7 +57,7 @@ poll_for() {
 }
 
 finish() {
-    if [ "$UX_FAILED" -ne 0 ]; then
+    if [ "$CLI_FAILED" -ne 0 ]; then
         echo "failed: see the messages above" >&2
         exit 1
     fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks of report.html (ux.report_data, ux.report_chromium, ux.runs_*), standard library only.
+"""Checks of report.html (ux.report_data, ux.report_render, ux.runs_*), standard library only.
 
   report_check.py data PAGE METRICS_CSV
       the page's embedded data equals metrics.csv: same columns, same rows, same values
