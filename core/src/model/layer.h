@@ -271,11 +271,9 @@ fg_status fg_layer_read_float(const fg_layer *l, const fg_config *cfg, const cha
 fg_status fg_layer_read_bool(const fg_layer *l, const fg_config *cfg, const char *key,
                              int *out, fg_error *err);
 
-/* Output side of a window sweep over `in` values; 0 when the window does not fit. */
-static inline int64_t fg_window_out(int64_t in, int kernel, int stride, int padding)
-{
-    return in + 2 * padding < kernel ? 0 : (in + 2 * padding - kernel) / stride + 1;
-}
+/* Plans the (channels, oh, ow) output of l's window over its (c, h, w) input: FG_OK, or
+ * FG_INVALID_ARGUMENT naming l when the padded input is smaller than the kernel. */
+fg_status fg_layer_plan_window(fg_layer *l, int64_t channels, fg_error *err);
 
 /* Fills a conv/pool descriptor for an (c, h, w) input at `batch`. */
 void fg_layer_window_desc(const fg_layer *l, int batch, fg_conv2d_desc *d);
