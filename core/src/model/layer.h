@@ -114,7 +114,8 @@ typedef struct fg_layer_ops {
     const fg_option *options; /* every key of [layer.NAME] of this type, `type` included */
     size_t option_count;
     unsigned flags;
-    /* Reads the layer's keys (already validated against `options`). */
+    /* Reads the layer's keys (already validated against `options`); NULL: a kind with
+     * no keys besides `type` and `input`. */
     fg_status (*configure)(fg_layer *l, const fg_config *cfg, fg_error *err);
     /* From l->in: sets l->out, declares tensors (fg_model_add_tensor) and aux sizes. A
      * shape error names l->origin and l->input_text. */
