@@ -295,6 +295,12 @@ static inline fg_status fg_backend_lacks(fg_error *err, const char *fn)
             return fg_backend_lacks(err, #fn);                                              \
     } while (0)
 
+/* Zeroes buf_count device buffers of `count` dtype elements each, on a queue of its own,
+ * synchronised before it returns; FG_UNAVAILABLE when the backend lacks queue_create or
+ * fill. */
+fg_status fg_backend_zero(const fg_backend_vtable *be, void *bs, int device, fg_dtype dtype,
+                          void *const *bufs, size_t buf_count, size_t count, fg_error *err);
+
 /* A backend op on the context's queue: c->be->fn(c->bs, c->queue, args..., err), or
  * FG_UNAVAILABLE naming fn when the backend lacks it. (A run's setup has already checked
  * every op it needs, with its dtypes; this guards callers that skip the setup, as tests.) */
