@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "core_util.h"
 #include "fulgur/backend.h"
 #include "op_needs.h"
 
@@ -271,6 +272,20 @@ fg_status fg_layer_read_float(const fg_layer *l, const fg_config *cfg, const cha
                               double *out, fg_error *err);
 fg_status fg_layer_read_bool(const fg_layer *l, const fg_config *cfg, const char *key,
                              int *out, fg_error *err);
+
+/* A key of a layer's section and where its value goes: exactly one of i (an FG_OPT_INT
+ * key), f (FG_OPT_FLOAT) or b (FG_OPT_BOOL) set. */
+typedef struct fg_layer_key {
+    const char *key;
+    int64_t *i;
+    double *f;
+    int *b;
+} fg_layer_key;
+
+/* Reads keys[0..count) in order (fg_layer_read_int, _float or _bool), stopping at the first
+ * that fails: its status. */
+fg_status fg_layer_read_keys(const fg_layer *l, const fg_config *cfg, const fg_layer_key *keys,
+                             size_t count, fg_error *err);
 
 /* Plans the (channels, oh, ow) output of l's window over its (c, h, w) input: FG_OK, or
  * FG_INVALID_ARGUMENT naming l when the padded input is smaller than the kernel. */

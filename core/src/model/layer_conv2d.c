@@ -19,15 +19,14 @@ static const fg_option conv2d_options[] = {
 static fg_status conv2d_configure(fg_layer *l, const fg_config *cfg, fg_error *err)
 {
     int64_t k = 0, s = 0, p = 0;
-    fg_status st = fg_layer_read_int(l, cfg, "out_channels", &l->units, err);
-    if (st == FG_OK)
-        st = fg_layer_read_int(l, cfg, "kernel_size", &k, err);
-    if (st == FG_OK)
-        st = fg_layer_read_int(l, cfg, "stride", &s, err);
-    if (st == FG_OK)
-        st = fg_layer_read_int(l, cfg, "padding", &p, err);
-    if (st == FG_OK)
-        st = fg_layer_read_bool(l, cfg, "bias", &l->bias, err);
+    const fg_layer_key keys[] = {
+        {"out_channels", .i = &l->units},
+        {"kernel_size", .i = &k},
+        {"stride", .i = &s},
+        {"padding", .i = &p},
+        {"bias", .b = &l->bias},
+    };
+    fg_status st = fg_layer_read_keys(l, cfg, keys, COUNT(keys), err);
     l->kernel = (int)k;
     l->stride = (int)s;
     l->padding = (int)p;

@@ -27,11 +27,12 @@ static int pool_mode(const fg_layer *l)
 static fg_status pool_configure(fg_layer *l, const fg_config *cfg, fg_error *err)
 {
     int64_t k = 0, s = 0, p = 0;
-    fg_status st = fg_layer_read_int(l, cfg, "kernel_size", &k, err);
-    if (st == FG_OK)
-        st = fg_layer_read_int(l, cfg, "stride", &s, err);
-    if (st == FG_OK)
-        st = fg_layer_read_int(l, cfg, "padding", &p, err);
+    const fg_layer_key keys[] = {
+        {"kernel_size", .i = &k},
+        {"stride", .i = &s},
+        {"padding", .i = &p},
+    };
+    fg_status st = fg_layer_read_keys(l, cfg, keys, COUNT(keys), err);
     if (st != FG_OK)
         return st;
     l->kernel = (int)k;

@@ -119,3 +119,17 @@ fg_status fg_layer_read_bool(const fg_layer *l, const fg_config *cfg, const char
     return fg_section_read_bool(cfg, l->section, l->ops->options, l->ops->option_count, key,
                                 out, err);
 }
+
+fg_status fg_layer_read_keys(const fg_layer *l, const fg_config *cfg, const fg_layer_key *keys,
+                             size_t count, fg_error *err)
+{
+    for (size_t i = 0; i < count; i++) {
+        const fg_layer_key *k = &keys[i];
+        fg_status st = k->i   ? fg_layer_read_int(l, cfg, k->key, k->i, err)
+                       : k->f ? fg_layer_read_float(l, cfg, k->key, k->f, err)
+                              : fg_layer_read_bool(l, cfg, k->key, k->b, err);
+        if (st != FG_OK)
+            return st;
+    }
+    return FG_OK;
+}
