@@ -58,7 +58,7 @@ static fg_status section_read(const fg_config *cfg, const char *section, const f
                               size_t count, const char *key, fg_option_type type, void *out,
                               fg_error *err)
 {
-    const char *v;
+    const char *v = NULL;
     fg_status st = section_text(cfg, section, opts, count, key, &v, err);
     if (st != FG_OK)
         return st;
