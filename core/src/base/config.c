@@ -106,24 +106,30 @@ static int grow(void **items, size_t *cap, size_t count, size_t item_size)
     return 1;
 }
 
+/* The item named `name` among `count` items of `size` bytes, each a struct whose first
+ * member is its char * name (a section's name, an entry's key); NULL when none. */
+static void *find_named(void *items, size_t count, size_t size, const char *name)
+{
+    if (!name)
+        return NULL;
+    for (size_t i = 0; i < count; i++) {
+        char *item = (char *)items + i * size;
+        if (strcmp(*(char **)item, name) == 0)
+            return item;
+    }
+    return NULL;
+}
+_Static_assert(offsetof(fg_config_section, name) == 0, "find_named reads the name first");
+_Static_assert(offsetof(fg_config_entry, key) == 0, "find_named reads the key first");
+
 static fg_config_section *find_section(const fg_config *cfg, const char *name)
 {
-    if (!cfg || !name)
-        return NULL;
-    for (size_t i = 0; i < cfg->count; i++)
-        if (strcmp(cfg->sections[i].name, name) == 0)
-            return &cfg->sections[i];
-    return NULL;
+    return cfg ? find_named(cfg->sections, cfg->count, sizeof *cfg->sections, name) : NULL;
 }
 
 static fg_config_entry *find_entry(const fg_config_section *sec, const char *key)
 {
-    if (!sec || !key)
-        return NULL;
-    for (size_t i = 0; i < sec->count; i++)
-        if (strcmp(sec->entries[i].key, key) == 0)
-            return &sec->entries[i];
-    return NULL;
+    return sec ? find_named(sec->entries, sec->count, sizeof *sec->entries, key) : NULL;
 }
 
 /* Appends a section; takes ownership of `origin` (freed on failure). */
@@ -1142,6 +1148,19 @@ fg_status fg_config_validate_section(const fg_config *cfg, const char *section,
 
 /* ---- section names ---------------------------------------------------------------- */
 
+/* Appends "[NAME" + close for each non-NULL name to the list, ", " between them. */
+static void append_section_names(char *list, size_t cap, size_t *len, const char *const *names,
+                                 size_t count, const char *close)
+{
+    for (size_t i = 0; i < count; i++) {
+        if (!names[i])
+            continue;
+        append_text(list, cap, len, *len ? ", [" : "[");
+        append_text(list, cap, len, names[i]);
+        append_text(list, cap, len, close);
+    }
+}
+
 static fg_status unknown_section(const fg_config_section *sec, const char *const *known,
                                  size_t known_count, const char *const *prefixes,
                                  size_t prefix_count, fg_error *err)
@@ -1163,20 +1182,8 @@ static fg_status unknown_section(const fg_config_section *sec, const char *const
     char list[320];
     size_t len = 0;
     list[0] = '\0';
-    for (size_t i = 0; i < known_count; i++) {
-        if (!known[i])
-            continue;
-        append_text(list, sizeof list, &len, len ? ", [" : "[");
-        append_text(list, sizeof list, &len, known[i]);
-        append_text(list, sizeof list, &len, "]");
-    }
-    for (size_t i = 0; i < prefix_count; i++) {
-        if (!prefixes[i])
-            continue;
-        append_text(list, sizeof list, &len, len ? ", [" : "[");
-        append_text(list, sizeof list, &len, prefixes[i]);
-        append_text(list, sizeof list, &len, "NAME]");
-    }
+    append_section_names(list, sizeof list, &len, known, known_count, "]");
+    append_section_names(list, sizeof list, &len, prefixes, prefix_count, "NAME]");
     return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: unknown section [%s]; known sections: %s",
                         sec->origin, sec->name, len ? list : "(none)");
 }

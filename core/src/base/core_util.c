@@ -1,11 +1,12 @@
-/* What every core folder shares: a growing array, what a path names and the monotonic
- * clock (COUNT and FG_CREATED are macros in core_util.h). */
+/* What every core folder shares: a growing byte buffer, what a path names and the
+ * monotonic clock (COUNT and FG_CREATED are macros in core_util.h). */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
 #include "core_util.h"
+#include "grow_array.h"
 
 double fg_now_seconds(void)
 {
@@ -14,26 +15,9 @@ double fg_now_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int fg_grow_array(void *bufp, size_t *cap, size_t need, size_t first, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t count = *cap ? *cap : first;
-    while (count < need)
-        count *= 2;
-    void *old;
-    memcpy(&old, bufp, sizeof old);
-    void *grown = realloc(old, count * elem);
-    if (!grown)
-        return -1;
-    memcpy(bufp, &grown, sizeof grown);
-    *cap = count;
-    return 0;
-}
-
 int fg_grow_bytes(void *bufp, size_t *cap, size_t need, size_t first)
 {
-    return fg_grow_array(bufp, cap, need, first, 1);
+    return fg_plugin_grow_array(bufp, cap, need, first, 1);
 }
 
 int fg_append_bytes(void *bufp, size_t *len, size_t *cap, const void *src, size_t n,

@@ -12,14 +12,7 @@
 #define FG_CREATED(st, obj, out, destroy)                                                  \
     ((st) == FG_OK ? (*(out) = (obj), FG_OK) : ((destroy)(obj), (st)))
 
-/* Makes room for `need` elements of `elem` bytes in a growing array: `bufp` points at the
- * array's pointer (NULL when empty; on POSIX every object pointer is a void *'s
- * representation), `*cap` is its capacity in elements. Below `need`, the capacity goes to
- * `first` (from 0) or doubles until it holds `need`, and the array is reallocated. 0 on
- * success; -1 when out of memory, the array and *cap unchanged. */
-int fg_grow_array(void *bufp, size_t *cap, size_t need, size_t first, size_t elem);
-
-/* fg_grow_array of bytes. */
+/* fg_plugin_grow_array (plugins/common/grow_array.h, built into libfulgur) of bytes. */
 int fg_grow_bytes(void *bufp, size_t *cap, size_t need, size_t first);
 
 /* Appends n bytes of src to a growing byte buffer of *len bytes used (fg_grow_bytes). */

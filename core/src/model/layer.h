@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "core_util.h"
 #include "fulgur/backend.h"
 #include "op_needs.h"
 
@@ -114,7 +115,8 @@ typedef struct fg_layer_ops {
     const fg_option *options; /* every key of [layer.NAME] of this type, `type` included */
     size_t option_count;
     unsigned flags;
-    /* Reads the layer's keys (already validated against `options`). */
+    /* Reads the layer's keys (already validated against `options`); NULL: a kind with
+     * no keys besides `type` and `input`. */
     fg_status (*configure)(fg_layer *l, const fg_config *cfg, fg_error *err);
     /* From l->in: sets l->out, declares tensors (fg_model_add_tensor) and aux sizes. A
      * shape error names l->origin and l->input_text. */
@@ -271,11 +273,23 @@ fg_status fg_layer_read_float(const fg_layer *l, const fg_config *cfg, const cha
 fg_status fg_layer_read_bool(const fg_layer *l, const fg_config *cfg, const char *key,
                              int *out, fg_error *err);
 
-/* Output side of a window sweep over `in` values; 0 when the window does not fit. */
-static inline int64_t fg_window_out(int64_t in, int kernel, int stride, int padding)
-{
-    return in + 2 * padding < kernel ? 0 : (in + 2 * padding - kernel) / stride + 1;
-}
+/* A key of a layer's section and where its value goes: exactly one of i (an FG_OPT_INT
+ * key), f (FG_OPT_FLOAT) or b (FG_OPT_BOOL) set. */
+typedef struct fg_layer_key {
+    const char *key;
+    int64_t *i;
+    double *f;
+    int *b;
+} fg_layer_key;
+
+/* Reads keys[0..count) in order (fg_layer_read_int, _float or _bool), stopping at the first
+ * that fails: its status. */
+fg_status fg_layer_read_keys(const fg_layer *l, const fg_config *cfg, const fg_layer_key *keys,
+                             size_t count, fg_error *err);
+
+/* Plans the (channels, oh, ow) output of l's window over its (c, h, w) input: FG_OK, or
+ * FG_INVALID_ARGUMENT naming l when the padded input is smaller than the kernel. */
+fg_status fg_layer_plan_window(fg_layer *l, int64_t channels, fg_error *err);
 
 /* Fills a conv/pool descriptor for an (c, h, w) input at `batch`. */
 void fg_layer_window_desc(const fg_layer *l, int batch, fg_conv2d_desc *d);
@@ -295,6 +309,12 @@ static inline fg_status fg_backend_lacks(fg_error *err, const char *fn)
         if (!FG_BACKEND_HAS(be, fn))                                                        \
             return fg_backend_lacks(err, #fn);                                              \
     } while (0)
+
+/* Zeroes buf_count device buffers of `count` dtype elements each, on a queue of its own,
+ * synchronised before it returns; FG_UNAVAILABLE when the backend lacks queue_create or
+ * fill. */
+fg_status fg_backend_zero(const fg_backend_vtable *be, void *bs, int device, fg_dtype dtype,
+                          void *const *bufs, size_t buf_count, size_t count, fg_error *err);
 
 /* A backend op on the context's queue: c->be->fn(c->bs, c->queue, args..., err), or
  * FG_UNAVAILABLE naming fn when the backend lacks it. (A run's setup has already checked

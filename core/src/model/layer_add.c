@@ -6,14 +6,6 @@ static const fg_option add_options[] = {
     FG_LAYER_TYPE_OPTION("add"),
 };
 
-static fg_status add_configure(fg_layer *l, const fg_config *cfg, fg_error *err)
-{
-    (void)l;
-    (void)cfg;
-    (void)err;
-    return FG_OK;
-}
-
 static fg_status add_plan(fg_layer *l, fg_model *m, fg_error *err)
 {
     (void)m;
@@ -69,7 +61,6 @@ const fg_layer_ops fg_layer_add = {
     .options = add_options,
     .option_count = sizeof add_options / sizeof add_options[0],
     .flags = FG_LAYER_TWO_INPUTS | FG_LAYER_DX_OPTIONAL,
-    .configure = add_configure,
     .plan = add_plan,
     .forward = add_forward,
     .backward = add_backward,

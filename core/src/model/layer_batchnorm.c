@@ -49,9 +49,11 @@ static fg_status bn_allreduce(const fg_layer *l, const fg_layer_ctx *c, fg_error
 
 static fg_status batchnorm_configure(fg_layer *l, const fg_config *cfg, fg_error *err)
 {
-    fg_status st = fg_layer_read_float(l, cfg, "momentum", &l->momentum, err);
-    if (st == FG_OK)
-        st = fg_layer_read_float(l, cfg, "eps", &l->eps, err);
+    const fg_layer_key keys[] = {
+        {"momentum", .f = &l->momentum},
+        {"eps", .f = &l->eps},
+    };
+    fg_status st = fg_layer_read_keys(l, cfg, keys, COUNT(keys), err);
     if (st == FG_OK && !(l->eps > 0))
         return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [%s] eps must be positive",
                             fg_config_origin(cfg, l->section, "eps"), l->section);

@@ -209,6 +209,20 @@ static fg_status block_backward(const fg_layer *l, const fg_layer_ctx *c, fg_err
     return st;
 }
 
+/* The ops of the block's choices, forward (0) or backward (1): the MLP's activation
+ * (SwiGLU or the activation op) and, with rope, its kind (scaled frequencies or not). */
+static void choice_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int backward,
+                            fg_op_needs *n)
+{
+    static const uint32_t mlp[2][2] = {{FG_OP_ACTIVATION_FORWARD, FG_OP_ACTIVATION_BACKWARD},
+                                       {FG_OP_SWIGLU_FORWARD, FG_OP_SWIGLU_BACKWARD}};
+    static const uint32_t rope[2][2] = {{FG_OP_ROPE_FORWARD, FG_OP_ROPE_BACKWARD},
+                                        {FG_OP_ROPE_FREQ_FORWARD, FG_OP_ROPE_FREQ_BACKWARD}};
+    FG_NEED(n, l->section, mlp[l->swiglu != 0][backward], dt->act);
+    if (l->rope)
+        FG_NEED(n, l->section, rope[l->rope_scaling != FG_ROPE_SCALING_NONE][backward], dt->act);
+}
+
 static void block_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int training,
                            fg_op_needs *n)
 {
@@ -223,25 +237,13 @@ static void block_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int trai
         FG_NEED(n, who, FG_OP_BIAS_ADD, dt->act, dt->param);
     FG_NEED(n, who, FG_OP_ATTENTION_FORWARD, dt->act);
     FG_NEED(n, who, FG_OP_AXPY, dt->act, dt->act);
-    if (l->swiglu)
-        FG_NEED(n, who, FG_OP_SWIGLU_FORWARD, dt->act);
-    else
-        FG_NEED(n, who, FG_OP_ACTIVATION_FORWARD, dt->act);
-    if (l->rope)
-        FG_NEED(n, who, l->rope_scaling ? FG_OP_ROPE_FREQ_FORWARD : FG_OP_ROPE_FORWARD,
-                dt->act);
+    choice_op_needs(l, dt, 0, n);
     if (!training)
         return;
     FG_NEED(n, who, FG_OP_GEMM, dt->act, dt->act, dt->grad);
     if (l->bias)
         FG_NEED(n, who, FG_OP_BIAS_GRAD, dt->grad, dt->act);
-    if (l->swiglu)
-        FG_NEED(n, who, FG_OP_SWIGLU_BACKWARD, dt->act);
-    else
-        FG_NEED(n, who, FG_OP_ACTIVATION_BACKWARD, dt->act);
-    if (l->rope)
-        FG_NEED(n, who, l->rope_scaling ? FG_OP_ROPE_FREQ_BACKWARD : FG_OP_ROPE_BACKWARD,
-                dt->act);
+    choice_op_needs(l, dt, 1, n);
     FG_NEED(n, who, FG_OP_LAYERNORM_BACKWARD, dt->act, dt->param, dt->grad);
     FG_NEED(n, who, FG_OP_ATTENTION_BACKWARD, dt->act);
 }

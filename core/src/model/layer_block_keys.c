@@ -83,13 +83,13 @@ static fg_status llama_configure(fg_layer *l, const fg_config *cfg, fg_error *er
     l->rms = key_is(l, cfg, "norm", "rmsnorm");
     l->swiglu = key_is(l, cfg, "mlp", "swiglu");
     l->rope = key_is(l, cfg, "position", "rope");
-    fg_status st = fg_layer_read_int(l, cfg, "mlp_hidden", &l->mlp_hidden, err);
-    if (st == FG_OK)
-        st = fg_layer_read_int(l, cfg, "kv_heads", &l->kv_heads, err);
-    if (st == FG_OK)
-        st = fg_layer_read_float(l, cfg, "rope_theta", &l->rope_theta, err);
-    if (st == FG_OK)
-        st = fg_layer_read_bool(l, cfg, "bias", &l->bias, err);
+    const fg_layer_key keys[] = {
+        {"mlp_hidden", .i = &l->mlp_hidden},
+        {"kv_heads", .i = &l->kv_heads},
+        {"rope_theta", .f = &l->rope_theta},
+        {"bias", .b = &l->bias},
+    };
+    fg_status st = fg_layer_read_keys(l, cfg, keys, COUNT(keys), err);
     if (st != FG_OK)
         return st;
     if (l->swiglu && l->mlp_hidden == 0)
@@ -113,17 +113,15 @@ static fg_status llama_configure(fg_layer *l, const fg_config *cfg, fg_error *er
 fg_status fg_block_configure(fg_layer *l, const fg_config *cfg, fg_error *err)
 {
     int64_t ratio = 4;
-    fg_status st = fg_layer_read_int(l, cfg, "heads", &l->heads, err);
-    if (st == FG_OK)
-        st = fg_layer_read_int(l, cfg, "mlp_ratio", &ratio, err);
-    if (st == FG_OK)
-        st = fg_layer_read_bool(l, cfg, "causal", &l->causal, err);
-    if (st == FG_OK)
-        st = fg_layer_read_float(l, cfg, "attn_dropout", &l->p, err);
-    if (st == FG_OK)
-        st = fg_layer_read_float(l, cfg, "eps", &l->eps, err);
-    if (st == FG_OK)
-        st = fg_layer_read_float(l, cfg, "init_std", &l->momentum, err); /* reused: init std */
+    const fg_layer_key keys[] = {
+        {"heads", .i = &l->heads},
+        {"mlp_ratio", .i = &ratio},
+        {"causal", .b = &l->causal},
+        {"attn_dropout", .f = &l->p},
+        {"eps", .f = &l->eps},
+        {"init_std", .f = &l->momentum}, /* reused: init std */
+    };
+    fg_status st = fg_layer_read_keys(l, cfg, keys, COUNT(keys), err);
     if (st == FG_OK && fg_config_get(cfg, l->section, "recompute")) /* else [model]'s */
         st = fg_layer_read_bool(l, cfg, "recompute", &l->recompute, err);
     l->in_units = ratio; /* reused: the MLP ratio */

@@ -1,7 +1,6 @@
 /* Conv2d over NCHW (NHWC under [model] memory_format = channels_last, layout.h): weight
  * (out_channels, in_channels, k, k) in either, bias (out_channels), square kernel, stride
  * and padding, as torch.nn.Conv2d. */
-#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -20,15 +19,14 @@ static const fg_option conv2d_options[] = {
 static fg_status conv2d_configure(fg_layer *l, const fg_config *cfg, fg_error *err)
 {
     int64_t k = 0, s = 0, p = 0;
-    fg_status st = fg_layer_read_int(l, cfg, "out_channels", &l->units, err);
-    if (st == FG_OK)
-        st = fg_layer_read_int(l, cfg, "kernel_size", &k, err);
-    if (st == FG_OK)
-        st = fg_layer_read_int(l, cfg, "stride", &s, err);
-    if (st == FG_OK)
-        st = fg_layer_read_int(l, cfg, "padding", &p, err);
-    if (st == FG_OK)
-        st = fg_layer_read_bool(l, cfg, "bias", &l->bias, err);
+    const fg_layer_key keys[] = {
+        {"out_channels", .i = &l->units},
+        {"kernel_size", .i = &k},
+        {"stride", .i = &s},
+        {"padding", .i = &p},
+        {"bias", .b = &l->bias},
+    };
+    fg_status st = fg_layer_read_keys(l, cfg, keys, COUNT(keys), err);
     l->kernel = (int)k;
     l->stride = (int)s;
     l->padding = (int)p;
@@ -42,23 +40,14 @@ static fg_status conv2d_plan(fg_layer *l, fg_model *m, fg_error *err)
                             "%s: [%s] (conv2d) needs a (channels, height, width) input but %s; "
                             "set [model] input = C,H,W or remove the flatten before it",
                             l->origin, l->section, l->input_text);
-    int64_t c = l->in.dims[0], h = l->in.dims[1], w = l->in.dims[2];
-    int64_t oh = fg_window_out(h, l->kernel, l->stride, l->padding);
-    int64_t ow = fg_window_out(w, l->kernel, l->stride, l->padding);
-    if (!oh || !ow)
-        return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "%s: [%s] kernel_size %d is larger than its input: %s, padded by %d "
-                            "to %" PRId64 "x%" PRId64,
-                            l->origin, l->section, l->kernel, l->input_text, l->padding,
-                            h + 2 * l->padding, w + 2 * l->padding);
-    l->out.rank = 3;
-    l->out.dims[0] = l->units;
-    l->out.dims[1] = oh;
-    l->out.dims[2] = ow;
+    fg_status st = fg_layer_plan_window(l, l->units, err);
+    if (st != FG_OK)
+        return st;
+    int64_t c = l->in.dims[0];
     int64_t fan_in = c * l->kernel * l->kernel;
     double bound = 1.0 / sqrt((double)fan_in); /* kaiming_uniform(a=sqrt(5)) */
     int64_t wshape[4] = {l->units, c, l->kernel, l->kernel};
-    fg_status st = fg_model_add_tensor(m, l, "weight", 0, 4, wshape, FG_INIT_UNIFORM, bound, err);
+    st = fg_model_add_tensor(m, l, "weight", 0, 4, wshape, FG_INIT_UNIFORM, bound, err);
     if (st == FG_OK && l->bias)
         st = fg_model_add_tensor(m, l, "bias", 0, 1, &l->units, FG_INIT_UNIFORM, bound, err);
     return st;

@@ -26,12 +26,12 @@ static const fg_option position_options[] = {
 
 static fg_status embedding_configure(fg_layer *l, const fg_config *cfg, fg_error *err)
 {
-    fg_status st = fg_layer_read_int(l, cfg, "num_embeddings", &l->in_units, err);
-    if (st == FG_OK)
-        st = fg_layer_read_int(l, cfg, "embedding_dim", &l->units, err);
-    if (st == FG_OK)
-        st = fg_layer_read_float(l, cfg, "init_std", &l->p, err);
-    return st;
+    const fg_layer_key keys[] = {
+        {"num_embeddings", .i = &l->in_units},
+        {"embedding_dim", .i = &l->units},
+        {"init_std", .f = &l->p},
+    };
+    return fg_layer_read_keys(l, cfg, keys, COUNT(keys), err);
 }
 
 static fg_status embedding_plan(fg_layer *l, fg_model *m, fg_error *err)
@@ -88,10 +88,11 @@ const fg_layer_ops fg_layer_embedding = {
 
 static fg_status position_configure(fg_layer *l, const fg_config *cfg, fg_error *err)
 {
-    fg_status st = fg_layer_read_int(l, cfg, "max_positions", &l->in_units, err);
-    if (st == FG_OK)
-        st = fg_layer_read_float(l, cfg, "init_std", &l->p, err);
-    return st;
+    const fg_layer_key keys[] = {
+        {"max_positions", .i = &l->in_units},
+        {"init_std", .f = &l->p},
+    };
+    return fg_layer_read_keys(l, cfg, keys, COUNT(keys), err);
 }
 
 static fg_status position_plan(fg_layer *l, fg_model *m, fg_error *err)

@@ -9,14 +9,6 @@ static const fg_option flatten_options[] = {
     FG_LAYER_TYPE_OPTION("flatten"),
 };
 
-static fg_status flatten_configure(fg_layer *l, const fg_config *cfg, fg_error *err)
-{
-    (void)l;
-    (void)cfg;
-    (void)err;
-    return FG_OK;
-}
-
 static fg_status flatten_plan(fg_layer *l, fg_model *m, fg_error *err)
 {
     l->out.rank = 1;
@@ -31,7 +23,6 @@ const fg_layer_ops fg_layer_flatten = {
     .options = flatten_options,
     .option_count = sizeof flatten_options / sizeof flatten_options[0],
     .flags = FG_LAYER_ALIAS,
-    .configure = flatten_configure,
     .plan = flatten_plan,
 };
 
@@ -58,7 +49,6 @@ const fg_layer_ops fg_layer_flatten_nhwc = {
     .options = flatten_options,
     .option_count = sizeof flatten_options / sizeof flatten_options[0],
     .flags = FG_LAYER_DX_OPTIONAL,
-    .configure = flatten_configure,
     .plan = flatten_plan,
     .forward = flatten_nhwc_forward,
     .backward = flatten_nhwc_backward,

@@ -20,11 +20,12 @@ static const fg_option linear_options[] = {
 
 static fg_status linear_configure(fg_layer *l, const fg_config *cfg, fg_error *err)
 {
-    fg_status st = fg_layer_read_int(l, cfg, "out_features", &l->units, err);
-    if (st == FG_OK)
-        st = fg_layer_read_int(l, cfg, "in_features", &l->in_units, err);
-    if (st == FG_OK)
-        st = fg_layer_read_bool(l, cfg, "bias", &l->bias, err);
+    const fg_layer_key keys[] = {
+        {"out_features", .i = &l->units},
+        {"in_features", .i = &l->in_units},
+        {"bias", .b = &l->bias},
+    };
+    fg_status st = fg_layer_read_keys(l, cfg, keys, COUNT(keys), err);
     const char *tie = fg_config_get(cfg, l->section, "tie");
     snprintf(l->tie, sizeof l->tie, "%s", tie ? tie : "");
     if (st == FG_OK && l->tie[0] && l->bias)

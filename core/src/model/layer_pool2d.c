@@ -27,11 +27,12 @@ static int pool_mode(const fg_layer *l)
 static fg_status pool_configure(fg_layer *l, const fg_config *cfg, fg_error *err)
 {
     int64_t k = 0, s = 0, p = 0;
-    fg_status st = fg_layer_read_int(l, cfg, "kernel_size", &k, err);
-    if (st == FG_OK)
-        st = fg_layer_read_int(l, cfg, "stride", &s, err);
-    if (st == FG_OK)
-        st = fg_layer_read_int(l, cfg, "padding", &p, err);
+    const fg_layer_key keys[] = {
+        {"kernel_size", .i = &k},
+        {"stride", .i = &s},
+        {"padding", .i = &p},
+    };
+    fg_status st = fg_layer_read_keys(l, cfg, keys, COUNT(keys), err);
     if (st != FG_OK)
         return st;
     l->kernel = (int)k;
@@ -50,20 +51,10 @@ static fg_status pool_plan(fg_layer *l, fg_model *m, fg_error *err)
         return fg_error_set(err, FG_INVALID_ARGUMENT,
                             "%s: [%s] (%s) needs a (channels, height, width) input but %s",
                             l->origin, l->section, l->ops->type, l->input_text);
-    int64_t h = l->in.dims[1], w = l->in.dims[2];
-    int64_t oh = fg_window_out(h, l->kernel, l->stride, l->padding);
-    int64_t ow = fg_window_out(w, l->kernel, l->stride, l->padding);
-    if (!oh || !ow)
-        return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "%s: [%s] kernel_size %d is larger than its input: %s, padded by %d "
-                            "to %" PRId64 "x%" PRId64,
-                            l->origin, l->section, l->kernel, l->input_text, l->padding,
-                            h + 2 * l->padding, w + 2 * l->padding);
+    fg_status st = fg_layer_plan_window(l, l->in.dims[0], err);
+    if (st != FG_OK)
+        return st;
     l->units = l->in.dims[0];
-    l->out.rank = 3;
-    l->out.dims[0] = l->in.dims[0];
-    l->out.dims[1] = oh;
-    l->out.dims[2] = ow;
     if (pool_mode(l) == FG_POOL_MAX)
         l->aux_per_sample = fg_shape_numel(&l->out) * sizeof(int32_t); /* argmax */
     (void)m;

@@ -339,7 +339,7 @@ static fg_status build_layer(fg_model *m, const fg_config *cfg, const char *sect
     if ((st = fg_graph_resolve_inputs(m, cfg, l, err)) != FG_OK)
         return st;
     l->ops = k = fg_layout_kind(m, l, k);
-    if ((st = k->configure(l, cfg, err)) != FG_OK)
+    if (k->configure && (st = k->configure(l, cfg, err)) != FG_OK)
         return st;
     if ((st = k->plan(l, m, err)) != FG_OK)
         return st;

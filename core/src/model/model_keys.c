@@ -52,45 +52,51 @@ static fg_status section_text(const fg_config *cfg, const char *section, const f
     return FG_OK;
 }
 
-fg_status fg_section_read_int(const fg_config *cfg, const char *section, const fg_option *opts,
-                              size_t count, const char *key, int64_t *out, fg_error *err)
+/* Reads key's checked text as `type` into out: an int64_t (FG_OPT_INT), a double
+ * (FG_OPT_FLOAT) or an int (FG_OPT_BOOL). */
+static fg_status section_read(const fg_config *cfg, const char *section, const fg_option *opts,
+                              size_t count, const char *key, fg_option_type type, void *out,
+                              fg_error *err)
 {
-    const char *v;
+    const char *v = NULL;
     fg_status st = section_text(cfg, section, opts, count, key, &v, err);
     if (st != FG_OK)
         return st;
-    if (fg_option_parse_int(v, out) != FG_OK)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] %s = '%s' is not an integer",
-                            section, key, v);
+    const char *what;
+    if (type == FG_OPT_INT) {
+        st = fg_option_parse_int(v, out);
+        what = "an integer";
+    } else if (type == FG_OPT_FLOAT) {
+        st = fg_option_parse_float(v, out);
+        what = "a number";
+    } else {
+        st = fg_option_parse_bool(v, out);
+        what = "a boolean";
+    }
+    if (st != FG_OK)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] %s = '%s' is not %s", section, key,
+                            v, what);
     return FG_OK;
+}
+
+fg_status fg_section_read_int(const fg_config *cfg, const char *section, const fg_option *opts,
+                              size_t count, const char *key, int64_t *out, fg_error *err)
+{
+    return section_read(cfg, section, opts, count, key, FG_OPT_INT, out, err);
 }
 
 fg_status fg_section_read_float(const fg_config *cfg, const char *section,
                                 const fg_option *opts, size_t count, const char *key,
                                 double *out, fg_error *err)
 {
-    const char *v;
-    fg_status st = section_text(cfg, section, opts, count, key, &v, err);
-    if (st != FG_OK)
-        return st;
-    if (fg_option_parse_float(v, out) != FG_OK)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] %s = '%s' is not a number",
-                            section, key, v);
-    return FG_OK;
+    return section_read(cfg, section, opts, count, key, FG_OPT_FLOAT, out, err);
 }
 
 fg_status fg_section_read_bool(const fg_config *cfg, const char *section,
                                const fg_option *opts, size_t count, const char *key, int *out,
                                fg_error *err)
 {
-    const char *v;
-    fg_status st = section_text(cfg, section, opts, count, key, &v, err);
-    if (st != FG_OK)
-        return st;
-    if (fg_option_parse_bool(v, out) != FG_OK)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] %s = '%s' is not a boolean",
-                            section, key, v);
-    return FG_OK;
+    return section_read(cfg, section, opts, count, key, FG_OPT_BOOL, out, err);
 }
 
 fg_status fg_layer_read_int(const fg_layer *l, const fg_config *cfg, const char *key,
@@ -114,19 +120,16 @@ fg_status fg_layer_read_bool(const fg_layer *l, const fg_config *cfg, const char
                                 out, err);
 }
 
-void fg_layer_window_desc(const fg_layer *l, int batch, fg_conv2d_desc *d)
+fg_status fg_layer_read_keys(const fg_layer *l, const fg_config *cfg, const fg_layer_key *keys,
+                             size_t count, fg_error *err)
 {
-    memset(d, 0, sizeof *d);
-    d->struct_size = sizeof *d;
-    d->n = batch;
-    d->c = (int32_t)l->in.dims[0];
-    d->h = (int32_t)l->in.dims[1];
-    d->w = (int32_t)l->in.dims[2];
-    d->k = (int32_t)l->units;
-    d->r = d->s = l->kernel;
-    d->pad_h = d->pad_w = l->padding;
-    d->stride_h = d->stride_w = l->stride;
-    d->out_h = (int32_t)l->out.dims[1];
-    d->out_w = (int32_t)l->out.dims[2];
-    d->layout = l->nhwc ? FG_LAYOUT_NHWC : FG_LAYOUT_NCHW;
+    for (size_t i = 0; i < count; i++) {
+        const fg_layer_key *k = &keys[i];
+        fg_status st = k->i   ? fg_layer_read_int(l, cfg, k->key, k->i, err)
+                       : k->f ? fg_layer_read_float(l, cfg, k->key, k->f, err)
+                              : fg_layer_read_bool(l, cfg, k->key, k->b, err);
+        if (st != FG_OK)
+            return st;
+    }
+    return FG_OK;
 }

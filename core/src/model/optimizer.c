@@ -172,18 +172,11 @@ static fg_status zero_state(fg_optimizer *opt, fg_error *err)
 {
     if (!opt->state_count)
         return FG_OK;
-    FG_BACKEND_NEED(opt->be, queue_create, err);
-    FG_BACKEND_NEED(opt->be, fill, err);
-    void *q = NULL;
-    fg_status st = opt->be->queue_create(opt->bs, opt->device, &q, err);
-    if (st != FG_OK)
-        return st;
-    for (size_t i = 0; i < opt->state_count && st == FG_OK; i++)
-        st = opt->be->fill(opt->bs, q, FG_F32, opt->state[i], 0.0f, opt->count, err);
-    if (st == FG_OK)
-        st = opt->be->queue_sync(opt->bs, q, err);
-    opt->be->queue_destroy(opt->bs, q);
-    return st;
+    void *state[COUNT(opt->state)];
+    for (size_t i = 0; i < opt->state_count; i++)
+        state[i] = opt->state[i];
+    return fg_backend_zero(opt->be, opt->bs, opt->device, FG_F32, state, opt->state_count,
+                           opt->count, err);
 }
 
 fg_status fg_optimizer_create_with(const fg_optimizer_config *oc, const fg_backend_vtable *be,

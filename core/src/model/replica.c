@@ -151,17 +151,8 @@ static fg_status zero_grads(fg_replica *r, fg_error *err)
     size_t n = r->param_hi - r->param_lo;
     if (!n || !r->grads)
         return FG_OK;
-    FG_BACKEND_NEED(r->be, queue_create, err);
-    FG_BACKEND_NEED(r->be, fill, err);
-    void *q = NULL;
-    fg_status st = r->be->queue_create(r->bs, r->device, &q, err);
-    if (st != FG_OK)
-        return st;
-    st = r->be->fill(r->bs, q, fg_replica_grad_dtype(r), r->grads, 0.0f, n, err);
-    if (st == FG_OK)
-        st = r->be->queue_sync(r->bs, q, err);
-    r->be->queue_destroy(r->bs, q);
-    return st;
+    void *grads = r->grads;
+    return fg_backend_zero(r->be, r->bs, r->device, fg_replica_grad_dtype(r), &grads, 1, n, err);
 }
 
 static int first_param_layer(const fg_model *m, size_t first, size_t end)

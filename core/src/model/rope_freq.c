@@ -30,13 +30,13 @@ static const char *const llama3_keys[] = {"rope_low_freq_factor", "rope_high_fre
 static fg_status read_values(fg_layer *l, const fg_config *cfg, fg_error *err)
 {
     int64_t original = 0;
-    fg_status st = fg_layer_read_float(l, cfg, "rope_factor", &l->rope_factor, err);
-    if (st == FG_OK)
-        st = fg_layer_read_float(l, cfg, llama3_keys[0], &l->rope_low_freq_factor, err);
-    if (st == FG_OK)
-        st = fg_layer_read_float(l, cfg, llama3_keys[1], &l->rope_high_freq_factor, err);
-    if (st == FG_OK)
-        st = fg_layer_read_int(l, cfg, llama3_keys[2], &original, err);
+    const fg_layer_key keys[] = {
+        {"rope_factor", .f = &l->rope_factor},
+        {llama3_keys[0], .f = &l->rope_low_freq_factor},
+        {llama3_keys[1], .f = &l->rope_high_freq_factor},
+        {llama3_keys[2], .i = &original},
+    };
+    fg_status st = fg_layer_read_keys(l, cfg, keys, COUNT(keys), err);
     l->rope_original_max_positions = (double)original;
     return st;
 }

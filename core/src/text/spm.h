@@ -23,12 +23,9 @@ fg_status fg_spm_load(const char *path, fg_spm **out, fg_error *err);
 void fg_spm_free(fg_spm *s);
 
 int32_t fg_spm_vocab_size(const fg_spm *s);
-/* The ids the model declares (its trainer_spec's bos_id, eos_id, unk_id, pad_id), -1 when
- * it has none. */
+/* The ids the model declares (its trainer_spec's bos_id, eos_id), -1 when it has none. */
 int32_t fg_spm_bos(const fg_spm *s);
 int32_t fg_spm_eos(const fg_spm *s);
-int32_t fg_spm_unk(const fg_spm *s);
-int32_t fg_spm_pad(const fg_spm *s);
 /* The id of the piece spelled `piece`, or -1. */
 int32_t fg_spm_piece_id(const fg_spm *s, const char *piece);
 /* What id contributes to decoded text: a piece with U+2581 as a space, a byte piece

@@ -33,18 +33,6 @@ int32_t fg_spm_eos(const fg_spm *s)
     return -1;
 }
 
-int32_t fg_spm_unk(const fg_spm *s)
-{
-    (void)s;
-    return -1;
-}
-
-int32_t fg_spm_pad(const fg_spm *s)
-{
-    (void)s;
-    return -1;
-}
-
 int32_t fg_spm_piece_id(const fg_spm *s, const char *piece)
 {
     (void)s;

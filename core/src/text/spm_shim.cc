@@ -110,16 +110,6 @@ extern "C" int32_t fg_spm_eos(const fg_spm *s)
     return declared(s->sp.eos_id(), s);
 }
 
-extern "C" int32_t fg_spm_unk(const fg_spm *s)
-{
-    return declared(s->sp.unk_id(), s);
-}
-
-extern "C" int32_t fg_spm_pad(const fg_spm *s)
-{
-    return declared(s->sp.pad_id(), s);
-}
-
 extern "C" int32_t fg_spm_piece_id(const fg_spm *s, const char *piece)
 {
     try {

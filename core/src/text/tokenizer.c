@@ -7,6 +7,7 @@
 
 #include "byte_unicode.h"
 #include "core_util.h"
+#include "grow_array.h"
 #include "tokenizer_internal.h"
 #include "utf8.h"
 
@@ -201,7 +202,7 @@ void fg_token_buf_free(fg_token_buf *b)
 
 static int buf_reserve(fg_token_buf *b, size_t more)
 {
-    return fg_grow_array(&b->ids, &b->cap, b->len + more, 4096, sizeof *b->ids);
+    return fg_plugin_grow_array(&b->ids, &b->cap, b->len + more, 4096, sizeof *b->ids);
 }
 
 fg_status fg_token_encoder_create(const fg_tokenizer *t, fg_token_encoder **out, fg_error *err)

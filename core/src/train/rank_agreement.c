@@ -8,6 +8,7 @@
 #include "checkpoint.h"
 #include "config.h"
 #include "core_util.h"
+#include "grow_array.h"
 #include "fulgur/comm.h"
 #include "runtime.h"
 
@@ -33,7 +34,7 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
 
 static int add(agree_list *l, const char *name, const void *value, size_t n)
 {
-    if (fg_grow_array(&l->items, &l->cap, l->count + 1, 64, sizeof *l->items) != 0)
+    if (fg_plugin_grow_array(&l->items, &l->cap, l->count + 1, 64, sizeof *l->items) != 0)
         return -1;
     agree_item *it = &l->items[l->count++];
     snprintf(it->name, sizeof it->name, "%s", name);

@@ -19,6 +19,7 @@
 #include "trainer_memory.h"
 #include "trainer_parts.h"
 #include "trainer_precision.h"
+#include "trainer_strategy.h"
 
 #define STRAT(t) ((const fg_strategy_vtable *)(t)->strategy.vt)
 
@@ -179,14 +180,7 @@ static fg_status log_step(fg_trainer *t, log_window *w, fg_error *err)
  * (fg_strategy_info.primary_grads) and it can clip on the device; else NULL. */
 static void *device_clip_stage(fg_trainer *t)
 {
-    const fg_strategy_vtable *sv = STRAT(t);
-    fg_strategy_info si;
-    memset(&si, 0, sizeof si);
-    si.struct_size = sizeof si;
-    fg_error e = {0};
-    if (!sv->info || sv->info(t->strategy.state, &si, &e) != FG_OK || !si.primary_grads)
-        return NULL;
-    void *primary = sv->primary_replica ? sv->primary_replica(t->strategy.state) : NULL;
+    void *primary = fg_trainer_primary_grads_stage(t);
     return primary && fg_train_stage_can_clip_on_device(&t->tctx, primary) ? primary : NULL;
 }
 

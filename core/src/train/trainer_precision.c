@@ -8,6 +8,7 @@
 #include "checkpoint.h"
 #include "trainer_internal.h"
 #include "trainer_precision.h"
+#include "trainer_strategy.h"
 #include "train_stage_scaler.h"
 
 #define PREC(t) ((const fg_precision_vtable *)(t)->precision.vt)
@@ -88,12 +89,9 @@ fg_status fg_trainer_check_precision(fg_trainer *t, fg_error *err)
  * the run's others: fg_trainer_check_backend.) */
 static fg_status check_half_storage(fg_trainer *t, fg_error *err)
 {
-    const fg_strategy_vtable *sv = STRAT(t);
     fg_strategy_info si;
-    memset(&si, 0, sizeof si);
-    si.struct_size = sizeof si;
     fg_error e = {0};
-    fg_status st = sv->info ? sv->info(t->strategy.state, &si, &e) : FG_OK;
+    fg_status st = fg_trainer_strategy_info(t, &si, &e);
     if (st != FG_OK)
         return fg_error_set(err, st, "[strategy] %s: %s", t->strategy.inst->name, e.message);
     if (!si.half_storage)
@@ -112,13 +110,9 @@ static fg_status check_half_storage(fg_trainer *t, fg_error *err)
  * reported by check_half_storage, which runs next). */
 static int strategy_owns_master(fg_trainer *t)
 {
-    const fg_strategy_vtable *sv = STRAT(t);
     fg_strategy_info si;
-    memset(&si, 0, sizeof si);
-    si.struct_size = sizeof si;
     fg_error e = {0};
-    return sv->info && sv->info(t->strategy.state, &si, &e) == FG_OK &&
-           si.half_storage && si.own_master;
+    return fg_trainer_strategy_info(t, &si, &e) == FG_OK && si.half_storage && si.own_master;
 }
 
 fg_status fg_trainer_apply_precision(fg_trainer *t, fg_error *err)
@@ -164,14 +158,7 @@ float fg_trainer_grad_scale(const fg_trainer *t)
  * the scaler. */
 static void *device_scaler_stage(fg_trainer *t)
 {
-    const fg_strategy_vtable *sv = STRAT(t);
-    fg_strategy_info si;
-    memset(&si, 0, sizeof si);
-    si.struct_size = sizeof si;
-    fg_error e = {0};
-    if (!sv->info || sv->info(t->strategy.state, &si, &e) != FG_OK || !si.primary_grads)
-        return NULL;
-    void *stage = sv->primary_replica ? sv->primary_replica(t->strategy.state) : NULL;
+    void *stage = fg_trainer_primary_grads_stage(t);
     return fg_train_stage_can_scale_on_device(&t->tctx, stage) ? stage : NULL;
 }
 

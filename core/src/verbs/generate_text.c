@@ -1,13 +1,14 @@
 /* The ids and text of fulgur generate (generate_text.h). */
 #include "generate_text.h"
 #include "core_util.h"
+#include "grow_array.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 static int reserve_ids(fg_gen_text *g, size_t more)
 {
-    return fg_grow_array(&g->ids, &g->cap, g->len + more, 256, sizeof *g->ids);
+    return fg_plugin_grow_array(&g->ids, &g->cap, g->len + more, 256, sizeof *g->ids);
 }
 
 static int append_bytes(fg_gen_text *g, const unsigned char *b, size_t n)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core_util.h"
+#include "grow_array.h"
 #include "tokenize_input.h"
 #include "tokenize_shards.h"
 #include "tokenizer.h"
@@ -46,7 +47,7 @@ typedef struct pipeline {
 
 static int push_id(fg_token_buf *b, int32_t id)
 {
-    if (fg_grow_array(&b->ids, &b->cap, b->len + 1, 4096, sizeof *b->ids) != 0)
+    if (fg_plugin_grow_array(&b->ids, &b->cap, b->len + 1, 4096, sizeof *b->ids) != 0)
         return -1;
     b->ids[b->len++] = id;
     return 0;
