@@ -51,6 +51,9 @@ typedef struct fg_train_ctx {
     /* stages holding a [model] sync_batchnorm layer that the strategy gave no replica
      * all-reduce (set_replica_allreduce): the trainer refuses a multi-replica run with any */
     int unserved_stages;
+    /* the live stages holding the whole model's layers and buffers, in creation
+     * order (a strategy's replicas in this process: strategy.dp's replica 0 first) */
+    struct fg_train_stage *whole;
 } fg_train_ctx;
 
 /* What the core reads of a stage created by these services (checkpoints, checks, predict):
@@ -59,6 +62,10 @@ int fg_train_stage_device(const void *stage);
 void *fg_train_stage_queue(const void *stage);
 fg_replica *fg_train_stage_model(const void *stage);
 struct fg_optimizer *fg_train_stage_optimizer(const void *stage);
+
+/* The live stages holding the whole model (at most max of them into stages, creation
+ * order); returns how many there are. */
+int fg_train_whole_stages(const fg_train_ctx *ctx, void **stages, int max);
 
 /* Fills ctx->svc; the other fields must be set by the caller. */
 void fg_train_services_init(fg_train_ctx *ctx, int max_batch);

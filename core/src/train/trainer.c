@@ -103,18 +103,31 @@ static fg_status check_replica_allreduce(fg_trainer *t, const fg_train_ctx *c, f
                         t->devices * t->world_size);
 }
 
-/* fp8-mixed across processes: the amax histories max-reduced once per step (fp8_amax.h) */
+/* fp8-mixed across processes or devices: the amax histories max-reduced once per step
+ * (fp8_amax.h) */
 static fg_status setup_fp8_amax(fg_trainer *t, fg_error *err)
 {
     void *primary = STRAT(t)->primary_replica(t->strategy.state);
     fg_ranks ranks = fg_trainer_ranks(t);
+    int replicas = fg_train_whole_stages(&t->tctx, NULL, 0);
+    void **stages = calloc(replicas > 0 ? (size_t)replicas : 1, sizeof *stages);
+    if (!stages) return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory at fp8 setup");
+    fg_train_whole_stages(&t->tctx, stages, replicas);
     fg_status st = fg_fp8_amax_sync_init(&t->fp8_amax, t->model, &ranks, t->tctx.be, t->tctx.bs,
                                          primary ? fg_train_stage_queue(primary) : NULL,
-                                         primary ? fg_train_stage_model(primary) : NULL, err);
-    if (st == FG_OK && t->fp8_amax.runs && t->rank == 0 && t->rt->verbosity >= FG_LOG_INFO)
+                                         primary ? fg_train_stage_model(primary) : NULL,
+                                         stages, replicas, err);
+    free(stages);
+    const fg_fp8_amax_sync *a = &t->fp8_amax;
+    if (st != FG_OK || !a->runs || t->rank != 0 || t->rt->verbosity < FG_LOG_INFO) return st;
+    if (a->replicas > 1)
         fprintf(t->out, "fp8: the amax histories (%zu floats) are max-reduced across the %d "
-                "ranks once per optimizer step (%s)\n", t->fp8_amax.floats, t->world_size,
-                t->fp8_amax.native_queue ? "ordered on the device" : "after a queue sync");
+                "replicas once per optimizer step (through the host, after a queue sync)\n",
+                a->floats, a->replicas);
+    else
+        fprintf(t->out, "fp8: the amax histories (%zu floats) are max-reduced across the %d "
+                "ranks once per optimizer step (%s)\n", a->floats, t->world_size,
+                a->native_queue ? "ordered on the device" : "after a queue sync");
     return st;
 }
 
