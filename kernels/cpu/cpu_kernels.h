@@ -163,13 +163,10 @@ void fg_cpu_activation_forward(fg_cpu_pool *pool, int act, const float *x, float
                                size_t n);
 void fg_cpu_activation_backward(fg_cpu_pool *pool, int act, const float *x, const float *y,
                                 const float *dy, float *dx, size_t n);
-/* An f32 fc layer's GELU fused with its bias (gelu_fused.c), packed (rows, cols), the bits
- * of the separate ops: aux += bias, y = gelu(aux); and d = d * gelu'(aux) with
- * dbias (+)= the column sums of the new d (bias_grad's sums). */
+/* An f32 fc layer's bias and GELU in one pass (gelu_fused.c), packed (rows, cols): aux += bias,
+ * y = gelu(aux), the bits of bias_add then activation_forward. */
 void fg_cpu_bias_gelu_forward(fg_cpu_pool *pool, int rows, int cols, const float *bias,
                               float *aux, float *y);
-void fg_cpu_dgelu_bias_grad(fg_cpu_pool *pool, int rows, int cols, const float *aux, float *d,
-                            float *dbias, int accumulate);
 /* relu forward and backward on f16 or bf16 storage, no conversion: inf_bits is the type's
  * +inf (f16 0x7c00, bf16 0x7f80); the same values as the f32 relu on the widened input. */
 void fg_cpu_half_relu_forward(fg_cpu_pool *pool, uint16_t inf_bits, const uint16_t *x,
