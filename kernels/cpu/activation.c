@@ -9,10 +9,8 @@
 
 #include "cpu_kernels.h"
 #include "fast_exp.h"
+#include "gelu.h"
 #include "half.h"
-
-#define FG_GELU_K0 0.7978845608028654f /* sqrt(2/pi) */
-#define FG_GELU_K1 0.044715f
 
 enum { FG_CPU_ACT_NONE, FG_CPU_ACT_RELU, FG_CPU_ACT_GELU, FG_CPU_ACT_TANH, FG_CPU_ACT_SIGMOID };
 
@@ -33,11 +31,8 @@ FG_CPU_VECTOR_CLONES static void fg_cpu_act_forward_range(void *p, size_t b, siz
             y[i] = x[i] > 0.0f ? x[i] : 0.0f;
         break;
     case FG_CPU_ACT_GELU:
-        for (size_t i = b; i < e; i++) {
-            float v = x[i];
-            float u = FG_GELU_K0 * (v + FG_GELU_K1 * v * v * v);
-            y[i] = v / (1.0f + fg_cpu_exp(-2.0f * u));
-        }
+        for (size_t i = b; i < e; i++)
+            y[i] = fg_cpu_gelu(x[i]);
         break;
     case FG_CPU_ACT_TANH:
         for (size_t i = b; i < e; i++)
@@ -68,14 +63,9 @@ FG_CPU_VECTOR_CLONES static void fg_cpu_act_backward_range(void *p, size_t b, si
             dx[i] = x[i] > 0.0f ? g : 0.0f;
         }
         break;
-    case FG_CPU_ACT_GELU: /* d/dx x s(2u) = s + 2 x s (1 - s) du/dx, s = sigmoid(2u) */
-        for (size_t i = b; i < e; i++) {
-            float v = x[i];
-            float u = FG_GELU_K0 * (v + FG_GELU_K1 * v * v * v);
-            float du = FG_GELU_K0 * (1.0f + 3.0f * FG_GELU_K1 * v * v);
-            float s = 1.0f / (1.0f + fg_cpu_exp(-2.0f * u));
-            dx[i] = dy[i] * (s + 2.0f * v * s * (1.0f - s) * du);
-        }
+    case FG_CPU_ACT_GELU:
+        for (size_t i = b; i < e; i++)
+            dx[i] = dy[i] * fg_cpu_gelu_grad(x[i]);
         break;
     case FG_CPU_ACT_TANH:
         for (size_t i = b; i < e; i++)

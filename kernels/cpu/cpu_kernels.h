@@ -96,13 +96,22 @@ static inline size_t fg_cpu_reduce_chunk(size_t n, size_t min_chunk)
 void fg_cpu_gemm(fg_cpu_pool *pool, int trans_a, int trans_b, int m, int n, int k, float alpha,
                  const float *a, int lda, const float *b, int ldb, float beta, float *c,
                  int ldc);
-/* C = op(A) op(B) + bias(n) on every row (bias may be NULL): gemm with beta 0, then the
- * bias added in a pass over C's rows on the pool (the roundings of gemm then bias_add). */
+/* C = op(A) op(B) + bias(n) on every row (bias may be NULL), the roundings of gemm then
+ * bias_add: gemm with beta 0, then the bias added in a pass over C's rows on the pool; or,
+ * where k fits in one OpenBLAS k panel (fg_cpu_gemm_bias_panel_k), C = bias, then the product
+ * added with beta 1 (one rounding either way, gemm.c). */
 void fg_cpu_gemm_bias(fg_cpu_pool *pool, int trans_a, int trans_b, int m, int n, int k,
                       const float *a, int lda, const float *b, int ldb, const float *bias,
                       float *c, int ldc);
-/* Sets OpenBLAS to one thread for the whole process: the pool owns the cores. */
+/* Sets OpenBLAS to one thread for the whole process: the pool owns the cores; and probes
+ * the largest k OpenBLAS runs as one k panel, up to FG_CPU_GEMM_PROBE_MAX_K (fg_cpu_gemm_bias
+ * prefills C with the bias up to it; 0 before the probe: the two-pass form only). */
 void fg_cpu_gemm_init(void);
+#define FG_CPU_GEMM_PROBE_MAX_K 2048
+int fg_cpu_gemm_bias_panel_k(void);
+/* The probe itself: the largest k <= max at which C = bias, C += A B^T has the bits of
+ * A B^T + bias rounded twice (128 x 128 products); 0 if none or out of memory. */
+int fg_cpu_gemm_probe_panel(int max);
 
 /* A gemm the caller picks for a kernel's own products (the backend's per-shape choice of
  * library, plugins/backend-cpu/cpu_gemm_choice.c). slot: which of the kernel's concurrent
@@ -163,6 +172,10 @@ void fg_cpu_activation_forward(fg_cpu_pool *pool, int act, const float *x, float
                                size_t n);
 void fg_cpu_activation_backward(fg_cpu_pool *pool, int act, const float *x, const float *y,
                                 const float *dy, float *dx, size_t n);
+/* An f32 fc layer's bias and GELU in one pass (gelu_fused.c), packed (rows, cols): aux += bias,
+ * y = gelu(aux), the bits of bias_add then activation_forward. */
+void fg_cpu_bias_gelu_forward(fg_cpu_pool *pool, int rows, int cols, const float *bias,
+                              float *aux, float *y);
 /* relu forward and backward on f16 or bf16 storage, no conversion: inf_bits is the type's
  * +inf (f16 0x7c00, bf16 0x7f80); the same values as the f32 relu on the widened input. */
 void fg_cpu_half_relu_forward(fg_cpu_pool *pool, uint16_t inf_bits, const uint16_t *x,

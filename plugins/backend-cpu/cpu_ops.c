@@ -615,6 +615,17 @@ static fg_status bgradb_sums(void *state, void *queue, uint32_t ab_dtype, uint32
     return unstage(state, o, NARGS(o), st);
 }
 
+/* All f32 and packed under gemm = openblas: the fc's bias and GELU in one pass
+ * (kernels/cpu/gelu_fused.c), the same bits as gemm_bias's product, its bias pass and the
+ * GELU below (oneDNN's gemm_bias adds the bias inside the matmul: not split there). */
+static int f32_bias_gelu_fusable(void *state, uint32_t ab_dtype, uint32_t c_dtype,
+                                 uint32_t bias_dtype, int m, int n, int ldc, int ldaux)
+{
+    return ab_dtype == FG_F32 && c_dtype == FG_F32 && bias_dtype == FG_F32 && ldc == n &&
+           ldaux == n && m > 0 && n > 0 &&
+           ((fg_cpu_backend *)state)->gemm_mode == FG_CPU_GEMM_OPENBLAS;
+}
+
 /* The separate ops in the order the model ran them before this op, so a model that
  * switches to it computes the same bits: gemm_bias then activation_forward; gemm,
  * activation_backward then bias_grad over C; gemm then bias_grad over A. The pointwise
@@ -637,6 +648,13 @@ fg_status fg_cpu_op_gemm_epilogue(void *state, void *queue, uint32_t ab_dtype,
                                 fg_dtype_name((fg_dtype)bias_dtype),
                                 fg_dtype_name((fg_dtype)ab_dtype));
         int gelu = epilogue == FG_EPI_GELU_AUX_BIAS;
+        if (gelu && f32_bias_gelu_fusable(state, ab_dtype, c_dtype, bias_dtype, m, n, ldc, ldaux)) {
+            st = fg_cpu_op_gemm(state, queue, ab_dtype, ab_dtype, c_dtype, trans_a, trans_b, m,
+                                n, k, 1.0f, a, lda, b, ldb, 0.0f, aux, ldaux, err);
+            if (st == FG_OK)
+                fg_cpu_bias_gelu_forward(POOL(state), m, n, bias, aux, c);
+            return st;
+        }
         st = fg_cpu_op_gemm_bias(state, queue, ab_dtype, ab_dtype, c_dtype, trans_a, trans_b, m,
                                  n, k, a, lda, b, ldb, bias, gelu ? aux : c, gelu ? ldaux : ldc,
                                  err);
