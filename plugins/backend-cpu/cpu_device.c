@@ -187,21 +187,27 @@ void fg_cpu_host_free(void *state, void *ptr)
     free(ptr);
 }
 
-fg_status fg_cpu_queue_create(void *state, int device, void **queue, fg_error *err)
+fg_status fg_cpu_device_handle(const fg_cpu_backend *be, const char *op, const char *name,
+                               int device, size_t size, void **out, fg_error *err)
 {
-    fg_cpu_backend *be = state;
-    if (!queue)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "cpu backend: queue_create: queue is NULL");
-    *queue = NULL;
-    fg_status st = fg_cpu_check_device(be, "queue_create", device, err);
+    if (!out)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "cpu backend: %s: %s is NULL", op, name);
+    *out = NULL;
+    fg_status st = fg_cpu_check_device(be, op, device, err);
     if (st != FG_OK)
         return st;
-    fg_cpu_queue *q = calloc(1, sizeof *q);
-    if (!q)
-        return fg_error_set(err, FG_OUT_OF_MEMORY, "cpu backend: queue_create: out of memory");
-    q->device = device;
-    *queue = q;
+    if (!(*out = calloc(1, size)))
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "cpu backend: %s: out of memory", op);
     return FG_OK;
+}
+
+fg_status fg_cpu_queue_create(void *state, int device, void **queue, fg_error *err)
+{
+    fg_status st = fg_cpu_device_handle(state, "queue_create", "queue", device,
+                                        sizeof(fg_cpu_queue), queue, err);
+    if (st == FG_OK)
+        ((fg_cpu_queue *)*queue)->device = device;
+    return st;
 }
 
 void fg_cpu_queue_destroy(void *state, void *queue)

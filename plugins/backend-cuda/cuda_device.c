@@ -220,22 +220,32 @@ static fg_status fg_cuda_queue_setup(fg_cuda_queue *q, fg_error *err)
     return FG_OK;
 }
 
+/* queue_create's and copy_queue_create's start: the out pointer checked, the device checked
+ * and made current, a zeroed queue of that device in *q; `op` names the caller. */
+static fg_status fg_cuda_queue_new(const fg_cuda_backend *be, const char *op, int device,
+                                   void **queue, fg_cuda_queue **q, fg_error *err)
+{
+    if (!queue)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "backend.cuda: %s: queue is NULL", op);
+    *queue = NULL;
+    fg_status st = fg_cuda_check_device(be, op, device, err);
+    if (st == FG_OK)
+        st = fg_cuda_set_device(device, op, err);
+    if (st != FG_OK)
+        return st;
+    if (!(*q = calloc(1, sizeof **q)))
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "backend.cuda: %s: out of memory", op);
+    (*q)->device = device;
+    return FG_OK;
+}
+
 fg_status fg_cuda_queue_create(void *state, int device, void **queue, fg_error *err)
 {
     fg_cuda_backend *be = state;
-    if (!queue)
-        return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "backend.cuda: queue_create: queue is NULL");
-    *queue = NULL;
-    fg_status st = fg_cuda_check_device(be, "queue_create", device, err);
-    if (st == FG_OK)
-        st = fg_cuda_set_device(device, "queue_create", err);
+    fg_cuda_queue *q;
+    fg_status st = fg_cuda_queue_new(be, "queue_create", device, queue, &q, err);
     if (st != FG_OK)
         return st;
-    fg_cuda_queue *q = calloc(1, sizeof *q);
-    if (!q)
-        return fg_error_set(err, FG_OUT_OF_MEMORY, "backend.cuda: queue_create: out of memory");
-    q->device = device;
     st = fg_cuda_queue_setup(q, err);
     if (st != FG_OK) {
         fg_cuda_queue_destroy(be, q);
@@ -253,21 +263,10 @@ fg_status fg_cuda_queue_create(void *state, int device, void **queue, fg_error *
  * batches). */
 fg_status fg_cuda_copy_queue_create(void *state, int device, void **queue, fg_error *err)
 {
-    fg_cuda_backend *be = state;
-    if (!queue)
-        return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "backend.cuda: copy_queue_create: queue is NULL");
-    *queue = NULL;
-    fg_status st = fg_cuda_check_device(be, "copy_queue_create", device, err);
-    if (st == FG_OK)
-        st = fg_cuda_set_device(device, "copy_queue_create", err);
+    fg_cuda_queue *q;
+    fg_status st = fg_cuda_queue_new(state, "copy_queue_create", device, queue, &q, err);
     if (st != FG_OK)
         return st;
-    fg_cuda_queue *q = calloc(1, sizeof *q);
-    if (!q)
-        return fg_error_set(err, FG_OUT_OF_MEMORY,
-                            "backend.cuda: copy_queue_create: out of memory");
-    q->device = device;
     q->copy_only = 1;
     cudaError_t e = cudaStreamCreateWithFlags(&q->stream, cudaStreamNonBlocking);
     if (e != cudaSuccess) {
