@@ -166,6 +166,10 @@ fg_status fg_cpu_alloc(void *state, int device, size_t bytes, void **ptr, fg_err
 void fg_cpu_free(void *state, int device, void *ptr);
 fg_status fg_cpu_host_alloc(void *state, size_t bytes, void **ptr, fg_error *err);
 void fg_cpu_host_free(void *state, void *ptr);
+/* queue_create's and event_create's checks (out present, the device exists) and a zeroed
+ * handle of `size` bytes in *out; messages name op and the argument `name`. */
+fg_status fg_cpu_device_handle(const fg_cpu_backend *be, const char *op, const char *name,
+                               int device, size_t size, void **out, fg_error *err);
 fg_status fg_cpu_queue_create(void *state, int device, void **queue, fg_error *err);
 void fg_cpu_queue_destroy(void *state, void *queue);
 fg_status fg_cpu_queue_sync(void *state, void *queue, fg_error *err);

@@ -55,6 +55,17 @@ static fg_status fg_cpu_check_device(const fg_cpu_backend *be, const char *what,
     return FG_OK;
 }
 
+/* The start of a call that hands out something of a device (alloc, queue_create,
+ * event_create): the out pointer present (set to NULL) and the device existing. */
+static fg_status fg_cpu_device_out(const fg_cpu_backend *be, const char *op, const char *name,
+                                   int device, void **out, fg_error *err)
+{
+    if (!out)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "cpu backend: %s: %s is NULL", op, name);
+    *out = NULL;
+    return fg_cpu_check_device(be, op, device, err);
+}
+
 fg_status fg_cpu_device_count(void *state, int *count, fg_error *err)
 {
     fg_cpu_backend *be = state;
@@ -123,10 +134,7 @@ static fg_status fg_cpu_reserve(fg_cpu_backend *be, int device, size_t bytes, fg
 fg_status fg_cpu_alloc(void *state, int device, size_t bytes, void **ptr, fg_error *err)
 {
     fg_cpu_backend *be = state;
-    if (!ptr)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "cpu backend: alloc: ptr is NULL");
-    *ptr = NULL;
-    fg_status st = fg_cpu_check_device(be, "alloc", device, err);
+    fg_status st = fg_cpu_device_out(be, "alloc", "ptr", device, ptr, err);
     if (st == FG_OK)
         st = fg_cpu_reserve(be, device, bytes, err);
     if (st != FG_OK)
@@ -187,21 +195,24 @@ void fg_cpu_host_free(void *state, void *ptr)
     free(ptr);
 }
 
-fg_status fg_cpu_queue_create(void *state, int device, void **queue, fg_error *err)
+fg_status fg_cpu_device_handle(const fg_cpu_backend *be, const char *op, const char *name,
+                               int device, size_t size, void **out, fg_error *err)
 {
-    fg_cpu_backend *be = state;
-    if (!queue)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "cpu backend: queue_create: queue is NULL");
-    *queue = NULL;
-    fg_status st = fg_cpu_check_device(be, "queue_create", device, err);
+    fg_status st = fg_cpu_device_out(be, op, name, device, out, err);
     if (st != FG_OK)
         return st;
-    fg_cpu_queue *q = calloc(1, sizeof *q);
-    if (!q)
-        return fg_error_set(err, FG_OUT_OF_MEMORY, "cpu backend: queue_create: out of memory");
-    q->device = device;
-    *queue = q;
+    if (!(*out = calloc(1, size)))
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "cpu backend: %s: out of memory", op);
     return FG_OK;
+}
+
+fg_status fg_cpu_queue_create(void *state, int device, void **queue, fg_error *err)
+{
+    fg_status st = fg_cpu_device_handle(state, "queue_create", "queue", device,
+                                        sizeof(fg_cpu_queue), queue, err);
+    if (st == FG_OK)
+        ((fg_cpu_queue *)*queue)->device = device;
+    return st;
 }
 
 void fg_cpu_queue_destroy(void *state, void *queue)

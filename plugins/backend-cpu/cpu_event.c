@@ -11,20 +11,11 @@ typedef struct fg_cpu_event {
 
 fg_status fg_cpu_event_create(void *state, int device, void **event, fg_error *err)
 {
-    fg_cpu_backend *be = state;
-    if (!event)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "cpu backend: event_create: event is NULL");
-    *event = NULL;
-    if (device < 0 || device >= be->devices)
-        return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "cpu backend: event_create: device %d does not exist (devices = %d)",
-                            device, be->devices);
-    fg_cpu_event *e = calloc(1, sizeof *e);
-    if (!e)
-        return fg_error_set(err, FG_OUT_OF_MEMORY, "cpu backend: event_create: out of memory");
-    e->device = device;
-    *event = e;
-    return FG_OK;
+    fg_status st = fg_cpu_device_handle(state, "event_create", "event", device,
+                                        sizeof(fg_cpu_event), event, err);
+    if (st == FG_OK)
+        ((fg_cpu_event *)*event)->device = device;
+    return st;
 }
 
 void fg_cpu_event_destroy(void *state, void *event)

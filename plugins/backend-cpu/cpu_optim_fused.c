@@ -66,13 +66,39 @@ static fg_status scaled_grads(void *state, fg_cpu_queue *q, const char *op, uint
     return FG_OK;
 }
 
-/* The working copy, cast from the stored parameters as the cast op would. */
-static fg_status write_work(void *state, void *queue, uint32_t work_dtype,
-                            uint32_t param_dtype, void *work, const void *param, size_t n,
-                            fg_error *err)
+/* One fused update: param staged in and out, grad in, the gradients the update reads
+ * (scaled), and the working copy cast from the stored parameters afterwards. */
+typedef struct fused_update {
+    void *state, *queue;
+    uint32_t param_dtype, work_dtype;
+    void *param, *work;
+    size_t n;
+    fg_cpu_operand o[2];
+    const float *g;
+} fused_update;
+
+static fg_status fused_begin(fused_update *u, const char *op, uint32_t grad_dtype,
+                             const void *grad, const float *grad_scale, fg_error *err)
 {
-    return work ? fg_cpu_op_cast(state, queue, work_dtype, param_dtype, work, param, n, err)
-                : FG_OK;
+    fg_cpu_operand o[] = {ARG_INOUT(u->param, u->param_dtype, u->n),
+                          ARG_IN(grad, grad_dtype, u->n)};
+    memcpy(u->o, o, sizeof o);
+    u->g = NULL;
+    fg_status st = fg_cpu_stage(u->state, u->queue, op, u->o, NARGS(u->o), err);
+    if (st == FG_OK)
+        st = scaled_grads(u->state, u->queue, op, grad_dtype, u->o[1].f, grad_scale, u->n,
+                          &u->g, err);
+    return st;
+}
+
+/* The working copy, cast from the stored parameters as the cast op would. */
+static fg_status fused_end(fused_update *u, fg_status st, fg_error *err)
+{
+    st = fg_cpu_unstage(u->state, u->o, NARGS(u->o), st);
+    if (st != FG_OK || !u->work)
+        return st;
+    return fg_cpu_op_cast(u->state, u->queue, u->work_dtype, u->param_dtype, u->work, u->param,
+                          u->n, err);
 }
 
 fg_status fg_cpu_op_sgd_fused(void *state, void *queue, uint32_t param_dtype,
@@ -82,20 +108,15 @@ fg_status fg_cpu_op_sgd_fused(void *state, void *queue, uint32_t param_dtype,
 {
     if (FG_HAS_FIELD(a, fg_sgd_args, skip_dev) && a->skip_dev && *a->skip_dev)
         return FG_OK; /* the loss scaler skips this step */
-    fg_cpu_operand o[] = {ARG_INOUT(param, param_dtype, n), ARG_IN(grad, grad_dtype, n)};
-    fg_status st = fg_cpu_stage(state, queue, "sgd_fused", o, NARGS(o), err);
-    const float *g = NULL;
-    if (st == FG_OK)
-        st = scaled_grads(state, queue, "sgd_fused", grad_dtype, o[1].f, grad_scale, n, &g,
-                          err);
+    fused_update u = {.state = state, .queue = queue, .param_dtype = param_dtype,
+                      .work_dtype = work_dtype, .param = param, .work = work, .n = n};
+    fg_status st = fused_begin(&u, "sgd_fused", grad_dtype, grad, grad_scale, err);
     if (st == FG_OK) {
         fg_cpu_sgd s = { a->lr, a->momentum, a->dampening, a->weight_decay, a->nesterov,
                          a->first_step };
-        fg_cpu_sgd_update(POOL(state), &s, o[0].f, g, momentum_buf, n);
+        fg_cpu_sgd_update(POOL(state), &s, u.o[0].f, u.g, momentum_buf, n);
     }
-    st = fg_cpu_unstage(state, o, NARGS(o), st);
-    return st == FG_OK ? write_work(state, queue, work_dtype, param_dtype, work, param, n, err)
-                       : st;
+    return fused_end(&u, st, err);
 }
 
 fg_status fg_cpu_op_adamw_fused(void *state, void *queue, uint32_t param_dtype,
@@ -106,17 +127,12 @@ fg_status fg_cpu_op_adamw_fused(void *state, void *queue, uint32_t param_dtype,
 {
     if (FG_HAS_FIELD(a, fg_adamw_args, skip_dev) && a->skip_dev && *a->skip_dev)
         return FG_OK; /* the loss scaler skips this step */
-    fg_cpu_operand o[] = {ARG_INOUT(param, param_dtype, n), ARG_IN(grad, grad_dtype, n)};
-    fg_status st = fg_cpu_stage(state, queue, "adamw_fused", o, NARGS(o), err);
-    const float *g = NULL;
-    if (st == FG_OK)
-        st = scaled_grads(state, queue, "adamw_fused", grad_dtype, o[1].f, grad_scale, n, &g,
-                          err);
+    fused_update u = {.state = state, .queue = queue, .param_dtype = param_dtype,
+                      .work_dtype = work_dtype, .param = param, .work = work, .n = n};
+    fg_status st = fused_begin(&u, "adamw_fused", grad_dtype, grad, grad_scale, err);
     if (st == FG_OK) {
         fg_cpu_adamw s = { a->lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->step };
-        fg_cpu_adamw_update(POOL(state), &s, o[0].f, g, m, v, n);
+        fg_cpu_adamw_update(POOL(state), &s, u.o[0].f, u.g, m, v, n);
     }
-    st = fg_cpu_unstage(state, o, NARGS(o), st);
-    return st == FG_OK ? write_work(state, queue, work_dtype, param_dtype, work, param, n, err)
-                       : st;
+    return fused_end(&u, st, err);
 }

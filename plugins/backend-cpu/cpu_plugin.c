@@ -56,6 +56,22 @@ static fg_status fg_cpu_read_int(const fg_host *host, const char *key, int64_t f
     return FG_OK;
 }
 
+/* The string option key (the schema default where the host does not know it). */
+static fg_status fg_cpu_read_string(const fg_host *host, const char *key, const char *fallback,
+                                    const char **out, fg_error *err)
+{
+    *out = fallback;
+    if (!host || !host->get_string)
+        return FG_OK;
+    fg_status st = host->get_string(host, key, out);
+    if (st == FG_NOT_FOUND)
+        *out = fallback;
+    else if (st != FG_OK)
+        return fg_error_set(err, st, "cpu backend: cannot read option %s.%s (%s)",
+                            host->section ? host->section : "backend", key, fg_status_name(st));
+    return FG_OK;
+}
+
 static fg_status fg_cpu_read_options(fg_cpu_backend *be, const fg_host *host, fg_error *err)
 {
     int64_t devices, threads, limit;
@@ -75,31 +91,8 @@ static fg_status fg_cpu_read_options(fg_cpu_backend *be, const fg_host *host, fg
     be->memory_limit_mb = limit;
     be->limit_bytes = (uint64_t)limit << 20;
     const char *algorithm = "auto";
-    if (host && host->get_string) {
-        st = host->get_string(host, "conv_algorithm", &algorithm);
-        if (st == FG_NOT_FOUND)
-            algorithm = "auto";
-        else if (st != FG_OK)
-            return fg_error_set(err, st, "cpu backend: cannot read option %s.conv_algorithm (%s)",
-                                host->section ? host->section : "backend", fg_status_name(st));
-    }
-    return fg_cpu_conv_init(be, algorithm, err);
-}
-
-/* The string option key (the schema default where the host does not know it). */
-static fg_status fg_cpu_read_string(const fg_host *host, const char *key, const char *fallback,
-                                    const char **out, fg_error *err)
-{
-    *out = fallback;
-    if (!host || !host->get_string)
-        return FG_OK;
-    fg_status st = host->get_string(host, key, out);
-    if (st == FG_NOT_FOUND)
-        *out = fallback;
-    else if (st != FG_OK)
-        return fg_error_set(err, st, "cpu backend: cannot read option %s.%s (%s)",
-                            host->section ? host->section : "backend", key, fg_status_name(st));
-    return FG_OK;
+    st = fg_cpu_read_string(host, "conv_algorithm", "auto", &algorithm, err);
+    return st == FG_OK ? fg_cpu_conv_init(be, algorithm, err) : st;
 }
 
 static void fg_cpu_deinit(void *state)

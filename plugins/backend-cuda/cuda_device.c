@@ -32,6 +32,19 @@ static fg_status fg_cuda_set_device(int device, const char *what, fg_error *err)
     return e == cudaSuccess ? FG_OK : fg_cuda_fail(err, e, what);
 }
 
+/* The start of a call that hands out something of a device (alloc, queue_create,
+ * copy_queue_create): the out pointer present (set to NULL), the device existing, usable
+ * and made current. */
+static fg_status fg_cuda_device_out(const fg_cuda_backend *be, const char *op,
+                                    const char *name, int device, void **out, fg_error *err)
+{
+    if (!out)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "backend.cuda: %s: %s is NULL", op, name);
+    *out = NULL;
+    fg_status st = fg_cuda_check_device(be, op, device, err);
+    return st == FG_OK ? fg_cuda_set_device(device, op, err) : st;
+}
+
 fg_status fg_cuda_enter_any(void *queue, const char *op, fg_error *err)
 {
     if (!queue)
@@ -119,13 +132,7 @@ fg_status fg_cuda_device_info(void *state, int device, fg_device_info *info, fg_
 
 fg_status fg_cuda_alloc(void *state, int device, size_t bytes, void **ptr, fg_error *err)
 {
-    fg_cuda_backend *be = state;
-    if (!ptr)
-        return fg_error_set(err, FG_INVALID_ARGUMENT, "backend.cuda: alloc: ptr is NULL");
-    *ptr = NULL;
-    fg_status st = fg_cuda_check_device(be, "alloc", device, err);
-    if (st == FG_OK)
-        st = fg_cuda_set_device(device, "alloc", err);
+    fg_status st = fg_cuda_device_out(state, "alloc", "ptr", device, ptr, err);
     if (st != FG_OK)
         return st;
     cudaError_t e = cudaMalloc(ptr, bytes ? bytes : 1);
@@ -220,22 +227,27 @@ static fg_status fg_cuda_queue_setup(fg_cuda_queue *q, fg_error *err)
     return FG_OK;
 }
 
+/* queue_create's and copy_queue_create's start (fg_cuda_device_out), then a zeroed queue
+ * of that device in *q; `op` names the caller. */
+static fg_status fg_cuda_queue_new(const fg_cuda_backend *be, const char *op, int device,
+                                   void **queue, fg_cuda_queue **q, fg_error *err)
+{
+    fg_status st = fg_cuda_device_out(be, op, "queue", device, queue, err);
+    if (st != FG_OK)
+        return st;
+    if (!(*q = calloc(1, sizeof **q)))
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "backend.cuda: %s: out of memory", op);
+    (*q)->device = device;
+    return FG_OK;
+}
+
 fg_status fg_cuda_queue_create(void *state, int device, void **queue, fg_error *err)
 {
     fg_cuda_backend *be = state;
-    if (!queue)
-        return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "backend.cuda: queue_create: queue is NULL");
-    *queue = NULL;
-    fg_status st = fg_cuda_check_device(be, "queue_create", device, err);
-    if (st == FG_OK)
-        st = fg_cuda_set_device(device, "queue_create", err);
+    fg_cuda_queue *q;
+    fg_status st = fg_cuda_queue_new(be, "queue_create", device, queue, &q, err);
     if (st != FG_OK)
         return st;
-    fg_cuda_queue *q = calloc(1, sizeof *q);
-    if (!q)
-        return fg_error_set(err, FG_OUT_OF_MEMORY, "backend.cuda: queue_create: out of memory");
-    q->device = device;
     st = fg_cuda_queue_setup(q, err);
     if (st != FG_OK) {
         fg_cuda_queue_destroy(be, q);
@@ -253,21 +265,10 @@ fg_status fg_cuda_queue_create(void *state, int device, void **queue, fg_error *
  * batches). */
 fg_status fg_cuda_copy_queue_create(void *state, int device, void **queue, fg_error *err)
 {
-    fg_cuda_backend *be = state;
-    if (!queue)
-        return fg_error_set(err, FG_INVALID_ARGUMENT,
-                            "backend.cuda: copy_queue_create: queue is NULL");
-    *queue = NULL;
-    fg_status st = fg_cuda_check_device(be, "copy_queue_create", device, err);
-    if (st == FG_OK)
-        st = fg_cuda_set_device(device, "copy_queue_create", err);
+    fg_cuda_queue *q;
+    fg_status st = fg_cuda_queue_new(state, "copy_queue_create", device, queue, &q, err);
     if (st != FG_OK)
         return st;
-    fg_cuda_queue *q = calloc(1, sizeof *q);
-    if (!q)
-        return fg_error_set(err, FG_OUT_OF_MEMORY,
-                            "backend.cuda: copy_queue_create: out of memory");
-    q->device = device;
     q->copy_only = 1;
     cudaError_t e = cudaStreamCreateWithFlags(&q->stream, cudaStreamNonBlocking);
     if (e != cudaSuccess) {

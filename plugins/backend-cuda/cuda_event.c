@@ -65,26 +65,31 @@ static fg_status fg_cuda_event_enter(void *queue, void *event, const char *op, f
     return FG_OK;
 }
 
+/* event_record (the event marks the queue's work so far) or queue_wait_event (the queue's
+ * later work waits for the event), both on the device. */
+static fg_status fg_cuda_event_op(void *queue, void *event, int wait, fg_error *err)
+{
+    const char *op = wait ? "queue_wait_event" : "event_record";
+    fg_status st = fg_cuda_event_enter(queue, event, op, err);
+    if (st != FG_OK)
+        return st;
+    cudaStream_t stream = ((fg_cuda_queue *)queue)->stream;
+    cudaEvent_t ev = ((fg_cuda_event *)event)->event;
+    cudaError_t e = wait ? cudaStreamWaitEvent(stream, ev, cudaEventWaitDefault)
+                         : cudaEventRecord(ev, stream);
+    return e == cudaSuccess ? FG_OK : fg_cuda_fail(err, e, op);
+}
+
 fg_status fg_cuda_event_record(void *state, void *queue, void *event, fg_error *err)
 {
     (void)state;
-    fg_status st = fg_cuda_event_enter(queue, event, "event_record", err);
-    if (st != FG_OK)
-        return st;
-    cudaError_t e = cudaEventRecord(((fg_cuda_event *)event)->event,
-                                    ((fg_cuda_queue *)queue)->stream);
-    return e == cudaSuccess ? FG_OK : fg_cuda_fail(err, e, "event_record");
+    return fg_cuda_event_op(queue, event, 0, err);
 }
 
 fg_status fg_cuda_queue_wait_event(void *state, void *queue, void *event, fg_error *err)
 {
     (void)state;
-    fg_status st = fg_cuda_event_enter(queue, event, "queue_wait_event", err);
-    if (st != FG_OK)
-        return st;
-    cudaError_t e = cudaStreamWaitEvent(((fg_cuda_queue *)queue)->stream,
-                                        ((fg_cuda_event *)event)->event, cudaEventWaitDefault);
-    return e == cudaSuccess ? FG_OK : fg_cuda_fail(err, e, "queue_wait_event");
+    return fg_cuda_event_op(queue, event, 1, err);
 }
 
 int fg_cuda_event_query(void *state, void *event)

@@ -107,30 +107,24 @@ static fg_status close_checked(FILE *out, fg_error *err, const char *path)
     return FG_OK;
 }
 
-static fg_status write_fresh(csv_file *f, const csv_table *t, fg_error *err)
+/* The table's rows written out: a fresh file with its header (the file is then created), or
+ * appended under the header already there. */
+static fg_status write_table(csv_file *f, const csv_table *t, int fresh, fg_error *err)
 {
     FILE *out;
-    fg_status st = fg_output_open(f->path, "w", &out, err);
+    fg_status st = fg_output_open(f->path, fresh ? "w" : "a", &out, err);
     if (st != FG_OK)
         return st;
-    write_header(out, t);
-    f->header_bytes = ftell(out);
+    if (fresh) {
+        write_header(out, t);
+        f->header_bytes = ftell(out);
+    }
     write_rows(f, out, t);
-    if ((st = close_checked(out, err, f->path)) != FG_OK)
+    if ((st = close_checked(out, err, f->path)) != FG_OK || !fresh)
         return st;
     f->created = 1;
     f->header_columns = t->column_count;
     return FG_OK;
-}
-
-static fg_status append_rows(csv_file *f, const csv_table *t, fg_error *err)
-{
-    FILE *out;
-    fg_status st = fg_output_open(f->path, "a", &out, err);
-    if (st != FG_OK)
-        return st;
-    write_rows(f, out, t);
-    return close_checked(out, err, f->path);
 }
 
 /* Copies the old rows after the old header, each padded with `pad` empty cells. */
@@ -197,11 +191,9 @@ fg_status csv_file_flush(csv_file *f, const csv_table *t, fg_error *err)
         return FG_OK;
     if (reserve_scratch(f, t->column_count ? t->column_count : 1) != 0)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory writing %s", f->path);
-    if (!f->created)
-        return write_fresh(f, t, err);
-    if (t->column_count > f->header_columns)
+    if (f->created && t->column_count > f->header_columns)
         return widen(f, t, err);
-    return append_rows(f, t, err);
+    return write_table(f, t, !f->created, err);
 }
 
 void csv_file_free(csv_file *f)

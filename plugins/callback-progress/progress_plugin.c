@@ -201,10 +201,13 @@ static progress_view epoch_view(const progress *p, const fg_event *e)
 
 /* ---- terminals: one line redrawn in place, a summary line left per epoch ------------- */
 
-static void tty_step(progress *p, const fg_event *e)
+/* The bar's view of e: its train metrics (loss, acc, ppl: their names), and the epoch's
+ * validation metrics kept from the bar on screen. */
+static progress_view tty_view(const progress *p, const fg_event *e, const char *loss,
+                              const char *acc, const char *ppl)
 {
     progress_view v = epoch_view(p, e);
-    if (p->view.epoch == v.epoch) { /* keep the epoch's validation metrics */
+    if (p->view.epoch == v.epoch) {
         v.has_val_loss = p->view.has_val_loss;
         v.val_loss = p->view.val_loss;
         v.has_val_acc = p->view.has_val_acc;
@@ -212,10 +215,15 @@ static void tty_step(progress *p, const fg_event *e)
         v.has_val_ppl = p->view.has_val_ppl;
         v.val_ppl = p->view.val_ppl;
     }
-    v.has_loss = find_metric(e, "train/step_loss", &v.loss);
-    v.has_acc = find_metric(e, "train/step_acc", &v.acc);
-    v.has_ppl = find_metric(e, "train/step_ppl", &v.ppl);
-    p->view = v;
+    v.has_loss = find_metric(e, loss, &v.loss);
+    v.has_acc = find_metric(e, acc, &v.acc);
+    v.has_ppl = find_metric(e, ppl, &v.ppl);
+    return v;
+}
+
+static void tty_step(progress *p, const fg_event *e)
+{
+    p->view = tty_view(p, e, "train/step_loss", "train/step_acc", "train/step_ppl");
     draw_bar(p, &p->view);
 }
 
@@ -231,18 +239,7 @@ static void tty_validation(progress *p, const fg_event *e)
 
 static void tty_epoch_end(progress *p, const fg_event *e, double now)
 {
-    progress_view v = epoch_view(p, e);
-    if (p->view.epoch == v.epoch) {
-        v.has_val_loss = p->view.has_val_loss;
-        v.val_loss = p->view.val_loss;
-        v.has_val_acc = p->view.has_val_acc;
-        v.val_acc = p->view.val_acc;
-        v.has_val_ppl = p->view.has_val_ppl;
-        v.val_ppl = p->view.val_ppl;
-    }
-    v.has_loss = find_metric(e, "train/loss", &v.loss);
-    v.has_acc = find_metric(e, "train/acc", &v.acc);
-    v.has_ppl = find_metric(e, "train/ppl", &v.ppl);
+    progress_view v = tty_view(p, e, "train/loss", "train/acc", "train/ppl");
     v.finished = 1;
     v.elapsed_s = now - p->epoch_start;
     char line[LINE_CHARS];

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "callback_plugin.h"
+#include "config_value.h"
 #include "throughput_format.h"
 #include "throughput_stats.h"
 
@@ -61,11 +62,9 @@ static const fg_option throughput_options[] = {
 /* [strategy] name from the resolved config, NULL where the host cannot say. */
 static const char *configured_strategy(const fg_host *host)
 {
-    if (!FG_HAS_FIELD(host, fg_host, config_entry) || host->config_entry == NULL) return NULL;
-    const char *section, *key, *value;
-    for (size_t i = 0; host->config_entry(host, i, &section, &key, &value) == FG_OK; i++)
-        if (strcmp(section, "strategy") == 0 && strcmp(key, "name") == 0) return value;
-    return "single";
+    const char *name = NULL;
+    if (!fg_plugin_config_value(host, "strategy", "name", &name)) return NULL;
+    return name ? name : "single";
 }
 
 static fg_status throughput_init(const fg_host *host, void **state, fg_error *err)

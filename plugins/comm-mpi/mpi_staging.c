@@ -2,6 +2,7 @@
  * and the copies in and out. */
 #include <string.h>
 
+#include "config_value.h"
 #include "mpi_comm.h"
 
 #define STAGE_ALIGN 64
@@ -12,11 +13,9 @@ static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 /* `[backend] name` of the run, from the resolved config; NULL when the host cannot say. */
 static const char *backend_name(const fg_host *h)
 {
-    if (!FG_HAS_FIELD(h, fg_host, config_entry) || !h->config_entry) return NULL;
-    const char *sec = NULL, *key = NULL, *val = NULL;
-    for (size_t i = 0; h->config_entry(h, i, &sec, &key, &val) == FG_OK; i++)
-        if (sec && key && strcmp(sec, "backend") == 0 && strcmp(key, "name") == 0) return val;
-    return NULL;
+    const char *name = NULL;
+    fg_plugin_config_value(h, "backend", "name", &name);
+    return name;
 }
 
 /* The mode: "auto", "true" or "false" (a host without the key, as a test driver's: auto). */

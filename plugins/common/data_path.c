@@ -1,6 +1,7 @@
 /* Data file names and whole-file reads for the data plugins. */
 #define _POSIX_C_SOURCE 200809L
 #include "data_path.h"
+#include "plugin_options.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +22,20 @@ fg_status fg_plugin_resolve_path(const char *who, const char *dir, const char *n
     else
         snprintf(*out, n, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name);
     return FG_OK;
+}
+
+fg_status fg_plugin_split_paths(const fg_host *host, const char *who,
+                                const char *const keys[FG_SPLIT_TEST + 1], char *paths[],
+                                const char **dir, fg_error *err)
+{
+    const char *name = NULL;
+    fg_status st = fg_plugin_get_string(host, who, "dir", dir, err);
+    for (int split = FG_SPLIT_TRAIN; st == FG_OK && split <= FG_SPLIT_TEST; split++) {
+        st = fg_plugin_get_string(host, who, keys[split], &name, err);
+        if (st == FG_OK)
+            st = fg_plugin_resolve_path(who, *dir, name, &paths[split], err);
+    }
+    return st;
 }
 
 fg_status fg_plugin_read_file(const char *who, const char *path, unsigned char **data,

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config_value.h"
 #include "cpu_kernels.h"
 #include "half.h"
 #include "host_optimizer.h"
@@ -49,16 +50,14 @@ fg_status fg_offload_check_grad_dtype(const fg_host *host, const char *who, uint
                                       fg_error *err)
 {
     if (gdt == FG_F32) return FG_OK;
-    const char *section, *key, *value;
-    for (size_t i = 0; FG_HAS_FIELD(host, fg_host, config_entry) && host->config_entry &&
-                       host->config_entry(host, i, &section, &key, &value) == FG_OK; i++)
-        if (strcmp(section, "precision") == 0 && strcmp(key, "grad_dtype") == 0 &&
-            strcmp(value, "fp32") == 0)
-            return fg_error_set(err, FG_UNAVAILABLE, "%s: offload_optimizer = host under a "
-                                "mixed mode keeps the f32 master on the host and %s gradients "
-                                "on the device; [precision] grad_dtype = fp32 asks for f32 "
-                                "ones: set grad_dtype = half or remove the key", who,
-                                fg_dtype_name((fg_dtype)gdt));
+    const char *asked = NULL;
+    if (fg_plugin_config_value(host, "precision", "grad_dtype", &asked) && asked &&
+        strcmp(asked, "fp32") == 0)
+        return fg_error_set(err, FG_UNAVAILABLE, "%s: offload_optimizer = host under a "
+                            "mixed mode keeps the f32 master on the host and %s gradients "
+                            "on the device; [precision] grad_dtype = fp32 asks for f32 "
+                            "ones: set grad_dtype = half or remove the key", who,
+                            fg_dtype_name((fg_dtype)gdt));
     host->log(host, FG_LOG_INFO, "offload_optimizer = host: %s gradients on the device (as "
               "[precision] grad_dtype = half), widened to f32 on the host",
               fg_dtype_name((fg_dtype)gdt));
@@ -148,16 +147,13 @@ static int pool_threads(void)
 /* A CUDA graph would capture the step's host waits and host update: refused by name. */
 static fg_status refuse_graphs(const fg_offload_spec *spec, fg_error *err)
 {
-    const fg_host *h = spec->host;
-    const char *section, *key, *value;
-    for (size_t i = 0; FG_HAS_FIELD(h, fg_host, config_entry) && h->config_entry &&
-                       h->config_entry(h, i, &section, &key, &value) == FG_OK; i++)
-        if (strcmp(section, "backend") == 0 && strcmp(key, "cuda_graphs") == 0 &&
-            strcmp(value, "true") == 0)
-            return fg_error_set(err, FG_UNAVAILABLE, "%s: offload_optimizer = host with "
-                                "[backend] cuda_graphs = true is not supported (the step waits "
-                                "for the gradients on the host and updates there, which a graph "
-                                "cannot hold); set one of them off", spec->who);
+    const char *graphs = NULL;
+    if (fg_plugin_config_value(spec->host, "backend", "cuda_graphs", &graphs) && graphs &&
+        strcmp(graphs, "true") == 0)
+        return fg_error_set(err, FG_UNAVAILABLE, "%s: offload_optimizer = host with "
+                            "[backend] cuda_graphs = true is not supported (the step waits "
+                            "for the gradients on the host and updates there, which a graph "
+                            "cannot hold); set one of them off", spec->who);
     return FG_OK;
 }
 

@@ -27,3 +27,10 @@ fg_status fg_plugin_get_float(const fg_host *host, const char *who, const char *
     fg_status st = host->get_float(host, key, out);
     return st != FG_OK ? failure(who, key, st, err) : FG_OK;
 }
+
+fg_status fg_plugin_get_bool(const fg_host *host, const char *who, const char *key, int *out,
+                             fg_error *err)
+{
+    fg_status st = host->get_bool(host, key, out);
+    return st != FG_OK ? failure(who, key, st, err) : FG_OK;
+}

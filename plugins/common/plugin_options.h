@@ -12,5 +12,7 @@ fg_status fg_plugin_get_int(const fg_host *host, const char *who, const char *ke
                             int64_t *out, fg_error *err);
 fg_status fg_plugin_get_float(const fg_host *host, const char *who, const char *key,
                               double *out, fg_error *err);
+fg_status fg_plugin_get_bool(const fg_host *host, const char *who, const char *key, int *out,
+                             fg_error *err);
 
 #endif

@@ -20,6 +20,13 @@ fg_status fg_plugin_precision_info(fg_precision_info *out, uint32_t param_dtype,
 fg_status fg_plugin_read_grad_dtype(const fg_host *host, uint32_t half_dtype, const char *who,
                                     uint32_t *out, fg_error *err);
 
+/* The option entry fg_plugin_read_grad_dtype reads: `lightning_` names the Lightning mode
+ * that fp32 gradients match ("bf16-mixed"), `half_` the half type ("bf16"). */
+#define FG_PLUGIN_GRAD_DTYPE_OPTION(lightning_, half_)                                       \
+    {"grad_dtype", FG_OPT_ENUM, "fp32", 1, 0, "fp32|half",                                  \
+     "dtype of parameter gradients: fp32 (as Lightning's " lightning_ ") or half (" half_    \
+     " gradients, half the bytes; strategy single only; the f32 master update reads them)"}
+
 /* loss_scale and update_scale without loss scaling: the factor is 1, and a step whose
  * gradients hold an inf or NaN is skipped. */
 float fg_plugin_unscaled_loss_scale(void *state);

@@ -34,12 +34,52 @@ static fg_status params_f32(const fg_plugin_replica_state *r, float *out, fg_err
     return st;
 }
 
-static fg_status stage_slot(const fg_plugin_replica_state *r, int i, float **p, int64_t *at,
-                            int64_t *n)
+static fg_status store(const fg_plugin_replica_state *r, void *dst, const void *src,
+                       size_t bytes, fg_error *err)
+{
+    void *queue = r->svc->queue(r->svc->ctx, r->stage);
+    fg_status st = bytes ? r->be->copy(r->be_state, queue, dst, r->device, src, -1, bytes, err)
+                         : FG_OK;
+    return st == FG_OK ? r->be->queue_sync(r->be_state, queue, err) : st;
+}
+
+/* Optimizer state slot i where it lives: the offload's host memory (all P values), or the
+ * stage's region (n values from parameter `at`); *p NULL past the last slot. */
+static void slot_at(const fg_plugin_replica_state *r, int i, float **p, int64_t *at,
+                    int64_t *n)
 {
     uint32_t dt;
-    *p = r->svc->region(r->svc->ctx, r->stage, FG_REGION_OPT_STATE, i, &dt, at, n);
-    return FG_OK;
+    *at = 0;
+    *n = r->svc->param_count;
+    if (r->offload)
+        *p = fg_offload_slot(r->offload, i);
+    else
+        *p = r->svc->region(r->svc->ctx, r->stage, FG_REGION_OPT_STATE, i, &dt, at, n);
+}
+
+/* Every optimizer state slot copied into `gather`, or from `scatter` (the other NULL), host
+ * memory of P values a slot. */
+static fg_status move_slots(const fg_plugin_replica_state *r, float *gather,
+                            const float *scatter, fg_error *err)
+{
+    fg_status st = FG_OK;
+    for (int i = 0; st == FG_OK && i < 8; i++) {
+        float *s;
+        int64_t at, n;
+        slot_at(r, i, &s, &at, &n);
+        if (!s) break;
+        size_t bytes = (size_t)n * sizeof(float);
+        int64_t host_at = (int64_t)i * r->svc->param_count + at;
+        if (r->offload && gather)
+            memcpy(gather + host_at, s, bytes);
+        else if (r->offload)
+            memcpy(s, scatter + host_at, bytes);
+        else if (gather)
+            st = fetch(r, gather + host_at, s, bytes, err);
+        else
+            st = store(r, s, scatter + host_at, bytes, err);
+    }
+    return st;
 }
 
 fg_status fg_plugin_replica_gather(const fg_plugin_replica_state *r, float *params,
@@ -57,44 +97,11 @@ fg_status fg_plugin_replica_gather(const fg_plugin_replica_state *r, float *para
         void *b = r->svc->region(r->svc->ctx, r->stage, FG_REGION_BUFFERS, 0, &dt, &at, &n);
         if (b) st = fetch(r, buffers + at, b, (size_t)n * sizeof(float), err);
     }
-    for (int i = 0; st == FG_OK && opt_state && i < 8; i++) {
-        float *dst = opt_state + (int64_t)i * P;
-        if (r->offload) {
-            float *s = fg_offload_slot(r->offload, i);
-            if (!s) break;
-            memcpy(dst, s, (size_t)P * sizeof(float));
-            continue;
-        }
-        float *s;
-        int64_t at, n;
-        stage_slot(r, i, &s, &at, &n);
-        if (!s) break;
-        st = fetch(r, dst + at, s, (size_t)n * sizeof(float), err);
-    }
-    return st;
+    return st == FG_OK && opt_state ? move_slots(r, opt_state, NULL, err) : st;
 }
 
 fg_status fg_plugin_replica_scatter(const fg_plugin_replica_state *r, const float *opt_state,
                                     fg_error *err)
 {
-    int64_t P = r->svc->param_count;
-    fg_status st = FG_OK;
-    void *queue = r->svc->queue(r->svc->ctx, r->stage);
-    for (int i = 0; st == FG_OK && i < 8; i++) {
-        const float *src = opt_state + (int64_t)i * P;
-        if (r->offload) {
-            float *s = fg_offload_slot(r->offload, i);
-            if (!s) break;
-            memcpy(s, src, (size_t)P * sizeof(float));
-            continue;
-        }
-        float *s;
-        int64_t at, n;
-        stage_slot(r, i, &s, &at, &n);
-        if (!s) break;
-        st = n ? r->be->copy(r->be_state, queue, s, r->device, src + at, -1,
-                             (size_t)n * sizeof(float), err) : FG_OK;
-        if (st == FG_OK) st = r->be->queue_sync(r->be_state, queue, err);
-    }
-    return st;
+    return move_slots(r, NULL, opt_state, err);
 }

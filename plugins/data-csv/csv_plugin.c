@@ -7,10 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data_path.h"
 #include "data_plugin.h"
 #include "csv_table.h"
 #include "fulgur/data.h"
 #include "plugin_created.h"
+#include "plugin_options.h"
 
 #define NO_RANGE .min = 1, .max = 0
 
@@ -64,58 +66,31 @@ typedef struct csv_dataset {
 
 /* ---- init ---------------------------------------------------------------------------- */
 
-static fg_status option_failure(const char *key, fg_status st, fg_error *err)
-{
-    return fg_error_set(err, st == FG_OK ? FG_INVALID_ARGUMENT : st,
-                        "csv: cannot read option %s: %s", key, fg_status_name(st));
-}
-
-static fg_status get_string(const fg_host *host, const char *key, const char **out,
-                            fg_error *err)
-{
-    fg_status st = host->get_string(host, key, out);
-    return st != FG_OK || !*out ? option_failure(key, st, err) : FG_OK;
-}
-
-static fg_status resolve_path(const char *dir, const char *name, char **out, fg_error *err)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    if (!(*out = malloc(n)))
-        return fg_error_set(err, FG_OUT_OF_MEMORY, "csv: out of memory");
-    if (name[0] == '\0' || name[0] == '/' || dir[0] == '\0')
-        snprintf(*out, n, "%s", name);
-    else
-        snprintf(*out, n, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name);
-    return FG_OK;
-}
-
 static fg_status read_files(const fg_host *host, csv_state *s, fg_error *err)
 {
     static const char *const keys[] = {NULL, "train_file", "val_file", "test_file"};
-    const char *dir = NULL, *name = NULL;
-    fg_status st = get_string(host, "dir", &dir, err);
-    for (int split = FG_SPLIT_TRAIN; st == FG_OK && split <= FG_SPLIT_TEST; split++)
-        if ((st = get_string(host, keys[split], &name, err)) == FG_OK)
-            st = resolve_path(dir, name, &s->files[split], err);
+    const char *dir = NULL;
+    fg_status st = fg_plugin_split_paths(host, "csv", keys, s->files, &dir, err);
     if (st == FG_OK)
-        st = resolve_path("", s->files[FG_SPLIT_TEST], &s->files[FG_SPLIT_PREDICT], err);
+        st = fg_plugin_resolve_path("csv", "", s->files[FG_SPLIT_TEST],
+                                    &s->files[FG_SPLIT_PREDICT], err);
     return st;
 }
 
 static fg_status read_format(const fg_host *host, csv_state *s, fg_error *err)
 {
     const char *task = NULL, *delimiter = NULL;
-    fg_status st = get_string(host, "target", &s->spec.target, err);
+    fg_status st = fg_plugin_get_string(host, "csv", "target", &s->spec.target, err);
     if (st == FG_OK)
-        st = get_string(host, "features", &s->spec.features, err);
+        st = fg_plugin_get_string(host, "csv", "features", &s->spec.features, err);
     if (st == FG_OK)
-        st = get_string(host, "task", &task, err);
+        st = fg_plugin_get_string(host, "csv", "task", &task, err);
     if (st == FG_OK)
-        st = get_string(host, "delimiter", &delimiter, err);
-    if (st == FG_OK && (st = host->get_int(host, "num_classes", &s->num_classes)) != FG_OK)
-        st = option_failure("num_classes", st, err);
-    if (st == FG_OK && (st = host->get_bool(host, "standardize", &s->standardize)) != FG_OK)
-        st = option_failure("standardize", st, err);
+        st = fg_plugin_get_string(host, "csv", "delimiter", &delimiter, err);
+    if (st == FG_OK)
+        st = fg_plugin_get_int(host, "csv", "num_classes", &s->num_classes, err);
+    if (st == FG_OK)
+        st = fg_plugin_get_bool(host, "csv", "standardize", &s->standardize, err);
     if (st != FG_OK)
         return st;
     if (s->spec.target[0] == '\0')

@@ -10,6 +10,7 @@
 #include "idx_dataset.h"
 #include "idx_file.h"
 #include "plugin_created.h"
+#include "plugin_options.h"
 
 #define NO_RANGE .min = 1, .max = 0
 
@@ -48,35 +49,27 @@ typedef struct idx_state {
 
 /* ---- options ----------------------------------------------------------------------- */
 
-static fg_status option_failure(const char *key, fg_status st, fg_error *err)
-{
-    return fg_error_set(err, st == FG_OK ? FG_INVALID_ARGUMENT : st,
-                        "idx: cannot read option %s: %s", key, fg_status_name(st));
-}
-
 static fg_status read_path(const fg_host *host, const char *dir, const char *key, char **out,
                            fg_error *err)
 {
     const char *name = NULL;
-    fg_status st = host->get_string(host, key, &name);
-    if (st != FG_OK || !name)
-        return option_failure(key, st, err);
-    return fg_plugin_resolve_path("idx", dir, name, out, err);
+    fg_status st = fg_plugin_get_string(host, "idx", key, &name, err);
+    return st == FG_OK ? fg_plugin_resolve_path("idx", dir, name, out, err) : st;
 }
 
 static fg_status read_numbers(const fg_host *host, idx_state *s, fg_error *err)
 {
-    fg_status st;
-    if ((st = host->get_float(host, "val_fraction", &s->val_fraction)) != FG_OK)
-        return option_failure("val_fraction", st, err);
-    if ((st = host->get_bool(host, "normalize", &s->transform.normalize)) != FG_OK)
-        return option_failure("normalize", st, err);
-    if ((st = host->get_float(host, "mean", &s->transform.mean)) != FG_OK)
-        return option_failure("mean", st, err);
-    if ((st = host->get_float(host, "std", &s->transform.std)) != FG_OK)
-        return option_failure("std", st, err);
-    if ((st = host->get_int(host, "num_classes", &s->transform.num_classes)) != FG_OK)
-        return option_failure("num_classes", st, err);
+    fg_status st = fg_plugin_get_float(host, "idx", "val_fraction", &s->val_fraction, err);
+    if (st == FG_OK)
+        st = fg_plugin_get_bool(host, "idx", "normalize", &s->transform.normalize, err);
+    if (st == FG_OK)
+        st = fg_plugin_get_float(host, "idx", "mean", &s->transform.mean, err);
+    if (st == FG_OK)
+        st = fg_plugin_get_float(host, "idx", "std", &s->transform.std, err);
+    if (st == FG_OK)
+        st = fg_plugin_get_int(host, "idx", "num_classes", &s->transform.num_classes, err);
+    if (st != FG_OK)
+        return st;
     /* The host validated the schema ranges; a host that did not must not get NaNs or
      * divisions by zero out of us. */
     if (!(s->val_fraction >= 0.0 && s->val_fraction <= 0.5))
@@ -108,9 +101,9 @@ static fg_status idx_init(const fg_host *host, void **state, fg_error *err)
 {
     *state = NULL;
     const char *dir = NULL;
-    fg_status st = host->get_string(host, "dir", &dir);
-    if (st != FG_OK || !dir)
-        return option_failure("dir", st, err);
+    fg_status st = fg_plugin_get_string(host, "idx", "dir", &dir, err);
+    if (st != FG_OK)
+        return st;
     idx_state *s = calloc(1, sizeof *s);
     if (!s)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "idx: out of memory");

@@ -9,23 +9,10 @@
 #include <string.h>
 
 #include "fulgur/data.h"
+#include "data_path.h"
+#include "plugin_options.h"
 
 #define IMAGE_MAX_SIDE 65536
-
-static fg_status option_failure(const char *key, fg_status st, fg_error *err)
-{
-    return fg_error_set(err, st == FG_OK ? FG_INVALID_ARGUMENT : st,
-                        "image_folder: cannot read option %s: %s", key, fg_status_name(st));
-}
-
-static fg_status get_string(const fg_host *host, const char *key, const char **out,
-                            fg_error *err)
-{
-    fg_status st = host->get_string(host, key, out);
-    if (st != FG_OK || !*out)
-        return option_failure(key, st, err);
-    return FG_OK;
-}
 
 /* Up to `max` comma-separated numbers of `text` into out; *count of them. */
 static fg_status parse_numbers(const char *key, const char *text, int max, double *out,
@@ -64,7 +51,7 @@ static fg_status get_numbers(const fg_host *host, const char *key, int max, doub
                              int *count, fg_error *err)
 {
     const char *text = NULL;
-    fg_status st = get_string(host, key, &text, err);
+    fg_status st = fg_plugin_get_string(host, "image_folder", key, &text, err);
     return st == FG_OK ? parse_numbers(key, text, max, out, count, err) : st;
 }
 
@@ -122,36 +109,21 @@ static fg_status get_range(const fg_host *host, const char *key, double out[2], 
     return st;
 }
 
-/* dir/name unless name is absolute or empty; malloc'd. */
-static fg_status resolve_dir(const char *dir, const char *name, char **out, fg_error *err)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    if (!(*out = malloc(n)))
-        return fg_error_set(err, FG_OUT_OF_MEMORY, "image_folder: out of memory");
-    if (name[0] == '\0' || name[0] == '/' || dir[0] == '\0')
-        snprintf(*out, n, "%s", name);
-    else
-        snprintf(*out, n, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name);
-    return FG_OK;
-}
-
 static fg_status read_dirs(const fg_host *host, image_config *cfg, fg_error *err)
 {
     static const char *const keys[] = {NULL, "train_dir", "val_dir", "test_dir"};
-    const char *dir = NULL, *name = NULL;
-    fg_status st = get_string(host, "dir", &dir, err);
-    for (int split = FG_SPLIT_TRAIN; st == FG_OK && split <= FG_SPLIT_TEST; split++)
-        if ((st = get_string(host, keys[split], &name, err)) == FG_OK)
-            st = resolve_dir(dir, name, &cfg->dirs[split], err);
+    const char *dir = NULL;
+    fg_status st = fg_plugin_split_paths(host, "image_folder", keys, cfg->dirs, &dir, err);
     if (st == FG_OK)
-        st = resolve_dir(dir, cfg->dirs[FG_SPLIT_TEST], &cfg->dirs[FG_SPLIT_PREDICT], err);
+        st = fg_plugin_resolve_path("image_folder", dir, cfg->dirs[FG_SPLIT_TEST],
+                                    &cfg->dirs[FG_SPLIT_PREDICT], err);
     return st;
 }
 
 static fg_status read_geometry(const fg_host *host, image_config *cfg, fg_error *err)
 {
     const char *mode = NULL;
-    fg_status st = get_string(host, "mode", &mode, err);
+    fg_status st = fg_plugin_get_string(host, "image_folder", "mode", &mode, err);
     if (st != FG_OK)
         return st;
     if (strcmp(mode, "rgb") != 0 && strcmp(mode, "grayscale") != 0)
@@ -180,9 +152,9 @@ static fg_status read_geometry(const fg_host *host, image_config *cfg, fg_error 
 static fg_status get_float_in(const fg_host *host, const char *key, double lo, double hi,
                               double *out, fg_error *err)
 {
-    fg_status st = host->get_float(host, key, out);
+    fg_status st = fg_plugin_get_float(host, "image_folder", key, out, err);
     if (st != FG_OK)
-        return option_failure(key, st, err);
+        return st;
     if (!(*out >= lo && *out <= hi))
         return fg_error_set(err, FG_INVALID_ARGUMENT,
                             "image_folder: option %s = %g is outside [%g, %g]", key, *out, lo, hi);
@@ -192,9 +164,9 @@ static fg_status get_float_in(const fg_host *host, const char *key, double lo, d
 static fg_status read_augmentation(const fg_host *host, image_config *cfg, fg_error *err)
 {
     int64_t pad = 0;
-    fg_status st = host->get_int(host, "random_crop_padding", &pad);
+    fg_status st = fg_plugin_get_int(host, "image_folder", "random_crop_padding", &pad, err);
     if (st != FG_OK)
-        return option_failure("random_crop_padding", st, err);
+        return st;
     if (pad < 0 || pad > IMAGE_MAX_SIDE)
         return fg_error_set(err, FG_INVALID_ARGUMENT,
                             "image_folder: option random_crop_padding = %lld is outside [0, %d]",
@@ -202,8 +174,8 @@ static fg_status read_augmentation(const fg_host *host, image_config *cfg, fg_er
     cfg->pad = (int)pad;
     if ((st = get_float_in(host, "hflip", 0.0, 1.0, &cfg->hflip, err)))
         return st;
-    if ((st = host->get_bool(host, "random_resized_crop", &cfg->rrc)) != FG_OK)
-        return option_failure("random_resized_crop", st, err);
+    if ((st = fg_plugin_get_bool(host, "image_folder", "random_resized_crop", &cfg->rrc, err)))
+        return st;
     if ((st = get_range(host, "rrc_scale", cfg->rrc_scale, err)))
         return st;
     if ((st = get_range(host, "rrc_ratio", cfg->rrc_ratio, err)))

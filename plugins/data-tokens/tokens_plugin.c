@@ -66,12 +66,8 @@ static void tokens_deinit(void *state)
 static fg_status read_files(const fg_host *host, tokens_state *s, fg_error *err)
 {
     static const char *const keys[] = {NULL, "train_file", "val_file", "test_file"};
-    const char *dir = NULL, *name = NULL;
-    fg_status st = fg_plugin_get_string(host, "tokens", "dir", &dir, err);
-    for (int split = FG_SPLIT_TRAIN; st == FG_OK && split <= FG_SPLIT_TEST; split++)
-        if ((st = fg_plugin_get_string(host, "tokens", keys[split], &name, err)) == FG_OK)
-            st = fg_plugin_resolve_path("tokens", dir, name, &s->files[split], err);
-    return st;
+    const char *dir = NULL;
+    return fg_plugin_split_paths(host, "tokens", keys, s->files, &dir, err);
 }
 
 static fg_status read_format(const fg_host *host, tokens_state *s, fg_error *err)

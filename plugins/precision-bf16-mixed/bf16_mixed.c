@@ -10,9 +10,7 @@ typedef struct bf16_state {
 } bf16_state;
 
 static const fg_option bf16_options[] = {
-    {"grad_dtype", FG_OPT_ENUM, "fp32", 1, 0, "fp32|half",
-     "dtype of parameter gradients: fp32 (as Lightning's bf16-mixed) or half (bf16 gradients, half "
-     "the bytes; strategy single only; the f32 master update reads them)"},
+    FG_PLUGIN_GRAD_DTYPE_OPTION("bf16-mixed", "bf16"),
 };
 
 static fg_status bf16_init(const fg_host *host, void **state, fg_error *err)

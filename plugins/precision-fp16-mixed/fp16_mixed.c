@@ -13,9 +13,7 @@ typedef struct fp16_state {
 } fp16_state;
 
 static const fg_option fp16_options[] = {
-    {"grad_dtype", FG_OPT_ENUM, "fp32", 1, 0, "fp32|half",
-     "dtype of parameter gradients: fp32 (as Lightning's 16-mixed) or half (fp16 gradients, half "
-     "the bytes; strategy single only; the f32 master update reads them)"},
+    FG_PLUGIN_GRAD_DTYPE_OPTION("16-mixed", "fp16"),
     {"init_scale", FG_OPT_FLOAT, "65536", 1e-30, 3.4e38, NULL,
      "loss scale at the start (2^16)"},
     {"growth_factor", FG_OPT_FLOAT, "2", 1, 1e6, NULL,

@@ -15,6 +15,7 @@
 
 #include "fulgur/backend.h"
 #include "fulgur/strategy.h"
+#include "worker_gang.h"
 
 #define DP_MAX_DEVICES 64
 /* A training shard never holds fewer samples than this unless the whole batch does:
@@ -35,8 +36,6 @@ typedef struct dp_replica {
     int index, device;
     void *replica, *queue;
     float *params, *grads, *buffers; /* device memory, svc layout */
-    pthread_t thread;
-    int started;
 
     /* this job's part */
     fg_batch shard;  /* a slice of the batch; count 0: no part */
@@ -58,16 +57,10 @@ struct dp {
     dp_replica *r;      /* (devices) */
 
     /* the worker threads (replicas 1..devices-1) */
-    pthread_mutex_t lock;
-    pthread_cond_t go, done;
-    int sync_ready;     /* lock and conditions initialised */
-    uint64_t generation;
-    dp_job job;
-    int running;        /* workers still on this generation's job */
+    fg_plugin_gang gang; /* its wake condition: the replica all-reduce's meeting */
 
     float *recv;        /* (param_count) on device 0: another replica's gradients */
-    /* the replica all-reduce ([model] sync_batchnorm, dp_allreduce.c), under lock */
-    pthread_cond_t ar_met;
+    /* the replica all-reduce ([model] sync_batchnorm, dp_allreduce.c), under gang.lock */
     int participants;   /* replicas with a shard in this job */
     int ar_arrived, ar_failed;
     uint64_t ar_round;

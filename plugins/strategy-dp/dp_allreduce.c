@@ -46,19 +46,19 @@ static fg_status add_up(dp *d, int64_t count, fg_error *err)
 /* Waits until every participant's slot is in and the total is made; 0 when aborted. */
 static int meet(dp *d, int64_t count, fg_error *err, fg_status *st)
 {
-    pthread_mutex_lock(&d->lock);
+    pthread_mutex_lock(&d->gang.lock);
     uint64_t round = d->ar_round;
     if (++d->ar_arrived == d->participants) {
         *st = add_up(d, count, err);
         if (*st != FG_OK) d->ar_failed = 1;
         d->ar_arrived = 0;
         d->ar_round++;
-        pthread_cond_broadcast(&d->ar_met);
+        pthread_cond_broadcast(&d->gang.wake);
     } else {
-        while (d->ar_round == round && !d->ar_failed) pthread_cond_wait(&d->ar_met, &d->lock);
+        while (d->ar_round == round && !d->ar_failed) pthread_cond_wait(&d->gang.wake, &d->gang.lock);
     }
     int ok = !d->ar_failed;
-    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_unlock(&d->gang.lock);
     return ok;
 }
 
@@ -90,19 +90,19 @@ void dp_allreduce_begin(dp *d)
 {
     int n = 0;
     for (int i = 0; i < d->devices; i++) n += d->r[i].shard.count > 0;
-    pthread_mutex_lock(&d->lock);
+    pthread_mutex_lock(&d->gang.lock);
     d->participants = n;
     d->ar_arrived = 0;
     d->ar_failed = 0;
-    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_unlock(&d->gang.lock);
 }
 
 void dp_allreduce_abort(dp *d)
 {
-    pthread_mutex_lock(&d->lock);
+    pthread_mutex_lock(&d->gang.lock);
     d->ar_failed = 1;
-    pthread_cond_broadcast(&d->ar_met);
-    pthread_mutex_unlock(&d->lock);
+    pthread_cond_broadcast(&d->gang.wake);
+    pthread_mutex_unlock(&d->gang.lock);
 }
 
 void dp_allreduce_free(dp *d)

@@ -5,6 +5,7 @@
 
 #include "dp.h"
 #include "plugin_created.h"
+#include "stage_metrics.h"
 
 static const fg_option options[] = {
     {"devices", FG_OPT_INT, "0", 0, DP_MAX_DEVICES, NULL,
@@ -166,15 +167,10 @@ static fg_status dp_read_metrics(void *state, int reset, fg_step_metrics *out, f
 {
     dp *d = state;
     out->loss_sum = out->correct = out->count = 0;
-    for (int i = 0; i < d->devices; i++) {
-        fg_step_metrics m = {sizeof m, 0, 0, 0};
-        fg_status st = d->svc->read_metrics(d->svc->ctx, d->r[i].replica, reset, &m, err);
-        if (st != FG_OK) return st;
-        out->loss_sum += m.loss_sum;
-        out->correct += m.correct;
-        out->count += m.count;
-    }
-    return FG_OK;
+    fg_status st = FG_OK;
+    for (int i = 0; st == FG_OK && i < d->devices; i++)
+        st = fg_plugin_add_stage_metrics(d->svc, d->r[i].replica, reset, out, err);
+    return st;
 }
 
 static void *dp_primary(void *state) { return ((dp *)state)->r[0].replica; }

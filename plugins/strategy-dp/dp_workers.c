@@ -42,92 +42,41 @@ static fg_status run_part(dp_replica *w, dp_job job, fg_error *err)
     return st;
 }
 
-static void *worker_main(void *p)
+/* A worker thread's part (worker_gang.h). */
+static void worker_part(void *ctx, int worker, int job)
 {
-    dp_replica *w = p;
-    dp *d = w->d;
-    uint64_t seen = 0;
-    for (;;) {
-        pthread_mutex_lock(&d->lock);
-        while (d->generation == seen) pthread_cond_wait(&d->go, &d->lock);
-        seen = d->generation;
-        dp_job job = d->job;
-        pthread_mutex_unlock(&d->lock);
-        if (job == DP_JOB_STOP) return NULL;
-        memset(&w->err, 0, sizeof w->err);
-        w->st = run_part(w, job, &w->err);
-        pthread_mutex_lock(&d->lock);
-        if (--d->running == 0) pthread_cond_signal(&d->done);
-        pthread_mutex_unlock(&d->lock);
-    }
+    dp_replica *w = &((dp *)ctx)->r[worker];
+    memset(&w->err, 0, sizeof w->err);
+    w->st = run_part(w, (dp_job)job, &w->err);
 }
 
 fg_status dp_workers_start(dp *d, fg_error *err)
 {
-    if (pthread_mutex_init(&d->lock, NULL) != 0)
+    int init = fg_plugin_gang_init(&d->gang);
+    if (init == 1)
         return fg_error_set(err, FG_INTERNAL, "strategy.dp: pthread_mutex_init failed");
-    if (pthread_cond_init(&d->go, NULL) != 0) {
-        pthread_mutex_destroy(&d->lock);
+    if (init != 0)
         return fg_error_set(err, FG_INTERNAL, "strategy.dp: pthread_cond_init failed");
-    }
-    if (pthread_cond_init(&d->done, NULL) != 0) {
-        pthread_cond_destroy(&d->go);
-        pthread_mutex_destroy(&d->lock);
-        return fg_error_set(err, FG_INTERNAL, "strategy.dp: pthread_cond_init failed");
-    }
-    if (pthread_cond_init(&d->ar_met, NULL) != 0) {
-        pthread_cond_destroy(&d->done);
-        pthread_cond_destroy(&d->go);
-        pthread_mutex_destroy(&d->lock);
-        return fg_error_set(err, FG_INTERNAL, "strategy.dp: pthread_cond_init failed");
-    }
-    d->sync_ready = 1;
-    for (int i = 1; i < d->devices; i++) {
-        int rc = pthread_create(&d->r[i].thread, NULL, worker_main, &d->r[i]);
-        if (rc != 0)
-            return fg_error_set(err, FG_INTERNAL, "strategy.dp: cannot start the thread of "
-                                "device %d (pthread_create: error %d)", d->r[i].device, rc);
-        d->r[i].started = 1;
-    }
-    return FG_OK;
+    return fg_plugin_gang_start(&d->gang, d->devices, worker_part, d, DP_JOB_STOP,
+                                "strategy.dp", err);
 }
 
 void dp_workers_stop(dp *d)
 {
-    if (!d->sync_ready) return;
-    pthread_mutex_lock(&d->lock);
-    d->job = DP_JOB_STOP;
-    d->generation++;
-    pthread_cond_broadcast(&d->go);
-    pthread_mutex_unlock(&d->lock);
-    for (int i = 1; i < d->devices; i++)
-        if (d->r[i].started) {
-            pthread_join(d->r[i].thread, NULL);
-            d->r[i].started = 0;
-        }
-    pthread_cond_destroy(&d->ar_met);
-    pthread_cond_destroy(&d->done);
-    pthread_cond_destroy(&d->go);
-    pthread_mutex_destroy(&d->lock);
-    d->sync_ready = 0;
+    fg_plugin_gang_stop(&d->gang);
 }
 
 fg_status dp_run(dp *d, dp_job job, fg_error *err)
 {
-    pthread_mutex_lock(&d->lock);
-    d->job = job;
-    d->running = d->devices - 1;
-    d->generation++;
-    pthread_cond_broadcast(&d->go);
-    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_lock(&d->gang.lock);
+    fg_plugin_gang_publish_locked(&d->gang, job);
+    pthread_mutex_unlock(&d->gang.lock);
 
     dp_replica *w0 = &d->r[0];
     memset(&w0->err, 0, sizeof w0->err);
     w0->st = job == DP_JOB_PULL ? FG_OK : run_part(w0, job, &w0->err);
 
-    pthread_mutex_lock(&d->lock);
-    while (d->running > 0) pthread_cond_wait(&d->done, &d->lock);
-    pthread_mutex_unlock(&d->lock);
+    fg_plugin_gang_wait(&d->gang);
     for (int i = 0; i < d->devices; i++)
         if (d->r[i].st != FG_OK)
             return fg_error_set(err, d->r[i].st, "strategy.dp: device %d: %s", d->r[i].device,

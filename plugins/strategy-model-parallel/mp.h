@@ -16,6 +16,7 @@
 
 #include "fulgur/backend.h"
 #include "fulgur/strategy.h"
+#include "worker_gang.h"
 
 #define MP_MAX_STAGES 64
 #define MP_MAX_CHUNKS 1024
@@ -46,8 +47,6 @@ typedef struct mp_stage {
     int fwd_ready;   /* micro-batches whose input has arrived (this job) */
     int bwd_ready;   /* micro-batches whose output gradient has arrived (this job) */
     int has_grads;   /* gradients written since the last optimizer step */
-    pthread_t thread;
-    int started;
     double busy_s;   /* seconds in forward/backward this step (bubble measurement) */
     double total_busy_s;
     fg_status st;
@@ -77,12 +76,8 @@ struct mp {
     fg_step_args step;  /* the optimizer step being taken (MP_JOB_STEP) */
     int synced;         /* this step's gradients are summed into pipeline 0 */
 
-    pthread_mutex_t lock;
-    pthread_cond_t go, done, moved; /* moved: an activation or gradient arrived */
-    int sync_ready;
-    uint64_t generation;
-    mp_job job;
-    int running;
+    fg_plugin_gang gang;   /* the stage threads; its wake condition: an activation or
+                            * gradient arrived */
     int failed;         /* a stage failed: the others stop waiting */
 
     int64_t steps;

@@ -6,6 +6,7 @@
 
 #include "mp.h"
 #include "plugin_created.h"
+#include "stage_metrics.h"
 
 static const fg_option options[] = {
     {"split", FG_OPT_LIST, "", 1, 0, NULL,
@@ -290,16 +291,11 @@ static fg_status mp_read_metrics(void *state, int reset, fg_step_metrics *out, f
 {
     mp *d = state;
     out->loss_sum = out->correct = out->count = 0;
-    for (int r = 0; r < d->replicas; r++) {
-        fg_step_metrics m = {sizeof m, 0, 0, 0};
-        void *last = mp_stage_at(d, r, d->stages - 1)->stage;
-        fg_status st = d->svc->read_metrics(d->svc->ctx, last, reset, &m, err);
-        if (st != FG_OK) return st;
-        out->loss_sum += m.loss_sum;
-        out->correct += m.correct;
-        out->count += m.count;
-    }
-    return FG_OK;
+    fg_status st = FG_OK;
+    for (int r = 0; st == FG_OK && r < d->replicas; r++)
+        st = fg_plugin_add_stage_metrics(d->svc, mp_stage_at(d, r, d->stages - 1)->stage, reset,
+                                         out, err);
+    return st;
 }
 
 static void *mp_primary(void *state)

@@ -48,19 +48,19 @@ void mp_split(mp *d, const fg_batch *b, float grad_scale)
 /* Waits until *counter >= want; 0 when another stage failed meanwhile. */
 static int wait_for(mp *d, const int *counter, int want)
 {
-    pthread_mutex_lock(&d->lock);
-    while (*counter < want && !d->failed) pthread_cond_wait(&d->moved, &d->lock);
+    pthread_mutex_lock(&d->gang.lock);
+    while (*counter < want && !d->failed) pthread_cond_wait(&d->gang.wake, &d->gang.lock);
     int ok = !d->failed;
-    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_unlock(&d->gang.lock);
     return ok;
 }
 
 static void post(mp *d, int *counter)
 {
-    pthread_mutex_lock(&d->lock);
+    pthread_mutex_lock(&d->gang.lock);
     (*counter)++;
-    pthread_cond_broadcast(&d->moved);
-    pthread_mutex_unlock(&d->lock);
+    pthread_cond_broadcast(&d->gang.wake);
+    pthread_mutex_unlock(&d->gang.lock);
 }
 
 static fg_status stopped(mp_stage *g, fg_error *err)
@@ -195,94 +195,47 @@ static void run_and_record(mp_stage *g, mp_job job)
     memset(&g->err, 0, sizeof g->err);
     g->st = run_part(g, job, &g->err);
     if (g->st == FG_OK) return;
-    pthread_mutex_lock(&d->lock);
+    pthread_mutex_lock(&d->gang.lock);
     if (!d->failed) d->failed = (int)(g - d->s) + 1; /* the first to fail, plus one */
-    pthread_cond_broadcast(&d->moved);
-    pthread_mutex_unlock(&d->lock);
+    pthread_cond_broadcast(&d->gang.wake);
+    pthread_mutex_unlock(&d->gang.lock);
 }
 
-static void *worker_main(void *p)
+/* A worker thread's part (worker_gang.h). */
+static void worker_part(void *ctx, int worker, int job)
 {
-    mp_stage *g = p;
-    mp *d = g->d;
-    uint64_t seen = 0;
-    for (;;) {
-        pthread_mutex_lock(&d->lock);
-        while (d->generation == seen) pthread_cond_wait(&d->go, &d->lock);
-        seen = d->generation;
-        mp_job job = d->job;
-        pthread_mutex_unlock(&d->lock);
-        if (job == MP_JOB_STOP) return NULL;
-        run_and_record(g, job);
-        pthread_mutex_lock(&d->lock);
-        if (--d->running == 0) pthread_cond_signal(&d->done);
-        pthread_mutex_unlock(&d->lock);
-    }
+    run_and_record(&((mp *)ctx)->s[worker], (mp_job)job);
 }
 
 fg_status mp_workers_start(mp *d, fg_error *err)
 {
-    int ok = pthread_mutex_init(&d->lock, NULL) == 0;
-    int go = ok && pthread_cond_init(&d->go, NULL) == 0;
-    int done = go && pthread_cond_init(&d->done, NULL) == 0;
-    int moved = done && pthread_cond_init(&d->moved, NULL) == 0;
-    if (!moved) {
-        if (done) pthread_cond_destroy(&d->done);
-        if (go) pthread_cond_destroy(&d->go);
-        if (ok) pthread_mutex_destroy(&d->lock);
+    if (fg_plugin_gang_init(&d->gang) != 0)
         return fg_error_set(err, FG_INTERNAL, "strategy.model-parallel: cannot create the "
                             "stage threads' lock and conditions");
-    }
-    d->sync_ready = 1;
-    for (int s = 1; s < d->stages * d->replicas; s++) {
-        int rc = pthread_create(&d->s[s].thread, NULL, worker_main, &d->s[s]);
-        if (rc != 0)
-            return fg_error_set(err, FG_INTERNAL, "strategy.model-parallel: cannot start the "
-                                "thread of device %d (pthread_create: error %d)",
-                                d->s[s].device, rc);
-        d->s[s].started = 1;
-    }
-    return FG_OK;
+    return fg_plugin_gang_start(&d->gang, d->stages * d->replicas, worker_part, d,
+                                MP_JOB_STOP, "strategy.model-parallel", err);
 }
 
 void mp_workers_stop(mp *d)
 {
-    if (!d->sync_ready) return;
-    pthread_mutex_lock(&d->lock);
-    d->job = MP_JOB_STOP;
-    d->generation++;
-    pthread_cond_broadcast(&d->go);
-    pthread_mutex_unlock(&d->lock);
-    for (int s = 1; s < d->stages * d->replicas; s++)
-        if (d->s[s].started) {
-            pthread_join(d->s[s].thread, NULL);
-            d->s[s].started = 0;
-        }
-    pthread_cond_destroy(&d->moved);
-    pthread_cond_destroy(&d->done);
-    pthread_cond_destroy(&d->go);
-    pthread_mutex_destroy(&d->lock);
-    d->sync_ready = 0;
+    fg_plugin_gang_stop(&d->gang);
 }
 
 fg_status mp_run(mp *d, mp_job job, fg_error *err)
 {
-    pthread_mutex_lock(&d->lock);
+    pthread_mutex_lock(&d->gang.lock);
     int all = d->stages * d->replicas;
     for (int s = 0; s < all; s++) d->s[s].fwd_ready = d->s[s].bwd_ready = 0;
     d->failed = 0;
-    d->job = job;
-    d->running = all - 1;
-    d->generation++;
-    pthread_cond_broadcast(&d->go);
-    pthread_mutex_unlock(&d->lock);
+    fg_plugin_gang_publish_locked(&d->gang, job);
+    pthread_mutex_unlock(&d->gang.lock);
 
     run_and_record(&d->s[0], job);
 
-    pthread_mutex_lock(&d->lock);
-    while (d->running > 0) pthread_cond_wait(&d->done, &d->lock);
+    fg_plugin_gang_wait(&d->gang);
+    pthread_mutex_lock(&d->gang.lock);
     int failed = d->failed;
-    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_unlock(&d->gang.lock);
     if (!failed) return FG_OK;
     const mp_stage *g = &d->s[failed - 1];
     return fg_error_set(err, g->st, "strategy.model-parallel: stage %d (device %d): %s",

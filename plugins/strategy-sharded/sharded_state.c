@@ -3,6 +3,32 @@
  * the device buffers directly: host memory, as on the CPU backend. */
 #include "sharded.h"
 
+/* Rank 0's own shard copied (from device src_dev to dst_dev, -1: the host), the queue
+ * drained after. */
+static fg_status copy_own(sharded *s, void *dst, int dst_dev, const void *src, int src_dev,
+                          fg_error *err)
+{
+    fg_status st = s->mine ? s->be->copy(s->be_state, s->queue, dst, dst_dev, src, src_dev,
+                                         (size_t)s->mine * sizeof(float), err)
+                           : FG_OK;
+    return st == FG_OK ? s->be->queue_sync(s->be_state, s->queue, err) : st;
+}
+
+/* Rank 0 and every other rank k: k's part of [0, P), at host + k * S, received into `into`
+ * or sent from `from` (the other NULL). */
+static fg_status exchange_parts(sharded *s, float *into, const float *from, fg_error *err)
+{
+    fg_status st = FG_OK;
+    for (int k = 1; st == FG_OK && k < s->topo.world_size; k++) {
+        int64_t n = sh_piece(s, k, 0, s->P), at = (int64_t)k * s->S;
+        if (n && into)
+            st = s->comm->recv(s->comm_state, NULL, into + at, (size_t)n, FG_F32, k, err);
+        else if (n)
+            st = s->comm->send(s->comm_state, NULL, from + at, (size_t)n, FG_F32, k, err);
+    }
+    return st;
+}
+
 /* Rank 0: its `local` shard (on device `dev`, -1: the host) and every other rank's into
  * out[0, P); others send theirs. */
 static fg_status gather_range(sharded *s, const float *local, int dev, float *out, fg_error *err)
@@ -12,34 +38,19 @@ static fg_status gather_range(sharded *s, const float *local, int dev, float *ou
     if (s->topo.rank != 0)
         return s->mine ? s->comm->send(s->comm_state, NULL, local, (size_t)s->mine, FG_F32, 0, err)
                        : FG_OK;
-    if (s->mine)
-        st = s->be->copy(s->be_state, s->queue, out, -1, local, dev,
-                         (size_t)s->mine * sizeof(float), err);
-    if (st == FG_OK) st = s->be->queue_sync(s->be_state, s->queue, err);
-    for (int k = 1; st == FG_OK && k < s->topo.world_size; k++) {
-        int64_t n = sh_piece(s, k, 0, s->P);
-        if (n) st = s->comm->recv(s->comm_state, NULL, out + (int64_t)k * s->S, (size_t)n, FG_F32, k, err);
-    }
-    return st;
+    st = copy_own(s, out, -1, local, dev, err);
+    return st == FG_OK ? exchange_parts(s, out, NULL, err) : st;
 }
 
 /* Rank 0 sends every rank its part of in[0, P) and copies its own into `local` (on device
  * `dev`, -1: the host). */
 static fg_status scatter_range(sharded *s, const float *in, float *local, int dev, fg_error *err)
 {
-    fg_status st = FG_OK;
     if (s->topo.rank != 0)
         return s->mine ? s->comm->recv(s->comm_state, NULL, local, (size_t)s->mine, FG_F32, 0, err)
                        : FG_OK;
-    if (s->mine)
-        st = s->be->copy(s->be_state, s->queue, local, dev, in, -1,
-                         (size_t)s->mine * sizeof(float), err);
-    if (st == FG_OK) st = s->be->queue_sync(s->be_state, s->queue, err);
-    for (int k = 1; st == FG_OK && k < s->topo.world_size; k++) {
-        int64_t n = sh_piece(s, k, 0, s->P);
-        if (n) st = s->comm->send(s->comm_state, NULL, in + (int64_t)k * s->S, (size_t)n, FG_F32, k, err);
-    }
-    return st;
+    fg_status st = copy_own(s, local, dev, in, -1, err);
+    return st == FG_OK ? exchange_parts(s, NULL, in, err) : st;
 }
 
 static fg_status fetch(sharded *s, float *dst, const float *src, int dev, int64_t n,

@@ -13,11 +13,14 @@
 #include "callback_plugin.h"
 #include "check.h"
 #include "comm_topology.h"
+#include "config_value.h"
+#include "data_path.h"
 #include "data_plugin.h"
 #include "fake_host.h"
 #include "number_text.h"
 #include "output_file.h"
 #include "precision_plugin.h"
+#include "worker_gang.h"
 
 /* An older caller's shorter struct gets its own size's worth, and keeps that size. */
 static void case_dataset_info(void)
@@ -122,6 +125,96 @@ static void case_callback(void)
              (unsigned)offsetof(fg_event, run_dir));
     CHECK_STR(err.message, want);
     CHECK_STATUS(FG_PLUGIN_EVENT_NEEDS(&ev, is_rank_zero, "callback.t", &err), FG_OK);
+}
+
+/* The first value of [section] key, NULL when absent, and "cannot say" without config_entry. */
+static void case_config_value(void)
+{
+    static const char *const config[] = {"backend", "name", "cuda", "strategy", "name", "ddp",
+                                         "backend", "name", "cpu", NULL};
+    const fg_plugin p = {FG_PLUGIN_HEADER(FG_KIND_CALLBACK, 0), .name = "t"};
+    fg_fake_host h;
+    fg_fake_host_init(&h, &p, NULL);
+    h.config = config;
+    const char *v = "unset";
+    CHECK_EQ(fg_plugin_config_value(&h.host, "backend", "name", &v), 1);
+    CHECK_STR(v, "cuda");
+    CHECK_EQ(fg_plugin_config_value(&h.host, "strategy", "name", &v), 1);
+    CHECK_STR(v, "ddp");
+    CHECK_EQ(fg_plugin_config_value(&h.host, "strategy", "device", &v), 1);
+    CHECK(v == NULL);
+    h.host.config_entry = NULL; /* an ABI 1.0 host */
+    v = "unset";
+    CHECK_EQ(fg_plugin_config_value(&h.host, "backend", "name", &v), 0);
+    CHECK(v == NULL);
+}
+
+/* train/val/test resolved against dir (absolute and empty names kept), and the option that
+ * cannot be read named. */
+static void case_split_paths(void)
+{
+    static const fg_option opts[] = {
+        {"dir", FG_OPT_STRING, "data/", 1, 0, NULL, ""},
+        {"train_file", FG_OPT_STRING, "a.csv", 1, 0, NULL, ""},
+        {"val_file", FG_OPT_STRING, "/abs/b.csv", 1, 0, NULL, ""},
+        {"test_file", FG_OPT_STRING, "", 1, 0, NULL, ""},
+    };
+    static const char *const keys[] = {NULL, "train_file", "val_file", "test_file"};
+    const fg_plugin p = {FG_PLUGIN_HEADER(FG_KIND_DATA, 0), .name = "t",
+                         FG_PLUGIN_OPTIONS(opts)};
+    fg_fake_host h;
+    fg_fake_host_init(&h, &p, NULL);
+    char *paths[FG_SPLIT_TEST + 1] = {0};
+    const char *dir = NULL;
+    CHECK_OK(fg_plugin_split_paths(&h.host, "t", keys, paths, &dir, &fg_test_err));
+    CHECK_STR(dir, "data/");
+    CHECK_STR(paths[FG_SPLIT_TRAIN], "data/a.csv");
+    CHECK_STR(paths[FG_SPLIT_VAL], "/abs/b.csv");
+    CHECK_STR(paths[FG_SPLIT_TEST], "");
+    for (int i = 0; i <= FG_SPLIT_TEST; i++) {
+        free(paths[i]);
+        paths[i] = NULL;
+    }
+    static const char *const unknown[] = {NULL, "train_file", "no_such_key", "test_file"};
+    fg_error err = {0};
+    CHECK(fg_plugin_split_paths(&h.host, "t", unknown, paths, &dir, &err) != FG_OK);
+    CHECK_CONTAINS(err.message, "t: cannot read option no_such_key");
+    CHECK_STR(paths[FG_SPLIT_TRAIN], "data/a.csv"); /* set before the failure: the caller's */
+    free(paths[FG_SPLIT_TRAIN]);
+}
+
+typedef struct gang_seen {
+    int parts[4][3]; /* worker, job: times run */
+} gang_seen;
+
+static void gang_part(void *ctx, int worker, int job)
+{
+    ((gang_seen *)ctx)->parts[worker][job]++; /* each worker its own row: no race */
+}
+
+/* Every worker thread runs its part of each published job once, and stop ends them. */
+static void case_worker_gang(void)
+{
+    fg_plugin_gang g = {0};
+    gang_seen seen = {{{0}}};
+    CHECK_EQ(fg_plugin_gang_init(&g), 0);
+    CHECK_OK(fg_plugin_gang_start(&g, 4, gang_part, &seen, 0, "t", &fg_test_err));
+    for (int round = 0; round < 3; round++)
+        for (int job = 1; job <= 2; job++) {
+            pthread_mutex_lock(&g.lock);
+            fg_plugin_gang_publish_locked(&g, job);
+            pthread_mutex_unlock(&g.lock);
+            fg_plugin_gang_wait(&g);
+            CHECK_EQ(g.running, 0);
+        }
+    fg_plugin_gang_stop(&g);
+    CHECK_EQ(g.ready, 0);
+    for (int w = 0; w < 4; w++) {
+        CHECK_EQ(seen.parts[w][0], 0); /* the stop job is no part */
+        CHECK_EQ(seen.parts[w][1], w == 0 ? 0 : 3); /* worker 0 is the caller's */
+        CHECK_EQ(seen.parts[w][2], w == 0 ? 0 : 3);
+    }
+    fg_plugin_gang_stop(&g); /* a second stop does nothing */
 }
 
 static void case_topology(void)
@@ -283,6 +376,9 @@ int main(int argc, char **argv)
         {"callback", .run = case_callback},
         {"topology", .run = case_topology},
         {"output_file", .run = case_output_file},
+        {"config_value", .run = case_config_value},
+        {"split_paths", .run = case_split_paths},
+        {"worker_gang", .run = case_worker_gang},
     };
     return fg_test_main(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }
