@@ -115,7 +115,7 @@ static fg_status read_dirs(const fg_host *host, image_config *cfg, fg_error *err
     const char *dir = NULL;
     fg_status st = fg_plugin_split_paths(host, "image_folder", keys, cfg->dirs, &dir, err);
     if (st == FG_OK)
-        st = fg_plugin_resolve_path("image_folder", dir, cfg->dirs[FG_SPLIT_TEST],
+        st = fg_plugin_resolve_path("image_folder", "", cfg->dirs[FG_SPLIT_TEST],
                                     &cfg->dirs[FG_SPLIT_PREDICT], err);
     return st;
 }

@@ -9,6 +9,8 @@
 #   image_check.sh fit_bad_data BIN     broken files stop fit with exit 2 naming the file
 #   image_check.sh fit_resnet BIN       examples/fashion_mnist_resnet.ini (residual blocks with
 #                                       add) learns 5400 augmented PNGs in 1 epoch (floor)
+#   image_check.sh predict_relative BIN fit then predict with a relative data.dir (the
+#                                       example's own form): predict reads dir/test_dir
 # FULGUR and EXAMPLES name the fulgur binary and the examples folder (fit_* and the export).
 set -u
 check=$1 bin=$2
@@ -114,6 +116,25 @@ fit_resnet() {
   echo "ok: residual CNN, 5400 augmented PNGs, 1 epoch: test accuracy $acc >= 0.72 (0.779 when written)"
 }
 
+predict_relative() {
+  export_fashion 300
+  "$FULGUR" fit "$EXAMPLES/fashion_mnist_png.ini" data.dir=fm trainer.default_root_dir=runs \
+    trainer.max_epochs=1 trainer.final_checkpoint=w.safetensors >"$tmp/out" 2>&1 ||
+    { rc=$?; cat "$tmp/out"; fail "fit exited $rc"; }
+  local acc pred csv rc
+  acc=$(awk '/^test /{for (i = 1; i <= NF; i++) if ($i == "acc") print $(i + 1)}' "$tmp/out")
+  [ -n "$acc" ] || { cat "$tmp/out"; fail "no test accuracy line"; }
+  "$FULGUR" predict "$EXAMPLES/fashion_mnist_png.ini" data.dir=fm trainer.default_root_dir=runs \
+    --ckpt-path runs/default/version_0/w.safetensors >"$tmp/pred" 2>&1 ||
+    { rc=$?; cat "$tmp/pred"; fail "predict with data.dir=fm (relative) exited $rc"; }
+  csv=$(sed -n 's/^predictions: 300 rows in \(.*\) (accuracy .*/\1/p' "$tmp/pred")
+  [ -n "$csv" ] && [ -f "$csv" ] || { cat "$tmp/pred"; fail "no predictions line for 300 rows"; }
+  [ "$(wc -l <"$csv")" -eq 301 ] || fail "$csv: $(wc -l <"$csv") lines, expected a header and 300 rows"
+  pred=$(sed -n 's/^predictions: .*(accuracy \([0-9.]*\) against the labels)/\1/p' "$tmp/pred")
+  [ "$pred" = "$acc" ] || fail "predict's accuracy $pred differs from the fit's test accuracy $acc"
+  echo "ok: relative data.dir: predict read fm/test (300 rows), accuracy $pred = the fit's test $acc"
+}
+
 expect_exit2() {
   local what=$1 fragment=$2; shift 2
   "$@" >"$tmp/bad" 2>&1
@@ -141,6 +162,6 @@ fit_bad_data() {
 }
 
 case "$check" in
-  reference|fashion_png|fit_determinism|fit_resume|fit_accuracy|fit_bad_data|fit_resnet) "$check" ;;
+  reference|fashion_png|fit_determinism|fit_resume|fit_accuracy|fit_bad_data|fit_resnet|predict_relative) "$check" ;;
   *) echo "unknown check $check"; exit 2 ;;
 esac
