@@ -21,9 +21,11 @@
  * ((b*H + h)*T + i)*T + j) says so (fg_cpu_dropout_keep), in forward and backward alike;
  * rowsum(dY * Y) is still the softmax backward's correction term with it.
  *
- * Results do not depend on the thread count: an item's arithmetic is the same on any
- * thread (its gemms run whole on it), and a single item runs its gemms on the pool, whose
- * blocks of C do not change a sum. */
+ * With several items, results do not depend on the thread count: an item's arithmetic is
+ * the same on any thread (its gemms run whole on it). A single item runs its gemms on the
+ * pool, which splits C into blocks by thread count; OpenBLAS rounds a block's edge tiles its
+ * own way, so that case's bits follow the thread count (values within rounding:
+ * kernels_cpu.attention_memory checks both). */
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>

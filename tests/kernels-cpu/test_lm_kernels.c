@@ -301,8 +301,10 @@ static int case_attention_dropout(void)
     return 0;
 }
 
-/* Bitwise the same output for 1 and 2 pool threads (gemm runs on OpenBLAS's threads
- * either way), and the workspace at T = 1024 against what a T x T score matrix needs. */
+static int attention_threads_agree(int batch, int heads, int seq, int dim, double tol);
+
+/* 1 and 2 pool threads (below), and the workspace at T = 1024 against what a T x T score
+ * matrix needs. */
 static int case_attention_memory(void)
 {
     fg_cpu_attn_shape a = {.batch = 1, .seq = 1024, .heads = 12, .head_dim = 64, .causal = 1};
@@ -314,26 +316,63 @@ static int case_attention_memory(void)
            naive >> 20);
     CHECK_EQ(ws, (size_t)2 * FG_CPU_ATTN_BLOCK * 1024 * sizeof(float));
     CHECK_EQ(ws2, 2 * ws);
-    fg_cpu_attn_shape s = {.batch = 2, .seq = 150, .heads = 2, .head_dim = 16, .causal = 1};
-    size_t nq = (size_t)2 * 150 * 3 * 32, ny = (size_t)2 * 150 * 32;
+    /* four items, each run whole by one thread: the same bits; one item, whose gemms the
+     * pool splits by blocks of C: OpenBLAS rounds a block's edge tiles its own way, so the
+     * bits follow the thread count (7.5e-8 of the largest output measured on a Zen 3), the
+     * values agree to rounding */
+    return attention_threads_agree(2, 2, 150, 16, 0.0) ||
+           attention_threads_agree(1, 1, 1024, 64, 1e-5);
+}
+
+static double max_abs(const float *x, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++)
+        m = fmax(m, fabs((double)x[i]));
+    return m;
+}
+
+static double max_diff(const float *x, const float *y, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++)
+        m = fmax(m, fabs((double)x[i] - (double)y[i]));
+    return m;
+}
+
+/* batch x heads items at 1 and 2 pool threads: output and input gradient within tol of their
+ * largest value (0: the same bits). */
+static int attention_threads_agree(int batch, int heads, int seq, int dim, double tol)
+{
+    fg_cpu_attn_shape s = {.batch = batch, .seq = seq, .heads = heads, .head_dim = dim,
+                           .causal = 1};
+    size_t ny = (size_t)batch * seq * heads * dim, nq = 3 * ny;
     float *qkv = random_floats(nq, -1, 1), *dy = random_floats(ny, -1, 1);
-    float *y[2], *dq[2], lse2[2][600];
+    float *y[2], *dq[2], *lse2[2];
     void *w = malloc(fg_cpu_attention_workspace(&s, 2));
     for (int t = 0; t < 2; t++) {
         fg_cpu_pool *pool;
         CHECK_EQ(fg_cpu_pool_create(t + 1, &pool), 0);
         y[t] = malloc(ny * 4);
         dq[t] = malloc(nq * 4);
+        lse2[t] = malloc((size_t)batch * heads * seq * 4);
         fg_cpu_attention_forward(pool, &s, qkv, y[t], lse2[t], w);
         fg_cpu_attention_backward(pool, &s, qkv, y[t], lse2[t], dy, dq[t], w);
         fg_cpu_pool_destroy(pool);
     }
-    CHECK(memcmp(y[0], y[1], ny * 4) == 0 && memcmp(dq[0], dq[1], nq * 4) == 0,
-          "attention differs between 1 and 2 pool threads");
+    double dy_rel = max_diff(y[0], y[1], ny) / max_abs(y[0], ny);
+    double dq_rel = max_diff(dq[0], dq[1], nq) / max_abs(dq[0], nq);
+    printf("attention B%d H%d T%d D%d, 1 against 2 pool threads: output %.2g, dqkv %.2g of "
+           "their largest (bound %g)\n", batch, heads, seq, dim, dy_rel, dq_rel, tol);
+    if (tol == 0)
+        CHECK(memcmp(y[0], y[1], ny * 4) == 0 && memcmp(dq[0], dq[1], nq * 4) == 0,
+              "attention differs between 1 and 2 pool threads");
+    CHECK(dy_rel <= tol && dq_rel <= tol, "attention: 1 and 2 pool threads disagree");
     free(qkv); free(dy); free(w);
     for (int t = 0; t < 2; t++) {
         free(y[t]);
         free(dq[t]);
+        free(lse2[t]);
     }
     return 0;
 }
