@@ -33,7 +33,7 @@ static fg_status alloc_replicas(fg_fp8_amax_sync *s, void *const *stages, int re
         return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory for the fp8 amax histories "
                             "of %d replicas", replicas);
     s->host = (float *)((char *)s->stages + stage_bytes);
-    memcpy(s->stages, stages, (size_t)replicas * sizeof *s->stages);
+    memcpy(s->stages, stages, stage_bytes);
     s->replicas = replicas;
     return FG_OK;
 }
