@@ -23,6 +23,9 @@ GROUP=$3
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/fulgur-cli.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
 trap 'exit 130' INT TERM
+# run/runp, fail, expect_rc/out/err/no_out/no_err
+# shellcheck source=../common/expect_lib.sh
+. "$(dirname "$0")/../common/expect_lib.sh"
 
 # Only the folders a test names may hold plugins: no user or environment folder leaks in.
 HOME=$TMP/home
@@ -30,60 +33,6 @@ export HOME
 unset FULGUR_PLUGIN_PATH
 mkdir -p "$HOME"
 cd "$TMP" || exit 1 # run folders (runs/) of the fits land here
-
-FAILED=0
-CASE=""
-OUT=$TMP/stdout
-ERR=$TMP/stderr
-RC=0
-
-# run NAME ARGS...: runs fulgur, keeps its exit code, stdout and stderr for the checks.
-run() {
-    CASE=$1
-    shift
-    "$FULGUR" "$@" >"$OUT" 2>"$ERR"
-    RC=$?
-    LAST_CMD="fulgur $*"
-}
-
-# runp NAME ARGS...: the same with the built plugins' folder searched first.
-runp() {
-    _name=$1
-    shift
-    run "$_name" --plugin-path "$PLUGINS" "$@"
-}
-
-fail() {
-    FAILED=$((FAILED + 1))
-    echo "FAIL [$CASE] $1"
-    echo "  command: $LAST_CMD"
-    echo "  exit code: $RC"
-    echo "  --- stdout"
-    sed 's/^/  | /' "$OUT"
-    echo "  --- stderr"
-    sed 's/^/  | /' "$ERR"
-}
-
-expect_rc() {
-    [ "$RC" -eq "$1" ] || fail "expected exit code $1, got $RC"
-}
-
-# expect_out / expect_err FRAGMENT: the fragment occurs verbatim in stdout / stderr.
-expect_out() {
-    grep -qF -- "$1" "$OUT" || fail "stdout lacks: $1"
-}
-
-expect_err() {
-    grep -qF -- "$1" "$ERR" || fail "stderr lacks: $1"
-}
-
-expect_no_out() {
-    [ ! -s "$OUT" ] || fail "expected nothing on stdout"
-}
-
-expect_no_err() {
-    [ ! -s "$ERR" ] || fail "expected nothing on stderr"
-}
 
 # A small valid config: synthetic data, flatten + linear, one short epoch.
 write_ok_config() {

@@ -2,8 +2,8 @@
 # harden.*: the hostile-user defects of issues 17 and 30, each as a user met it, run through
 # the `fulgur` command in a scratch folder. The groups live beside what they test, in a
 # harden.sh of that folder (one shell function group_NAME per ctest harden.NAME); this
-# harness gives them run/runp, expect_rc/out/err, fail and write_ok_config, and $HERE, the
-# group file's folder.
+# harness gives them run/runp, expect_rc/out/err, fail (expect_lib.sh) and write_ok_config,
+# and $HERE, the group file's folder.
 #
 #   harden_test.sh FULGUR PLUGIN_DIR GROUP_FILE GROUP
 #
@@ -24,47 +24,13 @@ GROUP_FILE=$HERE/$(basename "$GROUP_FILE") # the scratch folder below becomes th
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/fulgur-harden.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
+# shellcheck source=expect_lib.sh
+. "$(dirname "$0")/expect_lib.sh" || exit 2
 HOME=$TMP/home
 export HOME
 unset FULGUR_PLUGIN_PATH
 mkdir -p "$HOME"
 cd "$TMP" || exit 1
-
-FAILED=0
-CASE=""
-OUT=$TMP/stdout
-ERR=$TMP/stderr
-RC=0
-LAST_CMD=""
-
-run() {
-    CASE=$1
-    shift
-    "$FULGUR" "$@" >"$OUT" 2>"$ERR"
-    RC=$?
-    LAST_CMD="fulgur $*"
-}
-
-runp() {
-    _name=$1
-    shift
-    run "$_name" --plugin-path "$PLUGINS" "$@"
-}
-
-fail() {
-    FAILED=$((FAILED + 1))
-    echo "FAIL [$CASE] $1"
-    echo "  command: $LAST_CMD"
-    echo "  exit code: $RC"
-    echo "  --- stdout"
-    head -c 4000 "$OUT" | sed 's/^/  | /'
-    echo "  --- stderr"
-    head -c 4000 "$ERR" | sed 's/^/  | /'
-}
-
-expect_rc() { [ "$RC" -eq "$1" ] || fail "expected exit code $1, got $RC"; }
-expect_out() { grep -qF -- "$1" "$OUT" || fail "stdout lacks: $1"; }
-expect_err() { grep -qF -- "$1" "$ERR" || fail "stderr lacks: $1"; }
 
 # A small valid config: synthetic data, flatten + linear, short epochs.
 write_ok_config() {

@@ -14,26 +14,16 @@ FULGUR=$1
 PLUGINS=$2
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/fulgur-cuda-cli.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT
+# run/runp, fail
+# shellcheck source=../common/expect_lib.sh
+. "$(dirname "$0")/../common/expect_lib.sh"
 HOME=$TMP/home
 export HOME
 unset FULGUR_PLUGIN_PATH
 mkdir -p "$HOME"
 cd "$TMP" || exit 1
-
-FAILED=0
-fail() {
-    FAILED=$((FAILED + 1))
-    echo "FAIL [$CASE] $1"
-    echo "  exit code: $RC"
-    echo "  stdout:"; sed 's/^/    /' "$TMP/out"
-    echo "  stderr:"; sed 's/^/    /' "$TMP/err"
-}
-run() {
-    CASE=$1
-    shift
-    CUDA_VISIBLE_DEVICES=-1 "$FULGUR" --plugin-path "$PLUGINS" "$@" >"$TMP/out" 2>"$TMP/err"
-    RC=$?
-}
+CUDA_VISIBLE_DEVICES=-1 # no device visible to any command here
+export CUDA_VISIBLE_DEVICES
 
 cat >"$TMP/tiny.ini" <<'INI'
 [trainer]
@@ -59,28 +49,28 @@ INI
 
 REASON='backend\.cuda: no CUDA (driver \(libcuda\.so\.1 not found|device \(CUDA_VISIBLE_DEVICES=-1\))'
 
-run fit_unavailable fit "$TMP/tiny.ini"
+runp fit_unavailable fit "$TMP/tiny.ini"
 [ "$RC" -eq 2 ] || fail "exit code $RC, expected 2"
-grep -qE "$REASON" "$TMP/err" || fail "stderr does not say which of driver or device is missing"
-[ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "expected one line on stderr"
+grep -qE "$REASON" "$ERR" || fail "stderr does not say which of driver or device is missing"
+[ "$(wc -l <"$ERR")" -eq 1 ] || fail "expected one line on stderr"
 
 if [ -f "$PLUGINS/fulgur-backend-cpu.so" ]; then
-    run fit_override fit "$TMP/tiny.ini" backend.name=cpu
+    runp fit_override fit "$TMP/tiny.ini" backend.name=cpu
     [ "$RC" -eq 0 ] || fail "the same config on the cpu backend must run (exit $RC)"
 fi
 
-run devices devices
+runp devices devices
 [ "$RC" -eq 0 ] || fail "fulgur devices exit code $RC, expected 0"
-grep -E "^cuda +unavailable: " "$TMP/out" | grep -qE "$REASON" ||
+grep -E "^cuda +unavailable: " "$OUT" | grep -qE "$REASON" ||
     fail "fulgur devices does not list cuda as unavailable with the reason"
 
-run explain explain backend.cuda
+runp explain explain backend.cuda
 [ "$RC" -eq 0 ] || fail "explain exit code $RC"
-grep -qE '^  allow_tf32 +bool ' "$TMP/out" || fail "no option line for allow_tf32"
+grep -qE '^  allow_tf32 +bool ' "$OUT" || fail "no option line for allow_tf32"
 
-run key_refused fit "$TMP/tiny.ini" backend.cuda_graph=true
+runp key_refused fit "$TMP/tiny.ini" backend.cuda_graph=true
 [ "$RC" -eq 2 ] || fail "an undeclared key (cuda_graph) must be refused (exit $RC)"
-grep -q "cuda_graph\b" "$TMP/err" || fail "the refusal does not name cuda_graph"
+grep -q "cuda_graph\b" "$ERR" || fail "the refusal does not name cuda_graph"
 
 [ "$FAILED" -eq 0 ] || exit 1
 echo "ok: cuda backend unavailable path, devices, explain, unknown key"

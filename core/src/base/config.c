@@ -29,6 +29,7 @@
 
 #include "config.h"
 #include "core_util.h"
+#include "grow_array.h"
 
 /* A config is a page of text; anything near this size is a wrong file (or /dev/zero). */
 #define FG_CONFIG_MAX_BYTES (16L * 1024 * 1024)
@@ -93,19 +94,6 @@ static char *make_file_origin(const char *path, int line)
     return make_prefixed(path, suffix);
 }
 
-static int grow(void **items, size_t *cap, size_t count, size_t item_size)
-{
-    if (count < *cap)
-        return 1;
-    size_t next = *cap ? *cap * 2 : 8;
-    void *p = realloc(*items, next * item_size);
-    if (!p)
-        return 0;
-    *items = p;
-    *cap = next;
-    return 1;
-}
-
 /* The item named `name` among `count` items of `size` bytes, each a struct whose first
  * member is its char * name (a section's name, an entry's key); NULL when none. */
 static void *find_named(void *items, size_t count, size_t size, const char *name)
@@ -137,7 +125,7 @@ static fg_config_section *add_section(fg_config *cfg, const char *name, int line
 {
     char *n = dup_string(name);
     if (!origin || !n ||
-        !grow((void **)&cfg->sections, &cfg->cap, cfg->count, sizeof *cfg->sections)) {
+        fg_plugin_grow_array(&cfg->sections, &cfg->cap, cfg->count + 1, 8, sizeof *cfg->sections)) {
         free(origin);
         free(n);
         return NULL;
@@ -155,7 +143,7 @@ static int add_entry(fg_config_section *sec, const char *key, const char *value,
 {
     char *k = dup_string(key), *v = dup_string(value);
     if (!origin || !k || !v ||
-        !grow((void **)&sec->entries, &sec->cap, sec->count, sizeof *sec->entries)) {
+        fg_plugin_grow_array(&sec->entries, &sec->cap, sec->count + 1, 8, sizeof *sec->entries)) {
         free(origin);
         free(k);
         free(v);

@@ -72,9 +72,8 @@ static fg_status parse_files(const char *path, const json_t *root, fg_shard_inde
     if (json_array_size(files) != (size_t)ix->world_size)
         return BAD("%s: sharded index: \"files\" lists %zu files for world_size %d", path,
                    json_array_size(files), ix->world_size);
-    ix->offsets = calloc((size_t)ix->world_size, sizeof *ix->offsets);
-    ix->counts = calloc((size_t)ix->world_size, sizeof *ix->counts);
-    if (!ix->offsets || !ix->counts) return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory");
+    if (fg_shard_index_alloc_ranges(ix, ix->world_size) != 0)
+        return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory");
     int64_t covered = 0;
     fg_status st = FG_OK;
     for (int r = 0; st == FG_OK && r < ix->world_size; r++) {
@@ -208,10 +207,16 @@ fg_status fg_shard_index_parse(const char *path, const char *json, fg_shard_inde
     return st;
 }
 
+int fg_shard_index_alloc_ranges(fg_shard_index *ix, int world_size)
+{
+    ix->offsets = calloc(2 * (size_t)world_size, sizeof *ix->offsets);
+    ix->counts = ix->offsets ? ix->offsets + world_size : NULL;
+    return ix->offsets ? 0 : -1;
+}
+
 void fg_shard_index_free(fg_shard_index *ix)
 {
-    free(ix->offsets);
-    free(ix->counts);
+    free(ix->offsets); /* and counts */
     free(ix->tensors);
     json_decref(ix->owner);
     memset(ix, 0, sizeof *ix);

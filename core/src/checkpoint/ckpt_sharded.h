@@ -62,7 +62,7 @@ typedef struct fg_shard_index {
     size_t slot_count;
     const char *slot_names[FG_SHARD_MAX_SLOTS];
     const char *shard_dir; /* relative to the index's folder */
-    int64_t *offsets, *counts; /* (world_size) */
+    int64_t *offsets, *counts; /* (world_size) one block, counts after offsets */
     size_t tensor_count;
     fg_shard_tensor *tensors;
     void *owner; /* the parsed JSON the strings point into (fg_shard_index_parse) */
@@ -99,6 +99,9 @@ int fg_shard_collect(const char *index_path);
  * strings and arrays live in *out until fg_shard_index_free. */
 fg_status fg_shard_index_parse(const char *path, const char *json, fg_shard_index *out,
                                fg_error *err);
+/* ix->offsets and ix->counts, world_size each and zeroed, as one block (offsets, then
+ * counts) that fg_shard_index_free frees. Returns 0, or -1 when out of memory. */
+int fg_shard_index_alloc_ranges(fg_shard_index *ix, int world_size);
 void fg_shard_index_free(fg_shard_index *ix);
 
 #endif

@@ -5,9 +5,7 @@
 #include <string.h>
 
 /* A block's tensors (after "model.layers.N."), attn.qkv aside. */
-static const struct {
-    const char *ours, *theirs;
-} block_renames[] = {
+static const fg_hf_rename block_renames[] = {
     {"ln_1.weight", "input_layernorm.weight"},
     {"attn.proj.weight", "self_attn.o_proj.weight"},
     {"ln_2.weight", "post_attention_layernorm.weight"},

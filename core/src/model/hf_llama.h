@@ -12,6 +12,12 @@
 
 #define FG_HF_NAME_MAX (FG_TENSOR_NAME_MAX + 48)
 
+/* A rename table's row: a name (or part of one) of ours and Hugging Face's for it (Llama's
+ * block tensors here, GPT-2's Conv1D modules in init_from.c). */
+typedef struct fg_hf_rename {
+    const char *ours, *theirs;
+} fg_hf_rename;
+
 /* One file tensor a model tensor is made of: its name and the model tensor's rows it holds
  * (attn.qkv's rows are q_proj's, then k_proj's, then v_proj's). */
 typedef struct fg_hf_part {

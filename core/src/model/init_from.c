@@ -10,9 +10,7 @@
 #include "hf_llama.h"
 
 /* The GPT-2 modules Hugging Face stores as Conv1D: weight (in, out). */
-static const struct {
-    const char *ours, *theirs;
-} gpt2_renames[] = {
+static const fg_hf_rename gpt2_renames[] = {
     {".attn.qkv.", ".attn.c_attn."},
     {".attn.proj.", ".attn.c_proj."},
     {".mlp.fc.", ".mlp.c_fc."},

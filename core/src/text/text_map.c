@@ -2,6 +2,7 @@
 #include "text_map.h"
 #include "core_util.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,27 +44,59 @@ const fg_bytes_entry *fg_bytes_map_find(const fg_bytes_map *m, const void *key, 
     }
 }
 
+/* Both maps are open-addressed tables whose slots start with a uint64_t tag, 0 when empty
+ * (a bytes entry's hash, a pair entry's key); home(tag) is where a tag's probe starts. */
+_Static_assert(offsetof(fg_bytes_entry, hash) == 0, "a slot starts with its tag");
+_Static_assert(offsetof(fg_pair_entry, key) == 0, "a slot starts with its tag");
+
+static uint64_t slot_tag(const char *slot)
+{
+    uint64_t tag;
+    memcpy(&tag, slot, sizeof tag);
+    return tag;
+}
+
+/* The first empty slot from home on (linear probing). */
+static void *free_slot(void *slots, size_t cap, size_t size, size_t home)
+{
+    char *s = slots;
+    size_t i = home & (cap - 1);
+    while (slot_tag(s + i * size))
+        i = (i + 1) & (cap - 1);
+    return s + i * size;
+}
+
+/* Doubles a table (first 1024 slots of `size` bytes) and places its entries again. */
+static int table_grow(void *slotsp, size_t *cap, size_t size, size_t (*home)(uint64_t tag))
+{
+    size_t grown_cap = *cap ? 2 * *cap : 1024;
+    char *old, *grown = calloc(grown_cap, size);
+    if (!grown)
+        return -1;
+    memcpy(&old, slotsp, sizeof old);
+    for (size_t i = 0; i < *cap; i++)
+        if (slot_tag(old + i * size))
+            memcpy(free_slot(grown, grown_cap, size, home(slot_tag(old + i * size))),
+                   old + i * size, size);
+    free(old);
+    memcpy(slotsp, &grown, sizeof grown);
+    *cap = grown_cap;
+    return 0;
+}
+
+static size_t bytes_home(uint64_t hash)
+{
+    return (size_t)hash;
+}
+
 static fg_bytes_entry *bytes_slot(fg_bytes_entry *slots, size_t cap, uint64_t hash)
 {
-    size_t i = hash & (cap - 1);
-    while (slots[i].hash)
-        i = (i + 1) & (cap - 1);
-    return &slots[i];
+    return free_slot(slots, cap, sizeof *slots, bytes_home(hash));
 }
 
 static int bytes_grow(fg_bytes_map *m)
 {
-    size_t cap = m->cap ? 2 * m->cap : 1024;
-    fg_bytes_entry *slots = calloc(cap, sizeof *slots);
-    if (!slots)
-        return -1;
-    for (size_t i = 0; i < m->cap; i++)
-        if (m->slots[i].hash)
-            *bytes_slot(slots, cap, m->slots[i].hash) = m->slots[i];
-    free(m->slots);
-    m->slots = slots;
-    m->cap = cap;
-    return 0;
+    return table_grow(&m->slots, &m->cap, sizeof *m->slots, bytes_home);
 }
 
 static int arena_append(fg_bytes_map *m, const void *key, size_t n)
@@ -132,25 +165,12 @@ const fg_pair_entry *fg_pair_map_find(const fg_pair_map *m, int32_t a, int32_t b
 
 static fg_pair_entry *pair_slot(fg_pair_entry *slots, size_t cap, uint64_t key)
 {
-    size_t i = pair_hash(key) & (cap - 1);
-    while (slots[i].key)
-        i = (i + 1) & (cap - 1);
-    return &slots[i];
+    return free_slot(slots, cap, sizeof *slots, pair_hash(key));
 }
 
 static int pair_grow(fg_pair_map *m)
 {
-    size_t cap = m->cap ? 2 * m->cap : 1024;
-    fg_pair_entry *slots = calloc(cap, sizeof *slots);
-    if (!slots)
-        return -1;
-    for (size_t i = 0; i < m->cap; i++)
-        if (m->slots[i].key)
-            *pair_slot(slots, cap, m->slots[i].key) = m->slots[i];
-    free(m->slots);
-    m->slots = slots;
-    m->cap = cap;
-    return 0;
+    return table_grow(&m->slots, &m->cap, sizeof *m->slots, pair_hash);
 }
 
 int fg_pair_map_add(fg_pair_map *m, int32_t a, int32_t b, int32_t rank, int32_t merged)

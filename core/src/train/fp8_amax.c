@@ -23,16 +23,17 @@ static void add_run(fg_fp8_amax_sync *s, size_t offset, size_t count)
     s->runs++;
 }
 
-/* The host copies of the replicas' runs (replicas > 1). */
+/* The host copies of the replicas' runs (replicas > 1): stages, then host, in one block. */
 static fg_status alloc_replicas(fg_fp8_amax_sync *s, void *const *stages, int replicas,
                                 fg_error *err)
 {
-    s->stages = calloc((size_t)replicas, sizeof *s->stages);
-    s->host = calloc((size_t)(replicas + 1) * s->floats, sizeof *s->host);
-    if (!s->stages || !s->host)
+    size_t stage_bytes = (size_t)replicas * sizeof *s->stages;
+    s->stages = calloc(1, stage_bytes + (size_t)(replicas + 1) * s->floats * sizeof *s->host);
+    if (!s->stages)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory for the fp8 amax histories "
                             "of %d replicas", replicas);
-    memcpy(s->stages, stages, (size_t)replicas * sizeof *s->stages);
+    s->host = (float *)((char *)s->stages + stage_bytes);
+    memcpy(s->stages, stages, stage_bytes);
     s->replicas = replicas;
     return FG_OK;
 }
@@ -40,10 +41,10 @@ static fg_status alloc_replicas(fg_fp8_amax_sync *s, void *const *stages, int re
 static fg_status list_runs(fg_fp8_amax_sync *s, const fg_model *m, size_t histories,
                            fg_error *err)
 {
-    s->offset = calloc(histories, sizeof *s->offset);
-    s->count = calloc(histories, sizeof *s->count);
-    if (!s->offset || !s->count)
+    s->offset = calloc(2 * histories, sizeof *s->offset); /* offset, then count */
+    if (!s->offset)
         return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory listing fp8 amax histories");
+    s->count = s->offset + histories;
     /* tensors are laid out in declaration order, so adjacent histories merge */
     size_t n = fg_model_tensor_count(m);
     for (size_t i = 0; i < n; i++) {
@@ -105,10 +106,8 @@ fg_status fg_fp8_amax_sync_init(fg_fp8_amax_sync *s, const fg_model *m, const fg
 
 void fg_fp8_amax_sync_free(fg_fp8_amax_sync *s)
 {
-    free(s->offset);
-    free(s->count);
-    free(s->stages);
-    free(s->host);
+    free(s->offset); /* and count */
+    free(s->stages); /* and host */
     memset(s, 0, sizeof *s);
 }
 

@@ -16,7 +16,8 @@
 #include "ranks.h"
 
 typedef struct fg_fp8_amax_sync {
-    size_t *offset, *count; /* runs of adjacent histories, floats into the buffer region */
+    size_t *offset, *count; /* runs of adjacent histories, floats into the buffer region;
+                             * one block, offset's */
     int runs;               /* 0: nothing to reduce (no fp8, or one rank) */
     size_t floats;          /* in all runs */
     fg_ranks ranks;
@@ -26,7 +27,8 @@ typedef struct fg_fp8_amax_sync {
     float *buffers;     /* the primary replica's buffer region */
     int replicas;       /* whole-model replicas in this process (> 1: reduced on the host) */
     void **stages;      /* (replicas) their train stages, the primary first */
-    float *host;        /* ((replicas + 1) * floats) each replica's runs, packed, then their max */
+    float *host;        /* ((replicas + 1) * floats) each replica's runs, packed, then their max;
+                         * in stages' block */
 } fg_fp8_amax_sync;
 
 /* The runs of model m's amax histories when its fit spans ranks > 1 or replicas > 1 whole-

@@ -532,7 +532,8 @@ static const fg_comm_vtable *shard_comm(fg_trainer *t, void **state)
 }
 
 /* Rank 0's path and a save id to every rank (other ranks have no run folder to resolve a
- * callback's relative path against), and every rank's range to every rank. */
+ * callback's relative path against), and every rank's range to every rank (one sum of the
+ * offsets-and-counts block, each rank's zeros but its own). */
 static fg_status shard_agree(fg_trainer *t, char *path, size_t cap, char *id, size_t id_cap,
                              const fg_shard_desc *d, fg_shard_index *ix, fg_error *err)
 {
@@ -548,14 +549,11 @@ static fg_status shard_agree(fg_trainer *t, char *path, size_t cap, char *id, si
                  (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
         snprintf((char *)msg + 64, sizeof msg - 64, "%s", path);
     }
-    ix->offsets = calloc((size_t)n, sizeof *ix->offsets);
-    ix->counts = calloc((size_t)n, sizeof *ix->counts);
-    int64_t *ranges = calloc(2 * (size_t)n, sizeof *ranges);
-    fg_status st = ix->offsets && ix->counts && ranges ? FG_OK
+    fg_status st = fg_shard_index_alloc_ranges(ix, n) == 0 ? FG_OK
                  : fg_error_set(err, FG_OUT_OF_MEMORY, "%s: out of memory", path);
     if (st == FG_OK) {
-        ranges[2 * t->rank] = d->offset;
-        ranges[2 * t->rank + 1] = d->count;
+        ix->offsets[t->rank] = d->offset;
+        ix->counts[t->rank] = d->count;
     }
     fg_error e = {0};
     if (st == FG_OK && n > 1 && (!comm || !comm->broadcast || !comm->all_reduce))
@@ -563,18 +561,14 @@ static fg_status shard_agree(fg_trainer *t, char *path, size_t cap, char *id, si
                           "broadcast and all_reduce");
     if (st == FG_OK && n > 1 &&
         ((st = comm->broadcast(cs, NULL, msg, sizeof msg / 4, FG_I32, 0, &e)) != FG_OK ||
-         (st = comm->all_reduce(cs, NULL, ranges, 2 * (size_t)n, FG_I64, FG_REDUCE_SUM, &e)) != FG_OK))
+         (st = comm->all_reduce(cs, NULL, ix->offsets, 2 * (size_t)n, FG_I64, FG_REDUCE_SUM,
+                                &e)) != FG_OK))
         st = fg_error_set(err, st, "%s: agreeing on the checkpoint: %s", path, e.message);
     if (st == FG_OK) {
         memcpy(id, msg, id_cap < 64 ? id_cap : 64);
         id[(id_cap < 64 ? id_cap : 64) - 1] = 0;
         snprintf(path, cap, "%s", (const char *)msg + 64);
-        for (int r = 0; r < n; r++) {
-            ix->offsets[r] = ranges[2 * r];
-            ix->counts[r] = ranges[2 * r + 1];
-        }
     }
-    free(ranges);
     return st;
 }
 
@@ -683,8 +677,7 @@ static fg_status save_sharded(fg_trainer *t, const char *asked, const fg_shard_d
     }
     free(meta);
     free(names);
-    free(ix.offsets);
-    free(ix.counts);
+    free(ix.offsets); /* and counts */
     free(ix.tensors);
     return st;
 }
