@@ -77,6 +77,10 @@ static const fg_option model_options[] = {
      "a label the softmax cross-entropy skips (PyTorch's ignore_index), e.g. a padding "
      "token id: no loss, no gradient, and the mean is over the other positions; none: "
      "every label counts, a negative one is an error"},
+    {"label_smoothing", FG_OPT_FLOAT, "0", 0, 1, NULL,
+     "eps in [0, 1): the softmax cross-entropy against (1 - eps) * onehot + eps / classes, "
+     "as torch.nn.CrossEntropyLoss(label_smoothing=eps), in training and validation; 0: "
+     "plain cross-entropy"},
     {"init_from", FG_OPT_STRING, "", 1, 0, NULL,
      "weights-only safetensors file to start from (a PyTorch state dict, a fulgur "
      "checkpoint, Hugging Face GPT-2's model.safetensors): tensors matched by name, shapes "
@@ -501,6 +505,8 @@ fg_status fg_model_build_fp8(const fg_config *cfg, const int64_t *sample_shape,
     if (st == FG_OK)
         st = fg_section_read_bool(cfg, "model", model_options, COUNT(model_options),
                                   "sync_batchnorm", &m->sync_batchnorm, err);
+    if (st == FG_OK)
+        st = fg_loss_read_smoothing(cfg, loss, &m->label_smoothing, err);
     fg_memory_format format = FG_MEMORY_CONTIGUOUS;
     if (st == FG_OK)
         st = fg_layout_read(cfg, model_options, COUNT(model_options), &format, err);
