@@ -139,8 +139,8 @@ group_usage() {
 
     run version --version
     expect_rc 0
-    grep -qE '^fulgur [0-9]+\.[0-9]+\.[0-9]+ \(plugin ABI 1\.10\)$' "$OUT" ||
-        fail "stdout is not 'fulgur X.Y.Z (plugin ABI 1.10)'"
+    grep -qE '^fulgur [0-9]+\.[0-9]+\.[0-9]+ \(plugin ABI 1\.11\)$' "$OUT" ||
+        fail "stdout is not 'fulgur X.Y.Z (plugin ABI 1.11)'"
 
     run unknown_command frobnicate
     expect_rc 2
