@@ -77,10 +77,6 @@ static const fg_option model_options[] = {
      "a label the softmax cross-entropy skips (PyTorch's ignore_index), e.g. a padding "
      "token id: no loss, no gradient, and the mean is over the other positions; none: "
      "every label counts, a negative one is an error"},
-    {"label_smoothing", FG_OPT_FLOAT, "0", 0, 1, NULL,
-     "eps in [0, 1): the softmax cross-entropy against (1 - eps) * onehot + eps / classes, "
-     "as torch.nn.CrossEntropyLoss(label_smoothing=eps), in training and validation; 0: "
-     "plain cross-entropy"},
     {"init_from", FG_OPT_STRING, "", 1, 0, NULL,
      "weights-only safetensors file to start from (a PyTorch state dict, a fulgur "
      "checkpoint, Hugging Face GPT-2's model.safetensors): tensors matched by name, shapes "
@@ -120,6 +116,10 @@ static const fg_option model_options[] = {
      "conv2d, pooling, batchnorm and the activations between them NHWC on the device "
      "(the input transposed once, flatten transposes back, so weights mean the same); the "
      "CUDA backend only; contiguous: NCHW"},
+    {"label_smoothing", FG_OPT_FLOAT, "0", 0, 1, NULL,
+     "eps in [0, 1): the softmax cross-entropy against (1 - eps) * onehot + eps / classes, "
+     "as torch.nn.CrossEntropyLoss(label_smoothing=eps), in training and validation; 0: "
+     "plain cross-entropy"},
 };
 
 /* [model] pad_vocab_to: pads the row stride of logits an output linear without bias writes
