@@ -16,6 +16,10 @@
 #include "fg_cuda_kernels.h"
 #include "fulgur/backend.h"
 
+#ifdef __cplusplus /* the .cu files of kernels/cuda/ops include it */
+extern "C" {
+#endif
+
 #define FG_CUDA_MAX_DEVICES 64
 #define FG_CUDA_GEMM_PLANS 48   /* cuBLASLt descriptors + algorithm, per queue */
 #define FG_CUDA_CONV_PLANS 32   /* cuDNN descriptors + algorithms, per queue */
@@ -180,5 +184,9 @@ int fg_cuda_supports(void *state, uint32_t op, const uint32_t *dtypes);
 /* FG_UNAVAILABLE naming op and the first dtype this backend does not store. */
 fg_status fg_cuda_check_types(const char *op, int count, const uint32_t *types, fg_error *err);
 fg_status fg_cuda_launched(cudaError_t e, const char *op, fg_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -8,6 +8,10 @@
 
 #include "cuda_backend.h"
 
+#ifdef __cplusplus /* the .cu files of kernels/cuda/ops include it */
+extern "C" {
+#endif
+
 /* Every op, PREFIX fg_cuda_op_ (fulgur/backend.h's op list); gemm and gemm_bias live in
  * cuda_gemm.c, conv2d_forward and conv2d_backward in cuda_conv.c. */
 FG_BACKEND_OP_PROTOTYPES(fg_cuda_op_)
@@ -17,5 +21,9 @@ FG_BACKEND_OP_PROTOTYPES(fg_cuda_op_)
 uint64_t fg_cuda_dropout_key(uint64_t seed);
 uint32_t fg_cuda_dropout_threshold(float p);
 size_t fg_cuda_op_attention_workspace(void *state, const fg_attention_desc *d);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -145,6 +145,8 @@ static const layout_line current[] = {
     /* ABI 1.10: the loss scaler on the device */
     FIELD(fg_backend_vtable, loss_scale_update),
     FIELD(fg_backend_vtable, softmax_xent_backward_scaled),
+    /* ABI 1.11: label smoothing */
+    FIELD(fg_backend_vtable, classifier_smoothed),
     FIELD(fg_sgd_args, skip_dev), FIELD(fg_adamw_args, skip_dev),
     FIELD(fg_precision_vtable, scaler_rule),
     SIZE(fg_loss_scale_dev), FIELD(fg_loss_scale_dev, scale),
@@ -358,6 +360,7 @@ static const layout_line current[] = {
     ENUM(fg_backend_op, FG_OP_DROPOUT_FORWARD_DEV), /* ABI 1.10 */
     ENUM(fg_backend_op, FG_OP_LOSS_SCALE_UPDATE),
     ENUM(fg_backend_op, FG_OP_SOFTMAX_XENT_BACKWARD_SCALED), /* ABI 1.10 */
+    ENUM(fg_backend_op, FG_OP_CLASSIFIER_SMOOTHED), /* ABI 1.11 */
     /* FG_OP_COUNT is not recorded: it grows with every op a minor appends. */
     ENUM(fg_reduce_op, FG_REDUCE_SUM), ENUM(fg_reduce_op, FG_REDUCE_AVG),
     ENUM(fg_reduce_op, FG_REDUCE_MAX),

@@ -88,8 +88,8 @@ group_usage() {
 
     run version --version
     expect_rc 0
-    grep -qE '^fulgur [0-9]+\.[0-9]+\.[0-9]+ \(plugin ABI 1\.10\)$' "$OUT" ||
-        fail "stdout is not 'fulgur X.Y.Z (plugin ABI 1.10)'"
+    grep -qE '^fulgur [0-9]+\.[0-9]+\.[0-9]+ \(plugin ABI 1\.11\)$' "$OUT" ||
+        fail "stdout is not 'fulgur X.Y.Z (plugin ABI 1.11)'"
 
     run unknown_command frobnicate
     expect_rc 2
@@ -134,12 +134,12 @@ group_plugins() {
     expect_out "#   $PLUGINS"
     for kn in "backend    cpu " "precision  fp32 " "strategy   single " "data       idx " \
               "data       synthetic "; do
-        grep -F -- "$kn" "$OUT" | grep -qF "abi 1.10" || fail "no line '$kn ... abi 1.10'"
+        grep -F -- "$kn" "$OUT" | grep -qF "abi 1.11" || fail "no line '$kn ... abi 1.11'"
     done
     # Nothing of the build's own folder is refused (an installed copy elsewhere may be
     # reported as shadowed: that is not this test's business).
     ! grep -qF "refused $PLUGINS/" "$OUT" || fail "a built plugin was refused"
-    expect_out "refused; host ABI 1.10"
+    expect_out "refused; host ABI 1.11"
 
     # A file named like a plugin that is not a shared object: refused with the reason, and
     # the listing still succeeds.
@@ -163,7 +163,7 @@ group_explain() {
     runp explain_backend_cpu explain backend.cpu
     expect_rc 0
     expect_out "backend.cpu "
-    expect_out "(abi 1.10, needs host >= 1.0)"
+    expect_out "(abi 1.11, needs host >= 1.0)"
     expect_out "options:"
     grep -qE '^  threads +int ' "$OUT" || fail "no option line for 'threads' (int)"
 

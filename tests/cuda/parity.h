@@ -101,6 +101,7 @@ void test_gqa_refused_cudnn(void);
 void test_gqa_refused_gemm(void);
 void test_fp8(void); /* parity_fp8.c */
 void test_loss_scale(void); /* parity_loss_scale.c */
+void test_smoothing(void);  /* parity_smoothing.c: classifier_smoothed (ABI 1.11) */
 /* Attention forward, backward and decode on both backends (parity_lm.c), kv_heads key/value
  * heads (heads: multi-head attention). */
 void attention_case_kv(uint32_t dt, int batch, int seq, int heads, int kv_heads, int head_dim,

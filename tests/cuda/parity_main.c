@@ -475,6 +475,7 @@ static const struct {
       OPS(FG_OP_CLASSIFIER, FG_OP_SOFTMAX_XENT_FORWARD, FG_OP_SOFTMAX_XENT_BACKWARD) },
     { "ploss", test_pointwise_loss, OPS(FG_OP_POINTWISE_LOSS) },
     { "optim", test_optim, OPS(FG_OP_SGD_UPDATE, FG_OP_ADAMW_UPDATE) },
+    { "smoothing", test_smoothing, OPS(FG_OP_CLASSIFIER_SMOOTHED, FG_OP_CLASSIFIER) },
     { "loss_scale", test_loss_scale,
       OPS(FG_OP_LOSS_SCALE_UPDATE, FG_OP_SOFTMAX_XENT_BACKWARD_SCALED,
           FG_OP_SOFTMAX_XENT_BACKWARD, FG_OP_SGD_FUSED, FG_OP_ADAMW_FUSED, FG_OP_SCALE,

@@ -13,9 +13,12 @@
 #    the scaler on the host) counts only the steps it took (B minus its skipped ones).
 # 2. No overflow (the default scaler keys): the device path ends with the host path's
 #    weights bit for bit, none skipped.
-#   emu_scaler.sh FULGUR EMU_PLUGIN_DIR CONFIG OPTIMIZER DATA_DIR A B
+# With EPS, every run has [model] label_smoothing = EPS (classifier_smoothed: the gradient
+# from the logits, times the device scaler's scale read on the device); 3. the no-overflow
+# run's weights then differ from the same run without the key (the key is not ignored).
+#   emu_scaler.sh FULGUR EMU_PLUGIN_DIR CONFIG OPTIMIZER DATA_DIR A B [EPS]
 set -u
-fulgur=$1 plugins=$2 cfg=$3 optimizer=$4 data=$5 A=$6 B=$7
+fulgur=$1 plugins=$2 cfg=$3 optimizer=$4 data=$5 A=$6 B=$7 eps=${8:-}
 [ -d "$data" ] || { echo "skip: no $data"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -38,7 +41,8 @@ run() { # run NAME BATCHES [KEY=VALUE...]: NAME.out, NAME.syncs (env from ENV)
     trainer.limit_train_batches="$batches" trainer.limit_val_batches=2 \
     trainer.test_after_fit=false trainer.log_every_n_steps=1000 \
     trainer.gradient_clip_val=0.5 data.num_workers=0 data.drop_last=true \
-    trainer.enable_progress_bar=false trainer.default_root_dir="$tmp/runs" "$@" >"$name.out" 2>&1 ||
+    trainer.enable_progress_bar=false trainer.default_root_dir="$tmp/runs" \
+    ${eps:+model.label_smoothing=$eps} "$@" >"$name.out" 2>&1 ||
     { cat "$name.out"; echo "FAIL: run $name"; exit 1; }
   grep -q "backend cuda" "$name.out" || { cat "$name.out"; echo "FAIL: $name did not use backend cuda"; exit 1; }
   [ -s "$name.syncs" ] || { cat "$name.out"; echo "FAIL: $name wrote no FGEMU_SYNC_LOG"; exit 1; }
@@ -90,6 +94,12 @@ wp=$(digest plain) wh=$(digest plainhost)
 [ -n "$wp" ] && [ "$wp" = "$wh" ] || bad "no overflow: weights device path '$wp', host path '$wh' (want bit for bit)"
 [ "$(skipped plain)" = 0 ] && [ "$(skipped plainhost)" = 0 ] || bad "the default scale overflowed: the no-skip comparison proves nothing"
 [ "$(scale_line plain)" = "$(scale_line plainhost)" ] || bad "no overflow: '$(scale_line plain)' against '$(scale_line plainhost)'"
+if [ -n "$eps" ]; then
+  smooth=$eps eps=
+  run unsmoothed "$B"
+  eps=$smooth
+  [ "$(digest unsmoothed)" != "$wp" ] || bad "label_smoothing = $eps: the weights equal the unsmoothed run's"
+fi
 [ $status = 0 ] && echo "ok: captured = uncaptured with $sb skipped steps; no-overflow device = host ($wp)"
 [ $status = 0 ] || cat eagerB.out graphB.out hostB.out
 exit $status

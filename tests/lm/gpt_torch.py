@@ -6,7 +6,9 @@ tensor names.
   gpt_torch.py train FOLDER [tied]  trains 50 AdamW steps on the windows fulgur's text
                                     plugin draws (seed 7, epoch 0, in order) and prints one
                                     loss per line
-tied: lm_head.weight is wte.weight (one parameter, as GPT-2). decay / decay_all: untied,
+tied: lm_head.weight is wte.weight (one parameter, as GPT-2). smooth: untied,
+F.cross_entropy(label_smoothing=0.1, ignore_index=32), the final weights written to
+FOLDER/torch_smooth.safetensors. decay / decay_all: untied,
 AdamW with weight_decay 0.5 on two parameter groups (nanoGPT's configure_optimizers: the
 tensors with dim >= 2 decay, biases and norm gains do not) or on every tensor, and train
 also writes the final weights to FOLDER/torch_MODE.safetensors. hf: tied, and init writes
@@ -182,7 +184,7 @@ def load_safetensors(path):
     return out
 
 
-def adamw_losses(model, params, vocab, steps=STEPS, ignore_index=-100):
+def adamw_losses(model, params, vocab, steps=STEPS, ignore_index=-100, label_smoothing=0.0):
     """STEPS AdamW steps (lr 1e-3, weight decay 0.01 unless the groups say) on the windows
     fulgur's text data gives (seed SEED, epoch 0), each step's loss printed."""
     text = torch.tensor(list(corpus()), dtype=torch.long)
@@ -192,7 +194,8 @@ def adamw_losses(model, params, vocab, steps=STEPS, ignore_index=-100):
         idx = [window_start(SEED, 0, step * B + i, starts) for i in range(B)]
         x = torch.stack([text[s:s + T] for s in idx])
         y = torch.stack([text[s + 1:s + T + 1] for s in idx])
-        loss = F.cross_entropy(model(x).view(-1, vocab), y.view(-1), ignore_index=ignore_index)
+        loss = F.cross_entropy(model(x).view(-1, vocab), y.view(-1), ignore_index=ignore_index,
+                               label_smoothing=label_smoothing)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -209,8 +212,12 @@ def train(folder, mode):
     if tied:
         tensors["lm_head.weight"] = tensors["wte.weight"]
     model.load_state_dict(tensors)
-    adamw_losses(model, param_groups(model, mode), V, ignore_index=ignore_index)
-    if mode.startswith("decay"):
+    # mode "smooth": [model] label_smoothing = 0.1, and space bytes ignored as in "ignore"
+    if mode == "smooth":
+        ignore_index = 32
+    adamw_losses(model, param_groups(model, mode), V, ignore_index=ignore_index,
+                 label_smoothing=0.1 if mode == "smooth" else 0.0)
+    if mode.startswith("decay") or mode == "smooth":
         save(f"{folder}/torch_{mode}.safetensors", model.state_dict())
 
 

@@ -63,6 +63,29 @@ fg_status fg_loss_read_ignore(const fg_config *cfg, int *enabled, int32_t *label
     return FG_OK;
 }
 
+fg_status fg_loss_read_smoothing(const fg_config *cfg, fg_loss_kind kind, float *eps,
+                                 fg_error *err)
+{
+    size_t n;
+    const fg_option *opts = fg_model_schema(&n);
+    double v = 0.0;
+    *eps = 0.0f;
+    fg_status st = fg_section_read_float(cfg, "model", opts, n, "label_smoothing", &v, err);
+    if (st != FG_OK)
+        return st;
+    const char *origin = fg_config_origin(cfg, "model", "label_smoothing");
+    if (!(v >= 0.0 && v < 1.0))
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [model] label_smoothing = %g: "
+                            "must be in [0, 1) (torch.nn.CrossEntropyLoss's label_smoothing)",
+                            origin ? origin : "[model]", v);
+    if (v > 0.0 && kind != FG_LOSS_KIND_XENT)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [model] label_smoothing applies to "
+                            "softmax_cross_entropy, not loss = %s", origin ? origin : "[model]",
+                            fg_loss_name(kind));
+    *eps = (float)v;
+    return FG_OK;
+}
+
 const char *fg_loss_name(fg_loss_kind kind)
 {
     return loss_names[kind == FG_LOSS_KIND_MSE ? 1 : kind == FG_LOSS_KIND_BCE_LOGITS ? 2 : 0];

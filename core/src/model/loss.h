@@ -25,6 +25,10 @@ fg_status fg_loss_read(const fg_config *cfg, fg_loss_kind *out, fg_error *err);
  * cross-entropy only; the message names the key's line). */
 fg_status fg_loss_read_ignore(const fg_config *cfg, int *enabled, int32_t *label,
                               fg_error *err);
+/* [model] label_smoothing: eps in [0, 1) (0 when unset); above 0 only with softmax
+ * cross-entropy (the message names the key's line). */
+fg_status fg_loss_read_smoothing(const fg_config *cfg, fg_loss_kind kind, float *eps,
+                                 fg_error *err);
 const char *fg_loss_name(fg_loss_kind kind);
 /* The name of the second metric: "acc" or "mae". */
 const char *fg_loss_metric_name(fg_loss_kind kind);

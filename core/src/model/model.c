@@ -116,6 +116,10 @@ static const fg_option model_options[] = {
      "conv2d, pooling, batchnorm and the activations between them NHWC on the device "
      "(the input transposed once, flatten transposes back, so weights mean the same); the "
      "CUDA backend only; contiguous: NCHW"},
+    {"label_smoothing", FG_OPT_FLOAT, "0", 0, 1, NULL,
+     "eps in [0, 1): the softmax cross-entropy against (1 - eps) * onehot + eps / classes, "
+     "as torch.nn.CrossEntropyLoss(label_smoothing=eps), in training and validation; 0: "
+     "plain cross-entropy"},
 };
 
 /* [model] pad_vocab_to: pads the row stride of logits an output linear without bias writes
@@ -501,6 +505,8 @@ fg_status fg_model_build_fp8(const fg_config *cfg, const int64_t *sample_shape,
     if (st == FG_OK)
         st = fg_section_read_bool(cfg, "model", model_options, COUNT(model_options),
                                   "sync_batchnorm", &m->sync_batchnorm, err);
+    if (st == FG_OK)
+        st = fg_loss_read_smoothing(cfg, loss, &m->label_smoothing, err);
     fg_memory_format format = FG_MEMORY_CONTIGUOUS;
     if (st == FG_OK)
         st = fg_layout_read(cfg, model_options, COUNT(model_options), &format, err);

@@ -137,6 +137,8 @@ fg_status fg_model_op_needs(const fg_model *m, int training, fg_op_needs *n)
     }
     fg_layout_op_needs(m, dt.act, n);
     fg_loss_op_needs(m->loss, dt.act, training, n);
+    if (m->label_smoothing > 0.0f)
+        FG_NEED(n, "[model] label_smoothing", FG_OP_CLASSIFIER_SMOOTHED, dt.act);
     uint32_t param, grad;
     fg_model_storage_dtypes(m, &param, &grad);
     FG_NEED(n, "zeroing the gradients", FG_OP_FILL, grad);

@@ -573,6 +573,54 @@ static int64_t counted_rows(const fg_replica *r, int batch)
     return r->counted >= 0 && r->counted < rows ? r->counted : rows;
 }
 
+/* [model] label_smoothing: classifier_smoothed (ABI 1.11) sums the smoothed loss and the
+ * hits, and on the fused path of a training forward leaves the gradient of the mean over the
+ * counted rows in the output gradient slot (fused_loss_backward scales it); without the
+ * fused path backward computes the gradient from the logits (smoothed_backward). A replica
+ * that keeps probabilities (predict, generate) gets them from softmax_xent_forward. */
+static fg_status smoothed_loss_sums(fg_replica *r, void *queue, const void *logits,
+                                    const int32_t *labels, int rows, int64_t counted,
+                                    int training, float *loss_sum, float *correct,
+                                    fg_error *err)
+{
+    const fg_model *m = r->m;
+    uint32_t act = fg_replica_act_dtype(r);
+    fg_status st = FG_OK;
+    if (m->keep_probs)
+        st = fg_xent_forward(r->be, r->bs, queue, act, logits, labels, rows, m->num_classes,
+                             (float *)(r->arena + r->probs_off), NULL, NULL, err);
+    if (st != FG_OK)
+        return st;
+    FG_BACKEND_NEED(r->be, classifier_smoothed, err);
+    int fused_grad = training && r->fused_loss;
+    void *dlogits = fused_grad ? r->arena + r->grad_off[fg_model_output_grad_slot(m)] : NULL;
+    float scale = counted ? 1.0f / (float)counted : 0.0f;
+    st = r->be->classifier_smoothed(r->bs, queue, act, logits, r->logits_ld, labels, rows,
+                                    m->num_classes, m->label_smoothing, loss_sum, correct,
+                                    scale, 0.0f, NULL, dlogits, err);
+    r->dlogits_ready = st == FG_OK && fused_grad;
+    return st;
+}
+
+/* The smoothed loss's gradient without the fused path (f16 activations, a backend without
+ * the classifier): from the logits, times loss_scale / counted, or with the loss scaler on
+ * the device its scale / counted read there. */
+static fg_status smoothed_backward(fg_replica *r, void *queue, int batch, float loss_scale,
+                                   void *dlogits, fg_error *err)
+{
+    FG_BACKEND_NEED(r->be, classifier_smoothed, err);
+    const fg_model *m = r->m;
+    int64_t counted = counted_rows(r, batch);
+    const fg_loss_scale_dev *dev = r->loss_scale_dev;
+    float scale = dev ? loss_scale : counted ? loss_scale / (float)counted : 0.0f;
+    float divisor = dev ? (float)counted : 0.0f;
+    return r->be->classifier_smoothed(r->bs, queue, fg_replica_act_dtype(r), r->out[r->end - 1],
+                                      r->logits_ld, r->labels,
+                                      batch * fg_model_positions(m), m->num_classes,
+                                      m->label_smoothing, NULL, NULL, scale, divisor, dev,
+                                      dlogits, err);
+}
+
 /* The loss's sums over `rows` rows: the fused classifier (with the gradient of the mean over
  * the counted rows into the output gradient slot when training), or the loss op keeping the
  * probabilities for backward (and for predict and generate). */
@@ -583,6 +631,9 @@ static fg_status loss_sums(fg_replica *r, void *queue, const void *logits,
     const fg_model *m = r->m;
     uint32_t act = fg_replica_act_dtype(r);
     r->dlogits_ready = 0;
+    if (m->label_smoothing > 0.0f)
+        return smoothed_loss_sums(r, queue, logits, labels, rows, counted, training, loss_sum,
+                                  correct, err);
     if (!r->fused_loss || (!training && m->keep_probs))
         return fg_loss_forward(m->loss, r->be, r->bs, queue, act, logits, labels, rows,
                                m->num_classes, (float *)(r->arena + r->probs_off), loss_sum,
@@ -810,6 +861,8 @@ fg_status fg_replica_backward(fg_replica *r, void *queue, int batch, float loss_
     void *dlogits = r->arena + r->grad_off[fg_model_output_grad_slot(r->m)];
     if (r->fused_loss)
         st = fused_loss_backward(r, queue, batch, loss_scale, dlogits, err);
+    else if (r->m->label_smoothing > 0.0f)
+        st = smoothed_backward(r, queue, batch, loss_scale, dlogits, err);
     else if (r->loss_scale_dev)
         st = fg_xent_backward_scaled(r->be, r->bs, queue, fg_replica_act_dtype(r),
                                      (const float *)(r->arena + r->probs_off), r->labels,

@@ -339,6 +339,11 @@ static inline int32_t fg_attention_kv_heads(const fg_attention_desc *d)
 #define FG_OP_SIG_softmax_xent_backward_scaled(P) P(uint32_t, dlogits_dtype) /* dlogits */     \
     P(const float *, probs) P(const int32_t *, labels) P(int, rows) P(int, classes)              \
     P(float, scale) P(float, divisor) P(const fg_loss_scale_dev *, scaler) P(void *, dlogits)
+/* ABI 1.11: the classifier with label smoothing ([model] label_smoothing) */
+#define FG_OP_SIG_classifier_smoothed(P) P(uint32_t, dtype) /* logits, dlogits */             \
+    P(const void *, logits) P(int, ld) P(const int32_t *, labels) P(int, rows) P(int, classes)   \
+    P(float, smoothing) P(float *, loss_sum) P(float *, correct) P(float, grad_scale)            \
+    P(float, divisor) P(const fg_loss_scale_dev *, scaler) P(void *, dlogits)
 
 #define FG_BACKEND_OPS(X, ctx)                                                                   \
     X(ctx, GEMM, gemm, "a", "b", "c")                                                            \
@@ -395,7 +400,8 @@ static inline int32_t fg_attention_kv_heads(const fg_attention_desc *d)
     X(ctx, TRANSPOSE_BATCHED, transpose_batched, "x") /* ABI 1.10 */                             \
     X(ctx, DROPOUT_FORWARD_DEV, dropout_forward_dev, "x") /* ABI 1.10 */                         \
     X(ctx, LOSS_SCALE_UPDATE, loss_scale_update, "x") /* ABI 1.10 */                             \
-    X(ctx, SOFTMAX_XENT_BACKWARD_SCALED, softmax_xent_backward_scaled, "dlogits") /* ABI 1.10 */
+    X(ctx, SOFTMAX_XENT_BACKWARD_SCALED, softmax_xent_backward_scaled, "dlogits") /* ABI 1.10 */\
+    X(ctx, CLASSIFIER_SMOOTHED, classifier_smoothed, "logits") /* ABI 1.11 */
 
 /* The generators' helpers: each argument as a declaration or as its name, after a comma. */
 #define FG_OP_DECL_(type, name) , type name
@@ -857,6 +863,20 @@ typedef struct fg_backend_vtable {
      * computed where the device reads the scale: the loss scale the last loss_scale_update
      * left, bitwise the host's (scale * loss scale) / rows in f32. */
     FG_OP_ENTRY(softmax_xent_backward_scaled); /* op 53 */
+
+    /* ---- ABI 1.11 ----------------------------------------------------------------------- */
+    /* [optional: [model] label_smoothing] Softmax cross-entropy with label smoothing eps =
+     * smoothing (0 <= eps < 1), torch.nn.CrossEntropyLoss(label_smoothing=eps): a row's loss
+     * is (1 - eps) * -log p[label] + (eps / classes) * sum_j -log p[j], p the row's softmax
+     * over its `classes` columns (f32, no probability buffer). logits, ld, labels,
+     * FG_IGNORED_LABEL (no loss, no hit, a zero gradient row), loss_sum and correct (may be
+     * NULL; += the rows' losses and argmax hits, summed in f64) as classifier. dlogits
+     * (rows, ld; may alias logits; NULL: no gradient) = (p - (1 - eps) * onehot(label) -
+     * eps / classes) * factor in the class columns, 0 in the padding and in an ignored row,
+     * where factor = grad_scale when scaler is NULL, else softmax_xent_backward_scaled's
+     * (grad_scale * (float)scaler->scale) / divisor (0 when divisor is 0), read on the device
+     * (the fp16 scaler). At eps = 0 with scaler NULL: classifier's bits. */
+    FG_OP_ENTRY(classifier_smoothed); /* op 54 */
 } fg_backend_vtable;
 
 /* The five event entries (all or none: see "queues and events" above). */

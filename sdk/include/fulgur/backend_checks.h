@@ -430,6 +430,23 @@ FG_OP_CHECK(softmax_xent_backward_scaled)
     return FG_OK;
 }
 
+FG_OP_CHECK(classifier_smoothed)
+{
+    const char *op = "classifier_smoothed";
+    FG_CHECK_QUEUE_(op);
+    FG_CHECK_(smoothing >= 0.0f && smoothing < 1.0f, op, "smoothing = %g is outside [0, 1)",
+              FG_CHECK_MSG_(op), (double)smoothing);
+    FG_CHECK_(divisor >= 0.0f, op, "divisor = %g must be >= 0", FG_CHECK_MSG_(op),
+              (double)divisor);
+    fg_status st = fg_check_xent_rows_(who, op, rows, classes, labels, skip, err);
+    if (st != FG_OK || *skip)
+        return st;
+    FG_CHECK_(ld >= classes, op, "ld = %d is smaller than classes = %d", FG_CHECK_MSG_(op), ld,
+              classes);
+    FG_CHECK_NOT_NULL_(op, logits);
+    return FG_OK;
+}
+
 FG_OP_CHECK(classifier)
 {
     FG_CHECK_QUEUE_("classifier");

@@ -25,7 +25,7 @@ extern "C" {
 
 #define FG_PLUGIN_MAGIC 0x464C4752u /* "FLGR" */
 #define FG_ABI_MAJOR 1
-#define FG_ABI_MINOR 10
+#define FG_ABI_MINOR 11
 
 #define FG_PLUGIN_ENTRY fulgur_plugin_v1
 #define FG_PLUGIN_ENTRY_NAME "fulgur_plugin_v1"

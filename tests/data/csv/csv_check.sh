@@ -9,6 +9,12 @@
 #   csv_check.sh fit_ignore_index        class 2 and half of class 0 relabelled 7 and [model]
 #                                        ignore_index = 7: trained and scored on the rest
 #                                        alone; bad ignore_index values stop with exit 2
+#   csv_check.sh fit_label_smoothing     [model] label_smoothing = 0.1 in fp32, bf16-mixed
+#                                        and fp16-mixed: each learns (test accuracy >= 0.9)
+#                                        and its test loss is the smoothed one (above the
+#                                        smoothed targets' entropy, 0.291 for 3 classes,
+#                                        which the plain loss of the same fit is below);
+#                                        1, -0.1 and under mse stop with exit 2 naming the key
 # FULGUR names the fulgur binary, CSV_DIR this folder.
 set -u
 check=$1
@@ -111,7 +117,31 @@ fit_ignore_index() {
   echo "ok: label 7 ignored: test loss $loss, accuracy $acc over the other rows ($acc2 with every row)"
 }
 
+fit_label_smoothing() {
+  expect_exit2 "label_smoothing = 1" "[model] label_smoothing = 1: must be in [0, 1)" \
+    "$FULGUR" fit "$cfg" "${common[@]}" model.label_smoothing=1
+  expect_exit2 "label_smoothing = -0.1" "[model] label_smoothing" \
+    "$FULGUR" fit "$cfg" "${common[@]}" model.label_smoothing=-0.1
+  expect_exit2 "label_smoothing under mse" "[model] label_smoothing applies to softmax_cross_entropy, not loss = mse" \
+    "$FULGUR" fit "$cfg" "${common[@]}" model.loss=mse model.label_smoothing=0.1 data.task=regression \
+    data.target=petal_width data.features=sepal_length layer.fc2.out_features=1
+  "$FULGUR" fit "$cfg" "${common[@]}" >"$tmp/plain" 2>&1 || { cat "$tmp/plain"; fail "plain fit exited $?"; }
+  local plain
+  plain=$(metric_of "$tmp/plain" "test " loss)
+  # eps 0.1 over 3 classes: targets 0.9333 / 0.0333 / 0.0333, whose entropy bounds the loss
+  awk -v l="$plain" 'BEGIN { exit !(l < 0.291) }' || fail "the plain test loss $plain is not below 0.291: the check cannot tell"
+  for prec in fp32 bf16-mixed fp16-mixed; do
+    "$FULGUR" fit "$cfg" "${common[@]}" model.label_smoothing=0.1 precision.name=$prec >"$tmp/out" 2>&1 ||
+      { cat "$tmp/out"; fail "$prec fit with label_smoothing exited $?"; }
+    local loss acc
+    loss=$(metric_of "$tmp/out" "test " loss); acc=$(metric_of "$tmp/out" "test " acc)
+    awk -v l="$loss" -v a="$acc" 'BEGIN { exit !(l >= 0.291 && l < 0.6 && a >= 0.9) }' ||
+      fail "$prec label_smoothing 0.1: test loss $loss outside [0.291, 0.6) or accuracy $acc < 0.9"
+    echo "ok: $prec label_smoothing 0.1: test loss $loss (plain fit: $plain), accuracy $acc"
+  done
+}
+
 case "$check" in
-  fit_classification|fit_regression|fit_bce|fit_bad_table|fit_ignore_index) "$check" ;;
+  fit_classification|fit_regression|fit_bce|fit_bad_table|fit_ignore_index|fit_label_smoothing) "$check" ;;
   *) echo "unknown check $check"; exit 2 ;;
 esac
