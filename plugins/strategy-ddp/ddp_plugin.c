@@ -16,6 +16,7 @@
 #include "ddp.h"
 #include "rank_peers.h"
 #include "plugin_created.h"
+#include "strategy_entries.h"
 
 static const fg_option options[] = {
     {"bucket_mb", FG_OPT_FLOAT, "25", 1e-6, 1e6, NULL,
@@ -296,10 +297,4 @@ FG_PLUGIN_DEFINE_VTABLE(fg_strategy_vtable, FG_KIND_STRATEGY, 0, "ddp", "1.0.0",
                         "distributed data parallel: one process per device, bucketed gradient "
                         "all-reduce overlapping backward",
                         FG_PLUGIN_OPTIONS(options), ddp_init, ddp_deinit,
-                        .info = ddp_info, .setup = ddp_setup, .teardown = ddp_teardown,
-                        .train_step = ddp_train_step, .optimizer_step = ddp_optimizer_step,
-                        .eval_step = ddp_eval_step, .read_metrics = ddp_read_metrics,
-                        .primary_replica = ddp_primary, .sync_grads = ddp_sync_grads,
-                        .grad_norm_sq = ddp_grad_norm_sq, .scale_grads = ddp_scale_grads,
-                        .memory_report = ddp_memory_report, .gather_state = ddp_gather_state,
-                        .scatter_state = ddp_scatter_state);
+                        FG_PLUGIN_STRATEGY_STATE_ENTRIES(ddp_));

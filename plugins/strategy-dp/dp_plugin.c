@@ -5,6 +5,7 @@
 
 #include "dp.h"
 #include "plugin_created.h"
+#include "strategy_entries.h"
 #include "stage_metrics.h"
 
 static const fg_option options[] = {
@@ -205,9 +206,4 @@ FG_PLUGIN_DEFINE_VTABLE(fg_strategy_vtable, FG_KIND_STRATEGY, 0, "dp", "1.0.0",
                         "data parallel in one process: each batch split over N devices, gradients "
                         "summed on device 0, parameters copied back (use ddp for speed)",
                         FG_PLUGIN_OPTIONS(options), dp_init, dp_deinit,
-                        .info = dp_info, .setup = dp_setup, .teardown = dp_teardown,
-                        .train_step = dp_train_step, .optimizer_step = dp_optimizer_step,
-                        .eval_step = dp_eval_step, .read_metrics = dp_read_metrics,
-                        .primary_replica = dp_primary, .sync_grads = dp_sync_grads,
-                        .grad_norm_sq = dp_grad_norm_sq, .scale_grads = dp_scale_grads,
-                        .memory_report = dp_memory_report);
+                        FG_PLUGIN_STRATEGY_ENTRIES(dp_));

@@ -6,6 +6,7 @@
 
 #include "mp.h"
 #include "plugin_created.h"
+#include "strategy_entries.h"
 #include "stage_metrics.h"
 
 static const fg_option options[] = {
@@ -336,10 +337,4 @@ FG_PLUGIN_DEFINE_VTABLE(fg_strategy_vtable, FG_KIND_STRATEGY, 0, "model-parallel
                         "pipeline: layers split into stages on the devices of one process, "
                         "micro-batches on a GPipe schedule",
                         FG_PLUGIN_OPTIONS(options), mp_init, mp_deinit,
-                        .info = mp_info, .setup = mp_setup, .teardown = mp_teardown,
-                        .train_step = mp_train_step, .optimizer_step = mp_optimizer_step,
-                        .eval_step = mp_eval_step, .read_metrics = mp_read_metrics,
-                        .primary_replica = mp_primary, .sync_grads = mp_sync_grads,
-                        .grad_norm_sq = mp_grad_norm_sq, .scale_grads = mp_scale_grads,
-                        .memory_report = mp_memory_report, .gather_state = mp_gather_state,
-                        .scatter_state = mp_scatter_state);
+                        FG_PLUGIN_STRATEGY_STATE_ENTRIES(mp_));

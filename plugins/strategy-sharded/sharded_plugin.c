@@ -8,6 +8,7 @@
 
 #include "rank_peers.h"
 #include "sharded.h"
+#include "strategy_entries.h"
 
 static const fg_option options[] = {
     {"stage", FG_OPT_INT, "2", 1, 3, NULL,
@@ -475,11 +476,6 @@ FG_PLUGIN_DEFINE_VTABLE(fg_strategy_vtable, FG_KIND_STRATEGY, 0, "sharded", "1.0
                         "ZeRO sharding, one process per device: optimizer state (stage 1), "
                         "gradients (2) and parameters (3) split across ranks",
                         FG_PLUGIN_OPTIONS(options), sh_init, sh_deinit,
-                        .info = sh_info, .setup = sh_setup, .teardown = sh_teardown,
-                        .train_step = sh_train_step, .optimizer_step = sh_optimizer_step,
-                        .eval_step = sh_eval_step, .read_metrics = sh_read_metrics,
-                        .primary_replica = sh_primary, .sync_grads = sh_sync_grads,
-                        .grad_norm_sq = sh_grad_norm_sq, .scale_grads = sh_scale_grads,
-                        .memory_report = sh_memory_report, .gather_state = sh_gather_state,
-                        .scatter_state = sh_scatter_state, .shard_describe = sh_shard_describe,
+                        FG_PLUGIN_STRATEGY_STATE_ENTRIES(sh_),
+                        .shard_describe = sh_shard_describe,
                         .shard_read = sh_shard_read);
