@@ -10,10 +10,8 @@
  * V 256 4.9 -> 1.6 ms, 64 rows x V 50257 15.6 -> 5.5 ms (2 threads). */
 #include <math.h>
 
-#include "cpu_kernels.h"
 #include "fast_exp.h"
-
-enum { FG_CPU_XENT_LANES = 16 };
+#include "xent_rows.h"
 
 int64_t fg_cpu_find_bad_label(const int32_t *labels, int rows, int classes, int ignorable)
 {
@@ -31,32 +29,13 @@ enum { FG_CPU_XENT_PROBS, FG_CPU_XENT_GRAD, FG_CPU_XENT_NONE };
 typedef struct fg_cpu_xent_ctx {
     const float *logits;
     const int32_t *labels;
-    int rows, classes;
+    int classes;
     size_t ld;    /* row stride of logits and probs (classes, or more: padding) */
     float *probs; /* the written rows (probs or dlogits); NULL with FG_CPU_XENT_NONE */
     int writes;   /* FG_CPU_XENT_* */
-    size_t chunk; /* rows per reduction chunk */
-    double *loss, *hits; /* one per chunk */
+    fg_cpu_xent_sums sums;
     float scale;
 } fg_cpu_xent_ctx;
-
-/* The maximum of x[0, n) as a scan from x[0] finds it (NaN only when x[0] is NaN). */
-static inline __attribute__((always_inline)) float fg_cpu_xent_max(const float *x, int n)
-{
-    float lane[FG_CPU_XENT_LANES];
-    for (int l = 0; l < FG_CPU_XENT_LANES; l++)
-        lane[l] = x[0];
-    int j = 0;
-    for (; j + FG_CPU_XENT_LANES <= n; j += FG_CPU_XENT_LANES)
-        for (int l = 0; l < FG_CPU_XENT_LANES; l++)
-            lane[l] = x[j + l] > lane[l] ? x[j + l] : lane[l];
-    float m = x[0];
-    for (; j < n; j++)
-        m = x[j] > m ? x[j] : m;
-    for (int l = 0; l < FG_CPU_XENT_LANES; l++)
-        m = lane[l] > m ? lane[l] : m;
-    return m;
-}
 
 /* One row: writes its softmax (when store; prob is not touched otherwise), returns its
  * loss, sets *hit when argmax (the first maximum) == label. */
@@ -122,7 +101,7 @@ void fg_cpu_softmax_xent_backward(fg_cpu_pool *pool, const float *probs,
                                   const int32_t *labels, int rows, int classes, float scale,
                                   float *dlogits)
 {
-    fg_cpu_xent_ctx c = { .logits = probs, .labels = labels, .rows = rows,
+    fg_cpu_xent_ctx c = { .logits = probs, .labels = labels,
                           .classes = classes, .ld = (size_t)classes, .probs = dlogits,
                           .scale = scale };
     size_t grain = FG_CPU_GRAIN / (size_t)classes + 1;
@@ -137,9 +116,7 @@ FG_CPU_VECTOR_CLONES static void fg_cpu_xent_forward_chunks(void *p, size_t b, s
     fg_cpu_xent_ctx *c = p;
     size_t cl = (size_t)c->classes;
     for (size_t k = b; k < e; k++) {
-        size_t lo = k * c->chunk, hi = lo + c->chunk;
-        if (hi > (size_t)c->rows)
-            hi = (size_t)c->rows;
+        size_t hi, lo = fg_cpu_xent_chunk_rows(&c->sums, k, &hi);
         double loss = 0.0, hits = 0.0;
         for (size_t i = lo; i < hi; i++) {
             int hit;
@@ -157,24 +134,24 @@ FG_CPU_VECTOR_CLONES static void fg_cpu_xent_forward_chunks(void *p, size_t b, s
             }
             hits += hit;
         }
-        c->loss[k] = loss;
-        c->hits[k] = hits;
+        c->sums.loss[k] = loss;
+        c->sums.hits[k] = hits;
     }
 }
 
-/* Runs the forward over fixed row chunks and adds the sums in chunk order. */
-static void fg_cpu_xent_forward_run(fg_cpu_pool *pool, fg_cpu_xent_ctx *c, float *loss_sum,
-                                    float *correct)
+void fg_cpu_xent_sums_run(fg_cpu_pool *pool, fg_cpu_xent_sums *s, int classes,
+                          fg_cpu_range_fn chunk_fn, void *ctx, float *loss_sum,
+                          float *correct)
 {
     double loss[FG_CPU_MAX_CHUNKS], hits[FG_CPU_MAX_CHUNKS];
-    size_t min_rows = 2048 / (size_t)c->classes;
-    c->chunk = fg_cpu_reduce_chunk((size_t)c->rows, min_rows ? min_rows : 1);
-    size_t chunks = ((size_t)c->rows + c->chunk - 1) / c->chunk;
-    c->loss = loss;
-    c->hits = hits;
+    size_t min_rows = 2048 / (size_t)classes;
+    s->chunk = fg_cpu_reduce_chunk(s->rows, min_rows ? min_rows : 1);
+    size_t chunks = (s->rows + s->chunk - 1) / s->chunk;
+    s->loss = loss;
+    s->hits = hits;
     /* expf dominates: about 8 rows of 10 classes cost as much as 1k relus */
-    size_t grain = (FG_CPU_GRAIN / 16 / ((size_t)c->classes * c->chunk)) + 1;
-    fg_cpu_parallel_for(pool, chunks, grain, 1, fg_cpu_xent_forward_chunks, c);
+    size_t grain = (FG_CPU_GRAIN / 16 / ((size_t)classes * s->chunk)) + 1;
+    fg_cpu_parallel_for(pool, chunks, grain, 1, chunk_fn, ctx);
     double total_loss = 0.0, total_hits = 0.0;
     for (size_t k = 0; k < chunks; k++) {
         total_loss += loss[k];
@@ -190,19 +167,21 @@ void fg_cpu_softmax_xent_forward(fg_cpu_pool *pool, const float *logits,
                                  const int32_t *labels, int rows, int classes, float *probs,
                                  float *loss_sum, float *correct)
 {
-    fg_cpu_xent_ctx c = { .logits = logits, .labels = labels, .rows = rows,
+    fg_cpu_xent_ctx c = { .logits = logits, .labels = labels,
                           .classes = classes, .ld = (size_t)classes, .probs = probs,
-                          .writes = FG_CPU_XENT_PROBS };
-    fg_cpu_xent_forward_run(pool, &c, loss_sum, correct);
+                          .writes = FG_CPU_XENT_PROBS, .sums.rows = (size_t)rows };
+    fg_cpu_xent_sums_run(pool, &c.sums, classes, fg_cpu_xent_forward_chunks, &c, loss_sum,
+                         correct);
 }
 
 void fg_cpu_classifier(fg_cpu_pool *pool, const float *logits, int ld, const int32_t *labels,
                        int rows, int classes, float *loss_sum, float *correct, float scale,
                        float *dlogits)
 {
-    fg_cpu_xent_ctx c = { .logits = logits, .labels = labels, .rows = rows,
+    fg_cpu_xent_ctx c = { .logits = logits, .labels = labels,
                           .classes = classes, .ld = (size_t)ld, .probs = dlogits,
                           .writes = dlogits ? FG_CPU_XENT_GRAD : FG_CPU_XENT_NONE,
-                          .scale = scale };
-    fg_cpu_xent_forward_run(pool, &c, loss_sum, correct);
+                          .scale = scale, .sums.rows = (size_t)rows };
+    fg_cpu_xent_sums_run(pool, &c.sums, classes, fg_cpu_xent_forward_chunks, &c, loss_sum,
+                         correct);
 }

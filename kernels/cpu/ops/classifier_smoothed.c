@@ -9,52 +9,33 @@
 #include "cpu_backend.h"
 #include "cpu_stage.h"
 #include "fast_exp.h"
-
-enum { FG_CPU_SMOOTH_LANES = 16 };
+#include "xent_rows.h"
 
 typedef struct fg_cpu_smooth_ctx {
     const float *logits;
     const int32_t *labels;
-    int rows, classes;
+    int classes;
     size_t ld;
     float *dlogits; /* NULL: no gradient */
     double eps;
     float on, off;  /* the gradient's targets: 1 - eps at the label, eps / classes */
     float factor;
-    size_t chunk;
-    double *loss, *hits;
+    fg_cpu_xent_sums sums;
 } fg_cpu_smooth_ctx;
-
-static inline __attribute__((always_inline)) float smooth_max(const float *x, int n)
-{
-    float lane[FG_CPU_SMOOTH_LANES];
-    for (int l = 0; l < FG_CPU_SMOOTH_LANES; l++)
-        lane[l] = x[0];
-    int j = 0;
-    for (; j + FG_CPU_SMOOTH_LANES <= n; j += FG_CPU_SMOOTH_LANES)
-        for (int l = 0; l < FG_CPU_SMOOTH_LANES; l++)
-            lane[l] = x[j + l] > lane[l] ? x[j + l] : lane[l];
-    float m = x[0];
-    for (; j < n; j++)
-        m = x[j] > m ? x[j] : m;
-    for (int l = 0; l < FG_CPU_SMOOTH_LANES; l++)
-        m = lane[l] > m ? lane[l] : m;
-    return m;
-}
 
 /* The sum of exp(x - m) over the row, in softmax_xent.c's lanes and order. */
 static inline __attribute__((always_inline)) double smooth_exp_sum(const float *x, int n,
                                                                    float m)
 {
-    float lane[FG_CPU_SMOOTH_LANES] = {0};
+    float lane[FG_CPU_XENT_LANES] = {0};
     int j = 0;
-    for (; j + FG_CPU_SMOOTH_LANES <= n; j += FG_CPU_SMOOTH_LANES)
-        for (int l = 0; l < FG_CPU_SMOOTH_LANES; l++)
+    for (; j + FG_CPU_XENT_LANES <= n; j += FG_CPU_XENT_LANES)
+        for (int l = 0; l < FG_CPU_XENT_LANES; l++)
             lane[l] += fg_cpu_exp(x[j + l] - m);
     double sum = 0.0;
     for (; j < n; j++)
         sum += (double)fg_cpu_exp(x[j] - m);
-    for (int l = 0; l < FG_CPU_SMOOTH_LANES; l++)
+    for (int l = 0; l < FG_CPU_XENT_LANES; l++)
         sum += lane[l];
     return sum;
 }
@@ -65,7 +46,7 @@ static inline __attribute__((always_inline)) double smooth_row(const fg_cpu_smoo
                                                                float *d, int *hit)
 {
     int n = c->classes;
-    float m = smooth_max(x, n);
+    float m = fg_cpu_xent_max(x, n);
     int best = 0;
     while (best < n && !(x[best] == m))
         best++;
@@ -105,9 +86,7 @@ FG_CPU_VECTOR_CLONES static void smooth_chunks(void *p, size_t b, size_t e)
 {
     fg_cpu_smooth_ctx *c = p;
     for (size_t k = b; k < e; k++) {
-        size_t lo = k * c->chunk, hi = lo + c->chunk;
-        if (hi > (size_t)c->rows)
-            hi = (size_t)c->rows;
+        size_t hi, lo = fg_cpu_xent_chunk_rows(&c->sums, k, &hi);
         double loss = 0.0, hits = 0.0;
         for (size_t i = lo; i < hi; i++) {
             int hit;
@@ -115,31 +94,9 @@ FG_CPU_VECTOR_CLONES static void smooth_chunks(void *p, size_t b, size_t e)
             loss += smooth_row(c, c->logits + i * c->ld, c->labels[i], d, &hit);
             hits += hit;
         }
-        c->loss[k] = loss;
-        c->hits[k] = hits;
+        c->sums.loss[k] = loss;
+        c->sums.hits[k] = hits;
     }
-}
-
-static void smooth_run(fg_cpu_pool *pool, fg_cpu_smooth_ctx *c, float *loss_sum,
-                       float *correct)
-{
-    double loss[FG_CPU_MAX_CHUNKS], hits[FG_CPU_MAX_CHUNKS];
-    size_t min_rows = 2048 / (size_t)c->classes;
-    c->chunk = fg_cpu_reduce_chunk((size_t)c->rows, min_rows ? min_rows : 1);
-    size_t chunks = ((size_t)c->rows + c->chunk - 1) / c->chunk;
-    c->loss = loss;
-    c->hits = hits;
-    size_t grain = (FG_CPU_GRAIN / 16 / ((size_t)c->classes * c->chunk)) + 1;
-    fg_cpu_parallel_for(pool, chunks, grain, 1, smooth_chunks, c);
-    double total_loss = 0.0, total_hits = 0.0;
-    for (size_t k = 0; k < chunks; k++) {
-        total_loss += loss[k];
-        total_hits += hits[k];
-    }
-    if (loss_sum)
-        *loss_sum = (float)((double)*loss_sum + total_loss);
-    if (correct)
-        *correct = (float)((double)*correct + total_hits);
 }
 
 /* As the backend's other ops: the queue runs synchronously, so the scaler is read here. */
@@ -168,11 +125,13 @@ fg_status fg_cpu_op_classifier_smoothed(void *state, void *queue, uint32_t dtype
     fg_status st = fg_cpu_stage(state, queue, "classifier_smoothed", o, NARGS(o), err);
     if (st != FG_OK)
         return st;
-    fg_cpu_smooth_ctx c = {.logits = o[0].f, .labels = labels, .rows = rows,
+    fg_cpu_smooth_ctx c = {.logits = o[0].f, .labels = labels,
                            .classes = classes, .ld = (size_t)ld,
                            .dlogits = dlogits ? o[1].f : NULL, .eps = (double)smoothing,
                            .on = 1.0f - smoothing, .off = smoothing / (float)classes,
-                           .factor = smooth_factor(grad_scale, divisor, scaler)};
-    smooth_run(((fg_cpu_backend *)state)->pool, &c, loss_sum, correct);
+                           .factor = smooth_factor(grad_scale, divisor, scaler),
+                           .sums.rows = (size_t)rows};
+    fg_cpu_xent_sums_run(((fg_cpu_backend *)state)->pool, &c.sums, classes, smooth_chunks, &c,
+                         loss_sum, correct);
     return fg_cpu_unstage(state, o, NARGS(o), FG_OK);
 }
