@@ -11,7 +11,7 @@
 #     lm_head's on stage 1) on 2 stages x 2 replicas: refused at start-up, since pipeline
 #     stages do not run in half precision (core/src/model/replica.c's message), before any
 #     step (no checkpoint, no reduction claimed), rather than training with histories
-#     copied from pipeline 0. The groups such a run would reduce: ctest unit.fp8_amax_plan.
+#     copied from pipeline 0. The groups such a run would reduce: ctest workflow.fp8_amax_plan.
 #   emu_fp8_mp.sh FULGUR EMU_PLUGIN_DIR CONFIG_DIR REL_TOL single-stage|two-stage
 # Exits 77 (skipped) without Debian's fortunes.
 set -u
