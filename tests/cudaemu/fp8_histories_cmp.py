@@ -1,5 +1,6 @@
 """Compares the fp8 amax histories of two fulgur checkpoints (safetensors): a reference run
-at the whole batch against a run that split it across replicas (tests/cudaemu/emu_fp8_mp.sh).
+at the whole batch against a run that split it across replicas (tests/cudaemu/emu_fp8_dp.sh,
+emu_fp8_mp.sh).
 Each history is newest first; after 3 steps entry [2] is step 1's, [0] and [1] steps 3 and 2.
   fp8_histories_cmp.py REF RUN TOL COUNT LABEL
 Exits 0 when both hold the same COUNT histories, step 1's entries are equal in every one
