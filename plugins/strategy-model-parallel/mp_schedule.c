@@ -165,9 +165,19 @@ static fg_status pull(mp_stage *g, fg_error *err)
     return st == FG_OK ? d->be->queue_sync(d->be_state, g->queue, err) : st;
 }
 
+/* Pipeline 0's stage steps its optimizer. With other pipelines it then waits for its
+ * queue: their pull copies its parameters and buffers (the fp8 amax histories reduced into
+ * them just before) on their own queues, which do not wait for this one. */
+static fg_status step(mp_stage *g, fg_error *err)
+{
+    mp *d = g->d;
+    fg_status st = d->svc->optimizer_step(d->svc->ctx, g->stage, &d->step, g->param_offset,
+                                          g->param_count, NULL, NULL, err);
+    return st == FG_OK && d->replicas > 1 ? d->be->queue_sync(d->be_state, g->queue, err) : st;
+}
+
 static fg_status run_part(mp_stage *g, mp_job job, fg_error *err)
 {
-    const fg_train_services *svc = g->d->svc;
     int lead = g->replica == 0; /* pipeline 0 holds the model the optimizer updates */
     switch (job) {
     case MP_JOB_TRAIN: {
@@ -177,10 +187,7 @@ static fg_status run_part(mp_stage *g, mp_job job, fg_error *err)
         return st == FG_OK ? backwards(g, err) : st;
     }
     case MP_JOB_EVAL: return forwards(g, 0, err);
-    case MP_JOB_STEP:
-        return lead ? svc->optimizer_step(svc->ctx, g->stage, &g->d->step, g->param_offset,
-                                          g->param_count, NULL, NULL, err)
-                    : FG_OK;
+    case MP_JOB_STEP: return lead ? step(g, err) : FG_OK;
     case MP_JOB_REDUCE: return lead ? reduce(g, err) : FG_OK;
     case MP_JOB_PULL: return lead ? FG_OK : pull(g, err);
     case MP_JOB_STOP: return FG_OK;

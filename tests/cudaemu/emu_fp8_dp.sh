@@ -33,31 +33,7 @@ grep -qF "strategy dp" "$tmp/dp.out" || { cat "$tmp/dp.out"; fail "the dp run is
 grep -qF "fp8: the amax histories (192 floats) are max-reduced across the 2 replicas once per optimizer step (through the host, after a queue sync)" \
   "$tmp/dp.out" || { cat "$tmp/dp.out"; fail "dp does not say it reduces the histories"; }
 grep -qF "max-reduced" "$tmp/single.out" && fail "one device claims a reduction"
-python3 - "$tmp/single.safetensors" "$tmp/dp.safetensors" "$tol" <<'PY' ||
-import json, struct, sys
-def histories(path):
-    raw = open(path, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    head = json.loads(raw[8:8 + n])
-    out = {}
-    for name, t in head.items():
-        if ".fp8_amax_" in name:
-            a, b = t["data_offsets"]
-            out[name] = struct.unpack(f"<{(b - a) // 4}f", raw[8 + n + a:8 + n + b])
-    return out
-one, dp, tol = histories(sys.argv[1]), histories(sys.argv[2]), float(sys.argv[3])
-# [2] is step 1's (newest first): the same weights, so the same rows and the same maximum
-differ = [k for k in sorted(one) if dp[k][2] != one[k][2]]
-worst, where = 0.0, ""
-for k in sorted(one):
-    for a, b in zip(one[k][:2], dp[k][:2]):
-        r = abs(a - b) / a if a > 0 else 1.0
-        if r > worst: worst, where = r, k
-print(f"{len(one)} histories of one device at batch 8 against dp's at 4 + 4: step 1's amaxes "
-      f"equal in {len(one) - len(differ)}; steps 2-3 worst relative difference {worst:.2e} "
-      f"({where}), tolerance {tol}")
-for k in differ: print(f"  step 1: {k}: one device {one[k][2]!r}, dp {dp[k][2]!r}")
-sys.exit(0 if len(one) == 12 and set(one) == set(dp) and not differ and worst <= tol else 1)
-PY
+python3 "$(dirname "$0")/fp8_histories_cmp.py" "$tmp/single.safetensors" "$tmp/dp.safetensors" \
+  "$tol" 12 "dp at 4 + 4" ||
   fail "dp's reduced histories are not one device's at the whole batch"
 echo "ok: dp on 2 emulated devices max-reduces the amax histories as one device at the whole batch"

@@ -41,31 +41,27 @@ static fg_status layer_info(void *ctx, int32_t layer, fg_layer_desc *out, fg_err
     return FG_OK;
 }
 
-/* Links s at the end of ctx's whole-model stages when it holds every layer and buffer;
- * unlink takes it out. */
-static void link_whole(fg_train_ctx *c, fg_train_stage *s)
+/* Links s at the end of ctx's live stages; unlink takes it out. */
+static void link_live(fg_train_ctx *c, fg_train_stage *s)
 {
-    int whole = s->is_first && s->is_last && s->buffer_lo == 0 &&
-                s->buffer_n == fg_model_buffers_size(c->model);
-    if (!whole) return;
-    fg_train_stage **at = &c->whole;
-    while (*at) at = &(*at)->next_whole;
+    fg_train_stage **at = &c->live;
+    while (*at) at = &(*at)->next_live;
     *at = s;
 }
 
-static void unlink_whole(fg_train_ctx *c, fg_train_stage *s)
+static void unlink_live(fg_train_ctx *c, fg_train_stage *s)
 {
-    for (fg_train_stage **at = &c->whole; *at; at = &(*at)->next_whole)
+    for (fg_train_stage **at = &c->live; *at; at = &(*at)->next_live)
         if (*at == s) {
-            *at = s->next_whole;
+            *at = s->next_live;
             return;
         }
 }
 
-int fg_train_whole_stages(const fg_train_ctx *c, void **stages, int max)
+int fg_train_live_stages(const fg_train_ctx *c, void **stages, int max)
 {
     int n = 0;
-    for (fg_train_stage *s = c->whole; s; s = s->next_whole, n++)
+    for (fg_train_stage *s = c->live; s; s = s->next_live, n++)
         if (n < max) stages[n] = s;
     return n;
 }
@@ -75,7 +71,7 @@ static void stage_destroy(void *ctx, void *stage)
     fg_train_ctx *c = CTX(ctx);
     fg_train_stage *s = stage;
     if (!s) return;
-    unlink_whole(c, s);
+    unlink_live(c, s);
     if (s->syncs && !s->allreduce) c->unserved_stages--;
     if (s->queue) c->be->queue_sync(c->bs, s->queue, NULL);
     fg_optimizer_destroy(s->opt);
@@ -253,7 +249,7 @@ static fg_status stage_create(void *ctx, const fg_stage_spec *spec, void **out, 
     }
     s->syncs = stage_syncs(c->model, &p);
     c->unserved_stages += s->syncs;
-    link_whole(c, s);
+    link_live(c, s);
     *out = s;
     return FG_OK;
 }

@@ -51,9 +51,9 @@ typedef struct fg_train_ctx {
     /* stages holding a [model] sync_batchnorm layer that the strategy gave no replica
      * all-reduce (set_replica_allreduce): the trainer refuses a multi-replica run with any */
     int unserved_stages;
-    /* the live stages holding the whole model's layers and buffers, in creation
-     * order (a strategy's replicas in this process: strategy.dp's replica 0 first) */
-    struct fg_train_stage *whole;
+    /* the live stages, in creation order (strategy.dp's replica 0 first; strategy.model-
+     * parallel's pipeline 0, stage by stage, then the other pipelines) */
+    struct fg_train_stage *live;
 } fg_train_ctx;
 
 /* What the core reads of a stage created by these services (checkpoints, checks, predict):
@@ -63,9 +63,9 @@ void *fg_train_stage_queue(const void *stage);
 fg_replica *fg_train_stage_model(const void *stage);
 struct fg_optimizer *fg_train_stage_optimizer(const void *stage);
 
-/* The live stages holding the whole model (at most max of them into stages, creation
- * order); returns how many there are. */
-int fg_train_whole_stages(const fg_train_ctx *ctx, void **stages, int max);
+/* The live stages (at most max of them into stages, creation order); returns how many
+ * there are. A stage's part of the model: fg_replica_buffer_range of its model. */
+int fg_train_live_stages(const fg_train_ctx *ctx, void **stages, int max);
 
 /* Fills ctx->svc; the other fields must be set by the caller. */
 void fg_train_services_init(fg_train_ctx *ctx, int max_batch);

@@ -47,7 +47,7 @@ typedef struct fg_train_stage {
     int graph_rows;          /* samples of the captured batch */
     int syncs;               /* holds a layer that calls the replica all-reduce */
     fg_replica_allreduce_fn allreduce; /* the strategy's (set_replica_allreduce); NULL: none */
-    struct fg_train_stage *next_whole; /* the next stage holding the whole model (ctx->whole) */
+    struct fg_train_stage *next_live; /* the next live stage (ctx->live) */
 } fg_train_stage;
 
 /* Element `at` of the model's flat region held from element `lo` in elements of `size`

@@ -103,31 +103,42 @@ static fg_status check_replica_allreduce(fg_trainer *t, const fg_train_ctx *c, f
                         t->devices * t->world_size);
 }
 
-/* fp8-mixed across processes or devices: the amax histories max-reduced once per step
- * (fp8_amax.h) */
-static fg_status setup_fp8_amax(fg_trainer *t, fg_error *err)
+/* What the fp8 amax reduction spans, for the fit's log */
+static void log_fp8_amax(fg_trainer *t)
 {
-    void *primary = STRAT(t)->primary_replica(t->strategy.state);
-    fg_ranks ranks = fg_trainer_ranks(t);
-    int replicas = fg_train_whole_stages(&t->tctx, NULL, 0);
-    void **stages = calloc(replicas > 0 ? (size_t)replicas : 1, sizeof *stages);
-    if (!stages) return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory at fp8 setup");
-    fg_train_whole_stages(&t->tctx, stages, replicas);
-    fg_status st = fg_fp8_amax_sync_init(&t->fp8_amax, t->model, &ranks, t->tctx.be, t->tctx.bs,
-                                         primary ? fg_train_stage_queue(primary) : NULL,
-                                         primary ? fg_train_stage_model(primary) : NULL,
-                                         stages, replicas, err);
-    free(stages);
-    const fg_fp8_amax_sync *a = &t->fp8_amax;
-    if (st != FG_OK || !a->runs || t->rank != 0 || t->rt->verbosity < FG_LOG_INFO) return st;
-    if (a->replicas > 1)
+    const fg_fp8_amax_plan *a = &t->fp8_amax.plan;
+    if (a->groups > 1)
+        fprintf(t->out, "fp8: the amax histories (%zu floats) are max-reduced across the "
+                "replicas of each of %d pipeline stages (%d replicas each) once per optimizer "
+                "step (through the host, after a queue sync)\n", a->floats, a->groups,
+                a->replicas);
+    else if (a->groups == 1)
         fprintf(t->out, "fp8: the amax histories (%zu floats) are max-reduced across the %d "
                 "replicas once per optimizer step (through the host, after a queue sync)\n",
                 a->floats, a->replicas);
     else
         fprintf(t->out, "fp8: the amax histories (%zu floats) are max-reduced across the %d "
                 "ranks once per optimizer step (%s)\n", a->floats, t->world_size,
-                a->native_queue ? "ordered on the device" : "after a queue sync");
+                t->fp8_amax.native_queue ? "ordered on the device" : "after a queue sync");
+}
+
+/* fp8-mixed across processes or devices: the amax histories max-reduced once per step
+ * (fp8_amax.h) */
+static fg_status setup_fp8_amax(fg_trainer *t, fg_error *err)
+{
+    void *primary = STRAT(t)->primary_replica(t->strategy.state);
+    fg_ranks ranks = fg_trainer_ranks(t);
+    int n = fg_train_live_stages(&t->tctx, NULL, 0);
+    void **stages = calloc(n > 0 ? (size_t)n : 1, sizeof *stages);
+    if (!stages) return fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory at fp8 setup");
+    fg_train_live_stages(&t->tctx, stages, n);
+    fg_status st = fg_fp8_amax_sync_init(&t->fp8_amax, t->model, &ranks, t->tctx.be, t->tctx.bs,
+                                         primary ? fg_train_stage_queue(primary) : NULL,
+                                         primary ? fg_train_stage_model(primary) : NULL,
+                                         stages, n, err);
+    free(stages);
+    if (st == FG_OK && t->fp8_amax.plan.runs && t->rank == 0 && t->rt->verbosity >= FG_LOG_INFO)
+        log_fp8_amax(t);
     return st;
 }
 

@@ -77,7 +77,7 @@ typedef struct fg_trainer {
     fg_checkpointer ckpt;
     fg_requeue requeue;        /* [trainer] requeue_signal */
     fg_step_graph graph;       /* [backend] cuda_graphs */
-    fg_fp8_amax_sync fp8_amax; /* fp8-mixed across ranks: the amax histories' reduction */
+    fg_fp8_amax_sync fp8_amax; /* fp8-mixed across ranks or replicas: the amax reduction */
 } fg_trainer;
 
 #endif
