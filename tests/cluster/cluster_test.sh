@@ -318,10 +318,13 @@ step_link_down() {
 }
 
 step_requeue() {
-    local steps=2000 stop out
-    # a checkpoint every 100 steps in both runs: the sign that the signalled run is training
-    local keys=("trainer.max_steps=$steps" trainer.max_epochs=100000
-                callback.checkpoint.every_n_train_steps=100 callback.checkpoint.every_n_epochs=0)
+    # 20000 steps: the signal has to land before the fit ends, and this model trains 2000
+    # steps in about half a second on a fast CPU, less than scancel's round trip through
+    # slurmctld can take (CI of 2026-11-28: the signal came after the last step)
+    local steps=20000 stop out
+    # a checkpoint every 500 steps in both runs: the sign that the signalled run is training
+    local keys=("trainer.max_steps=$steps" trainer.max_epochs=1000000
+                callback.checkpoint.every_n_train_steps=500 callback.checkpoint.every_n_epochs=0)
     sbatch_job 2 1 "$DDP_TESTS/ddp.ini" "${keys[@]}" trainer.final_checkpoint="$WORK/unbroken.safetensors"
     finished_ok
     mv "$WORK/runs" "$WORK/runs.unbroken"
