@@ -35,19 +35,8 @@ run() { # NAME ARGS...: a fit on the emulated backend, its output in $tmp/NAME.o
     trainer.final_checkpoint="$tmp/$name.safetensors" $fp8 "$@" >"$tmp/$name.out" 2>&1 || rc=$?
   [ $rc = 0 ] || { cat "$tmp/$name.out"; fail "the $name run exited $rc"; }
 }
-cat >"$tmp/read.py" <<'PY'
-import json, struct, sys
-def histories(path):
-    raw = open(path, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    head = json.loads(raw[8:8 + n])
-    out = {}
-    for name, t in head.items():
-        if ".fp8_amax_" in name:
-            a, b = t["data_offsets"]
-            out[name] = struct.unpack(f"<{(b - a) // 4}f", raw[8 + n + a:8 + n + b])
-    return out
-PY
+# the checkpoints' histories, read as fp8_histories_cmp.py reads them
+cp "$(dirname "$0")/fp8_histories_cmp.py" "$tmp/"
 # Llama's block (SwiGLU, GQA, rope, RMSNorm) takes the same path: its five projections, or
 # those whose features are multiples of 16
 llama="layer.h.norm=rmsnorm layer.h.mlp=swiglu layer.h.kv_heads=2 layer.h.position=rope layer.h.bias=false"
@@ -78,7 +67,7 @@ grep -qF "10 tensors loaded (Hugging Face Llama names)" "$tmp/li.out" ||
 # gradient accumulation: one history entry per optimizer step
 run accum trainer.max_steps=5 trainer.accumulate_grad_batches=2
 python3 - "$tmp/accum.safetensors" <<'PY' || fail "the histories do not advance once per step"
-import sys; sys.path.insert(0, sys.argv[1].rsplit("/", 1)[0]); from read import histories
+import sys; sys.path.insert(0, sys.argv[1].rsplit("/", 1)[0]); from fp8_histories_cmp import histories
 h = histories(sys.argv[1])
 bad = {k: sum(1 for x in v if x > 0) for k, v in h.items()
        if not (all(x > 0 for x in v[:5]) and all(x == 0 for x in v[5:]))}
@@ -99,7 +88,7 @@ grep -qF "fp8: the amax histories (" "$tmp/ddp.out" &&
     "$tmp/ddp.out" || { cat "$tmp/ddp.out"; fail "ddp does not say it reduces the histories"; }
 grep -qF "max-reduced" "$tmp/single.out" && fail "one process claims a reduction"
 python3 - "$tmp/single.safetensors" "$tmp/ddp.safetensors" "$tol" <<'PY' ||
-import sys; sys.path.insert(0, sys.argv[1].rsplit("/", 1)[0]); from read import histories
+import sys; sys.path.insert(0, sys.argv[1].rsplit("/", 1)[0]); from fp8_histories_cmp import histories
 one, ddp, tol = histories(sys.argv[1]), histories(sys.argv[2]), float(sys.argv[3])
 # [2] is step 1's: the same weights, so the same rows; a rank's dy is twice one device's
 exact = [k for k in sorted(one) if ddp[k][2] != one[k][2] * (2 if k.endswith("_dy") else 1)]

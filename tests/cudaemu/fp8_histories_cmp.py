@@ -43,4 +43,5 @@ def main():
     return 0 if not differ and worst <= tol else 1
 
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())
