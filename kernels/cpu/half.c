@@ -7,24 +7,36 @@ typedef struct convert_job {
     int dst_type, src_type;
 } convert_job;
 
+/* f16 in compiler-vectorised clones (branch-free scalar conversions); bf16 through
+ * bf16_round.c: widened in clones, rounded by vcvtneps2bf16 or AVX2 where the CPU has them
+ * (the same bits as the scalar fg_f32_to_bf16). The plain loops ran at SSE2 width and were a
+ * tenth of a bf16-mixed GPT's step on an avx512_bf16 CPU (tests/bench/RESULTS.md). */
+FG_CPU_VECTOR_CLONES static void f16_to_f32(float *d, const uint16_t *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        d[i] = fg_f16_to_f32(s[i]);
+}
+
+FG_CPU_VECTOR_CLONES static void f32_to_f16(uint16_t *d, const float *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        d[i] = fg_f32_to_f16(s[i]);
+}
+
 static void to_f32(float *d, const uint16_t *s, int type, size_t n)
 {
     if (type == FG_CPU_F16)
-        for (size_t i = 0; i < n; i++)
-            d[i] = fg_f16_to_f32(s[i]);
+        f16_to_f32(d, s, n);
     else
-        for (size_t i = 0; i < n; i++)
-            d[i] = fg_bf16_to_f32(s[i]);
+        fg_cpu_bf16_widen(d, s, n);
 }
 
 static void from_f32(uint16_t *d, const float *s, int type, size_t n)
 {
     if (type == FG_CPU_F16)
-        for (size_t i = 0; i < n; i++)
-            d[i] = fg_f32_to_f16(s[i]);
+        f32_to_f16(d, s, n);
     else
-        for (size_t i = 0; i < n; i++)
-            d[i] = fg_f32_to_bf16(s[i]);
+        fg_cpu_bf16_round(d, s, n);
 }
 
 static size_t elem_size(int type)

@@ -1,6 +1,8 @@
 /* f32 <-> f16 and f32 <-> bf16 conversions of kernels/cpu/half.h: every one of the 65536
  * half values both ways, rounding to nearest even at every midpoint, specials, and f32 ->
- * f16 against the compiler's _Float16 over a sweep of f32 bit patterns. */
+ * f16 against the compiler's _Float16 over a sweep of f32 bit patterns; and the array
+ * conversions (fg_cpu_convert on a pool, the vectorised and vcvtneps2bf16 paths) against
+ * the scalar functions on every half and a sweep of f32 bit patterns. */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -131,8 +133,53 @@ static void against_compiler(void)
 #endif
 }
 
+/* fg_cpu_convert on 2 threads, every width: the scalar conversions' bits, specials and
+ * subnormals included (the f32 sweep holds every exponent, so vectors mixing subnormals and
+ * normals reach vcvtneps2bf16's fix-up). Odd lengths leave tails to the scalar loops. */
+static void arrays(void)
+{
+    enum { N = 65536, SWEEP = 1 << 20 };
+    static uint16_t halves[N], back[SWEEP];
+    static float wide[SWEEP];
+    fg_cpu_pool *pool = NULL;
+    CHECK(fg_cpu_pool_create(2, &pool) == 0, "pool");
+    if (!pool)
+        return;
+    for (uint32_t i = 0; i < N; i++)
+        halves[i] = (uint16_t)i;
+    for (int t = 0; t < 2; t++) {
+        int type = t ? FG_CPU_BF16 : FG_CPU_F16;
+        const char *name = t ? "bf16" : "f16";
+        CHECK(fg_cpu_convert(pool, wide, FG_CPU_F32, halves, type, N - 3) == 0, "%s widen", name);
+        for (uint32_t i = 0; i < N - 3; i++) {
+            float want = t ? fg_bf16_to_f32(halves[i]) : fg_f16_to_f32(halves[i]);
+            CHECK(memcmp(&wide[i], &want, 4) == 0, "%s %04x: array %a, scalar %a", name, i,
+                  wide[i], want);
+        }
+        uint32_t x = 2463534242u;
+        for (size_t i = 0; i < SWEEP; i++) {
+            x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+            uint32_t u = i % 4 ? x : (uint32_t)(i * 4099u); /* every exponent, low mantissas */
+            memcpy(&wide[i], &u, 4);
+        }
+        CHECK(fg_cpu_convert(pool, back, type, wide, FG_CPU_F32, SWEEP - 5) == 0, "%s round",
+              name);
+        size_t bad = 0;
+        for (size_t i = 0; i < SWEEP - 5; i++) {
+            uint16_t want = t ? fg_f32_to_bf16(wide[i]) : fg_f32_to_f16(wide[i]);
+            if (back[i] != want && bad++ < 5)
+                CHECK(0, "%s %a: array %04x, scalar %04x", name, wide[i], back[i], want);
+        }
+        CHECK(bad == 0, "%s: %zu of %d roundings differ from the scalar", name, bad, SWEEP - 5);
+    }
+    printf("fg_cpu_convert: the scalar bits on %d halves and %d f32 patterns each way (bf16 "
+           "rounding path %d)\n", N - 3, SWEEP - 5, fg_cpu_bf16_round_isa());
+    fg_cpu_pool_destroy(pool);
+}
+
 void test_group_half(void)
 {
+    arrays();
     exhaustive_f16();
     exhaustive_bf16();
     midpoints();
