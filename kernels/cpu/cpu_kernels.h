@@ -36,9 +36,15 @@ typedef struct fg_cpu_pool fg_cpu_pool;
 /* Work on items [begin, end) of a parallel_for. */
 typedef void (*fg_cpu_range_fn)(void *ctx, size_t begin, size_t end);
 
+/* The fixed thresholds below (and threadpool.c's spin) may be set by the compiler's -D:
+ * tests/bench/bench_thresholds.sh builds the backend with other values and times them
+ * against these on the CPU at hand. */
+
 /* Least work per chunk, in elements, of a kernel with real arithmetic per element
  * (conv permutations, reductions, transcendental activations use fractions of it). */
+#ifndef FG_CPU_GRAIN
 #define FG_CPU_GRAIN 32768
+#endif
 /* Streaming ops (fill, scale, axpy, clamp, relu, bias add, SGD) stay on the calling thread
  * below 2 x this many elements. It was 262144 while OpenBLAS ran its own threads, whose
  * sched_yield spinning after every gemm made a woken pool worker share its core; with the
@@ -88,7 +94,9 @@ static inline size_t fg_cpu_reduce_chunk(size_t n, size_t min_chunk)
  * more than it saves. Blocks of C cut across the pool have boundaries at multiples of
  * FG_CPU_GEMM_ALIGN (OpenBLAS's AVX-512 sgemm register tile is 16 wide). gemm.c and the
  * bf16 gemm (gemm_dnnl.c) both cut by these. */
+#ifndef FG_CPU_GEMM_SPLIT_FLOPS
 #define FG_CPU_GEMM_SPLIT_FLOPS (1u << 21)
+#endif
 #define FG_CPU_GEMM_ALIGN 16
 
 /* C = alpha op(A) op(B) + beta C, row-major. Large products are cut into blocks of rows or
@@ -400,7 +408,9 @@ void fg_cpu_swiglu_backward(fg_cpu_pool *pool, const float *gate, const float *u
 
 /* ---- attention (attention.c) ------------------------------------------------------------- */
 
+#ifndef FG_CPU_ATTN_BLOCK
 #define FG_CPU_ATTN_BLOCK 64
+#endif
 
 typedef struct fg_cpu_attn_shape {
     int batch, seq, heads, head_dim, causal;

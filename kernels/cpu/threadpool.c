@@ -21,8 +21,10 @@
 
 #include "cpu_kernels.h"
 
-/* About 20 us of polling before a worker sleeps. */
+/* About 20 us of polling before a worker sleeps (a -D may set it: cpu_kernels.h). */
+#ifndef FG_CPU_SPIN_ITERATIONS
 #define FG_CPU_SPIN_ITERATIONS 2000
+#endif
 /* Chunks per thread: enough to balance, few enough to keep claims cheap. */
 #define FG_CPU_CHUNKS_PER_THREAD 4
 #define FG_CPU_MAX_JOB_CHUNKS 4096

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A/B of two builds of one plugin: alternating fits of one config, A, B, A, B ..., each
+# A/B of two builds of one plugin: alternating fits of one config, A B, B A, A B ..., each
 # with --plugin-path pointing at a folder that holds only that variant's file, so the drift
 # of a shared machine hits both alike (this 2-vCPU VM's own spread, 113k-121k samples/s with
 # one binary, is as large as the changes it judges). Prints each fit's best samples/s of
@@ -61,7 +61,9 @@ median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int(
 echo "bench_ab: $(basename "$a"), $fits fits each of $(basename "$config"), $epochs epochs, $(nproc) CPUs, $(date -u +%FT%TZ)"
 ra=() rb=()
 for ((i = 1; i <= fits; i++)); do
-    x=$(fit A) y=$(fit B)
+    # the order alternates (A B, B A, ...): the second fit of a pair ran faster (1.075 for
+    # one plugin against itself on the MLP, a Zen 4 VM), so a fixed order biases B/A
+    if (( i % 2 )); then x=$(fit A) y=$(fit B); else y=$(fit B) x=$(fit A); fi
     [[ -n $x && -n $y ]] || die "a fit printed no epoch line after the first"
     ra+=("$x") rb+=("$y")
     echo "  fit $i: A $x  B $y samples/s"
