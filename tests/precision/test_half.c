@@ -159,7 +159,7 @@ static void arrays(void)
         uint32_t x = 2463534242u;
         for (size_t i = 0; i < SWEEP; i++) {
             x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-            uint32_t u = i % 4 ? x : (uint32_t)(i * 4099u); /* every exponent, low mantissas */
+            uint32_t u = i % 4 ? x : (uint32_t)(i * 4099u); /* an even sweep: every exponent */
             memcpy(&wide[i], &u, 4);
         }
         CHECK(fg_cpu_convert(pool, back, type, wide, FG_CPU_F32, SWEEP - 5) == 0, "%s round",
