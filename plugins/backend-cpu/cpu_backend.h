@@ -19,7 +19,7 @@ typedef struct fg_cpu_conv_cache fg_cpu_conv_cache;
 
 /* [backend] gemm: which library runs the f32 gemms (cpu_gemm_choice.c) */
 enum { FG_CPU_GEMM_AUTO = 0, FG_CPU_GEMM_OPENBLAS = 1, FG_CPU_GEMM_ONEDNN = 2,
-       FG_CPU_GEMM_DEFAULT = 3 /* resolved at load to OPENBLAS or ONEDNN (cpu_machine.c) */ };
+       FG_CPU_GEMM_DEFAULT = 3 /* resolved at load: ONEDNN, OPENBLAS without it (cpu_machine.c) */ };
 typedef struct fg_cpu_gemm_choices fg_cpu_gemm_choices;
 
 typedef struct fg_cpu_backend {
@@ -38,7 +38,7 @@ typedef struct fg_cpu_backend {
     const char *bf16_why;      /* why not, when not */
     atomic_int bf16_noted;     /* "bf16 emulated" was said */
     int gemm_mode;             /* FG_CPU_GEMM_*: [backend] gemm (cpu_gemm_choice.c) */
-    int gemm_defaulted;        /* gemm = default chose gemm_mode from OpenBLAS's core */
+    int gemm_defaulted;        /* the key unset: gemm_mode is the build's default */
     fg_cpu_gemm_choices *gemm_choices; /* the choice per gemm shape */
     int isa_level;             /* FG_CPU_ISA_* of this CPU (cpu_machine.c) */
     const char *openblas_core; /* openblas_get_corename() */
@@ -113,6 +113,7 @@ typedef struct fg_cpu_gemm_call {
 /* Reads gemm = auto | openblas | onednn into be; onednn without oneDNN is an error. */
 fg_status fg_cpu_gemm_setup(fg_cpu_backend *be, const char *mode, fg_error *err);
 void fg_cpu_gemm_teardown(fg_cpu_backend *be);
+const char *fg_cpu_gemm_mode_name(int mode); /* "auto", "openblas", "onednn" */
 fg_status fg_cpu_gemm_run(fg_cpu_backend *be, fg_cpu_queue *q, const fg_cpu_gemm_call *g,
                           fg_error *err);
 /* The same from slot `slot` of a kernel whose threads each run whole gemms (attention):

@@ -6,10 +6,10 @@
  * kept, and logs the choice with both times once. When OpenBLAS runs kernels far below the
  * CPU (a generic core, cpu_machine.c) auto takes oneDNN wherever it can run the shape,
  * whatever the times. `openblas` and `onednn` fix the library (bitwise reproducible run to
- * run; openblas logs its shapes at debug level only, so a default run prints what it did
- * before the key). `default` (the key unset) is openblas, or onednn where OpenBLAS runs a
- * generic core, decided once at load (cpu_machine.c). A shape oneDNN cannot run falls back
- * to OpenBLAS, and the log says so. Later calls
+ * run). `default` (the key unset) is onednn, or openblas in a build without oneDNN,
+ * decided at load (cpu_machine.c) and logged per shape at debug level only, so a default
+ * run's output is not a list of shapes; openblas logs at debug level too. A shape oneDNN
+ * cannot run falls back to OpenBLAS, and the log says so. Later calls
  * look the shape up in a fixed table (no allocation, no string work). The table is the
  * backend's, so every device of a run makes the same choice for a shape. */
 #define _GNU_SOURCE
@@ -68,6 +68,11 @@ fg_status fg_cpu_gemm_setup(fg_cpu_backend *be, const char *mode, fg_error *err)
                             "choice table");
     pthread_mutex_init(&be->gemm_choices->lock, NULL);
     return FG_OK;
+}
+
+const char *fg_cpu_gemm_mode_name(int mode)
+{
+    return mode >= 0 && mode < 4 ? fg_cpu_gemm_names[mode] : "?";
 }
 
 void fg_cpu_gemm_teardown(fg_cpu_backend *be)
@@ -210,9 +215,10 @@ static gemm_entry *choose(fg_cpu_backend *be, fg_cpu_queue *q, int slot,
         e = &t->e[t->count++];
         e->key = key;
         e->library = be->gemm_mode == FG_CPU_GEMM_AUTO ? FG_CPU_GEMM_OPENBLAS : be->gemm_mode;
-        /* openblas (the default on a CPU OpenBLAS knows) at debug level: a run's output
-         * stays what it was */
-        if (be->gemm_mode == FG_CPU_GEMM_OPENBLAS)
+        /* the default and openblas at debug level: a run's output is its losses */
+        if (be->gemm_defaulted)
+            log_choice(be, e, g->op, FG_LOG_DEBUG, "gemm unset", 0, 0);
+        else if (be->gemm_mode == FG_CPU_GEMM_OPENBLAS)
             log_choice(be, e, g->op, FG_LOG_DEBUG, "gemm = openblas", 0, 0);
         else if (be->gemm_mode == FG_CPU_GEMM_ONEDNN)
             log_choice(be, e, g->op, FG_LOG_INFO, "gemm = onednn", 0, 0);
@@ -245,8 +251,12 @@ static fg_status run_chosen_onednn(fg_cpu_backend *be, fg_cpu_queue *q, int slot
     pthread_mutex_lock(&be->gemm_choices->lock);
     if (e->library == FG_CPU_GEMM_ONEDNN) {
         e->library = FG_CPU_GEMM_OPENBLAS;
-        log_choice(be, e, g->op, FG_LOG_WARN, "although gemm = onednn: oneDNN has no matmul "
-                   "for it", 0, 0);
+        if (be->gemm_defaulted)
+            log_choice(be, e, g->op, FG_LOG_DEBUG, "gemm unset; oneDNN has no matmul for it",
+                       0, 0);
+        else
+            log_choice(be, e, g->op, FG_LOG_WARN, "although gemm = onednn: oneDNN has no "
+                       "matmul for it", 0, 0);
     }
     pthread_mutex_unlock(&be->gemm_choices->lock);
     run_openblas(be, g, g->c);

@@ -17,12 +17,16 @@ void fg_cpu_machine_probe(fg_cpu_backend *be)
     /* "far below": SSE kernels on an AVX2 or AVX-512 CPU, AVX (no FMA) ones on AVX-512; a
      * core name the table does not know is never called generic */
     be->openblas_generic = core != FG_CPU_ISA_OTHER && be->isa_level - core >= 2;
+    /* gemm unset: oneDNN's matmul wherever the build has it. Fixed rather than timed, so
+     * as reproducible as gemm = onednn; it ran the GPTs 9-12% faster than OpenBLAS's own
+     * AVX-512 kernels on a Zen 4, faster on a Zen 3, 5x on a Xeon OpenBLAS did not know
+     * (tests/bench/RESULTS.md) */
     if (be->gemm_mode == FG_CPU_GEMM_DEFAULT) {
         be->gemm_defaulted = 1;
-        be->gemm_mode = FG_CPU_GEMM_OPENBLAS;
 #ifdef FG_CPU_WITH_DNNL
-        if (be->openblas_generic)
-            be->gemm_mode = FG_CPU_GEMM_ONEDNN;
+        be->gemm_mode = FG_CPU_GEMM_ONEDNN;
+#else
+        be->gemm_mode = FG_CPU_GEMM_OPENBLAS;
 #endif
     }
 }
@@ -37,12 +41,13 @@ static const char *what_fulgur_does(const fg_cpu_backend *be)
         return "this build has no oneDNN, so gemms stay on OpenBLAS";
 #endif
     case FG_CPU_GEMM_ONEDNN:
-        return be->gemm_defaulted ? "so f32 gemms run oneDNN's matmul (gemm unset; gemm = "
-                                    "openblas keeps them on OpenBLAS)"
+        return be->gemm_defaulted ? "f32 gemms run oneDNN's matmul (gemm unset; gemm = "
+                                    "openblas would put them on OpenBLAS)"
                                   : "gemm = onednn: f32 gemms run oneDNN's matmul";
     default:
-        return "gemm = openblas keeps them there; [backend] gemm = auto or onednn runs "
-               "oneDNN's matmul instead";
+        return be->gemm_defaulted ? "this build has no oneDNN, so gemms stay on OpenBLAS"
+                                  : "gemm = openblas keeps them there; [backend] gemm = auto "
+                                    "or onednn runs oneDNN's matmul instead";
     }
 }
 
@@ -78,8 +83,11 @@ void fg_cpu_machine_describe(fg_cpu_backend *be)
     else
         snprintf(peak, sizeof peak, "%.1f GFLOP/s (AVX2)", r.gflops_256);
     be->host->log(be->host, FG_LOG_INFO, "cpu backend: %s; vector features: %s; FMA peak on "
-                  "%d thread%s: %s; OpenBLAS core: %s%s; stream grain %zu (%s)", be->cpu_model,
-                  features, be->threads, be->threads == 1 ? "" : "s", peak, be->openblas_core,
+                  "%d thread%s: %s; OpenBLAS core: %s%s; f32 gemms: %s%s; stream grain %zu "
+                  "(%s)", be->cpu_model, features, be->threads, be->threads == 1 ? "" : "s",
+                  peak, be->openblas_core,
                   be->openblas_generic ? " (generic kernels for this CPU)" : "",
-                  be->stream_grain, be->tuning_source);
+                  fg_cpu_gemm_mode_name(be->gemm_mode),
+                  be->gemm_defaulted ? " (gemm unset)" : "", be->stream_grain,
+                  be->tuning_source);
 }

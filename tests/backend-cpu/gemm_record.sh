@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # [backend] gemm through `fulgur fit` (the pipeline tests' MLP, single strategy, one device,
 # two threads): a bad value stops the run naming the key; each shape's choice is logged once
-# (onednn: fixed, auto: timed with both times, in the run folder's plugins.log; openblas, the
-# default: at debug level, so in the output of `fulgur -v` and not in a default run's); a
-# fixed choice gives the same weights run after run, and the default is gemm = openblas's
-# weights (the digest tests' bits).
+# (onednn: fixed, auto: timed with both times, in the run folder's plugins.log; openblas and
+# the default: at debug level, so in the output of `fulgur -v` and not in a default run's); a
+# fixed choice gives the same weights run after run, and the default (gemm unset) is
+# gemm = onednn's weights, or openblas's in a build without oneDNN.
 # Usage: gemm_record.sh (FULGUR, MLP_INI in the environment)
 set -u
 : "${FULGUR:?FULGUR must name the fulgur binary}" "${MLP_INI:?MLP_INI must name tests/pipeline/pipeline.ini}"
@@ -31,14 +31,14 @@ grep -q "gemm = 'fastest'" bad.out || fail "the refusal does not name gemm: $(ca
 
 fit default || fail "default: $(cat default.out)"
 ! grep -Eq "$shape" default.out || fail "a default run printed its gemm shapes: $(cat default.out)"
+! record default | grep -Eq "$shape" || fail "a default run wrote its gemm shapes to plugins.log: $(record default)"
 verbose=-v
+fit default_v || fail "default -v: $(cat default_v.out)"
 fit openblas_a backend.gemm=openblas || fail "openblas: $(cat openblas_a.out)"
 verbose=
 fit openblas_b backend.gemm=openblas || fail "openblas again: $(cat openblas_b.out)"
 [ -n "$(digest_of openblas_a)" ] && [ "$(digest_of openblas_a)" = "$(digest_of openblas_b)" ] ||
     fail "openblas twice: digests $(digest_of openblas_a) and $(digest_of openblas_b)"
-[ "$(digest_of default)" = "$(digest_of openblas_a)" ] ||
-    fail "the default's digest $(digest_of default) is not gemm = openblas's $(digest_of openblas_a)"
 # openblas's records: the debug lines of the -v run's output
 openblas_shapes() { grep -Eo "$shape: " openblas_a.out | sort; }
 n=$(openblas_shapes | wc -l)
@@ -50,6 +50,8 @@ n=$(openblas_shapes | wc -l)
 
 if ! fit onednn_a backend.gemm=onednn; then
     grep -q 'without oneDNN' onednn_a.out || fail "onednn refused unclearly: $(cat onednn_a.out)"
+    [ "$(digest_of default)" = "$(digest_of openblas_a)" ] ||
+        fail "without oneDNN the default's digest $(digest_of default) is not gemm = openblas's $(digest_of openblas_a)"
     echo "ok: this build has no oneDNN; onednn is refused, openblas repeats ($(digest_of openblas_a))"
     exit 0
 fi
@@ -59,9 +61,19 @@ fit onednn_b backend.gemm=onednn || fail "onednn again: $(cat onednn_b.out)"
 [ "$(record onednn_a | grep -Ec "$shape: onednn \(gemm = onednn\)")" = "$n" ] ||
     fail "onednn: not every one of the $n shapes recorded as onednn: $(record onednn_a)"
 [ "$(shapes_of onednn_a)" = "$(openblas_shapes)" ] || fail "onednn and openblas recorded other shapes"
+# the default: oneDNN's bits, each shape recorded once at debug level as the key unset
+[ "$(digest_of default)" = "$(digest_of onednn_a)" ] ||
+    fail "the default's digest $(digest_of default) is not gemm = onednn's $(digest_of onednn_a)"
+[ "$(grep -Ec "debug: cpu backend: $shape: onednn \(gemm unset\)" default_v.out)" = "$n" ] ||
+    fail "default: not every one of the $n shapes recorded as onednn (gemm unset): $(cat default_v.out)"
+"$FULGUR" devices > devices.out 2>&1 || fail "fulgur devices: $(cat devices.out)"
+grep -q "; f32 gemms: onednn (gemm unset); " devices.out ||
+    fail "fulgur devices' machine line does not say the default runs oneDNN: $(cat devices.out)"
+[ "$(digest_of openblas_a)" != "$(digest_of onednn_a)" ] ||
+    fail "openblas and onednn gave the same digest $(digest_of onednn_a): the key changed nothing"
 
 fit auto backend.gemm=auto || fail "auto: $(cat auto.out)"
 [ "$(record auto | grep -Ec "$shape: (onednn|openblas) \((OpenBLAS runs generic kernels; )?timed: onednn [0-9.]+ ms, openblas [0-9.]+ ms")" = "$n" ] ||
     fail "auto: not every one of the $n shapes recorded with both times: $(record auto)"
-echo "ok: openblas (the default) and onednn each repeat their weights ($(digest_of openblas_a), $(digest_of onednn_a)); auto recorded:"
+echo "ok: openblas and onednn (the default) each repeat their weights ($(digest_of openblas_a), $(digest_of onednn_a)); auto recorded:"
 record auto | grep -E "$shape"

@@ -30,7 +30,7 @@ typedef struct fg_fake_host {
     char keys[FG_FAKE_HOST_MAX_OPTIONS][64];
     char values[FG_FAKE_HOST_MAX_OPTIONS][512];
 
-    char log[8192];          /* every line, "level: text\n" (as much as fits) */
+    char log[65536];         /* every line, "level: text\n" (as much as fits) */
     char last_log[1024];     /* the last line's text alone */
     int log_count;
     FILE *echo;              /* NULL, or where each line is also printed */
