@@ -142,8 +142,8 @@ typedef struct fg_cpu_gemm_route {
     fg_error err;     /* the first failure's message */
 } fg_cpu_gemm_route;
 /* The hook for a kernel of `slots` concurrent threads, or NULL when the gemms are OpenBLAS's
- * whatever the shape (gemm = openblas, or the default on a CPU OpenBLAS knows): the
- * kernel then calls OpenBLAS directly, as before the choice. */
+ * whatever the shape (gemm = openblas, or the default in a build without oneDNN): the
+ * kernel then calls OpenBLAS directly. */
 const fg_cpu_gemm_hook *fg_cpu_gemm_route_begin(fg_cpu_gemm_route *r, fg_cpu_backend *be,
                                                 fg_cpu_queue *q, const char *op,
                                                 uint32_t dtype, int slots);

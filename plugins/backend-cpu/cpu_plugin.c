@@ -24,9 +24,9 @@ static const fg_option fg_cpu_options[] = {
       "rounded), or auto: native where the CPU and the build have it" },
     { "gemm", FG_OPT_ENUM, "default", 0, 0, "default|auto|openblas|onednn",
       "f32 gemms: openblas, or onednn (oneDNN's matmul), fixed (reproducible); default: "
-      "openblas, or onednn where OpenBLAS runs generic kernels on this CPU (fixed per "
-      "machine); auto times both per shape at its first call and keeps the faster (and "
-      "takes oneDNN where OpenBLAS runs generic kernels)" },
+      "onednn (openblas in a build without oneDNN), fixed; auto times both per shape at its "
+      "first call and keeps the faster (and takes oneDNN where OpenBLAS runs generic "
+      "kernels)" },
     { "tuning", FG_OPT_ENUM, "auto", 0, 0, "auto|off",
       "CPU-dependent thresholds (the stream grain): auto measures them at the first start on "
       "this CPU model and thread count (three trials, tens of ms) and caches them in "

@@ -8,7 +8,7 @@
 # shape of OpenBLAS and oneDNN, same threads) and of the machine's FMA peak (`fulgur devices`,
 # peaks.sh). FLOPs per token: 6 * (parameters outside the embeddings + the output layer) +
 # 6 * layers * context * width (causal attention, forward and backward). --gemm sets fulgur's
-# [backend] gemm (default: the backend's, openblas).
+# [backend] gemm (default: the backend's, onednn).
 #
 #   tests/bench/bench_lm.sh [--fulgur PATH] [--threads N] [--runs N] [--steps N] [--gemm MODE]
 #                           [--sizes "small mid"]
