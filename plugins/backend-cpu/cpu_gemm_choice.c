@@ -30,6 +30,7 @@
 #define FG_CPU_GEMM_TIMED_RUNS 3
 
 static const char *const fg_cpu_gemm_names[] = {"auto", "openblas", "onednn", "default"};
+#define FG_CPU_GEMM_MODES ((int)(sizeof fg_cpu_gemm_names / sizeof *fg_cpu_gemm_names))
 
 typedef struct gemm_key {
     int bias, trans_a, trans_b, m, n, k, accumulate;
@@ -51,7 +52,7 @@ struct fg_cpu_gemm_choices {
 fg_status fg_cpu_gemm_setup(fg_cpu_backend *be, const char *mode, fg_error *err)
 {
     be->gemm_mode = -1;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < FG_CPU_GEMM_MODES; i++)
         if (mode && strcmp(mode, fg_cpu_gemm_names[i]) == 0)
             be->gemm_mode = i;
     if (be->gemm_mode < 0)
@@ -72,7 +73,7 @@ fg_status fg_cpu_gemm_setup(fg_cpu_backend *be, const char *mode, fg_error *err)
 
 const char *fg_cpu_gemm_mode_name(int mode)
 {
-    return mode >= 0 && mode < 4 ? fg_cpu_gemm_names[mode] : "?";
+    return mode >= 0 && mode < FG_CPU_GEMM_MODES ? fg_cpu_gemm_names[mode] : "?";
 }
 
 void fg_cpu_gemm_teardown(fg_cpu_backend *be)

@@ -18,9 +18,9 @@ void fg_cpu_machine_probe(fg_cpu_backend *be)
      * core name the table does not know is never called generic */
     be->openblas_generic = core != FG_CPU_ISA_OTHER && be->isa_level - core >= 2;
     /* gemm unset: oneDNN's matmul wherever the build has it. Fixed rather than timed, so
-     * as reproducible as gemm = onednn; it ran the GPTs 9-12% faster than OpenBLAS's own
-     * AVX-512 kernels on a Zen 4, faster on a Zen 3, 5x on a Xeon OpenBLAS did not know
-     * (tests/bench/RESULTS.md) */
+     * as reproducible as gemm = onednn; it ran the GPTs about 10% faster than OpenBLAS's
+     * own AVX-512 kernels on a Zen 4, its sgemm rate was 10% above OpenBLAS's on a Zen 3
+     * and 5x on a Xeon OpenBLAS did not know (tests/bench/RESULTS.md) */
     if (be->gemm_mode == FG_CPU_GEMM_DEFAULT) {
         be->gemm_defaulted = 1;
 #ifdef FG_CPU_WITH_DNNL
@@ -33,19 +33,20 @@ void fg_cpu_machine_probe(fg_cpu_backend *be)
 
 static const char *what_fulgur_does(const fg_cpu_backend *be)
 {
+    static const char no_onednn[] = "this build has no oneDNN, so gemms stay on OpenBLAS";
     switch (be->gemm_mode) {
     case FG_CPU_GEMM_AUTO:
 #ifdef FG_CPU_WITH_DNNL
         return "gemm = auto: f32 gemms run oneDNN's matmul wherever it has one for the shape";
 #else
-        return "this build has no oneDNN, so gemms stay on OpenBLAS";
+        return no_onednn;
 #endif
     case FG_CPU_GEMM_ONEDNN:
         return be->gemm_defaulted ? "f32 gemms run oneDNN's matmul (gemm unset; gemm = "
                                     "openblas would put them on OpenBLAS)"
                                   : "gemm = onednn: f32 gemms run oneDNN's matmul";
     default:
-        return be->gemm_defaulted ? "this build has no oneDNN, so gemms stay on OpenBLAS"
+        return be->gemm_defaulted ? no_onednn
                                   : "gemm = openblas keeps them there; [backend] gemm = auto "
                                     "or onednn runs oneDNN's matmul instead";
     }

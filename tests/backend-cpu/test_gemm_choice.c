@@ -275,8 +275,8 @@ static void run_im2col(test_backend *be, const float *x, const float *w, const f
 }
 
 /* The kernels' own gemms (attention's tiles, im2col's products) follow the choice: under
- * the default (oneDNN) their shapes are logged as
- * oneDNN's, and the results are OpenBLAS's (gemm = openblas) within float rounding. */
+ * the default (oneDNN) their shapes are logged as oneDNN's, and the results are OpenBLAS's
+ * (gemm = openblas) within float rounding. */
 static void check_kernel_gemms(test_backend *df)
 {
     test_backend ob;
