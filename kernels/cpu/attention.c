@@ -30,21 +30,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "cpu_kernels.h"
+#include "attention_impl.h"
 #include "fast_exp.h"
-
-enum { FG_CPU_ATTN_LANES = 16 };
-
-typedef struct fg_cpu_attn_rows {
-    float *s;              /* (rows, ld) scores in, probabilities out */
-    const float *dp;       /* backward: dP (rows, ld), or NULL in forward */
-    float *ds;             /* backward: dS out (may alias dp) */
-    const float *delta;    /* backward: rowsum(dY * Y) per row */
-    float *lse;            /* forward: out; backward: in */
-    int first_row, ld, causal, seq;
-    float dropout;         /* p; 0: none */
-    uint64_t seed, first_draw; /* draw of row 0, column 0 of the block */
-} fg_cpu_attn_rows;
 
 /* keep / (1 - p) of probability (r, j) of the block: 0 or the dropout scale. */
 static inline float fg_cpu_attn_keep(const fg_cpu_attn_rows *a, size_t r, int j)
@@ -106,7 +93,7 @@ FG_CPU_VECTOR_CLONES static void fg_cpu_attn_row_scale(float *s, int n, float in
         s[j] = 0.0f;
 }
 
-static void fg_cpu_attn_softmax_rows(const fg_cpu_attn_rows *a, int rows)
+void fg_cpu_attn_softmax_rows(const fg_cpu_attn_rows *a, int rows)
 {
     for (int r = 0; r < rows; r++) {
         float *s = a->s + (size_t)r * (size_t)a->ld;
@@ -136,7 +123,7 @@ FG_CPU_VECTOR_CLONES static void fg_cpu_attn_row_grad(float *s, const float *dp,
 
 /* P = exp(S - lse) recomputed; with dropout, s keeps the dropped P (for dV) and dP is the
  * gradient through the mask; dS = P * (dP - delta). */
-static void fg_cpu_attn_backward_rows(const fg_cpu_attn_rows *a, int rows)
+void fg_cpu_attn_backward_rows(const fg_cpu_attn_rows *a, int rows)
 {
     for (int r = 0; r < rows; r++) {
         float *s = a->s + (size_t)r * (size_t)a->ld;
@@ -158,25 +145,7 @@ static void fg_cpu_attn_backward_rows(const fg_cpu_attn_rows *a, int rows)
     }
 }
 
-/* A qkv row's width, (H + 2 KV) D, and the column of query head h's key (its value is
- * KV D further). */
-static inline int fg_cpu_attn_kv(const fg_cpu_attn_shape *a)
-{
-    return a->kv_heads > 0 ? a->kv_heads : a->heads;
-}
-
-static inline int fg_cpu_attn_width(const fg_cpu_attn_shape *a)
-{
-    return (a->heads + 2 * fg_cpu_attn_kv(a)) * a->head_dim;
-}
-
-static inline size_t fg_cpu_attn_k_col(const fg_cpu_attn_shape *a, int h)
-{
-    int kv = h / (a->heads / fg_cpu_attn_kv(a));
-    return (size_t)(a->heads + kv) * (size_t)a->head_dim;
-}
-
-static void fg_cpu_attn_set_dropout(fg_cpu_attn_rows *rows, const fg_cpu_attn_shape *a, int b,
+void fg_cpu_attn_set_dropout(fg_cpu_attn_rows *rows, const fg_cpu_attn_shape *a, int b,
                                     int h, int i0)
 {
     rows->seq = a->seq;
@@ -193,9 +162,10 @@ static int fg_cpu_attn_slots(const fg_cpu_attn_shape *a, int threads)
     return threads < items ? threads : items;
 }
 
-static size_t fg_cpu_attn_slot_floats(const fg_cpu_attn_shape *a)
+size_t fg_cpu_attn_slot_floats(const fg_cpu_attn_shape *a)
 {
-    return 2 * (size_t)FG_CPU_ATTN_BLOCK * (size_t)a->seq;
+    size_t B = FG_CPU_ATTN_BLOCK, T = (size_t)a->seq, D = (size_t)a->head_dim;
+    return FG_CPU_ATTN_F32_SLOT(B, T) + FG_CPU_ATTN_BF16_SLOT(B, T, D);
 }
 
 size_t fg_cpu_attention_workspace(const fg_cpu_attn_shape *a, int threads)
@@ -204,28 +174,15 @@ size_t fg_cpu_attention_workspace(const fg_cpu_attn_shape *a, int threads)
     return (size_t)slots * fg_cpu_attn_slot_floats(a) * sizeof(float);
 }
 
-/* The job: (batch, head) items claimed one at a time by the slots running on the pool. */
-typedef struct fg_cpu_attn_job {
-    fg_cpu_pool *pool;
-    const fg_cpu_attn_shape *a;
-    const float *qkv, *y, *dy;
-    float *out;  /* forward: y (B, T, C); backward: dqkv (B, T, 3C) */
-    float *lse;  /* (B, H, T) */
-    float *ws;   /* slots x (2, BLOCK, T) */
-    int per_batch; /* items per sample: heads (forward), kv_heads (backward) */
-    void (*item)(const struct fg_cpu_attn_job *j, int b, int h, int slot, float *s);
-    atomic_int next;
-} fg_cpu_attn_job;
-
 static void fg_cpu_attn_forward_item(const fg_cpu_attn_job *j, int b, int h, int slot,
                                      float *s)
 {
     const fg_cpu_attn_shape *a = j->a;
     int T = a->seq, D = a->head_dim, C = a->heads * a->head_dim, W = fg_cpu_attn_width(a);
     float scale = 1.0f / sqrtf((float)D);
-    const float *row0 = j->qkv + (size_t)b * T * W, *q = row0 + (size_t)h * D;
+    const float *row0 = (const float *)j->qkv + (size_t)b * T * W, *q = row0 + (size_t)h * D;
     const float *k = row0 + fg_cpu_attn_k_col(a, h), *v = k + (size_t)fg_cpu_attn_kv(a) * D;
-    float *yb = j->out + (size_t)b * T * C + (size_t)h * D;
+    float *yb = (float *)j->out + (size_t)b * T * C + (size_t)h * D;
     float *lse_bh = j->lse + ((size_t)b * a->heads + (size_t)h) * (size_t)T;
     for (int i0 = 0; i0 < T; i0 += FG_CPU_ATTN_BLOCK) {
         int qn = T - i0 < FG_CPU_ATTN_BLOCK ? T - i0 : FG_CPU_ATTN_BLOCK;
@@ -243,7 +200,7 @@ static void fg_cpu_attn_forward_item(const fg_cpu_attn_job *j, int b, int h, int
 
 /* delta[i] = sum_d dY[i, d] * Y[i, d] for the head's rows, in 16 double lanes (one double
  * accumulator was a dependency chain: 6% of the backward). */
-FG_CPU_VECTOR_CLONES static void fg_cpu_attn_delta(const float *dy, const float *y, int rows,
+FG_CPU_VECTOR_CLONES void fg_cpu_attn_delta(const float *dy, const float *y, int rows,
                                                    int D, int ld, float *delta)
 {
     for (int i = 0; i < rows; i++) {
@@ -274,10 +231,10 @@ static void fg_cpu_attn_backward_head(const fg_cpu_attn_job *j, int b, int h, in
     float delta[FG_CPU_ATTN_BLOCK];
     size_t row0 = (size_t)b * T * W, kcol = fg_cpu_attn_k_col(a, h);
     size_t vcol = kcol + (size_t)fg_cpu_attn_kv(a) * D;
-    const float *q = j->qkv + row0 + (size_t)h * D, *k = j->qkv + row0 + kcol;
-    const float *v = j->qkv + row0 + vcol;
-    float *dq = j->out + row0 + (size_t)h * D, *dk = j->out + row0 + kcol;
-    float *dv = j->out + row0 + vcol;
+    const float *qkv = j->qkv, *y = j->y;
+    float *dqkv = j->out;
+    const float *q = qkv + row0 + (size_t)h * D, *k = qkv + row0 + kcol, *v = qkv + row0 + vcol;
+    float *dq = dqkv + row0 + (size_t)h * D, *dk = dqkv + row0 + kcol, *dv = dqkv + row0 + vcol;
     size_t out = (size_t)b * T * C + (size_t)h * D;
     const float *lse_bh = j->lse + ((size_t)b * a->heads + (size_t)h) * (size_t)T;
     int last = (T - 1) / FG_CPU_ATTN_BLOCK * FG_CPU_ATTN_BLOCK;
@@ -285,12 +242,12 @@ static void fg_cpu_attn_backward_head(const fg_cpu_attn_job *j, int b, int h, in
         int qn = T - i0 < FG_CPU_ATTN_BLOCK ? T - i0 : FG_CPU_ATTN_BLOCK;
         int kend = a->causal ? i0 + qn : T;
         float beta = first && i0 == last ? 0.0f : 1.0f;
-        const float *dyb = j->dy + out + (size_t)i0 * C, *qb = q + (size_t)i0 * W;
+        const float *dyb = (const float *)j->dy + out + (size_t)i0 * C, *qb = q + (size_t)i0 * W;
         fg_cpu_gemm_via(a->gemm, slot, j->pool, 0, 1, qn, kend, D, scale, qb, W, k, W, 0.0f, s,
                         kend);
         fg_cpu_gemm_via(a->gemm, slot, j->pool, 0, 1, qn, kend, D, 1.0f, dyb, C, v, W, 0.0f, dp,
                         kend);
-        fg_cpu_attn_delta(dyb, j->y + out + (size_t)i0 * C, qn, D, C, delta);
+        fg_cpu_attn_delta(dyb, y + out + (size_t)i0 * C, qn, D, C, delta);
         fg_cpu_attn_rows rows = {.s = s, .dp = dp, .ds = dp, .delta = delta,
                                  .lse = (float *)(lse_bh + i0), .first_row = i0, .ld = kend,
                                  .causal = a->causal};
@@ -333,7 +290,7 @@ static void fg_cpu_attn_run_slots(void *p, size_t s0, size_t s1)
 
 /* One slot per thread (a single item's gemms then run on the pool themselves: the pool is
  * idle while one slot runs inline). */
-static void fg_cpu_attn_run(fg_cpu_attn_job *j)
+void fg_cpu_attn_run(fg_cpu_attn_job *j)
 {
     int slots = fg_cpu_attn_slots(j->a, fg_cpu_pool_threads(j->pool));
     atomic_init(&j->next, 0);

@@ -129,6 +129,11 @@ typedef struct fg_cpu_gemm_hook {
     void (*run)(void *ctx, int slot, int trans_a, int trans_b, int m, int n, int k, float alpha,
                 const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
     void *ctx;
+    /* bf16 A and B, f32 C (a real bf16 product: avx512_bf16); returns 0 when it did not run
+     * (the caller widens A and B and runs the f32 product); NULL: never runs */
+    int (*run_bf16)(void *ctx, int slot, int trans_a, int trans_b, int m, int n, int k,
+                    float alpha, const uint16_t *a, int lda, const uint16_t *b, int ldb,
+                    float beta, float *c, int ldc);
 } fg_cpu_gemm_hook;
 
 /* hook's product when there is one (hook and hook->run not NULL), else fg_cpu_gemm's. */
@@ -171,6 +176,9 @@ void fg_cpu_bias_add(fg_cpu_pool *pool, float *y, const float *bias, int rows, i
 /* dbias(cols) (+)= sum over rows and spatial of dy(rows, cols, spatial) */
 void fg_cpu_bias_grad(fg_cpu_pool *pool, float *dbias, const float *dy, int rows, int cols,
                       int spatial, int accumulate);
+/* The same with dy (rows, cols) in bf16 storage: the sums of its widened values. */
+void fg_cpu_bias_grad_bf16(fg_cpu_pool *pool, float *dbias, const uint16_t *dy, int rows,
+                           int cols, int accumulate);
 
 /* ---- activations (activation.c) -------------------------------------------------------- */
 
@@ -422,8 +430,9 @@ typedef struct fg_cpu_attn_shape {
     const struct fg_cpu_gemm_hook *gemm;
 } fg_cpu_attn_shape;
 
-/* Bytes of scratch forward and backward need on a pool of `threads`: 2 * BLOCK * seq
- * floats for each thread that runs a (batch, head) item, min(threads, batch * heads). */
+/* Bytes of scratch forward and backward need on a pool of `threads`, in f32 or bf16: a
+ * slot (attention_impl.h: 2 BLOCK seq floats, and what bf16 adds) for each thread that runs
+ * a (batch, head) item, min(threads, batch * heads). */
 size_t fg_cpu_attention_workspace(const fg_cpu_attn_shape *a, int threads);
 /* qkv (B, T, (H + 2 KV) D) -> y (B, T, C), lse (B, H, T) saved for backward. */
 void fg_cpu_attention_forward(fg_cpu_pool *pool, const fg_cpu_attn_shape *a, const float *qkv,
@@ -432,6 +441,18 @@ void fg_cpu_attention_forward(fg_cpu_pool *pool, const fg_cpu_attn_shape *a, con
 void fg_cpu_attention_backward(fg_cpu_pool *pool, const fg_cpu_attn_shape *a,
                                const float *qkv, const float *y, const float *lse,
                                const float *dy, float *dqkv, void *workspace);
+/* The same in bf16 storage (attention_bf16.c): the products take bf16 operands, as
+ * FlashAttention's do: Q K^T and dY V^T from the tensors, P V, P^T dY, dS K and dS^T Q with
+ * P and dS rounded to bf16; every product accumulates in f32 (a.gemm's run_bf16 where it
+ * runs, else the operands widened for the f32 product), the softmax and its backward are
+ * the f32 path's, and each output is rounded to bf16 once (dK and dV after the item's last
+ * block and query head). */
+void fg_cpu_attention_forward_bf16(fg_cpu_pool *pool, const fg_cpu_attn_shape *a,
+                                   const uint16_t *qkv, uint16_t *y, float *lse,
+                                   void *workspace);
+void fg_cpu_attention_backward_bf16(fg_cpu_pool *pool, const fg_cpu_attn_shape *a,
+                                    const uint16_t *qkv, const uint16_t *y, const float *lse,
+                                    const uint16_t *dy, uint16_t *dqkv, void *workspace);
 /* y (B, C) = the causal forward's row pos, from rows [0, pos] of qkv (B, seq, 3C): one
  * query against pos + 1 cached keys per head (fulgur generate's KV cache). */
 void fg_cpu_attention_decode(fg_cpu_pool *pool, const fg_cpu_attn_shape *a, int pos,

@@ -137,13 +137,14 @@ typedef struct fg_cpu_gemm_route {
     fg_cpu_backend *be;
     fg_cpu_queue *q;
     const char *op;   /* "attention_forward", ...: the log's name */
-    uint32_t dtype;   /* the op's operands' dtype (f32 after staging) */
+    uint32_t dtype;   /* the op's operands' dtype (the log's; bf16: run_bf16 may run) */
     _Atomic int failed;
     fg_error err;     /* the first failure's message */
 } fg_cpu_gemm_route;
 /* The hook for a kernel of `slots` concurrent threads, or NULL when the gemms are OpenBLAS's
- * whatever the shape (gemm = openblas, or the default in a build without oneDNN): the
- * kernel then calls OpenBLAS directly. */
+ * whatever the shape (gemm = openblas, or the default in a build without oneDNN) and no
+ * bf16 product runs natively (dtype f32, or no avx512_bf16): the kernel then calls OpenBLAS
+ * directly. */
 const fg_cpu_gemm_hook *fg_cpu_gemm_route_begin(fg_cpu_gemm_route *r, fg_cpu_backend *be,
                                                 fg_cpu_queue *q, const char *op,
                                                 uint32_t dtype, int slots);

@@ -195,6 +195,14 @@ fg_status fg_cpu_op_bias_grad(void *state, void *queue, uint32_t dbias_dtype,
                               uint32_t dy_dtype, void *dbias, const void *dy, int rows,
                               int cols, int spatial, int accumulate, fg_error *err)
 {
+    if (dy_dtype == FG_BF16 && spatial == 1) { /* dy read in place: no widened copy */
+        fg_cpu_operand d[] = {ARG_ACC(dbias, dbias_dtype, cols > 0 ? (size_t)cols : 0,
+                                      accumulate)};
+        fg_status st = stage(state, queue, "bias_grad", d, NARGS(d), err);
+        if (st == FG_OK)
+            fg_cpu_bias_grad_bf16(POOL(state), d[0].f, dy, rows, cols, accumulate);
+        return unstage(state, d, NARGS(d), st);
+    }
     fg_cpu_operand o[] = {ARG_ACC(dbias, dbias_dtype, cols > 0 ? (size_t)cols : 0, accumulate),
                    ARG_IN(dy, dy_dtype, volume3(rows, cols, spatial))};
     fg_status st = stage(state, queue, "bias_grad", o, NARGS(o), err);

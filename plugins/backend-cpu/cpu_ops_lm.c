@@ -199,11 +199,15 @@ fg_status fg_cpu_op_attention_forward(void *state, void *queue, uint32_t dtype,
     fg_cpu_attn_shape a = attention_shape(d);
     size_t rows = (size_t)a.batch * (size_t)a.seq, c = (size_t)a.heads * (size_t)a.head_dim;
     size_t w = (size_t)(a.heads + 2 * a.kv_heads) * (size_t)a.head_dim; /* a qkv row */
-    fg_cpu_operand o[] = {ARG_IN(qkv, dtype, rows * w), ARG_OUT(y, dtype, rows * c)};
-    fg_status st = fg_cpu_stage(state, queue, "attention_forward", o, NARGS(o), err);
     fg_cpu_gemm_route route;
     a.gemm = fg_cpu_gemm_route_begin(&route, state, queue, "attention_forward", dtype,
                                      fg_cpu_pool_threads(FG_CPU_POOL(state)));
+    if (dtype == FG_BF16) { /* no staging: bf16 products on the tensors (attention_bf16.c) */
+        fg_cpu_attention_forward_bf16(FG_CPU_POOL(state), &a, qkv, y, lse, workspace);
+        return fg_cpu_gemm_route_end(&route, FG_OK, err);
+    }
+    fg_cpu_operand o[] = {ARG_IN(qkv, dtype, rows * w), ARG_OUT(y, dtype, rows * c)};
+    fg_status st = fg_cpu_stage(state, queue, "attention_forward", o, NARGS(o), err);
     if (st == FG_OK)
         fg_cpu_attention_forward(FG_CPU_POOL(state), &a, o[0].f, o[1].f, lse, workspace);
     st = fg_cpu_gemm_route_end(&route, st, err);
@@ -218,12 +222,17 @@ fg_status fg_cpu_op_attention_backward(void *state, void *queue, uint32_t dtype,
     fg_cpu_attn_shape a = attention_shape(d);
     size_t rows = (size_t)a.batch * (size_t)a.seq, c = (size_t)a.heads * (size_t)a.head_dim;
     size_t w = (size_t)(a.heads + 2 * a.kv_heads) * (size_t)a.head_dim; /* a qkv row */
-    fg_cpu_operand o[] = {ARG_IN(qkv, dtype, rows * w), ARG_IN(y, dtype, rows * c),
-                          ARG_IN(dy, dtype, rows * c), ARG_OUT(dqkv, dtype, rows * w)};
-    fg_status st = fg_cpu_stage(state, queue, "attention_backward", o, NARGS(o), err);
     fg_cpu_gemm_route route;
     a.gemm = fg_cpu_gemm_route_begin(&route, state, queue, "attention_backward", dtype,
                                      fg_cpu_pool_threads(FG_CPU_POOL(state)));
+    if (dtype == FG_BF16) {
+        fg_cpu_attention_backward_bf16(FG_CPU_POOL(state), &a, qkv, y, lse, dy, dqkv,
+                                       workspace);
+        return fg_cpu_gemm_route_end(&route, FG_OK, err);
+    }
+    fg_cpu_operand o[] = {ARG_IN(qkv, dtype, rows * w), ARG_IN(y, dtype, rows * c),
+                          ARG_IN(dy, dtype, rows * c), ARG_OUT(dqkv, dtype, rows * w)};
+    fg_status st = fg_cpu_stage(state, queue, "attention_backward", o, NARGS(o), err);
     if (st == FG_OK)
         fg_cpu_attention_backward(FG_CPU_POOL(state), &a, o[0].f, o[1].f, lse, o[2].f, o[3].f,
                                   workspace);

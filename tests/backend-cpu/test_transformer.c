@@ -135,6 +135,96 @@ static void test_attention(void)
     free(qkv); free(y); free(want);
 }
 
+/* ---- bf16 attention: no staging, bf16 products ----------------------------------------- */
+
+static float widen16(uint16_t h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float v;
+    memcpy(&v, &bits, 4);
+    return v;
+}
+
+/* sqrt(sum (x - ref)^2 / sum ref^2) of n bf16 values against f32 ones */
+static double norm_rel16(const uint16_t *x, const float *ref, size_t n)
+{
+    double d = 0, r = 0;
+    for (size_t i = 0; i < n; i++) {
+        d += pow(widen16(x[i]) - (double)ref[i], 2);
+        r += (double)ref[i] * ref[i];
+    }
+    return sqrt(d / r);
+}
+
+typedef struct attn_run {
+    uint16_t *y, *dqkv;
+    float *lse;
+} attn_run;
+
+/* forward and backward of d in bf16 on t */
+static attn_run attention_bf16_on(test_backend *t, const fg_attention_desc *d,
+                                  const uint16_t *qkv, const uint16_t *dy, size_t nq, size_t ny)
+{
+    attn_run r = {test_alloc(ny * 2), test_alloc(nq * 2),
+                  test_alloc((size_t)d->batch * d->heads * d->seq * 4)};
+    void *ws = NULL;
+    CHECK_OK(t->vt->alloc(t->state, 0, t->vt->attention_workspace(t->state, d), &ws,
+                          &test_err));
+    CHECK_OK(t->vt->attention_forward(t->state, t->queue, FG_BF16, d, qkv, r.y, r.lse, ws,
+                                      &test_err));
+    CHECK_OK(t->vt->attention_backward(t->state, t->queue, FG_BF16, d, qkv, r.y, r.lse, dy,
+                                       r.dqkv, ws, &test_err));
+    t->vt->free(t->state, 0, ws);
+    return r;
+}
+
+/* bf16 attention (grouped heads, two query blocks, dropout) on the backend as it comes
+ * (oneDNN's bf16 products where the CPU has avx512_bf16) and with bf16 = emulated (the
+ * products widened for f32 ones): each within bf16's roundings of the f32 op on the same
+ * values, and the same bits run to run. */
+static void test_attention_bf16(void)
+{
+    fg_attention_desc d = {sizeof d, 2, 70, 4, 16, 1, 0.1f, 9, 3, 2};
+    size_t C = 4 * 16, nq = (size_t)2 * 70 * (4 + 2 * 2) * 16, ny = (size_t)2 * 70 * C;
+    float *qkv = test_alloc(nq * 4), *dy = test_alloc(ny * 4), *y = test_alloc(ny * 4);
+    float *dqkv = test_alloc(nq * 4), *lse = test_alloc((size_t)2 * 4 * 70 * 4);
+    uint16_t *qkv16 = test_alloc(nq * 2), *dy16 = test_alloc(ny * 2);
+    test_fill_uniform(qkv, nq, -1.5, 1.5);
+    test_fill_uniform(dy, ny, -1, 1);
+    for (size_t i = 0; i < nq + ny; i++) { /* truncated: the f32 op sees the bf16 values */
+        float *f = i < nq ? &qkv[i] : &dy[i - nq];
+        uint32_t bits;
+        memcpy(&bits, f, 4);
+        (i < nq ? qkv16 : dy16)[i < nq ? i : i - nq] = (uint16_t)(bits >> 16);
+        *f = widen16((uint16_t)(bits >> 16));
+    }
+    test_backend emul;
+    test_backend_open_with(&emul, 1, 2, 0, "bf16 = emulated");
+    attn_run runs[3] = {attention_bf16_on(&tb, &d, qkv16, dy16, nq, ny),
+                        attention_bf16_on(&tb, &d, qkv16, dy16, nq, ny),
+                        attention_bf16_on(&emul, &d, qkv16, dy16, nq, ny)};
+    test_backend_close(&emul);
+    CHECK(memcmp(runs[0].y, runs[1].y, ny * 2) == 0 &&
+              memcmp(runs[0].dqkv, runs[1].dqkv, nq * 2) == 0,
+          "bf16 attention: two runs differ");
+    void *ws = NULL;
+    CHECK_OK(tb.vt->alloc(tb.state, 0, tb.vt->attention_workspace(tb.state, &d), &ws,
+                          &test_err));
+    CHECK_OK(tb.vt->attention_forward(Q, FG_F32, &d, qkv, y, lse, ws, &test_err));
+    CHECK_OK(tb.vt->attention_backward(Q, FG_F32, &d, qkv, y, lse, dy, dqkv, ws, &test_err));
+    tb.vt->free(tb.state, 0, ws);
+    for (int r = 0; r < 3; r += 2) {
+        double ye = norm_rel16(runs[r].y, y, ny), ge = norm_rel16(runs[r].dqkv, dqkv, nq);
+        printf("  bf16 attention (%s) against f32: y %.2e, dqkv %.2e\n",
+               r ? "bf16 = emulated" : "bf16 = auto", ye, ge);
+        CHECK(ye < 5e-3 && ge < 1e-2, "bf16 attention (%s) off the f32 op's: y %.3g, dqkv %.3g",
+              r ? "emulated" : "auto", ye, ge);
+    }
+    for (int r = 0; r < 3; r++)
+        free(runs[r].y), free(runs[r].dqkv), free(runs[r].lse);
+    free(qkv); free(dy); free(y); free(dqkv); free(lse); free(qkv16); free(dy16);
+}
+
 void test_group_transformer(void)
 {
     test_backend_open(&tb, 1, 2, 0);
@@ -144,5 +234,6 @@ void test_group_transformer(void)
     test_layernorm_bf16();
     test_embedding();
     test_attention();
+    test_attention_bf16();
     test_backend_close(&tb);
 }

@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "cpu_kernels.h"
+#include "half.h"
 
 static uint64_t rng_state = 12345;
 
@@ -314,7 +315,8 @@ static int case_attention_memory(void)
     printf("attention T=1024 H=12 D=64 per sample: workspace %zu KiB per thread + lse %zu KiB; "
            "a naive kernel keeps %zu MiB of scores and probabilities\n", ws >> 10, lse >> 10,
            naive >> 20);
-    CHECK_EQ(ws, (size_t)2 * FG_CPU_ATTN_BLOCK * 1024 * sizeof(float));
+    size_t B = FG_CPU_ATTN_BLOCK, T = 1024, D = 64; /* the f32 scores and dP, and bf16's */
+    CHECK_EQ(ws, (2 * B * T + B * T + B * D + 2 * T * D + B * T + T * D) * sizeof(float));
     CHECK_EQ(ws2, 2 * ws);
     /* four items, each run whole by one thread: the same bits; one item, whose gemms the
      * pool splits by blocks of C: OpenBLAS rounds a block's edge tiles its own way, so the
@@ -377,6 +379,107 @@ static int attention_threads_agree(int batch, int heads, int seq, int dim, doubl
     return 0;
 }
 
+/* ---- bf16 storage ---------------------------------------------------------------------- */
+
+/* sqrt(sum (x - ref)^2 / sum ref^2) */
+static double norm_rel(const float *x, const float *ref, size_t n)
+{
+    double d = 0, r = 0;
+    for (size_t i = 0; i < n; i++) {
+        d += ((double)x[i] - ref[i]) * ((double)x[i] - ref[i]);
+        r += (double)ref[i] * ref[i];
+    }
+    return sqrt(d / (r > 0 ? r : 1));
+}
+
+static uint16_t *to_bf16(const float *x, size_t n)
+{
+    uint16_t *b = malloc(n * sizeof *b);
+    for (size_t i = 0; i < n; i++)
+        b[i] = fg_f32_to_bf16(x[i]);
+    return b;
+}
+
+static float *widened(const uint16_t *b, size_t n)
+{
+    float *x = malloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++)
+        x[i] = fg_bf16_to_f32(b[i]);
+    return x;
+}
+
+/* The bf16 kernels (no gemm hook: their bf16 products widened for OpenBLAS) against the f32
+ * kernels on the same values: y and dqkv within what bf16's roundings of P, dS and the
+ * outputs allow (2^-9 each), lse as the f32 scores give it; and the same bits on 1 and 2
+ * pool threads. */
+static void run_attention_bf16(int batch, int seq, int heads, int kv_heads, int dim, int causal,
+                               float p)
+{
+    fg_cpu_attn_shape a = {batch, seq, heads, dim, causal, p, 5, 1000, kv_heads, NULL};
+    size_t C = (size_t)heads * dim, W = (size_t)(heads + 2 * kv_heads) * dim;
+    size_t nq = (size_t)batch * seq * W, ny = (size_t)batch * seq * C;
+    size_t nl = (size_t)batch * heads * seq;
+    float *q32 = random_floats(nq, -1.5, 1.5), *dy32 = random_floats(ny, -1, 1);
+    uint16_t *qkv = to_bf16(q32, nq), *dy = to_bf16(dy32, ny);
+    free(q32);
+    free(dy32);
+    q32 = widened(qkv, nq);
+    dy32 = widened(dy, ny);
+    void *ws = malloc(fg_cpu_attention_workspace(&a, 2));
+    float *y32 = malloc(ny * 4), *g32 = malloc(nq * 4), *l32 = malloc(nl * 4);
+    fg_cpu_pool *pool;
+    CHECK_EQ(fg_cpu_pool_create(2, &pool), 0);
+    fg_cpu_attention_forward(pool, &a, q32, y32, l32, ws);
+    uint16_t *y[2], *g[2];
+    float *l[2];
+    for (int t = 0; t < 2; t++) {
+        fg_cpu_pool *tp;
+        CHECK_EQ(fg_cpu_pool_create(2 - t, &tp), 0);
+        y[t] = malloc(ny * 2);
+        g[t] = malloc(nq * 2);
+        l[t] = malloc(nl * 4);
+        fg_cpu_attention_forward_bf16(tp, &a, qkv, y[t], l[t], ws);
+        fg_cpu_attention_backward_bf16(tp, &a, qkv, y[t], l[t], dy, g[t], ws);
+        fg_cpu_pool_destroy(tp);
+    }
+    /* the f32 backward from the bf16 forward's y (rowsum(dY * Y) reads it) */
+    float *yb = widened(y[0], ny), *gb = widened(g[0], nq);
+    fg_cpu_attention_backward(pool, &a, q32, yb, l32, dy32, g32, ws);
+    float *yw = widened(y[0], ny);
+    double ye = norm_rel(yw, y32, ny), ge = norm_rel(gb, g32, nq);
+    double ymax = max_diff(yw, y32, ny) / max_abs(y32, ny);
+    double gmax = max_diff(gb, g32, nq) / max_abs(g32, nq);
+    double le = max_diff(l[0], l32, nl) / max_abs(l32, nl);
+    printf("attention bf16 B%d T%d H%d KV%d D%d %s dropout %g against f32: y %.2e (largest "
+           "%.2e), dqkv %.2e (largest %.2e), lse %.2e\n", batch, seq, heads, kv_heads, dim,
+           causal ? "causal" : "full", (double)p, ye, ymax, ge, gmax, le);
+    CHECK(ye < 5e-3 && ymax < 1e-2, "attention bf16: y off the f32 kernel's");
+    CHECK(ge < 1e-2 && gmax < 2e-2, "attention bf16: dqkv off the f32 kernel's");
+    CHECK(le < 1e-6, "attention bf16: lse off the f32 kernel's");
+    CHECK(memcmp(y[0], y[1], ny * 2) == 0 && memcmp(g[0], g[1], nq * 2) == 0 &&
+              memcmp(l[0], l[1], nl * 4) == 0,
+          "attention bf16 differs between 2 and 1 pool threads");
+    for (int t = 0; t < 2; t++) {
+        free(y[t]);
+        free(g[t]);
+        free(l[t]);
+    }
+    free(qkv); free(dy); free(q32); free(dy32); free(ws); free(y32); free(g32); free(l32);
+    free(yb); free(gb); free(yw);
+    fg_cpu_pool_destroy(pool);
+}
+
+static int case_attention_bf16(void)
+{
+    run_attention_bf16(2, 67, 3, 3, 5, 1, 0.0f);  /* two query blocks, odd D */
+    run_attention_bf16(2, 130, 2, 2, 32, 1, 0.0f); /* three blocks */
+    run_attention_bf16(1, 9, 4, 4, 16, 0, 0.0f);
+    run_attention_bf16(2, 70, 4, 2, 8, 1, 0.0f);  /* grouped: two query heads per key */
+    run_attention_bf16(2, 70, 2, 2, 6, 1, 0.25f); /* the f32 kernel's draws */
+    run_attention_bf16(1, 1, 1, 1, 3, 1, 0.0f);
+    return 0;
+}
+
 /* One query against the cache: row pos of the causal forward over the whole window, for
  * every pos and every (batch, head), against the float64 reference; more heads than one
  * workspace chunk (2 * BLOCK) holds. */
@@ -426,6 +529,7 @@ int main(int argc, char **argv)
         {"embedding", case_embedding},         {"attention_causal", case_attention_causal},
         {"attention_full", case_attention_full}, {"attention_dropout", case_attention_dropout},
         {"attention_memory", case_attention_memory}, {"attention_decode", case_attention_decode},
+        {"attention_bf16", case_attention_bf16},
     };
     for (size_t i = 0; argc == 2 && i < sizeof cases / sizeof *cases; i++)
         if (strcmp(argv[1], cases[i].name) == 0) {
