@@ -59,6 +59,34 @@ static void test_gemm(void)
           fg_status_name(st), test_err.message);
 }
 
+/* bf16 dy (y's values truncated to bf16): read in place, the same bits as the f32 op on
+ * the widened values. */
+static void check_bias_grad_bf16(const float *y, int rows, int cols, int accumulate)
+{
+    size_t n = (size_t)rows * cols;
+    uint16_t *h = test_alloc(n * 2);
+    float *w = test_alloc(n * 4), *db[2];
+    for (size_t i = 0; i < n; i++) {
+        uint32_t bits;
+        memcpy(&bits, &y[i], 4);
+        h[i] = (uint16_t)(bits >> 16);
+        bits &= 0xffff0000u;
+        memcpy(&w[i], &bits, 4);
+    }
+    for (int k = 0; k < 2; k++) {
+        db[k] = test_alloc((size_t)cols * 4);
+        for (int c = 0; c < cols; c++)
+            db[k][c] = 0.5f - (float)c / 64.0f;
+    }
+    CHECK_OK(tb.vt->bias_grad(Q, FG_F32, FG_F32, db[0], w, rows, cols, 1, accumulate,
+                              &test_err));
+    CHECK_OK(tb.vt->bias_grad(Q, FG_F32, FG_BF16, db[1], h, rows, cols, 1, accumulate,
+                              &test_err));
+    CHECK(memcmp(db[0], db[1], (size_t)cols * 4) == 0, "bias_grad of bf16 dy (%dx%d%s) is not "
+          "the f32 op's on its values", rows, cols, accumulate ? ", accumulate" : "");
+    free(h), free(w), free(db[0]), free(db[1]);
+}
+
 static void test_bias(void)
 {
     static const int shapes[][3] = { { 1, 1, 1 }, { 7, 33, 1 }, { 5, 3, 13 }, { 129, 257, 1 },
@@ -85,6 +113,8 @@ static void test_bias(void)
                 tb.vt->bias_grad(Q, FG_F32, FG_F32, db, y, rows, cols, sp, accumulate, &test_err));
             test_compare(accumulate ? "bias_grad accumulate" : "bias_grad", db, wdb,
                          (size_t)cols, 1e-5);
+            if (sp == 1)
+                check_bias_grad_bf16(y, rows, cols, accumulate);
         }
         free(y);
         free(bias);
