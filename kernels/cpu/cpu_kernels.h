@@ -140,6 +140,18 @@ typedef struct fg_cpu_gemm_hook {
 void fg_cpu_gemm_via(const fg_cpu_gemm_hook *hook, int slot, fg_cpu_pool *pool, int trans_a,
                      int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
                      const float *b, int ldb, float beta, float *c, int ldc);
+/* ---- small bf16 products (gemm_bf16_tile.c) ------------------------------------------ */
+
+/* Words (pairs of bf16) the tile product packs each operand into, on the stack. */
+#define FG_CPU_BF16_TILE_WORDS 8192
+/* C(m, n) = alpha op(A) op(B) + beta C (beta 0: C not read) of bf16 A and B into f32 C, on
+ * the calling thread, with AVX-512 BF16's dot products. Returns 0, nothing written, where
+ * the CPU or the build lacks them or a packed operand would pass FG_CPU_BF16_TILE_WORDS
+ * (the caller runs another product). */
+int fg_cpu_gemm_bf16_tile(int trans_a, int trans_b, int m, int n, int k, float alpha,
+                          const uint16_t *a, int lda, const uint16_t *b, int ldb, float beta,
+                          float *c, int ldc);
+
 /* OpenBLAS's core name (the kernels it runs: "Haswell", "SkylakeX", "Prescott", ...) and
  * its build configuration line (version, DYNAMIC_ARCH, ...). */
 const char *fg_cpu_openblas_corename(void);

@@ -25,14 +25,17 @@ static void route_run(void *ctx, int slot, int trans_a, int trans_b, int m, int 
 }
 
 #ifdef FG_CPU_WITH_DNNL
-/* bf16 operands on oneDNN's bf16 matmul (the CPU has avx512_bf16: be->bf16_native), on the
- * slot's own cache; 0 (the kernel widens them) where the slot has none or oneDNN has no
- * matmul for the shape. */
+/* bf16 operands where the CPU has avx512_bf16 (be->bf16_native): a tile's product packed on
+ * the stack (kernels/cpu/gemm_bf16_tile.c), else oneDNN's bf16 matmul on the slot's own
+ * cache; 0 (the kernel widens them) where the slot has none or oneDNN has no matmul for
+ * the shape. */
 static int route_run_bf16(void *ctx, int slot, int trans_a, int trans_b, int m, int n, int k,
                           float alpha, const uint16_t *a, int lda, const uint16_t *b, int ldb,
                           float beta, float *c, int ldc)
 {
     fg_cpu_gemm_route *r = ctx;
+    if (fg_cpu_gemm_bf16_tile(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+        return 1;
     fg_cpu_dnnl_gemm *d = slot == 0 ? fg_cpu_queue_dnnl(r->q) : fg_cpu_queue_dnnl_slot(r->q, slot);
     fg_cpu_mm mm = {trans_a, trans_b, m, n, k, a, b, NULL, c, lda, ldb, ldc, FG_CPU_F32,
                     FG_CPU_F32, beta, FG_CPU_BF16, alpha};
