@@ -159,7 +159,9 @@ FG_CPU_VECTOR_CLONES static void fg_cpu_ln_backward_rows(void *p, size_t r0, siz
 
 
 /* dgamma, dbeta for columns [c0, c1): every row, in row order, in double (vectorised
- * across columns: each column's sum keeps its order). */
+ * across columns: each column's sum keeps its order, so any cut of the columns gives the
+ * same bits; the pool cuts them at 16, so a GPT's 128 or 384 columns run on both threads
+ * rather than one block of 256 on one). */
 /* The sums of columns [b0, b1) of rows [0, rows) into g, b (double, row order); x and dy
  * read in place (f32) or widened block by block (bf16). */
 static inline __attribute__((always_inline)) void
@@ -185,7 +187,9 @@ fg_cpu_ln_param_block(const fg_cpu_ln_ctx *c, size_t b0, size_t b1, double *g, d
 }
 
 /* dgamma, dbeta for columns [c0, c1): every row, in row order, in double (vectorised
- * across columns: each column's sum keeps its order). */
+ * across columns: each column's sum keeps its order, so any cut of the columns gives the
+ * same bits; the pool cuts them at 16, so a GPT's 128 or 384 columns run on both threads
+ * rather than one block of 256 on one). */
 FG_CPU_VECTOR_CLONES static void fg_cpu_ln_param_cols(void *p, size_t c0, size_t c1)
 {
     const fg_cpu_ln_ctx *c = p;
@@ -218,7 +222,7 @@ void fg_cpu_layernorm_backward(fg_cpu_pool *pool, int rms, int rows, int cols, c
         fg_cpu_parallel_for(pool, (size_t)rows, row_grain, 1, fg_cpu_ln_backward_rows, &c);
     if (dgamma || c.dbeta) {
         size_t col_grain = FG_CPU_GRAIN / (size_t)(rows > 0 ? rows : 1) + 1;
-        fg_cpu_parallel_for(pool, (size_t)cols, col_grain, FG_CPU_LN_COL_BLOCK,
+        fg_cpu_parallel_for(pool, (size_t)cols, col_grain, FG_CPU_LN_LANES,
                             fg_cpu_ln_param_cols, &c);
     }
 }
@@ -282,7 +286,7 @@ void fg_cpu_layernorm_backward_bf16(fg_cpu_pool *pool, int rms, int rows, int co
         fg_cpu_parallel_for(pool, (size_t)rows, row_grain, 1, fg_cpu_ln_bf16_backward_rows, &c);
     if (dgamma || c.dbeta) {
         size_t col_grain = FG_CPU_GRAIN / (size_t)(rows > 0 ? rows : 1) + 1;
-        fg_cpu_parallel_for(pool, (size_t)cols, col_grain, FG_CPU_LN_COL_BLOCK,
+        fg_cpu_parallel_for(pool, (size_t)cols, col_grain, FG_CPU_LN_LANES,
                             fg_cpu_ln_param_cols, &c);
     }
 }
