@@ -107,10 +107,9 @@ static void forward_item(const fg_cpu_attn_job *j, int b, int h, int slot, float
         product(j, slot, 0, 1, qn, kend, D, scale,
                              q + (size_t)i0 * W, W, k, W, 0.0f, s, kend, w.wide);
         fg_cpu_attn_rows rows = {.s = s, .lse = lse_bh + i0, .first_row = i0, .ld = kend,
-                                 .causal = a->causal};
+                                 .causal = a->causal, .p16 = w.p};
         fg_cpu_attn_set_dropout(&rows, a, b, h, i0);
         fg_cpu_attn_softmax_rows(&rows, qn);
-        fg_cpu_bf16_round(w.p, s, (size_t)qn * (size_t)kend);
         product(j, slot, 0, 0, qn, D, kend, 1.0f, w.p, kend, v, W,
                              0.0f, w.blk, D, w.wide);
         round_rows(yb + (size_t)i0 * C, C, w.blk, qn, D);
@@ -149,11 +148,9 @@ static void backward_head(const fg_cpu_attn_job *j, int b, int h, int first, int
         delta_bf16(dyb, y + out + (size_t)i0 * C, qn, D, C, delta);
         fg_cpu_attn_rows rows = {.s = s, .dp = dp, .ds = dp, .delta = delta,
                                  .lse = (float *)(lse_bh + i0), .first_row = i0, .ld = kend,
-                                 .causal = a->causal};
+                                 .causal = a->causal, .p16 = w.p, .ds16 = w.ds};
         fg_cpu_attn_set_dropout(&rows, a, b, h, i0);
         fg_cpu_attn_backward_rows(&rows, qn);
-        fg_cpu_bf16_round(w.p, s, (size_t)qn * (size_t)kend);
-        fg_cpu_bf16_round(w.ds, dp, (size_t)qn * (size_t)kend);
         /* dV (+)= P^T dY; dQ = scale dS K; dK (+)= scale dS^T Q */
         product(j, slot, 1, 0, kend, D, qn, 1.0f, w.p, kend, dyb,
                              C, beta, w.dv, D, w.wide);
