@@ -240,7 +240,7 @@ static void fg_cpu_attn_forward_item(const fg_cpu_attn_job *j, int b, int h, int
 
 /* delta[i] = sum_d dY[i, d] * Y[i, d] for the head's rows, in 16 double lanes (one double
  * accumulator was a dependency chain: 6% of the backward). */
-FG_CPU_VECTOR_CLONES void fg_cpu_attn_delta(const float *dy, const float *y, int rows,
+FG_CPU_VECTOR_CLONES static void fg_cpu_attn_delta(const float *dy, const float *y, int rows,
                                                    int D, int ld, float *delta)
 {
     for (int i = 0; i < rows; i++) {

@@ -34,8 +34,6 @@ void fg_cpu_attn_backward_rows(const fg_cpu_attn_rows *a, int rows);
 /* The dropout draws of block (b, h, rows from i0) into rows. */
 void fg_cpu_attn_set_dropout(fg_cpu_attn_rows *rows, const fg_cpu_attn_shape *a, int b, int h,
                              int i0);
-/* delta[i] = sum_d dY[i, d] * Y[i, d] over rows of ld floats, in double lanes. */
-void fg_cpu_attn_delta(const float *dy, const float *y, int rows, int D, int ld, float *delta);
 
 /* Key/value heads (kv_heads, or heads), a qkv row's width (H + 2 KV) D, and the column of
  * query head h's key (its value is KV D further). */
