@@ -239,23 +239,43 @@ static void fg_cpu_attn_forward_item(const fg_cpu_attn_job *j, int b, int h, int
 }
 
 /* delta[i] = sum_d dY[i, d] * Y[i, d] for the head's rows, in 16 double lanes (one double
- * accumulator was a dependency chain: 6% of the backward). */
-FG_CPU_VECTOR_CLONES static void fg_cpu_attn_delta(const float *dy, const float *y, int rows,
-                                                   int D, int ld, float *delta)
+ * accumulator was a dependency chain: 6% of the backward); f32 rows, or bf16 ones (dy16,
+ * y16: their widened values, the products exact in double). */
+FG_CPU_VECTOR_CLONES static void fg_cpu_attn_delta_rows(const float *dy, const float *y,
+                                                        const uint16_t *dy16,
+                                                        const uint16_t *y16, int rows, int D,
+                                                        int ld, float *delta)
 {
     for (int i = 0; i < rows; i++) {
-        const float *a = dy + (size_t)i * ld, *b = y + (size_t)i * ld;
+        size_t at = (size_t)i * ld;
         double lane[FG_CPU_ATTN_LANES] = {0}, acc = 0.0;
         int d = 0;
-        for (; d + FG_CPU_ATTN_LANES <= D; d += FG_CPU_ATTN_LANES)
-            for (int l = 0; l < FG_CPU_ATTN_LANES; l++)
-                lane[l] += (double)a[d + l] * (double)b[d + l];
-        for (; d < D; d++)
-            acc += (double)a[d] * (double)b[d];
+        if (dy16) {
+            const uint16_t *a = dy16 + at, *b = y16 + at;
+            for (; d + FG_CPU_ATTN_LANES <= D; d += FG_CPU_ATTN_LANES)
+                for (int l = 0; l < FG_CPU_ATTN_LANES; l++)
+                    lane[l] += (double)fg_bf16_to_f32(a[d + l]) *
+                               (double)fg_bf16_to_f32(b[d + l]);
+            for (; d < D; d++)
+                acc += (double)fg_bf16_to_f32(a[d]) * (double)fg_bf16_to_f32(b[d]);
+        } else {
+            const float *a = dy + at, *b = y + at;
+            for (; d + FG_CPU_ATTN_LANES <= D; d += FG_CPU_ATTN_LANES)
+                for (int l = 0; l < FG_CPU_ATTN_LANES; l++)
+                    lane[l] += (double)a[d + l] * (double)b[d + l];
+            for (; d < D; d++)
+                acc += (double)a[d] * (double)b[d];
+        }
         for (int l = 0; l < FG_CPU_ATTN_LANES; l++)
             acc += lane[l];
         delta[i] = (float)acc;
     }
+}
+
+void fg_cpu_attn_delta_bf16(const uint16_t *dy, const uint16_t *y, int rows, int D, int ld,
+                            float *delta)
+{
+    fg_cpu_attn_delta_rows(NULL, NULL, dy, y, rows, D, ld, delta);
 }
 
 /* One query head h of a (batch, key/value head) item. Query blocks last to first: the last
@@ -287,7 +307,7 @@ static void fg_cpu_attn_backward_head(const fg_cpu_attn_job *j, int b, int h, in
                         kend);
         fg_cpu_gemm_via(a->gemm, slot, j->pool, 0, 1, qn, kend, D, 1.0f, dyb, C, v, W, 0.0f, dp,
                         kend);
-        fg_cpu_attn_delta(dyb, y + out + (size_t)i0 * C, qn, D, C, delta);
+        fg_cpu_attn_delta_rows(dyb, y + out + (size_t)i0 * C, NULL, NULL, qn, D, C, delta);
         fg_cpu_attn_rows rows = {.s = s, .dp = dp, .ds = dp, .delta = delta,
                                  .lse = (float *)(lse_bh + i0), .first_row = i0, .ld = kend,
                                  .causal = a->causal};

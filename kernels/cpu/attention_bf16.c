@@ -70,26 +70,6 @@ static void round_rows(uint16_t *dst, int ld, const float *src, int rows, int co
                           (size_t)cols);
 }
 
-/* attention.c's fg_cpu_attn_delta on bf16 rows: the products of the widened values (exact
- * in double) summed in the same 16 lanes. */
-FG_CPU_VECTOR_CLONES static void delta_bf16(const uint16_t *dy, const uint16_t *y, int rows,
-                                            int D, int ld, float *delta)
-{
-    for (int i = 0; i < rows; i++) {
-        const uint16_t *a = dy + (size_t)i * ld, *b = y + (size_t)i * ld;
-        double lane[FG_CPU_ATTN_LANES] = {0}, acc = 0.0;
-        int d = 0;
-        for (; d + FG_CPU_ATTN_LANES <= D; d += FG_CPU_ATTN_LANES)
-            for (int l = 0; l < FG_CPU_ATTN_LANES; l++)
-                lane[l] += (double)fg_bf16_to_f32(a[d + l]) * (double)fg_bf16_to_f32(b[d + l]);
-        for (; d < D; d++)
-            acc += (double)fg_bf16_to_f32(a[d]) * (double)fg_bf16_to_f32(b[d]);
-        for (int l = 0; l < FG_CPU_ATTN_LANES; l++)
-            acc += lane[l];
-        delta[i] = (float)acc;
-    }
-}
-
 static void forward_item(const fg_cpu_attn_job *j, int b, int h, int slot, float *s)
 {
     const fg_cpu_attn_shape *a = j->a;
@@ -145,7 +125,7 @@ static void backward_head(const fg_cpu_attn_job *j, int b, int h, int first, int
                              0.0f, s, kend, w.wide);
         product(j, slot, 0, 1, qn, kend, D, 1.0f, dyb, C, v, W,
                              0.0f, dp, kend, w.wide);
-        delta_bf16(dyb, y + out + (size_t)i0 * C, qn, D, C, delta);
+        fg_cpu_attn_delta_bf16(dyb, y + out + (size_t)i0 * C, qn, D, C, delta);
         fg_cpu_attn_rows rows = {.s = s, .dp = dp, .ds = dp, .delta = delta,
                                  .lse = (float *)(lse_bh + i0), .first_row = i0, .ld = kend,
                                  .causal = a->causal, .p16 = w.p, .ds16 = w.ds};

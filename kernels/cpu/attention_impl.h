@@ -35,6 +35,11 @@ void fg_cpu_attn_backward_rows(const fg_cpu_attn_rows *a, int rows);
 void fg_cpu_attn_set_dropout(fg_cpu_attn_rows *rows, const fg_cpu_attn_shape *a, int b, int h,
                              int i0);
 
+/* delta[i] = sum_d dY[i, d] * Y[i, d] over bf16 rows of ld values (attention.c's rowsum of
+ * f32 rows on their widened values: the same lanes, the products exact in double). */
+void fg_cpu_attn_delta_bf16(const uint16_t *dy, const uint16_t *y, int rows, int D, int ld,
+                            float *delta);
+
 /* Key/value heads (kv_heads, or heads), a qkv row's width (H + 2 KV) D, and the column of
  * query head h's key (its value is KV D further). */
 static inline int fg_cpu_attn_kv(const fg_cpu_attn_shape *a)

@@ -6,6 +6,7 @@ typedef struct fg_cpu_bias_ctx {
     float *out;
     const float *in;
     int rows, cols, spatial, accumulate;
+    const uint16_t *in_bf16; /* bias_grad of bf16 dy (spatial 1): read instead of in */
 } fg_cpu_bias_ctx;
 
 FG_CPU_VECTOR_CLONES static void fg_cpu_bias_add_rows(void *p, size_t b, size_t e)
@@ -32,7 +33,7 @@ FG_CPU_VECTOR_CLONES static void fg_cpu_bias_add_rows(void *p, size_t b, size_t 
 void fg_cpu_bias_add(fg_cpu_pool *pool, float *y, const float *bias, int rows, int cols,
                      int spatial)
 {
-    fg_cpu_bias_ctx c = { y, bias, rows, cols, spatial, 0 };
+    fg_cpu_bias_ctx c = { y, bias, rows, cols, spatial, 0, NULL };
     size_t per_row = (size_t)cols * (size_t)spatial;
     size_t grain = per_row ? fg_cpu_stream_grain(pool) / per_row : 1;
     fg_cpu_parallel_for(pool, (size_t)rows, grain ? grain : 1, 1, fg_cpu_bias_add_rows, &c);
@@ -66,8 +67,12 @@ FG_CPU_VECTOR_CLONES static void fg_cpu_bias_grad_cols(void *p, size_t b, size_t
         for (size_t j = c0; j < c1; j++)
             acc[j - c0] = 0.0;
         for (size_t r = 0; r < rows; r++) {
-            const float *dy = c->in + r * cols * sp;
-            if (sp == 1) {
+            const float *dy = c->in_bf16 ? NULL : c->in + r * cols * sp;
+            if (c->in_bf16) { /* the widened values: exact, so the f32 sums' bits */
+                const uint16_t *h = c->in_bf16 + r * cols;
+                for (size_t j = c0; j < c1; j++)
+                    acc[j - c0] += (double)fg_bf16_to_f32(h[j]);
+            } else if (sp == 1) {
                 for (size_t j = c0; j < c1; j++)
                     acc[j - c0] += (double)dy[j];
             } else {
@@ -84,45 +89,16 @@ FG_CPU_VECTOR_CLONES static void fg_cpu_bias_grad_cols(void *p, size_t b, size_t
 void fg_cpu_bias_grad(fg_cpu_pool *pool, float *dbias, const float *dy, int rows, int cols,
                       int spatial, int accumulate)
 {
-    fg_cpu_bias_ctx c = { dbias, dy, rows, cols, spatial, accumulate };
+    fg_cpu_bias_ctx c = { dbias, dy, rows, cols, spatial, accumulate, NULL };
     size_t per_col = (size_t)rows * (size_t)spatial;
     size_t grain = per_col ? FG_CPU_GRAIN / per_col : 1;
     fg_cpu_parallel_for(pool, (size_t)cols, grain ? grain : 1, 16, fg_cpu_bias_grad_cols, &c);
 }
 
-/* bf16 dy, spatial 1: fg_cpu_bias_grad_cols's sums of the widened values (exact), read
- * straight from the bf16 rows: the same bits without a widened copy of dy. */
-typedef struct fg_cpu_bias_bf16_ctx {
-    float *out;
-    const uint16_t *in;
-    int rows, cols, accumulate;
-} fg_cpu_bias_bf16_ctx;
-
-FG_CPU_VECTOR_CLONES static void fg_cpu_bias_grad_bf16_cols(void *p, size_t b, size_t e)
-{
-    fg_cpu_bias_bf16_ctx *c = p;
-    size_t rows = (size_t)c->rows, cols = (size_t)c->cols;
-    double acc[FG_CPU_BIAS_BLOCK];
-    for (size_t c0 = b; c0 < e; c0 += FG_CPU_BIAS_BLOCK) {
-        size_t c1 = c0 + FG_CPU_BIAS_BLOCK < e ? c0 + FG_CPU_BIAS_BLOCK : e;
-        for (size_t j = c0; j < c1; j++)
-            acc[j - c0] = 0.0;
-        for (size_t r = 0; r < rows; r++) {
-            const uint16_t *dy = c->in + r * cols;
-            for (size_t j = c0; j < c1; j++)
-                acc[j - c0] += (double)fg_bf16_to_f32(dy[j]);
-        }
-        for (size_t j = c0; j < c1; j++)
-            c->out[j] = c->accumulate ? (float)((double)c->out[j] + acc[j - c0])
-                                      : (float)acc[j - c0];
-    }
-}
-
 void fg_cpu_bias_grad_bf16(fg_cpu_pool *pool, float *dbias, const uint16_t *dy, int rows,
                            int cols, int accumulate)
 {
-    fg_cpu_bias_bf16_ctx c = {dbias, dy, rows, cols, accumulate};
+    fg_cpu_bias_ctx c = {dbias, NULL, rows, cols, 1, accumulate, dy};
     size_t grain = rows > 0 ? FG_CPU_GRAIN / (size_t)rows : 1;
-    fg_cpu_parallel_for(pool, (size_t)cols, grain ? grain : 1, 16, fg_cpu_bias_grad_bf16_cols,
-                        &c);
+    fg_cpu_parallel_for(pool, (size_t)cols, grain ? grain : 1, 16, fg_cpu_bias_grad_cols, &c);
 }
