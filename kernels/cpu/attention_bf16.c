@@ -84,14 +84,13 @@ static void forward_item(const fg_cpu_attn_job *j, int b, int h, int slot, float
     for (int i0 = 0; i0 < T; i0 += FG_CPU_ATTN_BLOCK) {
         int qn = T - i0 < FG_CPU_ATTN_BLOCK ? T - i0 : FG_CPU_ATTN_BLOCK;
         int kend = a->causal ? i0 + qn : T;
-        product(j, slot, 0, 1, qn, kend, D, scale,
-                             q + (size_t)i0 * W, W, k, W, 0.0f, s, kend, w.wide);
+        product(j, slot, 0, 1, qn, kend, D, scale, q + (size_t)i0 * W, W, k, W, 0.0f, s, kend,
+                w.wide);
         fg_cpu_attn_rows rows = {.s = s, .lse = lse_bh + i0, .first_row = i0, .ld = kend,
                                  .causal = a->causal, .p16 = w.p};
         fg_cpu_attn_set_dropout(&rows, a, b, h, i0);
         fg_cpu_attn_softmax_rows(&rows, qn);
-        product(j, slot, 0, 0, qn, D, kend, 1.0f, w.p, kend, v, W,
-                             0.0f, w.blk, D, w.wide);
+        product(j, slot, 0, 0, qn, D, kend, 1.0f, w.p, kend, v, W, 0.0f, w.blk, D, w.wide);
         round_rows(yb + (size_t)i0 * C, C, w.blk, qn, D);
     }
 }
@@ -121,10 +120,8 @@ static void backward_head(const fg_cpu_attn_job *j, int b, int h, int first, int
         int kend = a->causal ? i0 + qn : T;
         float beta = first && i0 == last ? 0.0f : 1.0f;
         const uint16_t *dyb = dy + out + (size_t)i0 * C, *qb = q + (size_t)i0 * W;
-        product(j, slot, 0, 1, qn, kend, D, scale, qb, W, k, W,
-                             0.0f, s, kend, w.wide);
-        product(j, slot, 0, 1, qn, kend, D, 1.0f, dyb, C, v, W,
-                             0.0f, dp, kend, w.wide);
+        product(j, slot, 0, 1, qn, kend, D, scale, qb, W, k, W, 0.0f, s, kend, w.wide);
+        product(j, slot, 0, 1, qn, kend, D, 1.0f, dyb, C, v, W, 0.0f, dp, kend, w.wide);
         fg_cpu_attn_delta_bf16(dyb, y + out + (size_t)i0 * C, qn, D, C, delta);
         fg_cpu_attn_rows rows = {.s = s, .dp = dp, .ds = dp, .delta = delta,
                                  .lse = (float *)(lse_bh + i0), .first_row = i0, .ld = kend,
@@ -132,13 +129,10 @@ static void backward_head(const fg_cpu_attn_job *j, int b, int h, int first, int
         fg_cpu_attn_set_dropout(&rows, a, b, h, i0);
         fg_cpu_attn_backward_rows(&rows, qn);
         /* dV (+)= P^T dY; dQ = scale dS K; dK (+)= scale dS^T Q */
-        product(j, slot, 1, 0, kend, D, qn, 1.0f, w.p, kend, dyb,
-                             C, beta, w.dv, D, w.wide);
-        product(j, slot, 0, 0, qn, D, kend, scale, w.ds, kend, k,
-                             W, 0.0f, w.blk, D, w.wide);
+        product(j, slot, 1, 0, kend, D, qn, 1.0f, w.p, kend, dyb, C, beta, w.dv, D, w.wide);
+        product(j, slot, 0, 0, qn, D, kend, scale, w.ds, kend, k, W, 0.0f, w.blk, D, w.wide);
         round_rows(dq + (size_t)i0 * W, W, w.blk, qn, D);
-        product(j, slot, 1, 0, kend, D, qn, scale, w.ds, kend, qb,
-                             W, beta, w.dk, D, w.wide);
+        product(j, slot, 1, 0, kend, D, qn, scale, w.ds, kend, qb, W, beta, w.dk, D, w.wide);
     }
 }
 
