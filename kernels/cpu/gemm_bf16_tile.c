@@ -1,13 +1,14 @@
 /* Small products of bf16 operands into f32 on AVX-512 BF16 (attention's tiles: 64 x 64 x 32
  * ran at 85 GFLOP/s in oneDNN's matmul on one Zen 4 core, its per-call packing and dispatch
  * as long as the arithmetic). vdpbf16ps reads 32-bit pairs of bf16 along k: a row of A
- * stored along k is that already (read in place; a transposed A or an odd k is copied into
- * such rows on the stack), and B is packed on the stack by pairs of rows, padded to 16
+ * stored along k is that already (read in place; a transposed A or an odd k is packed into
+ * such pairs on the stack), and B is packed on the stack by pairs of rows, padded to 16
  * columns with zeros. An 8 x 32 tile of C is 16 accumulators; per pair, two B vectors and
- * eight A words broadcast. vdpbf16ps adds each
- * lane's two exact products in turn, rounding to nearest even, with bf16 and f32
- * subnormals taken as zero (its definition). Then C = alpha acc + beta C, beta 0 not
- * reading C. */
+ * eight A words broadcast. vdpbf16ps adds each lane's two exact products in turn, rounding
+ * to nearest even, with bf16 and f32 subnormals taken as zero (its definition). Then
+ * C = alpha acc + beta C, beta 0 not reading C. Not built under AddressSanitizer (as
+ * bf16_round.c's AVX-512 BF16 path): there the caller runs oneDNN or widens. */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "cpu_kernels.h"
@@ -35,13 +36,13 @@ typedef struct a_view {
 
 /* A stored along k with k even is read in place (rs lda, ps 2). A transposed A is packed
  * into ap by pairs of its stored rows, pair p of all m rows side by side (rs 2, ps 2m: the
- * interleave of two stored rows, as B's). An odd k copies the rows with a zero after
- * each (rs 2 kp): the last pair's second product must be 0 x 0, never 0 times what
- * follows the row. */
-static a_view pack_a(uint16_t *ap, const uint16_t *a, int lda, int trans, int m, int k, int kp)
+ * interleave of two stored rows, as B's). An odd k packs each row's pairs with a zero after
+ * its last value (rs 2 kp): the last pair's second product must be 0 x 0, never 0 times
+ * what follows the row. */
+static a_view pack_a(uint32_t *ap, const uint16_t *a, int lda, int trans, int m, int k, int kp)
 {
     if (trans) {
-        uint32_t *out = (uint32_t *)ap;
+        uint32_t *out = ap;
         for (int p = 0; p < kp; p++, out += m) {
             const uint16_t *lo = a + (size_t)(2 * p) * lda;
             if (2 * p + 1 < k)
@@ -51,16 +52,17 @@ static a_view pack_a(uint16_t *ap, const uint16_t *a, int lda, int trans, int m,
                 for (int i = 0; i < m; i++)
                     out[i] = lo[i];
         }
-        return (a_view){ap, 2, 2 * (size_t)m};
+        return (a_view){(const uint16_t *)ap, 2, 2 * (size_t)m};
     }
     if (k % 2 == 0)
         return (a_view){a, (size_t)lda, 2};
-    size_t w = 2 * (size_t)kp;
     for (int i = 0; i < m; i++) {
-        memcpy(ap + i * w, a + (size_t)i * lda, (size_t)k * sizeof *ap);
-        ap[i * w + w - 1] = 0;
+        const uint16_t *row = a + (size_t)i * lda;
+        uint32_t *out = ap + (size_t)i * kp;
+        for (int p = 0; p < kp; p++)
+            out[p] = pair(row[2 * p], 2 * p + 1 < k ? row[2 * p + 1] : 0);
     }
-    return (a_view){ap, w, 2};
+    return (a_view){(const uint16_t *)ap, 2 * (size_t)kp, 2};
 }
 
 static __mmask16 cols_mask(int cols)
@@ -166,12 +168,14 @@ tile(const uint16_t *const *arow, size_t ps, const uint32_t *bp, int kp, int nb,
 
 static int cpu_has_bf16(void)
 {
-    static int known = -1; /* races only write the same value */
-    if (known < 0) {
+    static _Atomic int known = -1; /* threads racing to fill it store the same value */
+    int k = atomic_load_explicit(&known, memory_order_relaxed);
+    if (k < 0) {
         __builtin_cpu_init();
-        known = __builtin_cpu_supports("avx512bf16") != 0;
+        k = __builtin_cpu_supports("avx512bf16") != 0;
+        atomic_store_explicit(&known, k, memory_order_relaxed);
     }
-    return known;
+    return k;
 }
 #endif
 
@@ -185,8 +189,7 @@ int fg_cpu_gemm_bf16_tile(int trans_a, int trans_b, int m, int n, int k, float a
     if (m <= 0 || n <= 0 || k <= 0 || a_words > FG_CPU_BF16_TILE_WORDS ||
         b_words > FG_CPU_BF16_TILE_WORDS || !cpu_has_bf16())
         return 0;
-    uint16_t ap[2 * FG_CPU_BF16_TILE_WORDS];
-    uint32_t bp[FG_CPU_BF16_TILE_WORDS];
+    uint32_t ap[FG_CPU_BF16_TILE_WORDS], bp[FG_CPU_BF16_TILE_WORDS];
     pack_b(bp, b, ldb, trans_b, n, k, kp, nb);
     a_view av = pack_a(ap, a, lda, trans_a, m, k, kp);
     for (int i0 = 0; i0 < m; i0 += MR) {

@@ -158,10 +158,6 @@ FG_CPU_VECTOR_CLONES static void fg_cpu_ln_backward_rows(void *p, size_t r0, siz
 }
 
 
-/* dgamma, dbeta for columns [c0, c1): every row, in row order, in double (vectorised
- * across columns: each column's sum keeps its order, so any cut of the columns gives the
- * same bits; the pool cuts them at 16, so a GPT's 128 or 384 columns run on both threads
- * rather than one block of 256 on one). */
 /* The sums of columns [b0, b1) of rows [0, rows) into g, b (double, row order); x and dy
  * read in place (f32) or widened block by block (bf16). */
 static inline __attribute__((always_inline)) void

@@ -1,8 +1,8 @@
 /* The kernels' own gemms (attention's score and output tiles, im2col's products) through
  * the per-shape choice of cpu_gemm_choice.c, as the ops' gemms: a kernel calls the hook with
  * its thread's slot, and each slot runs oneDNN on its own primitive cache. bf16 attention's
- * products of bf16 operands run oneDNN's bf16 matmul where the CPU has avx512_bf16, whatever
- * the f32 choice (as the bf16 ops' gemms do, cpu_bf16.c). */
+ * products of bf16 operands run natively where the CPU has avx512_bf16 (the tile kernel, or
+ * oneDNN's bf16 matmul), whatever the f32 choice (as the bf16 ops' gemms do, cpu_bf16.c). */
 #include <stdio.h>
 
 #include "cpu_backend.h"
