@@ -1,7 +1,8 @@
 /* The transformer kernels of kernels/cpu (layernorm, rmsnorm, embedding, attention) against
  * float64 references: forward values, and gradients against central differences of the
  * float64 forward (the loss is sum(w * y) for a random w, so dy = w). Odd sizes: T across
- * query blocks and partial blocks, odd head sizes, with and without the causal mask.
+ * query blocks and partial blocks, odd head sizes, with and without the causal mask. The
+ * bf16 attention (attention_bf16) against the f32 kernels on the same bf16 values.
  * Usage: test_lm_kernels <case> */
 #include <math.h>
 #include <stdio.h>
