@@ -5,7 +5,8 @@
 # --baseline DIR also bf16-mixed on another build of fulgur-backend-cpu.so (DIR holds only
 # that file; e.g. the build before a change), so the change is timed in the same
 # invocation. Prints each run's tokens/s (epoch 2 of 2; epoch 1 warms up), the medians, the
-# ratios bf16-mixed / fp32 and bf16-mixed / baseline, whether the CPU has avx512_bf16, and
+# ratios bf16-mixed / fp32 (of the medians, and each run's against the fp32 run before it,
+# with their median) and bf16-mixed / baseline, whether the CPU has avx512_bf16, and
 # the final losses (the baseline must print the same loss when the change keeps the bits).
 #
 #   tests/bench/bench_lm_bf16.sh [--fulgur PATH] [--threads N] [--runs N] [--steps N]
@@ -71,6 +72,11 @@ f=$(median <"$scratch/fp32") b=$(median <"$scratch/bf16")
 echo "runs (tokens/s): fp32 $(tr '\n' ' ' <"$scratch/fp32")| bf16-mixed $(tr '\n' ' ' <"$scratch/bf16")"
 printf 'median: fp32 %.0f, bf16-mixed %.0f tokens/s: bf16-mixed / fp32 %.2f\n' "$f" "$b" \
     "$(awk -v a="$b" -v f="$f" 'BEGIN{print a/f}')"
+# each run's ratio against the fp32 run just before it: steadier than the ratio of medians
+# when the machine's speed changes in the middle of an invocation
+pairs=$(paste "$scratch/bf16" "$scratch/fp32" | awk '{printf "%.2f\n", $1 / $2}')
+printf 'run by run, bf16-mixed / fp32: %s| median %.2f\n' "$(tr '\n' ' ' <<<"$pairs")" \
+    "$(median <<<"$pairs")"
 echo "epoch-2 train loss: fp32 $(cat "$scratch/fp32.loss"), bf16-mixed $(cat "$scratch/bf16.loss")"
 if [ -n "$baseline" ]; then
     p=$(median <"$scratch/base")
