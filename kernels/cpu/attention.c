@@ -25,7 +25,8 @@
  * the same on any thread (its gemms run whole on it). A single item runs its gemms on the
  * pool, which splits C into blocks by thread count; OpenBLAS rounds a block's edge tiles its
  * own way, so that case's bits follow the thread count (values within rounding:
- * kernels_cpu.attention_memory checks both). */
+ * kernels_cpu.attention_memory checks both). attention_bf16.c runs the same items on bf16
+ * storage with bf16 products; attention_impl.h holds what the two share. */
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -186,7 +187,7 @@ void fg_cpu_attn_backward_rows(const fg_cpu_attn_rows *a, int rows)
 }
 
 void fg_cpu_attn_set_dropout(fg_cpu_attn_rows *rows, const fg_cpu_attn_shape *a, int b,
-                                    int h, int i0)
+                             int h, int i0)
 {
     rows->seq = a->seq;
     rows->dropout = a->dropout;
