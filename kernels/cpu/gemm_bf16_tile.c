@@ -27,6 +27,22 @@ static uint32_t pair(uint16_t lo, uint16_t hi)
     return (uint32_t)lo | (uint32_t)hi << 16;
 }
 
+/* Stored rows 2p and 2p + 1 (of k; leading dimension ld) interleaved into out + p step:
+ * word j = their values j, the second 0 past k. A transposed A's packing and B's. */
+static void pair_rows(uint32_t *out, size_t step, const uint16_t *x, int ld, int count, int k,
+                      int kp)
+{
+    for (int p = 0; p < kp; p++, out += step) {
+        const uint16_t *lo = x + (size_t)(2 * p) * ld;
+        if (2 * p + 1 < k)
+            for (int j = 0; j < count; j++)
+                out[j] = pair(lo[j], lo[j + ld]);
+        else
+            for (int j = 0; j < count; j++)
+                out[j] = lo[j];
+    }
+}
+
 /* Where the kernel reads A: pair p of row i is the 32 bits at base + i rs + p ps (in bf16
  * units). */
 typedef struct a_view {
@@ -42,16 +58,7 @@ typedef struct a_view {
 static a_view pack_a(uint32_t *ap, const uint16_t *a, int lda, int trans, int m, int k, int kp)
 {
     if (trans) {
-        uint32_t *out = ap;
-        for (int p = 0; p < kp; p++, out += m) {
-            const uint16_t *lo = a + (size_t)(2 * p) * lda;
-            if (2 * p + 1 < k)
-                for (int i = 0; i < m; i++)
-                    out[i] = pair(lo[i], lo[i + lda]);
-            else
-                for (int i = 0; i < m; i++)
-                    out[i] = lo[i];
-        }
+        pair_rows(ap, (size_t)m, a, lda, m, k, kp);
         return (a_view){(const uint16_t *)ap, 2, 2 * (size_t)m};
     }
     if (k % 2 == 0)
@@ -104,16 +111,7 @@ static void pack_b(uint32_t *bp, const uint16_t *b, int ldb, int trans, int n, i
         pack_b_trans(bp, b, ldb, n, k, kp, nb);
         return;
     }
-    for (int p = 0; p < kp; p++) {
-        const uint16_t *lo = b + (size_t)(2 * p) * ldb;
-        uint32_t *out = bp + (size_t)p * nb;
-        if (2 * p + 1 < k)
-            for (int j = 0; j < n; j++)
-                out[j] = pair(lo[j], lo[j + ldb]);
-        else
-            for (int j = 0; j < n; j++)
-                out[j] = lo[j];
-    }
+    pair_rows(bp, (size_t)nb, b, ldb, n, k, kp);
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static inline void
