@@ -65,9 +65,7 @@ static void product(const fg_cpu_attn_job *j, int slot, int trans_a, int trans_b
 /* rows x cols of src (leading dimension cols) rounded into dst (leading dimension ld) */
 static void round_rows(uint16_t *dst, int ld, const float *src, int rows, int cols)
 {
-    for (int r = 0; r < rows; r++)
-        fg_cpu_bf16_round(dst + (size_t)r * (size_t)ld, src + (size_t)r * (size_t)cols,
-                          (size_t)cols);
+    fg_cpu_bf16_round_rows(dst, (size_t)ld, src, (size_t)cols, (size_t)rows, (size_t)cols);
 }
 
 static void forward_item(const fg_cpu_attn_job *j, int b, int h, int slot, float *s)

@@ -87,6 +87,10 @@ void fg_cpu_bf16_widen(float *dst, const uint16_t *src, size_t n);
  * in software, so the bits are the same), else the rounding in AVX2 integer ops, else the
  * software rounding vectorised by the compiler. */
 void fg_cpu_bf16_round(uint16_t *dst, const float *src, size_t n);
+/* rows x cols of src (leading dimension ld_src) rounded into dst (ld_dst) as
+ * fg_cpu_bf16_round rounds each row, the path picked once for all rows */
+void fg_cpu_bf16_round_rows(uint16_t *dst, size_t ld_dst, const float *src, size_t ld_src,
+                            size_t rows, size_t cols);
 /* The software rounding alone, and the CPU's own path alone (AVX-512 BF16 or AVX2; -1: this
  * CPU or build has neither; nothing written): tests compare the two. */
 void fg_cpu_bf16_round_software(uint16_t *dst, const float *src, size_t n);

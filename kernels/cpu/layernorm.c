@@ -159,25 +159,22 @@ FG_CPU_VECTOR_CLONES static void fg_cpu_ln_backward_rows(void *p, size_t r0, siz
 
 
 /* The sums of columns [b0, b1) of rows [0, rows) into g, b (double, row order); x and dy
- * read in place (f32) or widened block by block (bf16). */
+ * read in place, f32 or bf16 (widened in the loop: exact, so the f32 sums' bits). */
 static inline __attribute__((always_inline)) void
 fg_cpu_ln_param_block(const fg_cpu_ln_ctx *c, size_t b0, size_t b1, double *g, double *b,
                       int bf16)
 {
     size_t n = (size_t)c->cols;
-    float xw[FG_CPU_LN_COL_BLOCK], dyw[FG_CPU_LN_COL_BLOCK];
     for (size_t r = 0; r < (size_t)c->rows; r++) {
-        const float *x = xw, *dy = dyw;
-        if (bf16) {
-            fg_cpu_bf16_widen(xw, c->x_bf16 + r * n + b0, b1 - b0);
-            fg_cpu_bf16_widen(dyw, c->dy_bf16 + r * n + b0, b1 - b0);
-        } else {
-            x = c->x + r * n + b0;
-            dy = c->dy + r * n + b0;
-        }
+        const float *x = bf16 ? NULL : c->x + r * n + b0;
+        const float *dy = bf16 ? NULL : c->dy + r * n + b0;
+        const uint16_t *xh = bf16 ? c->x_bf16 + r * n + b0 : NULL;
+        const uint16_t *dyh = bf16 ? c->dy_bf16 + r * n + b0 : NULL;
         for (size_t i = 0; i < b1 - b0; i++) {
-            g[i] += (double)dy[i] * (double)fg_cpu_ln_xhat(c, r, x[i]);
-            b[i] += dy[i];
+            float xi = bf16 ? fg_bf16_to_f32(xh[i]) : x[i];
+            float dyi = bf16 ? fg_bf16_to_f32(dyh[i]) : dy[i];
+            g[i] += (double)dyi * (double)fg_cpu_ln_xhat(c, r, xi);
+            b[i] += dyi;
         }
     }
 }

@@ -123,6 +123,30 @@ static void same_bits(const char *what, const void *a, const void *b, size_t byt
 
 /* ---- rounding -------------------------------------------------------------------------- */
 
+/* fg_cpu_bf16_round_rows over padded rows of src's values (specials and subnormals among
+ * them): each row as fg_f32_to_bf16 rounds it, the padding of dst untouched. */
+static void case_round_rows(const float *src, size_t n)
+{
+    static const size_t widths[] = {1, 15, 16, 17, 32, 33, 64};
+    enum { ROWS = 5, PAD = 3, CANARY = 0xabcd };
+    uint16_t dst[ROWS * (64 + PAD)];
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
+        size_t cols = widths[w], ld_src = cols + 2, ld = cols + PAD;
+        if (ROWS * ld_src > n)
+            continue;
+        for (size_t i = 0; i < ROWS * ld; i++)
+            dst[i] = CANARY;
+        fg_cpu_bf16_round_rows(dst, ld, src, ld_src, ROWS, cols);
+        for (size_t r = 0; r < ROWS; r++)
+            for (size_t c = 0; c < ld; c++) {
+                uint16_t want = c < cols ? fg_f32_to_bf16(src[r * ld_src + c]) : CANARY;
+                CHECK(dst[r * ld + c] == want, "round_rows: %zu columns, [%zu][%zu] %04x, want %04x",
+                      cols, r, c, dst[r * ld + c], want);
+            }
+    }
+    printf("round_rows: widths 1 to 64 on padded rows equal the software rounding\n");
+}
+
 static void case_round(void)
 {
     static const uint32_t special[] = {
@@ -162,6 +186,7 @@ static void case_round(void)
     }
     if (isa != FG_CPU_BF16_ROUND_AVX512BF16)
         printf("round: this CPU has no avx512_bf16: vcvtneps2bf16's path did not run\n");
+    case_round_rows(src, N);
 }
 
 /* ---- elementwise ----------------------------------------------------------------------- */
