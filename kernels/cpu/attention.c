@@ -95,16 +95,6 @@ FG_CPU_VECTOR_CLONES static void fg_cpu_attn_row_scale(float *s, int n, float in
         s[j] = 0.0f;
 }
 
-/* fg_cpu_attn_row_scale's values rounded into p16 (s left as it was) */
-FG_CPU_VECTOR_CLONES static void fg_cpu_attn_row_scale16(const float *s, int n, float inv,
-                                                         int ld, uint16_t *p16)
-{
-    for (int j = 0; j < n; j++)
-        p16[j] = fg_f32_to_bf16(s[j] * inv);
-    for (int j = n; j < ld; j++)
-        p16[j] = 0;
-}
-
 void fg_cpu_attn_softmax_rows(const fg_cpu_attn_rows *a, int rows)
 {
     for (int r = 0; r < rows; r++) {
@@ -113,18 +103,13 @@ void fg_cpu_attn_softmax_rows(const fg_cpu_attn_rows *a, int rows)
         float mx = fg_cpu_attn_row_max(s, lim);
         double sum = fg_cpu_attn_row_exp(s, lim, mx);
         a->lse[r] = mx + (float)log(sum);
-        if (a->p16 && a->dropout == 0.0f) {
-            fg_cpu_attn_row_scale16(s, lim, (float)(1.0 / sum), a->ld,
-                                    a->p16 + (size_t)r * (size_t)a->ld);
-            continue;
-        }
         fg_cpu_attn_row_scale(s, lim, (float)(1.0 / sum), a->ld);
         if (a->dropout > 0.0f)
             for (int j = 0; j < lim; j++)
                 s[j] *= fg_cpu_attn_keep(a, (size_t)r, j);
-        if (a->p16)
-            fg_cpu_bf16_round(a->p16 + (size_t)r * (size_t)a->ld, s, (size_t)a->ld);
     }
+    if (a->p16) /* the block at once: one call, not one per row */
+        fg_cpu_bf16_round(a->p16, a->s, (size_t)rows * (size_t)a->ld);
 }
 
 /* P = exp(S - lse) over [0, n), dS = P * (dP - delta); zeros to ld */
@@ -138,20 +123,6 @@ FG_CPU_VECTOR_CLONES static void fg_cpu_attn_row_grad(float *s, const float *dp,
     }
     for (int j = n; j < ld; j++)
         s[j] = ds[j] = 0.0f;
-}
-
-/* fg_cpu_attn_row_grad's P and dS rounded into p16 and ds16 */
-FG_CPU_VECTOR_CLONES static void fg_cpu_attn_row_grad16(const float *s, const float *dp,
-                                                        uint16_t *p16, uint16_t *ds16, int n,
-                                                        int ld, float l, float d)
-{
-    for (int j = 0; j < n; j++) {
-        float prob = fg_cpu_exp(s[j] - l);
-        p16[j] = fg_f32_to_bf16(prob);
-        ds16[j] = fg_f32_to_bf16(prob * (dp[j] - d));
-    }
-    for (int j = n; j < ld; j++)
-        p16[j] = ds16[j] = 0;
 }
 
 /* P = exp(S - lse) recomputed; with dropout, s keeps the dropped P (for dV) and dP is the
@@ -172,17 +143,14 @@ void fg_cpu_attn_backward_rows(const fg_cpu_attn_rows *a, int rows)
             }
             for (int j = lim; j < a->ld; j++)
                 s[j] = ds[j] = 0.0f;
-        } else if (a->p16) {
-            fg_cpu_attn_row_grad16(s, dp, a->p16 + (size_t)r * (size_t)a->ld,
-                                   a->ds16 + (size_t)r * (size_t)a->ld, lim, a->ld, l, d);
-            continue;
         } else {
             fg_cpu_attn_row_grad(s, dp, ds, lim, a->ld, l, d);
         }
-        if (a->p16) {
-            fg_cpu_bf16_round(a->p16 + (size_t)r * (size_t)a->ld, s, (size_t)a->ld);
-            fg_cpu_bf16_round(a->ds16 + (size_t)r * (size_t)a->ld, ds, (size_t)a->ld);
-        }
+    }
+    if (a->p16) { /* the block at once: one call each, not two per row */
+        size_t n = (size_t)rows * (size_t)a->ld;
+        fg_cpu_bf16_round(a->p16, a->s, n);
+        fg_cpu_bf16_round(a->ds16, a->ds, n);
     }
 }
 

@@ -18,8 +18,8 @@ typedef struct fg_cpu_attn_rows {
     float *ds;             /* backward: dS out (may alias dp) */
     const float *delta;    /* backward: rowsum(dY * Y) per row */
     float *lse;            /* forward: out; backward: in */
-    uint16_t *p16, *ds16;  /* bf16 storage: P (and in backward dS) rounded here instead of
-                            * written to s and ds (NULL: f32) */
+    uint16_t *p16, *ds16;  /* bf16 storage: P (and in backward dS) also rounded here
+                            * (NULL: f32) */
     int first_row, ld, causal, seq;
     float dropout;         /* p; 0: none */
     uint64_t seed, first_draw; /* draw of row 0, column 0 of the block */
@@ -27,8 +27,8 @@ typedef struct fg_cpu_attn_rows {
 
 /* Softmax of each row's visible scores in place (zeros past them to ld), its log-sum-exp
  * into lse, then the dropout mask; backward: P recomputed from lse into s (dropped where
- * dropout drops), dS = P * (dP - delta) into ds. With p16 (and ds16), P and dS are rounded
- * to bf16 there (fg_f32_to_bf16's bits) in the same pass. */
+ * dropout drops), dS = P * (dP - delta) into ds. With p16 (and ds16), P and dS are then
+ * rounded to bf16 there (fg_f32_to_bf16's bits), the block's rows in one call. */
 void fg_cpu_attn_softmax_rows(const fg_cpu_attn_rows *a, int rows);
 void fg_cpu_attn_backward_rows(const fg_cpu_attn_rows *a, int rows);
 /* The dropout draws of block (b, h, rows from i0) into rows. */
