@@ -21,7 +21,7 @@ typedef struct fg_cpu_ln_ctx {
     uint16_t *y_bf16, *dx_bf16;
 } fg_cpu_ln_ctx;
 
-enum { FG_CPU_LN_LANES = 16, FG_CPU_LN_COL_BLOCK = 256 };
+enum { FG_CPU_LN_LANES = 16 };
 
 /* sum of x[0, n) */
 static inline __attribute__((always_inline)) double fg_cpu_ln_sum(const float *x, size_t n)
@@ -158,42 +158,50 @@ FG_CPU_VECTOR_CLONES static void fg_cpu_ln_backward_rows(void *p, size_t r0, siz
 }
 
 
-/* The sums of columns [b0, b1) of rows [0, rows) into g, b (double, row order); x and dy
- * read in place, f32 or bf16 (widened in the loop: exact, so the f32 sums' bits). */
+/* The sums of columns [b0, b0 + w) of rows [0, rows), w <= 16, in row order in double into
+ * g, b; x and dy read in place, f32 or bf16 (widened: exact, so the same sums). Inlined with
+ * w the constant 16 the 32 sums stay in registers for the whole column. */
 static inline __attribute__((always_inline)) void
-fg_cpu_ln_param_block(const fg_cpu_ln_ctx *c, size_t b0, size_t b1, double *g, double *b,
+fg_cpu_ln_param_lanes(const fg_cpu_ln_ctx *c, size_t b0, size_t w, double *g, double *b,
                       int bf16)
 {
     size_t n = (size_t)c->cols;
+    double gl[FG_CPU_LN_LANES] = {0}, bl[FG_CPU_LN_LANES] = {0};
     for (size_t r = 0; r < (size_t)c->rows; r++) {
-        const float *x = bf16 ? NULL : c->x + r * n + b0;
-        const float *dy = bf16 ? NULL : c->dy + r * n + b0;
-        const uint16_t *xh = bf16 ? c->x_bf16 + r * n + b0 : NULL;
-        const uint16_t *dyh = bf16 ? c->dy_bf16 + r * n + b0 : NULL;
-        for (size_t i = 0; i < b1 - b0; i++) {
-            float xi = bf16 ? fg_bf16_to_f32(xh[i]) : x[i];
-            float dyi = bf16 ? fg_bf16_to_f32(dyh[i]) : dy[i];
-            g[i] += (double)dyi * (double)fg_cpu_ln_xhat(c, r, xi);
-            b[i] += dyi;
+        size_t at = r * n + b0;
+        float m = c->rms ? 0.0f : c->mean_in[r], rs = c->rstd_in[r];
+        for (size_t i = 0; i < w; i++) {
+            float x = bf16 ? fg_bf16_to_f32(c->x_bf16[at + i]) : c->x[at + i];
+            float dy = bf16 ? fg_bf16_to_f32(c->dy_bf16[at + i]) : c->dy[at + i];
+            gl[i] += (double)dy * (double)((x - m) * rs); /* fg_cpu_ln_xhat */
+            bl[i] += dy;
         }
+    }
+    for (size_t i = 0; i < w; i++) {
+        g[i] = gl[i];
+        b[i] = bl[i];
     }
 }
 
-/* dgamma, dbeta for columns [c0, c1): every row, in row order, in double (vectorised
- * across columns: each column's sum keeps its order, so any cut of the columns gives the
- * same bits; the pool cuts them at 16, so a GPT's 128 or 384 columns run on both threads
- * rather than one block of 256 on one). */
+/* dgamma, dbeta for columns [c0, c1): every row, in row order, in double, 16 columns at a
+ * time (each column's sum keeps its order, so any cut of the columns gives the same bits;
+ * the pool cuts them at 16, so a GPT's 128 or 384 columns run on both threads). */
 FG_CPU_VECTOR_CLONES static void fg_cpu_ln_param_cols(void *p, size_t c0, size_t c1)
 {
     const fg_cpu_ln_ctx *c = p;
-    for (size_t b0 = c0; b0 < c1; b0 += FG_CPU_LN_COL_BLOCK) {
-        size_t b1 = b0 + FG_CPU_LN_COL_BLOCK < c1 ? b0 + FG_CPU_LN_COL_BLOCK : c1;
-        double g[FG_CPU_LN_COL_BLOCK] = {0}, b[FG_CPU_LN_COL_BLOCK] = {0};
-        if (c->x_bf16)
-            fg_cpu_ln_param_block(c, b0, b1, g, b, 1);
+    int bf16 = c->x_bf16 != NULL;
+    for (size_t b0 = c0; b0 < c1; b0 += FG_CPU_LN_LANES) {
+        size_t w = c1 - b0 < FG_CPU_LN_LANES ? c1 - b0 : FG_CPU_LN_LANES;
+        double g[FG_CPU_LN_LANES], b[FG_CPU_LN_LANES];
+        if (w == FG_CPU_LN_LANES && bf16)
+            fg_cpu_ln_param_lanes(c, b0, FG_CPU_LN_LANES, g, b, 1);
+        else if (w == FG_CPU_LN_LANES)
+            fg_cpu_ln_param_lanes(c, b0, FG_CPU_LN_LANES, g, b, 0);
+        else if (bf16)
+            fg_cpu_ln_param_lanes(c, b0, w, g, b, 1);
         else
-            fg_cpu_ln_param_block(c, b0, b1, g, b, 0);
-        for (size_t i = b0; i < b1; i++) {
+            fg_cpu_ln_param_lanes(c, b0, w, g, b, 0);
+        for (size_t i = b0; i < b0 + w; i++) {
             if (c->dgamma)
                 c->dgamma[i] = (float)(g[i - b0] + (c->accumulate ? c->dgamma[i] : 0.0f));
             if (c->dbeta)
@@ -223,7 +231,7 @@ void fg_cpu_layernorm_backward(fg_cpu_pool *pool, int rms, int rows, int cols, c
 /* ---- bf16 storage, f32 math ---------------------------------------------------------------
  * x, y, dy, dx in bf16: each row widened onto the stack (at most FG_CPU_BF16_MAX_COLS
  * columns), the f32 row functions above run on it, the results rounded back; the parameter
- * sums widen blocks of 256 columns. The values are those of the f32 kernels on the widened
+ * sums widen their 16 columns of each row in the loop. The values are those of the f32 kernels on the widened
  * operands, rounded: the same bits as converting whole tensors around them. */
 
 FG_CPU_VECTOR_CLONES static void fg_cpu_ln_bf16_forward_rows(void *p, size_t r0, size_t r1)
