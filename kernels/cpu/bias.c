@@ -52,37 +52,79 @@ static double fg_cpu_span_sum(const float *x, size_t n)
     return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
-#define FG_CPU_BIAS_BLOCK 256
+/* Column blocks of 256, rows in bands of 64 (a band of a block stays in L2 while its
+ * 16-column groups walk it), each group's 16 sums in registers through a band. */
+enum { FG_CPU_BIAS_LANES = 16, FG_CPU_BIAS_BAND = 64, FG_CPU_BIAS_BLOCK = 256 };
+
+/* acc[0, w) += the sums of columns [c0, c0 + w), w <= 16, over rows [r0, r1) of a
+ * (rows, cols) dy, f32 or bf16 (widened: exact, so the same sums), in row order in double.
+ * Inlined with w the constant 16 the sums stay in registers through the band. */
+static inline __attribute__((always_inline)) void
+fg_cpu_bias_band(const fg_cpu_bias_ctx *c, size_t r0, size_t r1, size_t c0, size_t w,
+                 double *acc, int bf16)
+{
+    size_t cols = (size_t)c->cols;
+    double l[FG_CPU_BIAS_LANES];
+    for (size_t i = 0; i < w; i++)
+        l[i] = acc[i];
+    for (size_t r = r0; r < r1; r++) {
+        size_t at = r * cols + c0;
+        for (size_t i = 0; i < w; i++)
+            l[i] += (double)(bf16 ? fg_bf16_to_f32(c->in_bf16[at + i]) : c->in[at + i]);
+    }
+    for (size_t i = 0; i < w; i++)
+        acc[i] = l[i];
+}
+
+/* acc[0, w) += the sums of columns [c0, c0 + w) over rows [r0, r1) of a (rows, cols,
+ * spatial) dy: each row's plane summed by fg_cpu_span_sum */
+static void fg_cpu_bias_planes(const fg_cpu_bias_ctx *c, size_t r0, size_t r1, size_t c0,
+                               size_t w, double *acc)
+{
+    size_t cols = (size_t)c->cols, sp = (size_t)c->spatial;
+    for (size_t r = r0; r < r1; r++)
+        for (size_t j = 0; j < w; j++)
+            acc[j] += fg_cpu_span_sum(c->in + (r * cols + c0 + j) * sp, sp);
+}
+
+/* acc[0, w) += columns [c0, c0 + w) over rows [r0, r1), w <= 16 */
+static inline __attribute__((always_inline)) void
+fg_cpu_bias_group(const fg_cpu_bias_ctx *c, size_t r0, size_t r1, size_t c0, size_t w,
+                  double *acc)
+{
+    int bf16 = c->in_bf16 != NULL;
+    if (c->spatial != 1)
+        fg_cpu_bias_planes(c, r0, r1, c0, w, acc);
+    else if (w == FG_CPU_BIAS_LANES && bf16)
+        fg_cpu_bias_band(c, r0, r1, c0, FG_CPU_BIAS_LANES, acc, 1);
+    else if (w == FG_CPU_BIAS_LANES)
+        fg_cpu_bias_band(c, r0, r1, c0, FG_CPU_BIAS_LANES, acc, 0);
+    else if (bf16)
+        fg_cpu_bias_band(c, r0, r1, c0, w, acc, 1);
+    else
+        fg_cpu_bias_band(c, r0, r1, c0, w, acc, 0);
+}
 
 /* Columns [b, e): each column sums its rows in row order, whatever the partition; the
- * vectors run across the columns, so the clones give the baseline's sums bit for bit
+ * vectors run across 16 columns, so the clones give the baseline's sums bit for bit
  * (tests/kernel-lab/bias_grad_lab.c, version 2). */
 FG_CPU_VECTOR_CLONES static void fg_cpu_bias_grad_cols(void *p, size_t b, size_t e)
 {
     fg_cpu_bias_ctx *c = p;
-    size_t rows = (size_t)c->rows, cols = (size_t)c->cols, sp = (size_t)c->spatial;
-    double acc[FG_CPU_BIAS_BLOCK];
-    for (size_t c0 = b; c0 < e; c0 += FG_CPU_BIAS_BLOCK) {
-        size_t c1 = c0 + FG_CPU_BIAS_BLOCK < e ? c0 + FG_CPU_BIAS_BLOCK : e;
-        for (size_t j = c0; j < c1; j++)
-            acc[j - c0] = 0.0;
-        for (size_t r = 0; r < rows; r++) {
-            const float *dy = c->in_bf16 ? NULL : c->in + r * cols * sp;
-            if (c->in_bf16) { /* the widened values: exact, so the f32 sums' bits */
-                const uint16_t *h = c->in_bf16 + r * cols;
-                for (size_t j = c0; j < c1; j++)
-                    acc[j - c0] += (double)fg_bf16_to_f32(h[j]);
-            } else if (sp == 1) {
-                for (size_t j = c0; j < c1; j++)
-                    acc[j - c0] += (double)dy[j];
-            } else {
-                for (size_t j = c0; j < c1; j++)
-                    acc[j - c0] += fg_cpu_span_sum(dy + j * sp, sp);
+    size_t rows = (size_t)c->rows;
+    for (size_t b0 = b; b0 < e; b0 += FG_CPU_BIAS_BLOCK) {
+        size_t b1 = e - b0 < FG_CPU_BIAS_BLOCK ? e : b0 + FG_CPU_BIAS_BLOCK;
+        double acc[FG_CPU_BIAS_BLOCK] = {0};
+        for (size_t r0 = 0; r0 < rows; r0 += FG_CPU_BIAS_BAND) {
+            size_t r1 = rows - r0 < FG_CPU_BIAS_BAND ? rows : r0 + FG_CPU_BIAS_BAND;
+            for (size_t c0 = b0; c0 < b1; c0 += FG_CPU_BIAS_LANES) {
+                size_t w = b1 - c0 < FG_CPU_BIAS_LANES ? b1 - c0 : FG_CPU_BIAS_LANES;
+                fg_cpu_bias_group(c, r0, r1, c0, w, acc + (c0 - b0));
             }
         }
-        for (size_t j = c0; j < c1; j++)
-            c->out[j] = c->accumulate ? (float)((double)c->out[j] + acc[j - c0])
-                                      : (float)acc[j - c0];
+        for (size_t j = b0; j < b1; j++)
+            c->out[j] = c->accumulate ? (float)((double)c->out[j] + acc[j - b0])
+                                      : (float)acc[j - b0];
     }
 }
 

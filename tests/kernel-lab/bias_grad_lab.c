@@ -11,6 +11,10 @@
  *              0.81 -> 0.16 ms (fastest rounds, 2 threads, load average 10)
  *   version 3  version 2 with blocks of 2048 columns (each row read once per chunk): no
  *              gain over version 2 under that load
+ *   "kernels/cpu now": version 2 with each 16 columns' sums kept in registers through
+ *              bands of 64 rows (the accumulators were read and written per row): the same
+ *              in f32 here (768 x 512 and 4096 x 1536, Zen 4); 1.5x for bf16 dy read in
+ *              place, which the lab does not time (perf on the small GPT, bench_lm_bf16.sh)
  *
  * Each column's sum keeps its row order in every version (the vectors run across columns),
  * so every version must equal the reference bit for bit.
