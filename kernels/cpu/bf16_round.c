@@ -7,13 +7,9 @@
  * cpuid (a relaxed atomic: no lock per block). */
 #include <stdatomic.h>
 
+#include "bf16_avx512.h"
 #include "half.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__) && \
-    (__GNUC__ >= 10 || defined(__clang__))
-#include <immintrin.h>
-#define FG_BF16_HAVE_AVX512BF16 1
-#endif
 
 /* The clones are static: target_clones on an external function exports its resolver from
  * the plugin (arch.plugin_exports), so the entry points below call these. */
@@ -39,7 +35,7 @@ void fg_cpu_bf16_round_software(uint16_t *dst, const float *src, size_t n)
     round_software(dst, src, n);
 }
 
-#ifdef FG_BF16_HAVE_AVX512BF16
+#ifdef FG_CPU_HAVE_AVX512BF16
 /* The software rounding written for AVX2 (half the time of the compiler's own
  * vectorisation of fg_f32_to_bf16, plugins/backend-cpu/README.md): 8 lanes of
  * (u + 0x7fff + lsb) >> 16, NaN lanes quietened instead, packed to 16 bits. */
@@ -71,47 +67,23 @@ __attribute__((target("avx2"))) static void round_avx2(uint16_t *dst, const floa
         fg_cpu_bf16_round_software(dst + i, src + i, n - i);
 }
 
-/* 16 lanes: the instruction's rounding, lanes whose input is an f32 subnormal (exponent
- * field 0, not zero) fixed up by the software rounding; the last n % 16 under a mask.
- * Always inlined into the row and block entry points below, which are called for rows as
- * short as 32 values (attention's D), so no call of its own per row. */
-#define FG_BF16_TARGET __attribute__((target("avx512f,avx512bf16,avx512vl,avx512bw")))
-FG_BF16_TARGET static inline __attribute__((always_inline)) void
-round_row_avx512bf16(uint16_t *dst, const float *src, size_t n)
+FG_CPU_BF16_TARGET static void round_avx512bf16(uint16_t *dst, const float *src, size_t n)
 {
-    const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
-    const __m512i min_normal = _mm512_set1_epi32(0x00800000);
-    for (size_t i = 0; i < n; i += 16) {
-        __mmask16 lanes = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
-        __m512 v = _mm512_maskz_loadu_ps(lanes, src + i);
-        __m512i a = _mm512_and_si512(_mm512_castps_si512(v), abs_mask);
-        __mmask16 sub = _mm512_cmplt_epu32_mask(a, min_normal) &
-                        _mm512_test_epi32_mask(a, a);
-        if (sub) {
-            fg_cpu_bf16_round_software(dst + i, src + i, n - i < 16 ? n - i : 16);
-            continue;
-        }
-        __m256bh h = _mm512_cvtneps_pbh(v);
-        _mm256_mask_storeu_epi16(dst + i, lanes, (__m256i)h);
-    }
+    fg_cpu_bf16_round_avx512(dst, src, n);
 }
 
-FG_BF16_TARGET static void round_avx512bf16(uint16_t *dst, const float *src, size_t n)
-{
-    round_row_avx512bf16(dst, src, n);
-}
-
-FG_BF16_TARGET static void round_rows_avx512bf16(uint16_t *dst, size_t ld_dst, const float *src,
-                                                 size_t ld_src, size_t rows, size_t cols)
+FG_CPU_BF16_TARGET static void round_rows_avx512bf16(uint16_t *dst, size_t ld_dst,
+                                                     const float *src, size_t ld_src,
+                                                     size_t rows, size_t cols)
 {
     for (size_t r = 0; r < rows; r++)
-        round_row_avx512bf16(dst + r * ld_dst, src + r * ld_src, cols);
+        fg_cpu_bf16_round_avx512(dst + r * ld_dst, src + r * ld_src, cols);
 }
 #endif
 
 int fg_cpu_bf16_round_native(uint16_t *dst, const float *src, size_t n)
 {
-#ifdef FG_BF16_HAVE_AVX512BF16
+#ifdef FG_CPU_HAVE_AVX512BF16
     int isa = fg_cpu_bf16_round_isa();
     if (isa == FG_CPU_BF16_ROUND_AVX512BF16) {
         round_avx512bf16(dst, src, n);
@@ -135,7 +107,7 @@ int fg_cpu_bf16_round_isa(void)
     if (level)
         return level;
     level = FG_CPU_BF16_ROUND_SOFTWARE;
-#ifdef FG_BF16_HAVE_AVX512BF16
+#ifdef FG_CPU_HAVE_AVX512BF16
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512bw"))
@@ -156,7 +128,7 @@ void fg_cpu_bf16_round(uint16_t *dst, const float *src, size_t n)
 void fg_cpu_bf16_round_rows(uint16_t *dst, size_t ld_dst, const float *src, size_t ld_src,
                             size_t rows, size_t cols)
 {
-#ifdef FG_BF16_HAVE_AVX512BF16
+#ifdef FG_CPU_HAVE_AVX512BF16
     if (fg_cpu_bf16_round_isa() == FG_CPU_BF16_ROUND_AVX512BF16) {
         round_rows_avx512bf16(dst, ld_dst, src, ld_src, rows, cols);
         return;

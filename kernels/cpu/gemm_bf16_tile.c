@@ -11,17 +11,12 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "bf16_avx512.h"
 #include "cpu_kernels.h"
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__) && \
-    (__GNUC__ >= 10 || defined(__clang__))
-#include <immintrin.h>
-#define FG_TILE_HAVE_AVX512BF16 1
-#endif
 
 enum { MR = 8, NR = 32, LANES = 16 };
 
-#ifdef FG_TILE_HAVE_AVX512BF16
+#ifdef FG_CPU_HAVE_AVX512BF16
 static uint32_t pair(uint16_t lo, uint16_t hi)
 {
     return (uint32_t)lo | (uint32_t)hi << 16;
@@ -80,7 +75,7 @@ static __mmask16 cols_mask(int cols)
 /* A transposed B: word p of stored row j into bp[p * nb + j], 16 rows at a time by
  * gathers (a row's 32-bit words need no alignment); an odd k's last pair from single
  * values. */
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static void
+FG_CPU_BF16_TARGET static void
 pack_b_trans(uint32_t *bp, const uint16_t *b, int ldb, int n, int k, int kp, int nb)
 {
     const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
@@ -114,7 +109,7 @@ static void pack_b(uint32_t *bp, const uint16_t *b, int ldb, int trans, int n, i
     pair_rows(bp, (size_t)nb, b, ldb, n, k, kp);
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static inline void
+FG_CPU_BF16_TARGET static inline void
 store_row(float *c, __m512 acc, float alpha, float beta, __mmask16 mask)
 {
     __m512 v = _mm512_mul_ps(acc, _mm512_set1_ps(alpha));
@@ -125,7 +120,7 @@ store_row(float *c, __m512 acc, float alpha, float beta, __mmask16 mask)
 
 /* rows (<= MR; arow: MR row starts, the missing ones repeating a real row) x cols (<= LANES
  * vecs) of C from columns j0 */
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"), always_inline)) static inline void
+FG_CPU_BF16_TARGET __attribute__((always_inline)) static inline void
 tile_body(const uint16_t *const *arow, size_t ps, const uint32_t *bp, int kp, int nb, int j0,
           int rows, int cols, float alpha, float beta, float *c, int ldc, const int vecs)
 {
@@ -154,7 +149,7 @@ tile_body(const uint16_t *const *arow, size_t ps, const uint32_t *bp, int kp, in
     }
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static void
+FG_CPU_BF16_TARGET static void
 tile(const uint16_t *const *arow, size_t ps, const uint32_t *bp, int kp, int nb, int j0,
      int rows, int cols, float alpha, float beta, float *c, int ldc)
 {
@@ -181,7 +176,7 @@ int fg_cpu_gemm_bf16_tile(int trans_a, int trans_b, int m, int n, int k, float a
                           const uint16_t *a, int lda, const uint16_t *b, int ldb, float beta,
                           float *c, int ldc)
 {
-#ifdef FG_TILE_HAVE_AVX512BF16
+#ifdef FG_CPU_HAVE_AVX512BF16
     int kp = (k + 1) / 2, nb = (n + LANES - 1) / LANES * LANES;
     size_t a_words = (size_t)m * (size_t)kp, b_words = (size_t)kp * (size_t)nb;
     if (m <= 0 || n <= 0 || k <= 0 || a_words > FG_CPU_BF16_TILE_WORDS ||
