@@ -334,14 +334,18 @@ double fg_cpu_sum_squares(fg_cpu_pool *pool, const float *x, size_t n);
 
 /* ---- optimizers (optim.c) ------------------------------------------------------------- */
 
+/* bf16_copy (NULL: none): the updated parameters also rounded into it (fg_cpu_bf16_round's
+ * bits), tile by tile while they are in L1, instead of a cast over them afterwards. */
 typedef struct fg_cpu_sgd {
     float lr, momentum, dampening, weight_decay;
     int nesterov, first_step;
+    uint16_t *bf16_copy;
 } fg_cpu_sgd;
 
 typedef struct fg_cpu_adamw {
     float lr, beta1, beta2, eps, weight_decay;
     int64_t step;
+    uint16_t *bf16_copy;
 } fg_cpu_adamw;
 
 /* PyTorch SGD; momentum_buf unused (may be NULL) when momentum == 0. */

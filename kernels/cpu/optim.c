@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "cpu_kernels.h"
+#include "half.h"
 
 typedef struct fg_cpu_optim_ctx {
     const fg_cpu_sgd *sgd;
@@ -11,7 +12,34 @@ typedef struct fg_cpu_optim_ctx {
     float *param, *buf, *m, *v;
     const float *grad;
     float bc1, bc2_sqrt; /* AdamW bias corrections */
+    fg_cpu_range_fn update; /* with a bf16 copy: the update fg_cpu_optim_copy_range tiles */
+    uint16_t *bf16_copy;
 } fg_cpu_optim_ctx;
+
+/* Tiles of 2048 parameters: updated, then rounded into the bf16 copy while in L1 */
+enum { FG_CPU_OPTIM_TILE = 2048 };
+
+static void fg_cpu_optim_copy_range(void *p, size_t b, size_t e)
+{
+    fg_cpu_optim_ctx *c = p;
+    for (size_t i = b; i < e; i += FG_CPU_OPTIM_TILE) {
+        size_t t = e - i < FG_CPU_OPTIM_TILE ? e : i + FG_CPU_OPTIM_TILE;
+        c->update(c, i, t);
+        fg_cpu_bf16_round(c->bf16_copy + i, c->param + i, t - i);
+    }
+}
+
+/* fn over [0, n) on the pool, each range's parameters then rounded into the copy if any */
+static void fg_cpu_optim_run(fg_cpu_pool *pool, fg_cpu_optim_ctx *c, size_t n, size_t grain,
+                             fg_cpu_range_fn fn)
+{
+    if (!c->bf16_copy) {
+        fg_cpu_parallel_for(pool, n, grain, 16, fn, c);
+        return;
+    }
+    c->update = fn;
+    fg_cpu_parallel_for(pool, n, grain, 16, fg_cpu_optim_copy_range, c);
+}
 
 /* g = grad + wd * p; with momentum: b = g on the first step, else
  * b = momentum * b + (1 - dampening) * g; nesterov uses g + momentum * b, else b;
@@ -56,8 +84,9 @@ FG_CPU_VECTOR_CLONES static void fg_cpu_sgd_range(void *p, size_t b, size_t e)
 void fg_cpu_sgd_update(fg_cpu_pool *pool, const fg_cpu_sgd *a, float *param,
                        const float *grad, float *momentum_buf, size_t n)
 {
-    fg_cpu_optim_ctx c = { .sgd = a, .param = param, .buf = momentum_buf, .grad = grad };
-    fg_cpu_parallel_for(pool, n, fg_cpu_stream_grain(pool), 16, fg_cpu_sgd_range, &c);
+    fg_cpu_optim_ctx c = { .sgd = a, .param = param, .buf = momentum_buf, .grad = grad,
+                           .bf16_copy = a->bf16_copy };
+    fg_cpu_optim_run(pool, &c, n, fg_cpu_stream_grain(pool), fg_cpu_sgd_range);
 }
 
 /* As torch.optim.AdamW (foreach=False): p *= 1 - lr*wd; m, v moving averages;
@@ -86,6 +115,7 @@ void fg_cpu_adamw_update(fg_cpu_pool *pool, const fg_cpu_adamw *a, float *param,
     double step = (double)(a->step < 1 ? 1 : a->step);
     fg_cpu_optim_ctx c = { .adam = a, .param = param, .m = m, .v = v, .grad = grad,
                            .bc1 = (float)(1.0 - pow((double)a->beta1, step)),
-                           .bc2_sqrt = (float)sqrt(1.0 - pow((double)a->beta2, step)) };
-    fg_cpu_parallel_for(pool, n, FG_CPU_GRAIN / 4, 16, fg_cpu_adamw_range, &c);
+                           .bc2_sqrt = (float)sqrt(1.0 - pow((double)a->beta2, step)),
+                           .bf16_copy = a->bf16_copy };
+    fg_cpu_optim_run(pool, &c, n, FG_CPU_GRAIN / 4, fg_cpu_adamw_range);
 }

@@ -581,7 +581,7 @@ fg_status fg_cpu_op_sgd_update(void *state, void *queue, uint32_t param_dtype,
     fg_status st = stage(state, queue, "sgd_update", o, NARGS(o), err);
     if (st == FG_OK) {
         fg_cpu_sgd s = { a->lr, a->momentum, a->dampening, a->weight_decay, a->nesterov,
-                         a->first_step };
+                         a->first_step, NULL };
         fg_cpu_sgd_update(POOL(state), &s, o[0].f, o[1].f, momentum_buf, n);
     }
     return unstage(state, o, NARGS(o), st);
@@ -594,7 +594,7 @@ fg_status fg_cpu_op_adamw_update(void *state, void *queue, uint32_t param_dtype,
     fg_cpu_operand o[] = {ARG_INOUT(param, param_dtype, n), ARG_IN(grad, grad_dtype, n)};
     fg_status st = stage(state, queue, "adamw_update", o, NARGS(o), err);
     if (st == FG_OK) {
-        fg_cpu_adamw s = { a->lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->step };
+        fg_cpu_adamw s = { a->lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->step, NULL };
         fg_cpu_adamw_update(POOL(state), &s, o[0].f, o[1].f, m, v, n);
     }
     return unstage(state, o, NARGS(o), st);

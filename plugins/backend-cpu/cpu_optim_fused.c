@@ -91,11 +91,18 @@ static fg_status fused_begin(fused_update *u, const char *op, uint32_t grad_dtyp
     return st;
 }
 
+/* f32 parameters with a bf16 working copy: the update rounds into it as it goes (the cast
+ * op's bits: both are fg_cpu_bf16_round), so no cast runs after it */
+static uint16_t *copy_in_update(const fused_update *u)
+{
+    return u->work && u->param_dtype == FG_F32 && u->work_dtype == FG_BF16 ? u->work : NULL;
+}
+
 /* The working copy, cast from the stored parameters as the cast op would. */
 static fg_status fused_end(fused_update *u, fg_status st, fg_error *err)
 {
     st = fg_cpu_unstage(u->state, u->o, NARGS(u->o), st);
-    if (st != FG_OK || !u->work)
+    if (st != FG_OK || !u->work || copy_in_update(u))
         return st;
     return fg_cpu_op_cast(u->state, u->queue, u->work_dtype, u->param_dtype, u->work, u->param,
                           u->n, err);
@@ -113,7 +120,7 @@ fg_status fg_cpu_op_sgd_fused(void *state, void *queue, uint32_t param_dtype,
     fg_status st = fused_begin(&u, "sgd_fused", grad_dtype, grad, grad_scale, err);
     if (st == FG_OK) {
         fg_cpu_sgd s = { a->lr, a->momentum, a->dampening, a->weight_decay, a->nesterov,
-                         a->first_step };
+                         a->first_step, copy_in_update(&u) };
         fg_cpu_sgd_update(POOL(state), &s, u.o[0].f, u.g, momentum_buf, n);
     }
     return fused_end(&u, st, err);
@@ -131,7 +138,8 @@ fg_status fg_cpu_op_adamw_fused(void *state, void *queue, uint32_t param_dtype,
                       .work_dtype = work_dtype, .param = param, .work = work, .n = n};
     fg_status st = fused_begin(&u, "adamw_fused", grad_dtype, grad, grad_scale, err);
     if (st == FG_OK) {
-        fg_cpu_adamw s = { a->lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->step };
+        fg_cpu_adamw s = { a->lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->step,
+                           copy_in_update(&u) };
         fg_cpu_adamw_update(POOL(state), &s, u.o[0].f, u.g, m, v, n);
     }
     return fused_end(&u, st, err);

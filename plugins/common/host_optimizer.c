@@ -93,12 +93,12 @@ void fg_host_optimizer_update(const fg_host_optimizer *o, fg_cpu_pool *pool,
                               float *const *state, int64_t n)
 {
     if (o->adamw) {
-        fg_cpu_adamw w = {a->lr, o->beta1, o->beta2, o->eps, o->weight_decay, a->step};
+        fg_cpu_adamw w = {a->lr, o->beta1, o->beta2, o->eps, o->weight_decay, a->step, NULL};
         fg_cpu_adamw_update(pool, &w, params, grads, state[0], state[1], (size_t)n);
         return;
     }
     fg_cpu_sgd s = {a->lr, o->momentum, o->dampening, o->weight_decay, o->nesterov,
-                    a->step == 1};
+                    a->step == 1, NULL};
     fg_cpu_sgd_update(pool, &s, params, grads, o->momentum != 0.0f ? state[0] : NULL,
                       (size_t)n);
 }

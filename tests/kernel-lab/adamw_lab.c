@@ -151,9 +151,9 @@ static const struct {
 static int check(fg_cpu_pool *pool)
 {
     const fg_cpu_adamw cases[] = {
-        { 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1 },
-        { 3e-4f, 0.8f, 0.95f, 1e-6f, 0.0f, 1 },
-        { 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, 1000 },
+        { 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1, NULL },
+        { 3e-4f, 0.8f, 0.95f, 1e-6f, 0.0f, 1, NULL },
+        { 1e-2f, 0.9f, 0.999f, 1e-8f, 0.1f, 1000, NULL },
     };
     size_t n = 100003; /* not a multiple of any vector width or chunk */
     float *p0 = lab_alloc(n), *m0 = lab_alloc(n), *v0 = lab_alloc(n);
@@ -194,7 +194,7 @@ static void time_versions(fg_cpu_pool *pool, size_t n)
     enum { ROUNDS = 21 };
     float *p = lab_alloc(n), *m = lab_alloc(n), *v = lab_alloc(n), *g = lab_alloc(n);
     lab_fill(p, n, 1), lab_fill(g, n, 2), memset(m, 0, n * 4), memset(v, 0, n * 4);
-    fg_cpu_adamw a = { 1e-6f, 0.9f, 0.999f, 1e-8f, 0.0f, 10 };
+    fg_cpu_adamw a = { 1e-6f, 0.9f, 0.999f, 1e-8f, 0.0f, 10, NULL };
     static double t[NVERSIONS][ROUNDS];
     int calls = (int)(2e7 / (double)n) + 1;
     for (int r = 0; r < ROUNDS; r++)

@@ -151,8 +151,8 @@ static const struct {
 static int check(fg_cpu_pool *pool)
 {
     const fg_cpu_sgd cases[] = {
-        { 0.01f, 0.0f, 0.0f, 0.0f, 0, 0 },     { 0.01f, 0.9f, 0.0f, 0.0f, 0, 0 },
-        { 0.05f, 0.9f, 0.1f, 1e-4f, 0, 0 },    { 0.02f, 0.8f, 0.0f, 5e-4f, 1, 0 },
+        { 0.01f, 0.0f, 0.0f, 0.0f, 0, 0, NULL }, { 0.01f, 0.9f, 0.0f, 0.0f, 0, 0, NULL },
+        { 0.05f, 0.9f, 0.1f, 1e-4f, 0, 0, NULL }, { 0.02f, 0.8f, 0.0f, 5e-4f, 1, 0, NULL },
     };
     size_t n = 100003; /* not a multiple of any vector width or chunk */
     float *p0 = lab_alloc(n), *b0 = lab_alloc(n), *p = lab_alloc(n), *b = lab_alloc(n);
@@ -196,7 +196,7 @@ static void time_versions(fg_cpu_pool *pool, size_t n)
     enum { ROUNDS = 21, CALLS = 50 };
     float *p = lab_alloc(n), *b = lab_alloc(n), *g = lab_alloc(n);
     lab_fill(p, n, 1), lab_fill(g, n, 2), memset(b, 0, n * sizeof *b);
-    fg_cpu_sgd a = { 1e-6f, 0.9f, 0.0f, 0.0f, 0, 0 };
+    fg_cpu_sgd a = { 1e-6f, 0.9f, 0.0f, 0.0f, 0, 0, NULL };
     static double t[NVERSIONS][ROUNDS];
     for (int r = 0; r < ROUNDS; r++)
         for (size_t v = 0; v < NVERSIONS; v++) {
