@@ -7,7 +7,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "bf16_avx512.h"
 #include "cpu_kernels.h"
 #include "fast_exp.h"
 #include "gelu.h"
@@ -21,12 +20,12 @@ typedef struct fg_cpu_act_ctx {
     float *out;
 } fg_cpu_act_ctx;
 
-/* The activations' loops, inlined into the clones below and into the AVX-512 BF16 block
- * loops of the bf16 kernels, each compiled for its target with the same arithmetic. */
-static inline __attribute__((always_inline)) void
-fg_cpu_act_forward_loop(int act, const float *x, float *y, size_t b, size_t e)
+FG_CPU_VECTOR_CLONES static void fg_cpu_act_forward_range(void *p, size_t b, size_t e)
 {
-    switch (act) {
+    fg_cpu_act_ctx *c = p;
+    const float *x = c->x;
+    float *y = c->out;
+    switch (c->act) {
     case FG_CPU_ACT_RELU:
         for (size_t i = b; i < e; i++)
             y[i] = x[i] > 0.0f ? x[i] : 0.0f;
@@ -50,11 +49,12 @@ fg_cpu_act_forward_loop(int act, const float *x, float *y, size_t b, size_t e)
     }
 }
 
-static inline __attribute__((always_inline)) void
-fg_cpu_act_backward_loop(int act, const float *x, const float *y, const float *dy, float *dx,
-                         size_t b, size_t e)
+FG_CPU_VECTOR_CLONES static void fg_cpu_act_backward_range(void *p, size_t b, size_t e)
 {
-    switch (act) {
+    fg_cpu_act_ctx *c = p;
+    const float *x = c->x, *y = c->y, *dy = c->dy;
+    float *dx = c->out;
+    switch (c->act) {
     case FG_CPU_ACT_RELU:
         /* dy is loaded unconditionally so the select vectorises (a conditional load
          * compiles to a branch that mispredicts on every other element) */
@@ -80,18 +80,6 @@ fg_cpu_act_backward_loop(int act, const float *x, const float *y, const float *d
             memmove(dx + b, dy + b, (e - b) * sizeof *dx);
         break;
     }
-}
-
-FG_CPU_VECTOR_CLONES static void fg_cpu_act_forward_range(void *p, size_t b, size_t e)
-{
-    fg_cpu_act_ctx *c = p;
-    fg_cpu_act_forward_loop(c->act, c->x, c->out, b, e);
-}
-
-FG_CPU_VECTOR_CLONES static void fg_cpu_act_backward_range(void *p, size_t b, size_t e)
-{
-    fg_cpu_act_ctx *c = p;
-    fg_cpu_act_backward_loop(c->act, c->x, c->y, c->dy, c->out, b, e);
 }
 
 /* Transcendental activations cost ~20x a relu per element: parallelise them sooner. */
@@ -127,44 +115,9 @@ typedef struct fg_cpu_act_bf16_ctx {
     uint16_t *out;
 } fg_cpu_act_bf16_ctx;
 
-#ifdef FG_CPU_HAVE_AVX512BF16
-/* The blocks below with AVX-512 BF16's widening and rounding inlined: no call per block */
-FG_CPU_BF16_TARGET static void fg_cpu_act_bf16_forward_avx512(const fg_cpu_act_bf16_ctx *c,
-                                                              size_t b, size_t e)
-{
-    float x[FG_CPU_BF16_BLOCK], y[FG_CPU_BF16_BLOCK];
-    for (size_t i = b; i < e; i += FG_CPU_BF16_BLOCK) {
-        size_t m = e - i < FG_CPU_BF16_BLOCK ? e - i : FG_CPU_BF16_BLOCK;
-        fg_cpu_bf16_widen_avx512(x, c->x + i, m);
-        fg_cpu_act_forward_loop(c->act, x, y, 0, m);
-        fg_cpu_bf16_round_avx512(c->out + i, y, m);
-    }
-}
-
-FG_CPU_BF16_TARGET static void fg_cpu_act_bf16_backward_avx512(const fg_cpu_act_bf16_ctx *c,
-                                                               size_t b, size_t e)
-{
-    float xy[FG_CPU_BF16_BLOCK], dy[FG_CPU_BF16_BLOCK], dx[FG_CPU_BF16_BLOCK];
-    int reads_x = c->act == FG_CPU_ACT_RELU || c->act == FG_CPU_ACT_GELU;
-    for (size_t i = b; i < e; i += FG_CPU_BF16_BLOCK) {
-        size_t m = e - i < FG_CPU_BF16_BLOCK ? e - i : FG_CPU_BF16_BLOCK;
-        fg_cpu_bf16_widen_avx512(xy, (reads_x ? c->x : c->y) + i, m);
-        fg_cpu_bf16_widen_avx512(dy, c->dy + i, m);
-        fg_cpu_act_backward_loop(c->act, xy, xy, dy, dx, 0, m);
-        fg_cpu_bf16_round_avx512(c->out + i, dx, m);
-    }
-}
-#endif
-
 static void fg_cpu_act_bf16_forward_range(void *p, size_t b, size_t e)
 {
     const fg_cpu_act_bf16_ctx *c = p;
-#ifdef FG_CPU_HAVE_AVX512BF16
-    if (fg_cpu_bf16_round_isa() == FG_CPU_BF16_ROUND_AVX512BF16) {
-        fg_cpu_act_bf16_forward_avx512(c, b, e);
-        return;
-    }
-#endif
     float x[FG_CPU_BF16_BLOCK], y[FG_CPU_BF16_BLOCK];
     for (size_t i = b; i < e; i += FG_CPU_BF16_BLOCK) {
         size_t m = e - i < FG_CPU_BF16_BLOCK ? e - i : FG_CPU_BF16_BLOCK;
@@ -178,12 +131,6 @@ static void fg_cpu_act_bf16_forward_range(void *p, size_t b, size_t e)
 static void fg_cpu_act_bf16_backward_range(void *p, size_t b, size_t e)
 {
     const fg_cpu_act_bf16_ctx *c = p;
-#ifdef FG_CPU_HAVE_AVX512BF16
-    if (fg_cpu_bf16_round_isa() == FG_CPU_BF16_ROUND_AVX512BF16) {
-        fg_cpu_act_bf16_backward_avx512(c, b, e);
-        return;
-    }
-#endif
     float xy[FG_CPU_BF16_BLOCK], dy[FG_CPU_BF16_BLOCK], dx[FG_CPU_BF16_BLOCK];
     int reads_x = c->act == FG_CPU_ACT_RELU || c->act == FG_CPU_ACT_GELU;
     for (size_t i = b; i < e; i += FG_CPU_BF16_BLOCK) {
