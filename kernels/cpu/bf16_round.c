@@ -10,7 +10,6 @@
 #include "bf16_avx512.h"
 #include "half.h"
 
-
 /* The clones are static: target_clones on an external function exports its resolver from
  * the plugin (arch.plugin_exports), so the entry points below call these. */
 FG_CPU_VECTOR_CLONES static void widen(float *dst, const uint16_t *src, size_t n)
