@@ -120,13 +120,16 @@ fg_cpu_ln_backward_row(const fg_cpu_ln_ctx *c, size_t r, const float *x, const f
     float m = c->rms ? 0.0f : c->mean_in[r], rs = c->rstd_in[r];
     double l1[FG_CPU_LN_LANES] = {0}, l2[FG_CPU_LN_LANES] = {0};
     size_t i = 0;
-    for (; i + FG_CPU_LN_LANES <= n; i += FG_CPU_LN_LANES)
-        for (int l = 0; l < FG_CPU_LN_LANES; l++) {
-            double g = has_gamma ? (double)dy[i + l] * (double)gm[i + l] : (double)dy[i + l];
-            double xh = (double)((x[i + l] - m) * rs);
+    for (; i + FG_CPU_LN_LANES <= n; i += FG_CPU_LN_LANES) {
+        /* the block's own pointers: indexed by the lane alone, GCC vectorises the lanes */
+        const float *xb = x + i, *dyb = dy + i, *gb = has_gamma ? gm + i : NULL;
+        for (size_t l = 0; l < FG_CPU_LN_LANES; l++) {
+            double g = has_gamma ? (double)dyb[l] * (double)gb[l] : (double)dyb[l];
+            double xh = (double)((xb[l] - m) * rs);
             l1[l] += g;
             l2[l] += g * xh;
         }
+    }
     double s1 = 0.0, s2 = 0.0;
     for (; i < n; i++) {
         double g = has_gamma ? (double)dy[i] * (double)gm[i] : (double)dy[i];
