@@ -234,8 +234,9 @@ void fg_cpu_layernorm_backward(fg_cpu_pool *pool, int rms, int rows, int cols, c
 /* ---- bf16 storage, f32 math ---------------------------------------------------------------
  * x, y, dy, dx in bf16: each row widened onto the stack (at most FG_CPU_BF16_MAX_COLS
  * columns), the f32 row functions above run on it, the results rounded back; the parameter
- * sums widen their 16 columns of each row in the loop. The values are those of the f32 kernels on the widened
- * operands, rounded: the same bits as converting whole tensors around them. */
+ * sums widen their 16 columns of each row in the loop. The values are those of the f32
+ * kernels on the widened operands, rounded: the same bits as converting whole tensors around
+ * them. */
 
 FG_CPU_VECTOR_CLONES static void fg_cpu_ln_bf16_forward_rows(void *p, size_t r0, size_t r1)
 {
