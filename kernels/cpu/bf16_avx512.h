@@ -2,9 +2,10 @@
  * so that a _bf16 kernel widens, computes in f32 and rounds without a call per block
  * (bf16_round.c's entry points, elementwise.c's axpy; gemm_bf16_tile.c takes the target).
  * The build has them where FG_CPU_HAVE_AVX512BF16 is defined; a caller runs them only where
- * fg_cpu_bf16_round_isa() says FG_CPU_BF16_ROUND_AVX512BF16. The bits are half.h's: widening is exact, and the
- * rounding is vcvtneps2bf16's (to nearest even, NaN quietened), with a vector holding an f32
- * subnormal, which the instruction flushes, redone by fg_cpu_bf16_round_software. */
+ * fg_cpu_bf16_round_isa() says FG_CPU_BF16_ROUND_AVX512BF16. The bits are half.h's:
+ * widening is exact, and the rounding is vcvtneps2bf16's (to nearest even, NaN quietened),
+ * with a vector holding an f32 subnormal, which the instruction flushes, redone by
+ * fg_cpu_bf16_round_software. */
 #ifndef FG_CPU_BF16_AVX512_H
 #define FG_CPU_BF16_AVX512_H
 

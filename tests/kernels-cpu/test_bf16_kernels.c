@@ -140,8 +140,9 @@ static void case_round_rows(const float *src, size_t n)
         for (size_t r = 0; r < ROWS; r++)
             for (size_t c = 0; c < ld; c++) {
                 uint16_t want = c < cols ? fg_f32_to_bf16(src[r * ld_src + c]) : CANARY;
-                CHECK(dst[r * ld + c] == want, "round_rows: %zu columns, [%zu][%zu] %04x, want %04x",
-                      cols, r, c, dst[r * ld + c], want);
+                CHECK(dst[r * ld + c] == want,
+                      "round_rows: %zu columns, [%zu][%zu] %04x, want %04x", cols, r, c,
+                      dst[r * ld + c], want);
             }
     }
     printf("round_rows: widths 1 to 64 on padded rows equal the software rounding\n");
