@@ -1,7 +1,8 @@
 /* The optimizer step without a host round trip (ABI 1.5): the clip coefficient from the
  * gradients' sum of squares, and sgd/adamw with the gradient scale read from device memory
  * and the working copy written by the op. The CPU runs each as the sequence it replaces
- * (scale, update, cast) with the same kernels, so a fused step is bitwise the unfused one;
+ * (scale, update, cast) with the same kernels (a bf16 copy of f32 parameters rounded by the
+ * update tile by tile, the cast's rounding), so a fused step is bitwise the unfused one;
  * it is synchronous, so "device memory" is read where it lies. */
 #include <math.h>
 #include <stdlib.h>
