@@ -30,6 +30,13 @@
 #                      1e-6 of its largest value, every tensor within 1e-5 of its own, the same
 #                      logged losses); each rank keeps its own running statistics (no broadcast
 #                      after setup's) and they are equal; without the key ddp is far from single
+# batch_groups         [model] batch_groups = 2 on examples/fashion_mnist_resnet.ini (relu, max
+#                      pooling, AdamW; Debian's fashion-mnist idx files, resnet_ini.sh): one
+#                      device at batch 64 ends 50 steps with bitwise the weights of ddp -n 2 at
+#                      32 with sync_batchnorm (the digests, and 0 in compare_model_relative.py)
+#                      and of dp on 2 devices; without the key one device is more than 1e-6 off;
+#                      the key's refusals (ddp, 3 groups of 64, accumulation, a pipeline of
+#                      ddp.ini's MLP, dropout)
 # dropout_streams      dropout on a one-sample set (every rank trains on the same sample): without
 #                      dropout ddp == single bitwise, with it they differ (each rank its own masks)
 # staging             comm.stage_device_buffers = true on the CPU backend (buffers copied through
@@ -428,6 +435,56 @@ step_sync_batchnorm() {
     [ -n "$d0" ] && [ "$d0" = "$d1" ] ||
         { grep -a 'model buffers' "$WORK/sync.log"; fail "running statistics differ between ranks or were broadcast after setup: '$d0' '$d1'"; }
     echo "ok: ddp -n 2 batch 32 with sync_batchnorm vs single batch 64 after 50 steps: $near; per tensor $tensors; running statistics $d0 on both ranks; without the key: $off"
+}
+
+step_batch_groups() {
+    : "${PYTHON:?}" "${FULGUR_SRC:?}"
+    local data=/usr/share/datasets/fashion-mnist one=(backend.threads=1 trainer.max_steps=50
+        trainer.num_sanity_val_steps=0 trainer.check_val_every_n_epoch=0
+        trainer.test_after_fit=false) w near off a b c
+    [ -f "$data/train-images-idx3-ubyte.gz" ] ||
+        fail "$data is missing: Debian's dataset-fashion-mnist (tests/install-deps.sh installs it)"
+    CFG=$WORK/resnet.ini
+    sh "$DDP_TESTS/resnet_ini.sh" "$FULGUR_SRC/examples/fashion_mnist_resnet.ini" relu maxpool2d \
+        adamw >"$CFG" || fail "resnet_ini.sh failed"
+    printf '\n[comm]\nname = mpi\ntimeout_s = 300\n' >>"$CFG"
+    must "$WORK/groups.log" fit_single "${one[@]}" model.batch_groups=2 \
+        trainer.final_checkpoint="$WORK/groups.safetensors"
+    must "$WORK/plain.log" fit_single "${one[@]}" trainer.final_checkpoint="$WORK/plain.safetensors"
+    must "$WORK/ddp.log" fit_ddp 2 "${one[@]}" strategy.name=ddp data.batch_size=32 \
+        model.sync_batchnorm=true \
+        trainer.final_checkpoint="$WORK/ddp.safetensors"
+    must "$WORK/dp.log" "$FULGUR" --plugin-path "$PLUGIN_DIR" fit "$WORK/single.ini" "${one[@]}" \
+        strategy.name=dp backend.devices=2 model.sync_batchnorm=true model.batch_groups=2
+    a=$(grep '^weights:' "$WORK/groups.log") b=$(grep -a '^weights:' "$WORK/ddp.log" | head -1)
+    c=$(grep '^weights:' "$WORK/dp.log")
+    case $a in *"after 50 steps") ;; *) cat "$WORK/groups.log"; fail "one device did not run 50 steps" ;; esac
+    [ "$a" = "$b" ] || fail "one device in 2 batch groups is not ddp -n 2: '$a' against '$b'"
+    [ "$a" = "$c" ] || fail "one device in 2 batch groups is not dp on 2 devices: '$a' against '$c'"
+    near=$("$PYTHON" "$DDP_TESTS/compare_model_relative.py" "$WORK/ddp.safetensors" "$WORK/groups.safetensors" 0) ||
+        fail "ddp against one device in batch groups: $near"
+    if off=$("$PYTHON" "$DDP_TESTS/compare_model_relative.py" "$WORK/ddp.safetensors" "$WORK/plain.safetensors" 1e-6); then
+        fail "one device without batch groups is within 1e-6 of ddp ($off): the test shows nothing"
+    fi
+    w=$WORK/single.ini
+    refused() { # refused WANT OVERRIDES...: the fit fails naming the key and saying WANT
+        local want=$1 log=$WORK/refused.log
+        shift
+        ! "$@" >"$log" 2>&1 || { cat "$log"; fail "accepted: $*"; }
+        grep -aq "batch_groups = .*$want" "$log" || { cat "$log"; fail "no '$want' in the refusal of: $*"; }
+    }
+    refused "does not divide \[data\] batch_size = 64" "$FULGUR" --plugin-path "$PLUGIN_DIR" fit "$w" \
+        "${one[@]}" model.batch_groups=3
+    refused "accumulate_grad_batches = 2" "$FULGUR" --plugin-path "$PLUGIN_DIR" fit "$w" "${one[@]}" \
+        model.batch_groups=2 trainer.accumulate_grad_batches=2
+    refused "whose ranks are the groups already" fit_ddp 2 "${one[@]}" strategy.name=ddp \
+        data.batch_size=32 model.batch_groups=2
+    grep -v -e '^\[comm\]' -e '^name = mpi' -e '^timeout_s' "$DDP_TESTS/ddp.ini" >"$WORK/mlp.ini"
+    refused "cannot take the batch's sums group by group" "$FULGUR" --plugin-path "$PLUGIN_DIR" \
+        fit "$WORK/mlp.ini" model.batch_groups=2 strategy.name=model-parallel backend.devices=2
+    refused "dropout masks from one stream" "$FULGUR" --plugin-path "$PLUGIN_DIR" fit "$w" \
+        "${one[@]}" model.batch_groups=2 layer.b2_relu2.type=dropout layer.b2_relu2.p=0.1
+    echo "ok: one device at batch 64 in 2 batch groups == ddp -n 2 at 32 == dp on 2 devices: $a ($near); without the groups: $off"
 }
 
 step_dropout_streams() {

@@ -6,31 +6,21 @@
 # size, so 1 against 2 threads differs too). For each optimizer (sgd: lr 0.05, momentum
 # 0.9; adamw: the example's), activation (relu, tanh) and first pooling (max, avg): the
 # model's largest difference over its largest value at steps 1, 2, 3, 5, 10, 20, 50, and the
-# tensor it is in. README.md ("Batch norm across replicas") quotes the figures.
+# tensor it is in; and the same for one device at batch 64 with [model] batch_groups = 2
+# (0: the same bits). README.md ("Batch norm across replicas") quotes the figures.
 #   tests/ddp/resnet_divergence.sh FULGUR [WORKDIR]      (about 30 minutes on 2 loaded cores)
 set -eu
 fulgur=$1 work=${2:-$(mktemp -d)}
-src=$(cd "$(dirname "$0")/../.." && pwd)/examples/fashion_mnist_resnet.ini
+here=$(cd "$(dirname "$0")" && pwd)
+src=$here/../../examples/fashion_mnist_resnet.ini
 root=""
 [ "$(id -u)" = 0 ] && root=--allow-run-as-root
 export OPENBLAS_NUM_THREADS=1
-ini() { # ACT POOL OPT: the example on the idx files with a checkpoint every step
-  awk -v act="$1" -v pool="$2" -v opt="$3" '
-/^\[data\]/ { print "[data]\nname = idx\ndir = /usr/share/datasets/fashion-mnist\nbatch_size = 64\nnum_workers = 0\nnormalize = true\nval_split = 5000\nshuffle = true\n"; skip = 1; next }
-/^\[callback\./ { skip = 1; next }
-/^\[optimizer\]/ { if (opt == "sgd") print "[optimizer]\nname = sgd\nlr = 0.05\nmomentum = 0.9\n"; else print "[optimizer]\nname = adamw\nlr = 0.003\nweight_decay = 0.01\n"; skip = 1; next }
-/^\[/ { skip = 0 }
-skip { next }
-/^type = relu/ { print "type = " act; next }
-/^type = maxpool2d/ { print "type = " pool; next }
-{ print }' "$src"
-  printf '[callback.checkpoint]\nmonitor =\nsave_top_k = -1\nevery_n_train_steps = 1\nevery_n_epochs = 0\nfilename = step={step}\n'
-}
 common="backend.threads=1 trainer.max_steps=50 trainer.num_sanity_val_steps=0 trainer.check_val_every_n_epoch=0 trainer.test_after_fit=false model.sync_batchnorm=true"
 for opt in sgd adamw; do for act in relu tanh; do for pool in maxpool2d avgpool2d; do
   d=$work/${opt}_${act}_${pool}
   mkdir -p "$d"
-  ini "$act" "$pool" "$opt" >"$d/single.ini"
+  sh "$here/resnet_ini.sh" "$src" "$act" "$pool" "$opt" 1 >"$d/single.ini"
   { cat "$d/single.ini"; printf '\n[comm]\nname = mpi\ntimeout_s = 300\n'; } >"$d/ddp.ini"
   # shellcheck disable=SC2086
   "$fulgur" fit "$d/single.ini" $common trainer.default_root_dir="$d/single" \
@@ -39,8 +29,11 @@ for opt in sgd adamw; do for act in relu tanh; do for pool in maxpool2d avgpool2
   mpirun $root --oversubscribe -n 2 -x OPENBLAS_NUM_THREADS "$fulgur" fit "$d/ddp.ini" $common \
     strategy.name=ddp data.batch_size=32 trainer.default_root_dir="$d/ddp" \
     callback.checkpoint.dirpath="$d/ddp/ck" >"$d/ddp.out" 2>&1
-  echo "== $opt $act $pool: ddp -n 2 x 32 against single x 64"
-  python3 - "$d/ddp/ck" "$d/single/ck" <<'PY'
+  # shellcheck disable=SC2086
+  "$fulgur" fit "$d/single.ini" $common model.batch_groups=2 trainer.default_root_dir="$d/groups" \
+    callback.checkpoint.dirpath="$d/groups/ck" >"$d/groups.out" 2>&1
+  echo "== $opt $act $pool: ddp -n 2 x 32 against single x 64 (and single x 64 in 2 batch groups)"
+  python3 - "$d/ddp/ck" "$d/single/ck" "$d/groups/ck" <<'PY'
 import array, json, os, struct, sys
 def read(path):
     blob = open(path, "rb").read()
@@ -53,8 +46,10 @@ def read(path):
 for s in (1, 2, 3, 5, 10, 20, 50):
     A = read(os.path.join(sys.argv[1], f"step={s}.safetensors"))
     B = read(os.path.join(sys.argv[2], f"step={s}.safetensors"))
+    G = read(os.path.join(sys.argv[3], f"step={s}.safetensors"))
     scale = max(max(abs(x) for x in v) for v in B.values())
     d, k = max((max(abs(x - y) for x, y in zip(A[k], B[k])), k) for k in B)
-    print(f"  step {s:2d}: {d / scale:.2e} ({k})")
+    g = max(max(abs(x - y) for x, y in zip(A[k], G[k])) for k in G)
+    print(f"  step {s:2d}: {d / scale:.2e} ({k}); in batch groups {g / scale:.2e}")
 PY
 done; done; done

@@ -64,7 +64,17 @@ static fg_status fg_sampler_check(const fg_sampler_options *o, fg_error *err)
     if (o->rank < 0 || o->rank >= o->world_size)
         return fg_error_set(err, FG_INVALID_ARGUMENT,
                             "sampler: rank = %d, must be in [0, %d)", o->rank, o->world_size);
+    int g = o->groups > 1 ? o->groups : 1;
+    if (g > 1 && (!o->even_shards || o->batch_size % g))
+        return fg_error_set(err, FG_INVALID_ARGUMENT,
+                            "sampler: groups = %d needs even shards and a batch_size (%d) it "
+                            "divides", g, o->batch_size);
     return FG_OK;
+}
+
+static int fg_groups(const fg_sampler_options *o)
+{
+    return o->groups > 1 ? o->groups : 1;
 }
 
 static int64_t fg_ceil_div(int64_t a, int64_t b)
@@ -72,12 +82,13 @@ static int64_t fg_ceil_div(int64_t a, int64_t b)
     return (a + b - 1) / b;
 }
 
-/* Positions r, r + W, ... below `total` (the padded or the exact length). */
+/* Positions r, r + W, ... below `total` (the padded or the exact length); with groups, the
+ * samples of all of this rank's groups. */
 static int64_t fg_shard_size(const fg_sampler_options *o)
 {
     int64_t world = o->world_size;
     if (o->even_shards)
-        return fg_ceil_div(o->length, world);
+        return fg_groups(o) * fg_ceil_div(o->length, world * fg_groups(o));
     return o->rank < o->length ? fg_ceil_div(o->length - o->rank, world) : 0;
 }
 
@@ -173,15 +184,20 @@ fg_status fg_sampler_batch(fg_sampler *s, int64_t epoch, int64_t b, int64_t *out
     if (epoch != s->epoch)
         fg_sampler_set_epoch(s, epoch);
     const fg_sampler_options *o = &s->opts;
-    int64_t first = b * o->batch_size;
-    int64_t end = first + o->batch_size;
-    if (end > s->samples_per_rank)
-        end = s->samples_per_rank;
-    for (int64_t k = first; k < end; k++) {
-        /* k-th sample of this rank = position rank + k * world of the (wrapped) order. */
-        int64_t pos = (o->rank + k * (int64_t)o->world_size) % o->length;
-        out_indices[k - first] = s->perm ? s->perm[pos] : pos;
+    int g = fg_groups(o), n = o->batch_size / g;
+    int64_t world = (int64_t)o->world_size * g, shard = s->samples_per_rank / g;
+    int64_t first = b * n;
+    int64_t end = first + n;
+    if (end > shard)
+        end = shard;
+    for (int64_t r = 0; r < g; r++) {
+        int64_t *out = out_indices + r * (end - first);
+        for (int64_t k = first; k < end; k++) {
+            /* k-th sample of rank (rank g + r) = its position + k * world of the order. */
+            int64_t pos = (o->rank * g + r + k * world) % o->length;
+            out[k - first] = s->perm ? s->perm[pos] : pos;
+        }
     }
-    *count = (int)(end - first);
+    *count = (int)(g * (end - first));
     return FG_OK;
 }

@@ -11,7 +11,12 @@
  *     samples and therefore the same number of batches (collectives stay matched).
  *   even_shards = 0 (evaluation): no padding; every sample is seen exactly once across the
  *     ranks, and ranks may differ by one sample (and so by one batch).
- * drop_last drops the final partial batch of the rank's shard. */
+ * drop_last drops the final partial batch of the rank's shard.
+ *
+ * groups = G > 1 ([model] batch_groups, training only): this rank's batch b is G groups,
+ * group g being batch b of rank (rank * G + g) of world_size * G ranks, each of
+ * batch_size / G samples: one process draws what G ranks of ddp draw, rank 0's first. The
+ * groups' shards are padded as even_shards pads them, so the groups stay equal in size. */
 #ifndef FG_SAMPLER_H
 #define FG_SAMPLER_H
 
@@ -28,6 +33,7 @@ typedef struct fg_sampler_options {
     int rank;         /* [0, world_size) */
     int world_size;   /* >= 1 */
     int even_shards;  /* 1: pad by wrapping (training); 0: exact partition (evaluation) */
+    int groups;       /* 0 or 1: none; G > 1 (needs even_shards): G ranks' batches, above */
 } fg_sampler_options;
 
 typedef struct fg_sampler fg_sampler;

@@ -105,6 +105,14 @@ typedef struct fg_layer_ctx {
     fg_status (*replica_allreduce)(void *user, void *queue, double *buf, int64_t count,
                                    fg_error *err);
     void *replica_allreduce_user;
+    /* [model] batch_groups (batch_groups.h): a training pass over `groups` groups of
+     * batch / groups samples. A layer that runs its groups itself (batchnorm) computes
+     * group g > 0's parameter gradients into group_grads (laid out as its own, from grad[0])
+     * and sums its groups' f64 statistics through group_host (host memory, on `device`). */
+    int groups;
+    int device;
+    void *group_grads;
+    double *group_host;
     const fg_fp8_recipe *fp8; /* the model's; format FG_FP8_NONE: no fp8 */
     int fp8_hold; /* a training micro-batch after its step's first: fp8 gemms quantize with
                    * the scales they hold and record no amax (linear_fp8.c) */
@@ -175,6 +183,7 @@ struct fg_layer {
     int bias;
     double momentum, eps, p;
     int sync_stats; /* batchnorm: batch statistics summed across replicas ([model] sync_batchnorm) */
+    int batch_groups; /* batchnorm: [model] batch_groups, which it runs itself (batch_groups.h) */
     int act; /* fg_activation */
     int64_t heads;  /* attention heads */
     int causal;     /* attention: query i sees keys 0..i */

@@ -7,6 +7,7 @@
  * Channels-last (NHWC, layout.h): the same ops over (n*h*w, c, 1), per channel over rows. */
 #include <stdio.h>
 
+#include "batch_groups.h"
 #include "layout.h"
 #include "model.h"
 
@@ -47,6 +48,13 @@ static fg_status bn_allreduce(const fg_layer *l, const fg_layer_ctx *c, fg_error
                                 (int64_t)bn_sums_count(l->in.dims[0]), err);
 }
 
+static fg_status bn_uneven(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
+{
+    return fg_error_set(err, FG_INVALID_ARGUMENT,
+                        "[%s]: batch %d does not split into [model] batch_groups = %d equal "
+                        "groups", l->section, c->batch, c->groups);
+}
+
 static fg_status batchnorm_configure(fg_layer *l, const fg_config *cfg, fg_error *err)
 {
     const fg_layer_key keys[] = {
@@ -71,10 +79,12 @@ static fg_status batchnorm_plan(fg_layer *l, fg_model *m, fg_error *err)
     int64_t c = l->in.dims[0];
     l->aux_fixed = 2 * (size_t)c * sizeof(float); /* saved mean and 1/std, per channel */
     l->sync_stats = fg_model_sync_batchnorm(m);
-    if (l->sync_stats) { /* then (2c + 1) f64: the sums the replicas add up */
-        l->aux_fixed = bn_sums_offset(c) + bn_sums_count(c) * sizeof(double);
+    if (l->sync_stats) /* the sums the replicas add up */
         fg_model_count_synced_layer(m);
-    }
+    l->batch_groups = fg_model_batch_groups(m);
+    if (l->sync_stats || l->batch_groups > 1) /* (2c + 1) f64 per group: the sums */
+        l->aux_fixed = bn_sums_offset(c) +
+                       (size_t)l->batch_groups * bn_sums_count(c) * sizeof(double);
     fg_status st = fg_model_add_tensor(m, l, "weight", 0, 1, &c, FG_INIT_ONE, 0, err);
     if (st == FG_OK)
         st = fg_model_add_tensor(m, l, "bias", 0, 1, &c, FG_INIT_ZERO, 0, err);
@@ -82,6 +92,43 @@ static fg_status batchnorm_plan(fg_layer *l, fg_model *m, fg_error *err)
         st = fg_model_add_tensor(m, l, "running_mean", 1, 1, &c, FG_INIT_ZERO, 0, err);
     if (st == FG_OK)
         st = fg_model_add_tensor(m, l, "running_var", 1, 1, &c, FG_INIT_ONE, 0, err);
+    return st;
+}
+
+/* [model] batch_groups: each group's sums (group g's at sums + g (2c + 1)), added in group
+ * order as ranks add theirs, then the replicas' all-reduce (none beside one device). */
+static fg_status bn_sum_groups(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
+{
+    fg_status st = fg_group_sums_add(c, bn_sums(l, c), bn_sums_count(l->in.dims[0]), c->groups,
+                                     err);
+    return st == FG_OK ? bn_allreduce(l, c, err) : st;
+}
+
+/* Group g's rows of x (or dy): (batch / groups) samples from sample g (batch / groups). */
+static const void *bn_group_rows(const fg_layer *l, const fg_layer_ctx *c, const void *p,
+                                 int g)
+{
+    size_t per = fg_shape_numel(&l->in) * fg_dtype_size((fg_dtype)c->dt.act);
+    return (const char *)p + (size_t)g * (size_t)(c->batch / c->groups) * per;
+}
+
+static fg_status batchnorm_forward_groups(const fg_layer *l, const fg_layer_ctx *c,
+                                          fg_error *err)
+{
+    int ch = bn_channels(l), sp = bn_op_spatial(l), n = c->batch / c->groups;
+    int rows = l->nhwc ? n * bn_spatial(l) : n;
+    float *saved = c->aux;
+    double *sums = bn_sums(l, c);
+    fg_status st = FG_OK;
+    for (int g = 0; st == FG_OK && g < c->groups; g++)
+        st = FG_OP(c, err, batchnorm_stats, c->dt.act, rows, ch, sp, bn_group_rows(l, c, c->x, g),
+                   sums + (size_t)g * bn_sums_count(ch));
+    if (st == FG_OK)
+        st = bn_sum_groups(l, c, err);
+    if (st == FG_OK)
+        st = FG_OP(c, err, batchnorm_apply, c->dt.act, c->dt.param, bn_rows(l, c), ch, sp, c->x,
+                   sums, c->param[0], c->param[1], c->buffer[0], c->buffer[1],
+                   (float)l->momentum, (float)l->eps, saved, saved + ch, c->y);
     return st;
 }
 
@@ -99,6 +146,8 @@ static fg_status batchnorm_forward(const fg_layer *l, const fg_layer_ctx *c, fg_
     int rows = bn_rows(l, c);
     sp = bn_op_spatial(l);
     const void *x = fg_layout_x(l, c);
+    if (c->training && c->groups > 1)
+        return c->batch % c->groups ? bn_uneven(l, c, err) : batchnorm_forward_groups(l, c, err);
     if (!c->training || !l->sync_stats)
         return FG_OP(c, err, batchnorm_forward, c->dt.act, c->dt.param, c->training, rows, ch,
                      sp, x, c->param[0], c->param[1], c->buffer[0], c->buffer[1],
@@ -134,8 +183,37 @@ static fg_status batchnorm_backward_synced(const fg_layer *l, const fg_layer_ctx
     return st == FG_OK ? fg_layout_leave_dx(l, c, err) : st;
 }
 
+/* Each group's dgamma and dbeta (added in group order) and sums, then dx from their total. */
+static fg_status batchnorm_backward_groups(const fg_layer *l, const fg_layer_ctx *c,
+                                           fg_error *err)
+{
+    int ch = bn_channels(l), sp = bn_op_spatial(l), n = c->batch / c->groups;
+    int rows = l->nhwc ? n * bn_spatial(l) : n;
+    const float *saved = c->aux;
+    double *sums = bn_sums(l, c);
+    fg_status st = FG_OK;
+    for (int g = 0; st == FG_OK && g < c->groups; g++) {
+        st = FG_OP(c, err, batchnorm_backward_reduce, c->dt.act, c->dt.grad, rows, ch, sp,
+                   bn_group_rows(l, c, c->x, g), saved, saved + ch,
+                   bn_group_rows(l, c, c->dy, g), sums + (size_t)g * bn_sums_count(ch),
+                   g ? fg_group_grad(c, 0) : c->grad[0], g ? fg_group_grad(c, 1) : c->grad[1],
+                   g ? 0 : c->accumulate);
+        for (int j = 0; g > 0 && st == FG_OK && j < 2; j++)
+            st = fg_group_grad_add(c, j, (size_t)ch, err);
+    }
+    if (st != FG_OK || !c->dx)
+        return st;
+    st = bn_sum_groups(l, c, err);
+    if (st == FG_OK)
+        st = FG_OP(c, err, batchnorm_backward_apply, c->dt.act, c->dt.param, bn_rows(l, c), ch,
+                   sp, c->x, c->param[0], saved, saved + ch, c->dy, sums, c->dx);
+    return st;
+}
+
 static fg_status batchnorm_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
+    if (c->groups > 1)
+        return c->batch % c->groups ? bn_uneven(l, c, err) : batchnorm_backward_groups(l, c, err);
     if (l->sync_stats)
         return batchnorm_backward_synced(l, c, err);
     int ch = bn_channels(l);
@@ -151,7 +229,7 @@ static void batchnorm_op_needs(const fg_layer *l, const fg_role_dtypes *dt, int 
                                fg_op_needs *n)
 {
     FG_NEED(n, l->section, FG_OP_BATCHNORM_FORWARD, dt->act, dt->param);
-    if (training && l->sync_stats) {
+    if (training && (l->sync_stats || l->batch_groups > 1)) {
         FG_NEED(n, l->section, FG_OP_BATCHNORM_STATS, dt->act);
         FG_NEED(n, l->section, FG_OP_BATCHNORM_APPLY, dt->act, dt->param);
         FG_NEED(n, l->section, FG_OP_BATCHNORM_BACKWARD_REDUCE, dt->act, dt->grad);

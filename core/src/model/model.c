@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch_groups.h"
 #include "init.h"
 #include "residual_init.h"
 #include "layer_order.h"
@@ -111,6 +112,12 @@ static const fg_option model_options[] = {
      "replicas (dp, ddp, sharded, model-parallel with chunks = 1; Lightning's "
      "sync_batchnorm, PyTorch's SyncBatchNorm): sums reduced in f64 in forward and "
      "backward; false: each replica its own batch's"},
+    {"batch_groups", FG_OPT_INT, "1", 1, 64, NULL,
+     "G >= 2: a training batch is G groups of batch_size / G samples, drawn as ranks 0 .. "
+     "G-1 of a G-rank ddp run draw theirs, and every sum over the batch (weight, bias and "
+     "batch-norm gradients, batch-norm statistics) is taken per group, the groups' sums "
+     "added in order: one device computes the bits of ddp on G ranks, dp on G devices "
+     "those too (README: a data-parallel run reproduced on one device); 1: off"},
     {"memory_format", FG_OPT_ENUM, "contiguous", 1, 0, FG_MEMORY_FORMAT_CHOICES,
      "the memory order of (c, h, w) activations, PyTorch's name: channels_last keeps "
      "conv2d, pooling, batchnorm and the activations between them NHWC on the device "
@@ -506,6 +513,9 @@ fg_status fg_model_build_fp8(const fg_config *cfg, const int64_t *sample_shape,
         st = fg_section_read_bool(cfg, "model", model_options, COUNT(model_options),
                                   "sync_batchnorm", &m->sync_batchnorm, err);
     if (st == FG_OK)
+        st = fg_section_read_int(cfg, "model", model_options, COUNT(model_options),
+                                 "batch_groups", &m->batch_groups, err);
+    if (st == FG_OK)
         st = fg_loss_read_smoothing(cfg, loss, &m->label_smoothing, err);
     fg_memory_format format = FG_MEMORY_CONTIGUOUS;
     if (st == FG_OK)
@@ -517,6 +527,8 @@ fg_status fg_model_build_fp8(const fg_config *cfg, const int64_t *sample_shape,
         st = build_layers(m, cfg, err);
     if (st == FG_OK)
         st = check_pad_vocab(m, cfg, err);
+    if (st == FG_OK)
+        st = fg_batch_groups_check(m, cfg, err);
     int scaled = 0;
     if (st == FG_OK)
         st = fg_section_read_bool(cfg, "model", model_options, COUNT(model_options),
@@ -663,3 +675,5 @@ int fg_model_sync_batchnorm(const fg_model *m) { return m->sync_batchnorm; }
 void fg_model_count_synced_layer(fg_model *m) { m->synced_layers++; }
 
 int fg_model_synced_layers(const fg_model *m) { return m->synced_layers; }
+
+int fg_model_batch_groups(const fg_model *m) { return m->batch_groups > 1 ? (int)m->batch_groups : 1; }

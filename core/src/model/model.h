@@ -141,6 +141,10 @@ typedef fg_status (*fg_replica_allreduce_hook)(void *user, void *queue, double *
                                                int64_t count, fg_error *err);
 /* NULL fn: this replica is the only one (its layers sum over themselves). */
 void fg_replica_set_allreduce(fg_replica *r, fg_replica_allreduce_hook fn, void *user);
+/* [model] batch_groups: a training pass of this replica runs `groups` groups of its batch
+ * (batch_groups.h); allocates the groups' scratch. 1: one pass over the batch (the default;
+ * a dp replica, whose shard is one group). */
+fg_status fg_replica_set_batch_groups(fg_replica *r, int groups, fg_error *err);
 /* Asks backward for d(loss)/d(input) too (a pipeline stage needs it); off by default. */
 void fg_replica_set_need_input_grad(fg_replica *r, int on);
 /* (batch, classes) softmax of the last forward, on the device; NULL when the replica keeps
@@ -152,6 +156,8 @@ const float *fg_replica_probs(const fg_replica *r);
 void fg_model_set_keep_probs(fg_model *m, int on);
 /* [model] sync_batchnorm: batch norm layers reduce their statistics across the replicas. */
 int fg_model_sync_batchnorm(const fg_model *m);
+/* [model] batch_groups (batch_groups.h): groups per training batch; 1: off. */
+int fg_model_batch_groups(const fg_model *m);
 /* A layer's plan says it calls the replica all-reduce; the count of such layers. */
 void fg_model_count_synced_layer(fg_model *m);
 int fg_model_synced_layers(const fg_model *m);

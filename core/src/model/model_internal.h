@@ -33,6 +33,7 @@ struct fg_model {
     int positions;                    /* labels per sample: 1, or T of (T, classes) logits */
     int recompute;                    /* [model] recompute: every block's default */
     int sync_batchnorm;               /* [model] sync_batchnorm: statistics across replicas */
+    int64_t batch_groups;             /* [model] batch_groups: sums per group (batch_groups.c) */
     float label_smoothing;            /* [model] label_smoothing: eps of the xent, 0: none */
     int memory_format;                /* [model] memory_format: fg_memory_format (layout.h) */
     fg_fp8_recipe fp8;                /* linear layers' fp8 gemms (precision.fp8-mixed) */

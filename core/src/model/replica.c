@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch_groups.h"
 #include "init.h"
 
 #define ARENA_ALIGN 64 /* bytes between arena regions */
@@ -87,6 +88,11 @@ struct fg_replica {
     /* bytes per element of `params` (f32, or the half param dtype of a "true" mode) and of
      * `grads` (f32 or the half grad dtype) */
     size_t param_size, grad_size;
+    /* [model] batch_groups (batch_groups.h): groups per training batch (1: none), and the
+     * scratch of a grouped layer: one layer's gradients (device), a batchnorm's sums (host) */
+    int groups;
+    void *group_grads;
+    double *group_host;
 };
 
 static size_t arena_take(size_t *top, size_t bytes)
@@ -345,11 +351,33 @@ void fg_replica_destroy(fg_replica *r)
         r->be->free(r->bs, r->device, r->work);
     if (r->dropout_counters)
         r->be->free(r->bs, r->device, r->dropout_counters);
+    if (r->group_grads)
+        r->be->free(r->bs, r->device, r->group_grads);
+    free(r->group_host);
     free(r->counters_host);
     free(r->y_off);
     free(r->aux_off);
     free(r->out);
     free(r);
+}
+
+fg_status fg_replica_set_batch_groups(fg_replica *r, int groups, fg_error *err)
+{
+    if (groups <= 1 || r->groups == groups)
+        return FG_OK;
+    if (r->groups > 1 || r->shares)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "batch groups: set once, on a replica "
+                            "that owns its gradients");
+    size_t bytes = fg_batch_groups_grad_bytes(r->m, r->first, r->end, r->grad_size);
+    size_t doubles = fg_batch_groups_host_doubles(r->m, r->first, r->end);
+    fg_status st = bytes ? device_alloc(r, bytes, &r->group_grads, "batch groups' gradients",
+                                        err)
+                         : FG_OK;
+    if (st == FG_OK && doubles && !(r->group_host = malloc(doubles * sizeof(double))))
+        st = fg_error_set(err, FG_OUT_OF_MEMORY, "out of memory for the batch groups' sums");
+    if (st == FG_OK)
+        r->groups = groups;
+    return st;
 }
 
 float *fg_replica_params(const fg_replica *r) { return r->params; }
@@ -489,6 +517,10 @@ static void layer_ctx(const fg_replica *r, const fg_layer *l, fg_layer_ctx *c)
     for (int j = 0; j < l->buffer_count; j++)
         c->buffer[j] = r->buffers + (r->m->tensors[l->buffer_tensor[j]].offset - r->buffer_lo);
     c->aux = r->arena + r->aux_off[l->index];
+    c->groups = c->training ? r->groups : 1;
+    c->device = r->device;
+    c->group_grads = r->group_grads;
+    c->group_host = r->group_host;
     c->replica_allreduce = r->allreduce;
     c->replica_allreduce_user = r->allreduce_user;
     c->fp8 = &r->m->fp8;
@@ -688,6 +720,9 @@ fg_status fg_replica_forward(fg_replica *r, void *queue, const void *x_dev,
         return fg_error_set(err, FG_UNAVAILABLE, "forward: parameters mapped by the strategy "
                             "(sharded layers) are f32; %s working parameters are not supported "
                             "with them", fg_dtype_name((fg_dtype)r->dt->param));
+    if (training && r->groups > 1 && r->mem_hook)
+        return fg_error_set(err, FG_UNAVAILABLE, "forward: [model] batch_groups needs the "
+                            "replica's own gradients, not a strategy's mapped (sharded) ones");
     fg_status cst = training ? dropout_counters_start(r, queue, err) : FG_OK;
     if (cst != FG_OK)
         return cst;
@@ -711,7 +746,7 @@ fg_status fg_replica_forward(fg_replica *r, void *queue, const void *x_dev,
             return layer_failed(l, "forward", mst, err);
         layer_ctx(r, l, &c);
         c.y = r->arena + r->y_off[i];
-        fg_status st = l->ops->forward(l, &c, err);
+        fg_status st = fg_layer_forward_grouped(m, l, &c, err);
         if (st != FG_OK)
             return layer_failed(l, "forward", st, err);
         r->out[i] = cur = c.y;
@@ -745,7 +780,7 @@ static fg_status layer_backward(fg_replica *r, void *queue, size_t i, const void
             c.x2 = fg_graph_input(l, 1, r->out, r->x);
     }
     c.y = (void *)(uintptr_t)r->out[i];
-    fg_status st = l->ops->backward(l, &c, err);
+    fg_status st = fg_layer_backward_grouped(r->m, l, &c, err);
     if (st != FG_OK)
         return layer_failed(l, "backward", st, err);
     if (r->hook && l->param_count && !l->tied) { /* a tied weight is ready with its owner */

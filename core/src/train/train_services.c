@@ -206,6 +206,27 @@ static int stage_syncs(const fg_model *m, const fg_stage_spec *p)
     return 0;
 }
 
+/* [model] batch_groups: replicas of the whole model, a batch each; a pipeline's part or
+ * micro-batch sees neither all of a group nor the groups' order. */
+static fg_status stage_batch_groups(fg_train_ctx *c, fg_train_stage *s, fg_error *err)
+{
+    int groups = fg_model_batch_groups(c->model);
+    if (groups <= 1)
+        return FG_OK;
+    if (!s->is_first || !s->is_last || s->chunks > 1)
+        return fg_error_set(err, FG_UNAVAILABLE,
+                            "%s: [model] batch_groups = %d: a stage of layers [%d, %d) in %d "
+                            "micro-batch(es) cannot take the batch's sums group by group; use "
+                            "strategy single, or dp with %d devices",
+                            fg_config_origin(c->cfg, "model", "batch_groups"), groups,
+                            s->spec.first_layer, s->spec.first_layer + s->spec.layer_count,
+                            s->chunks, groups);
+    fg_status st = FG_OK;
+    for (int i = 0; st == FG_OK && i < s->chunks; i++)
+        st = fg_replica_set_batch_groups(s->arena[i], c->batch_groups, err);
+    return st;
+}
+
 static fg_status stage_create(void *ctx, const fg_stage_spec *spec, void **out, fg_error *err)
 {
     fg_train_ctx *c = CTX(ctx);
@@ -229,6 +250,7 @@ static fg_status stage_create(void *ctx, const fg_stage_spec *spec, void **out, 
     s->cast_version = UINT64_MAX; /* the working parameters are cast before the first forward */
     st = c->be->queue_create(c->bs, p.device, &s->queue, err);
     if (st == FG_OK) st = create_arenas(c, s, err);
+    if (st == FG_OK) st = stage_batch_groups(c, s, err);
     if (st == FG_OK) {
         fg_replica_param_range(s->arena[0], &s->param_lo, &s->param_n);
         fg_replica_buffer_range(s->arena[0], &s->buffer_lo, &s->buffer_n);

@@ -51,6 +51,9 @@ typedef struct fg_train_ctx {
     /* stages holding a [model] sync_batchnorm layer that the strategy gave no replica
      * all-reduce (set_replica_allreduce): the trainer refuses a multi-replica run with any */
     int unserved_stages;
+    /* [model] batch_groups each stage's replicas run (the trainer's setup_batch_groups): the
+     * key's G on one device, 1 where each of G devices takes one group (dp) */
+    int batch_groups;
     /* the live stages, in creation order (strategy.dp's replica 0 first; strategy.model-
      * parallel's pipeline 0, stage by stage, then the other pipelines) */
     struct fg_train_stage *live;

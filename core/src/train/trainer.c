@@ -103,6 +103,35 @@ static fg_status check_replica_allreduce(fg_trainer *t, const fg_train_ctx *c, f
                         t->devices * t->world_size);
 }
 
+/* [model] batch_groups = G in one process: on one device its replica runs the G groups; on
+ * G devices (dp) each takes one, the loader's groups being dp's shards. */
+static fg_status setup_batch_groups(fg_trainer *t, fg_train_ctx *c, fg_error *err)
+{
+    int g = fg_model_batch_groups(t->model);
+    const char *origin = fg_config_origin(t->cfg, "model", "batch_groups");
+    c->batch_groups = t->devices == 1 ? g : 1;
+    if (g == 1) return FG_OK;
+    if (t->world_size > 1)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [model] batch_groups = %d takes a "
+                            "batch as %d ranks would in one process; [strategy] %s runs %d "
+                            "processes, whose ranks are the groups already: remove the key",
+                            origin, g, g, t->strategy.inst->name, t->world_size);
+    if (t->devices != 1 && t->devices != g)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [model] batch_groups = %d with %d "
+                            "devices: each device takes one group (dp), so the key must be %d "
+                            "or the devices 1", origin, g, t->devices, t->devices);
+    if (t->keys.batch_size % g)
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "%s: [model] batch_groups = %d does not "
+                            "divide [data] batch_size = %lld", origin, g,
+                            (long long)t->keys.batch_size);
+    if (t->keys.accumulate > 1)
+        return fg_error_set(err, FG_UNAVAILABLE, "%s: [model] batch_groups = %d with [trainer] "
+                            "accumulate_grad_batches = %lld: each group's micro-batches would "
+                            "add up before the groups do; not supported", origin, g,
+                            (long long)t->keys.accumulate);
+    return FG_OK;
+}
+
 /* What the fp8 amax reduction spans, for the fit's log */
 static void log_fp8_amax(fg_trainer *t)
 {
@@ -227,6 +256,7 @@ static fg_status make_loader(fg_trainer *t, fg_data_split *s, int training, fg_e
     o.sampler.rank = t->rank;
     o.sampler.world_size = t->world_size;
     o.sampler.even_shards = training;
+    o.sampler.groups = training ? fg_model_batch_groups(t->model) : 1;
     o.num_workers = (int)t->keys.num_workers;
     o.prefetch = (int)t->keys.prefetch;
     o.fence_base = split_fences(t, s);
@@ -399,6 +429,8 @@ static fg_status setup_strategy(fg_trainer *t, fg_error *err)
     t->lr = (float)fg_scheduler_lr(t->scheduler, 0, 0);
     int64_t max_batch = t->keys.batch_size > t->keys.eval_batch_size ? t->keys.batch_size : t->keys.eval_batch_size;
     fg_train_services_init(c, (int)max_batch);
+    st = setup_batch_groups(t, c, err);
+    if (st != FG_OK) return st;
     t->strategy_ready = 1;
     st = STRAT(t)->setup(t->strategy.state, &c->svc, err);
     if (st == FG_OK) st = check_replica_allreduce(t, c, err);

@@ -299,6 +299,62 @@ static void test_sampler_options(void)
     CHECK_HAS(err.message, "world_size = 0");
 }
 
+/* [model] batch_groups: a rank's batch in G groups is, group after group, the batches of
+ * its G virtual ranks (rank * G + g of world * G) at batch_size / G, padding included. */
+static void test_sampler_groups(void)
+{
+    static const struct {
+        int64_t length;
+        int world, rank, groups, group_batch, drop_last;
+    } cases[] = {
+        {10, 1, 0, 2, 2, 0}, {13, 1, 0, 2, 3, 0}, {13, 1, 0, 3, 2, 1},
+        {97, 2, 1, 2, 5, 0}, {64, 1, 0, 4, 4, 0}, {7, 2, 0, 2, 1, 0},
+    };
+    fg_error err = {0};
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        int g = cases[t].groups, n = cases[t].group_batch;
+        fg_sampler_options o = sampler_opts(cases[t].length, g * n, 1, cases[t].drop_last);
+        o.world_size = cases[t].world;
+        o.rank = cases[t].rank;
+        o.groups = g;
+        fg_sampler *s = NULL, *v[4] = {0};
+        REQUIRE_OK(fg_sampler_create(&o, &s, &err));
+        for (int r = 0; r < g; r++) {
+            fg_sampler_options vo = sampler_opts(cases[t].length, n, 1, cases[t].drop_last);
+            vo.world_size = cases[t].world * g;
+            vo.rank = cases[t].rank * g + r;
+            REQUIRE_OK(fg_sampler_create(&vo, &v[r], &err));
+            CHECK_EQ_I64(fg_sampler_batches_per_epoch(v[r]), fg_sampler_batches_per_epoch(s));
+        }
+        CHECK_EQ_I64(fg_sampler_samples_per_rank(s), g * fg_sampler_samples_per_rank(v[0]));
+        for (int64_t b = 0; b < fg_sampler_batches_per_epoch(s); b++) {
+            int64_t got[64], want[16];
+            int count = 0, part = 0;
+            REQUIRE_OK(fg_sampler_batch(s, 3, b, got, &count, &err));
+            CHECK_EQ_I64(count % g, 0);
+            for (int r = 0; r < g; r++) {
+                REQUIRE_OK(fg_sampler_batch(v[r], 3, b, want, &part, &err));
+                CHECK_EQ_I64(part, count / g);
+                for (int k = 0; k < part; k++)
+                    CHECK_EQ_I64(got[r * part + k], want[k]);
+            }
+        }
+        fg_sampler_destroy(s);
+        for (int r = 0; r < g; r++)
+            fg_sampler_destroy(v[r]);
+    }
+    fg_sampler *s = NULL;
+    fg_sampler_options o = sampler_opts(10, 5, 1, 0);
+    o.groups = 2;
+    CHECK(fg_sampler_create(&o, &s, &err) == FG_INVALID_ARGUMENT);
+    CHECK_HAS(err.message, "groups = 2 needs even shards and a batch_size (5) it divides");
+    o = sampler_opts(10, 4, 1, 0);
+    o.groups = 2;
+    o.even_shards = 0;
+    CHECK(fg_sampler_create(&o, &s, &err) == FG_INVALID_ARGUMENT);
+    CHECK(s == NULL);
+}
+
 /* ---- the fake data plugin ------------------------------------------------------------ */
 
 #define FAKE_ELEMS 6 /* sample shape (2, 3) */
@@ -1262,6 +1318,7 @@ static const struct {
     {"sampler_distributed_train", test_sampler_distributed_train},
     {"sampler_distributed_eval", test_sampler_distributed_eval},
     {"sampler_options", test_sampler_options},
+    {"sampler_groups", test_sampler_groups},
     {"loader_same_batches", test_loader_same_batches},
     {"loader_resume", test_loader_resume},
     {"loader_abandon_epoch", test_loader_abandon_epoch},
