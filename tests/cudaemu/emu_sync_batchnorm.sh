@@ -8,7 +8,8 @@
 # without a broadcast after setup's; comm.mpi (the sums staged through the host) gives
 # bitwise comm.nccl's weights; without the key ddp is far from single; `fulgur check` passes
 # the key on backend cuda (it used to refuse it naming the split ops); strategy.dp on 2
-# emulated devices (32 + 32) is single within 1e-6 too. Host synchronisations
+# emulated devices (32 + 32) is single within 1e-6 too; one emulated device at batch 64 with
+# [model] batch_groups = 2 has ddp's bits (the weights' digest). Host synchronisations
 # per steady-state step (FGEMU_SYNC_LOG, rank 0, runs of A and B steps without a log step,
 # the stop agreement moved past the run's end): none over comm.nccl (the f64 sums are
 # all-reduced on the device, ordered by the stage's stream); over comm.mpi the key adds 3 per
@@ -88,6 +89,13 @@ cmp -s single.steps dp.steps || { diff single.steps dp.steps; fail "dp: the logg
 dpnear=$("$python" "$ddp_tests/compare_model_relative.py" dp.safetensors single.safetensors 1e-6) ||
   fail "dp with sync_batchnorm on cuda is not single: $dpnear"
 echo "ok: dp 32 + 32 with sync_batchnorm on 2 emulated devices vs single batch 64: $dpnear"
+# [model] batch_groups = 2: one emulated device at 64 takes its sums as the 2 ranks do
+"$fulgur" --plugin-path "$plugins" fit single.ini strategy.name=single $common \
+  trainer.max_steps="$steps" data.batch_size=64 model.batch_groups=2 \
+  trainer.default_root_dir="$tmp/runs" >groups.out 2>&1 || { cat groups.out; fail "single in batch groups"; }
+g=$(digest groups)
+[ -n "$g" ] && [ "$g" = "$a" ] || fail "single at 64 in 2 batch groups: $g, ddp's: $a"
+echo "ok: one emulated device at batch 64 in 2 batch groups has ddp's bits: $g"
 echo "ok: ddp -n 2 batch 32 with sync_batchnorm vs single batch 64 on the emulated device after $steps steps: $near; per tensor $tensors; running statistics $d0 on both ranks; comm.mpi = comm.nccl ($a); without the key: $off"
 
 # host synchronisations per steady-state step (no log step between A and B; 3 batch-norm

@@ -29,12 +29,14 @@
 #                      with the fused per-device batch norm after 50 steps (the model within
 #                      1e-6 of its largest value, every tensor within 1e-5 of its own, the same
 #                      logged losses); each rank keeps its own running statistics (no broadcast
-#                      after setup's) and they are equal; without the key ddp is far from single
+#                      after setup's) and they are equal; without the key ddp is far from single;
+#                      single at 64 with [model] batch_groups = 2 has ddp's bits (its digest)
 # batch_groups         [model] batch_groups = 2 on examples/fashion_mnist_resnet.ini (relu, max
 #                      pooling, AdamW; Debian's fashion-mnist idx files, resnet_ini.sh): one
 #                      device at batch 64 ends 50 steps with bitwise the weights of ddp -n 2 at
 #                      32 with sync_batchnorm (the digests, and 0 in compare_model_relative.py)
-#                      and of dp on 2 devices; without the key one device is more than 1e-6 off;
+#                      and of dp on 2 devices and of model-parallel's one stage (the graph model
+#                      has no pipeline split); without the key one device is more than 1e-6 off;
 #                      the key's refusals (ddp, 3 groups of 64, accumulation, a pipeline of
 #                      ddp.ini's MLP, dropout)
 # dropout_streams      dropout on a one-sample set (every rank trains on the same sample): without
@@ -418,6 +420,7 @@ step_sync_batchnorm() {
     must "$WORK/sync.log" fit_ddp 2 -v trainer.final_checkpoint="$WORK/sync.safetensors"
     must "$WORK/nosync.log" fit_ddp 2 model.sync_batchnorm=false \
         trainer.final_checkpoint="$WORK/nosync.safetensors"
+    must "$WORK/groups.log" fit_single data.batch_size=64 model.batch_groups=2
     grep -q 'after 50 steps' "$WORK/single.log" || { cat "$WORK/single.log"; fail "single did not run 50 steps"; }
     grep -aq 'after 50 steps' "$WORK/sync.log" || { cat "$WORK/sync.log"; fail "ddp did not run 50 steps"; }
     diff <(grep '^epoch .* step ' "$WORK/single.log") <(grep -a '^epoch .* step ' "$WORK/sync.log") ||
@@ -434,14 +437,16 @@ step_sync_batchnorm() {
     d1=$(grep -aoE 'rank 1: model buffers \(128 floats\) digest [0-9a-f]+, 1 broadcast\(s\)' "$WORK/sync.log" | awk '{sub(/,$/, "", $8); print $8}')
     [ -n "$d0" ] && [ "$d0" = "$d1" ] ||
         { grep -a 'model buffers' "$WORK/sync.log"; fail "running statistics differ between ranks or were broadcast after setup: '$d0' '$d1'"; }
-    echo "ok: ddp -n 2 batch 32 with sync_batchnorm vs single batch 64 after 50 steps: $near; per tensor $tensors; running statistics $d0 on both ranks; without the key: $off"
+    d0=$(grep -a '^weights:' "$WORK/sync.log" | head -1) d1=$(grep '^weights:' "$WORK/groups.log")
+    [ "$d0" = "$d1" ] || fail "single at batch 64 in 2 batch groups is not ddp's bits: '$d1' against '$d0'"
+    echo "ok: ddp -n 2 batch 32 with sync_batchnorm vs single batch 64 after 50 steps: $near; per tensor $tensors; running statistics equal on both ranks; without the key: $off; single in 2 batch groups: ddp's $d0"
 }
 
 step_batch_groups() {
     : "${PYTHON:?}" "${FULGUR_SRC:?}"
     local data=/usr/share/datasets/fashion-mnist one=(backend.threads=1 trainer.max_steps=50
         trainer.num_sanity_val_steps=0 trainer.check_val_every_n_epoch=0
-        trainer.test_after_fit=false) w near off a b c
+        trainer.test_after_fit=false) w near off a b c m
     [ -f "$data/train-images-idx3-ubyte.gz" ] ||
         fail "$data is missing: Debian's dataset-fashion-mnist (tests/install-deps.sh installs it)"
     CFG=$WORK/resnet.ini
@@ -456,11 +461,15 @@ step_batch_groups() {
         trainer.final_checkpoint="$WORK/ddp.safetensors"
     must "$WORK/dp.log" "$FULGUR" --plugin-path "$PLUGIN_DIR" fit "$WORK/single.ini" "${one[@]}" \
         strategy.name=dp backend.devices=2 model.sync_batchnorm=true model.batch_groups=2
+    must "$WORK/mp.log" "$FULGUR" --plugin-path "$PLUGIN_DIR" fit "$WORK/single.ini" "${one[@]}" \
+        strategy.name=model-parallel backend.devices=1 model.sync_batchnorm=true \
+        model.batch_groups=2
     a=$(grep '^weights:' "$WORK/groups.log") b=$(grep -a '^weights:' "$WORK/ddp.log" | head -1)
-    c=$(grep '^weights:' "$WORK/dp.log")
+    c=$(grep '^weights:' "$WORK/dp.log") m=$(grep '^weights:' "$WORK/mp.log")
     case $a in *"after 50 steps") ;; *) cat "$WORK/groups.log"; fail "one device did not run 50 steps" ;; esac
     [ "$a" = "$b" ] || fail "one device in 2 batch groups is not ddp -n 2: '$a' against '$b'"
     [ "$a" = "$c" ] || fail "one device in 2 batch groups is not dp on 2 devices: '$a' against '$c'"
+    [ "$a" = "$m" ] || fail "model-parallel (one stage) in 2 batch groups is not single: '$m' against '$a'"
     near=$("$PYTHON" "$DDP_TESTS/compare_model_relative.py" "$WORK/ddp.safetensors" "$WORK/groups.safetensors" 0) ||
         fail "ddp against one device in batch groups: $near"
     if off=$("$PYTHON" "$DDP_TESTS/compare_model_relative.py" "$WORK/ddp.safetensors" "$WORK/plain.safetensors" 1e-6); then
@@ -484,7 +493,7 @@ step_batch_groups() {
         fit "$WORK/mlp.ini" model.batch_groups=2 strategy.name=model-parallel backend.devices=2
     refused "dropout masks from one stream" "$FULGUR" --plugin-path "$PLUGIN_DIR" fit "$w" \
         "${one[@]}" model.batch_groups=2 layer.b2_relu2.type=dropout layer.b2_relu2.p=0.1
-    echo "ok: one device at batch 64 in 2 batch groups == ddp -n 2 at 32 == dp on 2 devices: $a ($near); without the groups: $off"
+    echo "ok: one device at batch 64 in 2 batch groups == ddp -n 2 at 32 == dp on 2 devices == model-parallel's one stage: $a ($near); without the groups: $off"
 }
 
 step_dropout_streams() {
