@@ -37,6 +37,8 @@
 #                      32 with sync_batchnorm (the digests, and 0 in compare_model_relative.py)
 #                      and of dp on 2 devices and of model-parallel's one stage (the graph model
 #                      has no pipeline split); without the key one device is more than 1e-6 off;
+#                      char_gpt.ini (transformer blocks on README.md's text) the same in fp32 and
+#                      bf16-mixed (ddp -n 2 at 8 against one device at 16 in 2 groups);
 #                      the key's refusals (ddp, 3 groups of 64, accumulation, a pipeline of
 #                      ddp.ini's MLP, dropout)
 # dropout_streams      dropout on a one-sample set (every rank trains on the same sample): without
@@ -493,7 +495,17 @@ step_batch_groups() {
         fit "$WORK/mlp.ini" model.batch_groups=2 strategy.name=model-parallel backend.devices=2
     refused "dropout masks from one stream" "$FULGUR" --plugin-path "$PLUGIN_DIR" fit "$w" \
         "${one[@]}" model.batch_groups=2 layer.b2_relu2.type=dropout layer.b2_relu2.p=0.1
-    echo "ok: one device at batch 64 in 2 batch groups == ddp -n 2 at 32 == dp on 2 devices == model-parallel's one stage: $a ($near); without the groups: $off"
+    # the char GPT (embeddings, transformer blocks, layernorm) in fp32 and bf16-mixed
+    CFG=$DDP_TESTS/char_gpt.ini
+    for p in fp32 bf16-mixed; do
+        must "$WORK/gpt_ddp_$p.log" fit_ddp 2 data.dir="$FULGUR_SRC" precision.name=$p
+        must "$WORK/gpt_groups_$p.log" fit_single data.dir="$FULGUR_SRC" precision.name=$p \
+            data.batch_size=16 model.batch_groups=2
+        b=$(grep -a '^weights:' "$WORK/gpt_ddp_$p.log" | head -1) c=$(grep '^weights:' "$WORK/gpt_groups_$p.log")
+        case $b in *"after 30 steps") ;; *) cat "$WORK/gpt_ddp_$p.log"; fail "the GPT's ddp did not run 30 steps" ;; esac
+        [ "$b" = "$c" ] || fail "$p GPT: one device in 2 batch groups '$c', ddp -n 2 '$b'"
+    done
+    echo "ok: one device at batch 64 in 2 batch groups == ddp -n 2 at 32 == dp on 2 devices == model-parallel's one stage: $a ($near); without the groups: $off; the char GPT in fp32 and bf16-mixed: ddp's bits"
 }
 
 step_dropout_streams() {

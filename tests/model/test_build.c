@@ -227,7 +227,7 @@ static void test_schemas(void)
         CHECK(o && n >= 1 && strcmp(o[0].key, "type") == 0);
     }
     o = fg_model_schema(&n);
-    CHECK(o && n == 13);
+    CHECK(o && n == 14);
     if (o) {
         CHECK_STR(o[0].key, "input");
         CHECK_STR(o[1].default_value, "softmax_cross_entropy");
@@ -250,6 +250,8 @@ static void test_schemas(void)
         CHECK_STR(o[11].choices, "contiguous|channels_last");
         CHECK_STR(o[12].key, "label_smoothing");
         CHECK_STR(o[12].default_value, "0");
+        CHECK_STR(o[13].key, "batch_groups");
+        CHECK_STR(o[13].default_value, "1");
     }
     o = fg_layer_schema("transformer_block", &n);
     CHECK(o && n >= 1 && strcmp(o[n - 1].key, "recompute") == 0);

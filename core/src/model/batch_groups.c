@@ -8,7 +8,8 @@
 
 static const char *unsupported(const fg_model *m, const fg_layer *l)
 {
-    if (l->p > 0)
+    int drops = l->ops == &fg_layer_dropout || l->ops == &fg_layer_transformer_block;
+    if (drops && l->p > 0) /* p: the dropout's, the block's attn_dropout */
         return "draws its dropout masks from one stream over the batch, where each rank of "
                "ddp draws from its own";
     if (l->nhwc)
@@ -22,8 +23,8 @@ static const char *unsupported(const fg_model *m, const fg_layer *l)
                "order";
     if (l->fp8)
         return "runs fp8 gemms, whose scales come from the whole batch";
-    if (l->aux_per_sample)
-        return "keeps state per sample that its backward reads over the whole batch";
+    if (l->aux_per_sample && l->aux_fixed)
+        return "keeps state per sample after state of its own, which its groups would share";
     if (l->input_count > 1)
         return "has two inputs";
     return m->pad_vocab_to > 1 ? "writes padded logits ([model] pad_vocab_to)" : NULL;
@@ -130,19 +131,23 @@ static const void *rows_at(const void *p, size_t bytes)
     return p ? (const char *)p + bytes : NULL;
 }
 
-/* Group g's view of the pass: its rows of x, y, dy and dx. */
+/* Group g's view of the pass: its rows of x, y, dy and dx, and its own part of the layer's
+ * per-sample arena bytes (laid out by the layer for a batch of the group's size). */
 static fg_layer_ctx group_ctx(const fg_layer *l, const fg_layer_ctx *c, int g)
 {
     fg_layer_ctx s = *c;
     size_t act = fg_dtype_size((fg_dtype)c->dt.act);
+    size_t x_size = l->ops == &fg_layer_embedding ? sizeof(int32_t) : act; /* token ids */
     size_t rows = (size_t)g * (size_t)(c->batch / c->groups);
-    size_t in = rows * fg_shape_numel(&l->in) * act, out = rows * fg_shape_numel(&l->out) * act;
+    size_t in = rows * fg_shape_numel(&l->in), out = rows * fg_shape_numel(&l->out) * act;
     s.batch = c->batch / c->groups;
     s.groups = 1;
-    s.x = rows_at(c->x, in);
+    s.x = rows_at(c->x, in * x_size);
     s.y = (void *)(uintptr_t)rows_at(c->y, out);
     s.dy = rows_at(c->dy, out);
-    s.dx = (void *)(uintptr_t)rows_at(c->dx, in);
+    s.dx = (void *)(uintptr_t)rows_at(c->dx, in * act);
+    if (l->aux_per_sample)
+        s.aux = (char *)c->aux + rows * l->aux_per_sample;
     return s;
 }
 

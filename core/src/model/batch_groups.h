@@ -5,8 +5,8 @@
  * draw their shards (data/sampler.h); this file runs the layers.
  *
  * A layer with parameters runs forward and backward once per group on the group's rows,
- * with a rank's shapes (so the same kernels and blockings); group g > 0's gradients go to
- * scratch and are added to group 0's. batchnorm runs its groups itself: its statistics and
+ * with a rank's shapes (so the same kernels and blockings) and its own part of the layer's
+ * per-sample arena bytes; group g > 0's gradients go to scratch and are added to group 0's. batchnorm runs its groups itself: its statistics and
  * its dx need the whole batch's sums (layer_batchnorm.c). A layer without parameters works
  * sample by sample and runs once over the batch. */
 #ifndef FG_BATCH_GROUPS_H
@@ -15,8 +15,8 @@
 #include "model.h"
 
 /* At build: refuses, naming the layer, what groups cannot reproduce (dropout's one noise
- * stream, per-sample state of a layer with parameters, tied weights, fp8, channels-last,
- * padded logits). */
+ * stream, tied weights, fp8, channels-last, padded logits, per-sample state after fixed
+ * state). */
 fg_status fg_batch_groups_check(const fg_model *m, const fg_config *cfg, fg_error *err);
 
 /* Scratch a replica of layers [first, end) needs: device bytes for one layer's gradients

@@ -112,12 +112,6 @@ static const fg_option model_options[] = {
      "replicas (dp, ddp, sharded, model-parallel with chunks = 1; Lightning's "
      "sync_batchnorm, PyTorch's SyncBatchNorm): sums reduced in f64 in forward and "
      "backward; false: each replica its own batch's"},
-    {"batch_groups", FG_OPT_INT, "1", 1, 64, NULL,
-     "G >= 2: a training batch is G groups of batch_size / G samples, drawn as ranks 0 .. "
-     "G-1 of a G-rank ddp run draw theirs, and every sum over the batch (weight, bias and "
-     "batch-norm gradients, batch-norm statistics) is taken per group, the groups' sums "
-     "added in order: one device computes the bits of ddp on G ranks, dp on G devices "
-     "those too (README: a data-parallel run reproduced on one device); 1: off"},
     {"memory_format", FG_OPT_ENUM, "contiguous", 1, 0, FG_MEMORY_FORMAT_CHOICES,
      "the memory order of (c, h, w) activations, PyTorch's name: channels_last keeps "
      "conv2d, pooling, batchnorm and the activations between them NHWC on the device "
@@ -127,6 +121,13 @@ static const fg_option model_options[] = {
      "eps in [0, 1): the softmax cross-entropy against (1 - eps) * onehot + eps / classes, "
      "as torch.nn.CrossEntropyLoss(label_smoothing=eps), in training and validation; 0: "
      "plain cross-entropy"},
+    {"batch_groups", FG_OPT_INT, "1", 1, 64, NULL,
+     "G >= 2: a training batch is G groups of batch_size / G samples, drawn as ranks 0 .. "
+     "G-1 of a G-rank ddp run draw theirs, and every sum over the batch (weight, bias and "
+     "batch-norm gradients, batch-norm statistics) is taken per group, the groups' sums "
+     "added in order: with G = 2 one device computes the bits of ddp on 2 ranks and of dp "
+     "on 2 devices (more ranks add in the comm's own order; README: a data-parallel run "
+     "reproduced on one device); 1: off"},
 };
 
 /* [model] pad_vocab_to: pads the row stride of logits an output linear without bias writes
