@@ -2,8 +2,6 @@
  * batch_groups.h. */
 #include "batch_groups.h"
 
-#include <stdlib.h>
-
 #include "model_internal.h"
 
 static const char *unsupported(const fg_model *m, const fg_layer *l)
@@ -117,7 +115,7 @@ static int groups_run(const fg_layer *l, const fg_layer_ctx *c)
     return c->groups > 1 && l->param_count > 0 && l->ops != &fg_layer_batchnorm;
 }
 
-static fg_status group_batch(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
+fg_status fg_group_batch_check(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
     if (c->batch % c->groups == 0)
         return FG_OK;
@@ -151,13 +149,11 @@ static fg_layer_ctx group_ctx(const fg_layer *l, const fg_layer_ctx *c, int g)
     return s;
 }
 
-fg_status fg_layer_forward_grouped(const fg_model *m, const fg_layer *l, const fg_layer_ctx *c,
-                                   fg_error *err)
+fg_status fg_layer_forward_grouped(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
-    (void)m;
     if (!groups_run(l, c))
         return l->ops->forward(l, c, err);
-    fg_status st = group_batch(l, c, err);
+    fg_status st = fg_group_batch_check(l, c, err);
     for (int g = 0; st == FG_OK && g < c->groups; g++) {
         fg_layer_ctx s = group_ctx(l, c, g);
         st = l->ops->forward(l, &s, err);
@@ -170,7 +166,7 @@ fg_status fg_layer_backward_grouped(const fg_model *m, const fg_layer *l,
 {
     if (!groups_run(l, c))
         return l->ops->backward(l, c, err);
-    fg_status st = group_batch(l, c, err);
+    fg_status st = fg_group_batch_check(l, c, err);
     for (int g = 0; st == FG_OK && g < c->groups; g++) {
         fg_layer_ctx s = group_ctx(l, c, g);
         if (g > 0) { /* its own gradients, then added to the groups' before it */

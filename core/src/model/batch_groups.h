@@ -6,9 +6,10 @@
  *
  * A layer with parameters runs forward and backward once per group on the group's rows,
  * with a rank's shapes (so the same kernels and blockings) and its own part of the layer's
- * per-sample arena bytes; group g > 0's gradients go to scratch and are added to group 0's. batchnorm runs its groups itself: its statistics and
- * its dx need the whole batch's sums (layer_batchnorm.c). A layer without parameters works
- * sample by sample and runs once over the batch. */
+ * per-sample arena bytes; group g > 0's gradients go to scratch and are added to group 0's.
+ * batchnorm runs its groups itself: its statistics and its dx need the whole batch's sums
+ * (layer_batchnorm.c). A layer without parameters works sample by sample and runs once over
+ * the batch. */
 #ifndef FG_BATCH_GROUPS_H
 #define FG_BATCH_GROUPS_H
 
@@ -27,13 +28,14 @@ size_t fg_batch_groups_host_doubles(const fg_model *m, size_t first, size_t end)
 
 /* The layer's training forward / backward over c->groups groups (c->groups 1: the layer's
  * own pass). */
-fg_status fg_layer_forward_grouped(const fg_model *m, const fg_layer *l, const fg_layer_ctx *c,
-                                   fg_error *err);
+fg_status fg_layer_forward_grouped(const fg_layer *l, const fg_layer_ctx *c, fg_error *err);
 fg_status fg_layer_backward_grouped(const fg_model *m, const fg_layer *l,
                                     const fg_layer_ctx *c, fg_error *err);
 
-/* For layers that run their groups themselves: group g > 0's gradient of tensor j (in
- * c->group_grads), and adding it into tensor j's gradient (count values). */
+/* For layers that run their groups themselves: whether c->batch splits into c->groups (an
+ * error naming the layer if not), group g > 0's gradient of tensor j (in c->group_grads),
+ * and adding it into tensor j's gradient (count values). */
+fg_status fg_group_batch_check(const fg_layer *l, const fg_layer_ctx *c, fg_error *err);
 void *fg_group_grad(const fg_layer_ctx *c, int j);
 fg_status fg_group_grad_add(const fg_layer_ctx *c, int j, size_t count, fg_error *err);
 /* Adds `groups` runs of `count` f64 values of device memory (run g at sums + g * count)

@@ -183,7 +183,7 @@ struct fg_layer {
     int bias;
     double momentum, eps, p;
     int sync_stats; /* batchnorm: batch statistics summed across replicas ([model] sync_batchnorm) */
-    int batch_groups; /* batchnorm: [model] batch_groups, which it runs itself (batch_groups.h) */
+    int batch_groups; /* batchnorm: [model] batch_groups, run by itself (batch_groups.h) */
     int act; /* fg_activation */
     int64_t heads;  /* attention heads */
     int causal;     /* attention: query i sees keys 0..i */

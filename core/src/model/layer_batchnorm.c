@@ -48,13 +48,6 @@ static fg_status bn_allreduce(const fg_layer *l, const fg_layer_ctx *c, fg_error
                                 (int64_t)bn_sums_count(l->in.dims[0]), err);
 }
 
-static fg_status bn_uneven(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
-{
-    return fg_error_set(err, FG_INVALID_ARGUMENT,
-                        "[%s]: batch %d does not split into [model] batch_groups = %d equal "
-                        "groups", l->section, c->batch, c->groups);
-}
-
 static fg_status batchnorm_configure(fg_layer *l, const fg_config *cfg, fg_error *err)
 {
     const fg_layer_key keys[] = {
@@ -119,7 +112,7 @@ static fg_status batchnorm_forward_groups(const fg_layer *l, const fg_layer_ctx 
     int rows = l->nhwc ? n * bn_spatial(l) : n;
     float *saved = c->aux;
     double *sums = bn_sums(l, c);
-    fg_status st = FG_OK;
+    fg_status st = fg_group_batch_check(l, c, err);
     for (int g = 0; st == FG_OK && g < c->groups; g++)
         st = FG_OP(c, err, batchnorm_stats, c->dt.act, rows, ch, sp, bn_group_rows(l, c, c->x, g),
                    sums + (size_t)g * bn_sums_count(ch));
@@ -147,7 +140,7 @@ static fg_status batchnorm_forward(const fg_layer *l, const fg_layer_ctx *c, fg_
     sp = bn_op_spatial(l);
     const void *x = fg_layout_x(l, c);
     if (c->training && c->groups > 1)
-        return c->batch % c->groups ? bn_uneven(l, c, err) : batchnorm_forward_groups(l, c, err);
+        return batchnorm_forward_groups(l, c, err);
     if (!c->training || !l->sync_stats)
         return FG_OP(c, err, batchnorm_forward, c->dt.act, c->dt.param, c->training, rows, ch,
                      sp, x, c->param[0], c->param[1], c->buffer[0], c->buffer[1],
@@ -191,7 +184,7 @@ static fg_status batchnorm_backward_groups(const fg_layer *l, const fg_layer_ctx
     int rows = l->nhwc ? n * bn_spatial(l) : n;
     const float *saved = c->aux;
     double *sums = bn_sums(l, c);
-    fg_status st = FG_OK;
+    fg_status st = fg_group_batch_check(l, c, err);
     for (int g = 0; st == FG_OK && g < c->groups; g++) {
         st = FG_OP(c, err, batchnorm_backward_reduce, c->dt.act, c->dt.grad, rows, ch, sp,
                    bn_group_rows(l, c, c->x, g), saved, saved + ch,
@@ -213,7 +206,7 @@ static fg_status batchnorm_backward_groups(const fg_layer *l, const fg_layer_ctx
 static fg_status batchnorm_backward(const fg_layer *l, const fg_layer_ctx *c, fg_error *err)
 {
     if (c->groups > 1)
-        return c->batch % c->groups ? bn_uneven(l, c, err) : batchnorm_backward_groups(l, c, err);
+        return batchnorm_backward_groups(l, c, err);
     if (l->sync_stats)
         return batchnorm_backward_synced(l, c, err);
     int ch = bn_channels(l);

@@ -677,4 +677,7 @@ void fg_model_count_synced_layer(fg_model *m) { m->synced_layers++; }
 
 int fg_model_synced_layers(const fg_model *m) { return m->synced_layers; }
 
-int fg_model_batch_groups(const fg_model *m) { return m->batch_groups > 1 ? (int)m->batch_groups : 1; }
+int fg_model_batch_groups(const fg_model *m)
+{
+    return m->batch_groups > 1 ? (int)m->batch_groups : 1;
+}

@@ -746,7 +746,7 @@ fg_status fg_replica_forward(fg_replica *r, void *queue, const void *x_dev,
             return layer_failed(l, "forward", mst, err);
         layer_ctx(r, l, &c);
         c.y = r->arena + r->y_off[i];
-        fg_status st = fg_layer_forward_grouped(m, l, &c, err);
+        fg_status st = fg_layer_forward_grouped(l, &c, err);
         if (st != FG_OK)
             return layer_failed(l, "forward", st, err);
         r->out[i] = cur = c.y;
