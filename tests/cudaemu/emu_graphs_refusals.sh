@@ -45,4 +45,7 @@ refused "[backend] cuda_graphs: trainer.accumulate_grad_batches = 2" -- \
 refused "[backend] cuda_graphs: the optimizer update is not fused" \
   FULGUR_TEST_UNFUSED_STEP=1 -- trainer.gradient_clip_val=0
 refused "[backend] cuda_graphs: [model] ignore_index" -- model.ignore_index=3
+# a batch norm (after the logits here) in batch groups adds the groups' sums on the host
+refused "[backend] cuda_graphs: [model] batch_groups = 2: batch norm adds its groups' sums on the host" \
+  -- model.batch_groups=2 layer.zbn.type=batchnorm
 exit $status

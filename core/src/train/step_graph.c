@@ -40,6 +40,14 @@ static const char *layer_with_dropout(const fg_config *cfg)
     return NULL;
 }
 
+/* A batch norm under [model] batch_groups (its sums round-trip through the host). */
+static int batchnorm_groups(const fg_model *m)
+{
+    for (size_t i = 0; i < fg_model_layer_count(m); i++)
+        if (fg_model_layer(m, i)->batch_groups > 1) return 1;
+    return 0;
+}
+
 /* single, or ddp whose buckets are NCCL collectives ordered on the device (a graph holds
  * them: the comm's stream forks from the captured stream and joins it back). */
 static fg_status check_strategy(const fg_step_graph_fit *f, fg_error *err)
@@ -91,6 +99,9 @@ static fg_status check_fit(const fg_step_graph_fit *f, fg_error *err)
         return refuse(err, "%s: a callback checks the loss and gradients for inf/NaN on the "
                       "host every %lld step(s) (nan_guard)", "[callback.*]",
                       (long long)f->finite_every);
+    if (f->tctx->batch_groups > 1 && batchnorm_groups(f->tctx->model))
+        return refuse(err, "[model] batch_groups = %d: batch norm adds its groups' sums on "
+                      "the host in every step", f->tctx->batch_groups);
     const char *drop = layer_with_dropout(f->cfg);
     if (drop)
         return refuse(err, "[%s]: attention dropout takes the step's dropout offset by "
