@@ -448,7 +448,7 @@ step_batch_groups() {
     : "${PYTHON:?}" "${FULGUR_SRC:?}"
     local data=/usr/share/datasets/fashion-mnist one=(backend.threads=1 trainer.max_steps=50
         trainer.num_sanity_val_steps=0 trainer.check_val_every_n_epoch=0
-        trainer.test_after_fit=false) w near off a b c m
+        trainer.test_after_fit=false) w near off a b c m p
     [ -f "$data/train-images-idx3-ubyte.gz" ] ||
         fail "$data is missing: Debian's dataset-fashion-mnist (tests/install-deps.sh installs it)"
     CFG=$WORK/resnet.ini
