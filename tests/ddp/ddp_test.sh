@@ -40,7 +40,7 @@
 #                      char_gpt.ini (transformer blocks on README.md's text) the same in fp32 and
 #                      bf16-mixed (ddp -n 2 at 8 against one device at 16 in 2 groups);
 #                      the key's refusals (ddp, 3 groups of 64, accumulation, a pipeline of
-#                      ddp.ini's MLP, dropout)
+#                      ddp.ini's MLP, dropout, sharded's mapped layers on one rank)
 # dropout_streams      dropout on a one-sample set (every rank trains on the same sample): without
 #                      dropout ddp == single bitwise, with it they differ (each rank its own masks)
 # staging             comm.stage_device_buffers = true on the CPU backend (buffers copied through
@@ -495,6 +495,8 @@ step_batch_groups() {
         fit "$WORK/mlp.ini" model.batch_groups=2 strategy.name=model-parallel backend.devices=2
     refused "dropout masks from one stream" "$FULGUR" --plugin-path "$PLUGIN_DIR" fit "$w" \
         "${one[@]}" model.batch_groups=2 layer.b2_relu2.type=dropout layer.b2_relu2.p=0.1
+    refused "maps the layers' parameters and gradients (sharded)" fit_ddp 1 "${one[@]}" \
+        strategy.name=sharded model.batch_groups=2
     # the char GPT (embeddings, transformer blocks, layernorm) in fp32 and bf16-mixed
     CFG=$DDP_TESTS/char_gpt.ini
     for p in fp32 bf16-mixed; do

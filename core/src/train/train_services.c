@@ -378,8 +378,8 @@ static fg_status memory_trampoline(void *user, int layer, int phase, size_t offs
 
 static void set_layer_memory_hook(void *ctx, void *stage, fg_layer_memory_hook fn, void *user)
 {
-    (void)ctx;
     fg_train_stage *s = stage;
+    if (!s->mem_hook != !fn) CTX(ctx)->mapped_stages += fn ? 1 : -1;
     s->mem_hook = fn;
     s->mem_user = user;
     for (int i = 0; i < s->chunks; i++)

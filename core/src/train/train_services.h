@@ -54,6 +54,9 @@ typedef struct fg_train_ctx {
     /* [model] batch_groups each stage's replicas run (the trainer's setup_batch_groups): the
      * key's G on one device, 1 where each of G devices takes one group (dp) */
     int batch_groups;
+    /* stages whose parameters and gradients a strategy maps (set_layer_memory_hook: sharded
+     * layers), which batch groups cannot add their gradients into */
+    int mapped_stages;
     /* the live stages, in creation order (strategy.dp's replica 0 first; strategy.model-
      * parallel's pipeline 0, stage by stage, then the other pipelines) */
     struct fg_train_stage *live;

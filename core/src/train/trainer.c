@@ -434,6 +434,12 @@ static fg_status setup_strategy(fg_trainer *t, fg_error *err)
     t->strategy_ready = 1;
     st = STRAT(t)->setup(t->strategy.state, &c->svc, err);
     if (st == FG_OK) st = check_replica_allreduce(t, c, err);
+    if (st == FG_OK && fg_model_batch_groups(t->model) > 1 && c->mapped_stages > 0)
+        st = fg_error_set(err, FG_UNAVAILABLE, "%s: [model] batch_groups = %d: [strategy] %s "
+                          "maps the layers' parameters and gradients (sharded), where the "
+                          "groups' gradients cannot be added; not supported",
+                          fg_config_origin(t->cfg, "model", "batch_groups"),
+                          fg_model_batch_groups(t->model), t->strategy.inst->name);
     return st == FG_OK ? setup_fp8_amax(t, err) : st;
 }
 
