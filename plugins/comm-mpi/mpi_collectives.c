@@ -6,6 +6,7 @@
 
 #include "mpi_collectives.h"
 #include "mpi_half.h"
+#include "mpi_ordered.h"
 #include "mpi_staged.h"
 
 fg_status fg_mpi_datatype(uint32_t dtype, const char *what, MPI_Datatype *out, fg_error *err)
@@ -185,10 +186,18 @@ fg_status fg_mpi_all_reduce_start(void *state, void *queue, void *buf, size_t co
     r->op = collective(c, "all_reduce", count, dtype);
     r->buf = buf;
     r->average = op == FG_REDUCE_AVG;
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, (int)count, dt, mop, c->world, &r->req);
-    if (rc != MPI_SUCCESS) {
-        free(r);
-        return fg_mpi_fail(rc, "MPI_Iallreduce", err);
+    if (fg_mpi_ordered_applies(c, op)) {
+        st = fg_mpi_ordered_start(c, r, buf, count, dtype, err);
+        if (st != FG_OK) {
+            free(r);
+            return st;
+        }
+    } else {
+        int rc = MPI_Iallreduce(MPI_IN_PLACE, buf, (int)count, dt, mop, c->world, &r->req);
+        if (rc != MPI_SUCCESS) {
+            free(r);
+            return fg_mpi_fail(rc, "MPI_Iallreduce", err);
+        }
     }
     c->in_flight++;
     *request = r;
@@ -214,6 +223,8 @@ fg_status fg_mpi_wait(void *state, void *request, fg_error *err)
     fg_mpi_request *r = request;
     if (!r) return fg_error_set(err, FG_INVALID_ARGUMENT, "comm.mpi: wait: request is NULL");
     fg_status st = r->done ? FG_OK : fg_mpi_complete(c, &r->req, &r->op, err);
+    if (r->gathered)
+        fg_mpi_ordered_finish(c, r, st == FG_OK);
     if (st == FG_OK && r->average)
         fg_mpi_scale_average(r->buf, r->avg_count ? r->avg_count : r->op.count, r->op.dtype,
                              c->topo.world_size);

@@ -33,6 +33,7 @@ typedef struct fg_mpi_comm {
     int in_flight;       /* started collectives not yet waited */
     uint64_t probe_seq;  /* the buffer of the probes a timed-out rank sends (MPI_Isend) */
     fg_mpi_staging stage; /* device buffers through pinned host memory (mpi_staging.h) */
+    int ordered_sums;    /* [comm] ordered_sums: all_reduce sums in rank order (mpi_ordered.h) */
     char lost[1536];     /* non-empty after a timeout: the reason, and every call fails with it */
 } fg_mpi_comm;
 
@@ -58,6 +59,7 @@ typedef struct fg_mpi_request {
     fg_mpi_stage stage;  /* staged: the host copy (stage.host != NULL), copied back by wait() */
     void *stage_dst;     /* staged: where the result goes, from stage_offset, stage_bytes */
     size_t stage_offset, stage_bytes;
+    void *gathered;      /* ordered_sums: every rank's buffer, summed by wait() */
 } fg_mpi_request;
 
 double fg_mpi_now(void);

@@ -19,6 +19,10 @@ static const fg_option options[] = {
     {"stage_device_buffers", FG_OPT_ENUM, "auto", 0, 0, "auto|true|false",
      "copy buffers through pinned host memory of the backend around each collective (device "
      "memory over MPI); auto: when [backend] name is not cpu"},
+    {"ordered_sums", FG_OPT_BOOL, "false", 0, 0, NULL,
+     "all_reduce sums gathered and added in rank order, ((r0 + r1) + r2) + ...: the same "
+     "bits whatever MPI's algorithm, and ddp on G ranks equal to one device in [model] "
+     "batch_groups = G (G a power of two); world_size times the traffic and host memory"},
 };
 
 /* The world and diagnostics communicators (duplicates of MPI_COMM_WORLD, errors
@@ -58,6 +62,11 @@ static fg_status mpi_init(const fg_host *host, void **state, fg_error *err)
     if (host->get_float(host, "timeout_s", &c->timeout_s) != FG_OK || !(c->timeout_s > 0)) {
         free(c);
         return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] timeout_s must be a number > 0",
+                            host->section);
+    }
+    if (host->get_bool(host, "ordered_sums", &c->ordered_sums) != FG_OK) {
+        free(c);
+        return fg_error_set(err, FG_INVALID_ARGUMENT, "[%s] ordered_sums must be true or false",
                             host->section);
     }
     char launcher[512];

@@ -4,7 +4,10 @@
  *   mpirun -n 3 comm_driver PLUGIN.so laggard
  * laggard: the last rank skips the first all_reduce and waits in a receive instead, so
  * the others time out (COMM_DRIVER_TIMEOUT_S, default 30; the laggard's own is 10 times
- * that), fail with FG_FATAL naming it (and so does the next call), then abort: exit 3. */
+ * that), fail with FG_FATAL naming it (and so does the next call), then abort: exit 3.
+ *   mpirun -n 3 comm_driver PLUGIN.so ordered
+ * ordered: ordered_sums = true; the same checks, sums whose rounding tells the rank order
+ * apart (on 4 ranks Open MPI's own order fails them), and half sums refused. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -285,17 +288,58 @@ static void check_refusals(const comm *c)
           strstr(err.message, "root"), "bad root accepted or unclear: %s", err.message);
 }
 
+/* ordered_sums: in element k rank k % size gives 1 and every other rank 2^-24 (f32) or
+ * 2^-53 (f64), half an ulp of 1, so where the 1 comes in the order decides the rounding:
+ * each result must be the sum taken rank after rank, computed here. Started and blocking,
+ * sum and avg; half sums refused. */
+static void check_ordered(const comm *c)
+{
+    enum { K = 20000 }; /* 80 kB of f32: past the size where Open MPI leaves its tree */
+    static float f[K], want_f[K], avg[K];
+    static double d[K], want_d[K];
+    for (int k = 0; k < K; k++) {
+        int one = k % c->size;
+        f[k] = c->rank == one ? 1.0f : 0x1p-24f;
+        d[k] = c->rank == one ? 1.0 : 0x1p-53;
+        avg[k] = 2 * f[k];
+        want_f[k] = 0, want_d[k] = 0;
+        for (int r = 0; r < c->size; r++) {
+            want_f[k] = r ? want_f[k] + (r == one ? 1.0f : 0x1p-24f) : (r == one ? 1.0f : 0x1p-24f);
+            want_d[k] = r ? want_d[k] + (r == one ? 1.0 : 0x1p-53) : (r == one ? 1.0 : 0x1p-53);
+        }
+    }
+    void *req = NULL;
+    CHECK_OK(c->vt->all_reduce_start(c->s, NULL, f, K, FG_F32, FG_REDUCE_SUM, &req, &fg_test_err));
+    CHECK_OK(c->vt->all_reduce(c->s, NULL, d, K, FG_F64, FG_REDUCE_SUM, &fg_test_err));
+    CHECK_OK(c->vt->wait(c->s, req, &fg_test_err));
+    CHECK_OK(c->vt->all_reduce(c->s, NULL, avg, K, FG_F32, FG_REDUCE_AVG, &fg_test_err));
+    for (int k = 0; k < K; k++) {
+        CHECK(f[k] == want_f[k], "ordered f32 sum [%d] = %a, want %a (rank order)", k, f[k],
+              want_f[k]);
+        CHECK(d[k] == want_d[k], "ordered f64 sum [%d] = %a, want %a (rank order)", k, d[k],
+              want_d[k]);
+        CHECK(avg[k] == 2 * want_f[k] / (float)c->size, "ordered f32 avg [%d] = %a", k, avg[k]);
+    }
+    uint16_t h = 0;
+    fg_error err = {0};
+    CHECK(c->vt->all_reduce(c->s, NULL, &h, 1, FG_BF16, FG_REDUCE_SUM, &err) == FG_UNAVAILABLE &&
+          strstr(err.message, "ordered_sums"), "a bf16 ordered sum accepted or unclear: %s",
+          err.message);
+}
+
 int main(int argc, char **argv)
 {
     int laggard = argc == 3 && strcmp(argv[2], "laggard") == 0;
-    if (argc != 2 && !laggard) {
-        fprintf(stderr, "usage: %s fulgur-comm-mpi.so [laggard]\n", argv[0]);
+    int ordered = argc == 3 && strcmp(argv[2], "ordered") == 0;
+    if (argc != 2 && !laggard && !ordered) {
+        fprintf(stderr, "usage: %s fulgur-comm-mpi.so [laggard | ordered]\n", argv[0]);
         return 2;
     }
     const fg_plugin *p = fg_test_need_plugin(argv[1], FG_KIND_COMM, NULL);
     fg_fake_host_init(&comm_host, p, NULL);
     fg_fake_host_echo(&comm_host, stdout, FG_LOG_DEBUG);
     comm_options(&comm_host);
+    if (ordered) fg_fake_host_set(&comm_host, "ordered_sums", "true");
     if (load_backend()) return 1;
     void *state = NULL;
     fg_error err = {0};
@@ -335,7 +379,10 @@ int main(int argc, char **argv)
     check_scatter_gather(&c);
     check_v(&c);
     check_broadcast_p2p(&c);
-    check_half(&c);
+    if (ordered)
+        check_ordered(&c);
+    else
+        check_half(&c);
     check_refusals(&c);
     p->deinit(state);
     if (fg_test_failures) {

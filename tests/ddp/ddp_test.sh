@@ -3,7 +3,9 @@
 # Environment (from ctest): FULGUR, PLUGIN_DIR, COMM_DRIVER, DDP_TESTS (this folder),
 # DDP_WORK (scratch), PYTHON; for local_sgd also FULGUR_SRC, FULGUR_BUILD, CMAKE, CC.
 #
-# comm_collectives     every collective and dtype of comm.mpi, 2 and 3 ranks (comm_driver.c)
+# comm_collectives     every collective and dtype of comm.mpi, 2 and 3 ranks (comm_driver.c); the
+#                      same with ordered_sums = true on 2, 3 and 4 ranks: its sums in rank order
+#                      (values whose rounding tells orders apart), half sums refused
 # comm_timeout         a rank that skips a collective: the others name it and abort, exit 3
 # equivalence          ddp -n 2, batch 64 per rank == single, batch 128, after 50 steps
 # equivalence_accumulate   the same with accumulate_grad_batches = 2 (batch 32 per rank)
@@ -38,7 +40,9 @@
 #                      and of dp on 2 devices and of model-parallel's one stage (the graph model
 #                      has no pipeline split); without the key one device is more than 1e-6 off;
 #                      char_gpt.ini (transformer blocks on README.md's text) the same in fp32 and
-#                      bf16-mixed (ddp -n 2 at 8 against one device at 16 in 2 groups);
+#                      bf16-mixed (ddp -n 2 at 8 against one device at 16 in 2 groups); ddp -n 4
+#                      at 16 with comm.ordered_sums against one device in 4 groups (and apart
+#                      without the key: Open MPI's ring adds in another order);
 #                      the key's refusals (ddp, 3 groups of 64, accumulation, a pipeline of
 #                      ddp.ini's MLP, dropout, sharded's mapped layers on one rank)
 # dropout_streams      dropout on a one-sample set (every rank trains on the same sample): without
@@ -100,7 +104,13 @@ step_comm_collectives() {
         [ "$(grep -c 'every collective checked' "$WORK/driver$n.log")" = "$n" ] ||
             { cat "$WORK/driver$n.log"; fail "not every one of $n ranks checked its collectives"; }
     done
-    echo "ok: all_reduce (sum/avg/max; f32/f64/i32/i64), started all_reduce + test/wait, reduce_scatter, all_gather, broadcast, send/recv, barrier on 2 and 3 ranks"
+    # ordered_sums on 4 ranks too, where Open MPI's own order (a ring) fails the order checks
+    for n in 2 3 4; do
+        must "$WORK/ordered$n.log" mpi "$n" "$COMM_DRIVER" "$PLUGIN_DIR/fulgur-comm-mpi.so" ordered
+        [ "$(grep -c 'every collective checked' "$WORK/ordered$n.log")" = "$n" ] ||
+            { cat "$WORK/ordered$n.log"; fail "not every one of $n ranks checked its ordered collectives"; }
+    done
+    echo "ok: all_reduce (sum/avg/max; f32/f64/i32/i64), started all_reduce + test/wait, reduce_scatter, all_gather, broadcast, send/recv, barrier on 2 and 3 ranks; the same with ordered_sums on 2, 3 and 4 ranks, whose sums keep rank order"
 }
 
 step_comm_timeout() {
@@ -448,7 +458,7 @@ step_batch_groups() {
     : "${PYTHON:?}" "${FULGUR_SRC:?}"
     local data=/usr/share/datasets/fashion-mnist one=(backend.threads=1 trainer.max_steps=50
         trainer.num_sanity_val_steps=0 trainer.check_val_every_n_epoch=0
-        trainer.test_after_fit=false) w near off a b c m p
+        trainer.test_after_fit=false) w near off a a4 b c m p
     [ -f "$data/train-images-idx3-ubyte.gz" ] ||
         fail "$data is missing: Debian's dataset-fashion-mnist (tests/install-deps.sh installs it)"
     CFG=$WORK/resnet.ini
@@ -497,6 +507,17 @@ step_batch_groups() {
         "${one[@]}" model.batch_groups=2 layer.b2_relu2.type=dropout layer.b2_relu2.p=0.1
     refused "maps the layers' parameters and gradients (sharded)" fit_ddp 1 "${one[@]}" \
         strategy.name=sharded model.batch_groups=2
+    # 4 ranks: equal with comm.ordered_sums (rank-order sums), apart without
+    CFG=$WORK/resnet.ini
+    must "$WORK/groups4.log" fit_single "${one[@]}" model.batch_groups=4
+    must "$WORK/ddp4.log" fit_ddp 4 "${one[@]}" strategy.name=ddp data.batch_size=16 \
+        model.sync_batchnorm=true comm.ordered_sums=true
+    must "$WORK/ddp4mpi.log" fit_ddp 4 "${one[@]}" strategy.name=ddp data.batch_size=16 \
+        model.sync_batchnorm=true
+    a4=$(grep '^weights:' "$WORK/groups4.log") b=$(grep -a '^weights:' "$WORK/ddp4.log" | head -1)
+    c=$(grep -a '^weights:' "$WORK/ddp4mpi.log" | head -1)
+    [ "$a4" = "$b" ] || fail "one device in 4 batch groups '$a4', ddp -n 4 with ordered_sums '$b'"
+    [ "$a4" != "$c" ] || fail "ddp -n 4 without ordered_sums has the groups' bits too: the check shows nothing"
     # the char GPT (embeddings, transformer blocks, layernorm) in fp32 and bf16-mixed
     CFG=$DDP_TESTS/char_gpt.ini
     for p in fp32 bf16-mixed; do
@@ -507,7 +528,7 @@ step_batch_groups() {
         case $b in *"after 30 steps") ;; *) cat "$WORK/gpt_ddp_$p.log"; fail "the GPT's ddp did not run 30 steps" ;; esac
         [ "$b" = "$c" ] || fail "$p GPT: one device in 2 batch groups '$c', ddp -n 2 '$b'"
     done
-    echo "ok: one device at batch 64 in 2 batch groups == ddp -n 2 at 32 == dp on 2 devices == model-parallel's one stage: $a ($near); without the groups: $off; the char GPT in fp32 and bf16-mixed: ddp's bits"
+    echo "ok: one device at batch 64 in 2 batch groups == ddp -n 2 at 32 == dp on 2 devices == model-parallel's one stage: $a ($near); without the groups: $off; ddp -n 4 with ordered_sums = 4 groups: $a4; the char GPT in fp32 and bf16-mixed: ddp's bits"
 }
 
 step_dropout_streams() {

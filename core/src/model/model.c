@@ -126,7 +126,7 @@ static const fg_option model_options[] = {
      "G-1 of a G-rank ddp run draw theirs, and every sum over the batch (weight, bias and "
      "batch-norm gradients, batch-norm statistics) is taken per group, the groups' sums "
      "added in order: with G = 2 one device computes the bits of ddp on 2 ranks and of dp "
-     "on 2 devices (more ranks add in the comm's own order; README: a data-parallel run "
+     "on 2 devices (more ranks: with comm.mpi's ordered_sums; README: a data-parallel run "
      "reproduced on one device); 1: off"},
 };
 
